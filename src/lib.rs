@@ -1,0 +1,1 @@
+//! Shared helpers of the workspace's integration tests and examples.
