@@ -1,9 +1,12 @@
 //! The crate-wide error type.
 
-/// A boxed error returned by user functions and sinks.
+/// A boxed error returned by user functions, sources and sinks.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Every error the `streaming` crate returns.
+///
+/// Errors raised while a pipeline runs name the operator (`operator`, e.g.
+/// `source-0/3:window-aggregate`, see [`OperatorId`](crate::ops::OperatorId)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -15,4 +18,66 @@ pub enum Error {
         /// Why the value was rejected.
         reason: String,
     },
+
+    /// A user function returned an error.
+    #[error("operator `{operator}` failed: {source}")]
+    UserFunction {
+        /// The operator whose function failed.
+        operator: String,
+        /// The error the function returned.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A user function panicked; the panic was caught.
+    #[error("operator `{operator}` panicked: {message}")]
+    Panic {
+        /// The operator whose function panicked.
+        operator: String,
+        /// The panic payload when it is a string, else a placeholder.
+        message: String,
+    },
+
+    /// A record's window bounds do not fit in `i64` milliseconds (DESIGN invariant 2): the
+    /// record is rejected rather than assigned to a clamped window.
+    #[error("operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64")]
+    WindowBounds {
+        /// The window operator.
+        operator: String,
+        /// The record's event time (ms).
+        timestamp: i64,
+    },
+
+    /// A keyed state was requested with a descriptor whose kind or type differs from the one
+    /// used earlier under the same name in the same operator.
+    #[error("operator `{operator}`: state `{state}` was declared as {declared} and is now requested as {requested}")]
+    StateType {
+        /// The operator owning the state.
+        operator: String,
+        /// The state name from the descriptor.
+        state: &'static str,
+        /// The kind and type first used.
+        declared: &'static str,
+        /// The kind and type of the failing request.
+        requested: &'static str,
+    },
+
+    /// A source failed while producing records.
+    #[error("source `{source_id}` failed: {source}")]
+    Source {
+        /// The source id.
+        source_id: String,
+        /// The error the source returned.
+        #[source]
+        source: BoxError,
+    },
+
+    /// No checkpoint with this id exists.
+    #[error("checkpoint {0} does not exist")]
+    CheckpointNotFound(u64),
+
+    /// A checkpoint was requested while a store was being updated (from inside a user
+    /// function of the pipeline that owns the store).
+    #[error("checkpoint failed: store `{0}` is in use by a running operator")]
+    CheckpointBusy(String),
 }

@@ -7,3 +7,7 @@
 mod error;
 
 pub use error::{BoxError, Error};
+
+pub mod api;
+pub mod ops;
+pub mod time;

@@ -1,0 +1,120 @@
+//! Contexts handed to keyed process functions.
+
+use super::state::{KeyedStateBackend, StateDescriptor};
+use crate::Error;
+use std::hash::Hash;
+
+/// The time domain of a timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TimeDomain {
+    /// Fires when the watermark reaches the timer's time.
+    EventTime,
+    /// Fires when processing time reaches the timer's time. On the in-memory engine
+    /// processing time is the timestamp of the record being processed (batch emulation,
+    /// seed §1.3).
+    ProcessingTime,
+}
+
+/// A timer registration: (time in ms, domain).
+pub(crate) type TimerRequest = (i64, TimeDomain);
+
+/// What a keyed process function sees for one element: its key, timestamp, the watermark,
+/// processing time, timer registration and the key's state.
+pub struct KeyedContext<'a, K> {
+    pub(crate) key: &'a K,
+    pub(crate) timestamp: i64,
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+    pub(crate) timers: &'a mut Vec<TimerRequest>,
+    pub(crate) state: &'a mut KeyedStateBackend<K>,
+}
+
+impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
+    /// The key of the element being processed.
+    pub fn current_key(&self) -> &K {
+        self.key
+    }
+
+    /// The element's event time (ms).
+    pub fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+
+    /// The watermark in force before this element (ms); `i64::MIN` before the first.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// Processing time (ms). On the in-memory engine: the highest record timestamp seen.
+    pub fn current_processing_time(&self) -> i64 {
+        self.processing_time
+    }
+
+    /// Calls `on_timer` for this key once the watermark reaches `time` (ms). Registering
+    /// the same (key, time, domain) again has no effect.
+    pub fn register_event_time_timer(&mut self, time: i64) {
+        self.timers.push((time, TimeDomain::EventTime));
+    }
+
+    /// Calls `on_timer` for this key once processing time reaches `time` (ms).
+    pub fn register_processing_time_timer(&mut self, time: i64) {
+        self.timers.push((time, TimeDomain::ProcessingTime));
+    }
+
+    /// The state described by `descriptor` for the current key: a
+    /// [`ValueState`](super::ValueState), [`ListState`](super::ListState),
+    /// [`MapState`](super::MapState) or [`SetState`](super::SetState).
+    ///
+    /// # Errors
+    /// [`Error::StateType`] when this operator used the same state name with another kind or
+    /// type before.
+    pub fn state<'s, D: StateDescriptor<K>>(&'s mut self, descriptor: &'s D) -> Result<D::Handle<'s>, Error> {
+        self.state.handle(descriptor, self.key)
+    }
+}
+
+/// What `on_timer` sees: the timer's key and domain, the watermark, timers and state.
+pub struct TimerContext<'a, K> {
+    pub(crate) inner: KeyedContext<'a, K>,
+    pub(crate) domain: TimeDomain,
+}
+
+impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
+    /// The key that registered the timer.
+    pub fn current_key(&self) -> &K {
+        self.inner.key
+    }
+
+    /// Whether an event-time or a processing-time timer fired.
+    pub fn time_domain(&self) -> TimeDomain {
+        self.domain
+    }
+
+    /// The watermark in force (ms).
+    pub fn current_watermark(&self) -> i64 {
+        self.inner.watermark
+    }
+
+    /// Processing time (ms), as in [`KeyedContext::current_processing_time`].
+    pub fn current_processing_time(&self) -> i64 {
+        self.inner.processing_time
+    }
+
+    /// Registers another event-time timer for this key.
+    pub fn register_event_time_timer(&mut self, time: i64) {
+        self.inner.register_event_time_timer(time);
+    }
+
+    /// Registers another processing-time timer for this key.
+    pub fn register_processing_time_timer(&mut self, time: i64) {
+        self.inner.register_processing_time_timer(time);
+    }
+
+    /// The key's state; see [`KeyedContext::state`].
+    ///
+    /// # Errors
+    /// As [`KeyedContext::state`].
+    pub fn state<'s, D: StateDescriptor<K>>(&'s mut self, descriptor: &'s D) -> Result<D::Handle<'s>, Error> {
+        self.inner.state(descriptor)
+    }
+}

@@ -1,0 +1,93 @@
+//! User function traits: collectors, aggregate functions, keyed process functions and the
+//! numeric element bound of `sum`.
+
+use super::context::{KeyedContext, TimerContext};
+use crate::BoxError;
+use std::ops::Add;
+
+/// Collects the output records of a process or window function.
+///
+/// Records are buffered in a vector the operator reuses, then pushed downstream in order
+/// when the function returns: no allocation per record once the buffer has grown.
+#[derive(Debug)]
+pub struct Collector<'a, T> {
+    pub(crate) buffer: &'a mut Vec<T>,
+}
+
+impl<T> Collector<'_, T> {
+    /// Emits one record.
+    pub fn collect(&mut self, value: T) {
+        self.buffer.push(value);
+    }
+}
+
+/// Incremental window aggregation (Flink `AggregateFunction`): an accumulator per window,
+/// updated per element, merged when session windows merge.
+pub trait AggregateFunction<T> {
+    /// The accumulator kept per (key, window).
+    type Acc: Clone + 'static;
+    /// The result emitted when the window fires.
+    type Out;
+
+    /// A fresh, empty accumulator.
+    fn create_accumulator(&self) -> Self::Acc;
+
+    /// Adds one element.
+    fn add(&self, acc: &mut Self::Acc, value: T);
+
+    /// The result for the accumulated elements.
+    fn get_result(&self, acc: &Self::Acc) -> Self::Out;
+
+    /// Combines two accumulators (session windows merging).
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+/// A keyed process function with timers (Flink `KeyedProcessFunction`).
+///
+/// For a function without timers a closure is enough: see `KeyedStream::process`.
+pub trait KeyedProcessFunction<K, T> {
+    /// The output record type.
+    type Out;
+
+    /// Handles one element of the key `ctx.current_key()`.
+    ///
+    /// # Errors
+    /// Any error stops the pipeline; the terminal operation returns it naming the operator.
+    fn process_element(
+        &mut self,
+        value: T,
+        ctx: &mut KeyedContext<'_, K>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError>;
+
+    /// Called when a timer registered through the context is due, with the key that
+    /// registered it. The default does nothing.
+    ///
+    /// # Errors
+    /// As for [`process_element`](Self::process_element).
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, K>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError> {
+        let _ = (timestamp, ctx, out);
+        Ok(())
+    }
+}
+
+/// Element types `sum` accepts: Rust's integer and float primitives.
+///
+/// Sums use `+` of the type: integer overflow panics in debug builds and wraps in release
+/// builds, like the hand-written loop would.
+#[diagnostic::on_unimplemented(
+    message = "`sum` needs a numeric element type, but this stream carries `{Self}`",
+    label = "not a number",
+    note = "map the stream to the number to add up first (e.g. `.map(|x| x.amount)`), or use `reduce`/`aggregate`"
+)]
+pub trait Numeric: Copy + Default + Add<Output = Self> + 'static {}
+
+macro_rules! numeric {
+    ($($t:ty),*) => { $(impl Numeric for $t {})* };
+}
+numeric!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);

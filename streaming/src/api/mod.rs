@@ -1,0 +1,16 @@
+//! User-facing building blocks: functions, collectors, sources, sinks and keyed state.
+
+pub(crate) mod context;
+mod functions;
+mod sink;
+mod source;
+pub(crate) mod state;
+
+pub use context::{KeyedContext, TimeDomain, TimerContext};
+pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
+pub use sink::Sink;
+pub use source::{Source, SourceContext};
+pub use state::{
+    ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState, SetStateDescriptor,
+    ValueState, ValueStateDescriptor,
+};

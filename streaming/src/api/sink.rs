@@ -1,0 +1,38 @@
+//! The [`Sink`] trait: where a pipeline's records end.
+
+use crate::BoxError;
+
+/// Receives a pipeline's output records.
+///
+/// Lifecycle (seed §1.3): `open` once before the first record, `invoke` per record, `close`
+/// once at the end — also when the pipeline fails. Closures `FnMut(T)` are sinks.
+pub trait Sink<T> {
+    /// Prepares the sink. The default does nothing.
+    ///
+    /// # Errors
+    /// Any error aborts the pipeline before it reads input.
+    fn open(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    /// Writes one record.
+    ///
+    /// # Errors
+    /// Any error aborts the pipeline; the terminal operation returns it, naming the sink.
+    fn invoke(&mut self, value: T) -> Result<(), BoxError>;
+
+    /// Releases the sink. Called after the last record and after a failure.
+    ///
+    /// # Errors
+    /// Reported by the terminal operation when the pipeline itself succeeded.
+    fn close(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+impl<T, F: FnMut(T)> Sink<T> for F {
+    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
+        self(value);
+        Ok(())
+    }
+}

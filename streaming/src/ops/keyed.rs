@@ -1,0 +1,322 @@
+//! Keyed operators without windows: rolling reduce and sum, and keyed process functions
+//! with state and timers.
+
+use super::timers::TimerQueue;
+use super::{guard, user_error, Operator, OperatorId, Shared};
+use crate::api::context::{TimeDomain, TimerRequest};
+use crate::api::state::KeyedStateBackend;
+use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric, TimerContext};
+use crate::time::MIN_WATERMARK;
+use crate::{BoxError, Error};
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+macro_rules! forward_watermark_lifecycle {
+    () => {
+        fn open(&mut self) -> Result<(), Error> {
+            self.next.open()
+        }
+        #[inline]
+        fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+            self.next.on_watermark(watermark)
+        }
+        fn finish(&mut self) -> Result<(), Error> {
+            self.next.finish()
+        }
+        fn close(&mut self) -> Result<(), Error> {
+            self.next.close()
+        }
+    };
+}
+
+/// Rolling reduce per key (Flink `KeyedStream.reduce`): emits the updated value for every
+/// element.
+pub struct KeyedReduce<KF, K, T, F, N> {
+    id: OperatorId,
+    key_fn: KF,
+    f: F,
+    state: Shared<HashMap<K, T>>,
+    next: N,
+}
+
+impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
+    pub(crate) fn new(id: OperatorId, key_fn: KF, f: F, state: Shared<HashMap<K, T>>, next: N) -> Self {
+        KeyedReduce { id, key_fn, f, state, next }
+    }
+}
+
+impl<KF, K, T, F, N> Operator<T> for KeyedReduce<KF, K, T, F, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq,
+    T: Clone,
+    F: FnMut(T, T) -> T,
+    N: Operator<T>,
+{
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        let out = {
+            let mut map = self.state.borrow_mut();
+            let reduced = match map.remove(&key) {
+                Some(acc) => guard(&self.id, || (self.f)(acc, value))?,
+                None => value,
+            };
+            map.insert(key, reduced.clone());
+            reduced
+        };
+        self.next.process(out, timestamp)
+    }
+    forward_watermark_lifecycle!();
+}
+
+/// Rolling sum per key: emits `(key, sum so far)` for every element.
+pub struct KeyedSum<KF, K, T, N> {
+    id: OperatorId,
+    key_fn: KF,
+    state: Shared<HashMap<K, T>>,
+    next: N,
+}
+
+impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
+    pub(crate) fn new(id: OperatorId, key_fn: KF, state: Shared<HashMap<K, T>>, next: N) -> Self {
+        KeyedSum { id, key_fn, state, next }
+    }
+}
+
+impl<KF, K, T, N> Operator<T> for KeyedSum<KF, K, T, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone,
+    T: Numeric,
+    N: Operator<(K, T)>,
+{
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        let sum = {
+            let mut map = self.state.borrow_mut();
+            match map.get_mut(&key) {
+                Some(acc) => {
+                    *acc = guard(&self.id, || *acc + value)?;
+                    *acc
+                }
+                None => {
+                    map.insert(key.clone(), value);
+                    value
+                }
+            }
+        };
+        self.next.process((key, sum), timestamp)
+    }
+    forward_watermark_lifecycle!();
+}
+
+/// A closure as a [`KeyedProcessFunction`] without timer callbacks.
+pub struct ProcessFn<F, O> {
+    f: F,
+    _out: PhantomData<fn() -> O>,
+}
+
+impl<F, O> ProcessFn<F, O> {
+    /// Wraps `f(value, ctx, out)`.
+    pub fn new(f: F) -> Self {
+        ProcessFn { f, _out: PhantomData }
+    }
+}
+
+impl<K, T, O, F> KeyedProcessFunction<K, T> for ProcessFn<F, O>
+where
+    F: FnMut(T, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+{
+    type Out = O;
+
+    fn process_element(
+        &mut self,
+        value: T,
+        ctx: &mut KeyedContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        (self.f)(value, ctx, out)
+    }
+}
+
+/// The state of a keyed process operator: user state and pending timers.
+#[derive(Clone)]
+pub(crate) struct ProcessState<K> {
+    backend: KeyedStateBackend<K>,
+    event_timers: TimerQueue<K>,
+    processing_timers: TimerQueue<K>,
+    registered: HashSet<(K, i64, TimeDomain)>,
+}
+
+impl<K: 'static> ProcessState<K> {
+    pub(crate) fn new(operator: &OperatorId) -> Self {
+        ProcessState {
+            backend: KeyedStateBackend::new(operator.to_string()),
+            event_timers: TimerQueue::default(),
+            processing_timers: TimerQueue::default(),
+            registered: HashSet::new(),
+        }
+    }
+}
+
+/// Runs a [`KeyedProcessFunction`] with keyed state and timers.
+///
+/// Timers are deduplicated on (key, time, domain). Event-time timers fire when the watermark
+/// reaches them; processing time advances with the record timestamps (seed §1.3: batch
+/// emulation), and due processing-time timers fire before the record that moved it. At end
+/// of input every remaining timer fires, event time first, each domain in time order.
+pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, N> {
+    id: OperatorId,
+    key_fn: KF,
+    function: PF,
+    state: Shared<ProcessState<K>>,
+    watermark: i64,
+    processing_time: i64,
+    requests: Vec<TimerRequest>,
+    out: Vec<PF::Out>,
+    next: N,
+    _in: PhantomData<fn(T)>,
+}
+
+impl<KF, K, T, PF: KeyedProcessFunction<K, T>, N> KeyedProcess<KF, K, T, PF, N> {
+    pub(crate) fn new(id: OperatorId, key_fn: KF, function: PF, state: Shared<ProcessState<K>>, next: N) -> Self {
+        KeyedProcess {
+            id,
+            key_fn,
+            function,
+            state,
+            watermark: MIN_WATERMARK,
+            processing_time: MIN_WATERMARK,
+            requests: Vec::new(),
+            out: Vec::new(),
+            next,
+            _in: PhantomData,
+        }
+    }
+}
+
+impl<KF, K, T, PF, N> KeyedProcess<KF, K, T, PF, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone + 'static,
+    PF: KeyedProcessFunction<K, T>,
+    N: Operator<PF::Out>,
+{
+    fn register(state: &mut ProcessState<K>, key: &K, requests: &mut Vec<TimerRequest>) {
+        for (time, domain) in requests.drain(..) {
+            if state.registered.insert((key.clone(), time, domain)) {
+                match domain {
+                    TimeDomain::EventTime => state.event_timers.push(time, key.clone()),
+                    TimeDomain::ProcessingTime => state.processing_timers.push(time, key.clone()),
+                }
+            }
+        }
+    }
+
+    /// Fires due timers of `domain` up to `upto`; returns whether any fired.
+    fn fire(&mut self, domain: TimeDomain, upto: i64) -> Result<bool, Error> {
+        let mut fired = false;
+        loop {
+            let state = Rc::clone(&self.state);
+            let mut guard_st = state.borrow_mut();
+            let st = &mut *guard_st;
+            let due = match domain {
+                TimeDomain::EventTime => st.event_timers.pop_due(upto),
+                TimeDomain::ProcessingTime => st.processing_timers.pop_due(upto),
+            };
+            let Some((time, key)) = due else { break };
+            fired = true;
+            st.registered.remove(&(key.clone(), time, domain));
+            let mut ctx = TimerContext {
+                inner: KeyedContext {
+                    key: &key,
+                    timestamp: time,
+                    watermark: self.watermark,
+                    processing_time: self.processing_time,
+                    timers: &mut self.requests,
+                    state: &mut st.backend,
+                },
+                domain,
+            };
+            let (function, out) = (&mut self.function, &mut self.out);
+            guard(&self.id, || function.on_timer(time, &mut ctx, &mut Collector { buffer: out }))?
+                .map_err(|e| user_error(&self.id, e))?;
+            Self::register(st, &key, &mut self.requests);
+            drop(guard_st);
+            for v in self.out.drain(..) {
+                self.next.process(v, time)?;
+            }
+        }
+        Ok(fired)
+    }
+}
+
+impl<KF, K, T, PF, N> Operator<T> for KeyedProcess<KF, K, T, PF, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone + 'static,
+    PF: KeyedProcessFunction<K, T>,
+    N: Operator<PF::Out>,
+{
+    fn open(&mut self) -> Result<(), Error> {
+        self.next.open()
+    }
+
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        if timestamp > self.processing_time {
+            self.processing_time = timestamp;
+            self.fire(TimeDomain::ProcessingTime, timestamp)?;
+        }
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            let mut ctx = KeyedContext {
+                key: &key,
+                timestamp,
+                watermark: self.watermark,
+                processing_time: self.processing_time,
+                timers: &mut self.requests,
+                state: &mut st.backend,
+            };
+            let (function, out) = (&mut self.function, &mut self.out);
+            guard(&self.id, || function.process_element(value, &mut ctx, &mut Collector { buffer: out }))?
+                .map_err(|e| user_error(&self.id, e))?;
+            Self::register(st, &key, &mut self.requests);
+        }
+        for v in self.out.drain(..) {
+            self.next.process(v, timestamp)?;
+        }
+        Ok(())
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        if watermark <= self.watermark {
+            return Ok(());
+        }
+        self.watermark = watermark;
+        self.fire(TimeDomain::EventTime, watermark)?;
+        self.next.on_watermark(watermark)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        // Timers registered while draining fire too, until none is left.
+        loop {
+            let event = self.fire(TimeDomain::EventTime, i64::MAX)?;
+            self.processing_time = i64::MAX;
+            let processing = self.fire(TimeDomain::ProcessingTime, i64::MAX)?;
+            if !event && !processing {
+                break;
+            }
+        }
+        self.next.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        self.next.close()
+    }
+}

@@ -1,0 +1,171 @@
+//! Fused push operators shared by both engines.
+//!
+//! A pipeline runs as one value of nested generic operator structs — `Map<F, U, Filter<G,
+//! Sink<S>>>` — so every call on the per-record path is static and LLVM inlines the chain
+//! into the source loop. Neither `dyn` nor `Box` nor a per-record allocation is on that path.
+//!
+//! Most users build pipelines with [`MemoryEnv`](crate::MemoryEnv)'s builder API or the
+//! `pipeline!` macro; these types are what both expand to.
+
+mod keyed;
+mod sink;
+mod stateless;
+mod timers;
+mod watermark;
+mod window;
+
+pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, ProcessFn};
+pub use sink::SinkOp;
+pub use stateless::{Filter, FlatMap, Map, TryMap};
+pub use watermark::{AssignWatermarks, RecordTimestamp};
+pub use window::{
+    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumWindow, WindowFunction,
+    WindowOperator,
+};
+
+use crate::Error;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+
+/// The stable id of an operator: `{source_id}/{position}:{kind}`, e.g. `flights/4:window`.
+///
+/// `position` counts operators from 1 along the chain after the source, so ids do not
+/// change when a later operator changes. Errors name operators by this id, and keyed state
+/// and checkpoints are stored under it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct OperatorId(Rc<str>);
+
+impl OperatorId {
+    /// The id of the operator at `position` (1-based) of kind `kind` after source `source_id`.
+    pub fn new(source_id: &str, position: u32, kind: &str) -> Self {
+        OperatorId(format!("{source_id}/{position}:{kind}").into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OperatorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for OperatorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OperatorId({})", self.0)
+    }
+}
+
+/// A push operator: receives records with their event timestamps (ms) and watermarks.
+///
+/// Call order: `open`, then any mix of `process` and `on_watermark` (watermarks never
+/// decrease), then at end of input `on_watermark(i64::MAX)` and `finish`, and always
+/// `close` last — also after an error.
+pub trait Operator<T> {
+    /// Prepares this operator and the ones after it.
+    ///
+    /// # Errors
+    /// A sink that fails to open.
+    fn open(&mut self) -> Result<(), Error>;
+
+    /// Handles one record with event time `timestamp` (ms).
+    ///
+    /// # Errors
+    /// A failing or panicking user function, named by its [`OperatorId`].
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error>;
+
+    /// Handles a watermark: no record with a timestamp at or below `watermark` is expected.
+    ///
+    /// # Errors
+    /// As [`process`](Self::process), for functions run by timers or windows firing.
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error>;
+
+    /// End of input: flush everything still buffered (timers, windows).
+    ///
+    /// # Errors
+    /// As [`process`](Self::process).
+    fn finish(&mut self) -> Result<(), Error>;
+
+    /// Releases resources (closes sinks). Called exactly once, also after an error.
+    ///
+    /// # Errors
+    /// A sink that fails to close.
+    fn close(&mut self) -> Result<(), Error>;
+}
+
+/// Runs a user function, turning a panic into [`Error::Panic`] naming `operator`.
+///
+/// The unwind guard costs nothing when the function cannot panic and is cheap otherwise;
+/// the benchmark in `benches/` measures the chain against a hand-written loop.
+#[inline(always)]
+pub(crate) fn guard<R>(operator: &OperatorId, f: impl FnOnce() -> R) -> Result<R, Error> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => Ok(r),
+        Err(payload) => Err(panic_error(operator, payload)),
+    }
+}
+
+#[cold]
+fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let message = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    };
+    Error::Panic { operator: operator.to_string(), message }
+}
+
+#[cold]
+pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Error {
+    Error::UserFunction { operator: operator.to_string(), source }
+}
+
+/// Forwards `open`/`on_watermark`/`finish`/`close` of a one-input stateless operator to
+/// its `next` field.
+macro_rules! forward_lifecycle {
+    () => {
+        #[inline]
+        fn open(&mut self) -> Result<(), $crate::Error> {
+            self.next.open()
+        }
+        #[inline]
+        fn on_watermark(&mut self, watermark: i64) -> Result<(), $crate::Error> {
+            self.next.on_watermark(watermark)
+        }
+        #[inline]
+        fn finish(&mut self) -> Result<(), $crate::Error> {
+            self.next.finish()
+        }
+        #[inline]
+        fn close(&mut self) -> Result<(), $crate::Error> {
+            self.next.close()
+        }
+    };
+}
+pub(crate) use forward_lifecycle;
+
+/// Operator state shared with the checkpoint coordinator (single thread).
+pub(crate) type Shared<S> = Rc<std::cell::RefCell<S>>;
+
+/// Counters kept by the operators of one pipeline run; read back as
+/// [`JobSummary`](crate::memory::JobSummary).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) late_elements: std::cell::Cell<u64>,
+    pub(crate) window_firings: std::cell::Cell<u64>,
+}
+
+impl Counters {
+    pub(crate) fn add_late(&self) {
+        self.late_elements.set(self.late_elements.get() + 1);
+    }
+    pub(crate) fn add_firing(&self) {
+        self.window_firings.set(self.window_firings.get() + 1);
+    }
+}

@@ -1,0 +1,56 @@
+//! A timer queue ordered by (time, registration order).
+
+use std::collections::BTreeMap;
+
+/// Timers ordered by time, ties in registration order, so firing is deterministic.
+#[derive(Clone, Debug)]
+pub(crate) struct TimerQueue<E> {
+    queue: BTreeMap<(i64, u64), E>,
+    seq: u64,
+}
+
+impl<E> Default for TimerQueue<E> {
+    fn default() -> Self {
+        TimerQueue { queue: BTreeMap::new(), seq: 0 }
+    }
+}
+
+impl<E> TimerQueue<E> {
+    pub(crate) fn push(&mut self, time: i64, entry: E) {
+        self.queue.insert((time, self.seq), entry);
+        self.seq += 1;
+    }
+
+    /// Removes and returns the earliest timer with time `<= upto`.
+    pub(crate) fn pop_due(&mut self, upto: i64) -> Option<(i64, E)> {
+        let (&(time, _), _) = self.queue.first_key_value()?;
+        if time > upto {
+            return None;
+        }
+        self.queue.pop_first().map(|((t, _), e)| (t, e))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pops_in_time_then_registration_order() {
+        let mut q = TimerQueue::default();
+        q.push(5, "b");
+        q.push(3, "a");
+        q.push(5, "c");
+        q.push(9, "d");
+        assert_eq!(q.pop_due(5), Some((3, "a")));
+        assert_eq!(q.pop_due(5), Some((5, "b")));
+        assert_eq!(q.pop_due(5), Some((5, "c")));
+        assert_eq!(q.pop_due(5), None);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop_due(i64::MAX), Some((9, "d")));
+    }
+}

@@ -1,0 +1,600 @@
+//! The keyed window operator: assigners, triggers, allowed lateness, late side output and
+//! session merging (DESIGN invariant 2).
+
+use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
+use crate::api::{AggregateFunction, Collector, Numeric, Sink};
+use crate::time::{TimeWindow, Trigger, TriggerContext, TriggerResult, WindowAssigner};
+use crate::time::trigger::TimerRequest;
+use crate::{BoxError, Error};
+use super::timers::TimerQueue;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+/// What a window computes from its elements: an accumulator per (key, window) and the
+/// records emitted when it fires.
+pub trait WindowFunction<K, T> {
+    /// Per-window state.
+    type Acc: Clone + 'static;
+    /// Emitted records.
+    type Out;
+
+    /// An empty accumulator.
+    fn create(&mut self) -> Self::Acc;
+    /// Adds one element.
+    fn add(&mut self, acc: &mut Self::Acc, value: T);
+    /// Folds `other` into `into` (session windows merging).
+    fn merge(&mut self, into: &mut Self::Acc, other: Self::Acc);
+    /// Emits the window's result for `key`.
+    ///
+    /// # Errors
+    /// A failing user function.
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &Self::Acc,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError>;
+}
+
+/// `reduce(f)`: the window's elements folded pairwise; emits `T`.
+pub struct ReduceWindow<F>(pub F);
+
+impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> WindowFunction<K, T> for ReduceWindow<F> {
+    type Acc = Option<T>;
+    type Out = T;
+
+    fn create(&mut self) -> Option<T> {
+        None
+    }
+    fn add(&mut self, acc: &mut Option<T>, value: T) {
+        *acc = Some(match acc.take() {
+            Some(a) => (self.0)(a, value),
+            None => value,
+        });
+    }
+    fn merge(&mut self, into: &mut Option<T>, other: Option<T>) {
+        if let Some(o) = other {
+            <Self as WindowFunction<K, T>>::add(self, into, o);
+        }
+    }
+    fn emit(&mut self, _: &K, _: &TimeWindow, acc: &Option<T>, out: &mut Collector<'_, T>) -> Result<(), BoxError> {
+        if let Some(a) = acc {
+            out.collect(a.clone());
+        }
+        Ok(())
+    }
+}
+
+/// `aggregate(agg)` / `aggregate_with(agg, f)`: an [`AggregateFunction`] whose result is
+/// passed with the key and window to `f`.
+pub struct AggregateWindow<A, W, R> {
+    agg: A,
+    with: W,
+    _out: PhantomData<fn() -> R>,
+}
+
+impl<A, W, R> AggregateWindow<A, W, R> {
+    /// Aggregates with `agg`, then maps `(key, window, result)` with `with`.
+    pub fn new(agg: A, with: W) -> Self {
+        AggregateWindow { agg, with, _out: PhantomData }
+    }
+}
+
+impl<K, T, A, W, R> WindowFunction<K, T> for AggregateWindow<A, W, R>
+where
+    A: AggregateFunction<T>,
+    W: FnMut(&K, &TimeWindow, A::Out) -> R,
+{
+    type Acc = A::Acc;
+    type Out = R;
+
+    fn create(&mut self) -> A::Acc {
+        self.agg.create_accumulator()
+    }
+    fn add(&mut self, acc: &mut A::Acc, value: T) {
+        self.agg.add(acc, value);
+    }
+    fn merge(&mut self, into: &mut A::Acc, other: A::Acc) {
+        let a = std::mem::replace(into, self.agg.create_accumulator());
+        *into = self.agg.merge(a, other);
+    }
+    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &A::Acc, out: &mut Collector<'_, R>) -> Result<(), BoxError> {
+        let result = self.agg.get_result(acc);
+        out.collect((self.with)(key, window, result));
+        Ok(())
+    }
+}
+
+/// `apply(f)`: all of the window's elements (in arrival order) at once.
+pub struct ApplyWindow<F, R> {
+    f: F,
+    _out: PhantomData<fn() -> R>,
+}
+
+impl<F, R> ApplyWindow<F, R> {
+    /// Calls `f(key, window, elements, out)` when the window fires.
+    pub fn new(f: F) -> Self {
+        ApplyWindow { f, _out: PhantomData }
+    }
+}
+
+impl<K, T: Clone + 'static, F, R> WindowFunction<K, T> for ApplyWindow<F, R>
+where
+    F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
+{
+    type Acc = Vec<T>;
+    type Out = R;
+
+    fn create(&mut self) -> Vec<T> {
+        Vec::new()
+    }
+    fn add(&mut self, acc: &mut Vec<T>, value: T) {
+        acc.push(value);
+    }
+    fn merge(&mut self, into: &mut Vec<T>, other: Vec<T>) {
+        into.extend(other);
+    }
+    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &Vec<T>, out: &mut Collector<'_, R>) -> Result<(), BoxError> {
+        (self.f)(key, window, acc, out)
+    }
+}
+
+/// `sum()`: emits `(key, window, sum)`.
+pub struct SumWindow;
+
+impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
+    type Acc = T;
+    type Out = (K, TimeWindow, T);
+
+    fn create(&mut self) -> T {
+        T::default()
+    }
+    fn add(&mut self, acc: &mut T, value: T) {
+        *acc = *acc + value;
+    }
+    fn merge(&mut self, into: &mut T, other: T) {
+        *into = *into + other;
+    }
+    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &T, out: &mut Collector<'_, Self::Out>) -> Result<(), BoxError> {
+        out.collect((key.clone(), *window, *acc));
+        Ok(())
+    }
+}
+
+/// `count()`: emits `(key, window, number of elements)`.
+pub struct CountWindow;
+
+impl<K: Clone, T> WindowFunction<K, T> for CountWindow {
+    type Acc = u64;
+    type Out = (K, TimeWindow, u64);
+
+    fn create(&mut self) -> u64 {
+        0
+    }
+    fn add(&mut self, acc: &mut u64, _value: T) {
+        *acc += 1;
+    }
+    fn merge(&mut self, into: &mut u64, other: u64) {
+        *into += other;
+    }
+    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &u64, out: &mut Collector<'_, Self::Out>) -> Result<(), BoxError> {
+        out.collect((key.clone(), *window, *acc));
+        Ok(())
+    }
+}
+
+/// One (key, window) pane.
+#[derive(Clone)]
+struct Bucket<Acc, Tr> {
+    window: TimeWindow,
+    acc: Acc,
+    trigger: Tr,
+    /// Elements were added since the pane was created or purged.
+    has_content: bool,
+    /// Elements were added since the last emission: emitted at cleanup if still set.
+    pending: bool,
+    /// Event-time timers registered for this pane (trigger timers and the cleanup time).
+    timers: Vec<i64>,
+}
+
+/// The window operator's state: panes per key and the event-time timer queue.
+#[derive(Clone)]
+pub(crate) struct WindowState<K, Acc, Tr> {
+    keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
+    timers: TimerQueue<(K, TimeWindow)>,
+}
+
+impl<K, Acc, Tr> Default for WindowState<K, Acc, Tr> {
+    fn default() -> Self {
+        WindowState { keys: HashMap::new(), timers: TimerQueue::default() }
+    }
+}
+
+/// Keyed windows: assigns each element to windows of its key, drives one trigger per
+/// (key, window), emits through a [`WindowFunction`] and sends late elements to a side
+/// output.
+///
+/// Results carry the window's `max_timestamp` as their timestamp. Processing-time timers
+/// requested by triggers are not served by the in-memory engine (seed §1.3): such windows
+/// emit once at cleanup.
+pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, N> {
+    id: OperatorId,
+    key_fn: KF,
+    assigner: A,
+    trigger: Tr,
+    lateness: i64,
+    function: WF,
+    late: L,
+    state: Shared<WindowState<K, WF::Acc, Tr>>,
+    counters: Rc<Counters>,
+    watermark: i64,
+    windows: Vec<TimeWindow>,
+    requests: Vec<TimerRequest>,
+    out: Vec<WF::Out>,
+    /// (end index in `out`, timestamp) per emission.
+    marks: Vec<(usize, i64)>,
+    next: N,
+    _in: PhantomData<fn(T)>,
+}
+
+impl<KF, K, T, A, Tr, WF, L, N> WindowOperator<KF, K, T, A, Tr, WF, L, N>
+where
+    WF: WindowFunction<K, T>,
+{
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        assigner: A,
+        trigger: Tr,
+        lateness: i64,
+        function: WF,
+        late: L,
+        state: Shared<WindowState<K, WF::Acc, Tr>>,
+        counters: Rc<Counters>,
+        next: N,
+    ) -> Self {
+        WindowOperator {
+            id,
+            key_fn,
+            assigner,
+            trigger,
+            lateness,
+            function,
+            late,
+            state,
+            counters,
+            watermark: i64::MIN,
+            windows: Vec::new(),
+            requests: Vec::new(),
+            out: Vec::new(),
+            marks: Vec::new(),
+            next,
+            _in: PhantomData,
+        }
+    }
+}
+
+/// The parts of the operator a pane callback needs, borrowed apart from the state.
+struct Emitter<'a, K, T, WF: WindowFunction<K, T>> {
+    id: &'a OperatorId,
+    function: &'a mut WF,
+    out: &'a mut Vec<WF::Out>,
+    marks: &'a mut Vec<(usize, i64)>,
+    counters: &'a Counters,
+    _k: PhantomData<fn(&K, T)>,
+}
+
+impl<K, T, WF: WindowFunction<K, T>> Emitter<'_, K, T, WF> {
+    fn emit<Tr>(&mut self, key: &K, b: &mut Bucket<WF::Acc, Tr>) -> Result<(), Error> {
+        if !b.has_content {
+            return Ok(());
+        }
+        let (function, out, window, acc) = (&mut *self.function, &mut *self.out, &b.window, &b.acc);
+        guard(self.id, || function.emit(key, window, acc, &mut Collector { buffer: out }))?
+            .map_err(|e| user_error(self.id, e))?;
+        self.marks.push((self.out.len(), b.window.max_timestamp()));
+        b.pending = false;
+        self.counters.add_firing();
+        Ok(())
+    }
+
+    fn apply<Tr>(&mut self, key: &K, b: &mut Bucket<WF::Acc, Tr>, r: TriggerResult) -> Result<(), Error> {
+        if r.is_fire() {
+            self.emit(key, b)?;
+        }
+        if r.is_purge() {
+            b.acc = guard(self.id, || self.function.create())?;
+            b.has_content = false;
+            b.pending = false;
+        }
+        Ok(())
+    }
+}
+
+fn register<K: Clone, Acc, Tr>(
+    timers: &mut TimerQueue<(K, TimeWindow)>,
+    requests: &mut Vec<TimerRequest>,
+    key: &K,
+    b: &mut Bucket<Acc, Tr>,
+) {
+    for r in requests.drain(..) {
+        if let TimerRequest::EventTime(t) = r {
+            if !b.timers.contains(&t) {
+                b.timers.push(t);
+                timers.push(t, (key.clone(), b.window));
+            }
+        }
+    }
+}
+
+impl<KF, K, T, A, Tr, WF, L, N> WindowOperator<KF, K, T, A, Tr, WF, L, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone + 'static,
+    T: Clone + 'static,
+    A: WindowAssigner,
+    Tr: Trigger<T>,
+    WF: WindowFunction<K, T>,
+    L: Sink<T>,
+    N: Operator<WF::Out>,
+{
+    fn new_bucket(&mut self, window: TimeWindow) -> Result<Bucket<WF::Acc, Tr>, Error> {
+        Ok(Bucket {
+            window,
+            acc: guard(&self.id, || self.function.create())?,
+            trigger: self.trigger.clone(),
+            has_content: false,
+            pending: false,
+            timers: Vec::new(),
+        })
+    }
+
+    /// Pushes buffered results downstream, each with its window's timestamp.
+    fn drain(&mut self) -> Result<(), Error> {
+        if self.out.is_empty() {
+            self.marks.clear();
+            return Ok(());
+        }
+        let mut outputs = self.out.drain(..);
+        let mut done = 0;
+        for (end, ts) in self.marks.drain(..) {
+            for _ in done..end {
+                let v = outputs.next().expect("mark within buffer");
+                self.next.process(v, ts)?;
+            }
+            done = end;
+        }
+        Ok(())
+    }
+
+    fn late_element(&mut self, value: T) -> Result<(), Error> {
+        self.counters.add_late();
+        guard(&self.id, || self.late.invoke(value))?.map_err(|e| user_error(&self.id, e))
+    }
+
+    fn process_aligned(&mut self, key: K, value: T, timestamp: i64) -> Result<(), Error> {
+        let watermark = self.watermark;
+        let live = self.windows.iter().filter(|w| !w.is_late(self.lateness, watermark)).count();
+        if live == 0 {
+            return self.late_element(value);
+        }
+        let state = Rc::clone(&self.state);
+        let mut state = state.borrow_mut();
+        let WindowState { keys, timers } = &mut *state;
+        if !keys.contains_key(&key) {
+            keys.insert(key.clone(), Vec::new());
+        }
+        let panes = keys.get_mut(&key).expect("inserted above");
+        let mut value = Some(value);
+        let mut remaining = live;
+        for i in 0..self.windows.len() {
+            let window = self.windows[i];
+            if window.is_late(self.lateness, watermark) {
+                continue;
+            }
+            remaining -= 1;
+            let idx = match panes.iter().position(|b| b.window == window) {
+                Some(idx) => idx,
+                None => {
+                    let mut b = self.new_bucket(window)?;
+                    self.requests.push(TimerRequest::EventTime(window.cleanup_time(self.lateness)));
+                    register(timers, &mut self.requests, &key, &mut b);
+                    panes.push(b);
+                    panes.len() - 1
+                }
+            };
+            let b = &mut panes[idx];
+            let v = if remaining == 0 { value.take().expect("last use") } else { value.clone().expect("present") };
+            let mut ctx = TriggerContext { watermark, processing_time: timestamp, timers: &mut self.requests };
+            let r = guard(&self.id, || b.trigger.on_element(&v, timestamp, &window, &mut ctx))?;
+            guard(&self.id, || self.function.add(&mut b.acc, v))?;
+            b.has_content = true;
+            b.pending = true;
+            register(timers, &mut self.requests, &key, b);
+            let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+            em.apply(&key, b, r)?;
+        }
+        drop(state);
+        self.drain()
+    }
+
+    fn process_merging(&mut self, key: K, value: T, timestamp: i64) -> Result<(), Error> {
+        let watermark = self.watermark;
+        let new_window = self.windows[0];
+        let state = Rc::clone(&self.state);
+        let mut state = state.borrow_mut();
+        let WindowState { keys, timers } = &mut *state;
+        let empty = Vec::new();
+        let panes = keys.get(&key).unwrap_or(&empty);
+        // Windows of one key never intersect each other, so one pass finds every pane the
+        // new window merges with; grow the cover until no more join.
+        let mut merged = new_window;
+        let mut joined: Vec<usize> = Vec::new();
+        loop {
+            let before = joined.len();
+            for (i, b) in panes.iter().enumerate() {
+                if !joined.contains(&i) && b.window.intersects(&merged) {
+                    joined.push(i);
+                    merged = merged.cover(&b.window);
+                }
+            }
+            if joined.len() == before {
+                break;
+            }
+        }
+        if merged.is_late(self.lateness, watermark) {
+            drop(state);
+            return self.late_element(value);
+        }
+        if !keys.contains_key(&key) {
+            keys.insert(key.clone(), Vec::new());
+        }
+        let panes = keys.get_mut(&key).expect("inserted above");
+        joined.sort_unstable();
+        let mut parts: Vec<Bucket<WF::Acc, Tr>> = joined.iter().rev().map(|&i| panes.swap_remove(i)).collect();
+        parts.sort_by_key(|b| b.window.start());
+        let mut ctx_requests = std::mem::take(&mut self.requests);
+        let mut bucket = if parts.is_empty() {
+            ctx_requests.push(TimerRequest::EventTime(merged.cleanup_time(self.lateness)));
+            self.new_bucket(merged)?
+        } else {
+            let mut base = parts.remove(0);
+            let extended = base.window != merged || !parts.is_empty();
+            if extended {
+                base.window = merged;
+                base.timers.clear();
+                ctx_requests.push(TimerRequest::EventTime(merged.cleanup_time(self.lateness)));
+                let mut others = std::mem::take(&mut parts);
+                if others.is_empty() {
+                    others.push(self.new_bucket(merged)?);
+                }
+                for other in others {
+                    let mut ctx = TriggerContext { watermark, processing_time: timestamp, timers: &mut ctx_requests };
+                    let Bucket { acc, trigger, has_content, pending, .. } = other;
+                    guard(&self.id, || self.function.merge(&mut base.acc, acc))?;
+                    guard(&self.id, || base.trigger.on_merge(trigger, &merged, &mut ctx))?;
+                    base.has_content |= has_content;
+                    base.pending |= pending;
+                }
+            }
+            base
+        };
+        self.requests = ctx_requests;
+        register(timers, &mut self.requests, &key, &mut bucket);
+        let mut ctx = TriggerContext { watermark, processing_time: timestamp, timers: &mut self.requests };
+        let r = guard(&self.id, || bucket.trigger.on_element(&value, timestamp, &merged, &mut ctx))?;
+        guard(&self.id, || self.function.add(&mut bucket.acc, value))?;
+        bucket.has_content = true;
+        bucket.pending = true;
+        register(timers, &mut self.requests, &key, &mut bucket);
+        let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+        em.apply(&key, &mut bucket, r)?;
+        panes.push(bucket);
+        drop(state);
+        self.drain()
+    }
+
+    /// Fires every event-time timer due at `watermark`.
+    fn fire_timers(&mut self, watermark: i64) -> Result<(), Error> {
+        let state = Rc::clone(&self.state);
+        let mut state = state.borrow_mut();
+        let WindowState { keys, timers } = &mut *state;
+        while let Some((time, (key, window))) = timers.pop_due(watermark) {
+            let Some(panes) = keys.get_mut(&key) else { continue };
+            let Some(idx) = panes.iter().position(|b| b.window == window && b.timers.contains(&time)) else {
+                continue; // the pane merged away or was cleaned up
+            };
+            let b = &mut panes[idx];
+            b.timers.retain(|&t| t != time);
+            let mut ctx = TriggerContext { watermark, processing_time: watermark, timers: &mut self.requests };
+            let r = guard(&self.id, || b.trigger.on_event_time(time, &window, &mut ctx))?;
+            register(timers, &mut self.requests, &key, b);
+            let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+            em.apply(&key, b, r)?;
+            if time == window.cleanup_time(self.lateness) {
+                // Cleanup: contents never emitted are emitted once (DESIGN invariant 2).
+                if b.pending {
+                    em.emit(&key, b)?;
+                }
+                panes.swap_remove(idx);
+                if panes.is_empty() {
+                    keys.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<KF, K, T, A, Tr, WF, L, N> Operator<T> for WindowOperator<KF, K, T, A, Tr, WF, L, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone + 'static,
+    T: Clone + 'static,
+    A: WindowAssigner,
+    Tr: Trigger<T>,
+    WF: WindowFunction<K, T>,
+    L: Sink<T>,
+    N: Operator<WF::Out>,
+{
+    fn open(&mut self) -> Result<(), Error> {
+        guard(&self.id, || self.late.open())?.map_err(|e| user_error(&self.id, e))?;
+        self.next.open()
+    }
+
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        self.windows.clear();
+        let windows = &mut self.windows;
+        if self.assigner.assign_windows(timestamp, |w| windows.push(w)).is_err() {
+            return Err(Error::WindowBounds { operator: self.id.to_string(), timestamp });
+        }
+        if self.windows.is_empty() {
+            return self.late_element(value);
+        }
+        if self.assigner.is_merging() {
+            self.process_merging(key, value, timestamp)
+        } else {
+            self.process_aligned(key, value, timestamp)
+        }
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        if watermark <= self.watermark {
+            return Ok(());
+        }
+        self.watermark = watermark;
+        self.fire_timers(watermark)?;
+        self.drain()?;
+        self.next.on_watermark(watermark)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        // After the final watermark every pane has reached its cleanup time; emit anything
+        // left by a trigger that registered no timer at all.
+        let state = Rc::clone(&self.state);
+        let mut state = state.borrow_mut();
+        let keys = std::mem::take(&mut state.keys);
+        drop(state);
+        for (key, mut panes) in keys {
+            for b in &mut panes {
+                if b.pending {
+                    let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+                    em.emit(&key, b)?;
+                }
+            }
+        }
+        self.drain()?;
+        self.next.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        let late = guard(&self.id, || self.late.close())?.map_err(|e| user_error(&self.id, e));
+        let next = self.next.close();
+        late.and(next)
+    }
+}

@@ -1,0 +1,331 @@
+//! Window assigners: which windows an element with a given timestamp belongs to.
+
+use super::trigger::EventTimeTrigger;
+use super::{duration_ms, TimeWindow};
+use crate::Error;
+use std::time::Duration;
+
+/// Assigns each element to zero or more [`TimeWindow`]s (Flink `WindowAssigner`).
+///
+/// An assigner says which trigger a window gets by default and whether its windows merge
+/// (session windows do).
+pub trait WindowAssigner: Clone + 'static {
+    /// The trigger a window gets when the pipeline sets none.
+    type DefaultTrigger: Clone + 'static;
+
+    /// Calls `emit` once for every window that contains `timestamp` (ms), in ascending order
+    /// of window start.
+    ///
+    /// # Errors
+    /// `Err(timestamp)` when a window bound does not fit in `i64` (DESIGN invariant 2: such
+    /// a record is rejected, not clamped).
+    fn assign_windows(&self, timestamp: i64, emit: impl FnMut(TimeWindow)) -> Result<(), i64>;
+
+    /// The trigger used when the pipeline sets none.
+    fn default_trigger(&self) -> Self::DefaultTrigger;
+
+    /// Whether windows of this assigner merge when they intersect or touch.
+    fn is_merging(&self) -> bool;
+}
+
+/// The start of the window of length `size` (ms) with `offset` that contains `timestamp`:
+/// `timestamp - floor_mod(timestamp - offset, size)` (Flink `TimeWindow.getWindowStartWithOffset`,
+/// with a floor modulo so negative timestamps and offsets work: `-500` with size 1000 is
+/// in `[-1000, 0)`). Computed in `i128`, so it cannot overflow.
+pub(crate) fn window_start(timestamp: i64, offset: i64, size: i64) -> i128 {
+    let ts = i128::from(timestamp);
+    ts - (ts - i128::from(offset)).rem_euclid(i128::from(size))
+}
+
+fn window_of(start: i128, size: i64, timestamp: i64) -> Result<TimeWindow, i64> {
+    let end = start + i128::from(size);
+    match (i64::try_from(start), i64::try_from(end)) {
+        (Ok(s), Ok(e)) => Ok(TimeWindow::new(s, e)),
+        _ => Err(timestamp),
+    }
+}
+
+fn positive_ms(field: &'static str, d: Duration) -> Result<i64, Error> {
+    let ms = duration_ms(field, d)?;
+    if ms <= 0 {
+        return Err(Error::InvalidConfig {
+            field,
+            reason: format!("must be at least 1 ms, got {d:?}"),
+        });
+    }
+    Ok(ms)
+}
+
+fn check_offset(offset: i64, bound_field: &'static str, bound: i64) -> Result<(), Error> {
+    if offset.unsigned_abs() >= bound.unsigned_abs() {
+        return Err(Error::InvalidConfig {
+            field: "offset",
+            reason: format!("|offset| must be smaller than `{bound_field}` ({bound} ms), got {offset} ms"),
+        });
+    }
+    Ok(())
+}
+
+/// Fixed-size, non-overlapping event-time windows (Flink `TumblingEventTimeWindows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TumblingEventTimeWindows {
+    size: i64,
+    offset: i64,
+}
+
+impl TumblingEventTimeWindows {
+    /// Windows of length `size`, aligned to the epoch.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `size` when `size` is under 1 ms or over
+    /// `i64::MAX` ms.
+    pub fn of(size: Duration) -> Result<Self, Error> {
+        Self::with_offset(size, 0)
+    }
+
+    /// Windows of length `size` shifted by `offset_ms` milliseconds (may be negative, e.g.
+    /// `-8 h` for days in UTC+8).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `size` as in [`of`](Self::of), or field `offset`
+    /// when `|offset_ms| >= size`.
+    pub fn with_offset(size: Duration, offset_ms: i64) -> Result<Self, Error> {
+        let size = positive_ms("size", size)?;
+        check_offset(offset_ms, "size", size)?;
+        Ok(TumblingEventTimeWindows { size, offset: offset_ms })
+    }
+
+    /// The window length in ms.
+    pub fn size_ms(&self) -> i64 {
+        self.size
+    }
+}
+
+impl WindowAssigner for TumblingEventTimeWindows {
+    type DefaultTrigger = EventTimeTrigger;
+
+    fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
+        let start = window_start(timestamp, self.offset, self.size);
+        emit(window_of(start, self.size, timestamp)?);
+        Ok(())
+    }
+
+    fn default_trigger(&self) -> EventTimeTrigger {
+        EventTimeTrigger
+    }
+
+    fn is_merging(&self) -> bool {
+        false
+    }
+}
+
+/// Fixed-size event-time windows that start every `slide` (Flink `SlidingEventTimeWindows`);
+/// an element belongs to `ceil(size / slide)` windows or one fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingEventTimeWindows {
+    size: i64,
+    slide: i64,
+    offset: i64,
+}
+
+impl SlidingEventTimeWindows {
+    /// Windows of length `size` starting every `slide`, aligned to the epoch.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `size` or `slide` when either is under 1 ms or
+    /// over `i64::MAX` ms.
+    pub fn of(size: Duration, slide: Duration) -> Result<Self, Error> {
+        Self::with_offset(size, slide, 0)
+    }
+
+    /// Like [`of`](Self::of), shifted by `offset_ms` milliseconds.
+    ///
+    /// # Errors
+    /// As [`of`](Self::of), or field `offset` when `|offset_ms| >= slide`.
+    pub fn with_offset(size: Duration, slide: Duration, offset_ms: i64) -> Result<Self, Error> {
+        let size = positive_ms("size", size)?;
+        let slide = positive_ms("slide", slide)?;
+        check_offset(offset_ms, "slide", slide)?;
+        Ok(SlidingEventTimeWindows { size, slide, offset: offset_ms })
+    }
+}
+
+impl WindowAssigner for SlidingEventTimeWindows {
+    type DefaultTrigger = EventTimeTrigger;
+
+    fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
+        let last_start = window_start(timestamp, self.offset, self.slide);
+        let ts = i128::from(timestamp);
+        // The earliest start whose window still contains `timestamp`.
+        let mut start = last_start;
+        while start - i128::from(self.slide) > ts - i128::from(self.size) {
+            start -= i128::from(self.slide);
+        }
+        // Check every bound before emitting, so a rejected record touches no window.
+        window_of(start, self.size, timestamp)?;
+        window_of(last_start, self.size, timestamp)?;
+        while start <= last_start {
+            emit(window_of(start, self.size, timestamp)?);
+            start += i128::from(self.slide);
+        }
+        Ok(())
+    }
+
+    fn default_trigger(&self) -> EventTimeTrigger {
+        EventTimeTrigger
+    }
+
+    fn is_merging(&self) -> bool {
+        false
+    }
+}
+
+/// Session windows (Flink `EventTimeSessionWindows.withGap`): each element opens
+/// `[t, t + gap)`, and windows of one key that intersect **or touch** merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventTimeSessionWindows {
+    gap: i64,
+}
+
+impl EventTimeSessionWindows {
+    /// Sessions closed by `gap` of inactivity.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `gap` when `gap` is under 1 ms or over
+    /// `i64::MAX` ms.
+    pub fn with_gap(gap: Duration) -> Result<Self, Error> {
+        Ok(EventTimeSessionWindows { gap: positive_ms("gap", gap)? })
+    }
+
+    /// The session gap in ms.
+    pub fn gap_ms(&self) -> i64 {
+        self.gap
+    }
+}
+
+impl WindowAssigner for EventTimeSessionWindows {
+    type DefaultTrigger = EventTimeTrigger;
+
+    fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
+        emit(window_of(i128::from(timestamp), self.gap, timestamp)?);
+        Ok(())
+    }
+
+    fn default_trigger(&self) -> EventTimeTrigger {
+        EventTimeTrigger
+    }
+
+    fn is_merging(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn windows(a: &impl WindowAssigner, ts: i64) -> Vec<TimeWindow> {
+        let mut v = Vec::new();
+        a.assign_windows(ts, |w| v.push(w)).unwrap();
+        v
+    }
+
+    #[test]
+    fn tumbling_uses_floor_modulo() {
+        let a = TumblingEventTimeWindows::of(Duration::from_millis(1000)).unwrap();
+        assert_eq!(windows(&a, 0), vec![TimeWindow::new(0, 1000)]);
+        assert_eq!(windows(&a, 999), vec![TimeWindow::new(0, 1000)]);
+        assert_eq!(windows(&a, 1000), vec![TimeWindow::new(1000, 2000)]);
+        assert_eq!(windows(&a, -500), vec![TimeWindow::new(-1000, 0)]);
+        assert_eq!(windows(&a, -1000), vec![TimeWindow::new(-1000, 0)]);
+        assert_eq!(windows(&a, -1001), vec![TimeWindow::new(-2000, -1000)]);
+    }
+
+    #[test]
+    fn tumbling_with_negative_offset() {
+        let a = TumblingEventTimeWindows::with_offset(Duration::from_millis(1000), -300).unwrap();
+        assert_eq!(windows(&a, 0), vec![TimeWindow::new(-300, 700)]);
+        assert_eq!(windows(&a, 700), vec![TimeWindow::new(700, 1700)]);
+        assert_eq!(windows(&a, -301), vec![TimeWindow::new(-1300, -300)]);
+    }
+
+    #[test]
+    fn sliding_assigns_every_overlapping_window() {
+        let a = SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(500))
+            .unwrap();
+        assert_eq!(
+            windows(&a, 1200),
+            vec![TimeWindow::new(500, 1500), TimeWindow::new(1000, 2000)]
+        );
+        assert_eq!(
+            windows(&a, -1),
+            vec![TimeWindow::new(-1000, 0), TimeWindow::new(-500, 500)]
+        );
+        let uneven =
+            SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(300))
+                .unwrap();
+        // starts 0, 300, 600, 900 contain 950; -300 does not (ends at 700).
+        assert_eq!(
+            windows(&uneven, 950).iter().map(|w| w.start()).collect::<Vec<_>>(),
+            vec![0, 300, 600, 900]
+        );
+    }
+
+    #[test]
+    fn session_window_is_gap_long() {
+        let a = EventTimeSessionWindows::with_gap(Duration::from_millis(10)).unwrap();
+        assert_eq!(windows(&a, 5), vec![TimeWindow::new(5, 15)]);
+        assert!(a.is_merging());
+    }
+
+    #[test]
+    fn overflowing_bounds_are_rejected() {
+        let a = TumblingEventTimeWindows::of(Duration::from_millis(1000)).unwrap();
+        assert_eq!(a.assign_windows(i64::MAX, |_| {}), Err(i64::MAX));
+        assert_eq!(a.assign_windows(i64::MIN, |_| {}), Err(i64::MIN));
+        let s = EventTimeSessionWindows::with_gap(Duration::from_millis(10)).unwrap();
+        assert_eq!(s.assign_windows(i64::MAX - 5, |_| {}), Err(i64::MAX - 5));
+        let sl = SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(10))
+            .unwrap();
+        let mut n = 0;
+        assert!(sl.assign_windows(i64::MAX - 5, |_| n += 1).is_err());
+        assert_eq!(n, 0, "a rejected record touches no window");
+    }
+
+    #[test]
+    fn invalid_configuration_names_the_field() {
+        let field = |r: Result<_, Error>| match r {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        };
+        assert_eq!(field(TumblingEventTimeWindows::of(Duration::ZERO).map(|_| ())), "size");
+        assert_eq!(
+            field(TumblingEventTimeWindows::with_offset(Duration::from_millis(10), 10).map(|_| ())),
+            "offset"
+        );
+        assert_eq!(
+            field(TumblingEventTimeWindows::with_offset(Duration::from_millis(10), -10).map(|_| ())),
+            "offset"
+        );
+        assert_eq!(
+            field(SlidingEventTimeWindows::of(Duration::from_millis(10), Duration::ZERO).map(|_| ())),
+            "slide"
+        );
+        assert_eq!(
+            field(
+                SlidingEventTimeWindows::with_offset(
+                    Duration::from_millis(10),
+                    Duration::from_millis(5),
+                    5
+                )
+                .map(|_| ())
+            ),
+            "offset"
+        );
+        assert_eq!(field(EventTimeSessionWindows::with_gap(Duration::ZERO).map(|_| ())), "gap");
+        assert_eq!(
+            field(TumblingEventTimeWindows::of(Duration::from_secs(u64::MAX)).map(|_| ())),
+            "size"
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! Triggers decide when a window emits its contents (Flink `Trigger`).
+//!
+//! Every (key, window) bucket owns its own trigger instance, cloned from the pipeline's
+//! prototype when the bucket is created, so a trigger keeps its per-window state in `self`.
+
+use super::TimeWindow;
+use crate::Error;
+
+/// What a window does after a trigger callback (Flink `TriggerResult`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriggerResult {
+    /// Do nothing.
+    Continue,
+    /// Emit the window's current result and keep its contents (later firings include them).
+    Fire,
+    /// Drop the window's contents without emitting them (the trigger asked for it).
+    Purge,
+    /// Emit the window's current result, then drop its contents.
+    FireAndPurge,
+}
+
+impl TriggerResult {
+    /// Whether the window emits.
+    pub fn is_fire(self) -> bool {
+        matches!(self, TriggerResult::Fire | TriggerResult::FireAndPurge)
+    }
+
+    /// Whether the window's contents are dropped.
+    pub fn is_purge(self) -> bool {
+        matches!(self, TriggerResult::Purge | TriggerResult::FireAndPurge)
+    }
+}
+
+/// A timer a trigger asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimerRequest {
+    /// Call [`Trigger::on_event_time`] when the watermark reaches this time (ms).
+    EventTime(i64),
+    /// Call [`Trigger::on_processing_time`] when processing time reaches this time (ms).
+    ProcessingTime(i64),
+}
+
+/// What a trigger can see and do during a callback: the current watermark and processing
+/// time, and timer registration for its own window.
+#[derive(Debug)]
+pub struct TriggerContext<'a> {
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+    pub(crate) timers: &'a mut Vec<TimerRequest>,
+}
+
+impl TriggerContext<'_> {
+    /// The watermark in force (ms); `i64::MIN` before the first watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// The current processing time (ms). On the in-memory engine this is the timestamp of
+    /// the record being processed.
+    pub fn current_processing_time(&self) -> i64 {
+        self.processing_time
+    }
+
+    /// Asks for [`Trigger::on_event_time`] once the watermark reaches `time` (ms).
+    /// Registering the same time twice for one window gives one callback.
+    pub fn register_event_time_timer(&mut self, time: i64) {
+        self.timers.push(TimerRequest::EventTime(time));
+    }
+
+    /// Asks for [`Trigger::on_processing_time`] once processing time reaches `time` (ms).
+    /// The in-memory engine never calls `on_processing_time` (seed §1.3); such windows emit
+    /// when they are cleaned up.
+    pub fn register_processing_time_timer(&mut self, time: i64) {
+        self.timers.push(TimerRequest::ProcessingTime(time));
+    }
+}
+
+/// Decides when a window fires and when its contents are purged (Flink `Trigger`).
+///
+/// `T` is the element type. Implement it for custom triggers; the built-in ones are
+/// [`EventTimeTrigger`] (the default of every event-time assigner), [`CountTrigger`] and
+/// [`ProcessingTimeTrigger`].
+pub trait Trigger<T>: Clone + 'static {
+    /// Called for every element added to `window`, with the element's timestamp (ms).
+    fn on_element(
+        &mut self,
+        element: &T,
+        timestamp: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult;
+
+    /// Called when an event-time timer registered for `window` is due (`time` in ms).
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult;
+
+    /// Called when a processing-time timer registered for `window` is due. Never called by
+    /// the in-memory engine.
+    fn on_processing_time(
+        &mut self,
+        time: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult;
+
+    /// Called when session windows merge: `self` is the trigger of one of the merged
+    /// windows, `other` of another, and `window` the merged window. Combine state and
+    /// register the timers the merged window needs. The default keeps `self`'s state and
+    /// registers nothing (the window still emits at cleanup).
+    fn on_merge(&mut self, other: Self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+        let _ = (other, window, ctx);
+    }
+}
+
+/// Fires a window once the watermark passes its end (Flink `EventTimeTrigger`), and again
+/// for every element that arrives within the allowed lateness.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventTimeTrigger;
+
+impl<T> Trigger<T> for EventTimeTrigger {
+    fn on_element(
+        &mut self,
+        _element: &T,
+        _timestamp: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        if window.max_timestamp() <= ctx.current_watermark() {
+            // A late-but-allowed element: fire again with the updated result.
+            TriggerResult::Fire
+        } else {
+            ctx.register_event_time_timer(window.max_timestamp());
+            TriggerResult::Continue
+        }
+    }
+
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &TimeWindow,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        if time == window.max_timestamp() {
+            TriggerResult::Fire
+        } else {
+            TriggerResult::Continue
+        }
+    }
+
+    fn on_processing_time(
+        &mut self,
+        _time: i64,
+        _window: &TimeWindow,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        TriggerResult::Continue
+    }
+
+    fn on_merge(&mut self, _other: Self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+        if window.max_timestamp() > ctx.current_watermark() {
+            ctx.register_event_time_timer(window.max_timestamp());
+        }
+    }
+}
+
+/// Fires every `count` elements (Flink `CountTrigger`), keeping the contents. Leftover
+/// elements are emitted once when the window is cleaned up (our policy; Flink drops them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountTrigger {
+    max_count: u64,
+    count: u64,
+}
+
+impl CountTrigger {
+    /// Fires each time `max_count` elements have arrived since the last firing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `count` when `max_count < 1`.
+    pub fn of(max_count: u64) -> Result<Self, Error> {
+        if max_count < 1 {
+            return Err(Error::InvalidConfig {
+                field: "count",
+                reason: "a count trigger needs a count of at least 1".into(),
+            });
+        }
+        Ok(CountTrigger { max_count, count: 0 })
+    }
+}
+
+impl<T> Trigger<T> for CountTrigger {
+    fn on_element(
+        &mut self,
+        _element: &T,
+        _timestamp: i64,
+        _window: &TimeWindow,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        self.count += 1;
+        if self.count >= self.max_count {
+            self.count = 0;
+            TriggerResult::Fire
+        } else {
+            TriggerResult::Continue
+        }
+    }
+
+    fn on_event_time(&mut self, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+        TriggerResult::Continue
+    }
+
+    fn on_processing_time(
+        &mut self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        TriggerResult::Continue
+    }
+
+    fn on_merge(&mut self, other: Self, _window: &TimeWindow, _ctx: &mut TriggerContext<'_>) {
+        self.count += other.count;
+    }
+}
+
+/// Fires a window when processing time passes its end (Flink `ProcessingTimeTrigger`).
+///
+/// The in-memory engine has no processing-time clock for windows and never calls
+/// `on_processing_time`: such windows emit once when cleaned up (at the latest at end of
+/// input).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessingTimeTrigger;
+
+impl<T> Trigger<T> for ProcessingTimeTrigger {
+    fn on_element(
+        &mut self,
+        _element: &T,
+        _timestamp: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        ctx.register_processing_time_timer(window.max_timestamp());
+        TriggerResult::Continue
+    }
+
+    fn on_event_time(&mut self, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+        TriggerResult::Continue
+    }
+
+    fn on_processing_time(
+        &mut self,
+        _time: i64,
+        _window: &TimeWindow,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        TriggerResult::Fire
+    }
+
+    fn on_merge(&mut self, _other: Self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+        ctx.register_processing_time_timer(window.max_timestamp());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(timers: &mut Vec<TimerRequest>, watermark: i64) -> TriggerContext<'_> {
+        TriggerContext { watermark, processing_time: 0, timers }
+    }
+
+    #[test]
+    fn event_time_trigger_registers_then_fires_at_max_timestamp() {
+        let w = TimeWindow::new(0, 100);
+        let mut timers = Vec::new();
+        let mut t = EventTimeTrigger;
+        let r = Trigger::<u8>::on_element(&mut t, &1, 5, &w, &mut ctx(&mut timers, 50));
+        assert_eq!(r, TriggerResult::Continue);
+        assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
+        assert_eq!(Trigger::<u8>::on_event_time(&mut t, 98, &w, &mut ctx(&mut timers, 98)), TriggerResult::Continue);
+        assert_eq!(Trigger::<u8>::on_event_time(&mut t, 99, &w, &mut ctx(&mut timers, 99)), TriggerResult::Fire);
+        // late but within lateness: fires at once
+        let r = Trigger::<u8>::on_element(&mut t, &1, 5, &w, &mut ctx(&mut timers, 99));
+        assert_eq!(r, TriggerResult::Fire);
+    }
+
+    #[test]
+    fn count_trigger_fires_every_n() {
+        let w = TimeWindow::new(0, 100);
+        let mut timers = Vec::new();
+        let mut t = CountTrigger::of(2).unwrap();
+        let results: Vec<_> = (0..5)
+            .map(|i| Trigger::<u8>::on_element(&mut t, &1, i, &w, &mut ctx(&mut timers, i64::MIN)))
+            .collect();
+        use TriggerResult::*;
+        assert_eq!(results, vec![Continue, Fire, Continue, Fire, Continue]);
+        assert!(timers.is_empty());
+        assert!(matches!(CountTrigger::of(0), Err(Error::InvalidConfig { field: "count", .. })));
+    }
+
+    #[test]
+    fn result_flags() {
+        assert!(TriggerResult::FireAndPurge.is_fire() && TriggerResult::FireAndPurge.is_purge());
+        assert!(!TriggerResult::Purge.is_fire() && TriggerResult::Purge.is_purge());
+        assert!(TriggerResult::Fire.is_fire() && !TriggerResult::Fire.is_purge());
+        assert!(!TriggerResult::Continue.is_fire() && !TriggerResult::Continue.is_purge());
+    }
+}
