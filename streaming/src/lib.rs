@@ -11,3 +11,6 @@ pub use error::{BoxError, Error};
 pub mod api;
 pub mod ops;
 pub mod time;
+pub mod memory;
+
+pub use memory::{DataStream, KeyedStream, MemoryEnv, WindowedStream};

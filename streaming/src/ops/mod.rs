@@ -7,12 +7,12 @@
 //! Most users build pipelines with [`MemoryEnv`](crate::MemoryEnv)'s builder API or the
 //! `pipeline!` macro; these types are what both expand to.
 
-mod keyed;
+pub(crate) mod keyed;
 mod sink;
 mod stateless;
 mod timers;
 mod watermark;
-mod window;
+pub(crate) mod window;
 
 pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, ProcessFn};
 pub use sink::SinkOp;

@@ -30,6 +30,7 @@ impl<E> TimerQueue<E> {
         self.queue.pop_first().map(|((t, _), e)| (t, e))
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.queue.len()
     }

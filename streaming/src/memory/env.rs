@@ -1,0 +1,167 @@
+//! [`MemoryEnv`]: the entry point of the in-memory engine, and its sources.
+
+use super::plan::{drive, Plan, Runtime};
+use super::{CheckpointCoordinator, DataStream};
+use crate::api::{Source, SourceContext};
+use crate::ops::{Operator, OperatorId};
+use crate::Error;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+#[derive(Default)]
+struct EnvInner {
+    coordinator: RefCell<Option<CheckpointCoordinator>>,
+    sources: Cell<u32>,
+}
+
+/// The in-memory execution environment (seed `StreamExecutionEnvironment`).
+///
+/// Cheap to clone: clones share checkpointing. Not `Send`: the engine is single-threaded.
+///
+/// ```
+/// use streaming::MemoryEnv;
+/// let env = MemoryEnv::new();
+/// let out = env
+///     .from_elements(["a b", "c", "d e"])
+///     .flat_map(|line| line.split(' ').map(str::to_string).collect::<Vec<_>>())
+///     .filter(|w| w != "c")
+///     .map(|w| w.to_uppercase())
+///     .collect_vec()?;
+/// assert_eq!(out, ["A", "B", "D", "E"]);
+/// # Ok::<(), streaming::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct MemoryEnv {
+    inner: Rc<EnvInner>,
+}
+
+impl std::fmt::Debug for MemoryEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryEnv").field("checkpointing", &self.inner.coordinator.borrow().is_some()).finish()
+    }
+}
+
+impl MemoryEnv {
+    /// A new environment with checkpointing off.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Turns on in-memory checkpoints of keyed state; see [`CheckpointCoordinator`].
+    /// Pipelines started afterwards register their state with it. Calling it again keeps
+    /// the existing coordinator.
+    pub fn enable_checkpointing(&self) -> &Self {
+        self.inner.coordinator.borrow_mut().get_or_insert_with(CheckpointCoordinator::default);
+        self
+    }
+
+    /// The checkpoint coordinator; `None` while checkpointing is off.
+    pub fn checkpoint_coordinator(&self) -> Option<CheckpointCoordinator> {
+        self.inner.coordinator.borrow().clone()
+    }
+
+    pub(crate) fn runtime(&self) -> Runtime {
+        Runtime { coordinator: self.checkpoint_coordinator(), counters: Rc::default() }
+    }
+
+    fn next_source_id(&self) -> String {
+        let n = self.inner.sources.get();
+        self.inner.sources.set(n + 1);
+        format!("source-{n}")
+    }
+
+    /// A stream of the items of `items`, consumed lazily, with timestamps `0, 1, …, N-1`
+    /// (ms). The source id is `source-{n}` for the environment's n-th source.
+    pub fn from_collection<I: IntoIterator>(&self, items: I) -> DataStream<CollectionSource<I>> {
+        let id = self.next_source_id();
+        DataStream::new(self.clone(), CollectionSource { items }, id)
+    }
+
+    /// Like [`from_collection`](Self::from_collection), for a fixed list of elements.
+    pub fn from_elements<T, const N: usize>(&self, elements: [T; N]) -> DataStream<CollectionSource<[T; N]>> {
+        self.from_collection(elements)
+    }
+
+    /// A stream fed by a user [`Source`]; its id is `source-{n}`.
+    pub fn add_source<T, S: Source<T>>(&self, source: S) -> DataStream<UserSource<S, T>> {
+        let id = self.next_source_id();
+        self.add_source_with_id(id, source)
+    }
+
+    /// A stream fed by a user [`Source`] with an explicit source id, which prefixes the ids
+    /// of its operators and so keys their checkpointed state.
+    ///
+    /// # Panics
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]` (the rule of seed
+    /// §2.1 `fromMqTopicWithId`).
+    pub fn add_source_with_id<T, S: Source<T>>(&self, source_id: impl Into<String>, source: S) -> DataStream<UserSource<S, T>> {
+        let id = source_id.into();
+        assert!(
+            !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)),
+            "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
+        );
+        DataStream::new(self.clone(), UserSource { source, id: id.clone(), _t: std::marker::PhantomData }, id)
+    }
+}
+
+/// The plan of [`MemoryEnv::from_collection`].
+pub struct CollectionSource<I> {
+    items: I,
+}
+
+impl<I: IntoIterator> Plan for CollectionSource<I> {
+    type Out = I::Item;
+
+    fn run<O: Operator<I::Item>>(self, _rt: &Runtime, mut op: O) -> Result<(), Error> {
+        drive(&mut op, |op| {
+            let mut ts = 0i64;
+            for item in self.items {
+                op.process(item, ts)?;
+                ts += 1;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The plan of [`MemoryEnv::add_source`].
+pub struct UserSource<S, T> {
+    source: S,
+    id: String,
+    _t: std::marker::PhantomData<fn() -> T>,
+}
+
+struct Ctx<'a, O> {
+    op: &'a mut O,
+    emitted: i64,
+}
+
+impl<T, O: Operator<T>> SourceContext<T> for Ctx<'_, O> {
+    #[inline]
+    fn collect(&mut self, value: T) -> Result<(), Error> {
+        let ts = self.emitted;
+        self.collect_with_timestamp(value, ts)
+    }
+
+    #[inline]
+    fn collect_with_timestamp(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        self.emitted += 1;
+        self.op.process(value, timestamp)
+    }
+}
+
+impl<T, S: Source<T>> Plan for UserSource<S, T> {
+    type Out = T;
+
+    fn run<O: Operator<T>>(mut self, _rt: &Runtime, mut op: O) -> Result<(), Error> {
+        let source_error = |id: &str, source| Error::Source { source_id: id.to_string(), source };
+        self.source.open().map_err(|e| source_error(&self.id, e))?;
+        let guard_id = OperatorId::new(&self.id, 0, "source");
+        let source = &mut self.source;
+        let result = drive(&mut op, |op| {
+            crate::ops::guard(&guard_id, || source.run(&mut Ctx { op, emitted: 0 }))?
+        });
+        let closed = self.source.close().map_err(|e| source_error(&self.id, e));
+        result.and(closed)
+    }
+}

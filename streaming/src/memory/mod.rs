@@ -1,0 +1,26 @@
+//! The in-memory engine: bounded input, single thread, deterministic (seed §1).
+//!
+//! Build a pipeline from a [`MemoryEnv`] with the builder API; a terminal operation
+//! ([`DataStream::sink`], [`DataStream::print`], [`DataStream::collect_vec`], or iterating
+//! the stream) runs it at once, pulling the source lazily: memory is bounded by the
+//! pipeline's state, not by the input length.
+//!
+//! Semantics (seed §1.3, DESIGN invariant 2):
+//! - records from [`MemoryEnv::from_collection`] get timestamps `0..N-1`;
+//! - without `assign_timestamps_and_watermarks` there is no watermark until end of input;
+//! - at end of input the watermark becomes `i64::MAX`: every event-time timer fires, every
+//!   window reaches its cleanup time and emits what it never emitted;
+//! - triggers' processing-time timers are never served; process functions' processing time
+//!   is the highest record timestamp seen;
+//! - keyed state (user state, rolling reduce/sum, windows) is snapshotted by the
+//!   [`CheckpointCoordinator`] when checkpointing is enabled.
+
+mod checkpoint;
+mod env;
+mod plan;
+mod stream;
+
+pub use checkpoint::CheckpointCoordinator;
+pub use env::MemoryEnv;
+pub use plan::{Plan, Runtime, Stage, Then};
+pub use stream::{CountLateOnly, DataStream, JobSummary, KeyedStream, WindowedStream};

@@ -1,0 +1,558 @@
+//! The builder API of the in-memory engine: [`DataStream`], [`KeyedStream`],
+//! [`WindowedStream`].
+
+use super::plan::{Plan, Runtime, Stage, Then};
+use super::MemoryEnv;
+use crate::api::{AggregateFunction, Collector, KeyedContext, KeyedProcessFunction, Numeric, Sink};
+use crate::ops::keyed::ProcessState;
+use crate::ops::window::WindowState;
+use crate::ops::{
+    AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
+    KeyedReduce, KeyedSum, Map, Operator, OperatorId, ProcessFn, RecordTimestamp, ReduceWindow,
+    SinkOp, SumWindow, TryMap, WindowFunction, WindowOperator,
+};
+use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
+use crate::{BoxError, Error};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// What a finished pipeline run reports besides its output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobSummary {
+    /// Elements that arrived after every window they belong to was past its allowed
+    /// lateness; each went to the late side output (or only to this count when the
+    /// pipeline set none).
+    pub late_elements: u64,
+    /// Window emissions (firings and final emissions at cleanup).
+    pub window_firings: u64,
+}
+
+/// A stream of `P::Out` records (seed `DataStream`). Each method adds one operator; a
+/// terminal operation runs the pipeline.
+#[must_use = "a stream does nothing until a terminal operation (sink, print, collect_vec) runs it"]
+pub struct DataStream<P> {
+    env: MemoryEnv,
+    plan: P,
+    source_id: Rc<str>,
+    position: u32,
+}
+
+/// A stream partitioned by key (seed `KeyedStream`): stateful operators see one key at a time.
+#[must_use = "a keyed stream does nothing until a terminal operation runs it"]
+pub struct KeyedStream<P, KF, K> {
+    stream: DataStream<P>,
+    key_fn: KF,
+    _key: PhantomData<fn() -> K>,
+}
+
+/// A keyed stream cut into windows (seed `WindowedStream`), before its window function.
+#[must_use = "a windowed stream does nothing until a window function and a terminal operation run it"]
+pub struct WindowedStream<P, KF, K, A, Tr, L> {
+    keyed: KeyedStream<P, KF, K>,
+    assigner: A,
+    trigger: Tr,
+    lateness: i64,
+    late: L,
+}
+
+/// The late output of a window without [`WindowedStream::side_output_late_data`]: late
+/// elements are only counted in [`JobSummary::late_elements`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountLateOnly;
+
+impl<T> Sink<T> for CountLateOnly {
+    fn invoke(&mut self, _value: T) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+macro_rules! stage {
+    ($(#[$doc:meta])* $name:ident<$($g:ident),*> { $($field:ident: $ty:ty),* }) => {
+        $(#[$doc])*
+        pub struct $name<$($g),*> {
+            id: OperatorId,
+            $($field: $ty,)*
+        }
+    };
+}
+
+stage!(
+    /// The stage of [`DataStream::map`].
+    MapStage<F, U> { f: F, _u: PhantomData<fn() -> U> }
+);
+stage!(
+    /// The stage of [`DataStream::try_map`].
+    TryMapStage<F, U, E> { f: F, _u: PhantomData<fn() -> (U, E)> }
+);
+stage!(
+    /// The stage of [`DataStream::filter`].
+    FilterStage<F> { f: F }
+);
+stage!(
+    /// The stage of [`DataStream::flat_map`].
+    FlatMapStage<F, I> { f: F, _i: PhantomData<fn() -> I> }
+);
+stage!(
+    /// The stage of [`DataStream::assign_timestamps_and_watermarks`].
+    WatermarkStage<TA, G> { assigner: TA, generator: G }
+);
+stage!(
+    /// The stage of [`KeyedStream::reduce`].
+    KeyedReduceStage<KF, K, F> { key_fn: KF, f: F, _k: PhantomData<fn() -> K> }
+);
+stage!(
+    /// The stage of [`KeyedStream::sum`].
+    KeyedSumStage<KF, K> { key_fn: KF, _k: PhantomData<fn() -> K> }
+);
+stage!(
+    /// The stage of [`KeyedStream::process`].
+    KeyedProcessStage<KF, K, PF> { key_fn: KF, function: PF, _k: PhantomData<fn() -> K> }
+);
+stage!(
+    /// The stage of a window function on a [`WindowedStream`].
+    WindowStage<KF, K, A, Tr, WF, L> {
+        key_fn: KF, assigner: A, trigger: Tr, lateness: i64, function: WF, late: L,
+        _k: PhantomData<fn() -> K>
+    }
+);
+
+impl<T, U, F: FnMut(T) -> U> Stage<T> for MapStage<F, U> {
+    type Out = U;
+    type Op<N: Operator<U>> = Map<F, U, N>;
+    fn build<N: Operator<U>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        Ok(Map::new(self.id, self.f, next))
+    }
+}
+
+impl<T, U, E: Into<BoxError>, F: FnMut(T) -> Result<U, E>> Stage<T> for TryMapStage<F, U, E> {
+    type Out = U;
+    type Op<N: Operator<U>> = TryMap<F, U, E, N>;
+    fn build<N: Operator<U>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        Ok(TryMap::new(self.id, self.f, next))
+    }
+}
+
+impl<T, F: FnMut(&T) -> bool> Stage<T> for FilterStage<F> {
+    type Out = T;
+    type Op<N: Operator<T>> = Filter<F, N>;
+    fn build<N: Operator<T>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        Ok(Filter::new(self.id, self.f, next))
+    }
+}
+
+impl<T, I: IntoIterator, F: FnMut(T) -> I> Stage<T> for FlatMapStage<F, I> {
+    type Out = I::Item;
+    type Op<N: Operator<I::Item>> = FlatMap<F, I, N>;
+    fn build<N: Operator<I::Item>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        Ok(FlatMap::new(self.id, self.f, next))
+    }
+}
+
+impl<T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T> for WatermarkStage<TA, G> {
+    type Out = T;
+    type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
+    fn build<N: Operator<T>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        Ok(AssignWatermarks::new(self.id, self.assigner, self.generator, next))
+    }
+}
+
+impl<T, K, KF, F> Stage<T> for KeyedReduceStage<KF, K, F>
+where
+    T: Clone + 'static,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&T) -> K,
+    F: FnMut(T, T) -> T,
+{
+    type Out = T;
+    type Op<N: Operator<T>> = KeyedReduce<KF, K, T, F, N>;
+    fn build<N: Operator<T>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, HashMap::new())?;
+        Ok(KeyedReduce::new(self.id, self.key_fn, self.f, state, next))
+    }
+}
+
+impl<T, K, KF> Stage<T> for KeyedSumStage<KF, K>
+where
+    T: Numeric,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&T) -> K,
+{
+    type Out = (K, T);
+    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, N>;
+    fn build<N: Operator<(K, T)>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, HashMap::new())?;
+        Ok(KeyedSum::new(self.id, self.key_fn, state, next))
+    }
+}
+
+impl<T, K, KF, PF> Stage<T> for KeyedProcessStage<KF, K, PF>
+where
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&T) -> K,
+    PF: KeyedProcessFunction<K, T>,
+{
+    type Out = PF::Out;
+    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, N>;
+    fn build<N: Operator<PF::Out>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, ProcessState::new(&self.id))?;
+        Ok(KeyedProcess::new(self.id, self.key_fn, self.function, state, next))
+    }
+}
+
+impl<T, K, KF, A, Tr, WF, L> Stage<T> for WindowStage<KF, K, A, Tr, WF, L>
+where
+    T: Clone + 'static,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&T) -> K,
+    A: WindowAssigner,
+    Tr: Trigger<T>,
+    WF: WindowFunction<K, T>,
+    L: Sink<T>,
+{
+    type Out = WF::Out;
+    type Op<N: Operator<WF::Out>> = WindowOperator<KF, K, T, A, Tr, WF, L, N>;
+    fn build<N: Operator<WF::Out>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, WindowState::<K, WF::Acc, Tr>::default())?;
+        Ok(WindowOperator::new(
+            self.id,
+            self.key_fn,
+            self.assigner,
+            self.trigger,
+            self.lateness,
+            self.function,
+            self.late,
+            state,
+            Rc::clone(&rt.counters),
+            next,
+        ))
+    }
+}
+
+impl<P: Plan> DataStream<P> {
+    pub(crate) fn new(env: MemoryEnv, plan: P, source_id: String) -> Self {
+        DataStream { env, plan, source_id: source_id.into(), position: 0 }
+    }
+
+    fn next_id(&self, kind: &str) -> OperatorId {
+        OperatorId::new(&self.source_id, self.position + 1, kind)
+    }
+
+    fn then<S: Stage<P::Out>>(self, stage: S) -> DataStream<Then<P, S>> {
+        DataStream {
+            env: self.env,
+            plan: Then { plan: self.plan, stage },
+            source_id: self.source_id,
+            position: self.position + 1,
+        }
+    }
+
+    /// The id the next operator added to this stream gets (for logs and tests).
+    pub fn next_operator_id(&self, kind: &str) -> String {
+        self.next_id(kind).to_string()
+    }
+
+    /// Transforms every element with `f`.
+    pub fn map<U, F: FnMut(P::Out) -> U>(self, f: F) -> DataStream<Then<P, MapStage<F, U>>> {
+        let id = self.next_id("map");
+        self.then(MapStage { id, f, _u: PhantomData })
+    }
+
+    /// Transforms every element with a fallible `f`.
+    ///
+    /// The first `Err` stops the pipeline: the terminal operation returns
+    /// [`Error::UserFunction`] naming this operator.
+    pub fn try_map<U, E, F>(self, f: F) -> DataStream<Then<P, TryMapStage<F, U, E>>>
+    where
+        E: Into<BoxError>,
+        F: FnMut(P::Out) -> Result<U, E>,
+    {
+        let id = self.next_id("try_map");
+        self.then(TryMapStage { id, f, _u: PhantomData })
+    }
+
+    /// Keeps the elements for which `f` returns `true`.
+    pub fn filter<F: FnMut(&P::Out) -> bool>(self, f: F) -> DataStream<Then<P, FilterStage<F>>> {
+        let id = self.next_id("filter");
+        self.then(FilterStage { id, f })
+    }
+
+    /// Replaces every element with the items `f` returns (any `IntoIterator`: a `Vec`, an
+    /// array, an `Option`, an iterator), each with the element's timestamp.
+    pub fn flat_map<I: IntoIterator, F: FnMut(P::Out) -> I>(self, f: F) -> DataStream<Then<P, FlatMapStage<F, I>>> {
+        let id = self.next_id("flat_map");
+        self.then(FlatMapStage { id, f, _i: PhantomData })
+    }
+
+    /// Lets `generator` own the watermark from here on, keeping record timestamps.
+    ///
+    /// Per element: `on_event`, then `on_periodic_emit`, then the element goes on, then the
+    /// watermark if it rose (so an element is judged against the watermark before it).
+    pub fn assign_timestamps_and_watermarks<G: WatermarkGenerator<P::Out>>(
+        self,
+        generator: G,
+    ) -> DataStream<Then<P, WatermarkStage<RecordTimestamp, G>>> {
+        self.assign_timestamps_and_watermarks_with(RecordTimestamp, generator)
+    }
+
+    /// Sets each element's event time with `assigner` (e.g. `|f: &Flight, _| f.departure_ms`)
+    /// and lets `generator` own the watermark from here on.
+    pub fn assign_timestamps_and_watermarks_with<TA, G>(
+        self,
+        assigner: TA,
+        generator: G,
+    ) -> DataStream<Then<P, WatermarkStage<TA, G>>>
+    where
+        TA: TimestampAssigner<P::Out>,
+        G: WatermarkGenerator<P::Out>,
+    {
+        let id = self.next_id("watermarks");
+        self.then(WatermarkStage { id, assigner, generator })
+    }
+
+    /// Partitions the stream by the key `key_fn` extracts.
+    pub fn key_by<K, KF>(self, key_fn: KF) -> KeyedStream<P, KF, K>
+    where
+        K: Hash + Eq + Clone + 'static,
+        KF: FnMut(&P::Out) -> K,
+    {
+        let mut stream = self;
+        stream.position += 1;
+        KeyedStream { stream, key_fn, _key: PhantomData }
+    }
+
+    /// Runs the pipeline into `sink` (seed `addSink`): `open`, `invoke` per record, `close`.
+    ///
+    /// # Errors
+    /// The first error of the source, an operator (user function error or panic, naming the
+    /// operator) or the sink. The sink and the source are closed in every case.
+    pub fn sink<S: Sink<P::Out>>(self, sink: S) -> Result<JobSummary, Error> {
+        let id = self.next_id("sink");
+        let rt = self.env.runtime();
+        self.plan.run(&rt, SinkOp::new(id, sink))?;
+        Ok(JobSummary {
+            late_elements: rt.counters.late_elements.get(),
+            window_firings: rt.counters.window_firings.get(),
+        })
+    }
+
+    /// Runs the pipeline and logs every record through `tracing` at INFO (target
+    /// `streaming::print`), as `{record:?}`.
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn print(self) -> Result<JobSummary, Error>
+    where
+        P::Out: Debug,
+    {
+        self.sink(|v: P::Out| tracing::info!(target: "streaming::print", "{v:?}"))
+    }
+
+    /// Like [`print`](Self::print), each line as `{prefix}> {record:?}`.
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn print_with_prefix(self, prefix: &str) -> Result<JobSummary, Error>
+    where
+        P::Out: Debug,
+    {
+        self.sink(|v: P::Out| tracing::info!(target: "streaming::print", "{prefix}> {v:?}"))
+    }
+
+    /// Runs the pipeline and returns its output in order.
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn collect_vec(self) -> Result<Vec<P::Out>, Error> {
+        let mut out = Vec::new();
+        self.sink(|v| out.push(v))?;
+        Ok(out)
+    }
+}
+
+/// Runs the pipeline, then yields its records followed by the error that stopped it, if
+/// any (seed: `DataStream` is `Iterable`). The output is buffered: for large outputs prefer
+/// [`DataStream::sink`].
+impl<P: Plan> IntoIterator for DataStream<P> {
+    type Item = Result<P::Out, Error>;
+    type IntoIter = std::vec::IntoIter<Result<P::Out, Error>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let mut out = Vec::new();
+        if let Err(e) = self.sink(|v| out.push(Ok(v))) {
+            out.push(Err(e));
+        }
+        out.into_iter()
+    }
+}
+
+impl<P, KF, K> KeyedStream<P, KF, K>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+{
+    fn keyed_id(&self, kind: &str) -> OperatorId {
+        self.stream.next_id(kind)
+    }
+
+    /// Transforms every element (Flink `KeyedStream.map`: the result is not keyed).
+    pub fn map<U, F: FnMut(P::Out) -> U>(self, f: F) -> DataStream<Then<P, MapStage<F, U>>> {
+        self.stream.map(f)
+    }
+
+    /// Rolling reduce per key: emits the reduced value after every element.
+    pub fn reduce<F>(self, f: F) -> DataStream<Then<P, KeyedReduceStage<KF, K, F>>>
+    where
+        P::Out: Clone + 'static,
+        F: FnMut(P::Out, P::Out) -> P::Out,
+    {
+        let id = self.keyed_id("reduce");
+        self.stream.then(KeyedReduceStage { id, key_fn: self.key_fn, f, _k: PhantomData })
+    }
+
+    /// Rolling sum per key: emits `(key, sum so far)` after every element. Only numeric
+    /// element types have it (a compile error otherwise: see [`Numeric`]).
+    pub fn sum(self) -> DataStream<Then<P, KeyedSumStage<KF, K>>>
+    where
+        P::Out: Numeric,
+    {
+        let id = self.keyed_id("sum");
+        self.stream.then(KeyedSumStage { id, key_fn: self.key_fn, _k: PhantomData })
+    }
+
+    /// Runs `f(element, ctx, out)` per element with the key's context: key, timestamp,
+    /// watermark, processing time, timers and keyed state (seed `process`). For `on_timer`
+    /// callbacks use [`process_function`](Self::process_function).
+    pub fn process<O, F>(self, f: F) -> DataStream<Then<P, KeyedProcessStage<KF, K, ProcessFn<F, O>>>>
+    where
+        F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    {
+        self.process_function(ProcessFn::new(f))
+    }
+
+    /// Runs a [`KeyedProcessFunction`], with timer callbacks.
+    pub fn process_function<PF>(self, function: PF) -> DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>
+    where
+        PF: KeyedProcessFunction<K, P::Out>,
+    {
+        let id = self.keyed_id("process");
+        self.stream.then(KeyedProcessStage { id, key_fn: self.key_fn, function, _k: PhantomData })
+    }
+
+    /// Cuts each key's elements into the windows of `assigner`, with its default trigger,
+    /// no allowed lateness and no late side output.
+    pub fn window<A: WindowAssigner>(self, assigner: A) -> WindowedStream<P, KF, K, A, A::DefaultTrigger, CountLateOnly> {
+        let trigger = assigner.default_trigger();
+        WindowedStream { keyed: self, assigner, trigger, lateness: 0, late: CountLateOnly }
+    }
+}
+
+impl<P, KF, K, A, Tr, L> WindowedStream<P, KF, K, A, Tr, L>
+where
+    P: Plan,
+    P::Out: Clone + 'static,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+    A: WindowAssigner,
+    Tr: Trigger<P::Out>,
+    L: Sink<P::Out>,
+{
+    /// Keeps windows for `lateness` after their end (Flink `allowedLateness`): a late
+    /// element within it fires the window again with the updated result. Durations beyond
+    /// `i64::MAX` ms saturate (never clean up).
+    pub fn allowed_lateness(mut self, lateness: Duration) -> Self {
+        self.lateness = i64::try_from(lateness.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Replaces the assigner's default trigger.
+    pub fn trigger<Tr2: Trigger<P::Out>>(self, trigger: Tr2) -> WindowedStream<P, KF, K, A, Tr2, L> {
+        WindowedStream { keyed: self.keyed, assigner: self.assigner, trigger, lateness: self.lateness, late: self.late }
+    }
+
+    /// Sends late elements (those past every window's allowed lateness) to `sink` — a typed
+    /// side output (Flink `sideOutputLateData`). It opens and closes with the pipeline.
+    pub fn side_output_late_data<L2: Sink<P::Out>>(self, sink: L2) -> WindowedStream<P, KF, K, A, Tr, L2> {
+        WindowedStream { keyed: self.keyed, assigner: self.assigner, trigger: self.trigger, lateness: self.lateness, late: sink }
+    }
+
+    fn function<WF: WindowFunction<K, P::Out>>(
+        self,
+        kind: &str,
+        function: WF,
+    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L>>> {
+        let id = self.keyed.keyed_id(kind);
+        let KeyedStream { stream, key_fn, .. } = self.keyed;
+        stream.then(WindowStage {
+            id,
+            key_fn,
+            assigner: self.assigner,
+            trigger: self.trigger,
+            lateness: self.lateness,
+            function,
+            late: self.late,
+            _k: PhantomData,
+        })
+    }
+
+    /// Folds each window's elements pairwise; emits `T` per firing.
+    pub fn reduce<F: FnMut(P::Out, P::Out) -> P::Out>(
+        self,
+        f: F,
+    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, ReduceWindow<F>, L>>> {
+        self.function("window-reduce", ReduceWindow(f))
+    }
+
+    /// Aggregates incrementally with `agg`; emits `agg.get_result` per firing.
+    #[allow(clippy::type_complexity)]
+    pub fn aggregate<AF: AggregateFunction<P::Out>>(
+        self,
+        agg: AF,
+    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, AggregateWindow<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>, L>>> {
+        fn result<K, R>(_: &K, _: &TimeWindow, r: R) -> R {
+            r
+        }
+        self.function("window-aggregate", AggregateWindow::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out))
+    }
+
+    /// Aggregates incrementally with `agg`; emits `with(key, window, result)` per firing
+    /// (Flink `aggregate(aggFunction, windowFunction)`).
+    pub fn aggregate_with<AF, W, R>(
+        self,
+        agg: AF,
+        with: W,
+    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, AggregateWindow<AF, W, R>, L>>>
+    where
+        AF: AggregateFunction<P::Out>,
+        W: FnMut(&K, &TimeWindow, AF::Out) -> R,
+    {
+        self.function("window-aggregate", AggregateWindow::new(agg, with))
+    }
+
+    /// Calls `f(key, window, elements, out)` per firing with all of the window's elements
+    /// in arrival order (Flink `apply`). Keeps every element until the window is cleaned up.
+    pub fn apply<R, F>(self, f: F) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, ApplyWindow<F, R>, L>>>
+    where
+        F: FnMut(&K, &TimeWindow, &[P::Out], &mut Collector<'_, R>) -> Result<(), BoxError>,
+    {
+        self.function("window-apply", ApplyWindow::new(f))
+    }
+
+    /// Sums each window; emits `(key, window, sum)` per firing. Only numeric element types
+    /// have it (a compile error otherwise: see [`Numeric`]).
+    pub fn sum(self) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, SumWindow, L>>>
+    where
+        P::Out: Numeric,
+    {
+        self.function("window-sum", SumWindow)
+    }
+
+    /// Counts each window's elements; emits `(key, window, count)` per firing.
+    pub fn count(self) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, CountWindow, L>>> {
+        self.function("window-count", CountWindow)
+    }
+}
