@@ -77,6 +77,18 @@ impl MemoryEnv {
         DataStream::new(self.clone(), CollectionSource { items }, id)
     }
 
+    /// Like [`from_collection`](Self::from_collection) with an explicit source id, which
+    /// prefixes the ids of its operators and so keys their checkpointed state: running the
+    /// same pipeline again with the same id continues from the newest checkpoint.
+    ///
+    /// # Panics
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`.
+    pub fn from_collection_with_id<I: IntoIterator>(&self, source_id: impl Into<String>, items: I) -> DataStream<CollectionSource<I>> {
+        let id = source_id.into();
+        check_source_id(&id);
+        DataStream::new(self.clone(), CollectionSource { items }, id)
+    }
+
     /// Like [`from_collection`](Self::from_collection), for a fixed list of elements.
     pub fn from_elements<T, const N: usize>(&self, elements: [T; N]) -> DataStream<CollectionSource<[T; N]>> {
         self.from_collection(elements)
@@ -96,12 +108,16 @@ impl MemoryEnv {
     /// §2.1 `fromMqTopicWithId`).
     pub fn add_source_with_id<T, S: Source<T>>(&self, source_id: impl Into<String>, source: S) -> DataStream<UserSource<S, T>> {
         let id = source_id.into();
-        assert!(
-            !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)),
-            "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
-        );
+        check_source_id(&id);
         DataStream::new(self.clone(), UserSource { source, id: id.clone(), _t: std::marker::PhantomData }, id)
     }
+}
+
+fn check_source_id(id: &str) {
+    assert!(
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)),
+        "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
+    );
 }
 
 /// The plan of [`MemoryEnv::from_collection`].
