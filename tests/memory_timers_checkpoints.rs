@@ -24,7 +24,12 @@ impl KeyedProcessFunction<&'static str, (&'static str, i64)> for Timers {
             ctx.register_event_time_timer(value.1 + 10);
             ctx.register_processing_time_timer(value.1 + 5);
         }
-        out.collect(format!("{}@{} wm={}", value.0, value.1, ctx.current_watermark()));
+        out.collect(format!(
+            "{}@{} wm={}",
+            value.0,
+            value.1,
+            ctx.current_watermark()
+        ));
         Ok(())
     }
 
@@ -48,7 +53,10 @@ fn timers_fire_by_watermark_and_record_time_deduplicated_and_drained() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![("a", 0i64), ("b", 3), ("a", 12), ("b", 30)])
-        .assign_timestamps_and_watermarks_with(|e: &(&str, i64), _| e.1, BoundedOutOfOrderness::new(std::time::Duration::ZERO).unwrap())
+        .assign_timestamps_and_watermarks_with(
+            |e: &(&str, i64), _| e.1,
+            BoundedOutOfOrderness::new(std::time::Duration::ZERO).unwrap(),
+        )
         .key_by(|e| e.0)
         .process_function(Timers)
         .collect_vec()
@@ -79,7 +87,11 @@ fn timers_fire_by_watermark_and_record_time_deduplicated_and_drained() {
 const SUM: ValueStateDescriptor<i64> = ValueStateDescriptor::new("sum", 0);
 const SEEN: ListStateDescriptor<i64> = ListStateDescriptor::new("seen");
 
-fn summing(env: &MemoryEnv, input: Vec<i64>, on_output: impl FnMut((i64, i64))) -> Result<(), Error> {
+fn summing(
+    env: &MemoryEnv,
+    input: Vec<i64>,
+    on_output: impl FnMut((i64, i64)),
+) -> Result<(), Error> {
     env.from_collection_with_id("numbers", input)
         .key_by(|x| x % 2)
         .process(|x, ctx, out| {
@@ -111,7 +123,10 @@ fn a_rerun_pipeline_continues_from_the_latest_checkpoint() {
     assert_eq!(out, vec![(1, 1), (0, 2), (1, 4), (0, 6)]);
     let id = coord.trigger_checkpoint().unwrap();
     assert_eq!(id, 1);
-    assert_eq!(coord.registered_stores(), vec!["numbers/2:process".to_string()]);
+    assert_eq!(
+        coord.registered_stores(),
+        vec!["numbers/2:process".to_string()]
+    );
 
     // Same pipeline text, same source id: the new store receives checkpoint 1.
     out.clear();
@@ -123,8 +138,15 @@ fn a_rerun_pipeline_continues_from_the_latest_checkpoint() {
     let id2 = coord.trigger_checkpoint().unwrap();
     out.clear();
     summing(&env, vec![7], |p| out.push(p)).unwrap();
-    assert_eq!(out, vec![(1, 11)], "1 + 3 + 7 after restoring checkpoint 1 (taken again as {id2})");
-    assert!(matches!(coord.restore_from_checkpoint(99), Err(Error::CheckpointNotFound(99))));
+    assert_eq!(
+        out,
+        vec![(1, 11)],
+        "1 + 3 + 7 after restoring checkpoint 1 (taken again as {id2})"
+    );
+    assert!(matches!(
+        coord.restore_from_checkpoint(99),
+        Err(Error::CheckpointNotFound(99))
+    ));
 }
 
 #[test]

@@ -3,8 +3,8 @@
 use std::time::Duration;
 use streaming::api::AggregateFunction;
 use streaming::time::{
-    BoundedOutOfOrderness, CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows, TimeWindow,
-    Trigger, TriggerContext, TriggerResult, TumblingEventTimeWindows,
+    BoundedOutOfOrderness, CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows,
+    TimeWindow, Trigger, TriggerContext, TriggerResult, TumblingEventTimeWindows,
 };
 use streaming::{Error, MemoryEnv};
 
@@ -13,13 +13,21 @@ fn ms(n: u64) -> Duration {
 }
 
 /// (key, timestamp) events; watermark = t - ooo; count per window as (key, start, end, n).
-fn tumbling_counts(events: &[(&'static str, i64)], size: u64, ooo: u64, lateness: u64) -> (Vec<(&'static str, i64, i64, u64)>, Vec<i64>, u64) {
+fn tumbling_counts(
+    events: &[(&'static str, i64)],
+    size: u64,
+    ooo: u64,
+    lateness: u64,
+) -> (Vec<(&'static str, i64, i64, u64)>, Vec<i64>, u64) {
     let env = MemoryEnv::new();
     let mut late = Vec::new();
     let mut out = Vec::new();
     let summary = env
         .from_collection(events.to_vec())
-        .assign_timestamps_and_watermarks_with(|e: &(&str, i64), _| e.1, BoundedOutOfOrderness::new(ms(ooo)).unwrap())
+        .assign_timestamps_and_watermarks_with(
+            |e: &(&str, i64), _| e.1,
+            BoundedOutOfOrderness::new(ms(ooo)).unwrap(),
+        )
         .key_by(|e| e.0)
         .window(TumblingEventTimeWindows::of(ms(size)).unwrap())
         .allowed_lateness(ms(lateness))
@@ -32,9 +40,22 @@ fn tumbling_counts(events: &[(&'static str, i64)], size: u64, ooo: u64, lateness
 
 #[test]
 fn tumbling_fires_when_watermark_reaches_max_timestamp() {
-    let (out, late, n_late) = tumbling_counts(&[("a", 1), ("a", 5), ("b", 9), ("a", 10), ("a", 25)], 10, 0, 0);
+    let (out, late, n_late) = tumbling_counts(
+        &[("a", 1), ("a", 5), ("b", 9), ("a", 10), ("a", 25)],
+        10,
+        0,
+        0,
+    );
     // [0,10) fires after the element at 9 raised the watermark to 9 = max_timestamp.
-    assert_eq!(out, vec![("a", 0, 10, 2), ("b", 0, 10, 1), ("a", 10, 20, 1), ("a", 20, 30, 1)]);
+    assert_eq!(
+        out,
+        vec![
+            ("a", 0, 10, 2),
+            ("b", 0, 10, 1),
+            ("a", 10, 20, 1),
+            ("a", 20, 30, 1)
+        ]
+    );
     assert!(late.is_empty());
     assert_eq!(n_late, 0);
 }
@@ -55,14 +76,27 @@ fn lateness_is_judged_against_the_watermark_before_the_element() {
 #[test]
 fn allowed_lateness_refires_with_updated_result_then_drops() {
     // lateness 5: [0,10) fires at watermark 9, is kept until watermark 14.
-    let (out, late, _) = tumbling_counts(&[("a", 1), ("a", 12), ("a", 3), ("a", 14), ("a", 4)], 10, 0, 5);
-    assert_eq!(out, vec![("a", 0, 10, 1), ("a", 0, 10, 2), ("a", 10, 20, 2)]);
+    let (out, late, _) = tumbling_counts(
+        &[("a", 1), ("a", 12), ("a", 3), ("a", 14), ("a", 4)],
+        10,
+        0,
+        5,
+    );
+    assert_eq!(
+        out,
+        vec![("a", 0, 10, 1), ("a", 0, 10, 2), ("a", 10, 20, 2)]
+    );
     assert_eq!(late, vec![4]);
 }
 
 #[test]
 fn out_of_orderness_holds_windows_open() {
-    let (out, late, _) = tumbling_counts(&[("a", 1), ("a", 12), ("a", 3), ("a", 16), ("a", 4)], 10, 5, 0);
+    let (out, late, _) = tumbling_counts(
+        &[("a", 1), ("a", 12), ("a", 3), ("a", 16), ("a", 4)],
+        10,
+        5,
+        0,
+    );
     // watermark after 12 is 7, after 16 is 11 → [0,10) fires with 1, 3 (4 arrives after).
     assert_eq!(out, vec![("a", 0, 10, 2), ("a", 10, 20, 2)]);
     assert_eq!(late, vec![4]);
@@ -79,7 +113,10 @@ fn sliding_windows_count_each_element_in_every_window() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![0i64, 4, 7])
-        .assign_timestamps_and_watermarks_with(|t: &i64, _| *t, BoundedOutOfOrderness::new(ms(0)).unwrap())
+        .assign_timestamps_and_watermarks_with(
+            |t: &i64, _| *t,
+            BoundedOutOfOrderness::new(ms(0)).unwrap(),
+        )
         .key_by(|_| ())
         .window(SlidingEventTimeWindows::of(ms(10), ms(5)).unwrap())
         .count()
@@ -94,7 +131,10 @@ fn sessions_merge_when_touching_and_split_beyond_the_gap() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![("x", 0i64), ("x", 10), ("x", 31), ("y", 5), ("x", 20)])
-        .assign_timestamps_and_watermarks_with(|e: &(&str, i64), _| e.1, BoundedOutOfOrderness::new(ms(100)).unwrap())
+        .assign_timestamps_and_watermarks_with(
+            |e: &(&str, i64), _| e.1,
+            BoundedOutOfOrderness::new(ms(100)).unwrap(),
+        )
         .key_by(|e| e.0)
         .window(EventTimeSessionWindows::with_gap(ms(10)).unwrap())
         .count()
@@ -104,7 +144,10 @@ fn sessions_merge_when_touching_and_split_beyond_the_gap() {
     // x: 0, 10, 20 chain by touching windows [0,10) [10,20) [20,30); 31 starts [31,41).
     let mut out = out;
     out.sort();
-    assert_eq!(out, vec![("x", 0, 30, 3), ("x", 31, 41, 1), ("y", 5, 15, 1)]);
+    assert_eq!(
+        out,
+        vec![("x", 0, 30, 3), ("x", 31, 41, 1), ("y", 5, 15, 1)]
+    );
 }
 
 #[test]
@@ -112,7 +155,10 @@ fn a_late_element_bridging_two_sessions_merges_them() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![0i64, 30, 15])
-        .assign_timestamps_and_watermarks_with(|t: &i64, _| *t, BoundedOutOfOrderness::new(ms(50)).unwrap())
+        .assign_timestamps_and_watermarks_with(
+            |t: &i64, _| *t,
+            BoundedOutOfOrderness::new(ms(50)).unwrap(),
+        )
         .key_by(|_| ())
         .window(EventTimeSessionWindows::with_gap(ms(15)).unwrap())
         .count()
@@ -142,13 +188,29 @@ fn count_trigger_leftovers_are_emitted_once_at_cleanup() {
 #[derive(Clone)]
 struct EveryElement;
 impl<T> Trigger<T> for EveryElement {
-    fn on_element(&mut self, _: &T, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _: &T,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::FireAndPurge
     }
-    fn on_event_time(&mut self, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_event_time(
+        &mut self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
-    fn on_processing_time(&mut self, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
 }
@@ -164,7 +226,11 @@ fn user_trigger_fire_and_purge() {
         .reduce(|a, b| a + b)
         .collect_vec()
         .unwrap();
-    assert_eq!(out, vec![5, 6, 7], "purged contents are not emitted again at cleanup");
+    assert_eq!(
+        out,
+        vec![5, 6, 7],
+        "purged contents are not emitted again at cleanup"
+    );
 }
 
 struct Avg;
@@ -198,7 +264,13 @@ fn aggregate_apply_and_window_results_carry_max_timestamp() {
         .unwrap();
     // timestamps 0,1 → [0,2); 2 → [2,4)
     assert_eq!(out, vec![(0, 1.5), (2, 6.0)]);
-    let plain = env.from_collection(vec![1.0, 3.0]).key_by(|_| 0).window(TumblingEventTimeWindows::of(ms(5)).unwrap()).aggregate(Avg).collect_vec().unwrap();
+    let plain = env
+        .from_collection(vec![1.0, 3.0])
+        .key_by(|_| 0)
+        .window(TumblingEventTimeWindows::of(ms(5)).unwrap())
+        .aggregate(Avg)
+        .collect_vec()
+        .unwrap();
     assert_eq!(plain, vec![2.0]);
 
     let applied = env
@@ -216,7 +288,10 @@ fn aggregate_apply_and_window_results_carry_max_timestamp() {
         })
         .collect_vec()
         .unwrap();
-    assert_eq!(applied, vec![("k@0:ab".to_string(), 1), ("k@2:c".to_string(), 3)]);
+    assert_eq!(
+        applied,
+        vec![("k@0:ab".to_string(), 1), ("k@2:c".to_string(), 3)]
+    );
 }
 
 #[test]
@@ -230,7 +305,10 @@ fn window_bounds_overflow_is_rejected_with_an_error() {
         .collect_vec()
         .unwrap_err();
     match err {
-        Error::WindowBounds { operator, timestamp } => {
+        Error::WindowBounds {
+            operator,
+            timestamp,
+        } => {
             assert_eq!(operator, "edge/2:window-count");
             assert_eq!(timestamp, i64::MAX);
         }

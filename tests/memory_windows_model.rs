@@ -47,7 +47,9 @@ fn model(kind: Kind, ooo: i64, lateness: i64, input: &[(u8, i64)]) -> (Vec<Firin
         match kind {
             Kind::Tumbling { .. } | Kind::Sliding { .. } => {
                 let windows: Vec<(i64, i64)> = match kind {
-                    Kind::Tumbling { size, offset } => vec![(floor(t, offset, size), floor(t, offset, size) + size)],
+                    Kind::Tumbling { size, offset } => {
+                        vec![(floor(t, offset, size), floor(t, offset, size) + size)]
+                    }
                     Kind::Sliding { size, slide } => {
                         let mut v = Vec::new();
                         let mut s = floor(t, 0, slide);
@@ -59,12 +61,18 @@ fn model(kind: Kind, ooo: i64, lateness: i64, input: &[(u8, i64)]) -> (Vec<Firin
                     }
                     Kind::Session { .. } => unreachable!(),
                 };
-                let live: Vec<_> = windows.into_iter().filter(|&(_, e)| e - 1 + lateness > wm).collect();
+                let live: Vec<_> = windows
+                    .into_iter()
+                    .filter(|&(_, e)| e - 1 + lateness > wm)
+                    .collect();
                 if live.is_empty() {
                     late += 1;
                 }
                 for (s, e) in live {
-                    let p = panes.entry((key, s, e)).or_insert(Pane { count: 0, timer: e - 1 > wm });
+                    let p = panes.entry((key, s, e)).or_insert(Pane {
+                        count: 0,
+                        timer: e - 1 > wm,
+                    });
                     p.count += 1;
                     if e - 1 <= wm {
                         out.push((key, s, e, p.count));
@@ -77,7 +85,9 @@ fn model(kind: Kind, ooo: i64, lateness: i64, input: &[(u8, i64)]) -> (Vec<Firin
                 loop {
                     let found: Vec<_> = panes
                         .keys()
-                        .filter(|&&(k, ps, pe)| k == key && !parts.contains(&(ps, pe)) && ps <= e && pe >= s)
+                        .filter(|&&(k, ps, pe)| {
+                            k == key && !parts.contains(&(ps, pe)) && ps <= e && pe >= s
+                        })
                         .map(|&(_, ps, pe)| (ps, pe))
                         .collect();
                     if found.is_empty() {
@@ -123,7 +133,10 @@ fn engine(kind: Kind, ooo: i64, lateness: i64, input: &[(u8, i64)]) -> (Vec<Firi
     let ms = |n: i64| Duration::from_millis(n as u64);
     let stream = env
         .from_collection(input.to_vec())
-        .assign_timestamps_and_watermarks_with(|e: &(u8, i64), _| e.1, BoundedOutOfOrderness::new(ms(ooo)).unwrap())
+        .assign_timestamps_and_watermarks_with(
+            |e: &(u8, i64), _| e.1,
+            BoundedOutOfOrderness::new(ms(ooo)).unwrap(),
+        )
         .key_by(|e| e.0);
     let mut out = Vec::new();
     let sink = |(k, w, n): (u8, TimeWindow, u64)| out.push((k, w.start(), w.end(), n));
@@ -151,9 +164,13 @@ fn engine(kind: Kind, ooo: i64, lateness: i64, input: &[(u8, i64)]) -> (Vec<Firi
 
 fn kinds() -> impl Strategy<Value = Kind> {
     prop_oneof![
-        (1i64..40).prop_flat_map(|size| (Just(size), -(size - 1)..size))
+        (1i64..40)
+            .prop_flat_map(|size| (Just(size), -(size - 1)..size))
             .prop_map(|(size, offset)| Kind::Tumbling { size, offset }),
-        (1i64..30, 1i64..30).prop_map(|(size, slide)| Kind::Sliding { size: size.max(slide), slide }),
+        (1i64..30, 1i64..30).prop_map(|(size, slide)| Kind::Sliding {
+            size: size.max(slide),
+            slide
+        }),
         (1i64..25).prop_map(|gap| Kind::Session { gap }),
     ]
 }

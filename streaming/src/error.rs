@@ -40,7 +40,9 @@ pub enum Error {
 
     /// A record's window bounds do not fit in `i64` milliseconds (DESIGN invariant 2): the
     /// record is rejected rather than assigned to a clamped window.
-    #[error("operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64")]
+    #[error(
+        "operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64"
+    )]
     WindowBounds {
         /// The window operator.
         operator: String,

@@ -9,8 +9,8 @@ mod error;
 pub use error::{BoxError, Error};
 
 pub mod api;
+pub mod memory;
 pub mod ops;
 pub mod time;
-pub mod memory;
 
 pub use memory::{DataStream, KeyedStream, MemoryEnv, WindowedStream};
