@@ -58,30 +58,27 @@ fn corpus() -> Vec<String> {
 }
 
 /// Keyed state must be `'static` (it may be checkpointed), so the corpus is leaked to give
-/// both loops the same borrowed `&'static str` words.
-fn word_count_builder(lines: &'static [String]) -> usize {
-    let mut counts = HashMap::new();
+/// both loops the same borrowed `&'static str` words. The rolling reduce keeps the counts in
+/// its keyed state and emits every update; `on_update` sees each `(word, count so far)`.
+fn word_count_builder(lines: &'static [String], on_update: impl FnMut((&'static str, u64))) {
     MemoryEnv::new()
         .from_collection(lines)
         .flat_map(|l| l.split_whitespace())
         .map(|w| (w, 1u64))
         .key_by(|p| p.0)
         .reduce(|a, b| (a.0, a.1 + b.1))
-        .sink(|(w, n)| {
-            counts.insert(w, n);
-        })
+        .sink(on_update)
         .unwrap();
-    counts.len()
 }
 
-fn word_count_hand(lines: &[String]) -> usize {
+fn word_count_hand(lines: &[String]) -> HashMap<&str, u64> {
     let mut counts: HashMap<&str, u64> = HashMap::new();
     for l in lines {
         for w in l.split_whitespace() {
             *counts.entry(w).or_insert(0) += 1;
         }
     }
-    counts.len()
+    counts
 }
 
 fn benches(c: &mut Criterion) {
@@ -94,12 +91,20 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     let lines: &'static [String] = Box::leak(corpus().into_boxed_slice());
-    assert_eq!(word_count_builder(lines), word_count_hand(lines));
+    let mut from_builder = HashMap::new();
+    word_count_builder(lines, |(w, n)| {
+        from_builder.insert(w, n);
+    });
+    assert_eq!(from_builder, word_count_hand(lines));
     let mut g = c.benchmark_group("word_count_1.6M_words");
     g.throughput(Throughput::Elements(1_600_000));
     g.sample_size(20);
     g.bench_function("builder", |b| {
-        b.iter(|| word_count_builder(black_box(lines)))
+        b.iter(|| {
+            let mut updates = 0u64;
+            word_count_builder(black_box(lines), |(_, n)| updates += black_box(n) & 1);
+            updates
+        })
     });
     g.bench_function("hand_loop", |b| {
         b.iter(|| word_count_hand(black_box(lines)))

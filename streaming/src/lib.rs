@@ -14,3 +14,8 @@ pub mod ops;
 pub mod time;
 
 pub use memory::{DataStream, KeyedStream, MemoryEnv, WindowedStream};
+
+/// The README's examples run as doctests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

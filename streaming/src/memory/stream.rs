@@ -388,6 +388,15 @@ impl<P: Plan> DataStream<P> {
         })
     }
 
+    /// Runs the pipeline, calling `f` for every record (like [`sink`](Self::sink) with a
+    /// closure, but the closure's argument type is inferred).
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn for_each<F: FnMut(P::Out)>(self, f: F) -> Result<JobSummary, Error> {
+        self.sink(f)
+    }
+
     /// Runs the pipeline and logs every record through `tracing` at INFO (target
     /// `streaming::print`), as `{record:?}`.
     ///
