@@ -362,6 +362,20 @@ impl<K, T, WF: WindowFunction<K, T>> Emitter<'_, K, T, WF> {
     }
 }
 
+/// Borrows the emitting parts of a [`WindowOperator`] apart from its other fields.
+macro_rules! emitter {
+    ($op:ident) => {
+        Emitter {
+            id: &$op.id,
+            function: &mut $op.function,
+            out: &mut $op.out,
+            marks: &mut $op.marks,
+            counters: &$op.counters,
+            _k: PhantomData,
+        }
+    };
+}
+
 fn register<K: Clone, Acc, Tr>(
     timers: &mut TimerQueue<(K, TimeWindow)>,
     requests: &mut Vec<TimerRequest>,
@@ -477,14 +491,7 @@ where
             b.has_content = true;
             b.pending = true;
             register(timers, &mut self.requests, &key, b);
-            let mut em = Emitter {
-                id: &self.id,
-                function: &mut self.function,
-                out: &mut self.out,
-                marks: &mut self.marks,
-                counters: &self.counters,
-                _k: PhantomData,
-            };
+            let mut em = emitter!(self);
             em.apply(&key, b, r)?;
         }
         drop(state);
@@ -581,14 +588,7 @@ where
         bucket.has_content = true;
         bucket.pending = true;
         register(timers, &mut self.requests, &key, &mut bucket);
-        let mut em = Emitter {
-            id: &self.id,
-            function: &mut self.function,
-            out: &mut self.out,
-            marks: &mut self.marks,
-            counters: &self.counters,
-            _k: PhantomData,
-        };
+        let mut em = emitter!(self);
         em.apply(&key, &mut bucket, r)?;
         panes.push(bucket);
         drop(state);
@@ -621,14 +621,7 @@ where
                 b.trigger.on_event_time(time, &window, &mut ctx)
             })?;
             register(timers, &mut self.requests, &key, b);
-            let mut em = Emitter {
-                id: &self.id,
-                function: &mut self.function,
-                out: &mut self.out,
-                marks: &mut self.marks,
-                counters: &self.counters,
-                _k: PhantomData,
-            };
+            let mut em = emitter!(self);
             em.apply(&key, b, r)?;
             if time == window.cleanup_time(self.lateness) {
                 // Cleanup: contents never emitted are emitted once (DESIGN invariant 2).
@@ -705,14 +698,7 @@ where
         for (key, mut panes) in keys {
             for b in &mut panes {
                 if b.pending {
-                    let mut em = Emitter {
-                        id: &self.id,
-                        function: &mut self.function,
-                        out: &mut self.out,
-                        marks: &mut self.marks,
-                        counters: &self.counters,
-                        _k: PhantomData,
-                    };
+                    let mut em = emitter!(self);
                     em.emit(&key, b)?;
                 }
             }
