@@ -273,6 +273,11 @@ fn reference_reader_agrees_with_the_data_facts() {
         assert_eq!(flights::format_utc(ms), iso(ms));
     }
     assert_eq!(iso(1_356_998_400_000), "2013-01-01T00:00:00Z");
+    // A third opinion on the date arithmetic: chrono.
+    for r in replay().iter().step_by(997) {
+        let t = chrono::DateTime::from_timestamp_millis(r.sched).expect("in range");
+        assert_eq!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string(), iso(r.sched));
+    }
 }
 
 #[test]
