@@ -24,7 +24,11 @@
 //! - `sessions`: key = tail number, event time = scheduled departure, watermark = event
 //!   time, session windows with a gap of `--gap` minutes (default 1440). Output: one line
 //!   per session, `tailnum,session_start,session_end,flights` (end = last flight + gap),
-//!   then `# skipped=N sessions=N`.
+//!   then `# skipped=N sessions=N`. Windows that intersect or touch merge, but only while
+//!   open: a flight exactly one gap after its plane's previous flight starts a new session
+//!   when a flight of another plane with the same scheduled time came before it in the
+//!   replay, because that flight moved the watermark past the earlier session's end, so the
+//!   session had already fired (Flink behaves the same).
 //!
 //! `skipped` counts data rows left out of the job: in `delays`, rows whose `dep_time` or
 //! `dep_delay` is `NA` (cancelled flights); in `sessions`, those plus rows whose `tailnum`

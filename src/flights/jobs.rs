@@ -269,6 +269,11 @@ pub fn delays<E: Into<BoxError>>(
 /// departure, watermark = event time (no out-of-orderness), session windows of `gap`;
 /// `out` receives one [`SessionLine`] per session, in firing order.
 ///
+/// Sessions that touch merge only while the earlier one is open: a flight exactly `gap`
+/// after its plane's previous flight starts a new session when an earlier flight in the
+/// replay has the same scheduled time (it set the watermark to that time, past the
+/// earlier session's `max_timestamp`, so that session had fired and been cleaned up).
+///
 /// # Errors
 /// An invalid gap (0 or too large) or an error returned by `out`.
 pub fn sessions<E: Into<BoxError>>(
