@@ -5,5 +5,6 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod mq;
 
 pub use error::{BoxError, Error};
