@@ -255,6 +255,62 @@ impl Mq {
         reader.open(committed, start).await
     }
 
+    /// Creates `group` on every partition of `topic` where it is missing, at the id `start`
+    /// names, and initialises its commit frontier (subscribing does this too).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for names; [`Error::Mq`] if the topic does not exist;
+    /// [`Error::Redis`].
+    pub async fn ensure_group(
+        &self,
+        topic: &str,
+        group: &str,
+        start: StartPolicy,
+    ) -> Result<(), Error> {
+        validate_name("group", group)?;
+        let n = self.partitions(topic).await?;
+        let mut conn = self.conn.clone();
+        for p in 0..n {
+            group::ensure_group(&mut conn, &self.keys, topic, p, group, start).await?;
+        }
+        Ok(())
+    }
+
+    /// Acknowledges entries `ids` of `partition` for `group` and advances the commit
+    /// frontier, in one script (for callers that read entries themselves, e.g. an engine
+    /// that acknowledges at checkpoints). Returns how many ids were pending (`XACK`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for names or more than [`MAX_BATCH_COUNT`] ids;
+    /// [`Error::Redis`].
+    pub async fn acknowledge(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        ids: &[String],
+    ) -> Result<u64, Error> {
+        validate_name("topic", topic)?;
+        validate_name("group", group)?;
+        if ids.len() > MAX_BATCH_COUNT {
+            return Err(Error::InvalidConfig {
+                field: "ids",
+                reason: format!("at most {MAX_BATCH_COUNT} ids per call"),
+            });
+        }
+        let mut conn = self.conn.clone();
+        frontier::ack(
+            &mut conn,
+            &frontier::ack_script(),
+            &self.keys,
+            topic,
+            partition,
+            group,
+            ids,
+        )
+        .await
+    }
+
     /// The commit frontier of (topic, group, partition), if stored (see [`frontier`]).
     ///
     /// # Errors
