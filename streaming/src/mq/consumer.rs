@@ -64,6 +64,14 @@ impl Subscription {
         *self.ctl.paused.borrow()
     }
 
+    /// Whether the pause has taken hold: paused, nothing in flight, and every worker of an
+    /// owned partition waits for [`Subscription::resume`] (so nothing is read until then).
+    pub fn is_parked(&self) -> bool {
+        self.is_paused()
+            && self.in_flight() == 0
+            && self.ctl.parked.load(Ordering::SeqCst) >= self.owned_partitions().len()
+    }
+
     /// Messages read and not yet finished (acknowledged, retried or dead-lettered).
     pub fn in_flight(&self) -> u64 {
         self.ctl.in_flight.load(Ordering::SeqCst)
@@ -321,6 +329,7 @@ pub(crate) fn new_control(consumer: String, assignment: Option<Assignment>) -> A
         consumer,
         paused: watch::channel(false).0,
         in_flight: Default::default(),
+        parked: Default::default(),
         owned: Mutex::new(Vec::new()),
         assignment: Mutex::new(assignment),
         assignment_changed: tokio::sync::Notify::new(),

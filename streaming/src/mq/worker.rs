@@ -40,6 +40,7 @@ pub(crate) struct Control {
     pub(crate) consumer: String,
     pub(crate) paused: watch::Sender<bool>,
     pub(crate) in_flight: AtomicU64,
+    pub(crate) parked: std::sync::atomic::AtomicUsize,
     pub(crate) owned: Mutex<Vec<u32>>,
     pub(crate) assignment: Mutex<Option<Assignment>>,
     pub(crate) assignment_changed: tokio::sync::Notify,
@@ -88,6 +89,15 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Counts a worker as parked in pause while alive.
+struct Parked<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 struct Timers {
     next_promote: Instant,
     next_claim: Instant,
@@ -120,10 +130,14 @@ pub(crate) async fn run<H: MessageHandler>(
         if *stop.borrow() {
             break;
         }
-        while *paused.borrow() && !*stop.borrow() {
-            tokio::select! {
-                r = paused.changed() => if r.is_err() { return },
-                r = stop.changed() => if r.is_err() { return },
+        if *paused.borrow() {
+            shared.ctl.parked.fetch_add(1, Ordering::SeqCst);
+            let _parked = Parked(&shared.ctl.parked);
+            while *paused.borrow() && !*stop.borrow() {
+                tokio::select! {
+                    r = paused.changed() => if r.is_err() { return },
+                    r = stop.changed() => if r.is_err() { return },
+                }
             }
         }
         if *stop.borrow() {
