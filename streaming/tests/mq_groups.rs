@@ -366,3 +366,63 @@ async fn exclusive_reader_reads_noack_and_restarts_from_the_committed_offset() {
     assert_eq!(empty.last_id, None);
     r.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn exclusive_reader_retries_then_dead_letters() {
+    let redis = TestRedis::shared();
+    let policy = streaming::mq::RetryPolicy {
+        max_retries: 1,
+        initial_backoff: Duration::from_millis(50),
+        multiplier: 2.0,
+        max_backoff: Duration::from_millis(100),
+        jitter: 0.0,
+    };
+    let mq = connect(
+        redis.url(),
+        fast_options("noack-retry").retry(policy).build().unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let (_, first_id) = mq.producer().send("t", Some("k"), "job").await.unwrap();
+    let mut r = mq
+        .exclusive_reader("t", "engine", 0, "owner", None, StartPolicy::Earliest)
+        .await
+        .unwrap();
+    let b = r.read(10, Duration::from_millis(10)).await.unwrap();
+    assert_eq!(b.messages.len(), 1);
+    let fail = streaming::mq::Failure::new("io", "disk full");
+    let outcome = r.retry_or_dead_letter(&b.messages[0], &fail).await.unwrap();
+    assert_eq!(
+        outcome,
+        streaming::mq::RetryOutcome::Scheduled {
+            delay: Duration::from_millis(50)
+        }
+    );
+    assert_eq!(
+        r.retry_or_dead_letter(&b.messages[0], &fail).await.unwrap(),
+        streaming::mq::RetryOutcome::AlreadyScheduled
+    );
+    let mut retried = None;
+    for _ in 0..600 {
+        let b = r.read(10, Duration::from_millis(50)).await.unwrap();
+        if let Some(m) = b.messages.into_iter().next() {
+            retried = Some(m);
+            break;
+        }
+    }
+    let retried = retried.expect("retry delivered");
+    assert_eq!(retried.retry_count, 1);
+    assert_eq!(retried.original_id(), first_id);
+    assert_eq!(retried.key.as_deref(), Some("k"));
+    assert_eq!(
+        r.retry_or_dead_letter(&retried, &fail).await.unwrap(),
+        streaming::mq::RetryOutcome::DeadLettered
+    );
+    let dead = mq.dead_letters("t", 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].error_type, "retries_exhausted:io");
+    assert_eq!(dead[0].attempts, 2);
+    assert_eq!(dead[0].original_id, first_id);
+    assert_eq!(dead[0].group, "engine");
+    r.release().await.unwrap();
+}

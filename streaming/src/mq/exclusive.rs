@@ -11,19 +11,25 @@
 //! renews it ([`ExclusiveReader::renew`]) more often than `lease_ttl` and releases it
 //! ([`ExclusiveReader::release`]). Malformed entries are appended to the partition's
 //! dead-letter stream (nothing to acknowledge) and skipped; their ids still count for the
-//! batch's [`ExclusiveBatch::last_id`], so committing it moves past them.
+//! batch's [`ExclusiveBatch::last_id`], so committing it moves past them. Failed messages
+//! go through [`ExclusiveReader::retry_or_dead_letter`] (same backoff, headers and
+//! dead-letter fields as subscriptions; due retries re-enter the stream on a later
+//! [`ExclusiveReader::read`]).
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use redis::aio::ConnectionManager;
 use redis::Value;
 use tracing::warn;
 
 use crate::mq::group::{ensure_group, set_group_id};
+use crate::mq::handler::Failure;
 use crate::mq::lease::LeaseScripts;
-use crate::mq::message::{parse_read_reply, Message};
-use crate::mq::options::StartPolicy;
-use crate::mq::retry::truncate;
+use crate::mq::message::{encode_fields, parse_read_reply, Message};
+use crate::mq::options::{RetryPolicy, StartPolicy};
+use crate::mq::retry::{self, backoff, truncate, RetryOutcome};
 use crate::mq::topic::{now_ms, KeySpace};
 use crate::Error;
 
@@ -49,6 +55,12 @@ pub struct ExclusiveReader {
     pub(crate) consumer: String,
     pub(crate) lease_ttl: Duration,
     pub(crate) leases: LeaseScripts,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) retry_poll_interval: Duration,
+    pub(crate) max_len: Option<usize>,
+    pub(crate) promote: redis::Script,
+    pub(crate) schedule: redis::Script,
+    pub(crate) next_promote: Instant,
 }
 
 impl std::fmt::Debug for ExclusiveReader {
@@ -122,6 +134,19 @@ impl ExclusiveReader {
     /// [`Error::Redis`] on a failed command (the caller may retry; nothing was lost, since
     /// the group position only matters up to the caller's committed offset).
     pub async fn read(&mut self, count: usize, block: Duration) -> Result<ExclusiveBatch, Error> {
+        if Instant::now() >= self.next_promote {
+            retry::promote_due(
+                &mut self.conn,
+                &self.promote,
+                &self.keys,
+                &self.topic,
+                self.partition,
+                count.max(1),
+                self.max_len,
+            )
+            .await?;
+            self.next_promote = Instant::now() + self.retry_poll_interval;
+        }
         let stream = self.keys.stream(&self.topic, self.partition);
         let v: Value = redis::cmd("XREADGROUP")
             .arg("GROUP")
@@ -148,32 +173,9 @@ impl ExclusiveReader {
                     malformed += 1;
                     warn!(topic = %self.topic, partition = self.partition, id = %e.id, %reason,
                           "malformed entry → dead letter");
-                    let mut cmd = redis::cmd("XADD");
-                    cmd.arg(self.keys.dlq(&self.topic, self.partition)).arg("*");
-                    for (f, v) in &e.fields {
-                        if !f.starts_with(b"dlq.") {
-                            cmd.arg(f).arg(v);
-                        }
-                    }
-                    cmd.arg("dlq.topic")
-                        .arg(&self.topic)
-                        .arg("dlq.partition")
-                        .arg(self.partition)
-                        .arg("dlq.id")
-                        .arg(&e.id)
-                        .arg("dlq.original_id")
-                        .arg(&e.id)
-                        .arg("dlq.group")
-                        .arg(&self.group)
-                        .arg("dlq.attempts")
-                        .arg(1)
-                        .arg("dlq.error_type")
-                        .arg("malformed")
-                        .arg("dlq.error")
-                        .arg(truncate(&reason))
-                        .arg("dlq.failed_ms")
-                        .arg(now_ms());
-                    let _: String = cmd.query_async(&mut self.conn).await?;
+                    let fields = e.fields.clone();
+                    self.append_dead_letter(fields, &e.id, &e.id, 1, "malformed", &reason)
+                        .await?;
                 }
             }
         }
@@ -181,6 +183,113 @@ impl ExclusiveReader {
             messages,
             malformed,
             last_id,
+        })
+    }
+
+    async fn append_dead_letter(
+        &mut self,
+        fields: Vec<(Vec<u8>, Vec<u8>)>,
+        id: &str,
+        original_id: &str,
+        attempts: u32,
+        error_type: &str,
+        error: &str,
+    ) -> Result<String, Error> {
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.keys.dlq(&self.topic, self.partition)).arg("*");
+        for (f, v) in &fields {
+            if !f.starts_with(b"dlq.") {
+                cmd.arg(f).arg(v);
+            }
+        }
+        cmd.arg("dlq.topic")
+            .arg(&self.topic)
+            .arg("dlq.partition")
+            .arg(self.partition)
+            .arg("dlq.id")
+            .arg(id)
+            .arg("dlq.original_id")
+            .arg(original_id)
+            .arg("dlq.group")
+            .arg(&self.group)
+            .arg("dlq.attempts")
+            .arg(attempts)
+            .arg("dlq.error_type")
+            .arg(truncate(error_type))
+            .arg("dlq.error")
+            .arg(truncate(error))
+            .arg("dlq.failed_ms")
+            .arg(now_ms());
+        Ok(cmd.query_async(&mut self.conn).await?)
+    }
+
+    /// Appends `msg` to the partition's dead-letter stream (fields as in
+    /// [`crate::mq::dlq`]). Nothing is acknowledged (NOACK); commit the offset past `msg` as
+    /// usual. Returns the dead-letter entry id.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command.
+    pub async fn dead_letter(&mut self, msg: &Message, failure: &Failure) -> Result<String, Error> {
+        let fields = encode_fields(
+            msg.key.as_deref(),
+            &msg.payload,
+            &msg.headers,
+            msg.timestamp_ms,
+            msg.retry_count,
+            msg.max_retries,
+        )
+        .into_iter()
+        .map(|(f, v)| (f.as_bytes().to_vec(), v))
+        .collect();
+        self.append_dead_letter(
+            fields,
+            &msg.id,
+            msg.original_id(),
+            msg.retry_count.saturating_add(1),
+            &failure.error_type,
+            &failure.message,
+        )
+        .await
+    }
+
+    /// Schedules a retry of `msg` after the [`crate::mq::MqOptions::retry`] backoff (the
+    /// retry entry is appended to this partition when due, by a later [`Self::read`]), or
+    /// dead-letters it when its retries are used up (error type
+    /// `retries_exhausted:<type>`). A retry of the same entry is scheduled at most once
+    /// while it waits. Unlike the subscription path this is not atomic with the caller's
+    /// offset commit: a crash between the two can schedule the retry again after the
+    /// first one was delivered (at-least-once).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command.
+    pub async fn retry_or_dead_letter(
+        &mut self,
+        msg: &Message,
+        failure: &Failure,
+    ) -> Result<RetryOutcome, Error> {
+        let max = msg.max_retries.unwrap_or(self.retry.max_retries);
+        if msg.retry_count >= max {
+            let exhausted = Failure::new(
+                format!("retries_exhausted:{}", failure.error_type),
+                failure.message.clone(),
+            );
+            self.dead_letter(msg, &exhausted).await?;
+            return Ok(RetryOutcome::DeadLettered);
+        }
+        let delay = backoff(&self.retry, msg.retry_count);
+        let scheduled = retry::schedule_without_ack(
+            &mut self.conn,
+            &self.schedule,
+            &self.keys,
+            msg,
+            delay,
+            (&failure.error_type, &failure.message),
+        )
+        .await?;
+        Ok(if scheduled {
+            RetryOutcome::Scheduled { delay }
+        } else {
+            RetryOutcome::AlreadyScheduled
         })
     }
 

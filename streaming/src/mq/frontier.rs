@@ -22,10 +22,16 @@ use redis::{AsyncCommands, Script};
 use crate::mq::topic::KeySpace;
 use crate::Error;
 
-/// Lua helpers shared by every acknowledging script: stream id comparison and the frontier
-/// walk. `advance(stream, acked_set, frontier_key, newly)` takes a table whose keys are the
-/// ids acknowledged by the calling script, stores the new frontier and returns it.
-pub(crate) const LUA_ADVANCE: &str = r#"
+/// Lua source of the helpers shared by every acknowledging script: stream id comparison
+/// (`id_gt(a, b)`) and the frontier walk `advance(stream, acked_set, frontier_key, newly)`,
+/// which takes a table whose keys are the ids the calling script just acknowledged, stores
+/// the new frontier and returns it.
+///
+/// Public so that a caller's own commit script (e.g. the Redis engine writing state and
+/// acknowledging in one script, DESIGN invariant 3) can prepend it and keep the frontier
+/// exact; pass the keys [`KeySpace::stream`], [`KeySpace::acked`] and
+/// [`KeySpace::frontier`] of the partition (same hash tag) in `KEYS`.
+pub const LUA_ADVANCE: &str = r#"
 local function id_parts(id)
   local dash = string.find(id, '-', 1, true)
   if not dash then return tonumber(id), 0 end

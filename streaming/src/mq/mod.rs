@@ -62,6 +62,7 @@ pub use options::{
     SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
 };
 pub use producer::{partition_for_key, Producer};
+pub use retry::RetryOutcome;
 pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
 
 use crate::Error;
@@ -251,6 +252,12 @@ impl Mq {
             consumer: consumer.to_owned(),
             lease_ttl: self.opts.lease_ttl,
             leases: lease::LeaseScripts::new(),
+            retry: self.opts.retry.clone(),
+            retry_poll_interval: self.opts.retry_poll_interval,
+            max_len: self.opts.max_len,
+            promote: retry::promote_script(),
+            schedule: retry::schedule_noack_script(),
+            next_promote: tokio::time::Instant::now(),
         };
         reader.open(committed, start).await
     }

@@ -36,6 +36,21 @@ use crate::mq::options::RetryPolicy;
 use crate::mq::topic::KeySpace;
 use crate::Error;
 
+/// What [`crate::mq::ExclusiveReader::retry_or_dead_letter`] did with a failed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryOutcome {
+    /// A retry entry will be added to the partition after `delay`.
+    Scheduled {
+        /// The backoff drawn from the [`RetryPolicy`].
+        delay: Duration,
+    },
+    /// A retry of this entry was already scheduled (e.g. the batch is processed again
+    /// after a crash before the offset commit); nothing was added.
+    AlreadyScheduled,
+    /// The message had used up its retries and went to the dead-letter stream.
+    DeadLettered,
+}
+
 /// Longest error message stored in a header or dead letter, in characters (seed §2.4:
 /// `x-runtime-error-message` truncated to 512 chars).
 pub(crate) const MAX_ERROR_CHARS: usize = 512;
@@ -98,12 +113,53 @@ end
 return #tokens
 "#;
 
+const LUA_SCHEDULE_NOACK: &str = r#"
+-- KEYS: due zset, data hash; ARGV: token (original id), delay ms, field, value, ...
+-- For NOACK readers: nothing to acknowledge; a token already scheduled is not scheduled
+-- twice.
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+local fields = {}
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[2], ARGV[1], cmsgpack.pack(fields))
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return 1
+"#;
+
+pub(crate) fn schedule_noack_script() -> Script {
+    Script::new(LUA_SCHEDULE_NOACK)
+}
+
 pub(crate) fn schedule_script() -> Script {
     Script::new(&format!("{LUA_ADVANCE}\n{LUA_SCHEDULE}"))
 }
 
 pub(crate) fn promote_script() -> Script {
     Script::new(LUA_PROMOTE)
+}
+
+/// The fields of `msg`'s retry entry: same key, payload, timestamp, max retries and
+/// headers, `rc + 1`, `x-original-message-id` (kept if present), error headers.
+fn retry_fields(msg: &Message, error_type: &str, error: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let mut headers = msg.headers.clone();
+    headers
+        .entry(HEADER_ORIGINAL_ID.to_owned())
+        .or_insert_with(|| msg.id.clone());
+    headers.insert(HEADER_ERROR_TYPE.to_owned(), truncate(error_type));
+    headers.insert(HEADER_ERROR_MESSAGE.to_owned(), truncate(error));
+    encode_fields(
+        msg.key.as_deref(),
+        &msg.payload,
+        &headers,
+        msg.timestamp_ms,
+        msg.retry_count.saturating_add(1),
+        msg.max_retries,
+    )
+}
+
+fn delay_ms(delay: Duration) -> u64 {
+    u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Acknowledges `msg` and schedules its retry after `delay`, atomically. Returns `false`
@@ -119,20 +175,6 @@ pub(crate) async fn ack_and_schedule(
     error_type: &str,
     error: &str,
 ) -> Result<bool, Error> {
-    let mut headers = msg.headers.clone();
-    headers
-        .entry(HEADER_ORIGINAL_ID.to_owned())
-        .or_insert_with(|| msg.id.clone());
-    headers.insert(HEADER_ERROR_TYPE.to_owned(), truncate(error_type));
-    headers.insert(HEADER_ERROR_MESSAGE.to_owned(), truncate(error));
-    let fields = encode_fields(
-        msg.key.as_deref(),
-        &msg.payload,
-        &headers,
-        msg.timestamp_ms,
-        msg.retry_count.saturating_add(1),
-        msg.max_retries,
-    );
     let (t, p) = (msg.topic.as_str(), msg.partition);
     let mut inv = script.key(keys.stream(t, p));
     inv.key(keys.acked(t, p, group))
@@ -141,8 +183,30 @@ pub(crate) async fn ack_and_schedule(
         .key(keys.retry_data(t, p))
         .arg(group)
         .arg(&msg.id)
-        .arg(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
-    for (f, v) in fields {
+        .arg(delay_ms(delay));
+    for (f, v) in retry_fields(msg, error_type, error) {
+        inv.arg(f).arg(v);
+    }
+    let n: i64 = inv.invoke_async(conn).await?;
+    Ok(n == 1)
+}
+
+/// Schedules `msg`'s retry after `delay` without acknowledging (NOACK readers). Returns
+/// `false` when a retry of this entry is already scheduled.
+pub(crate) async fn schedule_without_ack(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    msg: &Message,
+    delay: Duration,
+    failure: (&str, &str),
+) -> Result<bool, Error> {
+    let (t, p) = (msg.topic.as_str(), msg.partition);
+    let mut inv = script.key(keys.retry_due(t, p));
+    inv.key(keys.retry_data(t, p))
+        .arg(&msg.id)
+        .arg(delay_ms(delay));
+    for (f, v) in retry_fields(msg, failure.0, failure.1) {
         inv.arg(f).arg(v);
     }
     let n: i64 = inv.invoke_async(conn).await?;
