@@ -426,3 +426,103 @@ async fn exclusive_reader_retries_then_dead_letters() {
     assert_eq!(dead[0].group, "engine");
     r.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_stops_the_partition_and_a_free_one_is_taken_back() {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options("lease").build().unwrap()).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let (s, seen) = collecting(&mq, "t", "g", opts(StartPolicy::Earliest)).await;
+    eventually("owned", DEADLINE, || async {
+        (s.owned_partitions() == vec![0]).then_some(())
+    })
+    .await;
+    let lease = mq.keys().lease("t", 0, "g");
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let holder: String = redis::cmd("GET")
+        .arg(&lease)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(holder, s.consumer_name());
+    // Someone else takes the lease (as if ours had expired during a long pause).
+    let _: () = redis::cmd("SET")
+        .arg(&lease)
+        .arg("intruder")
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    eventually("partition given up", DEADLINE, || async {
+        s.owned_partitions().is_empty().then_some(())
+    })
+    .await;
+    let _: () = redis::cmd("DEL")
+        .arg(&lease)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    eventually("partition taken back", DEADLINE, || async {
+        (s.owned_partitions() == vec![0]).then_some(())
+    })
+    .await;
+    produce(&mq, "t", 0, 5).await;
+    eventually("5 consumed", DEADLINE, || async {
+        (seen.lock().unwrap().len() >= 5).then_some(())
+    })
+    .await;
+    s.stop().await.unwrap();
+    let left: Option<String> = redis::cmd("GET")
+        .arg(&lease)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(left, None, "stop released the lease");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_deleted_while_running_is_rebuilt_from_the_frontier() {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options("regroup").build().unwrap()).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let (s, seen) = collecting(&mq, "t", "g", opts(StartPolicy::FrontierOrEarliest)).await;
+    produce(&mq, "t", 0, 5).await;
+    eventually("5 consumed", DEADLINE, || async {
+        (seen.lock().unwrap().len() >= 5).then_some(())
+    })
+    .await;
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let destroyed: i64 = redis::cmd("XGROUP")
+        .arg("DESTROY")
+        .arg(mq.keys().stream("t", 0))
+        .arg("g")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(destroyed, 1);
+    eventually("group re-created", DEADLINE, || async {
+        let info = mq.describe_topic("t").await.ok()?;
+        (!info.partition_info[0].groups.is_empty()).then_some(())
+    })
+    .await;
+    produce(&mq, "t", 5, 8).await;
+    eventually("8 consumed", DEADLINE, || async {
+        (seen.lock().unwrap().len() >= 8).then_some(())
+    })
+    .await;
+    s.stop().await.unwrap();
+    assert_eq!(
+        payloads(&seen),
+        (0..8).collect::<Vec<_>>(),
+        "nothing replayed"
+    );
+}

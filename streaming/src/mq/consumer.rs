@@ -165,6 +165,9 @@ async fn coordinate<H: MessageHandler>(
 ) {
     let leases = LeaseScripts::new();
     let mut workers: BTreeMap<u32, Worker> = BTreeMap::new();
+    // Workers whose lease was lost: told to stop, not yet finished; their partition is
+    // not taken again until they are done.
+    let mut lost: BTreeMap<u32, Worker> = BTreeMap::new();
     let mut tick = tokio::time::interval(sh.opts.lease_renew_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     info!(topic = %sh.topic, group = %sh.group, consumer = %sh.ctl.consumer, "subscription started");
@@ -177,7 +180,8 @@ async fn coordinate<H: MessageHandler>(
         if *stop.borrow() {
             break;
         }
-        if let Err(e) = rebalance(&sh, &mut conn, &leases, &mut workers).await {
+        lost.retain(|_, w| !w.handle.is_finished());
+        if let Err(e) = rebalance(&sh, &mut conn, &leases, &mut workers, &mut lost).await {
             warn!(topic = %sh.topic, group = %sh.group, error = %e, "rebalance failed");
         }
         publish_owned(&sh, &workers);
@@ -189,6 +193,9 @@ async fn coordinate<H: MessageHandler>(
     for (p, w) in std::mem::take(&mut workers) {
         let _ = w.handle.await;
         release(&sh, &mut conn, &leases, p).await;
+    }
+    for (_, w) in std::mem::take(&mut lost) {
+        let _ = w.handle.await;
     }
     publish_owned(&sh, &workers);
     let _: Result<(), _> = conn
@@ -228,6 +235,7 @@ async fn rebalance<H: MessageHandler>(
     conn: &mut ConnectionManager,
     leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
+    lost: &mut BTreeMap<u32, Worker>,
 ) -> Result<(), Error> {
     let (t, g) = (sh.topic.as_str(), sh.group.as_str());
     let ttl = sh.opts.lease_ttl;
@@ -262,6 +270,7 @@ async fn rebalance<H: MessageHandler>(
             );
             if let Some(w) = workers.remove(&p) {
                 w.stop.send_replace(true);
+                lost.insert(p, w);
             }
         }
     }
@@ -300,7 +309,7 @@ async fn rebalance<H: MessageHandler>(
         if workers.len() >= target {
             break;
         }
-        if workers.contains_key(&p) {
+        if workers.contains_key(&p) || lost.contains_key(&p) {
             continue;
         }
         let key = sh.keys.lease(t, p, g);
