@@ -32,6 +32,18 @@
 //! per-partition order for first deliveries (retries re-enter at the tail of their
 //! partition); every acknowledgement, retry and dead letter is one atomic Lua script in the
 //! partition's hash slot (see [`topic`] for keys, [`retry`], [`dlq`], [`frontier`]).
+//!
+//! Choices and limits worth knowing:
+//! - dead letters are kept per partition (`P:{T:n}:dlq`) so that "acknowledge + dead
+//!   letter" is one script in one slot; the topic's dead-letter queue is their union, and
+//!   the admin calls ([`Mq::dead_letters`], [`Mq::replay_dead_letter`],
+//!   [`Mq::purge_dead_letters`]) work per topic;
+//! - [`HandleResult::Fail`] dead-letters like the seed's FAIL (error type `fail:<type>`);
+//! - without an [`Assignment`] each member targets `ceil(partitions / live members)`, so
+//!   with more members than that split allows some members hold no partition;
+//! - the acknowledging scripts do not check the lease: a consumer that lost its lease may
+//!   still acknowledge the batch it is handling (harmless under at-least-once);
+//! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
 mod consumer;
 pub mod dlq;
