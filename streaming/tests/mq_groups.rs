@@ -526,3 +526,69 @@ async fn a_group_deleted_while_running_is_rebuilt_from_the_frontier() {
         "nothing replayed"
     );
 }
+
+/// A message whose consumers keep dying on it is dead-lettered once its delivery count
+/// passes the retry limit, without calling the handler again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_message_that_keeps_killing_consumers_is_dead_lettered() {
+    let redis = TestRedis::shared();
+    let policy = streaming::mq::RetryPolicy {
+        max_retries: 1,
+        ..streaming::mq::RetryPolicy::default()
+    };
+    let mq = connect(
+        redis.url(),
+        fast_options("poison").retry(policy).build().unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let (_, id) = mq.producer().send("t", None, "poison").await.unwrap();
+    // Two consumers in turn take the message and die on it (deliveries 1 and 2).
+    for name in ["a", "b"] {
+        let started = Arc::new(AtomicBool::new(false));
+        let flag = started.clone();
+        let mut o = opts(StartPolicy::Earliest);
+        o.consumer_name = Some(name.into());
+        let s = mq
+            .subscribe(
+                "t",
+                "g",
+                move |_m: Message| {
+                    let flag = flag.clone();
+                    async move {
+                        flag.store(true, Ordering::SeqCst);
+                        std::future::pending::<HandleResult>().await
+                    }
+                },
+                o,
+            )
+            .await
+            .unwrap();
+        eventually("handler entered", DEADLINE, || async {
+            started.load(Ordering::SeqCst).then_some(())
+        })
+        .await;
+        s.abort();
+    }
+    // The third owner claims it (delivery 3 > max_retries + 1) and dead-letters it.
+    let mut o = opts(StartPolicy::Earliest);
+    o.consumer_name = Some("c".into());
+    let (c, seen) = collecting(&mq, "t", "g", o).await;
+    let dead = eventually("dead-lettered", DEADLINE, || async {
+        let d = mq.dead_letters("t", 10).await.unwrap();
+        (!d.is_empty()).then_some(d)
+    })
+    .await;
+    c.stop().await.unwrap();
+    assert!(seen.lock().unwrap().is_empty(), "handler not called again");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].id, id);
+    assert_eq!(dead[0].error_type, "redeliveries_exhausted");
+    assert!(
+        dead[0].error.contains("delivered 3 times"),
+        "{}",
+        dead[0].error
+    );
+    let info = mq.describe_topic("t").await.unwrap();
+    assert_eq!(info.partition_info[0].groups[0].pending, 0);
+}

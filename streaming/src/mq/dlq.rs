@@ -15,7 +15,7 @@
 //! | `dlq.original_id` | id of the first delivery (`x-original-message-id`, else `dlq.id`) |
 //! | `dlq.group` | consumer group that gave up |
 //! | `dlq.attempts` | deliveries made (retry count + 1) |
-//! | `dlq.error_type` | error type (`malformed`, `panic`, `retries_exhausted:<type>`, or the handler's) |
+//! | `dlq.error_type` | error type: `malformed`, `retries_exhausted:<type>`, `redeliveries_exhausted`, `fail:<type>`, or the handler's `DeadLetter` type |
 //! | `dlq.error` | error message, ≤ 512 chars |
 //! | `dlq.failed_ms` | when it was dead-lettered, epoch ms (consumer clock) |
 //!

@@ -4,7 +4,10 @@
 //! 1. wait while paused;
 //! 2. move due retries back into the stream ([`crate::mq::retry`]);
 //! 3. every `claim_idle / 2`, `XAUTOCLAIM` entries pending longer than `claim_idle` (a
-//!    dead consumer's) and handle them first; they stay in their partition;
+//!    dead consumer's) and handle them first; they stay in their partition; a claimed entry
+//!    already delivered more than `max_retries + 1` times (its consumers kept crashing or
+//!    stalling on it) is dead-lettered (`redeliveries_exhausted`) without calling the
+//!    handler, so a poison message cannot crash-loop a job;
 //! 4. else `XREADGROUP GROUP g c COUNT batch_count BLOCK poll_timeout STREAMS s >`;
 //! 5. handle the batch in order; successes are acknowledged together at the end of the
 //!    batch (one script: `XACK` + frontier), retries and dead letters one by one, each in
@@ -13,6 +16,7 @@
 //! A Redis error ends the step; unacknowledged entries stay pending and are claimed again
 //! after `claim_idle` (at-least-once).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,7 +30,9 @@ use tracing::{debug, error, warn};
 use crate::mq::dlq::{ack_and_dead_letter, DeadLetterCause};
 use crate::mq::group::ensure_group;
 use crate::mq::handler::{CatchUnwind, Failure, HandleResult, MessageHandler};
-use crate::mq::message::{encode_fields, parse_entries, parse_read_reply, Message, RawEntry};
+use crate::mq::message::{
+    encode_fields, parse_entries, parse_read_reply, value_to_string, Message, RawEntry,
+};
 use crate::mq::options::{Assignment, MqOptions, SubscriptionOptions};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due};
 use crate::mq::topic::KeySpace;
@@ -200,6 +206,7 @@ async fn step<H: MessageHandler>(
         }
     }
     let mut entries = Vec::new();
+    let mut deliveries = HashMap::new();
     if now >= timers.next_claim {
         let mut cmd = redis::cmd("XAUTOCLAIM");
         cmd.arg(sh.keys.stream(t, partition))
@@ -220,6 +227,10 @@ async fn step<H: MessageHandler>(
                 n = claimed.len(),
                 "claimed idle pending entries"
             );
+        }
+        if let (Some(first), Some(last)) = (claimed.first(), claimed.last()) {
+            deliveries =
+                delivery_counts(sh, partition, conn, &first.id, &last.id, claimed.len()).await?;
         }
         entries = claimed;
         timers.next_claim = if more {
@@ -253,7 +264,43 @@ async fn step<H: MessageHandler>(
     if entries.is_empty() {
         return Ok(());
     }
-    handle_batch(sh, partition, conn, entries).await
+    handle_batch(sh, partition, conn, entries, &deliveries).await
+}
+
+/// Delivery counts of our pending entries in `[first, last]` (`XPENDING .. consumer`).
+async fn delivery_counts<H: MessageHandler>(
+    sh: &Shared<H>,
+    partition: u32,
+    conn: &mut ConnectionManager,
+    first: &str,
+    last: &str,
+    count: usize,
+) -> Result<HashMap<String, u64>, Error> {
+    let v: Value = redis::cmd("XPENDING")
+        .arg(sh.keys.stream(&sh.topic, partition))
+        .arg(&sh.group)
+        .arg(first)
+        .arg(last)
+        .arg(count)
+        .arg(&sh.ctl.consumer)
+        .query_async(conn)
+        .await?;
+    let mut out = HashMap::new();
+    if let Value::Array(rows) = v {
+        for row in rows {
+            if let Value::Array(cols) = row {
+                let id = cols.first().and_then(value_to_string);
+                let n = match cols.get(3) {
+                    Some(Value::Int(n)) => u64::try_from(*n).ok(),
+                    _ => None,
+                };
+                if let (Some(id), Some(n)) = (id, n) {
+                    out.insert(id, n);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Runs `cmd`; on `NOGROUP` (the group or stream was deleted under us) re-creates the
@@ -301,6 +348,7 @@ async fn handle_batch<H: MessageHandler>(
     partition: u32,
     conn: &mut ConnectionManager,
     entries: Vec<RawEntry>,
+    deliveries: &HashMap<String, u64>,
 ) -> Result<(), Error> {
     let n = entries.len() as u64;
     sh.ctl.in_flight.fetch_add(n, Ordering::SeqCst);
@@ -333,6 +381,20 @@ async fn handle_batch<H: MessageHandler>(
                 continue;
             }
         };
+        // A claimed entry delivered more often than the retry limit allows (its consumers
+        // kept dying or stalling on it) is dead-lettered without calling the handler again.
+        let max = msg.max_retries.unwrap_or(sh.opts.retry.max_retries);
+        if let Some(&d) = deliveries.get(&msg.id) {
+            if d > u64::from(max) + 1 {
+                warn!(topic = t, partition, id = %msg.id, deliveries = d,
+                      "entry redelivered too often → dead letter");
+                let why = format!(
+                    "delivered {d} times without an acknowledgement (consumer crashed or stalled)"
+                );
+                dead_letter(sh, conn, &msg, "redeliveries_exhausted", &why).await?;
+                continue;
+            }
+        }
         let mut fut = std::pin::pin!(sh.handler.handle(msg.clone()));
         let verdict = match CatchUnwind(fut.as_mut()).await {
             Ok(v) => v,
