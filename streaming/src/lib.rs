@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod mq;
 
 pub use error::{BoxError, Error};
 
