@@ -55,11 +55,18 @@ fn user_generator_owns_the_watermark() {
     .window(TumblingEventTimeWindows::of(Duration::from_millis(10)).unwrap())
     .side_output_late_data(|e: (&str, i64)| fired.borrow_mut().push(format!("late {}", e.1)))
     .count()
-    .for_each(|((), w, n)| fired.borrow_mut().push(format!("[{},{}) {n}", w.start(), w.end())))
+    .for_each(|((), w, n)| {
+        fired
+            .borrow_mut()
+            .push(format!("[{},{}) {n}", w.start(), w.end()))
+    })
     .unwrap();
     // The tick at 10 moves the watermark to 10: [0,10) fires with 1, 2 and nothing else;
     // 3 is late. The rewind and idle changes nothing; the rest fires at end of input.
-    assert_eq!(fired.into_inner(), vec!["[0,10) 2", "late 3", "[10,20) 2", "[50,60) 2"]);
+    assert_eq!(
+        fired.into_inner(),
+        vec!["[0,10) 2", "late 3", "[10,20) 2", "[50,60) 2"]
+    );
     assert_eq!(
         *calls.lock().unwrap(),
         7,

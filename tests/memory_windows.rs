@@ -12,13 +12,16 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// A window result: (key, start, end, count).
+type Firing = (&'static str, i64, i64, u64);
+
 /// (key, timestamp) events; watermark = t - ooo; count per window as (key, start, end, n).
 fn tumbling_counts(
     events: &[(&'static str, i64)],
     size: u64,
     ooo: u64,
     lateness: u64,
-) -> (Vec<(&'static str, i64, i64, u64)>, Vec<i64>, u64) {
+) -> (Vec<Firing>, Vec<i64>, u64) {
     let env = MemoryEnv::new();
     let mut late = Vec::new();
     let mut out = Vec::new();
