@@ -34,6 +34,7 @@
 
 mod error;
 pub mod mq;
+pub mod redis;
 
 pub use error::{BoxError, Error};
 
