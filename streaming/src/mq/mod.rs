@@ -5,6 +5,9 @@
 //! seed's `mq` module: `Message`, `MqOptions`, `SubscriptionOptions`, pausable consumers,
 //! commit frontier, retry and dead-letter queue; seed `runtime.md` §2).
 //!
+//! The API is async and needs a [tokio](https://docs.rs/tokio) runtime (multi-threaded:
+//! `subscribe` spawns tasks), e.g. `#[tokio::main]`; add `tokio` to your dependencies.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), streaming::Error> {
 //! use streaming::mq::{HandleResult, Mq, MqOptions, StartPolicy, SubscriptionOptions};
@@ -21,6 +24,8 @@
 //!             tracing::info!(id = %m.id, "got {:?}", m.text());
 //!             HandleResult::Success
 //!         },
+//!         // A new group starts after the commit frontier or, without one, at the end of
+//!         // the stream (the default); `Earliest` also reads what was sent before.
 //!         SubscriptionOptions::builder().start(StartPolicy::Earliest).build()?,
 //!     )
 //!     .await?;
