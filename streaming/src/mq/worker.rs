@@ -156,7 +156,7 @@ pub(crate) async fn run<H: MessageHandler>(
                     conn = Some(c);
                     Ok(())
                 }
-                Err(e) => Err(e.into()),
+                Err(e) => Err(e),
             },
         };
         match result {
