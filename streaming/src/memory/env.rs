@@ -1,6 +1,7 @@
 //! [`MemoryEnv`]: the entry point of the in-memory engine, and its sources.
 
 use super::plan::{drive, Plan, Runtime};
+use super::stream::MemoryRoot;
 use super::{CheckpointCoordinator, DataStream};
 use crate::api::{Source, SourceContext};
 use crate::ops::{Operator, OperatorId};
@@ -82,7 +83,13 @@ impl MemoryEnv {
     /// (ms). The source id is `source-{n}` for the environment's n-th source.
     pub fn from_collection<I: IntoIterator>(&self, items: I) -> DataStream<CollectionSource<I>> {
         let id = self.next_source_id();
-        DataStream::new(self.clone(), CollectionSource { items }, id)
+        DataStream::new(
+            CollectionSource {
+                env: self.clone(),
+                items,
+            },
+            id,
+        )
     }
 
     /// Like [`from_collection`](Self::from_collection) with an explicit source id, which
@@ -98,7 +105,13 @@ impl MemoryEnv {
     ) -> DataStream<CollectionSource<I>> {
         let id = source_id.into();
         check_source_id(&id);
-        DataStream::new(self.clone(), CollectionSource { items }, id)
+        DataStream::new(
+            CollectionSource {
+                env: self.clone(),
+                items,
+            },
+            id,
+        )
     }
 
     /// Like [`from_collection`](Self::from_collection), for a fixed list of elements.
@@ -129,8 +142,8 @@ impl MemoryEnv {
         let id = source_id.into();
         check_source_id(&id);
         DataStream::new(
-            self.clone(),
             UserSource {
+                env: self.clone(),
                 source,
                 id: id.clone(),
                 _t: std::marker::PhantomData,
@@ -140,7 +153,7 @@ impl MemoryEnv {
     }
 }
 
-fn check_source_id(id: &str) {
+pub(crate) fn check_source_id(id: &str) {
     assert!(
         !id.is_empty()
             && id
@@ -151,14 +164,38 @@ fn check_source_id(id: &str) {
 }
 
 /// The plan of [`MemoryEnv::from_collection`].
+#[derive(Clone)]
 pub struct CollectionSource<I> {
+    env: MemoryEnv,
     items: I,
 }
 
 impl<I: IntoIterator> Plan for CollectionSource<I> {
     type Out = I::Item;
+    type Root = Self;
+    type Head = I::Item;
 
-    fn run<O: Operator<I::Item>>(self, _rt: &Runtime, mut op: O) -> Result<(), Error> {
+    fn root(&self) -> &Self {
+        self
+    }
+
+    fn build<O: Operator<I::Item>>(
+        self,
+        _rt: &Runtime,
+        downstream: O,
+    ) -> Result<(Self, impl Operator<I::Item>), Error> {
+        Ok((self, downstream))
+    }
+}
+
+impl<I: IntoIterator> MemoryRoot for CollectionSource<I> {
+    type Item = I::Item;
+
+    fn runtime(&self) -> Runtime {
+        self.env.runtime()
+    }
+
+    fn drive<O: Operator<I::Item>>(self, mut op: O) -> Result<(), Error> {
         drive(&mut op, |op| {
             for (ts, item) in (0i64..).zip(self.items) {
                 op.process(item, ts)?;
@@ -170,6 +207,7 @@ impl<I: IntoIterator> Plan for CollectionSource<I> {
 
 /// The plan of [`MemoryEnv::add_source`].
 pub struct UserSource<S, T> {
+    env: MemoryEnv,
     source: S,
     id: String,
     _t: std::marker::PhantomData<fn() -> T>,
@@ -196,8 +234,30 @@ impl<T, O: Operator<T>> SourceContext<T> for Ctx<'_, O> {
 
 impl<T, S: Source<T>> Plan for UserSource<S, T> {
     type Out = T;
+    type Root = Self;
+    type Head = T;
 
-    fn run<O: Operator<T>>(mut self, _rt: &Runtime, mut op: O) -> Result<(), Error> {
+    fn root(&self) -> &Self {
+        self
+    }
+
+    fn build<O: Operator<T>>(
+        self,
+        _rt: &Runtime,
+        downstream: O,
+    ) -> Result<(Self, impl Operator<T>), Error> {
+        Ok((self, downstream))
+    }
+}
+
+impl<T, S: Source<T>> MemoryRoot for UserSource<S, T> {
+    type Item = T;
+
+    fn runtime(&self) -> Runtime {
+        self.env.runtime()
+    }
+
+    fn drive<O: Operator<T>>(mut self, mut op: O) -> Result<(), Error> {
         let source_error = |id: &str, source| Error::Source {
             source_id: id.to_string(),
             source,

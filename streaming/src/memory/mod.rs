@@ -22,8 +22,9 @@ mod stream;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
-pub use plan::{Plan, Runtime, Stage, Then};
+pub use env::{CollectionSource, UserSource};
+pub use plan::{Plan, Runtime, Stage, StoreFactory, Then};
 pub use stream::{
-    CountLateOnly, DataStream, JobSummary, KeyedProcessOutput, KeyedStream, WindowOutput,
-    WindowedStream,
+    CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream, MemoryRoot,
+    PrintSink, WindowOutput, WindowedStream,
 };

@@ -1,4 +1,11 @@
 //! How a built pipeline becomes a chain of operators.
+//!
+//! A pipeline is a [`Plan`]: a root (the source, which also knows its engine) followed by
+//! [`Stage`]s. [`Plan::build`] connects the stages' operators in front of a downstream
+//! operator and hands back the root with the built chain; the engine then drives the chain
+//! (the memory engine pulls its source through it once; the Redis engine builds one chain
+//! per owned partition). Stateful stages get their state from the runtime through
+//! [`StoreFactory`], so each engine decides which state types it can keep.
 
 use super::CheckpointCoordinator;
 use crate::ops::{Counters, Operator, OperatorId, Shared};
@@ -6,45 +13,78 @@ use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// What a stage may use while its operator is built: the checkpoint coordinator (to
-/// register keyed state) and the run's counters.
+/// What a stage may use while its operator is built on the memory engine: the checkpoint
+/// coordinator (to register keyed state) and the run's counters.
 pub struct Runtime {
     pub(crate) coordinator: Option<CheckpointCoordinator>,
     pub(crate) counters: Rc<Counters>,
 }
 
-impl Runtime {
+/// Creates the state store of a stateful operator. Each engine's runtime implements it for
+/// the state types it can keep: the memory [`Runtime`] for every `Clone + 'static` state,
+/// the Redis runtime only for state it can persist ([`Persist`](crate::redis::Persist)).
+#[diagnostic::on_unimplemented(
+    message = "this operator's state cannot be kept by `{Self}`",
+    label = "state type `{S}` is not supported here",
+    note = "on the Redis engine keyed state lives in Redis as JSON: keys and values must be serde `Serialize + DeserializeOwned`",
+    note = "windows are not supported on the Redis engine yet (issue #6)"
+)]
+pub trait StoreFactory<S> {
+    /// A new store for `operator`'s state, starting from `init` (or from what the engine
+    /// restores for it).
+    ///
+    /// # Errors
+    /// Restoring the state failed.
+    fn store(&self, operator: &OperatorId, init: S) -> Result<Rc<RefCell<S>>, Error>;
+
+    /// The counters window operators report to.
+    #[doc(hidden)]
+    fn counters(&self) -> Rc<Counters>;
+}
+
+impl<S: Clone + 'static> StoreFactory<S> for Runtime {
     /// A new state store for `operator`, registered for checkpoints when they are enabled
     /// (and then possibly restored from the newest one).
-    pub(crate) fn store<S: Clone + 'static>(
-        &self,
-        operator: &OperatorId,
-        init: S,
-    ) -> Result<Shared<S>, Error> {
+    fn store(&self, operator: &OperatorId, init: S) -> Result<Shared<S>, Error> {
         let store = Rc::new(RefCell::new(init));
         if let Some(c) = &self.coordinator {
             c.register(operator.as_str(), &store)?;
         }
         Ok(store)
     }
+
+    fn counters(&self) -> Rc<Counters> {
+        Rc::clone(&self.counters)
+    }
 }
 
-/// A pipeline up to some point: it can run with any downstream operator that accepts its
-/// output.
-pub trait Plan {
+/// A pipeline up to some point, for runtime `R` (the memory engine's [`Runtime`] by
+/// default): it can be built in front of any downstream operator that accepts its output.
+pub trait Plan<R = Runtime> {
     /// The element type produced at this point.
     type Out;
+    /// The pipeline's root: its source, which knows the engine that runs it.
+    type Root;
+    /// The element type the root feeds into the chain.
+    type Head;
 
-    /// Builds the operators of this plan in front of `downstream` and runs the source
-    /// through them: open, every record, the end-of-input watermark, finish, close.
+    /// The root, to pick the engine before building.
+    fn root(&self) -> &Self::Root;
+
+    /// Builds the operators of this plan in front of `downstream`; returns the root and the
+    /// chain it feeds (nothing runs yet).
     ///
     /// # Errors
-    /// The first error of a source, operator or sink.
-    fn run<O: Operator<Self::Out>>(self, rt: &Runtime, downstream: O) -> Result<(), Error>;
+    /// Creating or restoring an operator's state failed.
+    fn build<O: Operator<Self::Out>>(
+        self,
+        rt: &R,
+        downstream: O,
+    ) -> Result<(Self::Root, impl Operator<Self::Head>), Error>;
 }
 
 /// One operator of a pipeline, not yet connected to its downstream.
-pub trait Stage<In> {
+pub trait Stage<In, R = Runtime> {
     /// The element type the operator emits.
     type Out;
     /// The operator, connected to downstream `N`.
@@ -53,23 +93,34 @@ pub trait Stage<In> {
     /// Connects the operator to `next`.
     ///
     /// # Errors
-    /// Restoring its state from a checkpoint failed.
-    fn build<N: Operator<Self::Out>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error>;
+    /// Creating or restoring its state failed.
+    fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error>;
 }
 
 /// A plan followed by one more stage.
+#[derive(Clone)]
 pub struct Then<P, S> {
     pub(crate) plan: P,
     pub(crate) stage: S,
 }
 
-impl<P: Plan, S: Stage<P::Out>> Plan for Then<P, S> {
+impl<R, P: Plan<R>, S: Stage<P::Out, R>> Plan<R> for Then<P, S> {
     type Out = S::Out;
+    type Root = P::Root;
+    type Head = P::Head;
+
+    fn root(&self) -> &P::Root {
+        self.plan.root()
+    }
 
     #[inline]
-    fn run<O: Operator<S::Out>>(self, rt: &Runtime, downstream: O) -> Result<(), Error> {
+    fn build<O: Operator<S::Out>>(
+        self,
+        rt: &R,
+        downstream: O,
+    ) -> Result<(P::Root, impl Operator<P::Head>), Error> {
         let op = self.stage.build(rt, downstream)?;
-        self.plan.run(rt, op)
+        self.plan.build(rt, op)
     }
 }
 

@@ -1,10 +1,9 @@
 //! The builder API of the in-memory engine: [`DataStream`], [`KeyedStream`],
 //! [`WindowedStream`].
 
-use super::plan::{Plan, Runtime, Stage, Then};
-use super::MemoryEnv;
+use super::plan::{Plan, Runtime, Stage, StoreFactory, Then};
 use crate::api::{AggregateFunction, Collector, KeyedContext, KeyedProcessFunction, Numeric, Sink};
-use crate::ops::keyed::ProcessState;
+use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
@@ -13,11 +12,10 @@ use crate::ops::{
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::marker::PhantomData;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The stream a window function on a [`WindowedStream`] returns.
@@ -42,9 +40,8 @@ pub struct JobSummary {
 /// terminal operation runs the pipeline.
 #[must_use = "a stream does nothing until a terminal operation (sink, print, collect_vec) runs it"]
 pub struct DataStream<P> {
-    env: MemoryEnv,
     plan: P,
-    source_id: Rc<str>,
+    source_id: std::rc::Rc<str>,
     position: u32,
 }
 
@@ -83,6 +80,18 @@ macro_rules! stage {
         pub struct $name<$($g),*> {
             id: OperatorId,
             $($field: $ty,)*
+        }
+
+        impl<$($g),*> Clone for $name<$($g),*>
+        where
+            $($ty: Clone,)*
+        {
+            fn clone(&self) -> Self {
+                $name {
+                    id: self.id.clone(),
+                    $($field: self.$field.clone(),)*
+                }
+            }
         }
     };
 }
@@ -127,42 +136,44 @@ stage!(
     }
 );
 
-impl<T, U, F: FnMut(T) -> U> Stage<T> for MapStage<F, U> {
+impl<R, T, U, F: FnMut(T) -> U> Stage<T, R> for MapStage<F, U> {
     type Out = U;
     type Op<N: Operator<U>> = Map<F, U, N>;
-    fn build<N: Operator<U>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<U>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         Ok(Map::new(self.id, self.f, next))
     }
 }
 
-impl<T, U, E: Into<BoxError>, F: FnMut(T) -> Result<U, E>> Stage<T> for TryMapStage<F, U, E> {
+impl<R, T, U, E: Into<BoxError>, F: FnMut(T) -> Result<U, E>> Stage<T, R> for TryMapStage<F, U, E> {
     type Out = U;
     type Op<N: Operator<U>> = TryMap<F, U, E, N>;
-    fn build<N: Operator<U>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<U>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         Ok(TryMap::new(self.id, self.f, next))
     }
 }
 
-impl<T, F: FnMut(&T) -> bool> Stage<T> for FilterStage<F> {
+impl<R, T, F: FnMut(&T) -> bool> Stage<T, R> for FilterStage<F> {
     type Out = T;
     type Op<N: Operator<T>> = Filter<F, N>;
-    fn build<N: Operator<T>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<T>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         Ok(Filter::new(self.id, self.f, next))
     }
 }
 
-impl<T, I: IntoIterator, F: FnMut(T) -> I> Stage<T> for FlatMapStage<F, I> {
+impl<R, T, I: IntoIterator, F: FnMut(T) -> I> Stage<T, R> for FlatMapStage<F, I> {
     type Out = I::Item;
     type Op<N: Operator<I::Item>> = FlatMap<F, I, N>;
-    fn build<N: Operator<I::Item>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<I::Item>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         Ok(FlatMap::new(self.id, self.f, next))
     }
 }
 
-impl<T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T> for WatermarkStage<TA, G> {
+impl<R, T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T, R>
+    for WatermarkStage<TA, G>
+{
     type Out = T;
     type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
-    fn build<N: Operator<T>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<T>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         Ok(AssignWatermarks::new(
             self.id,
             self.assigner,
@@ -172,8 +183,9 @@ impl<T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T> for Waterma
     }
 }
 
-impl<T, K, KF, F> Stage<T> for KeyedReduceStage<KF, K, F>
+impl<R, T, K, KF, F> Stage<T, R> for KeyedReduceStage<KF, K, F>
 where
+    R: StoreFactory<KeyedTable<K, Option<T>>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
@@ -181,35 +193,37 @@ where
 {
     type Out = T;
     type Op<N: Operator<T>> = KeyedReduce<KF, K, T, F, N>;
-    fn build<N: Operator<T>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
-        let state = rt.store(&self.id, HashMap::new())?;
+    fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedReduce::new(self.id, self.key_fn, self.f, state, next))
     }
 }
 
-impl<T, K, KF> Stage<T> for KeyedSumStage<KF, K>
+impl<R, T, K, KF> Stage<T, R> for KeyedSumStage<KF, K>
 where
+    R: StoreFactory<KeyedTable<K, T>>,
     T: Numeric,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
 {
     type Out = (K, T);
     type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, N>;
-    fn build<N: Operator<(K, T)>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
-        let state = rt.store(&self.id, HashMap::new())?;
+    fn build<N: Operator<(K, T)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSum::new(self.id, self.key_fn, state, next))
     }
 }
 
-impl<T, K, KF, PF> Stage<T> for KeyedProcessStage<KF, K, PF>
+impl<R, T, K, KF, PF> Stage<T, R> for KeyedProcessStage<KF, K, PF>
 where
+    R: StoreFactory<ProcessState<K>>,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     PF: KeyedProcessFunction<K, T>,
 {
     type Out = PF::Out;
     type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, N>;
-    fn build<N: Operator<PF::Out>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<PF::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, ProcessState::new(&self.id))?;
         Ok(KeyedProcess::new(
             self.id,
@@ -221,8 +235,9 @@ where
     }
 }
 
-impl<T, K, KF, A, Tr, WF, L> Stage<T> for WindowStage<KF, K, A, Tr, WF, L>
+impl<R, T, K, KF, A, Tr, WF, L> Stage<T, R> for WindowStage<KF, K, A, Tr, WF, L>
 where
+    R: StoreFactory<WindowState<K, WF::Acc, Tr>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
@@ -233,7 +248,7 @@ where
 {
     type Out = WF::Out;
     type Op<N: Operator<WF::Out>> = WindowOperator<KF, K, T, A, Tr, WF, L, N>;
-    fn build<N: Operator<WF::Out>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<WF::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, WindowState::<K, WF::Acc, Tr>::default())?;
         Ok(WindowOperator::new(
             self.id,
@@ -244,16 +259,15 @@ where
             self.function,
             self.late,
             state,
-            Rc::clone(&rt.counters),
+            rt.counters(),
             next,
         ))
     }
 }
 
 impl<P: Plan> DataStream<P> {
-    pub(crate) fn new(env: MemoryEnv, plan: P, source_id: String) -> Self {
+    pub(crate) fn new(plan: P, source_id: String) -> Self {
         DataStream {
-            env,
             plan,
             source_id: source_id.into(),
             position: 0,
@@ -266,7 +280,6 @@ impl<P: Plan> DataStream<P> {
 
     fn then<S: Stage<P::Out>>(self, stage: S) -> DataStream<Then<P, S>> {
         DataStream {
-            env: self.env,
             plan: Then {
                 plan: self.plan,
                 stage,
@@ -375,20 +388,25 @@ impl<P: Plan> DataStream<P> {
 
     /// Runs the pipeline into `sink` (seed `addSink`): `open`, `invoke` per record, `close`.
     ///
+    /// What "runs" means depends on the engine of the pipeline's source (see [`Execute`]):
+    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`];
+    /// a Redis pipeline ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic))
+    /// is registered with its environment and starts with
+    /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
+    ///
     /// A closure works as a sink, but its argument type is not inferred through the
     /// [`Sink`] trait: annotate it (`|x: u64| …`) or use [`for_each`](Self::for_each).
     ///
     /// # Errors
-    /// The first error of the source, an operator (user function error or panic, naming the
-    /// operator) or the sink. The sink and the source are closed in every case.
-    pub fn sink<S: Sink<P::Out>>(self, sink: S) -> Result<JobSummary, Error> {
+    /// Memory engine: the first error of the source, an operator (user function error or
+    /// panic, naming the operator) or the sink. The sink and the source are closed in every
+    /// case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
+    pub fn sink<S>(self, sink: S) -> <P::Root as Execute<P, S>>::Output
+    where
+        P::Root: Execute<P, S>,
+    {
         let id = self.next_id("sink");
-        let rt = self.env.runtime();
-        self.plan.run(&rt, SinkOp::new(id, sink))?;
-        Ok(JobSummary {
-            late_elements: rt.counters.late_elements.get(),
-            window_firings: rt.counters.window_firings.get(),
-        })
+        <P::Root as Execute<P, S>>::execute(self.plan, sink, id)
     }
 
     /// Runs the pipeline, calling `f` for every record (like [`sink`](Self::sink) with a
@@ -396,7 +414,10 @@ impl<P: Plan> DataStream<P> {
     ///
     /// # Errors
     /// As [`sink`](Self::sink).
-    pub fn for_each<F: FnMut(P::Out)>(self, f: F) -> Result<JobSummary, Error> {
+    pub fn for_each<F: FnMut(P::Out)>(self, f: F) -> <P::Root as Execute<P, F>>::Output
+    where
+        P::Root: Execute<P, F>,
+    {
         self.sink(f)
     }
 
@@ -405,45 +426,133 @@ impl<P: Plan> DataStream<P> {
     ///
     /// # Errors
     /// As [`sink`](Self::sink).
-    pub fn print(self) -> Result<JobSummary, Error>
+    pub fn print(self) -> <P::Root as Execute<P, PrintSink>>::Output
     where
         P::Out: Debug,
+        P::Root: Execute<P, PrintSink>,
     {
-        self.sink(|v: P::Out| tracing::info!(target: "streaming::print", "{v:?}"))
+        self.sink(PrintSink { prefix: None })
     }
 
     /// Like [`print`](Self::print), each line as `{prefix}> {record:?}`.
     ///
     /// # Errors
     /// As [`sink`](Self::sink).
-    pub fn print_with_prefix(self, prefix: &str) -> Result<JobSummary, Error>
+    pub fn print_with_prefix(self, prefix: &str) -> <P::Root as Execute<P, PrintSink>>::Output
     where
         P::Out: Debug,
+        P::Root: Execute<P, PrintSink>,
     {
-        self.sink(|v: P::Out| tracing::info!(target: "streaming::print", "{prefix}> {v:?}"))
+        self.sink(PrintSink {
+            prefix: Some(prefix.into()),
+        })
     }
 
-    /// Runs the pipeline and returns its output in order.
+    /// Runs the pipeline and returns its output in order (memory engine only).
     ///
     /// # Errors
     /// As [`sink`](Self::sink).
-    pub fn collect_vec(self) -> Result<Vec<P::Out>, Error> {
+    pub fn collect_vec(self) -> Result<Vec<P::Out>, Error>
+    where
+        P::Root: MemoryRoot<Item = P::Head>,
+    {
         let mut out = Vec::new();
-        self.sink(|v| out.push(v))?;
+        let id = self.next_id("sink");
+        run_memory(self.plan, SinkOp::new(id, |v| out.push(v)))?;
         Ok(out)
     }
 }
 
+/// The sink of [`DataStream::print`]: logs `{record:?}` (or `{prefix}> {record:?}`) at INFO,
+/// target `streaming::print`.
+#[derive(Clone, Debug)]
+pub struct PrintSink {
+    prefix: Option<Arc<str>>,
+}
+
+impl<T: Debug> Sink<T> for PrintSink {
+    fn invoke(&mut self, v: T) -> Result<(), BoxError> {
+        match &self.prefix {
+            None => tracing::info!(target: "streaming::print", "{v:?}"),
+            Some(prefix) => tracing::info!(target: "streaming::print", "{prefix}> {v:?}"),
+        }
+        Ok(())
+    }
+}
+
+/// How a terminal operation runs a pipeline: implemented by each engine's roots (sources).
+///
+/// Memory roots ([`MemoryEnv`](crate::MemoryEnv)'s sources) run the pipeline at once and
+/// return `Result<JobSummary, Error>`; the Redis root registers the pipeline with its
+/// [`RedisEnv`](crate::redis::RedisEnv) and returns `Result<(), Error>`.
+pub trait Execute<P, S> {
+    /// What the terminal operation returns.
+    type Output;
+
+    /// Runs (or registers) `plan` with `sink` as its end; `sink_id` is the sink's operator id.
+    fn execute(plan: P, sink: S, sink_id: OperatorId) -> Self::Output;
+}
+
+/// A root of the memory engine: it drives a built chain to the end of its input.
+pub trait MemoryRoot {
+    /// The element type the root feeds into the chain.
+    type Item;
+
+    /// The runtime stages are built with (checkpoint coordinator, counters).
+    #[doc(hidden)]
+    fn runtime(&self) -> Runtime;
+
+    /// Opens the chain, pushes every record, the end-of-input watermark and `finish`
+    /// through it, and closes it.
+    ///
+    /// # Errors
+    /// The first error of the source or the chain.
+    #[doc(hidden)]
+    fn drive<O: Operator<Self::Item>>(self, op: O) -> Result<(), Error>;
+}
+
+impl<M, P, S> Execute<P, S> for M
+where
+    M: MemoryRoot,
+    P: Plan<Root = M, Head = M::Item>,
+    S: Sink<P::Out>,
+{
+    type Output = Result<JobSummary, Error>;
+
+    fn execute(plan: P, sink: S, sink_id: OperatorId) -> Result<JobSummary, Error> {
+        run_memory(plan, SinkOp::new(sink_id, sink))
+    }
+}
+
+fn run_memory<P, O>(plan: P, op: O) -> Result<JobSummary, Error>
+where
+    P: Plan,
+    P::Root: MemoryRoot<Item = P::Head>,
+    O: Operator<P::Out>,
+{
+    let rt = plan.root().runtime();
+    let (root, chain) = plan.build(&rt, op)?;
+    root.drive(chain)?;
+    Ok(JobSummary {
+        late_elements: rt.counters.late_elements.get(),
+        window_firings: rt.counters.window_firings.get(),
+    })
+}
+
 /// Runs the pipeline, then yields its records followed by the error that stopped it, if
 /// any (seed: `DataStream` is `Iterable`). The output is buffered: for large outputs prefer
-/// [`DataStream::sink`].
-impl<P: Plan> IntoIterator for DataStream<P> {
+/// [`DataStream::sink`]. Memory engine only.
+impl<P: Plan> IntoIterator for DataStream<P>
+where
+    P::Root: MemoryRoot<Item = P::Head>,
+{
     type Item = Result<P::Out, Error>;
     type IntoIter = std::vec::IntoIter<Result<P::Out, Error>>;
 
     fn into_iter(self) -> Self::IntoIter {
         let mut out = Vec::new();
-        if let Err(e) = self.sink(|v| out.push(Ok(v))) {
+        let id = self.next_id("sink");
+        if let Err(e) = run_memory(self.plan, SinkOp::new(id, |v| out.push(Ok(v)))) {
             out.push(Err(e));
         }
         out.into_iter()

@@ -31,13 +31,42 @@ macro_rules! forward_watermark_lifecycle {
     };
 }
 
+/// The per-key table of a rolling reduce or sum: the values, and (on an engine that writes
+/// state back, e.g. Redis) the keys changed since the last drain. On the memory engine
+/// `dirty` is `None` and costs one branch per record.
+#[derive(Clone, Debug)]
+pub struct KeyedTable<K, V> {
+    pub(crate) map: HashMap<K, V>,
+    pub(crate) dirty: Option<HashSet<K>>,
+}
+
+impl<K, V> Default for KeyedTable<K, V> {
+    fn default() -> Self {
+        KeyedTable {
+            map: HashMap::new(),
+            dirty: None,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V> KeyedTable<K, V> {
+    #[inline]
+    fn touch(&mut self, key: &K) {
+        if let Some(d) = &mut self.dirty {
+            if !d.contains(key) {
+                d.insert(key.clone());
+            }
+        }
+    }
+}
+
 /// Rolling reduce per key (Flink `KeyedStream.reduce`): emits the updated value for every
 /// element.
 pub struct KeyedReduce<KF, K, T, F, N> {
     id: OperatorId,
     key_fn: KF,
     f: F,
-    state: Shared<HashMap<K, Option<T>>>,
+    state: Shared<KeyedTable<K, Option<T>>>,
     next: N,
 }
 
@@ -46,7 +75,7 @@ impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
         id: OperatorId,
         key_fn: KF,
         f: F,
-        state: Shared<HashMap<K, Option<T>>>,
+        state: Shared<KeyedTable<K, Option<T>>>,
         next: N,
     ) -> Self {
         KeyedReduce {
@@ -62,7 +91,7 @@ impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
 impl<KF, K, T, F, N> Operator<T> for KeyedReduce<KF, K, T, F, N>
 where
     KF: FnMut(&T) -> K,
-    K: Hash + Eq,
+    K: Hash + Eq + Clone,
     T: Clone,
     F: FnMut(T, T) -> T,
     N: Operator<T>,
@@ -71,8 +100,9 @@ where
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let out = {
-            let mut map = self.state.borrow_mut();
-            match map.get_mut(&key) {
+            let mut table = self.state.borrow_mut();
+            table.touch(&key);
+            match table.map.get_mut(&key) {
                 Some(slot) => {
                     // One hash lookup: the slot is taken for the call and refilled. After a
                     // panic the pipeline fails, so an emptied slot is never read again.
@@ -81,7 +111,7 @@ where
                     slot.insert(reduced).clone()
                 }
                 None => {
-                    map.insert(key, Some(value.clone()));
+                    table.map.insert(key, Some(value.clone()));
                     value
                 }
             }
@@ -95,12 +125,17 @@ where
 pub struct KeyedSum<KF, K, T, N> {
     id: OperatorId,
     key_fn: KF,
-    state: Shared<HashMap<K, T>>,
+    state: Shared<KeyedTable<K, T>>,
     next: N,
 }
 
 impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
-    pub(crate) fn new(id: OperatorId, key_fn: KF, state: Shared<HashMap<K, T>>, next: N) -> Self {
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        state: Shared<KeyedTable<K, T>>,
+        next: N,
+    ) -> Self {
         KeyedSum {
             id,
             key_fn,
@@ -121,14 +156,15 @@ where
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let sum = {
-            let mut map = self.state.borrow_mut();
-            match map.get_mut(&key) {
+            let mut table = self.state.borrow_mut();
+            table.touch(&key);
+            match table.map.get_mut(&key) {
                 Some(acc) => {
                     *acc = guard(&self.id, || *acc + value)?;
                     *acc
                 }
                 None => {
-                    map.insert(key.clone(), value);
+                    table.map.insert(key.clone(), value);
                     value
                 }
             }
@@ -172,14 +208,15 @@ where
 
 /// The state of a keyed process operator: user state and pending timers.
 #[derive(Clone)]
-pub(crate) struct ProcessState<K> {
-    backend: KeyedStateBackend<K>,
+pub struct ProcessState<K> {
+    pub(crate) backend: KeyedStateBackend<K>,
     event_timers: TimerQueue<K>,
     processing_timers: TimerQueue<K>,
     registered: HashSet<(K, i64, TimeDomain)>,
 }
 
 impl<K: 'static> ProcessState<K> {
+    /// Empty state of `operator`.
     pub(crate) fn new(operator: &OperatorId) -> Self {
         ProcessState {
             backend: KeyedStateBackend::new(operator.to_string()),

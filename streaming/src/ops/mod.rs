@@ -14,10 +14,11 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, ProcessFn};
+pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn};
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp};
+pub use window::WindowState;
 pub use window::{
     AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumWindow, WindowFunction,
     WindowOperator,
@@ -26,7 +27,7 @@ pub use window::{
 use crate::Error;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// The stable id of an operator: `{source_id}/{position}:{kind}`, e.g. `flights/4:window`.
 ///
@@ -34,7 +35,7 @@ use std::rc::Rc;
 /// change when a later operator changes. Errors name operators by this id, and keyed state
 /// and checkpoints are stored under it.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct OperatorId(Rc<str>);
+pub struct OperatorId(Arc<str>);
 
 impl OperatorId {
     /// The id of the operator at `position` (1-based) of kind `kind` after source `source_id`.
@@ -163,12 +164,13 @@ macro_rules! forward_lifecycle {
 pub(crate) use forward_lifecycle;
 
 /// Operator state shared with the checkpoint coordinator (single thread).
-pub(crate) type Shared<S> = Rc<std::cell::RefCell<S>>;
+pub(crate) type Shared<S> = std::rc::Rc<std::cell::RefCell<S>>;
 
 /// Counters kept by the operators of one pipeline run; read back as
 /// [`JobSummary`](crate::memory::JobSummary).
+#[doc(hidden)]
 #[derive(Debug, Default)]
-pub(crate) struct Counters {
+pub struct Counters {
     pub(crate) late_elements: std::cell::Cell<u64>,
     pub(crate) window_firings: std::cell::Cell<u64>,
 }

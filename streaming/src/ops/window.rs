@@ -239,7 +239,7 @@ struct Bucket<Acc, Tr> {
 
 /// The window operator's state: panes per key and the event-time timer queue.
 #[derive(Clone)]
-pub(crate) struct WindowState<K, Acc, Tr> {
+pub struct WindowState<K, Acc, Tr> {
     keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
     timers: TimerQueue<(K, TimeWindow)>,
 }
