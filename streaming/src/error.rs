@@ -105,4 +105,36 @@ pub enum Error {
         /// Why decoding failed (the decoder's message).
         reason: String,
     },
+
+    /// A keyed state used on an engine that stores state outside the process (Redis) has
+    /// no JSON codec.
+    #[error("operator `{operator}`: state `{state}` ({declared}) cannot be kept in Redis: declare it with `ValueStateDescriptor::persistent` (list, map and set states are not supported on the Redis engine yet)")]
+    StateNotPersistent {
+        /// The operator owning the state.
+        operator: String,
+        /// The state name.
+        state: &'static str,
+        /// The descriptor's kind and type, e.g. `ListState<u64>`.
+        declared: String,
+    },
+
+    /// Stored state could not be decoded or encoded (JSON).
+    #[error("operator `{operator}`: state `{state}` could not be decoded or encoded: {reason}")]
+    StateDecode {
+        /// The operator owning the state.
+        operator: String,
+        /// The state name.
+        state: String,
+        /// The serde_json message.
+        reason: String,
+    },
+
+    /// The Redis engine could not do `op` (registration, start, a job's subtask).
+    #[error("redis engine `{op}`: {reason}")]
+    Engine {
+        /// The operation, e.g. `register`, `execute_async`.
+        op: &'static str,
+        /// Why, and what to do about it.
+        reason: String,
+    },
 }

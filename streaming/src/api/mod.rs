@@ -8,8 +8,11 @@ pub(crate) mod state;
 
 pub use context::{KeyedContext, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
-pub use sink::Sink;
+pub use sink::{CommitWrites, Sink};
 pub use source::{Source, SourceContext};
+pub use state::JsonCodec;
+#[doc(hidden)]
+pub use state::TableOps;
 pub use state::{
     ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState, SetStateDescriptor,
     ValueState, ValueStateDescriptor,

@@ -28,6 +28,25 @@ pub trait Sink<T> {
     fn close(&mut self) -> Result<(), BoxError> {
         Ok(())
     }
+
+    /// Output the sink buffered to be written atomically with the input batch that
+    /// produced it (the Redis engine's commit). Sinks writing elsewhere return `None` (the
+    /// default).
+    #[doc(hidden)]
+    fn take_commit_writes(&mut self) -> Option<CommitWrites> {
+        None
+    }
+}
+
+/// Values a sink appends to a Redis list in the batch commit (see
+/// [`RedisListSink`](crate::redis::RedisListSink)).
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct CommitWrites {
+    /// The list's base name; the engine appends the partition's hash tag.
+    pub list: std::sync::Arc<str>,
+    /// The values, in output order.
+    pub values: Vec<String>,
 }
 
 impl<T, F: FnMut(T)> Sink<T> for F {

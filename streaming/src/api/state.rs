@@ -9,6 +9,8 @@
 //! ```
 
 use crate::Error;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::any::{type_name, Any};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -35,6 +37,69 @@ pub trait StateDescriptor<K> {
 
     #[doc(hidden)]
     fn open<'s>(&'s self, table: &'s mut Self::Table, key: &'s K) -> Self::Handle<'s>;
+
+    /// How to read and write this state's table as JSON, when the descriptor has a codec
+    /// (engines that keep state outside the process need it).
+    #[doc(hidden)]
+    fn table_ops(&self) -> Option<TableOps<K>> {
+        None
+    }
+}
+
+/// Serializes values of type `T` as JSON (the Redis engine's state format). Built by
+/// [`ValueStateDescriptor::persistent`].
+pub struct JsonCodec<T> {
+    ser: fn(&T) -> Result<String, String>,
+    de: fn(&str) -> Result<T, String>,
+}
+
+impl<T> Clone for JsonCodec<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for JsonCodec<T> {}
+
+impl<T> std::fmt::Debug for JsonCodec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JsonCodec")
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| e.to_string())
+}
+
+fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_str(s).map_err(|e| e.to_string())
+}
+
+impl<T: Serialize + DeserializeOwned> JsonCodec<T> {
+    /// The codec of `T` (serde_json).
+    pub const fn new() -> Self {
+        JsonCodec {
+            ser: to_json::<T>,
+            de: from_json::<T>,
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> Default for JsonCodec<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Type-erased JSON access to one state table of keys `K` (see
+/// [`StateDescriptor::table_ops`]).
+#[doc(hidden)]
+pub struct TableOps<K> {
+    /// Inserts `key` with the value decoded from JSON.
+    #[allow(clippy::type_complexity)]
+    load: Box<dyn Fn(&mut dyn Any, K, &str) -> Result<(), String>>,
+    /// The key's current value as JSON, `None` when unset.
+    #[allow(clippy::type_complexity)]
+    dump: Box<dyn Fn(&dyn Any, &K) -> Result<Option<String>, String>>,
 }
 
 /// A single value per key with a default (seed `StateDescriptor` + `ValueState`).
@@ -42,12 +107,35 @@ pub trait StateDescriptor<K> {
 pub struct ValueStateDescriptor<T> {
     name: &'static str,
     default: T,
+    codec: Option<JsonCodec<T>>,
 }
 
 impl<T> ValueStateDescriptor<T> {
-    /// A value state named `name` whose value is `default` until first updated.
+    /// A value state named `name` whose value is `default` until first updated. The memory
+    /// engine keeps it; for the Redis engine use [`persistent`](Self::persistent).
     pub const fn new(name: &'static str, default: T) -> Self {
-        ValueStateDescriptor { name, default }
+        ValueStateDescriptor {
+            name,
+            default,
+            codec: None,
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> ValueStateDescriptor<T> {
+    /// Like [`new`](Self::new), with a JSON codec so that engines keeping state outside the
+    /// process (the Redis engine) can store it; works the same on the memory engine.
+    ///
+    /// ```
+    /// use streaming::api::ValueStateDescriptor;
+    /// const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+    /// ```
+    pub const fn persistent(name: &'static str, default: T) -> Self {
+        ValueStateDescriptor {
+            name,
+            default,
+            codec: Some(JsonCodec::new()),
+        }
     }
 }
 
@@ -73,6 +161,25 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
             key,
             default: &self.default,
         }
+    }
+
+    fn table_ops(&self) -> Option<TableOps<K>> {
+        let codec = self.codec?;
+        Some(TableOps {
+            load: Box::new(move |table, key, json| {
+                let table = table
+                    .downcast_mut::<HashMap<K, T>>()
+                    .ok_or("state table of another type")?;
+                table.insert(key, (codec.de)(json)?);
+                Ok(())
+            }),
+            dump: Box::new(move |table, key| {
+                let table = table
+                    .downcast_ref::<HashMap<K, T>>()
+                    .ok_or("state table of another type")?;
+                table.get(key).map(codec.ser).transpose()
+            }),
+        })
     }
 }
 
@@ -391,6 +498,7 @@ fn short_type_name<D>() -> String {
 trait ErasedTable: Any {
     fn clone_box(&self) -> Box<dyn ErasedTable>;
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn as_any(&self) -> &dyn Any;
 }
 
 impl<T: Clone + 'static> ErasedTable for T {
@@ -400,19 +508,38 @@ impl<T: Clone + 'static> ErasedTable for T {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
-struct Entry {
+struct Entry<K> {
     declared: fn() -> String,
     table: Box<dyn ErasedTable>,
+    ops: Option<std::rc::Rc<TableOps<K>>>,
 }
 
-/// The keyed state of one operator on the in-memory engine: one typed table per state
-/// name. Looking a state up costs a hash of its name and a type check.
+/// What a backend whose state is written back (Redis engine) keeps besides its tables:
+/// the loaded entries of states not opened yet, and the (state, key) pairs touched since
+/// the last drain.
+pub(crate) struct Tracking<K> {
+    /// Loaded entries per state name: (key, value JSON), decoded when the state is first
+    /// opened (its descriptor holds the codec).
+    pub(crate) pending: HashMap<String, Vec<(K, String)>>,
+    pub(crate) dirty: HashSet<(&'static str, K)>,
+}
+
+/// One change of a state table to write back: state name, key, new value as JSON (`None`
+/// = delete).
+pub(crate) type Change<'a, K> = (&'static str, &'a K, Option<String>);
+
+/// The keyed state of one operator: one typed table per state name. Looking a state up
+/// costs a hash of its name and a type check. With tracking on (Redis engine) every opened
+/// (state, key) is remembered so its value can be written back.
 pub(crate) struct KeyedStateBackend<K> {
     operator: String,
-    tables: HashMap<&'static str, Entry>,
-    _key: PhantomData<fn() -> K>,
+    tables: HashMap<&'static str, Entry<K>>,
+    pub(crate) tracking: Option<Box<Tracking<K>>>,
 }
 
 impl<K> Clone for KeyedStateBackend<K> {
@@ -428,11 +555,12 @@ impl<K> Clone for KeyedStateBackend<K> {
                         Entry {
                             declared: e.declared,
                             table: e.table.clone_box(),
+                            ops: e.ops.clone(),
                         },
                     )
                 })
                 .collect(),
-            _key: PhantomData,
+            tracking: None,
         }
     }
 }
@@ -442,8 +570,66 @@ impl<K: 'static> KeyedStateBackend<K> {
         KeyedStateBackend {
             operator,
             tables: HashMap::new(),
-            _key: PhantomData,
+            tracking: None,
         }
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
+    #[cold]
+    fn new_entry<D: StateDescriptor<K>>(&mut self, descriptor: &D) -> Result<Entry<K>, Error> {
+        let name = descriptor.name();
+        let mut table: Box<dyn ErasedTable> = Box::new(descriptor.new_table());
+        let mut ops = None;
+        if let Some(tracking) = &mut self.tracking {
+            let Some(table_ops) = descriptor.table_ops() else {
+                return Err(Error::StateNotPersistent {
+                    operator: self.operator.clone(),
+                    state: name,
+                    declared: short_type_name::<D>(),
+                });
+            };
+            for (key, json) in tracking.pending.remove(name).unwrap_or_default() {
+                (table_ops.load)(table.as_any_mut(), key, &json).map_err(|reason| {
+                    Error::StateDecode {
+                        operator: self.operator.clone(),
+                        state: name.to_string(),
+                        reason,
+                    }
+                })?;
+            }
+            ops = Some(std::rc::Rc::new(table_ops));
+        }
+        Ok(Entry {
+            declared: short_type_name::<D>,
+            table,
+            ops,
+        })
+    }
+
+    /// The tracked changes: every (state, key) opened since the last drain with its current
+    /// value. Nothing when tracking is off.
+    pub(crate) fn drain_changes(
+        &mut self,
+        mut out: impl FnMut(Change<'_, K>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let Some(tracking) = &mut self.tracking else {
+            return Ok(());
+        };
+        for (name, key) in tracking.dirty.drain() {
+            let Some(entry) = self.tables.get(name) else {
+                continue;
+            };
+            let Some(ops) = &entry.ops else { continue };
+            let value =
+                (ops.dump)(entry.table.as_any(), &key).map_err(|reason| Error::StateDecode {
+                    operator: self.operator.clone(),
+                    state: name.to_string(),
+                    reason,
+                })?;
+            out((name, &key, value))?;
+        }
+        Ok(())
     }
 
     pub(crate) fn handle<'s, D: StateDescriptor<K>>(
@@ -452,10 +638,14 @@ impl<K: 'static> KeyedStateBackend<K> {
         key: &'s K,
     ) -> Result<D::Handle<'s>, Error> {
         let name = descriptor.name();
-        let entry = self.tables.entry(name).or_insert_with(|| Entry {
-            declared: short_type_name::<D>,
-            table: Box::new(descriptor.new_table()),
-        });
+        if !self.tables.contains_key(name) {
+            let entry = self.new_entry(descriptor)?;
+            self.tables.insert(name, entry);
+        }
+        if let Some(tracking) = &mut self.tracking {
+            tracking.dirty.insert((name, key.clone()));
+        }
+        let entry = self.tables.get_mut(name).expect("inserted above");
         let declared = entry.declared;
         match entry.table.as_any_mut().downcast_mut::<D::Table>() {
             Some(table) => Ok(descriptor.open(table, key)),

@@ -183,7 +183,7 @@ impl<I: IntoIterator> Plan for CollectionSource<I> {
         self,
         _rt: &Runtime,
         downstream: O,
-    ) -> Result<(Self, impl Operator<I::Item>), Error> {
+    ) -> Result<(Self, impl Operator<I::Item> + use<I, O>), Error> {
         Ok((self, downstream))
     }
 }
@@ -245,7 +245,7 @@ impl<T, S: Source<T>> Plan for UserSource<S, T> {
         self,
         _rt: &Runtime,
         downstream: O,
-    ) -> Result<(Self, impl Operator<T>), Error> {
+    ) -> Result<(Self, impl Operator<T> + use<S, T, O>), Error> {
         Ok((self, downstream))
     }
 }

@@ -80,7 +80,7 @@ pub trait Plan<R = Runtime> {
         self,
         rt: &R,
         downstream: O,
-    ) -> Result<(Self::Root, impl Operator<Self::Head>), Error>;
+    ) -> Result<(Self::Root, impl Operator<Self::Head> + use<Self, R, O>), Error>;
 }
 
 /// One operator of a pipeline, not yet connected to its downstream.
@@ -118,7 +118,7 @@ impl<R, P: Plan<R>, S: Stage<P::Out, R>> Plan<R> for Then<P, S> {
         self,
         rt: &R,
         downstream: O,
-    ) -> Result<(P::Root, impl Operator<P::Head>), Error> {
+    ) -> Result<(P::Root, impl Operator<P::Head> + use<P, S, R, O>), Error> {
         let op = self.stage.build(rt, downstream)?;
         self.plan.build(rt, op)
     }

@@ -54,9 +54,9 @@ mod consumer;
 pub mod dlq;
 mod exclusive;
 pub mod frontier;
-mod group;
+pub(crate) mod group;
 mod handler;
-mod lease;
+pub(crate) mod lease;
 pub mod message;
 mod options;
 mod producer;
@@ -151,6 +151,23 @@ impl Mq {
             conn,
             opts: Arc::new(opts),
         })
+    }
+
+    /// A handle on `client` with its own connection (the Redis engine's subtasks).
+    pub(crate) async fn from_client(client: redis::Client, opts: MqOptions) -> Result<Self, Error> {
+        opts.validate()?;
+        let conn = connection_manager(&client).await?;
+        Ok(Self {
+            keys: KeySpace::new(opts.key_prefix.clone()),
+            client,
+            conn,
+            opts: Arc::new(opts),
+        })
+    }
+
+    /// The shared connection.
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
     }
 
     /// The options.

@@ -14,7 +14,7 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn};
+pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn, ProcessState};
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp};

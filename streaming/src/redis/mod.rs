@@ -1,12 +1,62 @@
 //! The Redis engine (seed `runtime.md` §2): Redis Streams consumer groups as the source,
-//! keyed state and checkpoints in Redis.
+//! keyed state in Redis hashes.
 //!
-//! Work in progress: this release has the runtime configuration ([`RedisRuntimeConfig`]);
-//! the environment, job client and batch runner follow (see the project's issues).
+//! Build a pipeline from a [`RedisEnv`] with the same builder API as the memory engine,
+//! end it with a sink (which registers it), then [`RedisEnv::execute_async`] starts the
+//! job and returns a [`JobClient`].
+//!
+//! Processing model (DESIGN invariant 3): each pipeline runs `pipeline_parallelism`
+//! subtasks (threads); subtask `i` owns partitions `p % n == i` and builds one operator
+//! chain per owned partition from a clone of the pipeline (so state caches are per
+//! partition). Taking a partition loads its state (one script: every state hash of the
+//! partition); each batch runs against that in-memory cache, and its changed entries, the
+//! [`RedisListSink`] appends and the acknowledgement are written in one Lua script (see
+//! the runner's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
+//!
+//! State layout (readable with any Redis client): one hash per (job, topic, group,
+//! partition, operator, state): `{state_key_prefix}:{job}:{T:n}:{group}:{operator}:{state}`
+//! where `{T:n}` is the partition's hash tag (shared with its stream), `operator` the
+//! operator id (`{source_id}/{position}:{kind}`), `state` the state name (rolling
+//! reduce/sum: `rolling`); fields are the keys as JSON, values the values as JSON
+//! (serde_json). The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the
+//! partition's state hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
+//!
+//! Errors (seed §2.4): a record whose user function fails or panics follows
+//! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
+//! letter at once) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
+//! [`HEADER_RUNTIME_ERROR_TYPE`], [`HEADER_RUNTIME_ERROR_MESSAGE`] (≤ 512 chars); the
+//! batch is rolled back (state reloaded) and run again without it, so state counts exactly
+//! the acknowledged successful records. Malformed entries go to the dead-letter queue. A
+//! failed commit (connection lost, Redis restarting) resets the partition to its last
+//! commit and retries with backoff.
+//!
+//! Not in this release (issue #6 and later): event time, watermarks, windows and timers on
+//! Redis (a window in a Redis pipeline does not compile: its state is not [`Persist`]; a
+//! process function's timers are kept in memory only and not persisted), list/map/set
+//! states (only value states declared with
+//! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent)),
+//! checkpoints and leader election, hot-key policies, schema version checks, tracing
+//! spans per message (`mdc_*`), sink deduplication, `keyed_state_shard_count > 1`
+//! (rejected by `execute_async`), the `pipeline!` macro on Redis.
 
 mod config;
+mod env;
+mod job;
+mod persist;
+mod runner;
+mod runtime;
+mod sink;
 
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     SchemaMismatchPolicy,
 };
+pub use env::{MqTopicSource, RedisEnv, RedisPortable};
+pub use job::{JobClient, JobDiagnostics, PartitionProgress};
+pub use persist::{Persist, StateWrite, ROLLING_STATE};
+pub use runner::{
+    HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
+    HEADER_RUNTIME_JOB,
+};
+pub use runtime::RedisRuntime;
+pub use sink::{CollectSink, ListValue, RedisListSink};

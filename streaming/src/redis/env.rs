@@ -1,0 +1,381 @@
+//! [`RedisEnv`]: the Redis engine's environment, its source and pipeline registration.
+
+use super::job::{JobClient, JobShared};
+use super::runner::{self, PipelineSpec};
+use super::{RedisRuntime, RedisRuntimeConfig};
+use crate::api::Sink;
+use crate::memory::{DataStream, Execute, Plan};
+use crate::mq::{Message, SubscriptionOptions};
+use crate::ops::{Operator, OperatorId};
+use crate::Error;
+use std::sync::{Arc, Mutex};
+
+/// Something that runs on the Redis engine must be `Clone + Send + 'static`: the engine
+/// clones the pipeline (its functions, state declarations and sink) once per partition and
+/// builds each copy on its subtask's thread.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must be `Clone + Send + 'static` to run on the Redis engine",
+    label = "not `Clone + Send + 'static`",
+    note = "user functions and sinks of a Redis pipeline must be `Clone + Send + 'static`: one copy runs per partition, on its subtask's thread (capture `Arc`s, not references or `Rc`s)"
+)]
+pub trait RedisPortable: Clone + Send + 'static {}
+
+impl<T: Clone + Send + 'static> RedisPortable for T {}
+
+/// A pipeline registered with a [`RedisEnv`], type-erased until it runs.
+pub(crate) trait PipelineDef: Send {
+    fn topic(&self) -> &str;
+    fn group(&self) -> &str;
+    fn options(&self) -> SubscriptionOptions;
+    fn start(
+        self: Box<Self>,
+        spec: PipelineSpec,
+        job: Arc<JobShared>,
+    ) -> Vec<std::thread::JoinHandle<()>>;
+}
+
+struct Def<P, S> {
+    topic: String,
+    group: String,
+    plan: P,
+    sink: S,
+}
+
+impl<P, S> PipelineDef for Def<P, S>
+where
+    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + RedisPortable,
+    S: Sink<<P as Plan<RedisRuntime>>::Out> + RedisPortable,
+{
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+    fn group(&self) -> &str {
+        &self.group
+    }
+    fn options(&self) -> SubscriptionOptions {
+        self.plan.root().options.clone()
+    }
+    fn start(
+        self: Box<Self>,
+        spec: PipelineSpec,
+        job: Arc<JobShared>,
+    ) -> Vec<std::thread::JoinHandle<()>> {
+        runner::start(self.plan, self.sink, spec, job)
+    }
+}
+
+pub(crate) struct EnvInner {
+    pub(crate) client: redis::Client,
+    pub(crate) config: RedisRuntimeConfig,
+    state: Mutex<EnvState>,
+}
+
+#[derive(Default)]
+struct EnvState {
+    pipelines: Vec<Box<dyn PipelineDef>>,
+    started: bool,
+}
+
+/// The Redis engine's environment (seed `RedisStreamExecutionEnvironment`, §2.1).
+///
+/// Build pipelines from [`from_mq_topic`](Self::from_mq_topic) with the same builder API as
+/// the memory engine; the terminal operation ([`DataStream::sink`]) *registers* the
+/// pipeline, and [`execute_async`](Self::execute_async) starts every registered pipeline
+/// and returns a [`JobClient`]. Cheap to clone (`Send + Sync`); clones share registrations.
+///
+/// Registration rules (seed §2.1): registering after `execute_async` is an error; one
+/// pipeline per (topic, consumer group) — a second one on the same pair is an error (a
+/// consumer group splits messages between its consumers, so two chains would each see
+/// part of the stream and share state names; give the second chain its own group);
+/// `execute_async` without any pipeline is an error, and may be called once.
+///
+/// ```no_run
+/// use streaming::api::{ValueStateDescriptor};
+/// use streaming::redis::{CollectSink, RedisEnv};
+/// const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+///
+/// let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+/// let out = CollectSink::new();
+/// env.from_mq_topic("words", "counter")
+///     .map(|m| m.text().unwrap_or_default().to_string())
+///     .key_by(|w: &String| w.clone())
+///     .process(|w: String, ctx, out| {
+///         let mut n = ctx.state(&COUNT)?;
+///         let c = n.value() + 1;
+///         n.update(c);
+///         out.collect((w, c));
+///         Ok(())
+///     })
+///     .sink(out.clone())?;
+/// let job = env.execute_async()?;
+/// // ...
+/// job.cancel();
+/// # Ok::<(), streaming::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct RedisEnv {
+    pub(crate) inner: Arc<EnvInner>,
+}
+
+impl std::fmt::Debug for RedisEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisEnv")
+            .field("job_name", &self.inner.config.job_name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisEnv {
+    /// An environment on the Redis server `client` names (a URL such as
+    /// `redis://127.0.0.1:6379/`, or a [`redis::ConnectionInfo`]) with the default
+    /// [`RedisRuntimeConfig`]. Connects lazily: nothing is contacted before
+    /// [`execute_async`](Self::execute_async).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when the URL is invalid.
+    pub fn create(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
+        Self::create_with_config(client, RedisRuntimeConfig::default())
+    }
+
+    /// Like [`create`](Self::create) with `config`.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when the URL is invalid.
+    pub fn create_with_config(
+        client: impl redis::IntoConnectionInfo,
+        config: RedisRuntimeConfig,
+    ) -> Result<Self, Error> {
+        Ok(RedisEnv {
+            inner: Arc::new(EnvInner {
+                client: redis::Client::open(client)?,
+                config,
+                state: Mutex::default(),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RedisRuntimeConfig {
+        &self.inner.config
+    }
+
+    /// A stream of the messages of `topic`, read as consumer group `group`, with the
+    /// default [`SubscriptionOptions`] (batches of 100; a missing group starts after the
+    /// commit frontier, else at the end of the stream). The source id is
+    /// `{topic}.{group}` (characters outside `[A-Za-z0-9_.-]` become `_`); it prefixes
+    /// the operator ids that key the pipeline's state, so keep topic and group stable, or
+    /// use [`from_mq_topic_with_id`](Self::from_mq_topic_with_id).
+    pub fn from_mq_topic(&self, topic: &str, group: &str) -> DataStream<MqTopicSource> {
+        self.from_mq_topic_with_options(topic, group, SubscriptionOptions::default())
+    }
+
+    /// Like [`from_mq_topic`](Self::from_mq_topic) with `options` (batch size, poll time,
+    /// start policy; `consumer_name` and `assignment` are set by the engine and ignored).
+    pub fn from_mq_topic_with_options(
+        &self,
+        topic: &str,
+        group: &str,
+        options: SubscriptionOptions,
+    ) -> DataStream<MqTopicSource> {
+        let id: String = format!("{topic}.{group}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.source(id, topic, group, options)
+    }
+
+    /// Like [`from_mq_topic`](Self::from_mq_topic) with an explicit source id, which must be
+    /// non-empty and use only `[A-Za-z0-9_.-]` (checked when the pipeline registers). It
+    /// prefixes the operator ids that key the pipeline's state: keep it stable across
+    /// restarts.
+    pub fn from_mq_topic_with_id(
+        &self,
+        source_id: &str,
+        topic: &str,
+        group: &str,
+    ) -> DataStream<MqTopicSource> {
+        self.source(
+            source_id.to_string(),
+            topic,
+            group,
+            SubscriptionOptions::default(),
+        )
+    }
+
+    /// Like [`from_mq_topic_with_id`](Self::from_mq_topic_with_id) with `options`.
+    pub fn from_mq_topic_with_id_and_options(
+        &self,
+        source_id: &str,
+        topic: &str,
+        group: &str,
+        options: SubscriptionOptions,
+    ) -> DataStream<MqTopicSource> {
+        self.source(source_id.to_string(), topic, group, options)
+    }
+
+    fn source(
+        &self,
+        id: String,
+        topic: &str,
+        group: &str,
+        options: SubscriptionOptions,
+    ) -> DataStream<MqTopicSource> {
+        DataStream::new(
+            MqTopicSource {
+                env: self.clone(),
+                source_id: id.clone(),
+                topic: topic.to_string(),
+                group: group.to_string(),
+                options,
+            },
+            id,
+        )
+    }
+
+    fn register(&self, def: Box<dyn PipelineDef>, source_id: &str) -> Result<(), Error> {
+        let err = |reason: String| Error::Engine {
+            op: "register",
+            reason,
+        };
+        if source_id.is_empty()
+            || !source_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        {
+            return Err(err(format!(
+                "source id `{source_id}` must be non-empty and use only [A-Za-z0-9_.-]"
+            )));
+        }
+        crate::mq::topic::validate_name("topic", def.topic())?;
+        crate::mq::topic::validate_name("group", def.group())?;
+        let mut st = self
+            .inner
+            .state
+            .lock()
+            .map_err(|_| err("poisoned".into()))?;
+        if st.started {
+            return Err(err(
+                "the job was already started with execute_async: register every pipeline before it"
+                    .into(),
+            ));
+        }
+        if st
+            .pipelines
+            .iter()
+            .any(|p| p.topic() == def.topic() && p.group() == def.group())
+        {
+            return Err(err(format!(
+                "a pipeline already reads topic `{}` as group `{}`: a consumer group splits messages between its consumers, so a second chain would see only part of the stream and share its state names; give this chain its own group, e.g. `from_mq_topic(\"{}\", \"{}-fork2\")`",
+                def.topic(),
+                def.group(),
+                def.topic(),
+                def.group()
+            )));
+        }
+        st.pipelines.push(def);
+        Ok(())
+    }
+
+    /// Starts every registered pipeline: per pipeline `pipeline_parallelism` subtasks, each
+    /// a thread owning the partitions `p % n == subtask`. Returns at once; failures while
+    /// starting (unknown topic, unreachable server) end the subtask and show in
+    /// [`JobClient::diagnostics`].
+    ///
+    /// # Errors
+    /// [`Error::Engine`] when called twice, without a registered pipeline, or with a
+    /// setting this release does not support (`keyed_state_shard_count > 1`).
+    pub fn execute_async(&self) -> Result<JobClient, Error> {
+        let err = |reason: &str| Error::Engine {
+            op: "execute_async",
+            reason: reason.to_string(),
+        };
+        let config = &self.inner.config;
+        if config.keyed_state_shard_count() > 1 {
+            return Err(err(
+                "keyed_state_shard_count > 1 is not supported yet: use 1 (the default)",
+            ));
+        }
+        let pipelines = {
+            let mut st = self.inner.state.lock().map_err(|_| err("poisoned"))?;
+            if st.started {
+                return Err(err("execute_async was already called on this environment"));
+            }
+            if st.pipelines.is_empty() {
+                return Err(err(
+                    "no pipeline registered: build one from from_mq_topic and end it with a sink first",
+                ));
+            }
+            st.started = true;
+            std::mem::take(&mut st.pipelines)
+        };
+        let job = Arc::new(JobShared::new(config));
+        let mut threads = Vec::new();
+        for def in pipelines {
+            let spec = PipelineSpec {
+                env: Arc::clone(&self.inner),
+                topic: def.topic().to_string(),
+                group: def.group().to_string(),
+                options: def.options(),
+            };
+            threads.extend(def.start(spec, Arc::clone(&job)));
+        }
+        Ok(JobClient::new(job, threads))
+    }
+}
+
+/// The root of a Redis pipeline: a topic read as a consumer group
+/// ([`RedisEnv::from_mq_topic`]).
+#[derive(Clone, Debug)]
+pub struct MqTopicSource {
+    env: RedisEnv,
+    source_id: String,
+    topic: String,
+    group: String,
+    pub(crate) options: SubscriptionOptions,
+}
+
+impl<R> Plan<R> for MqTopicSource {
+    type Out = Message;
+    type Root = Self;
+    type Head = Message;
+
+    fn root(&self) -> &Self {
+        self
+    }
+
+    fn build<O: Operator<Message>>(
+        self,
+        _rt: &R,
+        downstream: O,
+    ) -> Result<(Self, impl Operator<Message> + use<R, O>), Error> {
+        Ok((self, downstream))
+    }
+}
+
+/// A Redis pipeline's terminal operation registers it with its [`RedisEnv`].
+impl<P, S> Execute<P, S> for MqTopicSource
+where
+    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + RedisPortable,
+    S: Sink<<P as Plan<RedisRuntime>>::Out> + RedisPortable,
+{
+    type Output = Result<(), Error>;
+
+    fn execute(plan: P, sink: S, _sink_id: OperatorId) -> Result<(), Error> {
+        let root = plan.root();
+        let env = root.env.clone();
+        let source_id = root.source_id.clone();
+        let def = Def {
+            topic: root.topic.clone(),
+            group: root.group.clone(),
+            plan,
+            sink,
+        };
+        env.register(Box::new(def), &source_id)
+    }
+}

@@ -1,0 +1,241 @@
+//! [`JobClient`]: a running Redis job (seed `RedisJobClient`, §2.1).
+
+use super::RedisRuntimeConfig;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Progress of one partition of a running job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartitionProgress {
+    /// The topic.
+    pub topic: String,
+    /// The consumer group.
+    pub group: String,
+    /// The partition.
+    pub partition: u32,
+    /// The subtask owning it.
+    pub subtask: u32,
+    /// The id of the last entry whose batch committed.
+    pub last_committed_id: Option<String>,
+    /// Records processed in committed batches (failed records excluded).
+    pub records: u64,
+    /// Batches committed.
+    pub batches: u64,
+    /// Records that failed and went to retry or the dead-letter queue.
+    pub failed: u64,
+}
+
+/// What [`JobClient::diagnostics`] reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobDiagnostics {
+    /// The configured job name.
+    pub job_name: String,
+    /// The configured instance id.
+    pub job_instance_id: String,
+    /// Subtasks per pipeline.
+    pub parallelism: u32,
+    /// Whether the job is paused.
+    pub paused: bool,
+    /// Records read and not yet committed.
+    pub in_flight: u64,
+    /// Subtasks still running.
+    pub running_subtasks: usize,
+    /// Per partition, sorted by (topic, group, partition).
+    pub partitions: Vec<PartitionProgress>,
+    /// Errors that ended a subtask or that it recovered from (newest last, at most 100).
+    pub errors: Vec<String>,
+}
+
+pub(crate) struct JobShared {
+    pub(crate) cancelled: AtomicBool,
+    pub(crate) paused: AtomicBool,
+    pub(crate) in_flight: AtomicU64,
+    running: AtomicUsize,
+    done: (Mutex<()>, Condvar),
+    progress: Mutex<Vec<PartitionProgress>>,
+    errors: Mutex<Vec<String>>,
+    job_name: String,
+    job_instance_id: String,
+    parallelism: u32,
+}
+
+impl JobShared {
+    pub(crate) fn new(config: &RedisRuntimeConfig) -> Self {
+        JobShared {
+            cancelled: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
+            running: AtomicUsize::new(0),
+            done: (Mutex::new(()), Condvar::new()),
+            progress: Mutex::default(),
+            errors: Mutex::default(),
+            job_name: config.job_name(),
+            job_instance_id: config.job_instance_id(),
+            parallelism: config.pipeline_parallelism(),
+        }
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn subtask_started(&self) {
+        self.running.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn subtask_ended(&self) {
+        let _g = self.done.0.lock();
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.done.1.notify_all();
+    }
+
+    pub(crate) fn error(&self, e: String) {
+        tracing::error!(job = %self.job_name, "{e}");
+        if let Ok(mut errors) = self.errors.lock() {
+            if errors.len() >= 100 {
+                errors.remove(0);
+            }
+            errors.push(e);
+        }
+    }
+
+    /// Updates (or adds) the progress of (topic, group, partition).
+    pub(crate) fn progress(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        f: impl FnOnce(&mut PartitionProgress),
+    ) {
+        let Ok(mut all) = self.progress.lock() else {
+            return;
+        };
+        let i = match all
+            .iter()
+            .position(|p| p.partition == partition && p.topic == topic && p.group == group)
+        {
+            Some(i) => i,
+            None => {
+                all.push(PartitionProgress {
+                    topic: topic.to_string(),
+                    group: group.to_string(),
+                    partition,
+                    ..PartitionProgress::default()
+                });
+                all.len() - 1
+            }
+        };
+        f(&mut all[i]);
+    }
+}
+
+/// A running Redis job, from [`RedisEnv::execute_async`](super::RedisEnv::execute_async).
+/// Dropping it cancels the job.
+pub struct JobClient {
+    shared: Arc<JobShared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for JobClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobClient")
+            .field("job_name", &self.shared.job_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobClient {
+    pub(crate) fn new(shared: Arc<JobShared>, threads: Vec<JoinHandle<()>>) -> Self {
+        JobClient {
+            shared,
+            threads: Mutex::new(threads),
+        }
+    }
+
+    /// Stops the job and waits for its subtasks: each finishes its current batch (it
+    /// commits or is read again later), closes its chains and sinks and releases its
+    /// partitions. Idempotent.
+    pub fn cancel(&self) {
+        self.shared.cancelled.store(true, Ordering::SeqCst);
+        let threads = self
+            .threads
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    /// Waits until every subtask stopped (after [`cancel`](Self::cancel) or a fatal
+    /// error), at most `timeout`; `true` when they all stopped.
+    pub fn await_termination(&self, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        let (lock, cv) = &self.shared.done;
+        let Ok(mut guard) = lock.lock() else {
+            return false;
+        };
+        while self.shared.running.load(Ordering::SeqCst) > 0 {
+            let now = Instant::now();
+            if now >= end {
+                return false;
+            }
+            guard = match cv.wait_timeout(guard, end - now) {
+                Ok((g, _)) => g,
+                Err(_) => return false,
+            };
+        }
+        true
+    }
+
+    /// Stops reading new batches (the batch in progress completes).
+    pub fn pause(&self) {
+        self.shared.paused.store(true, Ordering::SeqCst);
+    }
+
+    /// Reads again after [`pause`](Self::pause).
+    pub fn resume(&self) {
+        self.shared.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// Records read and not yet committed, over all subtasks.
+    pub fn in_flight(&self) -> u64 {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Job name, instance id, parallelism and per-partition progress.
+    pub fn diagnostics(&self) -> JobDiagnostics {
+        let mut partitions = self
+            .shared
+            .progress
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        partitions.sort_by(|a, b| {
+            (&a.topic, &a.group, a.partition).cmp(&(&b.topic, &b.group, b.partition))
+        });
+        JobDiagnostics {
+            job_name: self.shared.job_name.clone(),
+            job_instance_id: self.shared.job_instance_id.clone(),
+            parallelism: self.shared.parallelism,
+            paused: self.shared.paused.load(Ordering::SeqCst),
+            in_flight: self.in_flight(),
+            running_subtasks: self.shared.running.load(Ordering::SeqCst),
+            partitions,
+            errors: self
+                .shared
+                .errors
+                .lock()
+                .map(|e| e.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl Drop for JobClient {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}

@@ -1,0 +1,936 @@
+//! The batch runner: one thread per subtask, one operator chain per owned partition.
+//!
+//! Per partition and batch (DESIGN invariant 3): read up to `batch_count` entries, run them
+//! through the partition's chain against the in-memory state cache (loaded once when the
+//! partition was taken), hand the outputs to the sink, then write the changed state
+//! entries, the sink's buffered list appends and the acknowledgement in ONE Lua script:
+//! - [`AckMode::Xack`]: `HSET`/`HDEL` state + `RPUSH` sink + `XACK` + frontier advance;
+//! - [`AckMode::Offset`]: the entries were read with `NOACK`; `HSET`/`HDEL` + `RPUSH` +
+//!   `SET` of the committed offset (the group's commit-frontier key).
+//!
+//! A record that fails (error or panic in a user function) may have changed state before
+//! failing, so the batch is rolled back: the chain is rebuilt, its state reloaded from
+//! Redis (what the last commit left), the record goes to retry / dead letter (seed §2.4,
+//! with `x-runtime-*` headers), and the batch runs again without it. State therefore
+//! reflects exactly the acknowledged, successful records. A failed commit (e.g. Redis
+//! restarting) resets the partition the same way and reads again from the last commit.
+
+use super::env::{EnvInner, MqTopicSource};
+use super::job::JobShared;
+use super::runtime::{DynStore, StateKeys};
+use super::{AckMode, ProcessingErrorResult, RedisListSink, RedisRuntime};
+use crate::api::Sink;
+use crate::memory::Plan;
+use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
+use crate::mq::frontier::LUA_ADVANCE;
+use crate::mq::lease::LeaseScripts;
+use crate::mq::message::{encode_fields, parse_read_reply, RawEntry};
+use crate::mq::retry::{ack_and_schedule, backoff, promote_due, promote_script, schedule_script};
+use crate::mq::{ExclusiveReader, Failure, KeySpace, Message, Mq, SubscriptionOptions};
+use crate::ops::{Operator, OperatorId};
+use crate::Error;
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Header naming the job of a retried or dead-lettered record (seed §2.4).
+pub const HEADER_RUNTIME_JOB: &str = "x-runtime-job";
+/// Header naming the consumer group.
+pub const HEADER_RUNTIME_GROUP: &str = "x-runtime-group";
+/// Header with the failure's type (`user_function`, `panic`, ...).
+pub const HEADER_RUNTIME_ERROR_TYPE: &str = "x-runtime-error-type";
+/// Header with the failure's message, at most 512 characters.
+pub const HEADER_RUNTIME_ERROR_MESSAGE: &str = "x-runtime-error-message";
+
+/// What a registered pipeline runs on.
+#[derive(Clone)]
+pub(crate) struct PipelineSpec {
+    pub(crate) env: Arc<EnvInner>,
+    pub(crate) topic: String,
+    pub(crate) group: String,
+    pub(crate) options: SubscriptionOptions,
+}
+
+const LUA_LOAD: &str = r#"
+-- KEYS: the state index; returns key, {field, value, ...}, key, ...
+local out = {}
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  out[#out + 1] = k
+  out[#out + 1] = redis.call('HGETALL', k)
+end
+return out
+"#;
+
+const LUA_COMMIT: &str = r#"
+-- KEYS: stream, acked set, frontier (= committed offset in Offset mode), state index,
+--       state hashes..., sink lists...
+-- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), n ids, ids...,
+--       n hashes, per hash: n set, field, value, ..., n del, field, ...,
+--       n lists, per list: n, value, ...
+local function chunked(cmd, key, args)
+  local n = #args
+  local i = 1
+  while i <= n do
+    local j = math.min(i + 3999, n)
+    redis.call(cmd, key, unpack(args, i, j))
+    i = j + 1
+  end
+end
+local i = 4
+local nids = tonumber(ARGV[i]); i = i + 1
+local ids = {}
+for j = 1, nids do ids[j] = ARGV[i]; i = i + 1 end
+local ttl = tonumber(ARGV[3])
+local nh = tonumber(ARGV[i]); i = i + 1
+for h = 1, nh do
+  local key = KEYS[4 + h]
+  local nset = tonumber(ARGV[i]); i = i + 1
+  if nset > 0 then
+    local args = {}
+    for j = 1, 2 * nset do args[j] = ARGV[i]; i = i + 1 end
+    chunked('HSET', key, args)
+  end
+  local ndel = tonumber(ARGV[i]); i = i + 1
+  if ndel > 0 then
+    local args = {}
+    for j = 1, ndel do args[j] = ARGV[i]; i = i + 1 end
+    chunked('HDEL', key, args)
+  end
+  redis.call('SADD', KEYS[4], key)
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+end
+local nl = tonumber(ARGV[i]); i = i + 1
+for l = 1, nl do
+  local key = KEYS[4 + nh + l]
+  local n = tonumber(ARGV[i]); i = i + 1
+  local args = {}
+  for j = 1, n do args[j] = ARGV[i]; i = i + 1 end
+  if n > 0 then chunked('RPUSH', key, args) end
+end
+if nids > 0 then
+  if ARGV[1] == 'x' then
+    local newly = {}
+    for j = 1, nids do newly[ids[j]] = true end
+    chunked('XACK', KEYS[1], (function() local a = {ARGV[2]}; for j = 1, nids do a[j + 1] = ids[j] end; return a end)())
+    advance(KEYS[1], KEYS[2], KEYS[3], newly)
+  else
+    local cur = redis.call('GET', KEYS[3])
+    if (not cur) or id_gt(ids[nids], cur) then redis.call('SET', KEYS[3], ids[nids]) end
+  end
+end
+return 1
+"#;
+
+struct Scripts {
+    load: Script,
+    commit: Script,
+    leases: LeaseScripts,
+    schedule: Script,
+    dead_letter: Script,
+    promote: Script,
+}
+
+/// What every partition of a subtask shares.
+struct Ctx<'a> {
+    spec: &'a PipelineSpec,
+    job: &'a JobShared,
+    mq: Mq,
+    keys: KeySpace,
+    scripts: Scripts,
+    consumer: String,
+    subtask: u32,
+}
+
+/// The chain's last operator: collects the batch's outputs for the sink.
+struct BufferOp<T> {
+    out: Rc<RefCell<Vec<T>>>,
+}
+
+impl<T> Operator<T> for BufferOp<T> {
+    fn open(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    #[inline]
+    fn process(&mut self, value: T, _timestamp: i64) -> Result<(), Error> {
+        self.out.borrow_mut().push(value);
+        Ok(())
+    }
+    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+type Stores = Vec<(OperatorId, DynStore)>;
+
+/// A state hash's key, fields to set and fields to delete.
+type HashWrites = (String, Vec<(String, String)>, Vec<String>);
+
+/// Builds a partition's chain (a closure over the plan, so the chain's opaque type is a
+/// plain type parameter of [`Part`]).
+trait Make<C, O>: Fn(&Rc<RefCell<Vec<O>>>) -> Result<(C, Stores), Error> {}
+impl<C, O, F: Fn(&Rc<RefCell<Vec<O>>>) -> Result<(C, Stores), Error>> Make<C, O> for F {}
+
+fn build_chain<P, O>(
+    plan: &P,
+    out: &Rc<RefCell<Vec<O>>>,
+) -> Result<(impl Operator<Message> + use<P, O>, Stores), Error>
+where
+    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message, Out = O> + Clone,
+{
+    let rt = RedisRuntime::default();
+    let (_root, mut chain) = plan.clone().build(
+        &rt,
+        BufferOp {
+            out: Rc::clone(out),
+        },
+    )?;
+    chain.open()?;
+    Ok((chain, rt.into_stores()))
+}
+
+/// Starts the subtasks of one pipeline.
+pub(crate) fn start<P, S>(
+    plan: P,
+    sink: S,
+    spec: PipelineSpec,
+    job: Arc<JobShared>,
+) -> Vec<std::thread::JoinHandle<()>>
+where
+    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + Clone + Send + 'static,
+    S: Sink<<P as Plan<RedisRuntime>>::Out> + Clone + Send + 'static,
+{
+    let n = spec.env.config.pipeline_parallelism();
+    let mut threads = Vec::new();
+    for subtask in 0..n {
+        let (plan, sink, spec, job) = (plan.clone(), sink.clone(), spec.clone(), Arc::clone(&job));
+        job.subtask_started();
+        let name = format!("streaming-{}-{subtask}", spec.topic);
+        let job2 = Arc::clone(&job);
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Engine {
+                    op: "subtask",
+                    reason: format!("cannot start a tokio runtime: {e}"),
+                })
+                .and_then(|rt| rt.block_on(run_subtask(plan, sink, &spec, subtask, n, &job)));
+            if let Err(e) = result {
+                job.error(format!(
+                    "subtask {subtask} of {}/{} stopped: {e}",
+                    spec.topic, spec.group
+                ));
+            }
+            job.subtask_ended();
+        });
+        match spawned {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                job2.error(format!("cannot spawn subtask {subtask}: {e}"));
+                job2.subtask_ended();
+            }
+        }
+    }
+    threads
+}
+
+enum Reader {
+    Xack {
+        replaying: bool,
+        next_promote: Instant,
+    },
+    Offset(Box<ExclusiveReader>),
+}
+
+struct Part<C, S, O> {
+    partition: u32,
+    state_keys: StateKeys,
+    chain: C,
+    stores: Stores,
+    out: Rc<RefCell<Vec<O>>>,
+    sink: S,
+    reader: Option<Reader>,
+    next_renew: Instant,
+    needs_reset: bool,
+    lost: bool,
+    backoff: Duration,
+    retry_at: Instant,
+}
+
+async fn run_subtask<P, S>(
+    plan: P,
+    sink: S,
+    spec: &PipelineSpec,
+    subtask: u32,
+    n: u32,
+    job: &JobShared,
+) -> Result<(), Error>
+where
+    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + Clone,
+    S: Sink<<P as Plan<RedisRuntime>>::Out> + Clone,
+{
+    let config = &spec.env.config;
+    let mq = Mq::from_client(spec.env.client.clone(), config.mq_options()).await?;
+    let partitions = mq.partitions(&spec.topic).await?;
+    let ctx = Ctx {
+        spec,
+        job,
+        keys: mq.keys().clone(),
+        mq,
+        scripts: Scripts {
+            load: Script::new(LUA_LOAD),
+            commit: Script::new(&format!("{LUA_ADVANCE}\n{LUA_COMMIT}")),
+            leases: LeaseScripts::new(),
+            schedule: schedule_script(),
+            dead_letter: dead_letter_script(),
+            promote: promote_script(),
+        },
+        consumer: format!(
+            "{}-{}-{subtask}",
+            config.job_name(),
+            config.job_instance_id()
+        ),
+        subtask,
+    };
+    let mut conn = ctx.mq.connection();
+    let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out);
+    let plan = &make;
+    let mut parts = Vec::new();
+    for p in (0..partitions).filter(|p| p % n == subtask) {
+        let out = Rc::new(RefCell::new(Vec::new()));
+        let (chain, stores) = plan(&out)?;
+        let tag = ctx.keys.hash_tag(&spec.topic, p);
+        let mut part = Part {
+            partition: p,
+            state_keys: StateKeys::new(
+                &config.state_key_prefix(),
+                &config.job_name(),
+                &tag,
+                &spec.group,
+            ),
+            chain,
+            stores,
+            out,
+            sink: sink.clone(),
+            reader: None,
+            next_renew: Instant::now(),
+            needs_reset: true,
+            lost: false,
+            backoff: Duration::from_millis(50),
+            retry_at: Instant::now(),
+        };
+        guarded(&ctx, "open sink", part.sink.open())?;
+        job.progress(&spec.topic, &spec.group, p, |pr| pr.subtask = subtask);
+        // Take the partition: lease, group position, state.
+        while !job.is_cancelled() {
+            match part.take(plan, &ctx, &mut conn).await {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::debug!(partition = p, "taking partition: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        parts.push(part);
+    }
+    let renew_every = config.mq_options().lease_renew_interval;
+    let idle = ctx.spec.options.poll_timeout.min(Duration::from_millis(10));
+    while !job.is_cancelled() {
+        if job.paused.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let mut busy = false;
+        for part in &mut parts {
+            if part.lost || job.is_cancelled() {
+                continue;
+            }
+            let now = Instant::now();
+            if now >= part.next_renew && !part.needs_reset {
+                part.next_renew = now + renew_every;
+                match part.renew(&ctx, &mut conn).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        job.error(format!(
+                            "partition {} of {}: lease lost, partition stopped",
+                            part.partition, spec.topic
+                        ));
+                        part.lost = true;
+                        continue;
+                    }
+                    Err(e) => {
+                        job.error(format!(
+                            "partition {}: lease renewal failed: {e}",
+                            part.partition
+                        ));
+                    }
+                }
+            }
+            if part.needs_reset {
+                if Instant::now() < part.retry_at {
+                    continue;
+                }
+                match part.take(plan, &ctx, &mut conn).await {
+                    Ok(()) => {
+                        part.needs_reset = false;
+                        part.backoff = Duration::from_millis(50);
+                    }
+                    Err(e) => {
+                        tracing::warn!(partition = part.partition, "reset failed, retrying: {e}");
+                        part.retry_at = Instant::now() + part.backoff;
+                        part.backoff = (part.backoff * 2).min(Duration::from_secs(2));
+                    }
+                }
+                continue;
+            }
+            match part.step(plan, &ctx, &mut conn).await {
+                Ok(n) => busy |= n > 0,
+                Err(e) => {
+                    job.error(format!(
+                        "partition {} of {}: batch not committed, reading again from the last commit: {e}",
+                        part.partition, spec.topic
+                    ));
+                    part.needs_reset = true;
+                    part.retry_at = Instant::now() + part.backoff;
+                }
+            }
+        }
+        if !busy {
+            tokio::time::sleep(idle).await;
+        }
+    }
+    for mut part in parts {
+        if let Err(e) = part.chain.close() {
+            job.error(format!(
+                "closing chain of partition {}: {e}",
+                part.partition
+            ));
+        }
+        if let Err(e) = guarded(&ctx, "close sink", part.sink.close()) {
+            job.error(format!("closing sink of partition {}: {e}", part.partition));
+        }
+        let lease = ctx.keys.lease(&spec.topic, part.partition, &spec.group);
+        match part.reader.take() {
+            Some(Reader::Offset(r)) => {
+                let _ = r.release().await;
+            }
+            _ => {
+                let _ = ctx
+                    .scripts
+                    .leases
+                    .release(&mut conn, &lease, &ctx.consumer)
+                    .await;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn guarded<T>(ctx: &Ctx<'_>, what: &str, r: Result<T, crate::BoxError>) -> Result<T, Error> {
+    r.map_err(|e| Error::Engine {
+        op: "sink",
+        reason: format!("{what} ({}): {e}", ctx.spec.topic),
+    })
+}
+
+fn error_type(e: &Error) -> &'static str {
+    match e {
+        Error::UserFunction { .. } => "user_function",
+        Error::Panic { .. } => "panic",
+        Error::StateType { .. } | Error::StateNotPersistent { .. } => "state",
+        Error::StateDecode { .. } => "state_decode",
+        Error::MqDecode { .. } => "decode",
+        _ => "error",
+    }
+}
+
+impl<C, S, O> Part<C, S, O>
+where
+    C: Operator<Message>,
+    S: Sink<O>,
+{
+    /// Takes (or re-takes after a failure) the partition: lease and read position, a fresh
+    /// chain, and the state the last commit left.
+    async fn take<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let (spec, p) = (ctx.spec, self.partition);
+        let config = &spec.env.config;
+        match config.ack_mode() {
+            AckMode::Xack => {
+                let lease = ctx.keys.lease(&spec.topic, p, &spec.group);
+                let ttl = config.mq_options().lease_ttl;
+                if !ctx
+                    .scripts
+                    .leases
+                    .acquire(conn, &lease, &ctx.consumer, ttl)
+                    .await?
+                {
+                    return Err(Error::Mq {
+                        op: "take partition",
+                        reason: format!("partition {p} is leased by another consumer"),
+                    });
+                }
+                crate::mq::group::ensure_group(
+                    conn,
+                    &ctx.keys,
+                    &spec.topic,
+                    p,
+                    &spec.group,
+                    spec.options.start,
+                )
+                .await?;
+                claim_all(
+                    conn,
+                    &ctx.keys.stream(&spec.topic, p),
+                    &spec.group,
+                    &ctx.consumer,
+                )
+                .await?;
+                self.reader = Some(Reader::Xack {
+                    replaying: true,
+                    next_promote: Instant::now(),
+                });
+            }
+            AckMode::Offset => {
+                if let Some(Reader::Offset(old)) = self.reader.take() {
+                    // Keep the lease (same consumer); the new reader re-takes it.
+                    drop(old);
+                }
+                let committed = ctx.mq.commit_frontier(&spec.topic, &spec.group, p).await?;
+                let reader = ctx
+                    .mq
+                    .exclusive_reader(
+                        &spec.topic,
+                        &spec.group,
+                        p,
+                        &ctx.consumer,
+                        committed.as_deref(),
+                        spec.options.start,
+                    )
+                    .await?;
+                self.reader = Some(Reader::Offset(Box::new(reader)));
+            }
+        }
+        self.rebuild(plan, ctx, conn).await?;
+        self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
+        Ok(())
+    }
+
+    /// A fresh chain with the committed state (drops uncommitted changes and outputs).
+    async fn rebuild<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let _ = self.chain.close();
+        self.out.borrow_mut().clear();
+        let _ = self.sink.take_commit_writes();
+        let (chain, stores) = plan(&self.out)?;
+        // SAFETY of types: the same plan type builds the same chain type.
+        self.chain = chain;
+        self.stores = stores;
+        let v: Value = ctx
+            .scripts
+            .load
+            .key(self.state_keys.index())
+            .invoke_async(conn)
+            .await?;
+        let items: Vec<Value> = redis::from_redis_value(&v)?;
+        for pair in items.chunks(2) {
+            let [k, fields] = pair else { continue };
+            let key: String = redis::from_redis_value(k)?;
+            let flat: Vec<String> = redis::from_redis_value(fields)?;
+            for (op, store) in &self.stores {
+                if let Some(state) = self.state_keys.state_of(&key, op.as_str()) {
+                    let mut entries = Vec::with_capacity(flat.len() / 2);
+                    let mut it = flat.iter();
+                    while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                        entries.push((f.clone(), v.clone()));
+                    }
+                    store.borrow_mut().load(op.as_str(), state, entries)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn renew(&mut self, ctx: &Ctx<'_>, conn: &mut ConnectionManager) -> Result<bool, Error> {
+        let spec = ctx.spec;
+        match &mut self.reader {
+            Some(Reader::Offset(r)) => r.renew().await,
+            _ => {
+                let lease = ctx.keys.lease(&spec.topic, self.partition, &spec.group);
+                ctx.scripts
+                    .leases
+                    .renew(
+                        conn,
+                        &lease,
+                        &ctx.consumer,
+                        spec.env.config.mq_options().lease_ttl,
+                    )
+                    .await
+            }
+        }
+    }
+
+    /// Reads, processes and commits one batch; returns how many entries it read.
+    async fn step<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<usize, Error> {
+        let spec = ctx.spec;
+        let config = &spec.env.config;
+        let p = self.partition;
+        let count = spec.options.batch_count;
+        // 1. Read.
+        let (msgs, ids, last_id) = match self.reader.as_mut() {
+            Some(Reader::Xack {
+                replaying,
+                next_promote,
+            }) => {
+                if Instant::now() >= *next_promote {
+                    promote_due(
+                        conn,
+                        &ctx.scripts.promote,
+                        &ctx.keys,
+                        &spec.topic,
+                        p,
+                        count,
+                        config.mq_options().max_len,
+                    )
+                    .await?;
+                    *next_promote = Instant::now() + config.mq_options().retry_poll_interval;
+                }
+                let stream = ctx.keys.stream(&spec.topic, p);
+                let from = if *replaying { "0" } else { ">" };
+                let v: Value = redis::cmd("XREADGROUP")
+                    .arg("GROUP")
+                    .arg(&spec.group)
+                    .arg(&ctx.consumer)
+                    .arg("COUNT")
+                    .arg(count)
+                    .arg("STREAMS")
+                    .arg(&stream)
+                    .arg(from)
+                    .query_async(conn)
+                    .await?;
+                let entries = parse_read_reply(&v)?;
+                if *replaying && entries.is_empty() {
+                    *replaying = false;
+                }
+                let ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
+                let last = ids.last().cloned();
+                let mut msgs = Vec::with_capacity(entries.len());
+                for e in entries {
+                    match e.decode(&spec.topic, p) {
+                        Ok(m) => msgs.push(m),
+                        Err(reason) => self.malformed(ctx, conn, e, &reason).await?,
+                    }
+                }
+                (msgs, ids, last)
+            }
+            Some(Reader::Offset(r)) => {
+                let b = r.read(count, Duration::from_millis(1)).await?;
+                let ids = b.last_id.iter().cloned().collect();
+                (b.messages, ids, b.last_id)
+            }
+            None => {
+                return Err(Error::Engine {
+                    op: "read",
+                    reason: "partition not taken".into(),
+                })
+            }
+        };
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let n = msgs.len() as u64;
+        ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
+        let result = self
+            .process_and_commit(plan, ctx, conn, msgs, ids, last_id)
+            .await;
+        ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+        result.map(|()| n as usize)
+    }
+
+    async fn process_and_commit<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        msgs: Vec<Message>,
+        ids: Vec<String>,
+        last_id: Option<String>,
+    ) -> Result<(), Error> {
+        let spec = ctx.spec;
+        let config = &spec.env.config;
+        // 2. Process, rolling back and skipping failed records.
+        let mut skip: HashSet<usize> = HashSet::new();
+        loop {
+            let mut failure = None;
+            for (i, m) in msgs.iter().enumerate() {
+                if skip.contains(&i) {
+                    continue;
+                }
+                if let Err(e) = self.chain.process(m.clone(), m.timestamp_ms) {
+                    failure = Some((i, e));
+                    break;
+                }
+            }
+            let Some((i, e)) = failure else { break };
+            tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
+                           "record failed: {e}");
+            self.fail(ctx, conn, &msgs[i], &e).await?;
+            skip.insert(i);
+            self.rebuild(plan, ctx, conn).await?;
+        }
+        // 3. Outputs to the sink.
+        let outputs = std::mem::take(&mut *self.out.borrow_mut());
+        for v in outputs {
+            guarded(ctx, "invoke", self.sink.invoke(v))?;
+        }
+        // 4. Commit state + sink lists + acknowledgement atomically.
+        let (t, p, g) = (spec.topic.as_str(), self.partition, spec.group.as_str());
+        let mut hashes: Vec<HashWrites> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (op, store) in &self.stores {
+            let keys = &self.state_keys;
+            store
+                .borrow_mut()
+                .drain(op.as_str(), &mut |(state, field, value)| {
+                    let key = keys.hash(op.as_str(), state);
+                    let i = *index.entry(key.clone()).or_insert_with(|| {
+                        hashes.push((key, Vec::new(), Vec::new()));
+                        hashes.len() - 1
+                    });
+                    match value {
+                        Some(v) => hashes[i].1.push((field, v)),
+                        None => hashes[i].2.push(field),
+                    }
+                })?;
+        }
+        let lists: Vec<(String, Vec<String>)> = self
+            .sink
+            .take_commit_writes()
+            .filter(|w| !w.values.is_empty())
+            .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
+            .into_iter()
+            .collect();
+        let mut inv = ctx.scripts.commit.key(ctx.keys.stream(t, p));
+        inv.key(ctx.keys.acked(t, p, g))
+            .key(ctx.keys.frontier(t, p, g))
+            .key(self.state_keys.index());
+        for (k, _, _) in &hashes {
+            inv.key(k);
+        }
+        for (k, _) in &lists {
+            inv.key(k);
+        }
+        let mode = match config.ack_mode() {
+            AckMode::Xack => "x",
+            AckMode::Offset => "o",
+        };
+        let ttl = config.state_ttl().map_or(0, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+        });
+        inv.arg(mode).arg(g).arg(ttl).arg(ids.len());
+        for id in &ids {
+            inv.arg(id);
+        }
+        inv.arg(hashes.len());
+        for (_, sets, dels) in &hashes {
+            inv.arg(sets.len());
+            for (f, v) in sets {
+                inv.arg(f).arg(v);
+            }
+            inv.arg(dels.len());
+            for f in dels {
+                inv.arg(f);
+            }
+        }
+        inv.arg(lists.len());
+        for (_, values) in &lists {
+            inv.arg(values.len());
+            for v in values {
+                inv.arg(v);
+            }
+        }
+        let _: i64 = inv.invoke_async(conn).await?;
+        let processed = (msgs.len() - skip.len()) as u64;
+        let failed = skip.len() as u64;
+        ctx.job.progress(t, g, p, |pr| {
+            pr.subtask = ctx.subtask;
+            if last_id.is_some() {
+                pr.last_committed_id = last_id;
+            }
+            pr.records += processed;
+            pr.failed += failed;
+            pr.batches += 1;
+        });
+        Ok(())
+    }
+
+    async fn malformed(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        e: RawEntry,
+        reason: &str,
+    ) -> Result<(), Error> {
+        let spec = ctx.spec;
+        tracing::warn!(topic = %spec.topic, partition = self.partition, id = %e.id, %reason,
+                       "malformed entry → dead letter");
+        let cause = DeadLetterCause {
+            topic: &spec.topic,
+            partition: self.partition,
+            group: &spec.group,
+            id: &e.id,
+            original_id: &e.id,
+            attempts: 1,
+            error_type: "malformed",
+            error: reason,
+        };
+        ack_and_dead_letter(conn, &ctx.scripts.dead_letter, &ctx.keys, &cause, e.fields).await?;
+        Ok(())
+    }
+
+    /// Sends a failed record to retry or the dead-letter queue (seed §2.4).
+    async fn fail(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        msg: &Message,
+        e: &Error,
+    ) -> Result<(), Error> {
+        let spec = ctx.spec;
+        let config = &spec.env.config;
+        let kind = error_type(e);
+        let text: String = e.to_string().chars().take(512).collect();
+        let mut m = msg.clone();
+        m.headers
+            .insert(HEADER_RUNTIME_JOB.into(), config.job_name());
+        m.headers
+            .insert(HEADER_RUNTIME_GROUP.into(), spec.group.clone());
+        m.headers
+            .insert(HEADER_RUNTIME_ERROR_TYPE.into(), kind.into());
+        m.headers
+            .insert(HEADER_RUNTIME_ERROR_MESSAGE.into(), text.clone());
+        let retry = config.processing_error_result() == ProcessingErrorResult::Retry;
+        let dl_type = match config.processing_error_result() {
+            ProcessingErrorResult::Fail => format!("fail:{kind}"),
+            _ => kind.to_string(),
+        };
+        let policy = config.mq_options().retry;
+        match self.reader.as_mut() {
+            Some(Reader::Offset(r)) => {
+                if retry {
+                    r.retry_or_dead_letter(&m, &Failure::new(kind, text))
+                        .await?;
+                } else {
+                    r.dead_letter(&m, &Failure::new(dl_type, text)).await?;
+                }
+            }
+            _ => {
+                let max = m.max_retries.unwrap_or(policy.max_retries);
+                if retry && m.retry_count < max {
+                    let delay = backoff(&policy, m.retry_count);
+                    ack_and_schedule(
+                        conn,
+                        &ctx.scripts.schedule,
+                        &ctx.keys,
+                        &spec.group,
+                        &m,
+                        delay,
+                        kind,
+                        &text,
+                    )
+                    .await?;
+                } else {
+                    let et = if retry {
+                        format!("retries_exhausted:{kind}")
+                    } else {
+                        dl_type
+                    };
+                    let fields = encode_fields(
+                        m.key.as_deref(),
+                        &m.payload,
+                        &m.headers,
+                        m.timestamp_ms,
+                        m.retry_count,
+                        m.max_retries,
+                    )
+                    .into_iter()
+                    .map(|(f, v)| (f.as_bytes().to_vec(), v))
+                    .collect();
+                    let cause = DeadLetterCause {
+                        topic: &spec.topic,
+                        partition: self.partition,
+                        group: &spec.group,
+                        id: &m.id,
+                        original_id: m.original_id(),
+                        attempts: m.retry_count.saturating_add(1),
+                        error_type: &et,
+                        error: &text,
+                    };
+                    ack_and_dead_letter(conn, &ctx.scripts.dead_letter, &ctx.keys, &cause, fields)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Moves every pending entry of `group` to `consumer` (the partition's new exclusive
+/// owner), so it is processed again before new entries.
+async fn claim_all(
+    conn: &mut ConnectionManager,
+    stream: &str,
+    group: &str,
+    consumer: &str,
+) -> Result<(), Error> {
+    let mut cursor = "0-0".to_string();
+    for _ in 0..100_000 {
+        let v: Value = redis::cmd("XAUTOCLAIM")
+            .arg(stream)
+            .arg(group)
+            .arg(consumer)
+            .arg(0)
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .arg("JUSTID")
+            .query_async(conn)
+            .await?;
+        let next = match &v {
+            Value::Array(items) if !items.is_empty() => {
+                redis::from_redis_value::<String>(&items[0])?
+            }
+            _ => break,
+        };
+        if next == "0-0" {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(())
+}
