@@ -485,6 +485,12 @@ impl<T: Debug> Sink<T> for PrintSink {
 /// Memory roots ([`MemoryEnv`](crate::MemoryEnv)'s sources) run the pipeline at once and
 /// return `Result<JobSummary, Error>`; the Redis root registers the pipeline with its
 /// [`RedisEnv`](crate::redis::RedisEnv) and returns `Result<(), Error>`.
+#[diagnostic::on_unimplemented(
+    message = "this pipeline cannot run on the engine of its source `{Self}` with this sink",
+    label = "the pipeline or its sink does not fit the engine",
+    note = "memory engine: the sink must implement `Sink` of the stream's element type",
+    note = "Redis engine: user functions and the sink must be `Clone + Send + 'static` (one copy runs per partition); keyed state keys and values must be serde `Serialize + DeserializeOwned`; windows are not supported yet (issue #6)"
+)]
 pub trait Execute<P, S> {
     /// What the terminal operation returns.
     type Output;

@@ -180,6 +180,15 @@ pub struct ProcessFn<F, O> {
     _out: PhantomData<fn() -> O>,
 }
 
+impl<F: Clone, O> Clone for ProcessFn<F, O> {
+    fn clone(&self) -> Self {
+        ProcessFn {
+            f: self.f.clone(),
+            _out: PhantomData,
+        }
+    }
+}
+
 impl<F, O> ProcessFn<F, O> {
     /// Wraps `f(value, ctx, out)`.
     pub fn new(f: F) -> Self {
