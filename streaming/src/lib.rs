@@ -14,3 +14,12 @@ pub mod time;
 pub mod memory;
 
 pub use memory::{DataStream, KeyedStream, MemoryEnv, WindowedStream};
+
+pub use streaming_macros::pipeline;
+
+mod dsl;
+/// Helpers of the `pipeline!` expansion; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::dsl::*;
+}

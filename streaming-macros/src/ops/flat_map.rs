@@ -1,0 +1,14 @@
+//! The `flat_map` operator.
+
+use super::prelude::*;
+
+/// The `flat_map` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "flat_map",
+    role: Role::Transform,
+    args: &[arg("|element| -> impl IntoIterator", Expr)],
+    variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("flat_map"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Replaces every element with the items the function returns.",
+};

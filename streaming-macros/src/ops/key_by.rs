@@ -1,0 +1,14 @@
+//! The `key_by` operator.
+
+use super::prelude::*;
+
+/// The `key_by` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "key_by",
+    role: Role::Transform,
+    args: &[arg("|&element| -> key", Expr)],
+    variants: &[on(Stage::Stream, Stage::Keyed, IdKind::Position)],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Partitions the stream by key.",
+};

@@ -1,0 +1,14 @@
+//! The `reduce` operator.
+
+use super::prelude::*;
+
+/// The `reduce` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "reduce",
+    role: Role::Transform,
+    args: &[arg("|a, b| -> a", Expr)],
+    variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("reduce")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-reduce"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Keyed: rolling reduce, emitting the reduced value per element. Windowed: folds each window, emitting one value per firing.",
+};

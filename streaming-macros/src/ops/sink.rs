@@ -1,0 +1,14 @@
+//! The `sink` operator.
+
+use super::prelude::*;
+
+/// The `sink` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "sink",
+    role: Role::Sink,
+    args: &[arg("sink: impl Sink<T>", Expr)],
+    variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Runs the pipeline into a sink; returns `Result<JobSummary, Error>`.",
+};

@@ -1,0 +1,15 @@
+//! The `try_map` operator.
+
+use super::prelude::*;
+
+/// The `try_map` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "try_map",
+    role: Role::Transform,
+    args: &[arg("|element| -> Result<output, error>", Expr)],
+    variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("try_map"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary:
+        "Transforms every element with a fallible function; the first `Err` stops the pipeline.",
+};
