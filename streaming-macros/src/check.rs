@@ -55,7 +55,7 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
     for call in &p.calls {
         let name = call.name.to_string();
         let Some(op) = ops::lookup(&name) else {
-            cx.unknown(call);
+            cx.unknown(call, (!lost).then_some(stage));
             lost = true;
             continue;
         };
@@ -156,7 +156,8 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
                 window_functions()
             ));
         }
-        cx.err(p.end, msg);
+        let last = p.calls.last().map_or(p.end, |c| c.name.span());
+        cx.err(last, msg);
     }
 
     if cx.errors.is_empty() {
@@ -229,14 +230,20 @@ impl Cx {
         self.errors.push(syn::Error::new(span, msg));
     }
 
-    fn unknown(&mut self, call: &Call) {
+    fn unknown(&mut self, call: &Call, stage: Option<Stage>) {
         let name = call.name.to_string();
-        let msg = match ops::did_you_mean(&name) {
-            Some(s) => format!("unknown operator `{name}`; did you mean `{s}`?"),
-            None => format!(
-                "unknown operator `{name}`; the operators are {}",
-                or_list(ops::TABLE.iter().map(|o| format!("`{}`", o.name)))
+        let msg = match (ops::did_you_mean(&name), stage) {
+            (Some(s), _) => format!("unknown operator `{name}`; did you mean `{s}`?"),
+            (None, Some(stage)) => format!(
+                "unknown operator `{name}`; on {stage} the operators are {}",
+                or_list(
+                    ops::TABLE
+                        .iter()
+                        .filter(|o| o.variant_at(stage).is_some())
+                        .map(|o| format!("`{}`", o.name))
+                )
             ),
+            (None, None) => format!("unknown operator `{name}`"),
         };
         self.err(call.name.span(), msg);
     }
@@ -292,7 +299,13 @@ impl Cx {
             );
             return;
         }
-        let applies = or_list(op.variants.iter().map(|v| v.applies.noun().to_string()));
+        let wants_keyed = op.variants.iter().any(|v| v.applies == Stage::Keyed);
+        let applies = or_list(
+            op.variants
+                .iter()
+                .filter(|v| !(wants_keyed && v.applies == Stage::KeyedState))
+                .map(|v| v.applies.noun().to_string()),
+        );
         let wants = |s: Stage| op.variants.iter().any(|v| v.applies == s);
         let hint = match stage {
             Stage::Stream | Stage::Processed if wants(Stage::Keyed) => {
@@ -395,7 +408,14 @@ impl Cx {
             let form = form.replace("Kind", &kind);
             self.err(
                 decl.ty.span(),
-                format!("`{kind}` takes {expected} type argument(s): `{form}`"),
+                format!(
+                    "`{kind}` takes {}: `{form}`",
+                    if expected == 1 {
+                        "1 type argument"
+                    } else {
+                        "2 type arguments"
+                    }
+                ),
             );
         }
         match (&decl.default, kind.as_str()) {
@@ -620,9 +640,11 @@ mod tests {
         let p: Pipeline = parse_quote!(env.from_elements([1]).frobnicate(|x| x).sum().collect());
         let e = errors(p);
         assert_eq!(e.len(), 2, "{e:?}");
-        assert!(
-            e[0].starts_with("unknown operator `frobnicate`; the operators are `from_elements`"),
-            "{e:?}"
+        assert_eq!(
+            e[0],
+            "unknown operator `frobnicate`; on a stream the operators are `map`, `try_map`, `filter`, `flat_map`, \
+             `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `sink`, `print`, \
+             `print_with_prefix` or `collect_vec`"
         );
         assert_eq!(
             e[1],
@@ -758,7 +780,7 @@ mod tests {
             errors(p),
             [
                 "state `count` is declared twice for this `process`: state names are unique per operator",
-                "`MapState` takes 2 type argument(s): `MapState<K, V>`",
+                "`MapState` takes 2 type arguments: `MapState<K, V>`",
                 "value state `v` needs a default: `v: ValueState<T> = default`",
                 "`ListState` starts empty for every key and takes no default",
             ]

@@ -106,9 +106,8 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
             }
             // Consumed with the `process` before it (check guarantees the order).
             Expansion::OnTimer => chain,
-            Expansion::EngineTrait(trait_name) => {
-                let trait_ident = Ident::new(trait_name, span);
-                quote_spanned! {span=> ::streaming::__private::#trait_ident::#name(&#chain, #(#args),*) }
+            Expansion::EngineFunction => {
+                quote_spanned! {span=> ::streaming::__private::#name(&#chain, #(#args),*) }
             }
         };
     }

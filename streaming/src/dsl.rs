@@ -72,19 +72,24 @@ where
 }
 
 /// The `from_mq_topic` source of the DSL: implemented by the environments of engines with a
-/// message queue (the Redis engine, when it lands). Called through this trait so that an
-/// environment without it gets one error naming the operator.
+/// message queue (the Redis engine, when it lands), for the stream type `S` it starts.
+/// Called through [`from_mq_topic`] so that an environment without it gets one error,
+/// at the environment, naming the operator.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "`from_mq_topic` is not supported by `{Self}`: it needs an engine with a message queue",
     label = "this engine has no `from_mq_topic` source",
     note = "`from_mq_topic` runs on the redis engine; the memory engine reads `from_elements`, `from_collection` or `add_source`"
 )]
-pub trait FromMqTopic {
-    /// The stream the source starts.
-    type Stream;
+pub trait FromMqTopic<S> {
     /// Reads `topic` as consumer group `group`.
-    fn from_mq_topic(&self, topic: &str, group: &str) -> Self::Stream;
+    fn from_mq_topic(&self, topic: &str, group: &str) -> S;
+}
+
+/// The expansion of `env.from_mq_topic(topic, group)`.
+#[doc(hidden)]
+pub fn from_mq_topic<E: FromMqTopic<S>, S>(env: &E, topic: &str, group: &str) -> S {
+    env.from_mq_topic(topic, group)
 }
 
 /// The operator ids a pipeline text gets, without running it (for tests and tools).

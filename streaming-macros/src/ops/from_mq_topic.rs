@@ -9,6 +9,6 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("topic", Expr), arg("group", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: &[Engine::Redis],
-    expansion: Expansion::EngineTrait("FromMqTopic"),
+    expansion: Expansion::EngineFunction,
     summary: "A stream read from a message-queue topic by a consumer group (Redis engine; joins with it).",
 };

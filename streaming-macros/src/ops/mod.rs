@@ -160,9 +160,9 @@ pub(crate) enum Expansion {
     StateDecls,
     /// `on_timer(f)`: turns the preceding `process(g)` into a process function with timers.
     OnTimer,
-    /// A source called through this `streaming::__private` trait, so an environment that
-    /// lacks it gets one error naming the operator and the engines that have it.
-    EngineTrait(&'static str),
+    /// A source called through the `streaming::__private` function of the same name, whose
+    /// trait bound gives an environment that lacks it one error naming the operator.
+    EngineFunction,
 }
 
 /// What an operator does in a pipeline.
