@@ -13,9 +13,7 @@ fn pipeline() {
         let __config_0 = match TumblingEventTimeWindows::of(Duration::from_secs(60)) {
             ::core::result::Result::Ok(value) => value,
             ::core::result::Result::Err(error) => {
-                let error = ::core::result::Result::Err(
-                    ::core::convert::From::from(error),
-                );
+                let error = ::streaming::__private::config_error(error);
                 break '__streaming_pipeline error;
             }
         };

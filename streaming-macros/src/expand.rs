@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! '__streaming_pipeline: {                        // only when a configuration can fail
-//!     let __config_0 = match <fallible argument> { Ok(v) => v, Err(e) => break .. Err(e.into()) };
+//!     let __config_0 = match <fallible argument> { Ok(v) => v, Err(e) => break .. config_error(e) };
 //!     let count = &::streaming::api::ValueStateDescriptor::<u64>::new("count", 0);  // state(..)
 //!     env.from_elements(..).key_by(..).window(__config_0).reduce(..).collect_vec()
 //! }
@@ -72,7 +72,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
                     let #var = match #inner {
                         ::core::result::Result::Ok(value) => value,
                         ::core::result::Result::Err(error) => {
-                            let error = ::core::result::Result::Err(::core::convert::From::from(error));
+                            let error = ::streaming::__private::config_error(error);
                             break #label error
                         }
                     };

@@ -12,6 +12,7 @@ mod check;
 mod expand;
 mod ops;
 mod parse;
+mod reference;
 
 /// A stream-processing pipeline, checked at compile time and expanded to the fused builder
 /// chain. See the DSL reference in the `streaming` crate docs.
@@ -53,6 +54,15 @@ pub fn __pipeline_ids(input: TokenStream) -> TokenStream {
             .collect::<proc_macro2::TokenStream>()
             .into(),
     }
+}
+
+/// The operator reference of the DSL (Markdown generated from the operator table), as a
+/// string literal for `#![doc = ..]`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __dsl_reference(_input: TokenStream) -> TokenStream {
+    let text = reference::markdown();
+    quote::quote!(#text).into()
 }
 
 /// The errors, then a value of the type a valid pipeline with this sink would have, so the

@@ -14,6 +14,13 @@ pub fn placeholder<T>() -> T {
     unreachable!("`pipeline!` reported a compile error")
 }
 
+/// The pipeline's result when a configuration argument failed.
+#[doc(hidden)]
+#[cold]
+pub fn config_error<T, E: Into<crate::Error>>(error: E) -> Result<T, crate::Error> {
+    Err(error.into())
+}
+
 /// `process(on_element).on_timer(on_timer)`: a keyed process function from two closures.
 #[doc(hidden)]
 pub fn process_with_timers<P, KF, K, O, F, G>(
@@ -83,6 +90,7 @@ where
 )]
 pub trait FromMqTopic<S> {
     /// Reads `topic` as consumer group `group`.
+    #[allow(clippy::wrong_self_convention)] // named after the DSL operator
     fn from_mq_topic(&self, topic: &str, group: &str) -> S;
 }
 

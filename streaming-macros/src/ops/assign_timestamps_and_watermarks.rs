@@ -12,4 +12,5 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     expansion: Expansion::Method,
     summary:
         "Lets a watermark generator own the watermark from here on, keeping record timestamps.",
+    example: "let out = pipeline! {\n    env.from_elements([5, 6])\n        .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::from_millis(10)))\n        .collect_vec()\n}?;\nassert_eq!(out, [5, 6]);",
 };

@@ -11,4 +11,5 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: &[Engine::Redis],
     expansion: Expansion::EngineFunction,
     summary: "A stream read from a message-queue topic by a consumer group (Redis engine; joins with it).",
+    example: "",
 };

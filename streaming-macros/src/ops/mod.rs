@@ -193,6 +193,9 @@ pub(crate) struct OpSpec {
     pub(crate) expansion: Expansion,
     /// One line of documentation.
     pub(crate) summary: &'static str,
+    /// A doctested example: statements with `env: MemoryEnv` in scope, in a function
+    /// returning `Result<(), streaming::Error>`. Empty when no engine of this release runs it.
+    pub(crate) example: &'static str,
 }
 
 impl OpSpec {
