@@ -60,7 +60,12 @@ fn keyed_reduce_and_sum_are_rolling() {
         .collect_vec()
         .unwrap();
     assert_eq!(reduced, [("a", 1), ("b", 10), ("a", 3), ("a", 6)]);
-    let sums = env.from_elements([1u64, 2, 3, 4, 5]).key_by(|x| x % 2).sum().collect_vec().unwrap();
+    let sums = env
+        .from_elements([1u64, 2, 3, 4, 5])
+        .key_by(|x| x % 2)
+        .sum()
+        .collect_vec()
+        .unwrap();
     assert_eq!(sums, [(1, 1), (0, 2), (1, 4), (0, 6), (1, 9)]);
 }
 
@@ -92,7 +97,10 @@ fn user_source_lifecycle_and_timestamps() {
     let env = MemoryEnv::new();
     let closed = std::rc::Rc::new(std::cell::Cell::new(false));
     let out = env
-        .add_source(Lines { opened: false, closed: closed.clone() })
+        .add_source(Lines {
+            opened: false,
+            closed: closed.clone(),
+        })
         .key_by(|_| 0)
         .process(|(s, _), ctx, out| {
             out.collect((s, ctx.timestamp()));
@@ -102,7 +110,11 @@ fn user_source_lifecycle_and_timestamps() {
         .unwrap();
     assert_eq!(
         out,
-        [("fallback".to_string(), 0), ("explicit".to_string(), 500), ("fallback again".to_string(), 2)]
+        [
+            ("fallback".to_string(), 0),
+            ("explicit".to_string(), 500),
+            ("fallback again".to_string(), 2)
+        ]
     );
     assert!(closed.get());
 }
@@ -112,9 +124,18 @@ fn user_function_error_names_the_operator_and_closes_everything() {
     let env = MemoryEnv::new();
     let closed = std::rc::Rc::new(std::cell::Cell::new(false));
     let err = env
-        .add_source(Lines { opened: false, closed: closed.clone() })
+        .add_source(Lines {
+            opened: false,
+            closed: closed.clone(),
+        })
         .map(|(s, _)| s)
-        .try_map(|s| if s == "explicit" { Err(format!("cannot parse {s:?}")) } else { Ok(s.len()) })
+        .try_map(|s| {
+            if s == "explicit" {
+                Err(format!("cannot parse {s:?}"))
+            } else {
+                Ok(s.len())
+            }
+        })
         .collect_vec()
         .unwrap_err();
     match &err {
@@ -167,15 +188,26 @@ fn sink_lifecycle_open_invoke_close_even_on_error() {
     }
     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let env = MemoryEnv::new();
-    let err = env.from_elements([1, 2, 3, 4]).sink(Recorder(log.clone())).unwrap_err();
-    assert_eq!(err.to_string(), "operator `source-0/1:sink` failed: three is not allowed");
+    let err = env
+        .from_elements([1, 2, 3, 4])
+        .sink(Recorder(log.clone()))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "operator `source-0/1:sink` failed: three is not allowed"
+    );
     assert_eq!(*log.borrow(), ["open", "invoke 1", "invoke 2", "close"]);
 }
 
 #[test]
 fn into_iterator_yields_results() {
     let env = MemoryEnv::new();
-    let items: Vec<_> = env.from_elements([1, 2, 3]).map(|x| x * 2).into_iter().collect::<Result<_, _>>().unwrap();
+    let items: Vec<_> = env
+        .from_elements([1, 2, 3])
+        .map(|x| x * 2)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
     assert_eq!(items, [2, 4, 6]);
     let mut it = env.from_elements([1, 0]).map(|x| 1 / x).into_iter();
     assert_eq!(it.next().unwrap().unwrap(), 1);
@@ -190,18 +222,23 @@ fn state_type_conflict_is_an_error() {
     let err = env
         .from_elements([1, 2])
         .key_by(|_| 0)
-        .process(|v: i32, ctx, out: &mut streaming::api::Collector<'_, i32>| {
-            if v == 1 {
-                ctx.state(&COUNT)?.update(1);
-            } else {
-                ctx.state(&AS_TEXT)?.update("x".into());
-            }
-            out.collect(v);
-            Ok(())
-        })
+        .process(
+            |v: i32, ctx, out: &mut streaming::api::Collector<'_, i32>| {
+                if v == 1 {
+                    ctx.state(&COUNT)?.update(1);
+                } else {
+                    ctx.state(&AS_TEXT)?.update("x".into());
+                }
+                out.collect(v);
+                Ok(())
+            },
+        )
         .collect_vec()
         .unwrap_err();
-    assert!(err.to_string().contains("state `count` was declared as"), "{err}");
+    assert!(
+        err.to_string().contains("state `count` was declared as"),
+        "{err}"
+    );
 }
 
 #[test]

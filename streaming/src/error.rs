@@ -40,7 +40,9 @@ pub enum Error {
 
     /// A record's window bounds do not fit in `i64` milliseconds (DESIGN invariant 2): the
     /// record is rejected rather than assigned to a clamped window.
-    #[error("operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64")]
+    #[error(
+        "operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64"
+    )]
     WindowBounds {
         /// The window operator.
         operator: String,
@@ -80,4 +82,27 @@ pub enum Error {
     /// function of the pipeline that owns the store).
     #[error("checkpoint failed: store `{0}` is in use by a running operator")]
     CheckpointBusy(String),
+
+    /// A Redis command of the message queue ([`crate::mq`]) failed: connection lost, server
+    /// error reply, or a reply of an unexpected shape.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// A message-queue operation could not be done; `op` names the operation (e.g.
+    /// `create_topic`), `reason` says why (e.g. the topic does not exist).
+    #[error("mq `{op}`: {reason}")]
+    Mq {
+        /// The operation, e.g. `send`, `subscribe`, `replay_dead_letter`.
+        op: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A message's payload or field could not be decoded as asked (not UTF-8, not the
+    /// expected JSON); `what` names the part, e.g. `payload`.
+    #[error("cannot decode message {what}: {reason}")]
+    MqDecode {
+        /// The part of the message: `payload`, `headers`, `key`, ...
+        what: &'static str,
+        /// Why decoding failed (the decoder's message).
+        reason: String,
+    },
 }

@@ -68,7 +68,10 @@ impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
     /// # Errors
     /// [`Error::StateType`] when this operator used the same state name with another kind or
     /// type before.
-    pub fn state<'s, D: StateDescriptor<K>>(&'s mut self, descriptor: &'s D) -> Result<D::Handle<'s>, Error> {
+    pub fn state<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        descriptor: &'s D,
+    ) -> Result<D::Handle<'s>, Error> {
         self.state.handle(descriptor, self.key)
     }
 }
@@ -114,7 +117,10 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     ///
     /// # Errors
     /// As [`KeyedContext::state`].
-    pub fn state<'s, D: StateDescriptor<K>>(&'s mut self, descriptor: &'s D) -> Result<D::Handle<'s>, Error> {
+    pub fn state<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        descriptor: &'s D,
+    ) -> Result<D::Handle<'s>, Error> {
         self.inner.state(descriptor)
     }
 }

@@ -51,9 +51,15 @@ impl<T> ValueStateDescriptor<T> {
     }
 }
 
-impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K> for ValueStateDescriptor<T> {
+impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
+    for ValueStateDescriptor<T>
+{
     type Table = HashMap<K, T>;
-    type Handle<'s> = ValueState<'s, K, T> where T: 's, K: 's;
+    type Handle<'s>
+        = ValueState<'s, K, T>
+    where
+        T: 's,
+        K: 's;
 
     fn name(&self) -> &'static str {
         self.name
@@ -62,7 +68,11 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K> for 
         HashMap::new()
     }
     fn open<'s>(&'s self, table: &'s mut Self::Table, key: &'s K) -> ValueState<'s, K, T> {
-        ValueState { table, key, default: &self.default }
+        ValueState {
+            table,
+            key,
+            default: &self.default,
+        }
     }
 }
 
@@ -132,9 +142,15 @@ collection_descriptor!(
     SetStateDescriptor<T>
 );
 
-impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K> for ListStateDescriptor<T> {
+impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
+    for ListStateDescriptor<T>
+{
     type Table = HashMap<K, Vec<T>>;
-    type Handle<'s> = ListState<'s, K, T> where T: 's, K: 's;
+    type Handle<'s>
+        = ListState<'s, K, T>
+    where
+        T: 's,
+        K: 's;
 
     fn name(&self) -> &'static str {
         self.name
@@ -192,7 +208,12 @@ where
     MV: Clone + 'static,
 {
     type Table = HashMap<K, HashMap<MK, MV>>;
-    type Handle<'s> = MapState<'s, K, MK, MV> where MK: 's, MV: 's, K: 's;
+    type Handle<'s>
+        = MapState<'s, K, MK, MV>
+    where
+        MK: 's,
+        MV: 's,
+        K: 's;
 
     fn name(&self) -> &'static str {
         self.name
@@ -228,7 +249,8 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
         match self.table.get_mut(self.key) {
             Some(m) => m.insert(map_key, value),
             None => {
-                self.table.insert(self.key.clone(), HashMap::from([(map_key, value)]));
+                self.table
+                    .insert(self.key.clone(), HashMap::from([(map_key, value)]));
                 None
             }
         }
@@ -269,7 +291,11 @@ impl<K: Hash + Eq + Clone + 'static, T: Hash + Eq + Clone + 'static> StateDescri
     for SetStateDescriptor<T>
 {
     type Table = HashMap<K, HashSet<T>>;
-    type Handle<'s> = SetState<'s, K, T> where T: 's, K: 's;
+    type Handle<'s>
+        = SetState<'s, K, T>
+    where
+        T: 's,
+        K: 's;
 
     fn name(&self) -> &'static str {
         self.name
@@ -308,7 +334,9 @@ impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
 
     /// Removes `value`; returns whether it was present.
     pub fn remove(&mut self, value: &T) -> bool {
-        let Some(s) = self.table.get_mut(self.key) else { return false };
+        let Some(s) = self.table.get_mut(self.key) else {
+            return false;
+        };
         let removed = s.remove(value);
         if s.is_empty() {
             self.table.remove(self.key);
@@ -371,7 +399,15 @@ impl<K> Clone for KeyedStateBackend<K> {
             tables: self
                 .tables
                 .iter()
-                .map(|(n, e)| (*n, Entry { declared: e.declared, table: e.table.clone_box() }))
+                .map(|(n, e)| {
+                    (
+                        *n,
+                        Entry {
+                            declared: e.declared,
+                            table: e.table.clone_box(),
+                        },
+                    )
+                })
                 .collect(),
             _key: PhantomData,
         }
@@ -380,7 +416,11 @@ impl<K> Clone for KeyedStateBackend<K> {
 
 impl<K: 'static> KeyedStateBackend<K> {
     pub(crate) fn new(operator: String) -> Self {
-        KeyedStateBackend { operator, tables: HashMap::new(), _key: PhantomData }
+        KeyedStateBackend {
+            operator,
+            tables: HashMap::new(),
+            _key: PhantomData,
+        }
     }
 
     pub(crate) fn handle<'s, D: StateDescriptor<K>>(
@@ -450,9 +490,15 @@ mod tests {
         b.handle(&COUNT, &1).unwrap().update(1);
         let err = b.handle(&WRONG, &1).map(|_| ()).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("src/2:process") && msg.contains("`count`"), "{msg}");
+        assert!(
+            msg.contains("src/2:process") && msg.contains("`count`"),
+            "{msg}"
+        );
         assert!(msg.contains("ValueStateDescriptor<u64>"), "{msg}");
-        assert!(msg.contains("ValueStateDescriptor<alloc::string::String>"), "{msg}");
+        assert!(
+            msg.contains("ValueStateDescriptor<alloc::string::String>"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@ trait Checkpointable {
 
 impl<S: Clone + 'static> Checkpointable for RefCell<S> {
     fn snapshot(&self) -> Option<Rc<dyn Any>> {
-        self.try_borrow().ok().map(|s| Rc::new(s.clone()) as Rc<dyn Any>)
+        self.try_borrow()
+            .ok()
+            .map(|s| Rc::new(s.clone()) as Rc<dyn Any>)
     }
 
     fn restore(&self, snapshot: &dyn Any) -> Result<(), bool> {
@@ -50,7 +52,14 @@ impl std::fmt::Debug for CheckpointCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let inner = self.inner.borrow();
         f.debug_struct("CheckpointCoordinator")
-            .field("stores", &inner.stores.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>())
+            .field(
+                "stores",
+                &inner
+                    .stores
+                    .iter()
+                    .map(|(id, _)| id.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .field("checkpoints", &inner.checkpoints.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -66,13 +75,19 @@ impl CheckpointCoordinator {
         let mut inner = self.inner.borrow_mut();
         let mut snapshot = HashMap::new();
         for (id, store) in &inner.stores {
-            let copy = store.snapshot().ok_or_else(|| Error::CheckpointBusy(id.clone()))?;
+            let copy = store
+                .snapshot()
+                .ok_or_else(|| Error::CheckpointBusy(id.clone()))?;
             snapshot.insert(id.clone(), copy);
         }
         inner.next_id += 1;
         let id = inner.next_id;
         inner.checkpoints.insert(id, snapshot);
-        tracing::debug!(checkpoint = id, stores = inner.stores.len(), "checkpoint taken");
+        tracing::debug!(
+            checkpoint = id,
+            stores = inner.stores.len(),
+            "checkpoint taken"
+        );
         Ok(id)
     }
 
@@ -86,7 +101,10 @@ impl CheckpointCoordinator {
     /// operators got the same id: give their sources distinct ids).
     pub fn restore_from_checkpoint(&self, id: u64) -> Result<(), Error> {
         let inner = self.inner.borrow();
-        let snapshot = inner.checkpoints.get(&id).ok_or(Error::CheckpointNotFound(id))?;
+        let snapshot = inner
+            .checkpoints
+            .get(&id)
+            .ok_or(Error::CheckpointNotFound(id))?;
         for (op, store) in &inner.stores {
             if let Some(copy) = snapshot.get(op) {
                 restore(op, store.as_ref(), copy.as_ref())?;
@@ -102,15 +120,29 @@ impl CheckpointCoordinator {
 
     /// The ids of the registered stores (operator ids), in registration order.
     pub fn registered_stores(&self) -> Vec<String> {
-        self.inner.borrow().stores.iter().map(|(id, _)| id.clone()).collect()
+        self.inner
+            .borrow()
+            .stores
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Registers `store` under `operator`; restores it from the newest checkpoint holding
     /// that operator. A later registration under the same id replaces the earlier one.
-    pub(crate) fn register<S: Clone + 'static>(&self, operator: &str, store: &Shared<S>) -> Result<(), Error> {
+    pub(crate) fn register<S: Clone + 'static>(
+        &self,
+        operator: &str,
+        store: &Shared<S>,
+    ) -> Result<(), Error> {
         let mut inner = self.inner.borrow_mut();
         let dynamic: Rc<dyn Checkpointable> = store.clone();
-        if let Some(copy) = inner.checkpoints.values().next_back().and_then(|c| c.get(operator)) {
+        if let Some(copy) = inner
+            .checkpoints
+            .values()
+            .next_back()
+            .and_then(|c| c.get(operator))
+        {
             restore(operator, dynamic.as_ref(), copy.as_ref())?;
         }
         inner.stores.retain(|(id, _)| id != operator);

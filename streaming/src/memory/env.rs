@@ -37,7 +37,9 @@ pub struct MemoryEnv {
 
 impl std::fmt::Debug for MemoryEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryEnv").field("checkpointing", &self.inner.coordinator.borrow().is_some()).finish()
+        f.debug_struct("MemoryEnv")
+            .field("checkpointing", &self.inner.coordinator.borrow().is_some())
+            .finish()
     }
 }
 
@@ -51,7 +53,10 @@ impl MemoryEnv {
     /// Pipelines started afterwards register their state with it. Calling it again keeps
     /// the existing coordinator.
     pub fn enable_checkpointing(&self) -> &Self {
-        self.inner.coordinator.borrow_mut().get_or_insert_with(CheckpointCoordinator::default);
+        self.inner
+            .coordinator
+            .borrow_mut()
+            .get_or_insert_with(CheckpointCoordinator::default);
         self
     }
 
@@ -61,7 +66,10 @@ impl MemoryEnv {
     }
 
     pub(crate) fn runtime(&self) -> Runtime {
-        Runtime { coordinator: self.checkpoint_coordinator(), counters: Rc::default() }
+        Runtime {
+            coordinator: self.checkpoint_coordinator(),
+            counters: Rc::default(),
+        }
     }
 
     fn next_source_id(&self) -> String {
@@ -77,8 +85,27 @@ impl MemoryEnv {
         DataStream::new(self.clone(), CollectionSource { items }, id)
     }
 
+    /// Like [`from_collection`](Self::from_collection) with an explicit source id, which
+    /// prefixes the ids of its operators and so keys their checkpointed state: running the
+    /// same pipeline again with the same id continues from the newest checkpoint.
+    ///
+    /// # Panics
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`.
+    pub fn from_collection_with_id<I: IntoIterator>(
+        &self,
+        source_id: impl Into<String>,
+        items: I,
+    ) -> DataStream<CollectionSource<I>> {
+        let id = source_id.into();
+        check_source_id(&id);
+        DataStream::new(self.clone(), CollectionSource { items }, id)
+    }
+
     /// Like [`from_collection`](Self::from_collection), for a fixed list of elements.
-    pub fn from_elements<T, const N: usize>(&self, elements: [T; N]) -> DataStream<CollectionSource<[T; N]>> {
+    pub fn from_elements<T, const N: usize>(
+        &self,
+        elements: [T; N],
+    ) -> DataStream<CollectionSource<[T; N]>> {
         self.from_collection(elements)
     }
 
@@ -94,14 +121,33 @@ impl MemoryEnv {
     /// # Panics
     /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]` (the rule of seed
     /// §2.1 `fromMqTopicWithId`).
-    pub fn add_source_with_id<T, S: Source<T>>(&self, source_id: impl Into<String>, source: S) -> DataStream<UserSource<S, T>> {
+    pub fn add_source_with_id<T, S: Source<T>>(
+        &self,
+        source_id: impl Into<String>,
+        source: S,
+    ) -> DataStream<UserSource<S, T>> {
         let id = source_id.into();
-        assert!(
-            !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)),
-            "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
-        );
-        DataStream::new(self.clone(), UserSource { source, id: id.clone(), _t: std::marker::PhantomData }, id)
+        check_source_id(&id);
+        DataStream::new(
+            self.clone(),
+            UserSource {
+                source,
+                id: id.clone(),
+                _t: std::marker::PhantomData,
+            },
+            id,
+        )
     }
+}
+
+fn check_source_id(id: &str) {
+    assert!(
+        !id.is_empty()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)),
+        "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
+    );
 }
 
 /// The plan of [`MemoryEnv::from_collection`].
@@ -114,10 +160,8 @@ impl<I: IntoIterator> Plan for CollectionSource<I> {
 
     fn run<O: Operator<I::Item>>(self, _rt: &Runtime, mut op: O) -> Result<(), Error> {
         drive(&mut op, |op| {
-            let mut ts = 0i64;
-            for item in self.items {
+            for (ts, item) in (0i64..).zip(self.items) {
                 op.process(item, ts)?;
-                ts += 1;
             }
             Ok(())
         })
@@ -154,7 +198,10 @@ impl<T, S: Source<T>> Plan for UserSource<S, T> {
     type Out = T;
 
     fn run<O: Operator<T>>(mut self, _rt: &Runtime, mut op: O) -> Result<(), Error> {
-        let source_error = |id: &str, source| Error::Source { source_id: id.to_string(), source };
+        let source_error = |id: &str, source| Error::Source {
+            source_id: id.to_string(),
+            source,
+        };
         self.source.open().map_err(|e| source_error(&self.id, e))?;
         let guard_id = OperatorId::new(&self.id, 0, "source");
         let source = &mut self.source;

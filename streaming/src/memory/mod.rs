@@ -23,4 +23,7 @@ mod stream;
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
 pub use plan::{Plan, Runtime, Stage, Then};
-pub use stream::{CountLateOnly, DataStream, JobSummary, KeyedStream, WindowedStream};
+pub use stream::{
+    CountLateOnly, DataStream, JobSummary, KeyedProcessOutput, KeyedStream, WindowOutput,
+    WindowedStream,
+};

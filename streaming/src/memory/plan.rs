@@ -16,7 +16,11 @@ pub struct Runtime {
 impl Runtime {
     /// A new state store for `operator`, registered for checkpoints when they are enabled
     /// (and then possibly restored from the newest one).
-    pub(crate) fn store<S: Clone + 'static>(&self, operator: &OperatorId, init: S) -> Result<Shared<S>, Error> {
+    pub(crate) fn store<S: Clone + 'static>(
+        &self,
+        operator: &OperatorId,
+        init: S,
+    ) -> Result<Shared<S>, Error> {
         let store = Rc::new(RefCell::new(init));
         if let Some(c) = &self.coordinator {
             c.register(operator.as_str(), &store)?;

@@ -20,6 +20,13 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// The stream a window function on a [`WindowedStream`] returns.
+pub type WindowOutput<P, KF, K, A, Tr, WF, L> =
+    DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L>>>;
+
+/// The stream [`KeyedStream::process`] returns.
+pub type KeyedProcessOutput<P, KF, K, PF> = DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>;
+
 /// What a finished pipeline run reports besides its output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JobSummary {
@@ -156,7 +163,12 @@ impl<T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T> for Waterma
     type Out = T;
     type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
     fn build<N: Operator<T>>(self, _rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
-        Ok(AssignWatermarks::new(self.id, self.assigner, self.generator, next))
+        Ok(AssignWatermarks::new(
+            self.id,
+            self.assigner,
+            self.generator,
+            next,
+        ))
     }
 }
 
@@ -199,7 +211,13 @@ where
     type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, N>;
     fn build<N: Operator<PF::Out>>(self, rt: &Runtime, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, ProcessState::new(&self.id))?;
-        Ok(KeyedProcess::new(self.id, self.key_fn, self.function, state, next))
+        Ok(KeyedProcess::new(
+            self.id,
+            self.key_fn,
+            self.function,
+            state,
+            next,
+        ))
     }
 }
 
@@ -234,7 +252,12 @@ where
 
 impl<P: Plan> DataStream<P> {
     pub(crate) fn new(env: MemoryEnv, plan: P, source_id: String) -> Self {
-        DataStream { env, plan, source_id: source_id.into(), position: 0 }
+        DataStream {
+            env,
+            plan,
+            source_id: source_id.into(),
+            position: 0,
+        }
     }
 
     fn next_id(&self, kind: &str) -> OperatorId {
@@ -244,7 +267,10 @@ impl<P: Plan> DataStream<P> {
     fn then<S: Stage<P::Out>>(self, stage: S) -> DataStream<Then<P, S>> {
         DataStream {
             env: self.env,
-            plan: Then { plan: self.plan, stage },
+            plan: Then {
+                plan: self.plan,
+                stage,
+            },
             source_id: self.source_id,
             position: self.position + 1,
         }
@@ -258,7 +284,11 @@ impl<P: Plan> DataStream<P> {
     /// Transforms every element with `f`.
     pub fn map<U, F: FnMut(P::Out) -> U>(self, f: F) -> DataStream<Then<P, MapStage<F, U>>> {
         let id = self.next_id("map");
-        self.then(MapStage { id, f, _u: PhantomData })
+        self.then(MapStage {
+            id,
+            f,
+            _u: PhantomData,
+        })
     }
 
     /// Transforms every element with a fallible `f`.
@@ -271,7 +301,11 @@ impl<P: Plan> DataStream<P> {
         F: FnMut(P::Out) -> Result<U, E>,
     {
         let id = self.next_id("try_map");
-        self.then(TryMapStage { id, f, _u: PhantomData })
+        self.then(TryMapStage {
+            id,
+            f,
+            _u: PhantomData,
+        })
     }
 
     /// Keeps the elements for which `f` returns `true`.
@@ -282,9 +316,16 @@ impl<P: Plan> DataStream<P> {
 
     /// Replaces every element with the items `f` returns (any `IntoIterator`: a `Vec`, an
     /// array, an `Option`, an iterator), each with the element's timestamp.
-    pub fn flat_map<I: IntoIterator, F: FnMut(P::Out) -> I>(self, f: F) -> DataStream<Then<P, FlatMapStage<F, I>>> {
+    pub fn flat_map<I: IntoIterator, F: FnMut(P::Out) -> I>(
+        self,
+        f: F,
+    ) -> DataStream<Then<P, FlatMapStage<F, I>>> {
         let id = self.next_id("flat_map");
-        self.then(FlatMapStage { id, f, _i: PhantomData })
+        self.then(FlatMapStage {
+            id,
+            f,
+            _i: PhantomData,
+        })
     }
 
     /// Lets `generator` own the watermark from here on, keeping record timestamps.
@@ -310,7 +351,11 @@ impl<P: Plan> DataStream<P> {
         G: WatermarkGenerator<P::Out>,
     {
         let id = self.next_id("watermarks");
-        self.then(WatermarkStage { id, assigner, generator })
+        self.then(WatermarkStage {
+            id,
+            assigner,
+            generator,
+        })
     }
 
     /// Partitions the stream by the key `key_fn` extracts.
@@ -321,7 +366,11 @@ impl<P: Plan> DataStream<P> {
     {
         let mut stream = self;
         stream.position += 1;
-        KeyedStream { stream, key_fn, _key: PhantomData }
+        KeyedStream {
+            stream,
+            key_fn,
+            _key: PhantomData,
+        }
     }
 
     /// Runs the pipeline into `sink` (seed `addSink`): `open`, `invoke` per record, `close`.
@@ -337,6 +386,15 @@ impl<P: Plan> DataStream<P> {
             late_elements: rt.counters.late_elements.get(),
             window_firings: rt.counters.window_firings.get(),
         })
+    }
+
+    /// Runs the pipeline, calling `f` for every record (like [`sink`](Self::sink) with a
+    /// closure, but the closure's argument type is inferred).
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn for_each<F: FnMut(P::Out)>(self, f: F) -> Result<JobSummary, Error> {
+        self.sink(f)
     }
 
     /// Runs the pipeline and logs every record through `tracing` at INFO (target
@@ -411,7 +469,12 @@ where
         F: FnMut(P::Out, P::Out) -> P::Out,
     {
         let id = self.keyed_id("reduce");
-        self.stream.then(KeyedReduceStage { id, key_fn: self.key_fn, f, _k: PhantomData })
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f,
+            _k: PhantomData,
+        })
     }
 
     /// Rolling sum per key: emits `(key, sum so far)` after every element. Only numeric
@@ -421,13 +484,17 @@ where
         P::Out: Numeric,
     {
         let id = self.keyed_id("sum");
-        self.stream.then(KeyedSumStage { id, key_fn: self.key_fn, _k: PhantomData })
+        self.stream.then(KeyedSumStage {
+            id,
+            key_fn: self.key_fn,
+            _k: PhantomData,
+        })
     }
 
     /// Runs `f(element, ctx, out)` per element with the key's context: key, timestamp,
     /// watermark, processing time, timers and keyed state (seed `process`). For `on_timer`
     /// callbacks use [`process_function`](Self::process_function).
-    pub fn process<O, F>(self, f: F) -> DataStream<Then<P, KeyedProcessStage<KF, K, ProcessFn<F, O>>>>
+    pub fn process<O, F>(self, f: F) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O>>
     where
         F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
     {
@@ -435,19 +502,33 @@ where
     }
 
     /// Runs a [`KeyedProcessFunction`], with timer callbacks.
-    pub fn process_function<PF>(self, function: PF) -> DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>
+    pub fn process_function<PF>(self, function: PF) -> KeyedProcessOutput<P, KF, K, PF>
     where
         PF: KeyedProcessFunction<K, P::Out>,
     {
         let id = self.keyed_id("process");
-        self.stream.then(KeyedProcessStage { id, key_fn: self.key_fn, function, _k: PhantomData })
+        self.stream.then(KeyedProcessStage {
+            id,
+            key_fn: self.key_fn,
+            function,
+            _k: PhantomData,
+        })
     }
 
     /// Cuts each key's elements into the windows of `assigner`, with its default trigger,
     /// no allowed lateness and no late side output.
-    pub fn window<A: WindowAssigner>(self, assigner: A) -> WindowedStream<P, KF, K, A, A::DefaultTrigger, CountLateOnly> {
+    pub fn window<A: WindowAssigner>(
+        self,
+        assigner: A,
+    ) -> WindowedStream<P, KF, K, A, A::DefaultTrigger, CountLateOnly> {
         let trigger = assigner.default_trigger();
-        WindowedStream { keyed: self, assigner, trigger, lateness: 0, late: CountLateOnly }
+        WindowedStream {
+            keyed: self,
+            assigner,
+            trigger,
+            lateness: 0,
+            late: CountLateOnly,
+        }
     }
 }
 
@@ -470,21 +551,39 @@ where
     }
 
     /// Replaces the assigner's default trigger.
-    pub fn trigger<Tr2: Trigger<P::Out>>(self, trigger: Tr2) -> WindowedStream<P, KF, K, A, Tr2, L> {
-        WindowedStream { keyed: self.keyed, assigner: self.assigner, trigger, lateness: self.lateness, late: self.late }
+    pub fn trigger<Tr2: Trigger<P::Out>>(
+        self,
+        trigger: Tr2,
+    ) -> WindowedStream<P, KF, K, A, Tr2, L> {
+        WindowedStream {
+            keyed: self.keyed,
+            assigner: self.assigner,
+            trigger,
+            lateness: self.lateness,
+            late: self.late,
+        }
     }
 
     /// Sends late elements (those past every window's allowed lateness) to `sink` — a typed
     /// side output (Flink `sideOutputLateData`). It opens and closes with the pipeline.
-    pub fn side_output_late_data<L2: Sink<P::Out>>(self, sink: L2) -> WindowedStream<P, KF, K, A, Tr, L2> {
-        WindowedStream { keyed: self.keyed, assigner: self.assigner, trigger: self.trigger, lateness: self.lateness, late: sink }
+    pub fn side_output_late_data<L2: Sink<P::Out>>(
+        self,
+        sink: L2,
+    ) -> WindowedStream<P, KF, K, A, Tr, L2> {
+        WindowedStream {
+            keyed: self.keyed,
+            assigner: self.assigner,
+            trigger: self.trigger,
+            lateness: self.lateness,
+            late: sink,
+        }
     }
 
     fn function<WF: WindowFunction<K, P::Out>>(
         self,
         kind: &str,
         function: WF,
-    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L>>> {
+    ) -> WindowOutput<P, KF, K, A, Tr, WF, L> {
         let id = self.keyed.keyed_id(kind);
         let KeyedStream { stream, key_fn, .. } = self.keyed;
         stream.then(WindowStage {
@@ -503,7 +602,7 @@ where
     pub fn reduce<F: FnMut(P::Out, P::Out) -> P::Out>(
         self,
         f: F,
-    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, ReduceWindow<F>, L>>> {
+    ) -> WindowOutput<P, KF, K, A, Tr, ReduceWindow<F>, L> {
         self.function("window-reduce", ReduceWindow(f))
     }
 
@@ -512,11 +611,26 @@ where
     pub fn aggregate<AF: AggregateFunction<P::Out>>(
         self,
         agg: AF,
-    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, AggregateWindow<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>, L>>> {
+    ) -> DataStream<
+        Then<
+            P,
+            WindowStage<
+                KF,
+                K,
+                A,
+                Tr,
+                AggregateWindow<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>,
+                L,
+            >,
+        >,
+    > {
         fn result<K, R>(_: &K, _: &TimeWindow, r: R) -> R {
             r
         }
-        self.function("window-aggregate", AggregateWindow::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out))
+        self.function(
+            "window-aggregate",
+            AggregateWindow::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out),
+        )
     }
 
     /// Aggregates incrementally with `agg`; emits `with(key, window, result)` per firing
@@ -525,7 +639,7 @@ where
         self,
         agg: AF,
         with: W,
-    ) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, AggregateWindow<AF, W, R>, L>>>
+    ) -> WindowOutput<P, KF, K, A, Tr, AggregateWindow<AF, W, R>, L>
     where
         AF: AggregateFunction<P::Out>,
         W: FnMut(&K, &TimeWindow, AF::Out) -> R,
@@ -535,7 +649,7 @@ where
 
     /// Calls `f(key, window, elements, out)` per firing with all of the window's elements
     /// in arrival order (Flink `apply`). Keeps every element until the window is cleaned up.
-    pub fn apply<R, F>(self, f: F) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, ApplyWindow<F, R>, L>>>
+    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, ApplyWindow<F, R>, L>
     where
         F: FnMut(&K, &TimeWindow, &[P::Out], &mut Collector<'_, R>) -> Result<(), BoxError>,
     {
@@ -544,7 +658,7 @@ where
 
     /// Sums each window; emits `(key, window, sum)` per firing. Only numeric element types
     /// have it (a compile error otherwise: see [`Numeric`]).
-    pub fn sum(self) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, SumWindow, L>>>
+    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, SumWindow, L>
     where
         P::Out: Numeric,
     {
@@ -552,7 +666,7 @@ where
     }
 
     /// Counts each window's elements; emits `(key, window, count)` per firing.
-    pub fn count(self) -> DataStream<Then<P, WindowStage<KF, K, A, Tr, CountWindow, L>>> {
+    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, CountWindow, L> {
         self.function("window-count", CountWindow)
     }
 }

@@ -37,13 +37,25 @@ pub struct KeyedReduce<KF, K, T, F, N> {
     id: OperatorId,
     key_fn: KF,
     f: F,
-    state: Shared<HashMap<K, T>>,
+    state: Shared<HashMap<K, Option<T>>>,
     next: N,
 }
 
 impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
-    pub(crate) fn new(id: OperatorId, key_fn: KF, f: F, state: Shared<HashMap<K, T>>, next: N) -> Self {
-        KeyedReduce { id, key_fn, f, state, next }
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        f: F,
+        state: Shared<HashMap<K, Option<T>>>,
+        next: N,
+    ) -> Self {
+        KeyedReduce {
+            id,
+            key_fn,
+            f,
+            state,
+            next,
+        }
     }
 }
 
@@ -60,12 +72,19 @@ where
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let out = {
             let mut map = self.state.borrow_mut();
-            let reduced = match map.remove(&key) {
-                Some(acc) => guard(&self.id, || (self.f)(acc, value))?,
-                None => value,
-            };
-            map.insert(key, reduced.clone());
-            reduced
+            match map.get_mut(&key) {
+                Some(slot) => {
+                    // One hash lookup: the slot is taken for the call and refilled. After a
+                    // panic the pipeline fails, so an emptied slot is never read again.
+                    let acc = slot.take().expect("reduce slot refilled after every call");
+                    let reduced = guard(&self.id, || (self.f)(acc, value))?;
+                    slot.insert(reduced).clone()
+                }
+                None => {
+                    map.insert(key, Some(value.clone()));
+                    value
+                }
+            }
         };
         self.next.process(out, timestamp)
     }
@@ -82,7 +101,12 @@ pub struct KeyedSum<KF, K, T, N> {
 
 impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
     pub(crate) fn new(id: OperatorId, key_fn: KF, state: Shared<HashMap<K, T>>, next: N) -> Self {
-        KeyedSum { id, key_fn, state, next }
+        KeyedSum {
+            id,
+            key_fn,
+            state,
+            next,
+        }
     }
 }
 
@@ -123,7 +147,10 @@ pub struct ProcessFn<F, O> {
 impl<F, O> ProcessFn<F, O> {
     /// Wraps `f(value, ctx, out)`.
     pub fn new(f: F) -> Self {
-        ProcessFn { f, _out: PhantomData }
+        ProcessFn {
+            f,
+            _out: PhantomData,
+        }
     }
 }
 
@@ -183,7 +210,13 @@ pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, N> {
 }
 
 impl<KF, K, T, PF: KeyedProcessFunction<K, T>, N> KeyedProcess<KF, K, T, PF, N> {
-    pub(crate) fn new(id: OperatorId, key_fn: KF, function: PF, state: Shared<ProcessState<K>>, next: N) -> Self {
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        function: PF,
+        state: Shared<ProcessState<K>>,
+        next: N,
+    ) -> Self {
         KeyedProcess {
             id,
             key_fn,
@@ -243,8 +276,10 @@ where
                 domain,
             };
             let (function, out) = (&mut self.function, &mut self.out);
-            guard(&self.id, || function.on_timer(time, &mut ctx, &mut Collector { buffer: out }))?
-                .map_err(|e| user_error(&self.id, e))?;
+            guard(&self.id, || {
+                function.on_timer(time, &mut ctx, &mut Collector { buffer: out })
+            })?
+            .map_err(|e| user_error(&self.id, e))?;
             Self::register(st, &key, &mut self.requests);
             drop(guard_st);
             for v in self.out.drain(..) {
@@ -284,8 +319,10 @@ where
                 state: &mut st.backend,
             };
             let (function, out) = (&mut self.function, &mut self.out);
-            guard(&self.id, || function.process_element(value, &mut ctx, &mut Collector { buffer: out }))?
-                .map_err(|e| user_error(&self.id, e))?;
+            guard(&self.id, || {
+                function.process_element(value, &mut ctx, &mut Collector { buffer: out })
+            })?
+            .map_err(|e| user_error(&self.id, e))?;
             Self::register(st, &key, &mut self.requests);
         }
         for v in self.out.drain(..) {

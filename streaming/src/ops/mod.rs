@@ -118,12 +118,18 @@ fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) ->
     } else {
         "non-string panic payload".to_string()
     };
-    Error::Panic { operator: operator.to_string(), message }
+    Error::Panic {
+        operator: operator.to_string(),
+        message,
+    }
 }
 
 #[cold]
 pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Error {
-    Error::UserFunction { operator: operator.to_string(), source }
+    Error::UserFunction {
+        operator: operator.to_string(),
+        source,
+    }
 }
 
 /// Forwards `open`/`on_watermark`/`finish`/`close` of a one-input stateless operator to

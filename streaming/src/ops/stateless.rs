@@ -15,7 +15,12 @@ pub struct Map<F, U, N> {
 impl<F, U, N> Map<F, U, N> {
     /// A map operator with id `id` feeding `next`.
     pub fn new(id: OperatorId, f: F, next: N) -> Self {
-        Map { id, f, next, _out: PhantomData }
+        Map {
+            id,
+            f,
+            next,
+            _out: PhantomData,
+        }
     }
 }
 
@@ -39,7 +44,12 @@ pub struct TryMap<F, U, E, N> {
 impl<F, U, E, N> TryMap<F, U, E, N> {
     /// A fallible map operator with id `id` feeding `next`.
     pub fn new(id: OperatorId, f: F, next: N) -> Self {
-        TryMap { id, f, next, _out: PhantomData }
+        TryMap {
+            id,
+            f,
+            next,
+            _out: PhantomData,
+        }
     }
 }
 
@@ -96,7 +106,12 @@ pub struct FlatMap<F, I, N> {
 impl<F, I, N> FlatMap<F, I, N> {
     /// A flat-map operator with id `id` feeding `next`.
     pub fn new(id: OperatorId, f: F, next: N) -> Self {
-        FlatMap { id, f, next, _out: PhantomData }
+        FlatMap {
+            id,
+            f,
+            next,
+            _out: PhantomData,
+        }
     }
 }
 

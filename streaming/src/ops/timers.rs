@@ -11,7 +11,10 @@ pub(crate) struct TimerQueue<E> {
 
 impl<E> Default for TimerQueue<E> {
     fn default() -> Self {
-        TimerQueue { queue: BTreeMap::new(), seq: 0 }
+        TimerQueue {
+            queue: BTreeMap::new(),
+            seq: 0,
+        }
     }
 }
 

@@ -32,7 +32,14 @@ pub struct AssignWatermarks<TA, G, N> {
 impl<TA, G, N> AssignWatermarks<TA, G, N> {
     /// An assigner operator with id `id` feeding `next`.
     pub fn new(id: OperatorId, assigner: TA, generator: G, next: N) -> Self {
-        AssignWatermarks { id, assigner, generator, output: WatermarkOutput::default(), emitted: i64::MIN, next }
+        AssignWatermarks {
+            id,
+            assigner,
+            generator,
+            output: WatermarkOutput::default(),
+            emitted: i64::MIN,
+            next,
+        }
     }
 }
 
@@ -48,7 +55,8 @@ where
 
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        let (assigner, generator, output) = (&mut self.assigner, &mut self.generator, &mut self.output);
+        let (assigner, generator, output) =
+            (&mut self.assigner, &mut self.generator, &mut self.output);
         let ts = guard(&self.id, || {
             let ts = assigner.extract_timestamp(&value, timestamp);
             generator.on_event(&value, ts, output);

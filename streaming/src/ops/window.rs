@@ -1,12 +1,12 @@
 //! The keyed window operator: assigners, triggers, allowed lateness, late side output and
 //! session merging (DESIGN invariant 2).
 
+use super::timers::TimerQueue;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
 use crate::api::{AggregateFunction, Collector, Numeric, Sink};
-use crate::time::{TimeWindow, Trigger, TriggerContext, TriggerResult, WindowAssigner};
 use crate::time::trigger::TimerRequest;
+use crate::time::{TimeWindow, Trigger, TriggerContext, TriggerResult, WindowAssigner};
 use crate::{BoxError, Error};
-use super::timers::TimerQueue;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -60,7 +60,13 @@ impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> WindowFunction<K, T> for Reduce
             <Self as WindowFunction<K, T>>::add(self, into, o);
         }
     }
-    fn emit(&mut self, _: &K, _: &TimeWindow, acc: &Option<T>, out: &mut Collector<'_, T>) -> Result<(), BoxError> {
+    fn emit(
+        &mut self,
+        _: &K,
+        _: &TimeWindow,
+        acc: &Option<T>,
+        out: &mut Collector<'_, T>,
+    ) -> Result<(), BoxError> {
         if let Some(a) = acc {
             out.collect(a.clone());
         }
@@ -79,7 +85,11 @@ pub struct AggregateWindow<A, W, R> {
 impl<A, W, R> AggregateWindow<A, W, R> {
     /// Aggregates with `agg`, then maps `(key, window, result)` with `with`.
     pub fn new(agg: A, with: W) -> Self {
-        AggregateWindow { agg, with, _out: PhantomData }
+        AggregateWindow {
+            agg,
+            with,
+            _out: PhantomData,
+        }
     }
 }
 
@@ -101,7 +111,13 @@ where
         let a = std::mem::replace(into, self.agg.create_accumulator());
         *into = self.agg.merge(a, other);
     }
-    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &A::Acc, out: &mut Collector<'_, R>) -> Result<(), BoxError> {
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &A::Acc,
+        out: &mut Collector<'_, R>,
+    ) -> Result<(), BoxError> {
         let result = self.agg.get_result(acc);
         out.collect((self.with)(key, window, result));
         Ok(())
@@ -117,7 +133,10 @@ pub struct ApplyWindow<F, R> {
 impl<F, R> ApplyWindow<F, R> {
     /// Calls `f(key, window, elements, out)` when the window fires.
     pub fn new(f: F) -> Self {
-        ApplyWindow { f, _out: PhantomData }
+        ApplyWindow {
+            f,
+            _out: PhantomData,
+        }
     }
 }
 
@@ -137,7 +156,13 @@ where
     fn merge(&mut self, into: &mut Vec<T>, other: Vec<T>) {
         into.extend(other);
     }
-    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &Vec<T>, out: &mut Collector<'_, R>) -> Result<(), BoxError> {
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &Vec<T>,
+        out: &mut Collector<'_, R>,
+    ) -> Result<(), BoxError> {
         (self.f)(key, window, acc, out)
     }
 }
@@ -158,7 +183,13 @@ impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
     fn merge(&mut self, into: &mut T, other: T) {
         *into = *into + other;
     }
-    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &T, out: &mut Collector<'_, Self::Out>) -> Result<(), BoxError> {
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &T,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError> {
         out.collect((key.clone(), *window, *acc));
         Ok(())
     }
@@ -180,7 +211,13 @@ impl<K: Clone, T> WindowFunction<K, T> for CountWindow {
     fn merge(&mut self, into: &mut u64, other: u64) {
         *into += other;
     }
-    fn emit(&mut self, key: &K, window: &TimeWindow, acc: &u64, out: &mut Collector<'_, Self::Out>) -> Result<(), BoxError> {
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &u64,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError> {
         out.collect((key.clone(), *window, *acc));
         Ok(())
     }
@@ -209,7 +246,10 @@ pub(crate) struct WindowState<K, Acc, Tr> {
 
 impl<K, Acc, Tr> Default for WindowState<K, Acc, Tr> {
     fn default() -> Self {
-        WindowState { keys: HashMap::new(), timers: TimerQueue::default() }
+        WindowState {
+            keys: HashMap::new(),
+            timers: TimerQueue::default(),
+        }
     }
 }
 
@@ -294,15 +334,22 @@ impl<K, T, WF: WindowFunction<K, T>> Emitter<'_, K, T, WF> {
             return Ok(());
         }
         let (function, out, window, acc) = (&mut *self.function, &mut *self.out, &b.window, &b.acc);
-        guard(self.id, || function.emit(key, window, acc, &mut Collector { buffer: out }))?
-            .map_err(|e| user_error(self.id, e))?;
+        guard(self.id, || {
+            function.emit(key, window, acc, &mut Collector { buffer: out })
+        })?
+        .map_err(|e| user_error(self.id, e))?;
         self.marks.push((self.out.len(), b.window.max_timestamp()));
         b.pending = false;
         self.counters.add_firing();
         Ok(())
     }
 
-    fn apply<Tr>(&mut self, key: &K, b: &mut Bucket<WF::Acc, Tr>, r: TriggerResult) -> Result<(), Error> {
+    fn apply<Tr>(
+        &mut self,
+        key: &K,
+        b: &mut Bucket<WF::Acc, Tr>,
+        r: TriggerResult,
+    ) -> Result<(), Error> {
         if r.is_fire() {
             self.emit(key, b)?;
         }
@@ -313,6 +360,20 @@ impl<K, T, WF: WindowFunction<K, T>> Emitter<'_, K, T, WF> {
         }
         Ok(())
     }
+}
+
+/// Borrows the emitting parts of a [`WindowOperator`] apart from its other fields.
+macro_rules! emitter {
+    ($op:ident) => {
+        Emitter {
+            id: &$op.id,
+            function: &mut $op.function,
+            out: &mut $op.out,
+            marks: &mut $op.marks,
+            counters: &$op.counters,
+            _k: PhantomData,
+        }
+    };
 }
 
 fn register<K: Clone, Acc, Tr>(
@@ -378,7 +439,11 @@ where
 
     fn process_aligned(&mut self, key: K, value: T, timestamp: i64) -> Result<(), Error> {
         let watermark = self.watermark;
-        let live = self.windows.iter().filter(|w| !w.is_late(self.lateness, watermark)).count();
+        let live = self
+            .windows
+            .iter()
+            .filter(|w| !w.is_late(self.lateness, watermark))
+            .count();
         if live == 0 {
             return self.late_element(value);
         }
@@ -401,21 +466,32 @@ where
                 Some(idx) => idx,
                 None => {
                     let mut b = self.new_bucket(window)?;
-                    self.requests.push(TimerRequest::EventTime(window.cleanup_time(self.lateness)));
+                    self.requests
+                        .push(TimerRequest::EventTime(window.cleanup_time(self.lateness)));
                     register(timers, &mut self.requests, &key, &mut b);
                     panes.push(b);
                     panes.len() - 1
                 }
             };
             let b = &mut panes[idx];
-            let v = if remaining == 0 { value.take().expect("last use") } else { value.clone().expect("present") };
-            let mut ctx = TriggerContext { watermark, processing_time: timestamp, timers: &mut self.requests };
-            let r = guard(&self.id, || b.trigger.on_element(&v, timestamp, &window, &mut ctx))?;
+            let v = if remaining == 0 {
+                value.take().expect("last use")
+            } else {
+                value.clone().expect("present")
+            };
+            let mut ctx = TriggerContext {
+                watermark,
+                processing_time: timestamp,
+                timers: &mut self.requests,
+            };
+            let r = guard(&self.id, || {
+                b.trigger.on_element(&v, timestamp, &window, &mut ctx)
+            })?;
             guard(&self.id, || self.function.add(&mut b.acc, v))?;
             b.has_content = true;
             b.pending = true;
             register(timers, &mut self.requests, &key, b);
-            let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+            let mut em = emitter!(self);
             em.apply(&key, b, r)?;
         }
         drop(state);
@@ -455,7 +531,8 @@ where
         }
         let panes = keys.get_mut(&key).expect("inserted above");
         joined.sort_unstable();
-        let mut parts: Vec<Bucket<WF::Acc, Tr>> = joined.iter().rev().map(|&i| panes.swap_remove(i)).collect();
+        let mut parts: Vec<Bucket<WF::Acc, Tr>> =
+            joined.iter().rev().map(|&i| panes.swap_remove(i)).collect();
         parts.sort_by_key(|b| b.window.start());
         let mut ctx_requests = std::mem::take(&mut self.requests);
         let mut bucket = if parts.is_empty() {
@@ -473,10 +550,22 @@ where
                     others.push(self.new_bucket(merged)?);
                 }
                 for other in others {
-                    let mut ctx = TriggerContext { watermark, processing_time: timestamp, timers: &mut ctx_requests };
-                    let Bucket { acc, trigger, has_content, pending, .. } = other;
+                    let mut ctx = TriggerContext {
+                        watermark,
+                        processing_time: timestamp,
+                        timers: &mut ctx_requests,
+                    };
+                    let Bucket {
+                        acc,
+                        trigger,
+                        has_content,
+                        pending,
+                        ..
+                    } = other;
                     guard(&self.id, || self.function.merge(&mut base.acc, acc))?;
-                    guard(&self.id, || base.trigger.on_merge(trigger, &merged, &mut ctx))?;
+                    guard(&self.id, || {
+                        base.trigger.on_merge(trigger, &merged, &mut ctx)
+                    })?;
                     base.has_content |= has_content;
                     base.pending |= pending;
                 }
@@ -485,13 +574,21 @@ where
         };
         self.requests = ctx_requests;
         register(timers, &mut self.requests, &key, &mut bucket);
-        let mut ctx = TriggerContext { watermark, processing_time: timestamp, timers: &mut self.requests };
-        let r = guard(&self.id, || bucket.trigger.on_element(&value, timestamp, &merged, &mut ctx))?;
+        let mut ctx = TriggerContext {
+            watermark,
+            processing_time: timestamp,
+            timers: &mut self.requests,
+        };
+        let r = guard(&self.id, || {
+            bucket
+                .trigger
+                .on_element(&value, timestamp, &merged, &mut ctx)
+        })?;
         guard(&self.id, || self.function.add(&mut bucket.acc, value))?;
         bucket.has_content = true;
         bucket.pending = true;
         register(timers, &mut self.requests, &key, &mut bucket);
-        let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+        let mut em = emitter!(self);
         em.apply(&key, &mut bucket, r)?;
         panes.push(bucket);
         drop(state);
@@ -504,16 +601,27 @@ where
         let mut state = state.borrow_mut();
         let WindowState { keys, timers } = &mut *state;
         while let Some((time, (key, window))) = timers.pop_due(watermark) {
-            let Some(panes) = keys.get_mut(&key) else { continue };
-            let Some(idx) = panes.iter().position(|b| b.window == window && b.timers.contains(&time)) else {
+            let Some(panes) = keys.get_mut(&key) else {
+                continue;
+            };
+            let Some(idx) = panes
+                .iter()
+                .position(|b| b.window == window && b.timers.contains(&time))
+            else {
                 continue; // the pane merged away or was cleaned up
             };
             let b = &mut panes[idx];
             b.timers.retain(|&t| t != time);
-            let mut ctx = TriggerContext { watermark, processing_time: watermark, timers: &mut self.requests };
-            let r = guard(&self.id, || b.trigger.on_event_time(time, &window, &mut ctx))?;
+            let mut ctx = TriggerContext {
+                watermark,
+                processing_time: watermark,
+                timers: &mut self.requests,
+            };
+            let r = guard(&self.id, || {
+                b.trigger.on_event_time(time, &window, &mut ctx)
+            })?;
             register(timers, &mut self.requests, &key, b);
-            let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+            let mut em = emitter!(self);
             em.apply(&key, b, r)?;
             if time == window.cleanup_time(self.lateness) {
                 // Cleanup: contents never emitted are emitted once (DESIGN invariant 2).
@@ -550,8 +658,15 @@ where
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         self.windows.clear();
         let windows = &mut self.windows;
-        if self.assigner.assign_windows(timestamp, |w| windows.push(w)).is_err() {
-            return Err(Error::WindowBounds { operator: self.id.to_string(), timestamp });
+        if self
+            .assigner
+            .assign_windows(timestamp, |w| windows.push(w))
+            .is_err()
+        {
+            return Err(Error::WindowBounds {
+                operator: self.id.to_string(),
+                timestamp,
+            });
         }
         if self.windows.is_empty() {
             return self.late_element(value);
@@ -583,7 +698,7 @@ where
         for (key, mut panes) in keys {
             for b in &mut panes {
                 if b.pending {
-                    let mut em = Emitter { id: &self.id, function: &mut self.function, out: &mut self.out, marks: &mut self.marks, counters: &self.counters, _k: PhantomData };
+                    let mut em = emitter!(self);
                     em.emit(&key, b)?;
                 }
             }

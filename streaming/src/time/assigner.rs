@@ -60,7 +60,9 @@ fn check_offset(offset: i64, bound_field: &'static str, bound: i64) -> Result<()
     if offset.unsigned_abs() >= bound.unsigned_abs() {
         return Err(Error::InvalidConfig {
             field: "offset",
-            reason: format!("|offset| must be smaller than `{bound_field}` ({bound} ms), got {offset} ms"),
+            reason: format!(
+                "|offset| must be smaller than `{bound_field}` ({bound} ms), got {offset} ms"
+            ),
         });
     }
     Ok(())
@@ -92,7 +94,10 @@ impl TumblingEventTimeWindows {
     pub fn with_offset(size: Duration, offset_ms: i64) -> Result<Self, Error> {
         let size = positive_ms("size", size)?;
         check_offset(offset_ms, "size", size)?;
-        Ok(TumblingEventTimeWindows { size, offset: offset_ms })
+        Ok(TumblingEventTimeWindows {
+            size,
+            offset: offset_ms,
+        })
     }
 
     /// The window length in ms.
@@ -146,7 +151,11 @@ impl SlidingEventTimeWindows {
         let size = positive_ms("size", size)?;
         let slide = positive_ms("slide", slide)?;
         check_offset(offset_ms, "slide", slide)?;
-        Ok(SlidingEventTimeWindows { size, slide, offset: offset_ms })
+        Ok(SlidingEventTimeWindows {
+            size,
+            slide,
+            offset: offset_ms,
+        })
     }
 }
 
@@ -194,7 +203,9 @@ impl EventTimeSessionWindows {
     /// [`Error::InvalidConfig`] with field `gap` when `gap` is under 1 ms or over
     /// `i64::MAX` ms.
     pub fn with_gap(gap: Duration) -> Result<Self, Error> {
-        Ok(EventTimeSessionWindows { gap: positive_ms("gap", gap)? })
+        Ok(EventTimeSessionWindows {
+            gap: positive_ms("gap", gap)?,
+        })
     }
 
     /// The session gap in ms.
@@ -251,8 +262,9 @@ mod tests {
 
     #[test]
     fn sliding_assigns_every_overlapping_window() {
-        let a = SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(500))
-            .unwrap();
+        let a =
+            SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(500))
+                .unwrap();
         assert_eq!(
             windows(&a, 1200),
             vec![TimeWindow::new(500, 1500), TimeWindow::new(1000, 2000)]
@@ -266,7 +278,10 @@ mod tests {
                 .unwrap();
         // starts 0, 300, 600, 900 contain 950; -300 does not (ends at 700).
         assert_eq!(
-            windows(&uneven, 950).iter().map(|w| w.start()).collect::<Vec<_>>(),
+            windows(&uneven, 950)
+                .iter()
+                .map(|w| w.start())
+                .collect::<Vec<_>>(),
             vec![0, 300, 600, 900]
         );
     }
@@ -285,8 +300,9 @@ mod tests {
         assert_eq!(a.assign_windows(i64::MIN, |_| {}), Err(i64::MIN));
         let s = EventTimeSessionWindows::with_gap(Duration::from_millis(10)).unwrap();
         assert_eq!(s.assign_windows(i64::MAX - 5, |_| {}), Err(i64::MAX - 5));
-        let sl = SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(10))
-            .unwrap();
+        let sl =
+            SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(10))
+                .unwrap();
         let mut n = 0;
         assert!(sl.assign_windows(i64::MAX - 5, |_| n += 1).is_err());
         assert_eq!(n, 0, "a rejected record touches no window");
@@ -298,17 +314,24 @@ mod tests {
             Err(Error::InvalidConfig { field, .. }) => field,
             other => panic!("expected InvalidConfig, got {other:?}"),
         };
-        assert_eq!(field(TumblingEventTimeWindows::of(Duration::ZERO).map(|_| ())), "size");
+        assert_eq!(
+            field(TumblingEventTimeWindows::of(Duration::ZERO).map(|_| ())),
+            "size"
+        );
         assert_eq!(
             field(TumblingEventTimeWindows::with_offset(Duration::from_millis(10), 10).map(|_| ())),
             "offset"
         );
         assert_eq!(
-            field(TumblingEventTimeWindows::with_offset(Duration::from_millis(10), -10).map(|_| ())),
+            field(
+                TumblingEventTimeWindows::with_offset(Duration::from_millis(10), -10).map(|_| ())
+            ),
             "offset"
         );
         assert_eq!(
-            field(SlidingEventTimeWindows::of(Duration::from_millis(10), Duration::ZERO).map(|_| ())),
+            field(
+                SlidingEventTimeWindows::of(Duration::from_millis(10), Duration::ZERO).map(|_| ())
+            ),
             "slide"
         );
         assert_eq!(
@@ -322,7 +345,10 @@ mod tests {
             ),
             "offset"
         );
-        assert_eq!(field(EventTimeSessionWindows::with_gap(Duration::ZERO).map(|_| ())), "gap");
+        assert_eq!(
+            field(EventTimeSessionWindows::with_gap(Duration::ZERO).map(|_| ())),
+            "gap"
+        );
         assert_eq!(
             field(TumblingEventTimeWindows::of(Duration::from_secs(u64::MAX)).map(|_| ())),
             "size"

@@ -187,7 +187,10 @@ impl CountTrigger {
                 reason: "a count trigger needs a count of at least 1".into(),
             });
         }
-        Ok(CountTrigger { max_count, count: 0 })
+        Ok(CountTrigger {
+            max_count,
+            count: 0,
+        })
     }
 }
 
@@ -208,7 +211,12 @@ impl<T> Trigger<T> for CountTrigger {
         }
     }
 
-    fn on_event_time(&mut self, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_event_time(
+        &mut self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
@@ -246,7 +254,12 @@ impl<T> Trigger<T> for ProcessingTimeTrigger {
         TriggerResult::Continue
     }
 
-    fn on_event_time(&mut self, _: i64, _: &TimeWindow, _: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_event_time(
+        &mut self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
@@ -269,7 +282,11 @@ mod tests {
     use super::*;
 
     fn ctx(timers: &mut Vec<TimerRequest>, watermark: i64) -> TriggerContext<'_> {
-        TriggerContext { watermark, processing_time: 0, timers }
+        TriggerContext {
+            watermark,
+            processing_time: 0,
+            timers,
+        }
     }
 
     #[test]
@@ -280,8 +297,14 @@ mod tests {
         let r = Trigger::<u8>::on_element(&mut t, &1, 5, &w, &mut ctx(&mut timers, 50));
         assert_eq!(r, TriggerResult::Continue);
         assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
-        assert_eq!(Trigger::<u8>::on_event_time(&mut t, 98, &w, &mut ctx(&mut timers, 98)), TriggerResult::Continue);
-        assert_eq!(Trigger::<u8>::on_event_time(&mut t, 99, &w, &mut ctx(&mut timers, 99)), TriggerResult::Fire);
+        assert_eq!(
+            Trigger::<u8>::on_event_time(&mut t, 98, &w, &mut ctx(&mut timers, 98)),
+            TriggerResult::Continue
+        );
+        assert_eq!(
+            Trigger::<u8>::on_event_time(&mut t, 99, &w, &mut ctx(&mut timers, 99)),
+            TriggerResult::Fire
+        );
         // late but within lateness: fires at once
         let r = Trigger::<u8>::on_element(&mut t, &1, 5, &w, &mut ctx(&mut timers, 99));
         assert_eq!(r, TriggerResult::Fire);
@@ -298,7 +321,10 @@ mod tests {
         use TriggerResult::*;
         assert_eq!(results, vec![Continue, Fire, Continue, Fire, Continue]);
         assert!(timers.is_empty());
-        assert!(matches!(CountTrigger::of(0), Err(Error::InvalidConfig { field: "count", .. })));
+        assert!(matches!(
+            CountTrigger::of(0),
+            Err(Error::InvalidConfig { field: "count", .. })
+        ));
     }
 
     #[test]

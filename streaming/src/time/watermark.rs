@@ -14,7 +14,10 @@ pub struct WatermarkOutput {
 
 impl Default for WatermarkOutput {
     fn default() -> Self {
-        WatermarkOutput { watermark: MIN_WATERMARK, idle: false }
+        WatermarkOutput {
+            watermark: MIN_WATERMARK,
+            idle: false,
+        }
     }
 }
 
@@ -81,7 +84,9 @@ impl BoundedOutOfOrderness {
     /// # Errors
     /// [`Error::InvalidConfig`] with field `out_of_orderness` when it exceeds `i64::MAX` ms.
     pub fn new(out_of_orderness: Duration) -> Result<Self, Error> {
-        Ok(BoundedOutOfOrderness { out_of_orderness: duration_ms("out_of_orderness", out_of_orderness)? })
+        Ok(BoundedOutOfOrderness {
+            out_of_orderness: duration_ms("out_of_orderness", out_of_orderness)?,
+        })
     }
 
     /// The bound in ms.

@@ -18,7 +18,10 @@ impl TimeWindow {
     /// # Panics
     /// If `end <= start` (an empty window is a bug in the caller, not bad input).
     pub fn new(start: i64, end: i64) -> Self {
-        assert!(end > start, "TimeWindow requires start < end, got [{start}, {end})");
+        assert!(
+            end > start,
+            "TimeWindow requires start < end, got [{start}, {end})"
+        );
         TimeWindow { start, end }
     }
 

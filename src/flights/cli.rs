@@ -1,0 +1,370 @@
+//! Command-line arguments of the `flights` example (plain `std::env::args` parsing).
+
+use super::jobs::{DelaysOptions, EventTime, SessionsOptions};
+use std::fmt;
+use std::path::PathBuf;
+
+/// The usage text (`--help`).
+pub const USAGE: &str = "\
+usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN] [COMMON]
+       flights sessions [--gap MIN] [COMMON]
+
+  delays     per carrier, 1-hour tumbling event-time windows: count and sum of dep_delay;
+             prints `carrier,window_start,flights,sum_dep_delay` per window firing, then
+             `# skipped=N late=N windows=N`
+    --event-time sched|actual   event time: scheduled or actual departure (default sched)
+    --ooo MIN                   watermark out-of-orderness in minutes (default 0)
+    --lateness MIN              allowed lateness of the windows in minutes (default 0)
+  sessions   per tail number, event-time session windows over scheduled departures;
+             prints `tailnum,session_start,session_end,flights` per session, then
+             `# skipped=N sessions=N`
+    --gap MIN                   session gap in minutes, at least 1 (default 1440)
+
+COMMON:
+    --engine memory             the engine (default memory; the Redis engine is not available yet)
+    --data PATH                 the data file (default ../shared/data/flights.csv.zip from the repo root)
+    -h, --help                  this text
+
+Flags take their value as `--flag VALUE` or `--flag=VALUE`. Bad arguments exit with code 2.";
+
+/// The engine a job runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// The in-memory engine.
+    #[default]
+    Memory,
+}
+
+/// The job to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `delays`.
+    Delays(DelaysOptions),
+    /// `sessions`.
+    Sessions(SessionsOptions),
+    /// `--help`.
+    Help,
+}
+
+/// Parsed arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Args {
+    /// The job.
+    pub command: Command,
+    /// The engine (`--engine`).
+    pub engine: Engine,
+    /// `--data PATH`, if given.
+    pub data: Option<PathBuf>,
+}
+
+/// A rejected command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgsError {
+    /// Malformed arguments; `flag` names the offending flag (or `command`).
+    Usage {
+        /// The flag (e.g. `--ooo`), or `command` for the subcommand.
+        flag: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A well-formed engine that this build cannot run (`--engine redis`).
+    EngineUnavailable(String),
+}
+
+impl ArgsError {
+    fn usage(flag: &str, message: impl Into<String>) -> Self {
+        ArgsError::Usage {
+            flag: flag.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The process exit code: 2 for bad arguments, 1 for an unavailable engine.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ArgsError::Usage { .. } => 2,
+            ArgsError::EngineUnavailable(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgsError::Usage { flag, message } => write!(f, "{flag}: {message}"),
+            ArgsError::EngineUnavailable(engine) => {
+                write!(f, "--engine {engine}: the Redis engine is not available yet (use --engine memory)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ArgsError {}
+
+/// Largest value in minutes whose milliseconds fit in `i64`.
+const MAX_MINUTES: u64 = (i64::MAX / 60_000) as u64;
+
+fn parse_minutes(flag: &str, value: &str, min: u64) -> Result<u64, ArgsError> {
+    let n: u64 = value.parse().map_err(|_| {
+        ArgsError::usage(
+            flag,
+            format!("expected a whole number of minutes (>= {min}), got `{value}`"),
+        )
+    })?;
+    if n < min {
+        return Err(ArgsError::usage(
+            flag,
+            format!("must be at least {min} minute(s), got {n}"),
+        ));
+    }
+    if n > MAX_MINUTES {
+        return Err(ArgsError::usage(
+            flag,
+            format!("{n} minutes is too large (at most {MAX_MINUTES})"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Parses the arguments after the program name.
+///
+/// # Errors
+/// [`ArgsError::Usage`] naming the flag for a missing or unknown subcommand, an unknown or
+/// repeated flag, a flag of the other subcommand, a missing or malformed value;
+/// [`ArgsError::EngineUnavailable`] for `--engine redis`.
+pub fn parse_args<I, S>(args: I) -> Result<Args, ArgsError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let args: Vec<String> = args.into_iter().map(Into::into).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return Ok(Args {
+            command: Command::Help,
+            engine: Engine::Memory,
+            data: None,
+        });
+    }
+    let Some(command) = args.first() else {
+        return Err(ArgsError::usage(
+            "command",
+            "missing: expected `delays` or `sessions` (see --help)",
+        ));
+    };
+    let is_delays = match command.as_str() {
+        "delays" => true,
+        "sessions" => false,
+        other if other.starts_with('-') => {
+            return Err(ArgsError::usage(
+                "command",
+                format!("expected `delays` or `sessions` before the flags, got `{other}`"),
+            ))
+        }
+        other => {
+            return Err(ArgsError::usage(
+                "command",
+                format!("unknown command `{other}`: expected `delays` or `sessions`"),
+            ))
+        }
+    };
+    let mut delays = DelaysOptions::default();
+    let mut sessions = SessionsOptions::default();
+    let mut engine = None;
+    let mut data = None;
+    let mut seen: Vec<String> = Vec::new();
+    let mut rest = args[1..].iter();
+    while let Some(arg) = rest.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if !flag.starts_with("--") {
+            return Err(ArgsError::usage(
+                &flag,
+                "unexpected argument (flags start with --)",
+            ));
+        }
+        let known_here = match flag.as_str() {
+            "--engine" | "--data" => true,
+            "--event-time" | "--ooo" | "--lateness" => is_delays,
+            "--gap" => !is_delays,
+            _ => {
+                return Err(ArgsError::usage(
+                    &flag,
+                    format!("unknown flag for `{command}` (see --help)"),
+                ))
+            }
+        };
+        if !known_here {
+            let other = if is_delays { "sessions" } else { "delays" };
+            return Err(ArgsError::usage(
+                &flag,
+                format!("is a flag of `{other}`, not of `{command}`"),
+            ));
+        }
+        if seen.contains(&flag) {
+            return Err(ArgsError::usage(&flag, "given more than once"));
+        }
+        seen.push(flag.clone());
+        let value = match inline {
+            Some(v) => v,
+            None => match rest.next() {
+                Some(v) if !v.starts_with("--") => v.clone(),
+                _ => return Err(ArgsError::usage(&flag, "needs a value")),
+            },
+        };
+        match flag.as_str() {
+            "--engine" => match value.as_str() {
+                "memory" => engine = Some(Engine::Memory),
+                "redis" => return Err(ArgsError::EngineUnavailable(value)),
+                other => {
+                    return Err(ArgsError::usage(
+                        "--engine",
+                        format!("unknown engine `{other}`: expected `memory` (the Redis engine is not available yet)"),
+                    ))
+                }
+            },
+            "--data" => {
+                if value.is_empty() {
+                    return Err(ArgsError::usage("--data", "needs a path"));
+                }
+                data = Some(PathBuf::from(value));
+            }
+            "--event-time" => {
+                delays.event_time = match value.as_str() {
+                    "sched" => EventTime::Scheduled,
+                    "actual" => EventTime::Actual,
+                    other => return Err(ArgsError::usage("--event-time", format!("expected `sched` or `actual`, got `{other}`"))),
+                }
+            }
+            "--ooo" => delays.out_of_orderness_min = parse_minutes("--ooo", &value, 0)?,
+            "--lateness" => delays.lateness_min = parse_minutes("--lateness", &value, 0)?,
+            "--gap" => sessions.gap_min = parse_minutes("--gap", &value, 1)?,
+            _ => unreachable!("checked above"),
+        }
+    }
+    let command = if is_delays {
+        Command::Delays(delays)
+    } else {
+        Command::Sessions(sessions)
+    };
+    Ok(Args {
+        command,
+        engine: engine.unwrap_or_default(),
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flag_of(r: Result<Args, ArgsError>) -> String {
+        match r {
+            Err(ArgsError::Usage { flag, .. }) => flag,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let a = parse_args(["delays"]).unwrap();
+        assert_eq!(a.command, Command::Delays(DelaysOptions::default()));
+        assert_eq!(a.engine, Engine::Memory);
+        assert_eq!(a.data, None);
+        let s = parse_args(["sessions"]).unwrap();
+        assert_eq!(
+            s.command,
+            Command::Sessions(SessionsOptions { gap_min: 1440 })
+        );
+    }
+
+    #[test]
+    fn values_both_spellings() {
+        let a = parse_args([
+            "delays",
+            "--event-time",
+            "actual",
+            "--ooo=30",
+            "--lateness",
+            "15",
+            "--engine",
+            "memory",
+            "--data",
+            "x.zip",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.command,
+            Command::Delays(DelaysOptions {
+                event_time: EventTime::Actual,
+                out_of_orderness_min: 30,
+                lateness_min: 15
+            })
+        );
+        assert_eq!(a.data, Some(PathBuf::from("x.zip")));
+        assert_eq!(
+            parse_args(["sessions", "--gap=60"]).unwrap().command,
+            Command::Sessions(SessionsOptions { gap_min: 60 })
+        );
+    }
+
+    #[test]
+    fn errors_name_the_flag() {
+        assert_eq!(flag_of(parse_args(Vec::<String>::new())), "command");
+        assert_eq!(flag_of(parse_args(["fly"])), "command");
+        assert_eq!(flag_of(parse_args(["delays", "--ooo", "-5"])), "--ooo");
+        assert_eq!(flag_of(parse_args(["delays", "--ooo"])), "--ooo");
+        assert_eq!(flag_of(parse_args(["delays", "--ooo", "x"])), "--ooo");
+        assert_eq!(
+            flag_of(parse_args(["delays", "--lateness", "1.5"])),
+            "--lateness"
+        );
+        assert_eq!(
+            flag_of(parse_args(["delays", "--event-time", "arrival"])),
+            "--event-time"
+        );
+        assert_eq!(flag_of(parse_args(["delays", "--gap", "5"])), "--gap");
+        assert_eq!(flag_of(parse_args(["sessions", "--gap", "0"])), "--gap");
+        assert_eq!(flag_of(parse_args(["sessions", "--ooo", "5"])), "--ooo");
+        assert_eq!(flag_of(parse_args(["sessions", "--bogus", "5"])), "--bogus");
+        assert_eq!(
+            flag_of(parse_args(["sessions", "--gap", "5", "--gap", "6"])),
+            "--gap"
+        );
+        assert_eq!(
+            flag_of(parse_args(["delays", "--engine", "flink"])),
+            "--engine"
+        );
+        assert_eq!(
+            flag_of(parse_args(["delays", "--ooo", "99999999999999999"])),
+            "--ooo"
+        );
+        assert_eq!(
+            parse_args(["delays", "--ooo", "x"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+    }
+
+    #[test]
+    fn redis_is_not_available() {
+        let e = parse_args(["sessions", "--engine", "redis"]).unwrap_err();
+        assert_eq!(e, ArgsError::EngineUnavailable("redis".into()));
+        assert!(e
+            .to_string()
+            .contains("the Redis engine is not available yet"));
+        assert_ne!(e.exit_code(), 0);
+    }
+
+    #[test]
+    fn help_wins() {
+        assert_eq!(
+            parse_args(["delays", "--ooo", "x", "--help"])
+                .unwrap()
+                .command,
+            Command::Help
+        );
+    }
+}

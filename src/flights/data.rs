@@ -1,0 +1,294 @@
+//! Loading `flights.csv.zip` into [`Flight`]s sorted by scheduled departure.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The data file's path as the examples and tests find it by default:
+/// `../shared/data/flights.csv.zip` relative to the repository root.
+pub fn default_data_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights.csv.zip")
+}
+
+/// One departed flight (a row whose `dep_time` and `dep_delay` are not `NA`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flight {
+    /// Two-letter carrier code (`carrier` column).
+    pub carrier: Arc<str>,
+    /// The plane's tail number; `None` when the row says `NA`.
+    pub tailnum: Option<Arc<str>>,
+    /// Scheduled departure, epoch ms UTC: `time_hour` + `minute` minutes.
+    pub sched_ms: i64,
+    /// Departure delay in minutes (negative = early).
+    pub dep_delay: i64,
+    /// The row's 0-based index among the file's data rows (the header is not counted).
+    pub row: usize,
+}
+
+impl Flight {
+    /// Actual departure, epoch ms UTC: scheduled departure + `dep_delay` minutes.
+    pub fn actual_ms(&self) -> i64 {
+        self.sched_ms + self.dep_delay * 60_000
+    }
+}
+
+/// The flights of the data file, sorted by scheduled departure (stable: ties keep file
+/// order), and what was left out.
+#[derive(Clone, Debug, Default)]
+pub struct Dataset {
+    /// Every row with a `dep_time` and a `dep_delay`, sorted by [`Flight::sched_ms`].
+    pub flights: Vec<Flight>,
+    /// Data rows in the file.
+    pub rows: usize,
+    /// Rows left out because `dep_time` or `dep_delay` is `NA` (cancelled flights).
+    pub skipped_na_departure: usize,
+}
+
+impl Dataset {
+    /// Flights (among [`flights`](Self::flights)) whose `tailnum` is `NA`.
+    pub fn na_tailnum(&self) -> usize {
+        self.flights.iter().filter(|f| f.tailnum.is_none()).count()
+    }
+}
+
+/// Why the data file could not be loaded.
+#[derive(Debug)]
+pub struct LoadError {
+    path: PathBuf,
+    message: String,
+}
+
+impl LoadError {
+    fn new(path: &Path, message: impl Into<String>) -> Self {
+        LoadError {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot load {}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Reads `flights.csv` from the zip archive at `path`.
+///
+/// # Errors
+/// The file is missing, is not a zip with a `flights.csv`, lacks a needed column, or has a
+/// malformed value (other than `NA`) in a needed column (the error names the line).
+pub fn load(path: &Path) -> Result<Dataset, LoadError> {
+    let file = File::open(path).map_err(|e| LoadError::new(path, e.to_string()))?;
+    let mut archive =
+        zip::ZipArchive::new(file).map_err(|e| LoadError::new(path, e.to_string()))?;
+    let mut entry = archive
+        .by_name("flights.csv")
+        .map_err(|e| LoadError::new(path, format!("flights.csv in the archive: {e}")))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
+    entry
+        .read_to_end(&mut bytes)
+        .map_err(|e| LoadError::new(path, e.to_string()))?;
+    parse_csv(&bytes).map_err(|m| LoadError::new(path, m))
+}
+
+/// Parses the CSV text of `flights.csv` (with its header line).
+///
+/// # Errors
+/// A missing column or a malformed value, as a message naming the line.
+pub fn parse_csv(bytes: &[u8]) -> Result<Dataset, String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
+    let headers = reader.byte_headers().map_err(|e| e.to_string())?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name.as_bytes())
+            .ok_or_else(|| format!("no `{name}` column in the header"))
+    };
+    let (dep_time, dep_delay, carrier, tailnum, minute, time_hour) = (
+        col("dep_time")?,
+        col("dep_delay")?,
+        col("carrier")?,
+        col("tailnum")?,
+        col("minute")?,
+        col("time_hour")?,
+    );
+
+    let mut interned: HashMap<Vec<u8>, Arc<str>> = HashMap::new();
+    let mut intern = |b: &[u8]| -> Result<Arc<str>, String> {
+        if let Some(s) = interned.get(b) {
+            return Ok(Arc::clone(s));
+        }
+        let s: Arc<str> = std::str::from_utf8(b).map_err(|e| e.to_string())?.into();
+        interned.insert(b.to_vec(), Arc::clone(&s));
+        Ok(s)
+    };
+
+    let mut data = Dataset::default();
+    let mut record = csv::ByteRecord::new();
+    let mut row = 0usize;
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| e.to_string())?
+    {
+        // Line numbers count the header as line 1.
+        let line = row + 2;
+        let field = |i: usize| {
+            record
+                .get(i)
+                .ok_or_else(|| format!("line {line}: missing column {}", i + 1))
+        };
+        data.rows += 1;
+        let this_row = row;
+        row += 1;
+        if field(dep_time)? == b"NA" || field(dep_delay)? == b"NA" {
+            data.skipped_na_departure += 1;
+            continue;
+        }
+        let int = |i: usize, name: &str| -> Result<i64, String> {
+            let b = field(i)?;
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+                .ok_or_else(|| {
+                    format!(
+                        "line {line}: `{name}` is not an integer: {:?}",
+                        String::from_utf8_lossy(b)
+                    )
+                })
+        };
+        let delay = int(dep_delay, "dep_delay")?;
+        let minute = int(minute, "minute")?;
+        let hour_ms = parse_time_hour(field(time_hour)?).ok_or_else(|| {
+            format!(
+                "line {line}: `time_hour` is not YYYY-MM-DDTHH:MM:SSZ: {:?}",
+                String::from_utf8_lossy(field(time_hour).unwrap_or(b""))
+            )
+        })?;
+        let tail = field(tailnum)?;
+        data.flights.push(Flight {
+            carrier: intern(field(carrier)?)?,
+            tailnum: if tail == b"NA" {
+                None
+            } else {
+                Some(intern(tail)?)
+            },
+            sched_ms: hour_ms + minute * 60_000,
+            dep_delay: delay,
+            row: this_row,
+        });
+    }
+    // `sort_by_key` is stable: flights with the same scheduled departure keep file order.
+    data.flights.sort_by_key(|f| f.sched_ms);
+    Ok(data)
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SSZ` into epoch ms (hand-written: it runs once per row, and
+/// fast in debug builds too).
+fn parse_time_hour(b: &[u8]) -> Option<i64> {
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (h, mi, s) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let days_in_month = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if d < 1 || d > days_in_month || h > 23 || mi > 59 || s > 59 {
+        return None;
+    }
+    Some(((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60_000 + s * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+}
+
+/// Formats epoch ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC; milliseconds are truncated).
+pub fn format_utc(ms: i64) -> String {
+    struct Utc(i64);
+    impl fmt::Display for Utc {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let secs = self.0.div_euclid(1000);
+            let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+            // civil_from_days (H. Hinnant).
+            let z = days + 719_468;
+            let era = z.div_euclid(146_097);
+            let doe = z - era * 146_097;
+            let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+            let mp = (5 * doy + 2) / 153;
+            let d = doy - (153 * mp + 2) / 5 + 1;
+            let m = if mp < 10 { mp + 3 } else { mp - 9 };
+            let y = yoe + era * 400 + i64::from(m <= 2);
+            write!(
+                f,
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+                rem / 3600,
+                rem / 60 % 60,
+                rem % 60
+            )
+        }
+    }
+    Utc(ms).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip() {
+        for s in [
+            "1970-01-01T00:00:00Z",
+            "2013-01-01T10:00:00Z",
+            "2012-02-29T23:59:59Z",
+            "2000-03-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            let ms = parse_time_hour(s.as_bytes()).unwrap();
+            assert_eq!(format_utc(ms), s);
+        }
+        assert_eq!(
+            parse_time_hour(b"2013-01-01T10:00:00Z"),
+            Some(1_357_034_400_000)
+        );
+        for bad in [
+            "2013-02-29T00:00:00Z",
+            "2013-01-01 10:00:00Z",
+            "2013-13-01T00:00:00Z",
+            "2013-01-01T10:00:00",
+            "NA",
+        ] {
+            assert_eq!(parse_time_hour(bad.as_bytes()), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Dead letters: messages that ran out of retries, that the handler sent there, or that
+//! could not be decoded.
+//!
+//! Each partition has a dead-letter stream `P:{T:n}:dlq` (the topic's dead letters are the
+//! union over its partitions; same hash tag as the partition, so "acknowledge + dead
+//! letter" is one Lua script, and a crash cannot lose or duplicate the entry). A dead-letter
+//! entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
+//! [`crate::mq::message`]; for a malformed entry: whatever fields it had) plus:
+//!
+//! | field | content |
+//! |-------|---------|
+//! | `dlq.topic` | original topic |
+//! | `dlq.partition` | original partition (decimal) |
+//! | `dlq.id` | id of the failed entry |
+//! | `dlq.original_id` | id of the first delivery (`x-original-message-id`, else `dlq.id`) |
+//! | `dlq.group` | consumer group that gave up |
+//! | `dlq.attempts` | deliveries made (retry count + 1) |
+//! | `dlq.error_type` | error type: `malformed`, `retries_exhausted:<type>`, `redeliveries_exhausted`, `fail:<type>`, or the handler's `DeadLetter` type |
+//! | `dlq.error` | error message, ≤ 512 chars |
+//! | `dlq.failed_ms` | when it was dead-lettered, epoch ms (consumer clock) |
+//!
+//! Admin: [`crate::mq::Mq::dead_letters`] lists, [`crate::mq::Mq::replay_dead_letter`]
+//! moves one back to its original partition (atomically: `XDEL` from the dead-letter stream
+//! and `XADD` to the partition in one script, retry count reset to 0),
+//! [`crate::mq::Mq::purge_dead_letters`] deletes them.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use redis::aio::ConnectionManager;
+use redis::{AsyncCommands, Script, Value};
+
+use crate::mq::frontier::LUA_ADVANCE;
+use crate::mq::message::{
+    encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, HEADER_ORIGINAL_ID,
+};
+use crate::mq::retry::truncate;
+use crate::mq::topic::{now_ms, KeySpace};
+use crate::Error;
+
+const LUA_DEAD_LETTER: &str = r#"
+-- KEYS: stream, acked, frontier, dlq; ARGV: group, id, field, value, ...
+if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('XADD', KEYS[4], '*', unpack(ARGV, 3))
+local newly = {}
+newly[ARGV[2]] = true
+advance(KEYS[1], KEYS[2], KEYS[3], newly)
+return 1
+"#;
+
+const LUA_REPLAY: &str = r#"
+-- KEYS: dlq, stream; ARGV: dlq id, field, value, ...
+if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
+return redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
+"#;
+
+pub(crate) fn dead_letter_script() -> Script {
+    Script::new(&format!("{LUA_ADVANCE}\n{LUA_DEAD_LETTER}"))
+}
+
+pub(crate) fn replay_script() -> Script {
+    Script::new(LUA_REPLAY)
+}
+
+/// Why and where a message is dead-lettered.
+pub(crate) struct DeadLetterCause<'a> {
+    pub(crate) topic: &'a str,
+    pub(crate) partition: u32,
+    pub(crate) group: &'a str,
+    pub(crate) id: &'a str,
+    pub(crate) original_id: &'a str,
+    pub(crate) attempts: u32,
+    pub(crate) error_type: &'a str,
+    pub(crate) error: &'a str,
+}
+
+/// Acknowledges entry `cause.id` and appends `fields` + the `dlq.*` fields to the dead-letter
+/// stream, atomically. Returns `false` when the entry was no longer pending.
+pub(crate) async fn ack_and_dead_letter(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    cause: &DeadLetterCause<'_>,
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<bool, Error> {
+    let (t, p, g) = (cause.topic, cause.partition, cause.group);
+    let mut inv = script.key(keys.stream(t, p));
+    inv.key(keys.acked(t, p, g))
+        .key(keys.frontier(t, p, g))
+        .key(keys.dlq(t, p))
+        .arg(g)
+        .arg(cause.id);
+    for (f, v) in fields {
+        if !f.starts_with(b"dlq.") {
+            inv.arg(f).arg(v);
+        }
+    }
+    inv.arg("dlq.topic")
+        .arg(t)
+        .arg("dlq.partition")
+        .arg(p)
+        .arg("dlq.id")
+        .arg(cause.id)
+        .arg("dlq.original_id")
+        .arg(cause.original_id)
+        .arg("dlq.group")
+        .arg(g)
+        .arg("dlq.attempts")
+        .arg(cause.attempts)
+        .arg("dlq.error_type")
+        .arg(truncate(cause.error_type))
+        .arg("dlq.error")
+        .arg(truncate(cause.error))
+        .arg("dlq.failed_ms")
+        .arg(now_ms());
+    let n: i64 = inv.invoke_async(conn).await?;
+    Ok(n == 1)
+}
+
+/// One dead-letter entry as listed by [`crate::mq::Mq::dead_letters`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// Id of the entry in the dead-letter stream (use it to replay).
+    pub dlq_id: String,
+    /// Original topic (`dlq.topic`).
+    pub topic: String,
+    /// Original partition (`dlq.partition`).
+    pub partition: u32,
+    /// Id of the failed entry (`dlq.id`).
+    pub id: String,
+    /// Id of the first delivery (`dlq.original_id`).
+    pub original_id: String,
+    /// Consumer group that gave up (`dlq.group`).
+    pub group: String,
+    /// Deliveries made (`dlq.attempts`).
+    pub attempts: u32,
+    /// Error type (`dlq.error_type`).
+    pub error_type: String,
+    /// Error message (`dlq.error`).
+    pub error: String,
+    /// When it was dead-lettered, epoch ms (`dlq.failed_ms`).
+    pub failed_ms: i64,
+    /// The original key, if the entry had a UTF-8 `k`.
+    pub key: Option<String>,
+    /// The original payload (`p`), empty if the entry had none.
+    pub payload: Bytes,
+    /// The original headers, if `h` was a JSON string map (else empty).
+    pub headers: BTreeMap<String, String>,
+    /// The original event time (`ts`), if it parsed.
+    pub timestamp_ms: Option<i64>,
+    /// Every field of the dead-letter entry, raw.
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+fn field<'a>(e: &'a RawEntry, name: &str) -> Option<&'a [u8]> {
+    e.fields
+        .iter()
+        .find(|(f, _)| f == name.as_bytes())
+        .map(|(_, v)| v.as_slice())
+}
+
+fn text(e: &RawEntry, name: &str) -> String {
+    field(e, name)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .unwrap_or_default()
+}
+
+fn to_dead_letter(e: RawEntry) -> DeadLetter {
+    let num = |name: &str| text(&e, name).parse::<i64>().ok();
+    DeadLetter {
+        dlq_id: e.id.clone(),
+        topic: text(&e, "dlq.topic"),
+        partition: num("dlq.partition")
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0),
+        id: text(&e, "dlq.id"),
+        original_id: text(&e, "dlq.original_id"),
+        group: text(&e, "dlq.group"),
+        attempts: num("dlq.attempts")
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0),
+        error_type: text(&e, "dlq.error_type"),
+        error: text(&e, "dlq.error"),
+        failed_ms: num("dlq.failed_ms").unwrap_or(0),
+        key: field(&e, "k").and_then(|k| std::str::from_utf8(k).ok().map(str::to_owned)),
+        payload: Bytes::copy_from_slice(field(&e, "p").unwrap_or_default()),
+        headers: field(&e, "h")
+            .and_then(|h| serde_json::from_slice(h).ok())
+            .unwrap_or_default(),
+        timestamp_ms: num("ts"),
+        fields: e.fields,
+    }
+}
+
+pub(crate) async fn list(
+    conn: &mut ConnectionManager,
+    keys: &KeySpace,
+    topic: &str,
+    partitions: u32,
+    limit_per_partition: usize,
+) -> Result<Vec<DeadLetter>, Error> {
+    let mut out = Vec::new();
+    for p in 0..partitions {
+        let v: Value = redis::cmd("XRANGE")
+            .arg(keys.dlq(topic, p))
+            .arg("-")
+            .arg("+")
+            .arg("COUNT")
+            .arg(limit_per_partition)
+            .query_async(conn)
+            .await?;
+        out.extend(parse_entries(&v)?.into_iter().map(to_dead_letter));
+    }
+    Ok(out)
+}
+
+pub(crate) async fn replay(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    topic: &str,
+    partition: u32,
+    dlq_id: &str,
+) -> Result<Option<String>, Error> {
+    let v: Value = redis::cmd("XRANGE")
+        .arg(keys.dlq(topic, partition))
+        .arg(dlq_id)
+        .arg(dlq_id)
+        .query_async(conn)
+        .await?;
+    let Some(entry) = parse_entries(&v)?.into_iter().next() else {
+        return Ok(None);
+    };
+    let original_id = text(&entry, "dlq.original_id");
+    let plain = RawEntry {
+        id: text(&entry, "dlq.id"),
+        fields: entry
+            .fields
+            .iter()
+            .filter(|(f, _)| !f.starts_with(b"dlq."))
+            .cloned()
+            .collect(),
+    };
+    let fields: Vec<(Vec<u8>, Vec<u8>)> = match plain.decode(topic, partition) {
+        Ok(m) => {
+            let mut headers = m.headers.clone();
+            if !original_id.is_empty() {
+                headers
+                    .entry(HEADER_ORIGINAL_ID.to_owned())
+                    .or_insert(original_id);
+            }
+            encode_fields(
+                m.key.as_deref(),
+                &m.payload,
+                &headers,
+                m.timestamp_ms,
+                0,
+                m.max_retries,
+            )
+            .into_iter()
+            .map(|(f, v)| (f.as_bytes().to_vec(), v))
+            .collect()
+        }
+        // A malformed entry is replayed as it was (without the retry count).
+        Err(_) => plain
+            .fields
+            .into_iter()
+            .filter(|(f, _)| f != F_RETRY_COUNT.as_bytes())
+            .collect(),
+    };
+    if fields.is_empty() {
+        return Err(Error::Mq {
+            op: "replay_dead_letter",
+            reason: format!("dead letter {dlq_id} has no fields to replay"),
+        });
+    }
+    let mut inv = script.key(keys.dlq(topic, partition));
+    inv.key(keys.stream(topic, partition)).arg(dlq_id);
+    for (f, v) in fields {
+        inv.arg(f).arg(v);
+    }
+    Ok(inv.invoke_async(conn).await?)
+}
+
+pub(crate) async fn purge(
+    conn: &mut ConnectionManager,
+    keys: &KeySpace,
+    topic: &str,
+    partitions: u32,
+) -> Result<u64, Error> {
+    let mut n = 0;
+    for p in 0..partitions {
+        let key = keys.dlq(topic, p);
+        let len: u64 = conn.xlen(&key).await?;
+        let _: () = conn.del(&key).await?;
+        n += len;
+    }
+    Ok(n)
+}

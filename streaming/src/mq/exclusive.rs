@@ -1,0 +1,319 @@
+//! The exclusive-owner fast path: read with `NOACK`, the caller commits its offset.
+//!
+//! For an engine that owns a partition exclusively and commits its read offset atomically
+//! with its state (DESIGN invariant 3): the pending-entries list is skipped (`XREADGROUP ..
+//! NOACK`), so there is nothing to acknowledge or reclaim. On taking the partition the
+//! reader points the group's last-delivered id at the caller's committed offset
+//! (`XGROUP SETID`, creating the group there if needed), so whatever was read but not
+//! committed before a crash is read again. Lag stays visible in `XINFO GROUPS`.
+//!
+//! The reader holds the partition's lease (the same lease as subscriptions use); the caller
+//! renews it ([`ExclusiveReader::renew`]) more often than `lease_ttl` and releases it
+//! ([`ExclusiveReader::release`]). Malformed entries are appended to the partition's
+//! dead-letter stream (nothing to acknowledge) and skipped; their ids still count for the
+//! batch's [`ExclusiveBatch::last_id`], so committing it moves past them. Failed messages
+//! go through [`ExclusiveReader::retry_or_dead_letter`] (same backoff, headers and
+//! dead-letter fields as subscriptions; due retries re-enter the stream on a later
+//! [`ExclusiveReader::read`]).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use redis::aio::ConnectionManager;
+use redis::Value;
+use tracing::warn;
+
+use crate::mq::group::{ensure_group, set_group_id};
+use crate::mq::handler::Failure;
+use crate::mq::lease::LeaseScripts;
+use crate::mq::message::{encode_fields, parse_read_reply, Message};
+use crate::mq::options::{RetryPolicy, StartPolicy};
+use crate::mq::retry::{self, backoff, truncate, RetryOutcome};
+use crate::mq::topic::{now_ms, KeySpace};
+use crate::Error;
+
+/// One read of an [`ExclusiveReader`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExclusiveBatch {
+    /// The decoded messages, in stream order.
+    pub messages: Vec<Message>,
+    /// How many malformed entries were dead-lettered instead.
+    pub malformed: usize,
+    /// The id of the last entry read (message or malformed); commit it once the batch's
+    /// effects are durable. `None` when nothing was read.
+    pub last_id: Option<String>,
+}
+
+/// A `NOACK` reader of one partition for an exclusive owner; see the module docs.
+pub struct ExclusiveReader {
+    pub(crate) conn: ConnectionManager,
+    pub(crate) keys: KeySpace,
+    pub(crate) topic: String,
+    pub(crate) group: String,
+    pub(crate) partition: u32,
+    pub(crate) consumer: String,
+    pub(crate) lease_ttl: Duration,
+    pub(crate) leases: LeaseScripts,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) retry_poll_interval: Duration,
+    pub(crate) max_len: Option<usize>,
+    pub(crate) promote: redis::Script,
+    pub(crate) schedule: redis::Script,
+    pub(crate) next_promote: Instant,
+}
+
+impl std::fmt::Debug for ExclusiveReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExclusiveReader")
+            .field("topic", &self.topic)
+            .field("group", &self.group)
+            .field("partition", &self.partition)
+            .field("consumer", &self.consumer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExclusiveReader {
+    /// Takes the lease and positions the group; see [`crate::mq::Mq::exclusive_reader`].
+    pub(crate) async fn open(
+        mut self,
+        committed: Option<&str>,
+        start: StartPolicy,
+    ) -> Result<Self, Error> {
+        let key = self.keys.lease(&self.topic, self.partition, &self.group);
+        if !self
+            .leases
+            .acquire(&mut self.conn, &key, &self.consumer, self.lease_ttl)
+            .await?
+        {
+            return Err(Error::Mq {
+                op: "exclusive_reader",
+                reason: format!(
+                    "partition {} of {} is leased by another consumer of group {}",
+                    self.partition, self.topic, self.group
+                ),
+            });
+        }
+        match committed {
+            Some(id) => {
+                set_group_id(
+                    &mut self.conn,
+                    &self.keys,
+                    &self.topic,
+                    self.partition,
+                    &self.group,
+                    id,
+                )
+                .await?;
+            }
+            None => {
+                ensure_group(
+                    &mut self.conn,
+                    &self.keys,
+                    &self.topic,
+                    self.partition,
+                    &self.group,
+                    start,
+                )
+                .await?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The partition read.
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    /// Reads up to `count` new entries, blocking up to `block` (≥ 1 ms) when none are
+    /// there (`XREADGROUP GROUP g c COUNT count BLOCK block NOACK STREAMS s >`).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command (the caller may retry; nothing was lost, since
+    /// the group position only matters up to the caller's committed offset).
+    pub async fn read(&mut self, count: usize, block: Duration) -> Result<ExclusiveBatch, Error> {
+        if Instant::now() >= self.next_promote {
+            retry::promote_due(
+                &mut self.conn,
+                &self.promote,
+                &self.keys,
+                &self.topic,
+                self.partition,
+                count.max(1),
+                self.max_len,
+            )
+            .await?;
+            self.next_promote = Instant::now() + self.retry_poll_interval;
+        }
+        let stream = self.keys.stream(&self.topic, self.partition);
+        let v: Value = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg("COUNT")
+            .arg(count.max(1))
+            .arg("BLOCK")
+            .arg(u64::try_from(block.as_millis()).unwrap_or(u64::MAX).max(1))
+            .arg("NOACK")
+            .arg("STREAMS")
+            .arg(&stream)
+            .arg(">")
+            .query_async(&mut self.conn)
+            .await?;
+        let entries = parse_read_reply(&v)?;
+        let last_id = entries.last().map(|e| e.id.clone());
+        let mut messages = Vec::with_capacity(entries.len());
+        let mut malformed = 0;
+        for e in entries {
+            match e.decode(&self.topic, self.partition) {
+                Ok(m) => messages.push(m),
+                Err(reason) => {
+                    malformed += 1;
+                    warn!(topic = %self.topic, partition = self.partition, id = %e.id, %reason,
+                          "malformed entry → dead letter");
+                    let fields = e.fields.clone();
+                    self.append_dead_letter(fields, &e.id, &e.id, 1, "malformed", &reason)
+                        .await?;
+                }
+            }
+        }
+        Ok(ExclusiveBatch {
+            messages,
+            malformed,
+            last_id,
+        })
+    }
+
+    async fn append_dead_letter(
+        &mut self,
+        fields: Vec<(Vec<u8>, Vec<u8>)>,
+        id: &str,
+        original_id: &str,
+        attempts: u32,
+        error_type: &str,
+        error: &str,
+    ) -> Result<String, Error> {
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.keys.dlq(&self.topic, self.partition)).arg("*");
+        for (f, v) in &fields {
+            if !f.starts_with(b"dlq.") {
+                cmd.arg(f).arg(v);
+            }
+        }
+        cmd.arg("dlq.topic")
+            .arg(&self.topic)
+            .arg("dlq.partition")
+            .arg(self.partition)
+            .arg("dlq.id")
+            .arg(id)
+            .arg("dlq.original_id")
+            .arg(original_id)
+            .arg("dlq.group")
+            .arg(&self.group)
+            .arg("dlq.attempts")
+            .arg(attempts)
+            .arg("dlq.error_type")
+            .arg(truncate(error_type))
+            .arg("dlq.error")
+            .arg(truncate(error))
+            .arg("dlq.failed_ms")
+            .arg(now_ms());
+        Ok(cmd.query_async(&mut self.conn).await?)
+    }
+
+    /// Appends `msg` to the partition's dead-letter stream (fields as in
+    /// [`crate::mq::dlq`]). Nothing is acknowledged (NOACK); commit the offset past `msg` as
+    /// usual. Returns the dead-letter entry id.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command.
+    pub async fn dead_letter(&mut self, msg: &Message, failure: &Failure) -> Result<String, Error> {
+        let fields = encode_fields(
+            msg.key.as_deref(),
+            &msg.payload,
+            &msg.headers,
+            msg.timestamp_ms,
+            msg.retry_count,
+            msg.max_retries,
+        )
+        .into_iter()
+        .map(|(f, v)| (f.as_bytes().to_vec(), v))
+        .collect();
+        self.append_dead_letter(
+            fields,
+            &msg.id,
+            msg.original_id(),
+            msg.retry_count.saturating_add(1),
+            &failure.error_type,
+            &failure.message,
+        )
+        .await
+    }
+
+    /// Schedules a retry of `msg` after the [`crate::mq::MqOptions::retry`] backoff (the
+    /// retry entry is appended to this partition when due, by a later [`Self::read`]), or
+    /// dead-letters it when its retries are used up (error type
+    /// `retries_exhausted:<type>`). A retry of the same entry is scheduled at most once
+    /// while it waits. Unlike the subscription path this is not atomic with the caller's
+    /// offset commit: a crash between the two can schedule the retry again after the
+    /// first one was delivered (at-least-once).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command.
+    pub async fn retry_or_dead_letter(
+        &mut self,
+        msg: &Message,
+        failure: &Failure,
+    ) -> Result<RetryOutcome, Error> {
+        let max = msg.max_retries.unwrap_or(self.retry.max_retries);
+        if msg.retry_count >= max {
+            let exhausted = Failure::new(
+                format!("retries_exhausted:{}", failure.error_type),
+                failure.message.clone(),
+            );
+            self.dead_letter(msg, &exhausted).await?;
+            return Ok(RetryOutcome::DeadLettered);
+        }
+        let delay = backoff(&self.retry, msg.retry_count);
+        let scheduled = retry::schedule_without_ack(
+            &mut self.conn,
+            &self.schedule,
+            &self.keys,
+            msg,
+            delay,
+            (&failure.error_type, &failure.message),
+        )
+        .await?;
+        Ok(if scheduled {
+            RetryOutcome::Scheduled { delay }
+        } else {
+            RetryOutcome::AlreadyScheduled
+        })
+    }
+
+    /// Extends the lease by `lease_ttl`; `false` when the lease was lost (stop reading:
+    /// another owner may have the partition).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command.
+    pub async fn renew(&mut self) -> Result<bool, Error> {
+        let key = self.keys.lease(&self.topic, self.partition, &self.group);
+        self.leases
+            .renew(&mut self.conn, &key, &self.consumer, self.lease_ttl)
+            .await
+    }
+
+    /// Releases the lease (if still ours).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] on a failed command (the lease then expires by TTL).
+    pub async fn release(mut self) -> Result<(), Error> {
+        let key = self.keys.lease(&self.topic, self.partition, &self.group);
+        self.leases
+            .release(&mut self.conn, &key, &self.consumer)
+            .await?;
+        Ok(())
+    }
+}

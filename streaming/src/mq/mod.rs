@@ -1,0 +1,403 @@
+//! A message queue on Redis Streams: partitioned topics, consumer groups with partition
+//! leases and rebalancing, atomic retry with backoff, dead letters, and a commit frontier.
+//!
+//! This is the Redis engine's source and the substrate of its delivery guarantees (the
+//! seed's `mq` module: `Message`, `MqOptions`, `SubscriptionOptions`, pausable consumers,
+//! commit frontier, retry and dead-letter queue; seed `runtime.md` §2).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), streaming::Error> {
+//! use streaming::mq::{HandleResult, Mq, MqOptions, StartPolicy, SubscriptionOptions};
+//!
+//! let mq = Mq::connect("redis://127.0.0.1:6379/", MqOptions::default()).await?;
+//! mq.create_topic("orders", 4).await?;
+//! let mut producer = mq.producer();
+//! producer.send("orders", Some("customer-7"), "hello").await?;
+//! let sub = mq
+//!     .subscribe(
+//!         "orders",
+//!         "billing",
+//!         |m: streaming::mq::Message| async move {
+//!             tracing::info!(id = %m.id, "got {:?}", m.text());
+//!             HandleResult::Success
+//!         },
+//!         SubscriptionOptions::builder().start(StartPolicy::Earliest).build()?,
+//!     )
+//!     .await?;
+//! sub.stop().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Guarantees: at-least-once (an entry is acknowledged only after its handler returned);
+//! per-partition order for first deliveries (retries re-enter at the tail of their
+//! partition); every acknowledgement, retry and dead letter is one atomic Lua script in the
+//! partition's hash slot (see [`topic`] for keys, [`retry`], [`dlq`], [`frontier`]).
+//!
+//! Choices and limits worth knowing:
+//! - dead letters are kept per partition (`P:{T:n}:dlq`) so that "acknowledge + dead
+//!   letter" is one script in one slot; the topic's dead-letter queue is their union, and
+//!   the admin calls ([`Mq::dead_letters`], [`Mq::replay_dead_letter`],
+//!   [`Mq::purge_dead_letters`]) work per topic;
+//! - [`HandleResult::Fail`] dead-letters like the seed's FAIL (error type `fail:<type>`);
+//! - without an [`Assignment`] each member targets `ceil(partitions / live members)`, so
+//!   with more members than that split allows some members hold no partition;
+//! - the acknowledging scripts do not check the lease: a consumer that lost its lease may
+//!   still acknowledge the batch it is handling (harmless under at-least-once);
+//! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
+
+mod consumer;
+pub mod dlq;
+mod exclusive;
+pub mod frontier;
+mod group;
+mod handler;
+mod lease;
+pub mod message;
+mod options;
+mod producer;
+pub mod retry;
+pub mod topic;
+mod worker;
+
+use std::sync::Arc;
+
+use redis::aio::ConnectionManager;
+use tracing::info;
+
+pub use consumer::Subscription;
+pub use dlq::DeadLetter;
+pub use exclusive::{ExclusiveBatch, ExclusiveReader};
+pub use handler::{Failure, HandleResult, MessageHandler};
+pub use message::{Message, OutgoingMessage, HEADER_ORIGINAL_ID};
+pub use options::{
+    Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, StartPolicy, SubscriptionOptions,
+    SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
+};
+pub use producer::{partition_for_key, Producer};
+pub use retry::RetryOutcome;
+pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
+
+use crate::Error;
+use topic::validate_name;
+
+/// A handle on the queue: one Redis client, options, and a shared multiplexed connection
+/// for admin and producing. Cheap to clone.
+#[derive(Clone)]
+pub struct Mq {
+    client: redis::Client,
+    conn: ConnectionManager,
+    opts: Arc<MqOptions>,
+    keys: KeySpace,
+}
+
+impl std::fmt::Debug for Mq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mq")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Mq {
+    /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`). Needs Redis ≥ 7.0
+    /// (`XAUTOCLAIM` with deleted-entry reporting, `XINFO GROUPS` lag, exclusive `XRANGE`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] from [`MqOptions::validate`]; [`Error::Redis`] if the URL
+    /// is invalid or the server cannot be reached.
+    pub async fn connect(url: &str, opts: MqOptions) -> Result<Self, Error> {
+        opts.validate()?;
+        let client = redis::Client::open(url)?;
+        let conn = client.get_connection_manager().await?;
+        Ok(Self {
+            keys: KeySpace::new(opts.key_prefix.clone()),
+            client,
+            conn,
+            opts: Arc::new(opts),
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &MqOptions {
+        &self.opts
+    }
+
+    /// The key layout (for keys that must share a partition's hash tag).
+    pub fn keys(&self) -> &KeySpace {
+        &self.keys
+    }
+
+    /// Creates `topic` with `partitions` partitions (1..=4096). Returns `false` if it
+    /// already existed with the same count.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (`topic` name, `partitions`); [`Error::Mq`] if it exists
+    /// with another partition count; [`Error::Redis`].
+    pub async fn create_topic(&self, topic: &str, partitions: u32) -> Result<bool, Error> {
+        let mut conn = self.conn.clone();
+        let created = topic::create_topic(&mut conn, &self.keys, topic, partitions).await?;
+        if created {
+            info!(topic, partitions, "topic created");
+        }
+        Ok(created)
+    }
+
+    /// Partition count of `topic`.
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::Redis`].
+    pub async fn partitions(&self, topic: &str) -> Result<u32, Error> {
+        validate_name("topic", topic)?;
+        let mut conn = self.conn.clone();
+        topic::topic_partitions(&mut conn, &self.keys, topic).await
+    }
+
+    /// Length, groups (pending, lag, frontier), scheduled retries and dead letters per
+    /// partition.
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::Redis`].
+    pub async fn describe_topic(&self, topic: &str) -> Result<TopicInfo, Error> {
+        let mut conn = self.conn.clone();
+        topic::describe_topic(&mut conn, &self.keys, topic).await
+    }
+
+    /// Topic names, sorted.
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub async fn list_topics(&self) -> Result<Vec<String>, Error> {
+        let mut conn = self.conn.clone();
+        topic::list_topics(&mut conn, &self.keys).await
+    }
+
+    /// Deletes a topic and every key of it (streams, retries, dead letters, leases,
+    /// frontiers). Running subscriptions should be stopped first. Returns `false` if it
+    /// did not exist.
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub async fn delete_topic(&self, topic: &str) -> Result<bool, Error> {
+        let mut conn = self.conn.clone();
+        topic::delete_topic(&mut conn, &self.keys, topic).await
+    }
+
+    /// A producer sharing this handle's connection.
+    pub fn producer(&self) -> Producer {
+        Producer::new(self.conn.clone(), self.keys.clone(), self.opts.max_len)
+    }
+
+    /// Subscribes `handler` to `topic` in consumer group `group`. Creates the group on
+    /// every partition where it is missing, from `sub.start`; then a coordinator takes
+    /// partitions (see [`Subscription`]) and a worker per partition reads and handles.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (names, options); [`Error::Mq`] if the topic does not
+    /// exist; [`Error::Redis`].
+    pub async fn subscribe<H: MessageHandler>(
+        &self,
+        topic: &str,
+        group: &str,
+        handler: H,
+        sub: SubscriptionOptions,
+    ) -> Result<Subscription, Error> {
+        validate_name("topic", topic)?;
+        validate_name("group", group)?;
+        sub.validate()?;
+        let mut conn = self.conn.clone();
+        let partitions = topic::topic_partitions(&mut conn, &self.keys, topic).await?;
+        for p in 0..partitions {
+            group::ensure_group(&mut conn, &self.keys, topic, p, group, sub.start).await?;
+        }
+        let consumer = sub
+            .consumer_name
+            .clone()
+            .unwrap_or_else(generated_consumer_name);
+        let ctl = consumer::new_control(consumer, sub.assignment);
+        let shared = Arc::new(worker::Shared {
+            ctl,
+            client: self.client.clone(),
+            keys: self.keys.clone(),
+            opts: (*self.opts).clone(),
+            sub,
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partitions,
+            handler,
+            scripts: worker::Scripts::new(),
+        });
+        Ok(consumer::start(shared, conn))
+    }
+
+    /// Opens a `NOACK` reader on one partition for an exclusive owner (see
+    /// [`ExclusiveReader`]): takes the lease, then points the group at `committed`
+    /// (`XGROUP SETID`) or, with `None`, creates a missing group from `start`.
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if another consumer holds the lease or the topic does not exist;
+    /// [`Error::InvalidConfig`] for names or a partition out of range; [`Error::Redis`].
+    pub async fn exclusive_reader(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        consumer: &str,
+        committed: Option<&str>,
+        start: StartPolicy,
+    ) -> Result<ExclusiveReader, Error> {
+        validate_name("topic", topic)?;
+        validate_name("group", group)?;
+        validate_name("consumer", consumer)?;
+        let partitions = self.partitions(topic).await?;
+        if partition >= partitions {
+            return Err(Error::InvalidConfig {
+                field: "partition",
+                reason: format!("{partition} out of range 0..{partitions}"),
+            });
+        }
+        let reader = ExclusiveReader {
+            conn: self.client.get_connection_manager().await?,
+            keys: self.keys.clone(),
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partition,
+            consumer: consumer.to_owned(),
+            lease_ttl: self.opts.lease_ttl,
+            leases: lease::LeaseScripts::new(),
+            retry: self.opts.retry.clone(),
+            retry_poll_interval: self.opts.retry_poll_interval,
+            max_len: self.opts.max_len,
+            promote: retry::promote_script(),
+            schedule: retry::schedule_noack_script(),
+            next_promote: tokio::time::Instant::now(),
+        };
+        reader.open(committed, start).await
+    }
+
+    /// Creates `group` on every partition of `topic` where it is missing, at the id `start`
+    /// names, and initialises its commit frontier (subscribing does this too).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for names; [`Error::Mq`] if the topic does not exist;
+    /// [`Error::Redis`].
+    pub async fn ensure_group(
+        &self,
+        topic: &str,
+        group: &str,
+        start: StartPolicy,
+    ) -> Result<(), Error> {
+        validate_name("group", group)?;
+        let n = self.partitions(topic).await?;
+        let mut conn = self.conn.clone();
+        for p in 0..n {
+            group::ensure_group(&mut conn, &self.keys, topic, p, group, start).await?;
+        }
+        Ok(())
+    }
+
+    /// Acknowledges entries `ids` of `partition` for `group` and advances the commit
+    /// frontier, in one script (for callers that read entries themselves, e.g. an engine
+    /// that acknowledges at checkpoints). Returns how many ids were pending (`XACK`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for names or more than [`MAX_BATCH_COUNT`] ids;
+    /// [`Error::Redis`].
+    pub async fn acknowledge(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        ids: &[String],
+    ) -> Result<u64, Error> {
+        validate_name("topic", topic)?;
+        validate_name("group", group)?;
+        if ids.len() > MAX_BATCH_COUNT {
+            return Err(Error::InvalidConfig {
+                field: "ids",
+                reason: format!("at most {MAX_BATCH_COUNT} ids per call"),
+            });
+        }
+        let mut conn = self.conn.clone();
+        frontier::ack(
+            &mut conn,
+            &frontier::ack_script(),
+            &self.keys,
+            topic,
+            partition,
+            group,
+            ids,
+        )
+        .await
+    }
+
+    /// The commit frontier of (topic, group, partition), if stored (see [`frontier`]).
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub async fn commit_frontier(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+    ) -> Result<Option<String>, Error> {
+        let mut conn = self.conn.clone();
+        frontier::read(&mut conn, &self.keys, topic, partition, group).await
+    }
+
+    /// Up to `limit_per_partition` dead letters of each partition of `topic`, oldest
+    /// first, by partition.
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::Redis`].
+    pub async fn dead_letters(
+        &self,
+        topic: &str,
+        limit_per_partition: usize,
+    ) -> Result<Vec<DeadLetter>, Error> {
+        let n = self.partitions(topic).await?;
+        let mut conn = self.conn.clone();
+        dlq::list(&mut conn, &self.keys, topic, n, limit_per_partition.max(1)).await
+    }
+
+    /// Moves dead letter `dlq_id` of `partition` back to that partition's stream, with its
+    /// key, payload, headers and timestamp, retry count 0 and `x-original-message-id`;
+    /// atomically (`XDEL` + `XADD` in one script). Returns the new entry id, or `None` if
+    /// no such dead letter exists (e.g. already replayed).
+    ///
+    /// # Errors
+    /// [`Error::Mq`] for a dead letter without fields; [`Error::Redis`].
+    pub async fn replay_dead_letter(
+        &self,
+        topic: &str,
+        partition: u32,
+        dlq_id: &str,
+    ) -> Result<Option<String>, Error> {
+        validate_name("topic", topic)?;
+        let mut conn = self.conn.clone();
+        dlq::replay(
+            &mut conn,
+            &dlq::replay_script(),
+            &self.keys,
+            topic,
+            partition,
+            dlq_id,
+        )
+        .await
+    }
+
+    /// Deletes every dead letter of `topic`; returns how many there were.
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::Redis`].
+    pub async fn purge_dead_letters(&self, topic: &str) -> Result<u64, Error> {
+        let n = self.partitions(topic).await?;
+        let mut conn = self.conn.clone();
+        dlq::purge(&mut conn, &self.keys, topic, n).await
+    }
+}
+
+fn generated_consumer_name() -> String {
+    use rand::Rng;
+    let r: u64 = rand::rng().random();
+    format!("c-{}-{r:016x}", std::process::id())
+}

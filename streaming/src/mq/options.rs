@@ -1,0 +1,460 @@
+//! Options of the message queue ([`MqOptions`]) and of one subscription
+//! ([`SubscriptionOptions`]), with builders that validate and name the offending field.
+//!
+//! The knobs mirror the seed's `MqOptions` / `SubscriptionOptions` (seed `runtime.md`, §2.2
+//! `mqOptions` and §2.1 `fromMqTopic(.., SubscriptionOptions)`: batchCount / pollTimeout,
+//! worker threads, leases, retry).
+
+use std::time::Duration;
+
+use crate::Error;
+
+/// The largest `batch_count`: one batch is acknowledged by one Lua script call whose
+/// arguments are unpacked on the Lua stack (limit ~8000 values).
+pub const MAX_BATCH_COUNT: usize = 5000;
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidConfig {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// Exponential backoff with jitter for retried messages.
+///
+/// The delay before retry number `n` (0-based: `n` = the message's retry count before this
+/// retry) is `base = min(max_backoff, initial_backoff * multiplier^n)`, then drawn uniformly
+/// from `[base * (1 - jitter), base * (1 + jitter)]` and capped at `max_backoff`.
+/// A message is retried while its retry count is below `max_retries`; the attempt that
+/// would exceed it goes to the dead-letter stream instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries before a message is dead-lettered (the first delivery is not a retry);
+    /// `0` dead-letters on the first `Retry`. Default 3.
+    pub max_retries: u32,
+    /// Delay before the first retry. Default 1 s. Must be > 0.
+    pub initial_backoff: Duration,
+    /// Growth factor per retry, ≥ 1.0. Default 2.0.
+    pub multiplier: f64,
+    /// Upper bound of any delay, ≥ `initial_backoff`. Default 60 s.
+    pub max_backoff: Duration,
+    /// Relative jitter in `[0, 1]`; `0.2` spreads a delay over ±20 %. Default 0.2.
+    pub jitter: f64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            initial_backoff: Duration::from_secs(1),
+            multiplier: 2.0,
+            max_backoff: Duration::from_secs(60),
+            jitter: 0.2,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Checks the policy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `retry.initial_backoff` (zero),
+    /// `retry.multiplier` (< 1 or not finite), `retry.max_backoff` (< initial) or
+    /// `retry.jitter` (outside `[0, 1]`).
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.initial_backoff.is_zero() {
+            return Err(invalid("retry.initial_backoff", "must be > 0"));
+        }
+        if !self.multiplier.is_finite() || self.multiplier < 1.0 {
+            return Err(invalid(
+                "retry.multiplier",
+                format!("must be a finite number ≥ 1.0, got {}", self.multiplier),
+            ));
+        }
+        if self.max_backoff < self.initial_backoff {
+            return Err(invalid(
+                "retry.max_backoff",
+                "must be ≥ retry.initial_backoff",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(invalid(
+                "retry.jitter",
+                format!("must be in [0, 1], got {}", self.jitter),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where a consumer group starts when it does not exist yet.
+///
+/// There is deliberately no implicit default that replays a whole stream (DESIGN, "Where the
+/// seed's Java design is weak": a missing group must not silently replay a stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartPolicy {
+    /// Start after the commit frontier stored for (topic, group, partition) (see
+    /// [`crate::mq::frontier`]); when none is stored, start at the end of the stream (`$`).
+    FrontierOrLatest,
+    /// Start after the commit frontier; when none is stored, start at the beginning (`0`).
+    FrontierOrEarliest,
+    /// Start at the end of the stream (`XGROUP CREATE .. $`): only new entries.
+    Latest,
+    /// Start at the beginning (`XGROUP CREATE .. 0`): every entry still in the stream.
+    Earliest,
+}
+
+/// Pins a subscription to the partitions with `partition % parallelism == subtask` (the
+/// Redis engine's parallelism; seed §2.10 `updatePartitionAssignment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Assignment {
+    /// This consumer's index, `< parallelism`.
+    pub subtask: u32,
+    /// The number of subtasks, ≥ 1.
+    pub parallelism: u32,
+}
+
+impl Assignment {
+    /// A filter `partition % parallelism == subtask`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `assignment.parallelism` (zero) or
+    /// `assignment.subtask` (≥ parallelism).
+    pub fn new(subtask: u32, parallelism: u32) -> Result<Self, Error> {
+        if parallelism == 0 {
+            return Err(invalid("assignment.parallelism", "must be ≥ 1"));
+        }
+        if subtask >= parallelism {
+            return Err(invalid(
+                "assignment.subtask",
+                format!("must be < parallelism ({parallelism}), got {subtask}"),
+            ));
+        }
+        Ok(Self {
+            subtask,
+            parallelism,
+        })
+    }
+
+    /// Whether `partition` belongs to this subtask.
+    pub fn accepts(&self, partition: u32) -> bool {
+        partition % self.parallelism == self.subtask
+    }
+}
+
+/// Options shared by every producer and subscription of one [`crate::mq::Mq`] handle.
+///
+/// Build with [`MqOptions::builder`]; `MqOptions::default()` is the builder's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MqOptions {
+    /// Prefix of every Redis key of the queue, default `mq` (see [`crate::mq::topic`] for
+    /// the key layout).
+    pub key_prefix: String,
+    /// The most partitions one subscription consumes at once (one worker task each).
+    /// Default 16.
+    pub worker_count: usize,
+    /// Time to live of a partition lease, default 10 s. A crashed owner's partitions are
+    /// free again after at most this long.
+    pub lease_ttl: Duration,
+    /// How often a subscription renews its leases and rebalances, default 2 s; must be
+    /// less than half of `lease_ttl`.
+    pub lease_renew_interval: Duration,
+    /// Idle time after which a pending entry of another consumer is claimed
+    /// (`XAUTOCLAIM .. min-idle-time`), default 30 s.
+    pub claim_idle: Duration,
+    /// How often the owner of a partition moves due retries back into its stream,
+    /// default 100 ms.
+    pub retry_poll_interval: Duration,
+    /// Retry backoff and the dead-letter threshold.
+    pub retry: RetryPolicy,
+    /// Approximate `MAXLEN ~` applied by the producer on every `XADD`; `None` keeps
+    /// every entry (default).
+    pub max_len: Option<usize>,
+}
+
+impl Default for MqOptions {
+    fn default() -> Self {
+        Self {
+            key_prefix: "mq".to_owned(),
+            worker_count: 16,
+            lease_ttl: Duration::from_secs(10),
+            lease_renew_interval: Duration::from_secs(2),
+            claim_idle: Duration::from_secs(30),
+            retry_poll_interval: Duration::from_millis(100),
+            retry: RetryPolicy::default(),
+            max_len: None,
+        }
+    }
+}
+
+impl MqOptions {
+    /// A builder with the defaults documented on each field.
+    pub fn builder() -> MqOptionsBuilder {
+        MqOptionsBuilder {
+            opts: Self::default(),
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first invalid field: `key_prefix` (empty or
+    /// containing `{`, `}` or whitespace), `worker_count` (0), `lease_ttl` (< 100 ms),
+    /// `lease_renew_interval` (zero or ≥ lease_ttl / 2), `claim_idle` (zero),
+    /// `retry_poll_interval` (zero), `max_len` (0) or a `retry.*` field.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.key_prefix.is_empty()
+            || self
+                .key_prefix
+                .chars()
+                .any(|c| c == '{' || c == '}' || c.is_whitespace())
+        {
+            return Err(invalid(
+                "key_prefix",
+                "must be non-empty without `{`, `}` or whitespace (braces are hash tags)",
+            ));
+        }
+        if self.worker_count == 0 {
+            return Err(invalid("worker_count", "must be ≥ 1"));
+        }
+        if self.lease_ttl < Duration::from_millis(100) {
+            return Err(invalid("lease_ttl", "must be ≥ 100 ms"));
+        }
+        if self.lease_renew_interval.is_zero() || self.lease_renew_interval * 2 > self.lease_ttl {
+            return Err(invalid(
+                "lease_renew_interval",
+                "must be > 0 and at most half of lease_ttl",
+            ));
+        }
+        if self.claim_idle.is_zero() {
+            return Err(invalid("claim_idle", "must be > 0"));
+        }
+        if self.retry_poll_interval.is_zero() {
+            return Err(invalid("retry_poll_interval", "must be > 0"));
+        }
+        if self.max_len == Some(0) {
+            return Err(invalid("max_len", "must be ≥ 1 when set"));
+        }
+        self.retry.validate()
+    }
+}
+
+/// Builder of [`MqOptions`]; [`MqOptionsBuilder::build`] validates.
+#[derive(Debug, Clone)]
+pub struct MqOptionsBuilder {
+    opts: MqOptions,
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.opts.$name = value;
+            self
+        }
+    };
+}
+
+impl MqOptionsBuilder {
+    /// Sets [`MqOptions::key_prefix`].
+    pub fn key_prefix(mut self, value: impl Into<String>) -> Self {
+        self.opts.key_prefix = value.into();
+        self
+    }
+    setter!(
+        /// Sets [`MqOptions::worker_count`].
+        worker_count: usize
+    );
+    setter!(
+        /// Sets [`MqOptions::lease_ttl`].
+        lease_ttl: Duration
+    );
+    setter!(
+        /// Sets [`MqOptions::lease_renew_interval`].
+        lease_renew_interval: Duration
+    );
+    setter!(
+        /// Sets [`MqOptions::claim_idle`].
+        claim_idle: Duration
+    );
+    setter!(
+        /// Sets [`MqOptions::retry_poll_interval`].
+        retry_poll_interval: Duration
+    );
+    setter!(
+        /// Sets [`MqOptions::retry`].
+        retry: RetryPolicy
+    );
+    setter!(
+        /// Sets [`MqOptions::max_len`].
+        max_len: Option<usize>
+    );
+
+    /// Validates and returns the options.
+    ///
+    /// # Errors
+    /// As [`MqOptions::validate`].
+    pub fn build(self) -> Result<MqOptions, Error> {
+        self.opts.validate()?;
+        Ok(self.opts)
+    }
+}
+
+/// Options of one subscription (seed: `SubscriptionOptions` batchCount / pollTimeout).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscriptionOptions {
+    /// Entries read per `XREADGROUP .. COUNT`, 1..=[`MAX_BATCH_COUNT`]. Default 100.
+    pub batch_count: usize,
+    /// `XREADGROUP .. BLOCK` time, ≥ 1 ms. Default 1 s. Stopping or pausing waits for at
+    /// most this long plus the batch's handling.
+    pub poll_timeout: Duration,
+    /// Where a missing consumer group starts. Default [`StartPolicy::FrontierOrLatest`].
+    pub start: StartPolicy,
+    /// The consumer name inside the group; `None` generates a unique one
+    /// (`<pid>-<random>`). Two live subscriptions must not share a name.
+    pub consumer_name: Option<String>,
+    /// A partition filter for the engine's parallelism; `None` takes a fair share of all
+    /// partitions. Changeable later with `Subscription::set_assignment`.
+    pub assignment: Option<Assignment>,
+}
+
+impl Default for SubscriptionOptions {
+    fn default() -> Self {
+        Self {
+            batch_count: 100,
+            poll_timeout: Duration::from_secs(1),
+            start: StartPolicy::FrontierOrLatest,
+            consumer_name: None,
+            assignment: None,
+        }
+    }
+}
+
+impl SubscriptionOptions {
+    /// A builder with the defaults documented on each field.
+    pub fn builder() -> SubscriptionOptionsBuilder {
+        SubscriptionOptionsBuilder {
+            opts: Self::default(),
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `batch_count` (0 or > [`MAX_BATCH_COUNT`]),
+    /// `poll_timeout` (< 1 ms) or `consumer_name` (empty or not `[A-Za-z0-9_.-]`).
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.batch_count == 0 || self.batch_count > MAX_BATCH_COUNT {
+            return Err(invalid(
+                "batch_count",
+                format!("must be in 1..={MAX_BATCH_COUNT}, got {}", self.batch_count),
+            ));
+        }
+        if self.poll_timeout < Duration::from_millis(1) {
+            return Err(invalid("poll_timeout", "must be ≥ 1 ms"));
+        }
+        if let Some(name) = &self.consumer_name {
+            crate::mq::topic::validate_name("consumer_name", name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Builder of [`SubscriptionOptions`]; [`SubscriptionOptionsBuilder::build`] validates.
+#[derive(Debug, Clone)]
+pub struct SubscriptionOptionsBuilder {
+    opts: SubscriptionOptions,
+}
+
+impl SubscriptionOptionsBuilder {
+    setter!(
+        /// Sets [`SubscriptionOptions::batch_count`].
+        batch_count: usize
+    );
+    setter!(
+        /// Sets [`SubscriptionOptions::poll_timeout`].
+        poll_timeout: Duration
+    );
+    setter!(
+        /// Sets [`SubscriptionOptions::start`].
+        start: StartPolicy
+    );
+    /// Sets [`SubscriptionOptions::consumer_name`].
+    pub fn consumer_name(mut self, value: impl Into<String>) -> Self {
+        self.opts.consumer_name = Some(value.into());
+        self
+    }
+    /// Sets [`SubscriptionOptions::assignment`].
+    pub fn assignment(mut self, value: Assignment) -> Self {
+        self.opts.assignment = Some(value);
+        self
+    }
+
+    /// Validates and returns the options.
+    ///
+    /// # Errors
+    /// As [`SubscriptionOptions::validate`].
+    pub fn build(self) -> Result<SubscriptionOptions, Error> {
+        self.opts.validate()?;
+        Ok(self.opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(e: Error) -> &'static str {
+        match e {
+            Error::InvalidConfig { field, .. } => field,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        MqOptions::default().validate().unwrap();
+        SubscriptionOptions::default().validate().unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = MqOptions::builder()
+            .lease_ttl(Duration::from_secs(1))
+            .lease_renew_interval(Duration::from_millis(600))
+            .build()
+            .unwrap_err();
+        assert_eq!(field(e), "lease_renew_interval");
+        let e = MqOptions::builder().key_prefix("a{b").build().unwrap_err();
+        assert_eq!(field(e), "key_prefix");
+        let e = MqOptions::builder()
+            .retry(RetryPolicy {
+                jitter: 1.5,
+                ..RetryPolicy::default()
+            })
+            .build()
+            .unwrap_err();
+        assert_eq!(field(e), "retry.jitter");
+        let e = SubscriptionOptions::builder()
+            .batch_count(0)
+            .build()
+            .unwrap_err();
+        assert_eq!(field(e), "batch_count");
+        let e = SubscriptionOptions::builder()
+            .consumer_name("a b")
+            .build()
+            .unwrap_err();
+        assert_eq!(field(e), "consumer_name");
+        assert_eq!(
+            field(Assignment::new(2, 2).unwrap_err()),
+            "assignment.subtask"
+        );
+    }
+
+    #[test]
+    fn assignment_filter() {
+        let a = Assignment::new(1, 3).unwrap();
+        let taken: Vec<u32> = (0..8).filter(|p| a.accepts(*p)).collect();
+        assert_eq!(taken, vec![1, 4, 7]);
+    }
+}

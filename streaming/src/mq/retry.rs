@@ -1,0 +1,279 @@
+//! Retry with backoff, done atomically.
+//!
+//! The seed acknowledges the original and then re-adds the retry: two steps, and a crash
+//! between them loses the message (DESIGN, "Where the seed's Java design is weak"). Here
+//! one Lua script (`ack_and_schedule`) does, in one slot:
+//!
+//! 1. `XACK` the original; if it was not pending any more (already acknowledged by a
+//!    previous run of this script or by another consumer after a claim) it stops and
+//!    returns 0, so a repeated call cannot schedule a second retry;
+//! 2. stores the retry entry's fields (msgpack) in `P:{T:n}:retry:data` under the token =
+//!    the original entry id, and its due time (server `TIME` + backoff, ms) in
+//!    `P:{T:n}:retry:due`;
+//! 3. advances the commit frontier ([`crate::mq::frontier`]).
+//!
+//! A second script (`promote_due`), run by the partition's owner every
+//! [`crate::mq::MqOptions::retry_poll_interval`], moves due retries back into the stream as
+//! new entries (`XADD *`) and deletes them from the schedule, in one step. Either script
+//! runs whole or not at all, so a crash or a Redis restart (with AOF) between the attempts
+//! neither loses nor duplicates the retry. A retried message is never redelivered before
+//! its backoff has elapsed.
+//!
+//! The retry entry keeps key, payload, timestamp, partition (same stream) and headers;
+//! `rc` grows by one and header `x-original-message-id` names the first id.
+
+use std::time::Duration;
+
+use rand::Rng;
+use redis::aio::ConnectionManager;
+use redis::Script;
+
+use crate::mq::frontier::LUA_ADVANCE;
+use crate::mq::message::{
+    encode_fields, Message, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_ORIGINAL_ID,
+};
+use crate::mq::options::RetryPolicy;
+use crate::mq::topic::KeySpace;
+use crate::Error;
+
+/// What [`crate::mq::ExclusiveReader::retry_or_dead_letter`] did with a failed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryOutcome {
+    /// A retry entry will be added to the partition after `delay`.
+    Scheduled {
+        /// The backoff drawn from the [`RetryPolicy`].
+        delay: Duration,
+    },
+    /// A retry of this entry was already scheduled (e.g. the batch is processed again
+    /// after a crash before the offset commit); nothing was added.
+    AlreadyScheduled,
+    /// The message had used up its retries and went to the dead-letter stream.
+    DeadLettered,
+}
+
+/// Longest error message stored in a header or dead letter, in characters (seed §2.4:
+/// `x-runtime-error-message` truncated to 512 chars).
+pub(crate) const MAX_ERROR_CHARS: usize = 512;
+
+/// The delay before retry number `attempt` (0-based), per [`RetryPolicy`]'s formula;
+/// `unit` is a uniform sample in `[-1, 1]` that scales the jitter.
+pub(crate) fn backoff_with(policy: &RetryPolicy, attempt: u32, unit: f64) -> Duration {
+    let initial = policy.initial_backoff.as_secs_f64();
+    let max = policy.max_backoff.as_secs_f64();
+    let exp = i32::try_from(attempt).unwrap_or(i32::MAX);
+    let base = (initial * policy.multiplier.powi(exp)).min(max);
+    let jittered = base * (1.0 + policy.jitter * unit.clamp(-1.0, 1.0));
+    Duration::from_secs_f64(jittered.clamp(0.0, max))
+}
+
+/// The delay before retry number `attempt` (0-based) with random jitter.
+pub fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let unit = rand::rng().random_range(-1.0..=1.0);
+    backoff_with(policy, attempt, unit)
+}
+
+pub(crate) fn truncate(s: &str) -> String {
+    s.chars().take(MAX_ERROR_CHARS).collect()
+}
+
+const LUA_SCHEDULE: &str = r#"
+-- KEYS: stream, acked, frontier, due zset, data hash
+-- ARGV: group, original id, delay ms, field, value, ...
+if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[5], ARGV[2], cmsgpack.pack(fields))
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
+local newly = {}
+newly[ARGV[2]] = true
+advance(KEYS[1], KEYS[2], KEYS[3], newly)
+return 1
+"#;
+
+const LUA_PROMOTE: &str = r#"
+-- KEYS: stream, due zset, data hash; ARGV: limit, maxlen (0 = none)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for _, tok in ipairs(tokens) do
+  local packed = redis.call('HGET', KEYS[3], tok)
+  if packed then
+    local fields = cmsgpack.unpack(packed)
+    if tonumber(ARGV[2]) > 0 then
+      redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(fields))
+    else
+      redis.call('XADD', KEYS[1], '*', unpack(fields))
+    end
+  end
+  redis.call('HDEL', KEYS[3], tok)
+  redis.call('ZREM', KEYS[2], tok)
+end
+return #tokens
+"#;
+
+const LUA_SCHEDULE_NOACK: &str = r#"
+-- KEYS: due zset, data hash; ARGV: token (original id), delay ms, field, value, ...
+-- For NOACK readers: nothing to acknowledge; a token already scheduled is not scheduled
+-- twice.
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+local fields = {}
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[2], ARGV[1], cmsgpack.pack(fields))
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return 1
+"#;
+
+pub(crate) fn schedule_noack_script() -> Script {
+    Script::new(LUA_SCHEDULE_NOACK)
+}
+
+pub(crate) fn schedule_script() -> Script {
+    Script::new(&format!("{LUA_ADVANCE}\n{LUA_SCHEDULE}"))
+}
+
+pub(crate) fn promote_script() -> Script {
+    Script::new(LUA_PROMOTE)
+}
+
+/// The fields of `msg`'s retry entry: same key, payload, timestamp, max retries and
+/// headers, `rc + 1`, `x-original-message-id` (kept if present), error headers.
+fn retry_fields(msg: &Message, error_type: &str, error: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let mut headers = msg.headers.clone();
+    headers
+        .entry(HEADER_ORIGINAL_ID.to_owned())
+        .or_insert_with(|| msg.id.clone());
+    headers.insert(HEADER_ERROR_TYPE.to_owned(), truncate(error_type));
+    headers.insert(HEADER_ERROR_MESSAGE.to_owned(), truncate(error));
+    encode_fields(
+        msg.key.as_deref(),
+        &msg.payload,
+        &headers,
+        msg.timestamp_ms,
+        msg.retry_count.saturating_add(1),
+        msg.max_retries,
+    )
+}
+
+fn delay_ms(delay: Duration) -> u64 {
+    u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Acknowledges `msg` and schedules its retry after `delay`, atomically. Returns `false`
+/// when the original was no longer pending (nothing scheduled).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn ack_and_schedule(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    group: &str,
+    msg: &Message,
+    delay: Duration,
+    error_type: &str,
+    error: &str,
+) -> Result<bool, Error> {
+    let (t, p) = (msg.topic.as_str(), msg.partition);
+    let mut inv = script.key(keys.stream(t, p));
+    inv.key(keys.acked(t, p, group))
+        .key(keys.frontier(t, p, group))
+        .key(keys.retry_due(t, p))
+        .key(keys.retry_data(t, p))
+        .arg(group)
+        .arg(&msg.id)
+        .arg(delay_ms(delay));
+    for (f, v) in retry_fields(msg, error_type, error) {
+        inv.arg(f).arg(v);
+    }
+    let n: i64 = inv.invoke_async(conn).await?;
+    Ok(n == 1)
+}
+
+/// Schedules `msg`'s retry after `delay` without acknowledging (NOACK readers). Returns
+/// `false` when a retry of this entry is already scheduled.
+pub(crate) async fn schedule_without_ack(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    msg: &Message,
+    delay: Duration,
+    failure: (&str, &str),
+) -> Result<bool, Error> {
+    let (t, p) = (msg.topic.as_str(), msg.partition);
+    let mut inv = script.key(keys.retry_due(t, p));
+    inv.key(keys.retry_data(t, p))
+        .arg(&msg.id)
+        .arg(delay_ms(delay));
+    for (f, v) in retry_fields(msg, failure.0, failure.1) {
+        inv.arg(f).arg(v);
+    }
+    let n: i64 = inv.invoke_async(conn).await?;
+    Ok(n == 1)
+}
+
+/// Moves up to `limit` due retries of a partition back into its stream; returns how many.
+pub(crate) async fn promote_due(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    topic: &str,
+    partition: u32,
+    limit: usize,
+    max_len: Option<usize>,
+) -> Result<u64, Error> {
+    let n: u64 = script
+        .key(keys.stream(topic, partition))
+        .key(keys.retry_due(topic, partition))
+        .key(keys.retry_data(topic, partition))
+        .arg(limit)
+        .arg(max_len.unwrap_or(0))
+        .invoke_async(conn)
+        .await?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 5,
+            initial_backoff: Duration::from_millis(100),
+            multiplier: 2.0,
+            max_backoff: Duration::from_millis(1000),
+            jitter: 0.5,
+        }
+    }
+
+    #[test]
+    fn exponential_then_capped() {
+        let p = policy();
+        let ms = |a| backoff_with(&p, a, 0.0).as_millis();
+        assert_eq!(
+            [ms(0), ms(1), ms(2), ms(3), ms(4), ms(40)],
+            [100, 200, 400, 800, 1000, 1000]
+        );
+    }
+
+    #[test]
+    fn jitter_bounds() {
+        let p = policy();
+        assert_eq!(backoff_with(&p, 0, -1.0).as_millis(), 50);
+        assert_eq!(backoff_with(&p, 0, 1.0).as_millis(), 150);
+        // The cap holds after jitter too.
+        assert_eq!(backoff_with(&p, 4, 1.0).as_millis(), 1000);
+        for a in 0..10 {
+            let d = backoff(&p, a);
+            assert!(d <= p.max_backoff, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn truncates_by_chars() {
+        let long = "é".repeat(600);
+        assert_eq!(truncate(&long).chars().count(), 512);
+    }
+}

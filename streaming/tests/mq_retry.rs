@@ -1,0 +1,458 @@
+//! Retry with backoff, dead letters (handler verdicts, exhausted retries, malformed
+//! entries, panics), dead-letter admin, and retry atomicity across a Redis restart.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use streaming::mq::{
+    Failure, HandleResult, Message, OutgoingMessage, RetryPolicy, StartPolicy, SubscriptionOptions,
+    HEADER_ORIGINAL_ID,
+};
+use support::redis_server::TestRedis;
+use support::{connect, eventually, fast_options, DEADLINE};
+
+type Seen = Arc<Mutex<Vec<Message>>>;
+
+fn sub_opts() -> SubscriptionOptions {
+    SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .batch_count(10)
+        .poll_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap()
+}
+
+fn policy(max_retries: u32, initial_ms: u64) -> RetryPolicy {
+    RetryPolicy {
+        max_retries,
+        initial_backoff: Duration::from_millis(initial_ms),
+        multiplier: 2.0,
+        max_backoff: Duration::from_millis(initial_ms * 4),
+        jitter: 0.0,
+    }
+}
+
+async fn raw_conn(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_keep_the_message_then_dead_letter_with_headers_and_replay() {
+    let redis = TestRedis::shared();
+    let mq = connect(
+        redis.url(),
+        fast_options("retry").retry(policy(2, 50)).build().unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 3).await.unwrap();
+    let seen: Seen = Arc::default();
+    let succeed = Arc::new(AtomicBool::new(false));
+    let (sink, ok) = (seen.clone(), succeed.clone());
+    let sub = mq
+        .subscribe(
+            "t",
+            "g",
+            move |m: Message| {
+                let (sink, ok) = (sink.clone(), ok.clone());
+                async move {
+                    sink.lock().unwrap().push(m);
+                    if ok.load(Ordering::SeqCst) {
+                        HandleResult::Success
+                    } else {
+                        HandleResult::Retry(Failure::new("timeout", "downstream slow"))
+                    }
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    let msg = OutgoingMessage::new(&b"\x00payload\xff"[..])
+        .key("order-9")
+        .header("h1", "v1")
+        .timestamp_ms(12_345);
+    let (partition, first_id) = mq.producer().send_message("t", &msg).await.unwrap();
+    let dead = eventually("dead-lettered", DEADLINE, || async {
+        let d = mq.dead_letters("t", 10).await.unwrap();
+        (!d.is_empty()).then_some(d)
+    })
+    .await;
+    let deliveries = seen.lock().unwrap().clone();
+    assert_eq!(deliveries.len(), 3, "first delivery + 2 retries");
+    for (i, m) in deliveries.iter().enumerate() {
+        assert_eq!(m.retry_count, i as u32);
+        assert_eq!(m.key.as_deref(), Some("order-9"));
+        assert_eq!(&m.payload[..], b"\x00payload\xff");
+        assert_eq!(m.timestamp_ms, 12_345);
+        assert_eq!(m.partition, partition);
+        assert_eq!(m.headers.get("h1").map(String::as_str), Some("v1"));
+        assert_eq!(m.original_id(), first_id);
+        if i > 0 {
+            assert_eq!(m.headers.get(HEADER_ORIGINAL_ID), Some(&first_id));
+            assert_eq!(
+                m.headers.get("x-error-type").map(String::as_str),
+                Some("timeout")
+            );
+            assert_eq!(
+                m.headers.get("x-error-message").map(String::as_str),
+                Some("downstream slow")
+            );
+            assert_ne!(m.id, deliveries[i - 1].id, "a retry is a new entry");
+        }
+    }
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(d.topic, "t");
+    assert_eq!(d.partition, partition);
+    assert_eq!(d.id, deliveries[2].id);
+    assert_eq!(d.original_id, first_id);
+    assert_eq!(d.group, "g");
+    assert_eq!(d.attempts, 3);
+    assert_eq!(d.error_type, "retries_exhausted:timeout");
+    assert_eq!(d.error, "downstream slow");
+    assert_eq!(d.key.as_deref(), Some("order-9"));
+    assert_eq!(&d.payload[..], b"\x00payload\xff");
+    assert_eq!(d.timestamp_ms, Some(12_345));
+    assert_eq!(d.headers.get("h1").map(String::as_str), Some("v1"));
+    assert!(d.failed_ms > 0);
+
+    // Everything was acknowledged; nothing waits for a retry.
+    let info = mq.describe_topic("t").await.unwrap();
+    let p = &info.partition_info[partition as usize];
+    assert_eq!((p.length, p.retry_scheduled, p.dead_letters), (3, 0, 1));
+    assert_eq!(p.groups[0].pending, 0);
+    assert_eq!(
+        p.groups[0].frontier.as_deref(),
+        Some(deliveries[2].id.as_str())
+    );
+
+    // Replay to the original partition: retry count 0, original id kept.
+    succeed.store(true, Ordering::SeqCst);
+    let new_id = mq
+        .replay_dead_letter("t", partition, &d.dlq_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        mq.replay_dead_letter("t", partition, &d.dlq_id)
+            .await
+            .unwrap(),
+        None,
+        "a dead letter replays once"
+    );
+    let replayed = eventually("replayed delivery", DEADLINE, || async {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .find(|m| m.id == new_id)
+            .cloned()
+    })
+    .await;
+    assert_eq!(replayed.retry_count, 0);
+    assert_eq!(replayed.partition, partition);
+    assert_eq!(replayed.original_id(), first_id);
+    assert_eq!(&replayed.payload[..], b"\x00payload\xff");
+    assert!(mq.dead_letters("t", 10).await.unwrap().is_empty());
+    sub.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_waits_for_its_backoff_in_the_schedule() {
+    let redis = TestRedis::shared();
+    let hour = RetryPolicy {
+        max_retries: 3,
+        initial_backoff: Duration::from_secs(3600),
+        multiplier: 2.0,
+        max_backoff: Duration::from_secs(7200),
+        jitter: 0.0,
+    };
+    let mq = connect(
+        redis.url(),
+        fast_options("backoff").retry(hour).build().unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let sub = mq
+        .subscribe(
+            "t",
+            "g",
+            move |m: Message| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock().unwrap().push(m);
+                    HandleResult::Retry(Failure::new("busy", "later"))
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    let (_, id) = mq.producer().send("t", None, "x").await.unwrap();
+    eventually("retry scheduled", DEADLINE, || async {
+        let info = mq.describe_topic("t").await.unwrap();
+        (info.partition_info[0].retry_scheduled == 1).then_some(())
+    })
+    .await;
+    let mut conn = raw_conn(redis.url()).await;
+    let due: f64 = conn.zscore(mq.keys().retry_due("t", 0), &id).await.unwrap();
+    let (secs, _micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let wait_ms = due as i64 - secs * 1000;
+    assert!(
+        (3_598_000..=3_601_000).contains(&wait_ms),
+        "due in {wait_ms} ms"
+    );
+    sub.stop().await.unwrap();
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "not redelivered before the backoff"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_entries_are_dead_lettered_and_the_consumer_continues() {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options("malformed").build().unwrap()).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let stream = mq.keys().stream("t", 0);
+    let mut conn = raw_conn(redis.url()).await;
+    let bad: Vec<Vec<(&str, Vec<u8>)>> = vec![
+        vec![("ts", b"1".to_vec())],
+        vec![
+            ("p", b"x".to_vec()),
+            ("ts", b"1".to_vec()),
+            ("h", b"{not json".to_vec()),
+        ],
+        vec![
+            ("p", b"x".to_vec()),
+            ("ts", b"1".to_vec()),
+            ("k", b"\xff\xfe".to_vec()),
+        ],
+        vec![("p", b"x".to_vec()), ("ts", b"yesterday".to_vec())],
+    ];
+    for fields in &bad {
+        let _: String = conn.xadd(&stream, "*", fields).await.unwrap();
+    }
+    mq.producer().send("t", Some("good"), "fine").await.unwrap();
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let sub = mq
+        .subscribe(
+            "t",
+            "g",
+            move |m: Message| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock().unwrap().push(m);
+                    HandleResult::Success
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    eventually("good message", DEADLINE, || async {
+        (!seen.lock().unwrap().is_empty()).then_some(())
+    })
+    .await;
+    let dead = mq.dead_letters("t", 10).await.unwrap();
+    let reasons: Vec<(&str, &str)> = dead
+        .iter()
+        .map(|d| (d.error_type.as_str(), d.error.as_str()))
+        .collect();
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert!(reasons.iter().all(|(t, _)| *t == "malformed"));
+    assert!(
+        reasons[0].1.contains("missing field `p`"),
+        "{}",
+        reasons[0].1
+    );
+    assert!(reasons[1].1.contains("`h` (headers)"), "{}", reasons[1].1);
+    assert!(reasons[2].1.contains("not UTF-8"), "{}", reasons[2].1);
+    assert!(
+        reasons[3].1.contains("`ts` is not a number"),
+        "{}",
+        reasons[3].1
+    );
+    // The raw fields are kept.
+    let key_field = dead[2]
+        .fields
+        .iter()
+        .find(|(f, _)| f == b"k")
+        .map(|(_, v)| v.clone());
+    assert_eq!(key_field, Some(b"\xff\xfe".to_vec()));
+    sub.stop().await.unwrap();
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].text().unwrap(), "fine");
+    let info = mq.describe_topic("t").await.unwrap();
+    let g = &info.partition_info[0].groups[0];
+    assert_eq!(g.pending, 0);
+    assert_eq!(g.frontier.as_deref(), Some(got[0].id.as_str()));
+    assert_eq!(mq.purge_dead_letters("t").await.unwrap(), 4);
+    assert!(mq.dead_letters("t", 10).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verdicts_panics_and_per_message_limits() {
+    let redis = TestRedis::shared();
+    let mq = connect(
+        redis.url(),
+        fast_options("verdicts")
+            .retry(policy(5, 20))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let sub = mq
+        .subscribe(
+            "t",
+            "g",
+            move |m: Message| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock().unwrap().push(m.clone());
+                    match (m.text().unwrap(), m.retry_count) {
+                        ("dead", _) => HandleResult::DeadLetter(Failure::new("invalid", "no")),
+                        ("fail", _) => HandleResult::Fail(Failure::new("bug", "broken")),
+                        ("panic", 0) => panic!("boom"),
+                        ("limit", _) => HandleResult::Retry(Failure::new("t", "again")),
+                        _ => HandleResult::Success,
+                    }
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    let mut p = mq.producer();
+    for text in ["dead", "fail", "panic"] {
+        p.send("t", None, text).await.unwrap();
+    }
+    p.send_message("t", &OutgoingMessage::new("limit").max_retries(1))
+        .await
+        .unwrap();
+    let dead = eventually("3 dead letters", DEADLINE, || async {
+        let d = mq.dead_letters("t", 10).await.unwrap();
+        (d.len() >= 3).then_some(d)
+    })
+    .await;
+    let panic_retried = eventually("panic retried", DEADLINE, || async {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .find(|m| m.text().unwrap() == "panic" && m.retry_count == 1)
+            .cloned()
+    })
+    .await;
+    assert_eq!(
+        panic_retried
+            .headers
+            .get("x-error-type")
+            .map(String::as_str),
+        Some("panic")
+    );
+    assert_eq!(
+        panic_retried
+            .headers
+            .get("x-error-message")
+            .map(String::as_str),
+        Some("boom")
+    );
+    sub.stop().await.unwrap();
+    let mut kinds: Vec<(String, u32)> = dead
+        .iter()
+        .map(|d| (d.error_type.clone(), d.attempts))
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        vec![
+            ("fail:bug".to_owned(), 1),
+            ("invalid".to_owned(), 1),
+            ("retries_exhausted:t".to_owned(), 2),
+        ]
+    );
+}
+
+/// The message is scheduled for retry, Redis is killed (SIGKILL) and restarted from its
+/// AOF while the retry waits; the retry is delivered exactly once afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_survives_a_redis_restart_between_attempts_exactly_once() {
+    let mut redis = TestRedis::private();
+    let url = redis.url().to_owned();
+    let mq = connect(
+        &url,
+        fast_options("restart")
+            .retry(policy(3, 1500))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let sub = mq
+        .subscribe(
+            "t",
+            "g",
+            move |m: Message| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock().unwrap().push(m.clone());
+                    if m.retry_count == 0 {
+                        HandleResult::Retry(Failure::new("flaky", "first try fails"))
+                    } else {
+                        HandleResult::Success
+                    }
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    let (_, first_id) = mq
+        .producer()
+        .send("t", Some("k"), "survivor")
+        .await
+        .unwrap();
+    eventually("retry scheduled", DEADLINE, || async {
+        let info = mq.describe_topic("t").await.ok()?;
+        (info.partition_info[0].retry_scheduled == 1).then_some(())
+    })
+    .await;
+    redis.server().restart();
+    let retried = eventually("retry delivered after restart", DEADLINE, || async {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .find(|m| m.retry_count == 1)
+            .cloned()
+    })
+    .await;
+    assert_eq!(retried.original_id(), first_id);
+    assert_eq!(retried.text().unwrap(), "survivor");
+    let info = eventually("retry acknowledged", DEADLINE, || async {
+        let info = mq.describe_topic("t").await.ok()?;
+        (info.partition_info[0].groups[0].pending == 0).then_some(info)
+    })
+    .await;
+    sub.stop().await.unwrap();
+    let deliveries = seen.lock().unwrap().clone();
+    assert_eq!(deliveries.len(), 2, "first attempt + exactly one retry");
+    let p = &info.partition_info[0];
+    assert_eq!((p.length, p.retry_scheduled, p.dead_letters), (2, 0, 0));
+}
