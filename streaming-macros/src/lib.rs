@@ -82,10 +82,17 @@ fn placeholder(errors: &[syn::Error], last: Option<String>) -> proc_macro2::Toke
     }}
 }
 
-/// Prints the expansion and the operator ids when `STREAMING_PIPELINE_DEBUG` is set.
+/// Prints the expansion and the operator ids when `STREAMING_PIPELINE_DEBUG` is set (to
+/// anything but `0`). Cargo does not rebuild when only the variable changes: touch the file.
 fn debug(checked: &check::Checked<'_>, out: &proc_macro2::TokenStream) {
     if std::env::var_os("STREAMING_PIPELINE_DEBUG").is_some_and(|v| !v.is_empty() && v != "0") {
-        eprintln!("{}", render(checked, out));
+        let site = proc_macro::Span::call_site();
+        eprintln!(
+            "// at {}:{}\n{}",
+            site.file(),
+            site.line(),
+            render(checked, out)
+        );
     }
 }
 

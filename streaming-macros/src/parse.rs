@@ -224,3 +224,78 @@ impl Pipeline {
         self.env.to_token_stream()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn parse(tokens: TokenStream) -> syn::Result<Pipeline> {
+        syn::parse2(tokens)
+    }
+
+    fn names(p: &Pipeline) -> Vec<String> {
+        p.calls.iter().map(|c| c.name.to_string()).collect()
+    }
+
+    #[test]
+    fn environment_forms() {
+        let p = parse(quote!(self.env.from_elements([1]).collect_vec())).unwrap();
+        assert_eq!(p.env_tokens().to_string(), "self . env");
+        assert_eq!(names(&p), ["from_elements", "collect_vec"]);
+        let p = parse(quote!(MemoryEnv::new().from_collection(0..n).print())).unwrap();
+        assert_eq!(p.env_tokens().to_string(), "MemoryEnv :: new ()");
+        let p = parse(quote!((envs[0].clone()).from_elements([1]).print())).unwrap();
+        assert_eq!(p.env_tokens().to_string(), "(envs [0] . clone ())");
+        let p = parse(quote!(make_env().from_elements([1]).print())).unwrap();
+        assert_eq!(p.env_tokens().to_string(), "make_env ()");
+    }
+
+    #[test]
+    fn arguments_turbofish_and_ranges() {
+        let p = parse(quote!(env
+            .from_collection(0..10)
+            .map::<u8, _>(|x| x as u8, extra)
+            .sum()
+            .print()))
+        .unwrap();
+        assert_eq!(names(&p), ["from_collection", "map", "sum", "print"]);
+        assert_eq!(
+            p.calls[1]
+                .turbofish
+                .as_ref()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some(":: < u8 , _ >")
+        );
+        assert_eq!(p.calls[1].args.len(), 2);
+        assert_eq!(p.calls[2].args.len(), 0);
+    }
+
+    #[test]
+    fn state_declarations_parse_only_for_state() {
+        let p = parse(quote!(env.from_elements([1]).key_by(k).state(a: ValueState<u8> = 0, b: MapState<u8, String>).process(f).print()))
+            .unwrap();
+        match &p.calls[2].args {
+            Args::States(decls) => {
+                assert_eq!(decls.len(), 2);
+                assert_eq!(decls[0].name.to_string(), "a");
+                assert!(decls[0].default.is_some() && decls[1].default.is_none());
+            }
+            Args::Exprs(_) => panic!("state takes declarations"),
+        }
+        assert!(parse(quote!(env.from_elements([1]).map(a: u8).print())).is_err());
+    }
+
+    #[test]
+    fn syntax_errors() {
+        let e = parse(quote!(env.from_elements([1]).len.print()))
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "expected an operator call `.name(arguments)`"
+        );
+        assert!(parse(TokenStream::new()).is_err());
+    }
+}
