@@ -11,6 +11,7 @@ use streaming::{pipeline, MemoryEnv};
 
 const N: u64 = 10_000_000;
 
+#[allow(clippy::manual_is_multiple_of)] // the same code as the builder and hand variants
 fn chain_macro(n: u64) -> u64 {
     let mut sum = 0u64;
     let env = MemoryEnv::new();
