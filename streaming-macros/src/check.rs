@@ -234,6 +234,11 @@ impl Cx {
         let name = call.name.to_string();
         let msg = match (ops::did_you_mean(&name), stage) {
             (Some(s), _) => format!("unknown operator `{name}`; did you mean `{s}`?"),
+            (None, Some(Stage::Env)) => format!(
+                "unknown operator `{name}`: a pipeline starts with a source ({}); to call a method \
+                 on the environment, put it in parentheses: `(env.{name}(..)).from_elements(..)`",
+                role_list(Role::Source)
+            ),
             (None, Some(stage)) => format!(
                 "unknown operator `{name}`; on {stage} the operators are {}",
                 or_list(
@@ -633,6 +638,19 @@ mod tests {
     fn unknown_operator_suggests_the_closest() {
         let p: Pipeline = parse_quote!(env.from_elements([1]).mapp(|x| x).collect_vec());
         assert_eq!(errors(p), ["unknown operator `mapp`; did you mean `map`?"]);
+    }
+
+    #[test]
+    fn a_method_on_the_environment_needs_parentheses() {
+        let p: Pipeline = parse_quote!(env.clone().from_elements([1]).collect_vec());
+        let e = errors(p);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].ends_with("put it in parentheses: `(env.clone(..)).from_elements(..)`"),
+            "{e:?}"
+        );
+        let p: Pipeline = parse_quote!((env.clone()).from_elements([1]).collect_vec());
+        assert!(errors(p).is_empty());
     }
 
     #[test]
