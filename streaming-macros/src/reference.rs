@@ -47,15 +47,17 @@ pub(crate) fn markdown() -> String {
             .iter()
             .map(|v| format!("{} → {}", v.applies.noun(), v.produces.noun()))
             .collect();
-        let ids: Vec<String> = op
-            .variants
-            .iter()
-            .map(|v| match v.id {
+        let mut ids: Vec<String> = Vec::new();
+        for v in op.variants {
+            let id = match v.id {
                 IdKind::None => "—".to_string(),
                 IdKind::Position => "(position)".to_string(),
                 IdKind::Kind(k) => format!("`{k}`"),
-            })
-            .collect();
+            };
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
         let engines: Vec<_> = op.engines.iter().map(|e| e.name()).collect();
         out.push_str(&format!(
             "| [`{}`](#{}) | {} | {} | {} |\n",

@@ -107,7 +107,9 @@
 //!
 //! **Engines.** Each operator lists the engines that support it; a pipeline compiles on an
 //! environment when every operator it uses is supported there. Bounded sources and
-//! `collect_vec` are memory-only; `from_mq_topic` belongs to the Redis engine.
+//! `collect_vec` are memory-only; `from_mq_topic` belongs to the Redis engine. The Redis
+//! engine is not part of this release: its column states the plan (it runs the shared
+//! operator library), and its sources and sinks join the table with it.
 //!
 //! **Debugging.** `STREAMING_PIPELINE_DEBUG=1 cargo build` prints every expansion with its
 //! stages and operator ids on stderr.
