@@ -235,10 +235,21 @@ fn state_type_conflict_is_an_error() {
         )
         .collect_vec()
         .unwrap_err();
-    assert!(
-        err.to_string().contains("state `count` was declared as"),
-        "{err}"
-    );
+    // The state error passes through the user function's `?` unwrapped.
+    match err {
+        Error::StateType {
+            operator,
+            state,
+            declared,
+            requested,
+        } => {
+            assert_eq!(operator, "source-0/2:process");
+            assert_eq!(state, "count");
+            assert_eq!(declared, "ValueState<i32>");
+            assert_eq!(requested, "ValueState<String>");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
 }
 
 #[test]

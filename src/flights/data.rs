@@ -72,7 +72,12 @@ impl LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot load {}: {}", self.path.display(), self.message)
+        write!(
+            f,
+            "cannot load the flights data {} (set it with --data PATH): {}",
+            self.path.display(),
+            self.message
+        )
     }
 }
 

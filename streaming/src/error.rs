@@ -58,10 +58,10 @@ pub enum Error {
         operator: String,
         /// The state name from the descriptor.
         state: &'static str,
-        /// The kind and type first used.
-        declared: &'static str,
-        /// The kind and type of the failing request.
-        requested: &'static str,
+        /// The kind and type first used, e.g. `ValueState<u64>`.
+        declared: String,
+        /// The kind and type of the failing request, e.g. `ValueState<String>`.
+        requested: String,
     },
 
     /// A source failed while producing records.

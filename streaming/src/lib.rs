@@ -27,7 +27,10 @@
 //!   [`WindowedStream`]);
 //! - [`time`]: windows, assigners, triggers and watermark generators, shared by both engines;
 //! - [`api`]: user function traits, sources, sinks and keyed state;
-//! - [`ops`]: the fused operators pipelines compile to.
+//! - [`ops`]: the fused operators pipelines compile to;
+//! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
+//!   the Redis engine reads from;
+//! - [`redis`]: the Redis engine (in progress: its configuration).
 //!
 //! Every fallible call returns [`Error`], which names the failing operator or setting.
 //!
@@ -120,6 +123,7 @@
 
 mod error;
 pub mod mq;
+pub mod redis;
 
 pub use error::{BoxError, Error};
 

@@ -10,8 +10,8 @@ pub enum TimeDomain {
     /// Fires when the watermark reaches the timer's time.
     EventTime,
     /// Fires when processing time reaches the timer's time. On the in-memory engine
-    /// processing time is the timestamp of the record being processed (batch emulation,
-    /// seed §1.3).
+    /// processing time is the highest record timestamp seen so far (batch emulation of the
+    /// seed's engine).
     ProcessingTime,
 }
 

@@ -34,6 +34,9 @@ struct Inner {
     stores: Vec<(String, Rc<dyn Checkpointable>)>,
     checkpoints: BTreeMap<u64, HashMap<String, Rc<dyn Any>>>,
     next_id: u64,
+    /// The checkpoint stores registered from now on start from: the newest one taken, or
+    /// the one last restored.
+    active: Option<u64>,
 }
 
 /// Snapshots and restores the keyed state of the pipelines of one [`MemoryEnv`](super::MemoryEnv).
@@ -41,7 +44,8 @@ struct Inner {
 /// Every stateful operator (keyed process, rolling reduce/sum, window) registers its store
 /// under its [`OperatorId`](crate::ops::OperatorId) when its pipeline starts. A store
 /// registered after a checkpoint was taken starts from that checkpoint's copy of its state
-/// (seed §1.3), so running the same pipeline again continues where the checkpoint left off.
+/// (the newest checkpoint, or the one last restored), so running the same pipeline again
+/// continues where the checkpoint left off.
 /// Cloning the coordinator gives another handle to the same checkpoints.
 #[derive(Clone, Default)]
 pub struct CheckpointCoordinator {
@@ -83,6 +87,7 @@ impl CheckpointCoordinator {
         inner.next_id += 1;
         let id = inner.next_id;
         inner.checkpoints.insert(id, snapshot);
+        inner.active = Some(id);
         tracing::debug!(
             checkpoint = id,
             stores = inner.stores.len(),
@@ -91,8 +96,10 @@ impl CheckpointCoordinator {
         Ok(id)
     }
 
-    /// Restores every registered store that checkpoint `id` holds a copy of. Stores
-    /// registered after that checkpoint and absent from it keep their state.
+    /// Restores every registered store that checkpoint `id` holds a copy of, and makes `id`
+    /// the checkpoint that stores registered from now on start from (until the next
+    /// [`trigger_checkpoint`](Self::trigger_checkpoint)). Registered stores absent from the
+    /// checkpoint keep their state.
     ///
     /// # Errors
     /// [`Error::CheckpointNotFound`] for an unknown id; [`Error::CheckpointBusy`] when a
@@ -100,7 +107,7 @@ impl CheckpointCoordinator {
     /// differs from the copy under the same operator id (two different pipelines whose
     /// operators got the same id: give their sources distinct ids).
     pub fn restore_from_checkpoint(&self, id: u64) -> Result<(), Error> {
-        let inner = self.inner.borrow();
+        let mut inner = self.inner.borrow_mut();
         let snapshot = inner
             .checkpoints
             .get(&id)
@@ -110,6 +117,7 @@ impl CheckpointCoordinator {
                 restore(op, store.as_ref(), copy.as_ref())?;
             }
         }
+        inner.active = Some(id);
         Ok(())
     }
 
@@ -128,8 +136,9 @@ impl CheckpointCoordinator {
             .collect()
     }
 
-    /// Registers `store` under `operator`; restores it from the newest checkpoint holding
-    /// that operator. A later registration under the same id replaces the earlier one.
+    /// Registers `store` under `operator`; restores it from the active checkpoint (the
+    /// newest taken or the last restored) when that holds the operator. A later
+    /// registration under the same id replaces the earlier one.
     pub(crate) fn register<S: Clone + 'static>(
         &self,
         operator: &str,
@@ -138,9 +147,8 @@ impl CheckpointCoordinator {
         let mut inner = self.inner.borrow_mut();
         let dynamic: Rc<dyn Checkpointable> = store.clone();
         if let Some(copy) = inner
-            .checkpoints
-            .values()
-            .next_back()
+            .active
+            .and_then(|id| inner.checkpoints.get(&id))
             .and_then(|c| c.get(operator))
         {
             restore(operator, dynamic.as_ref(), copy.as_ref())?;

@@ -375,6 +375,9 @@ impl<P: Plan> DataStream<P> {
 
     /// Runs the pipeline into `sink` (seed `addSink`): `open`, `invoke` per record, `close`.
     ///
+    /// A closure works as a sink, but its argument type is not inferred through the
+    /// [`Sink`] trait: annotate it (`|x: u64| …`) or use [`for_each`](Self::for_each).
+    ///
     /// # Errors
     /// The first error of the source, an operator (user function error or panic, naming the
     /// operator) or the sink. The sink and the source are closed in every case.

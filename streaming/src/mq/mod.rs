@@ -5,6 +5,9 @@
 //! seed's `mq` module: `Message`, `MqOptions`, `SubscriptionOptions`, pausable consumers,
 //! commit frontier, retry and dead-letter queue; seed `runtime.md` §2).
 //!
+//! The API is async and needs a [tokio](https://docs.rs/tokio) runtime (multi-threaded:
+//! `subscribe` spawns tasks), e.g. `#[tokio::main]`; add `tokio` to your dependencies.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), streaming::Error> {
 //! use streaming::mq::{HandleResult, Mq, MqOptions, StartPolicy, SubscriptionOptions};
@@ -21,6 +24,8 @@
 //!             tracing::info!(id = %m.id, "got {:?}", m.text());
 //!             HandleResult::Success
 //!         },
+//!         // A new group starts after the commit frontier or, without one, at the end of
+//!         // the stream (the default); `Earliest` also reads what was sent before.
 //!         SubscriptionOptions::builder().start(StartPolicy::Earliest).build()?,
 //!     )
 //!     .await?;
@@ -98,17 +103,48 @@ impl std::fmt::Debug for Mq {
     }
 }
 
+/// How long one connection attempt may take before it fails.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A connection manager (reconnects with backoff after a lost connection) whose first
+/// connection fails within [`CONNECT_TIMEOUT`] when the server cannot be reached, instead of
+/// retrying for a long time.
+pub(crate) async fn connection_manager(client: &redis::Client) -> Result<ConnectionManager, Error> {
+    let timed_out = || Error::Mq {
+        op: "connect",
+        reason: format!(
+            "no connection to {} within {:?}",
+            client.get_connection_info().addr,
+            CONNECT_TIMEOUT
+        ),
+    };
+    // One plain attempt first: a refused or unreachable server is reported at once (the
+    // manager's own first connection retries with backoff).
+    tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
+        .await
+        .map_err(|_| timed_out())??;
+    let config = redis::aio::ConnectionManagerConfig::new().set_connection_timeout(CONNECT_TIMEOUT);
+    tokio::time::timeout(
+        CONNECT_TIMEOUT * 3,
+        client.get_connection_manager_with_config(config),
+    )
+    .await
+    .map_err(|_| timed_out())?
+    .map_err(Error::from)
+}
+
 impl Mq {
     /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`). Needs Redis ≥ 7.0
     /// (`XAUTOCLAIM` with deleted-entry reporting, `XINFO GROUPS` lag, exclusive `XRANGE`).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] from [`MqOptions::validate`]; [`Error::Redis`] if the URL
-    /// is invalid or the server cannot be reached.
+    /// is invalid or the server refuses the connection; [`Error::Mq`] (op `connect`) if no
+    /// connection is made within 5 s (then within 15 s for the reconnecting manager).
     pub async fn connect(url: &str, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
         let client = redis::Client::open(url)?;
-        let conn = client.get_connection_manager().await?;
+        let conn = connection_manager(&client).await?;
         Ok(Self {
             keys: KeySpace::new(opts.key_prefix.clone()),
             client,
@@ -256,7 +292,7 @@ impl Mq {
             });
         }
         let reader = ExclusiveReader {
-            conn: self.client.get_connection_manager().await?,
+            conn: connection_manager(&self.client).await?,
             keys: self.keys.clone(),
             topic: topic.to_owned(),
             group: group.to_owned(),

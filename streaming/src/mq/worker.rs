@@ -151,12 +151,12 @@ pub(crate) async fn run<H: MessageHandler>(
         }
         let result = match conn.as_mut() {
             Some(c) => step(&shared, partition, c, &mut timers).await,
-            None => match shared.client.get_connection_manager().await {
+            None => match super::connection_manager(&shared.client).await {
                 Ok(c) => {
                     conn = Some(c);
                     Ok(())
                 }
-                Err(e) => Err(e.into()),
+                Err(e) => Err(e),
             },
         };
         match result {

@@ -124,11 +124,17 @@ fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) ->
     }
 }
 
+/// Wraps an error a user function returned. An [`Error`] of this crate that the function
+/// passed on with `?` (e.g. [`Error::StateType`]) is returned as it is: it already names
+/// the operator.
 #[cold]
 pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Error {
-    Error::UserFunction {
-        operator: operator.to_string(),
-        source,
+    match source.downcast::<Error>() {
+        Ok(own) => *own,
+        Err(source) => Error::UserFunction {
+            operator: operator.to_string(),
+            source,
+        },
     }
 }
 

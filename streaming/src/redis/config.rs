@@ -1,0 +1,398 @@
+//! [`RedisRuntimeConfig`]: the Redis engine's options, with seed defaults and validation.
+
+use crate::mq::MqOptions;
+use crate::Error;
+use std::time::Duration;
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidConfig {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// What a write to a keyed-state hash does after the hash was found hot (seed §2.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HotKeyPolicy {
+    /// Log a rate-limited warning and count `keyed_state_hot_key`.
+    #[default]
+    LogOnly,
+    /// Also sleep up to `keyed_state_hot_key_throttle_max` before the write (back-pressure).
+    Throttle,
+    /// Also fail the record, which then follows the retry / dead-letter path.
+    FailFast,
+}
+
+/// What happens when stored state has another schema version than the pipeline's (seed
+/// §2.2 `stateSchemaMismatchPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SchemaMismatchPolicy {
+    /// Refuse to start the pipeline.
+    #[default]
+    Fail,
+    /// Delete the old state and start empty.
+    Clear,
+    /// Use the state as it is.
+    Ignore,
+}
+
+/// What the engine does with a record whose processing failed (seed §2.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProcessingErrorResult {
+    /// Retry with the queue's backoff, then dead-letter after the last attempt.
+    #[default]
+    Retry,
+    /// Dead-letter at once.
+    DeadLetter,
+    /// Dead-letter at once, recorded as a failure (the seed treats it like `DeadLetter`).
+    Fail,
+}
+
+/// How a batch's input is acknowledged (DESIGN invariant 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AckMode {
+    /// The seed's semantics: entries stay in the pending-entries list until the batch's
+    /// commit runs `XACK`; a dead consumer's pending entries are claimed by the next owner.
+    #[default]
+    Xack,
+    /// Exclusive partition owners read with `NOACK` and write the partition's committed
+    /// offset in the batch's atomic commit; a new owner moves the group to that offset.
+    Offset,
+}
+
+/// The Redis engine's options (seed `RedisRuntimeConfig`, §2.2), built with
+/// [`RedisRuntimeConfig::builder`]. Defaults are the seed's.
+#[derive(Clone, Debug)]
+pub struct RedisRuntimeConfig {
+    job_name: String,
+    job_instance_id: String,
+    state_key_prefix: String,
+    state_ttl: Option<Duration>,
+    state_size_report_every_n_writes: u64,
+    keyed_state_shard_count: u32,
+    hot_key_fields_warn_threshold: u64,
+    hot_key_warn_interval: Duration,
+    hot_key_policy: HotKeyPolicy,
+    hot_key_throttle_max: Duration,
+    state_schema_evolution_enabled: bool,
+    state_schema_mismatch_policy: SchemaMismatchPolicy,
+    restore_group_from_commit_frontier: bool,
+    sink_deduplication_enabled: bool,
+    sink_deduplication_ttl: Duration,
+    sink_dedup_key_prefix: String,
+    pipeline_parallelism: u32,
+    timer_threads: u32,
+    mdc_enabled: bool,
+    mdc_sample_rate: f64,
+    mq_options: MqOptions,
+    processing_error_result: ProcessingErrorResult,
+    ack_mode: AckMode,
+}
+
+macro_rules! getters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        impl RedisRuntimeConfig {
+            $($(#[$doc])* pub fn $name(&self) -> $ty { self.$name.clone() })*
+        }
+    };
+}
+
+getters! {
+    /// Isolates state, checkpoint and dedup key spaces. Default `redis-streaming-job`.
+    job_name: String;
+    /// Part of the stable consumer names `{job}-{instance}-{n}`. Default: the host name,
+    /// `local` when it cannot be read.
+    job_instance_id: String;
+    /// Prefix of keyed-state keys. Default `streaming:runtime`.
+    state_key_prefix: String;
+    /// Expiry of each state hash; `None` (the default) keeps state forever.
+    state_ttl: Option<Duration>;
+    /// Sample the size of a state hash (HLEN) every N writes; 0 (default) = off.
+    state_size_report_every_n_writes: u64;
+    /// Keyed state hashes per (operator, state), split by key hash; default 1.
+    keyed_state_shard_count: u32;
+    /// Field count of a state hash from which it is hot; 0 (default) = off.
+    hot_key_fields_warn_threshold: u64;
+    /// Minimum interval between hot-key warnings for one hash. Default 1 min.
+    hot_key_warn_interval: Duration;
+    /// What writes to a hot hash do. Default [`HotKeyPolicy::LogOnly`].
+    hot_key_policy: HotKeyPolicy;
+    /// Longest sleep of [`HotKeyPolicy::Throttle`]. Default 200 ms.
+    hot_key_throttle_max: Duration;
+    /// Check stored state's schema version. Default `true`.
+    state_schema_evolution_enabled: bool;
+    /// What a schema version mismatch does. Default [`SchemaMismatchPolicy::Fail`].
+    state_schema_mismatch_policy: SchemaMismatchPolicy;
+    /// Rebuild a missing consumer group from the commit frontier instead of replaying the
+    /// stream. Default `true`.
+    restore_group_from_commit_frontier: bool;
+    /// Deduplicate sink writes by message id. Default `false`.
+    sink_deduplication_enabled: bool;
+    /// Lifetime of dedup marks. Default 7 days.
+    sink_deduplication_ttl: Duration;
+    /// Prefix of dedup keys (the job name is appended). Default `streaming:runtime:sinkDedup:`.
+    sink_dedup_key_prefix: String;
+    /// Consumer subtasks per pipeline; subtask `i` owns partitions `p % n == i`. Default 1.
+    pipeline_parallelism: u32;
+    /// Threads of the shared processing-time timer pool. Default 1.
+    timer_threads: u32;
+    /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
+    /// Default `false`.
+    mdc_enabled: bool;
+    /// Fraction of messages that get the span, in `[0, 1]`. Default 1.0.
+    mdc_sample_rate: f64;
+    /// The message queue's options (workers, leases, retry). Default `MqOptions::default()`.
+    mq_options: MqOptions;
+    /// What a failed record does. Default [`ProcessingErrorResult::Retry`].
+    processing_error_result: ProcessingErrorResult;
+    /// How input is acknowledged. Default [`AckMode::Xack`].
+    ack_mode: AckMode;
+}
+
+impl Default for RedisRuntimeConfig {
+    fn default() -> Self {
+        RedisRuntimeConfig {
+            job_name: "redis-streaming-job".into(),
+            job_instance_id: host_name(),
+            state_key_prefix: "streaming:runtime".into(),
+            state_ttl: None,
+            state_size_report_every_n_writes: 0,
+            keyed_state_shard_count: 1,
+            hot_key_fields_warn_threshold: 0,
+            hot_key_warn_interval: Duration::from_secs(60),
+            hot_key_policy: HotKeyPolicy::LogOnly,
+            hot_key_throttle_max: Duration::from_millis(200),
+            state_schema_evolution_enabled: true,
+            state_schema_mismatch_policy: SchemaMismatchPolicy::Fail,
+            restore_group_from_commit_frontier: true,
+            sink_deduplication_enabled: false,
+            sink_deduplication_ttl: Duration::from_secs(7 * 24 * 3600),
+            sink_dedup_key_prefix: "streaming:runtime:sinkDedup:".into(),
+            pipeline_parallelism: 1,
+            timer_threads: 1,
+            mdc_enabled: false,
+            mdc_sample_rate: 1.0,
+            mq_options: MqOptions::default(),
+            processing_error_result: ProcessingErrorResult::Retry,
+            ack_mode: AckMode::Xack,
+        }
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| "local".into())
+}
+
+impl RedisRuntimeConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> RedisRuntimeConfigBuilder {
+        RedisRuntimeConfigBuilder {
+            config: RedisRuntimeConfig::default(),
+        }
+    }
+}
+
+/// Builds a [`RedisRuntimeConfig`]; [`build`](Self::build) validates every field.
+#[derive(Clone, Debug)]
+pub struct RedisRuntimeConfigBuilder {
+    config: RedisRuntimeConfig,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        impl RedisRuntimeConfigBuilder {
+            $($(#[$doc])* pub fn $name(mut self, value: $ty) -> Self { self.config.$name = value.into(); self })*
+        }
+    };
+}
+
+setters! {
+    /// Sets [`RedisRuntimeConfig::job_name`].
+    job_name: &str;
+    /// Sets [`RedisRuntimeConfig::job_instance_id`].
+    job_instance_id: &str;
+    /// Sets [`RedisRuntimeConfig::state_key_prefix`].
+    state_key_prefix: &str;
+    /// Sets [`RedisRuntimeConfig::state_ttl`]; `None` or zero keeps state forever.
+    state_ttl: Option<Duration>;
+    /// Sets [`RedisRuntimeConfig::state_size_report_every_n_writes`].
+    state_size_report_every_n_writes: u64;
+    /// Sets [`RedisRuntimeConfig::keyed_state_shard_count`] (≥ 1).
+    keyed_state_shard_count: u32;
+    /// Sets [`RedisRuntimeConfig::hot_key_fields_warn_threshold`].
+    hot_key_fields_warn_threshold: u64;
+    /// Sets [`RedisRuntimeConfig::hot_key_warn_interval`] (> 0).
+    hot_key_warn_interval: Duration;
+    /// Sets [`RedisRuntimeConfig::hot_key_policy`].
+    hot_key_policy: HotKeyPolicy;
+    /// Sets [`RedisRuntimeConfig::hot_key_throttle_max`].
+    hot_key_throttle_max: Duration;
+    /// Sets [`RedisRuntimeConfig::state_schema_evolution_enabled`].
+    state_schema_evolution_enabled: bool;
+    /// Sets [`RedisRuntimeConfig::state_schema_mismatch_policy`].
+    state_schema_mismatch_policy: SchemaMismatchPolicy;
+    /// Sets [`RedisRuntimeConfig::restore_group_from_commit_frontier`].
+    restore_group_from_commit_frontier: bool;
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`].
+    sink_deduplication_enabled: bool;
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (> 0 when dedup is on).
+    sink_deduplication_ttl: Duration;
+    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`].
+    sink_dedup_key_prefix: &str;
+    /// Sets [`RedisRuntimeConfig::pipeline_parallelism`] (≥ 1).
+    pipeline_parallelism: u32;
+    /// Sets [`RedisRuntimeConfig::timer_threads`] (≥ 1).
+    timer_threads: u32;
+    /// Sets [`RedisRuntimeConfig::mdc_enabled`].
+    mdc_enabled: bool;
+    /// Sets [`RedisRuntimeConfig::mdc_sample_rate`] (in `[0, 1]`).
+    mdc_sample_rate: f64;
+    /// Sets [`RedisRuntimeConfig::mq_options`].
+    mq_options: MqOptions;
+    /// Sets [`RedisRuntimeConfig::processing_error_result`].
+    processing_error_result: ProcessingErrorResult;
+    /// Sets [`RedisRuntimeConfig::ack_mode`].
+    ack_mode: AckMode;
+}
+
+/// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
+/// partition's hash tag, DESIGN invariant 4) or whitespace.
+fn key_part(field: &'static str, value: &str) -> Result<(), Error> {
+    if value.is_empty() {
+        return Err(invalid(field, "must not be empty"));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| matches!(c, '{' | '}') || c.is_whitespace())
+    {
+        return Err(invalid(
+            field,
+            format!("{value:?} contains {c:?}; braces and whitespace are not allowed in key names"),
+        ));
+    }
+    Ok(())
+}
+
+impl RedisRuntimeConfigBuilder {
+    /// Validates and returns the configuration.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first invalid field: `job_name`,
+    /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
+    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads`
+    /// (0), `hot_key_warn_interval` (zero), `sink_deduplication_ttl` (zero while dedup is
+    /// on), `mdc_sample_rate` (outside `[0, 1]` or NaN).
+    pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
+        let mut c = self.config;
+        key_part("job_name", &c.job_name)?;
+        key_part("job_instance_id", &c.job_instance_id)?;
+        key_part("state_key_prefix", &c.state_key_prefix)?;
+        key_part("sink_dedup_key_prefix", &c.sink_dedup_key_prefix)?;
+        for (field, value) in [
+            ("keyed_state_shard_count", c.keyed_state_shard_count),
+            ("pipeline_parallelism", c.pipeline_parallelism),
+            ("timer_threads", c.timer_threads),
+        ] {
+            if value == 0 {
+                return Err(invalid(field, "must be at least 1"));
+            }
+        }
+        if c.hot_key_warn_interval.is_zero() {
+            return Err(invalid("hot_key_warn_interval", "must be > 0"));
+        }
+        if c.sink_deduplication_enabled && c.sink_deduplication_ttl.is_zero() {
+            return Err(invalid(
+                "sink_deduplication_ttl",
+                "must be > 0 while sink deduplication is enabled",
+            ));
+        }
+        if !(0.0..=1.0).contains(&c.mdc_sample_rate) {
+            return Err(invalid(
+                "mdc_sample_rate",
+                format!("must be in [0, 1], got {}", c.mdc_sample_rate),
+            ));
+        }
+        if c.state_ttl.is_some_and(|d| d.is_zero()) {
+            c.state_ttl = None;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(r: Result<RedisRuntimeConfig, Error>) -> &'static str {
+        match r {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_seeds() {
+        let c = RedisRuntimeConfig::builder().build().unwrap();
+        assert_eq!(c.job_name(), "redis-streaming-job");
+        assert!(!c.job_instance_id().is_empty());
+        assert_eq!(c.state_key_prefix(), "streaming:runtime");
+        assert_eq!(c.state_ttl(), None);
+        assert_eq!(c.keyed_state_shard_count(), 1);
+        assert_eq!(c.hot_key_warn_interval(), Duration::from_secs(60));
+        assert_eq!(c.hot_key_throttle_max(), Duration::from_millis(200));
+        assert_eq!(c.hot_key_policy(), HotKeyPolicy::LogOnly);
+        assert!(c.state_schema_evolution_enabled());
+        assert_eq!(c.state_schema_mismatch_policy(), SchemaMismatchPolicy::Fail);
+        assert!(c.restore_group_from_commit_frontier());
+        assert!(!c.sink_deduplication_enabled());
+        assert_eq!(c.sink_deduplication_ttl(), Duration::from_secs(604_800));
+        assert_eq!(c.sink_dedup_key_prefix(), "streaming:runtime:sinkDedup:");
+        assert_eq!((c.pipeline_parallelism(), c.timer_threads()), (1, 1));
+        assert_eq!((c.mdc_enabled(), c.mdc_sample_rate()), (false, 1.0));
+        assert_eq!(c.processing_error_result(), ProcessingErrorResult::Retry);
+    }
+
+    #[test]
+    fn invalid_fields_are_named() {
+        let b = RedisRuntimeConfig::builder;
+        assert_eq!(field(b().mdc_sample_rate(1.5).build()), "mdc_sample_rate");
+        assert_eq!(
+            field(b().mdc_sample_rate(f64::NAN).build()),
+            "mdc_sample_rate"
+        );
+        assert_eq!(
+            field(b().pipeline_parallelism(0).build()),
+            "pipeline_parallelism"
+        );
+        assert_eq!(field(b().timer_threads(0).build()), "timer_threads");
+        assert_eq!(
+            field(b().keyed_state_shard_count(0).build()),
+            "keyed_state_shard_count"
+        );
+        assert_eq!(field(b().job_name("").build()), "job_name");
+        assert_eq!(field(b().job_name("a{b}").build()), "job_name");
+        assert_eq!(
+            field(b().state_key_prefix("x y").build()),
+            "state_key_prefix"
+        );
+        assert_eq!(
+            field(b().hot_key_warn_interval(Duration::ZERO).build()),
+            "hot_key_warn_interval"
+        );
+        assert_eq!(
+            field(
+                b().sink_deduplication_enabled(true)
+                    .sink_deduplication_ttl(Duration::ZERO)
+                    .build()
+            ),
+            "sink_deduplication_ttl"
+        );
+        let c = b().state_ttl(Some(Duration::ZERO)).build().unwrap();
+        assert_eq!(c.state_ttl(), None, "zero TTL means no TTL");
+    }
+}
