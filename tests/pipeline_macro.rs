@@ -376,3 +376,26 @@ fn environment_expressions() {
     let out = pipeline! { (h.env.clone()).from_elements([3]).collect_vec() }.unwrap();
     assert_eq!(out, [3]);
 }
+
+#[test]
+fn collection_with_id_and_for_each() {
+    let env = MemoryEnv::new();
+    let mut seen = Vec::new();
+    let summary = pipeline! {
+        env.from_collection_with_id("letters", ['a', 'b'])
+            .map(|c: char| c.to_ascii_uppercase())
+            .for_each(|c| seen.push(c))
+    }
+    .unwrap();
+    assert_eq!((seen, summary.window_firings), (vec!['A', 'B'], 0));
+    let err = pipeline! { env.from_collection_with_id("letters", [1u8, 0]).map(|x: u8| 1 / x).collect_vec() }
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "operator `{}` panicked: attempt to divide by zero",
+            streaming::__private::pipeline_ids! { env.from_collection_with_id("letters", x).map(f).collect_vec() }
+                [0]
+        )
+    );
+}

@@ -661,7 +661,7 @@ mod tests {
         assert_eq!(
             e[0],
             "unknown operator `frobnicate`; on a stream the operators are `map`, `try_map`, `filter`, `flat_map`, \
-             `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `sink`, `print`, \
+             `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `sink`, `for_each`, `print`, \
              `print_with_prefix` or `collect_vec`"
         );
         assert_eq!(
@@ -729,7 +729,7 @@ mod tests {
         let p: Pipeline = parse_quote!(env.from_elements([1]).map(|x| x));
         assert_eq!(
             errors(p),
-            ["the pipeline has no sink: end it with `sink(..)`, `print()`, `print_with_prefix(..)` or `collect_vec()`"]
+            ["the pipeline has no sink: end it with `sink(..)`, `for_each(..)`, `print()`, `print_with_prefix(..)` or `collect_vec()`"]
         );
         let p: Pipeline = parse_quote!(env.from_elements([1]).collect_vec().map(|x| x));
         assert_eq!(

@@ -71,7 +71,7 @@ fn placeholder(errors: &[syn::Error], last: Option<String>) -> proc_macro2::Toke
     let errors = errors.iter().map(syn::Error::to_compile_error);
     let output = match last.as_deref() {
         Some("collect_vec") => quote::quote!(::std::vec::Vec<_>),
-        Some("sink" | "print" | "print_with_prefix") => {
+        Some("sink" | "for_each" | "print" | "print_with_prefix") => {
             quote::quote!(::streaming::memory::JobSummary)
         }
         _ => quote::quote!(_),

@@ -66,7 +66,7 @@
 //! is any expression before the first operator call: a variable, a field path
 //! (`self.env`), a call (`MemoryEnv::new()`), or `(any expression)`. The macro's value is
 //! what the sink returns: `Result<Vec<T>, Error>` for `collect_vec()`,
-//! `Result<JobSummary, Error>` for `sink`/`print`/`print_with_prefix`.
+//! `Result<JobSummary, Error>` for `sink`/`for_each`/`print`/`print_with_prefix`.
 //!
 //! **Stages.** Every operator applies to a stage and produces one: a stream, a keyed
 //! stream (after `key_by`), a keyed stream with declared state (after `state(..)`), the
@@ -101,7 +101,8 @@
 //! `{source_id}/{position}:{kind}` (see [`ops::OperatorId`]): positions count operators
 //! after the source from 1 (`key_by` takes a position but has no id; `window`, `trigger`,
 //! `allowed_lateness`, `side_output_late_data`, `state` and `on_timer` take none), the kind
-//! is the table's id kind, and the source id is the literal of `add_source_with_id` (or
+//! is the table's id kind, and the source id is the literal of `add_source_with_id` or
+//! `from_collection_with_id` (or
 //! `source-{n}`, numbered per environment at run time). Keyed state is stored under the
 //! operator id and the state name, e.g. (`flights/4:process`, `count`). An id depends only
 //! on the text up to its operator, so changing a later operator keeps it, and a restart

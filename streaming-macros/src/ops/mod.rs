@@ -19,7 +19,9 @@ mod collect_vec;
 mod count;
 mod filter;
 mod flat_map;
+mod for_each;
 mod from_collection;
+mod from_collection_with_id;
 mod from_elements;
 mod from_mq_topic;
 mod key_by;
@@ -228,6 +230,7 @@ impl OpSpec {
 pub(crate) const TABLE: &[&OpSpec] = &[
     &from_elements::SPEC,
     &from_collection::SPEC,
+    &from_collection_with_id::SPEC,
     &add_source::SPEC,
     &add_source_with_id::SPEC,
     &from_mq_topic::SPEC,
@@ -253,6 +256,7 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &apply::SPEC,
     &count::SPEC,
     &sink::SPEC,
+    &for_each::SPEC,
     &print::SPEC,
     &print_with_prefix::SPEC,
     &collect_vec::SPEC,
