@@ -337,6 +337,37 @@ mod tests {
         }
     }
 
+    /// Every builder method of the memory engine is an operator (drift detector: a method
+    /// added to the core's builder fails this test until it joins the table).
+    #[test]
+    fn the_table_covers_the_memory_builder() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../streaming/src/memory");
+        let not_operators = [
+            "new",
+            "enable_checkpointing",
+            "checkpoint_coordinator",
+            "next_operator_id",
+        ];
+        for file in ["stream.rs", "env.rs"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            for line in text.lines() {
+                let Some(rest) = line.trim_start().strip_prefix("pub fn ") else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !not_operators.contains(&name.as_str()) {
+                    assert!(
+                        lookup(&name).is_some(),
+                        "builder method `{name}` ({file}) is not in the operator table"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn suggestions() {
         assert_eq!(did_you_mean("flatmap"), Some("flat_map"));
