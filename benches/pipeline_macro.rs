@@ -2,7 +2,7 @@
 //! stateless chain over 10 M `u64` and a rolling word count, the same workloads as
 //! `streaming/benches/pipelines.rs`.
 //!
-//! `cargo bench --bench pipeline_macro`; figures in BENCHMARKS.macro.md.
+//! `cargo bench --bench pipeline_macro`; figures in BENCHMARKS.md.
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
