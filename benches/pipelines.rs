@@ -1,8 +1,7 @@
-//! `pipeline!` against the builder API and hand-written loops (issue #3 §4): a 4-operator
-//! stateless chain over 10 M `u64` and a rolling word count, the same workloads as
-//! `streaming/benches/pipelines.rs`.
+//! `pipeline!` and the builder API against hand-written loops: a 4-operator stateless
+//! chain over 10 M `u64` and a rolling word count.
 //!
-//! `cargo bench --bench pipeline_macro`; figures in BENCHMARKS.md.
+//! `cargo bench --bench pipelines`; figures in BENCHMARKS.md.
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
