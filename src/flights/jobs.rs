@@ -1,5 +1,5 @@
-//! The example's two jobs on the in-memory engine: per-carrier hourly delays and
-//! per-plane sessions.
+//! The example's two jobs on the in-memory engine, written with [`pipeline!`]: per-carrier
+//! hourly delays and per-plane sessions.
 
 use super::data::{format_utc, Dataset, Flight};
 use std::collections::HashSet;
@@ -10,7 +10,7 @@ use streaming::api::{AggregateFunction, Sink};
 use streaming::time::{
     BoundedOutOfOrderness, EventTimeSessionWindows, TimeWindow, TumblingEventTimeWindows,
 };
-use streaming::{BoxError, Error, MemoryEnv};
+use streaming::{pipeline, BoxError, Error, MemoryEnv};
 
 /// Which time of a flight is its event time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -222,34 +222,36 @@ pub fn delays<E: Into<BoxError>>(
     mut out: impl FnMut(&DelayLine) -> Result<(), E>,
 ) -> Result<DelaysSummary, Error> {
     let event_time = opts.event_time;
-    let watermarks = BoundedOutOfOrderness::new(minutes(opts.out_of_orderness_min))?;
-    let hours = TumblingEventTimeWindows::of(Duration::from_secs(3600))?;
     let mut late = 0u64;
     let mut fired: HashSet<(Arc<str>, i64)> = HashSet::new();
     let mut firings = 0u64;
     let env = MemoryEnv::new();
-    let job = env
-        .from_collection(data.flights.iter().cloned())
-        .assign_timestamps_and_watermarks_with(move |f: &Flight, _| event_time.of(f), watermarks)
-        .key_by(|f: &Flight| Arc::clone(&f.carrier))
-        .window(hours)
-        .allowed_lateness(minutes(opts.lateness_min))
-        .side_output_late_data(|_f: Flight| late += 1)
-        .aggregate_with(
-            CountAndSum,
-            |carrier: &Arc<str>, w: &TimeWindow, (flights, sum_dep_delay)| DelayLine {
-                carrier: Arc::clone(carrier),
-                window_start_ms: w.start(),
-                flights,
-                sum_dep_delay,
-            },
-        )
-        .sink(TrySink(|line: DelayLine| {
-            firings += 1;
-            let r = out(&line);
-            fired.insert((line.carrier, line.window_start_ms));
-            r
-        }))?;
+    let job = pipeline! {
+        env.from_collection(data.flights.iter().cloned())
+            .assign_timestamps_and_watermarks_with(
+                move |f: &Flight, _| event_time.of(f),
+                BoundedOutOfOrderness::new(minutes(opts.out_of_orderness_min)),
+            )
+            .key_by(|f: &Flight| Arc::clone(&f.carrier))
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(3600)))
+            .allowed_lateness(minutes(opts.lateness_min))
+            .side_output_late_data(|_f: Flight| late += 1)
+            .aggregate_with(
+                CountAndSum,
+                |carrier: &Arc<str>, w: &TimeWindow, (flights, sum_dep_delay)| DelayLine {
+                    carrier: Arc::clone(carrier),
+                    window_start_ms: w.start(),
+                    flights,
+                    sum_dep_delay,
+                },
+            )
+            .sink(TrySink(|line: DelayLine| {
+                firings += 1;
+                let r = out(&line);
+                fired.insert((line.carrier, line.window_start_ms));
+                r
+            }))
+    }?;
     if job.late_elements != late {
         tracing::warn!(
             counted = job.late_elements,
@@ -281,35 +283,38 @@ pub fn sessions<E: Into<BoxError>>(
     opts: &SessionsOptions,
     mut out: impl FnMut(&SessionLine) -> Result<(), E>,
 ) -> Result<SessionsSummary, Error> {
-    let watermarks = BoundedOutOfOrderness::new(Duration::ZERO)?;
-    let windows = EventTimeSessionWindows::with_gap(minutes(opts.gap_min))?;
     let mut no_tailnum = 0usize;
     let mut late = 0u64;
     let mut sessions = 0u64;
     let env = MemoryEnv::new();
-    env.from_collection(data.flights.iter().cloned())
-        .filter(|f: &Flight| {
-            let keep = f.tailnum.is_some();
-            no_tailnum += usize::from(!keep);
-            keep
-        })
-        .assign_timestamps_and_watermarks_with(|f: &Flight, _| f.sched_ms, watermarks)
-        .key_by(|f: &Flight| f.tailnum.clone().unwrap_or_else(|| Arc::from("NA")))
-        .window(windows)
-        .side_output_late_data(|_f: Flight| late += 1)
-        .aggregate_with(
-            CountFlights,
-            |tailnum: &Arc<str>, w: &TimeWindow, flights| SessionLine {
-                tailnum: Arc::clone(tailnum),
-                start_ms: w.start(),
-                end_ms: w.end(),
-                flights,
-            },
-        )
-        .sink(TrySink(|line: SessionLine| {
-            sessions += 1;
-            out(&line)
-        }))?;
+    pipeline! {
+        env.from_collection(data.flights.iter().cloned())
+            .filter(|f: &Flight| {
+                let keep = f.tailnum.is_some();
+                no_tailnum += usize::from(!keep);
+                keep
+            })
+            .assign_timestamps_and_watermarks_with(
+                |f: &Flight, _| f.sched_ms,
+                BoundedOutOfOrderness::new(Duration::ZERO),
+            )
+            .key_by(|f: &Flight| f.tailnum.clone().unwrap_or_else(|| Arc::from("NA")))
+            .window(EventTimeSessionWindows::with_gap(minutes(opts.gap_min)))
+            .side_output_late_data(|_f: Flight| late += 1)
+            .aggregate_with(
+                CountFlights,
+                |tailnum: &Arc<str>, w: &TimeWindow, flights| SessionLine {
+                    tailnum: Arc::clone(tailnum),
+                    start_ms: w.start(),
+                    end_ms: w.end(),
+                    flights,
+                },
+            )
+            .sink(TrySink(|line: SessionLine| {
+                sessions += 1;
+                out(&line)
+            }))
+    }?;
     if late > 0 {
         tracing::warn!(
             late,

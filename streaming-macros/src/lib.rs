@@ -1,4 +1,122 @@
-//! Procedural macros of the `streaming` crate.
+//! Procedural macros of the `streaming` crate: [`pipeline!`].
 //!
-//! The `pipeline!` macro (parse → check → expand) lands here; see the `streaming` crate docs.
+//! The macro runs in three phases: `parse` (syntax → AST with spans), `check` (every rule
+//! of the DSL, all errors collected) and `expand` (the builder chain, which cannot fail).
+//! Operators are rows of a table, one file each under `ops/`. The DSL reference is in the
+//! `streaming` crate's documentation.
 #![deny(missing_docs)]
+
+use proc_macro::TokenStream;
+
+mod check;
+mod expand;
+mod ops;
+mod parse;
+mod reference;
+
+/// A stream-processing pipeline, checked at compile time and expanded to the fused builder
+/// chain. See the DSL reference in the `streaming` crate docs.
+#[proc_macro]
+pub fn pipeline(input: TokenStream) -> TokenStream {
+    let pipeline = match syn::parse::<parse::Pipeline>(input) {
+        Ok(p) => p,
+        Err(e) => return placeholder(&[e], None).into(),
+    };
+    match check::check(&pipeline) {
+        Ok(checked) => {
+            let out = expand::expand(&checked);
+            debug(&checked, &out);
+            out.into()
+        }
+        Err(errors) => {
+            placeholder(&errors, pipeline.calls.last().map(|c| c.name.to_string())).into()
+        }
+    }
+}
+
+/// The operator ids of a pipeline (`{source_id}/{position}:{kind}`), as an array of string
+/// literals; the pipeline is not run. `source-{n}` stands for a runtime-numbered source.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __pipeline_ids(input: TokenStream) -> TokenStream {
+    let pipeline = match syn::parse::<parse::Pipeline>(input) {
+        Ok(p) => p,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    match check::check(&pipeline) {
+        Ok(checked) => {
+            let ids = checked.steps.iter().filter_map(|s| s.id.clone());
+            quote::quote!([#(#ids),*]).into()
+        }
+        Err(errors) => errors
+            .iter()
+            .map(syn::Error::to_compile_error)
+            .collect::<proc_macro2::TokenStream>()
+            .into(),
+    }
+}
+
+/// The operator reference of the DSL (Markdown generated from the operator table), as a
+/// string literal for `#![doc = ..]`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __dsl_reference(_input: TokenStream) -> TokenStream {
+    let text = reference::markdown();
+    quote::quote!(#text).into()
+}
+
+/// The errors, then a value of the type a valid pipeline with this sink would have, so the
+/// code around the macro type-checks and one mistake gives one error.
+fn placeholder(errors: &[syn::Error], last: Option<String>) -> proc_macro2::TokenStream {
+    let errors = errors.iter().map(syn::Error::to_compile_error);
+    let output = match last.as_deref() {
+        Some("collect_vec") => quote::quote!(::std::vec::Vec<_>),
+        Some("sink" | "for_each" | "print" | "print_with_prefix") => {
+            quote::quote!(::streaming::memory::JobSummary)
+        }
+        _ => quote::quote!(_),
+    };
+    quote::quote! {{
+        #(#errors)*
+        ::streaming::__private::placeholder::<::core::result::Result<#output, ::streaming::Error>>()
+    }}
+}
+
+/// Prints the expansion and the operator ids when `STREAMING_PIPELINE_DEBUG` is set (to
+/// anything but `0`). Cargo does not rebuild when only the variable changes: touch the file.
+fn debug(checked: &check::Checked<'_>, out: &proc_macro2::TokenStream) {
+    if std::env::var_os("STREAMING_PIPELINE_DEBUG").is_some_and(|v| !v.is_empty() && v != "0") {
+        let site = proc_macro::Span::call_site();
+        eprintln!(
+            "// at {}:{}\n{}",
+            site.file(),
+            site.line(),
+            render(checked, out)
+        );
+    }
+}
+
+/// The expansion, pretty-printed, headed by the operator ids and engines.
+fn render(checked: &check::Checked<'_>, out: &proc_macro2::TokenStream) -> String {
+    let mut text = String::from("// pipeline! expansion\n");
+    for step in &checked.steps {
+        let id = step.id.as_deref().unwrap_or("-");
+        text.push_str(&format!(
+            "// {:<24} {} -> {}  [{id}]\n",
+            step.op.name,
+            step.variant.applies.noun(),
+            step.variant.produces.noun()
+        ));
+    }
+    let engines: Vec<_> = checked.engines.iter().map(|e| e.name()).collect();
+    text.push_str(&format!("// engines: {}\n", engines.join(", ")));
+    let file = quote::quote!(fn pipeline() { let _ = #out; });
+    match syn::parse2::<syn::File>(file) {
+        Ok(f) => text.push_str(&prettyplease::unparse(&f)),
+        Err(_) => text.push_str(&out.to_string()),
+    }
+    text
+}
+
+#[cfg(test)]
+mod snapshot_tests;

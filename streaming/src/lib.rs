@@ -33,6 +33,93 @@
 //! - [`redis`]: the Redis engine (in progress: its configuration).
 //!
 //! Every fallible call returns [`Error`], which names the failing operator or setting.
+//!
+//! # DSL reference
+//!
+//! [`pipeline!`] takes a pipeline written like the builder chain and checks it at compile
+//! time, then expands it to that builder chain — one concrete type of nested generic
+//! operators, with no `dyn`, `Box` or per-record allocation by the framework.
+//!
+//! ```
+//! use std::time::Duration;
+//! use streaming::time::{AscendingTimestamps, TumblingEventTimeWindows};
+//! use streaming::{pipeline, MemoryEnv};
+//!
+//! let env = MemoryEnv::new();
+//! let lines = [("to be or", 0i64), ("not to be", 1_500)];
+//! let mut counts = pipeline! {
+//!     env.from_collection(lines)
+//!         .assign_timestamps_and_watermarks_with(|l: &(&str, i64), _| l.1, AscendingTimestamps)
+//!         .flat_map(|l: (&str, i64)| l.0.split(' ').map(|w| (w.to_string(), 1u64)).collect::<Vec<_>>())
+//!         .key_by(|p: &(String, u64)| p.0.clone())
+//!         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+//!         .allowed_lateness(Duration::from_secs(5))
+//!         .reduce(|a, b| (a.0, a.1 + b.1))
+//!         .collect_vec()
+//! }?;
+//! counts.sort();
+//! assert_eq!(counts[0], ("be".to_string(), 1));
+//! # Ok::<(), streaming::Error>(())
+//! ```
+//!
+//! **Grammar.** `env.source(..)` then operators `.name(args)` and one sink at the end. `env`
+//! is any expression before the first operator call: a variable, a field path
+//! (`self.env`), a call (`MemoryEnv::new()`), or `(any expression)`. The macro's value is
+//! what the sink returns: `Result<Vec<T>, Error>` for `collect_vec()`,
+//! `Result<JobSummary, Error>` for `sink`/`for_each`/`print`/`print_with_prefix`.
+//!
+//! **Stages.** Every operator applies to a stage and produces one: a stream, a keyed
+//! stream (after `key_by`), a keyed stream with declared state (after `state(..)`), the
+//! output of `process` (which `on_timer` may follow), a windowed stream (after `window`,
+//! configured by `trigger`, `allowed_lateness`, `side_output_late_data`, ended by a window
+//! function). The table below lists them; using an operator on another stage is a compile
+//! error at the operator that says what is missing (e.g. "add `.key_by(..)` before it").
+//!
+//! **Compile-time checks**, each reported at the offending token, all of them at once: unknown
+//! operators (with "did you mean"), arity, stage, one source and one sink, operators after
+//! the sink, literal source ids outside `[A-Za-z0-9_.-]+`, literal window sizes, slides and
+//! gaps under 1 ms and offsets not smaller than the size/slide, `CountTrigger::of(0)`,
+//! state declarations (kind, default, duplicate names), and operators no single engine
+//! supports together. Type errors (a closure of the wrong element type, `sum` of a
+//! non-numeric element, a filter not returning `bool`) are rustc's, at the user's closure or
+//! operator. After a macro error the expansion is a placeholder of the pipeline's result
+//! type, so one mistake gives one error.
+//!
+//! **Fallible configuration.** `TumblingEventTimeWindows::of`, `with_offset`,
+//! `SlidingEventTimeWindows::of`, `with_offset`, `EventTimeSessionWindows::with_gap`,
+//! `CountTrigger::of` and `BoundedOutOfOrderness::new` return `Result`s; written as an
+//! argument (with or without a trailing `?`), the macro evaluates them before the pipeline
+//! runs and returns their error as the pipeline's result. A trailing `?` on any other
+//! argument does the same.
+//!
+//! **State.** `state(name: ValueState<T> = default, name: ListState<T>, name: MapState<K, V>,
+//! name: SetState<T>)` right before `process` declares that operator's keyed state. Each
+//! name is bound to a `&…StateDescriptor` the closures use as `ctx.state(name)?`. Names are
+//! unique per operator.
+//!
+//! **Stable ids.** Every operator that takes a position gets the id
+//! `{source_id}/{position}:{kind}` (see [`ops::OperatorId`]): positions count operators
+//! after the source from 1 (`key_by` takes a position but has no id; `window`, `trigger`,
+//! `allowed_lateness`, `side_output_late_data`, `state` and `on_timer` take none), the kind
+//! is the table's id kind, and the source id is the literal of `add_source_with_id` or
+//! `from_collection_with_id` (or
+//! `source-{n}`, numbered per environment at run time). Keyed state is stored under the
+//! operator id and the state name, e.g. (`flights/4:process`, `count`). An id depends only
+//! on the text up to its operator, so changing a later operator keeps it, and a restart
+//! with the same pipeline text finds its state. The ids are exactly the builder's for the
+//! same chain.
+//!
+//! **Engines.** Each operator lists the engines that support it; a pipeline compiles on an
+//! environment when every operator it uses is supported there. Bounded sources and
+//! `collect_vec` are memory-only; `from_mq_topic` belongs to the Redis engine. The Redis
+//! engine is not part of this release: its column states the plan (it runs the shared
+//! operator library), and its sources and sinks join the table with it.
+//!
+//! **Debugging.** `STREAMING_PIPELINE_DEBUG=1 cargo build` prints every expansion with its
+//! stages and operator ids on stderr.
+//!
+//! # Operators
+#![doc = streaming_macros::__dsl_reference!()]
 #![deny(missing_docs)]
 
 mod error;
@@ -47,6 +134,15 @@ pub mod ops;
 pub mod time;
 
 pub use memory::{DataStream, KeyedStream, MemoryEnv, WindowedStream};
+
+pub use streaming_macros::pipeline;
+
+mod dsl;
+/// Helpers of the `pipeline!` expansion; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::dsl::*;
+}
 
 /// The README's examples run as doctests.
 #[doc = include_str!("../../README.md")]

@@ -27,7 +27,7 @@ use tracing::warn;
 use crate::mq::group::{ensure_group, set_group_id};
 use crate::mq::handler::Failure;
 use crate::mq::lease::LeaseScripts;
-use crate::mq::message::{encode_fields, parse_read_reply, Message};
+use crate::mq::message::{parse_read_reply, Message};
 use crate::mq::options::{RetryPolicy, StartPolicy};
 use crate::mq::retry::{self, backoff, truncate, RetryOutcome};
 use crate::mq::topic::{now_ms, KeySpace};
@@ -230,17 +230,7 @@ impl ExclusiveReader {
     /// # Errors
     /// [`Error::Redis`] on a failed command.
     pub async fn dead_letter(&mut self, msg: &Message, failure: &Failure) -> Result<String, Error> {
-        let fields = encode_fields(
-            msg.key.as_deref(),
-            &msg.payload,
-            &msg.headers,
-            msg.timestamp_ms,
-            msg.retry_count,
-            msg.max_retries,
-        )
-        .into_iter()
-        .map(|(f, v)| (f.as_bytes().to_vec(), v))
-        .collect();
+        let fields = msg.entry_fields();
         self.append_dead_letter(
             fields,
             &msg.id,

@@ -175,6 +175,24 @@ impl OutgoingMessage {
 
 /// The field/value pairs of an entry, in the documented encoding.
 #[allow(clippy::too_many_arguments)]
+impl Message {
+    /// This message's stream entry fields as they stand (same retry count and headers), as
+    /// byte pairs for a Lua script's arguments: what a dead letter keeps of it.
+    pub(crate) fn entry_fields(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        encode_fields(
+            self.key.as_deref(),
+            &self.payload,
+            &self.headers,
+            self.timestamp_ms,
+            self.retry_count,
+            self.max_retries,
+        )
+        .into_iter()
+        .map(|(f, v)| (f.as_bytes().to_vec(), v))
+        .collect()
+    }
+}
+
 pub(crate) fn encode_fields(
     key: Option<&str>,
     payload: &[u8],

@@ -30,9 +30,7 @@ use tracing::{debug, error, warn};
 use crate::mq::dlq::{ack_and_dead_letter, DeadLetterCause};
 use crate::mq::group::ensure_group;
 use crate::mq::handler::{CatchUnwind, Failure, HandleResult, MessageHandler};
-use crate::mq::message::{
-    encode_fields, parse_entries, parse_read_reply, value_to_string, Message, RawEntry,
-};
+use crate::mq::message::{parse_entries, parse_read_reply, value_to_string, Message, RawEntry};
 use crate::mq::options::{Assignment, MqOptions, SubscriptionOptions};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due};
 use crate::mq::topic::KeySpace;
@@ -468,17 +466,7 @@ async fn dead_letter<H: MessageHandler>(
     error_type: &str,
     error: &str,
 ) -> Result<(), Error> {
-    let fields = encode_fields(
-        msg.key.as_deref(),
-        &msg.payload,
-        &msg.headers,
-        msg.timestamp_ms,
-        msg.retry_count,
-        msg.max_retries,
-    )
-    .into_iter()
-    .map(|(f, v)| (f.as_bytes().to_vec(), v))
-    .collect();
+    let fields = msg.entry_fields();
     let cause = DeadLetterCause {
         topic: &msg.topic,
         partition: msg.partition,

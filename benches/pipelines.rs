@@ -1,13 +1,30 @@
-//! Builder-API pipelines against hand-written loops on the in-memory engine.
+//! `pipeline!` and the builder API against hand-written loops: a 4-operator stateless
+//! chain over 10 M `u64` and a rolling word count.
 //!
-//! `cargo bench -p streaming --bench pipelines`; figures in BENCHMARKS.md.
+//! `cargo bench --bench pipelines`; figures in BENCHMARKS.md.
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use std::collections::HashMap;
-use streaming::MemoryEnv;
+use streaming::{pipeline, MemoryEnv};
 
 const N: u64 = 10_000_000;
+
+#[allow(clippy::manual_is_multiple_of)] // the same code as the builder and hand variants
+fn chain_macro(n: u64) -> u64 {
+    let mut sum = 0u64;
+    let env = MemoryEnv::new();
+    pipeline! {
+        env.from_collection(0..n)
+            .map(|x: u64| x.wrapping_mul(3))
+            .filter(|x: &u64| x % 7 != 0)
+            .map(|x: u64| x + 1)
+            .filter(|x: &u64| x % 2 == 0)
+            .sink(|x: u64| sum = sum.wrapping_add(x))
+    }
+    .unwrap();
+    sum
+}
 
 fn chain_builder(n: u64) -> u64 {
     let mut sum = 0u64;
@@ -57,9 +74,19 @@ fn corpus() -> Vec<String> {
         .collect()
 }
 
-/// Keyed state must be `'static` (it may be checkpointed), so the corpus is leaked to give
-/// both loops the same borrowed `&'static str` words. The rolling reduce keeps the counts in
-/// its keyed state and emits every update; `on_update` sees each `(word, count so far)`.
+fn word_count_macro(lines: &'static [String], on_update: impl FnMut((&'static str, u64))) {
+    let env = MemoryEnv::new();
+    pipeline! {
+        env.from_collection(lines)
+            .flat_map(|l: &'static String| l.split_whitespace())
+            .map(|w: &'static str| (w, 1u64))
+            .key_by(|p: &(&'static str, u64)| p.0)
+            .reduce(|a, b| (a.0, a.1 + b.1))
+            .sink(on_update)
+    }
+    .unwrap();
+}
+
 fn word_count_builder(lines: &'static [String], on_update: impl FnMut((&'static str, u64))) {
     MemoryEnv::new()
         .from_collection(lines)
@@ -82,23 +109,32 @@ fn word_count_hand(lines: &[String]) -> HashMap<&str, u64> {
 }
 
 fn benches(c: &mut Criterion) {
+    assert_eq!(chain_macro(100_000), chain_hand(100_000));
     assert_eq!(chain_builder(100_000), chain_hand(100_000));
     let mut g = c.benchmark_group("chain_10M_u64");
     g.throughput(Throughput::Elements(N));
     g.sample_size(20);
+    g.bench_function("pipeline_macro", |b| b.iter(|| chain_macro(black_box(N))));
     g.bench_function("builder", |b| b.iter(|| chain_builder(black_box(N))));
     g.bench_function("hand_loop", |b| b.iter(|| chain_hand(black_box(N))));
     g.finish();
 
     let lines: &'static [String] = Box::leak(corpus().into_boxed_slice());
-    let mut from_builder = HashMap::new();
-    word_count_builder(lines, |(w, n)| {
-        from_builder.insert(w, n);
+    let mut from_macro = HashMap::new();
+    word_count_macro(lines, |(w, n)| {
+        from_macro.insert(w, n);
     });
-    assert_eq!(from_builder, word_count_hand(lines));
+    assert_eq!(from_macro, word_count_hand(lines));
     let mut g = c.benchmark_group("word_count_1.6M_words");
     g.throughput(Throughput::Elements(1_600_000));
     g.sample_size(20);
+    g.bench_function("pipeline_macro", |b| {
+        b.iter(|| {
+            let mut updates = 0u64;
+            word_count_macro(black_box(lines), |(_, n)| updates += black_box(n) & 1);
+            updates
+        })
+    });
     g.bench_function("builder", |b| {
         b.iter(|| {
             let mut updates = 0u64;

@@ -1,0 +1,30 @@
+// pipeline! expansion
+// from_elements            the environment (no source yet) -> a stream  [-]
+// key_by                   a stream -> a keyed stream  [-]
+// state                    a keyed stream -> a keyed stream with declared state  [-]
+// process                  a keyed stream with declared state -> the output of `process`  [source-{n}/2:process]
+// on_timer                 the output of `process` -> a stream  [-]
+// print                    a stream -> a finished pipeline  [source-{n}/3:sink]
+// engines: memory
+fn pipeline() {
+    let _ = {
+        let count = &::streaming::api::ValueStateDescriptor::<u64>::new("count", 0);
+        let seen = &::streaming::api::SetStateDescriptor::<i32>::new("seen");
+        ::streaming::__private::process_with_timers(
+                env.from_elements([("a", 1), ("b", 2)]).key_by(|p: &(&str, i32)| p.0),
+                |v, ctx, out| {
+                    let n = ctx.state(count)?.value() + 1;
+                    ctx.state(count)?.update(n);
+                    ctx.state(seen)?.add(v.1);
+                    ctx.register_event_time_timer(ctx.timestamp() + 10);
+                    out.collect(n);
+                    Ok(())
+                },
+                |ts, ctx, out| {
+                    out.collect(ctx.state(count)?.value() + ts as u64);
+                    Ok(())
+                },
+            )
+            .print()
+    };
+}

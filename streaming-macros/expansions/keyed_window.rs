@@ -1,0 +1,29 @@
+// pipeline! expansion
+// add_source_with_id       the environment (no source yet) -> a stream  [-]
+// flat_map                 a stream -> a stream  [words/1:flat_map]
+// map                      a stream -> a stream  [words/2:map]
+// key_by                   a stream -> a keyed stream  [-]
+// window                   a keyed stream -> a windowed stream  [-]
+// allowed_lateness         a windowed stream -> a windowed stream  [-]
+// reduce                   a windowed stream -> a stream  [words/4:window-reduce]
+// collect_vec              a stream -> a finished pipeline  [words/5:sink]
+// engines: memory
+fn pipeline() {
+    let _ = '__streaming_pipeline: {
+        let __config_0 = match TumblingEventTimeWindows::of(Duration::from_secs(60)) {
+            ::core::result::Result::Ok(value) => value,
+            ::core::result::Result::Err(error) => {
+                let error = ::streaming::__private::config_error(error);
+                break '__streaming_pipeline error;
+            }
+        };
+        env.add_source_with_id("words", lines)
+            .flat_map(|l: String| l.split(' ').map(String::from).collect::<Vec<_>>())
+            .map(|w| (w, 1u64))
+            .key_by(|p: &(String, u64)| p.0.clone())
+            .window(__config_0)
+            .allowed_lateness(Duration::from_secs(5))
+            .reduce(|a, b| (a.0, a.1 + b.1))
+            .collect_vec()
+    };
+}

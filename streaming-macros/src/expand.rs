@@ -1,0 +1,148 @@
+//! Checked pipeline → Rust code. Cannot fail: every rule was enforced by `check`.
+//!
+//! The expansion is the builder chain itself, so the pipeline compiles to the same nested
+//! generic operator structs as the builder API (no `dyn`, no `Box`, no per-record
+//! allocation by the framework). Every generated method name and argument keeps the user's
+//! span, so a type error between stages is reported at the user's closure or operator.
+//!
+//! ```text
+//! '__streaming_pipeline: {                        // only when a configuration can fail
+//!     let __config_0 = match <fallible argument> { Ok(v) => v, Err(e) => break .. config_error(e) };
+//!     let count = &::streaming::api::ValueStateDescriptor::<u64>::new("count", 0);  // state(..)
+//!     env.from_elements(..).key_by(..).window(__config_0).reduce(..).collect_vec()
+//! }
+//! ```
+
+use crate::check::{self, Checked, Step};
+use crate::ops::Expansion;
+use crate::parse::{Args, StateDecl};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{Expr, Lifetime};
+
+/// Constructors whose `Result` the expansion propagates into the pipeline's result.
+const FALLIBLE: &[(&str, &str)] = &[
+    ("TumblingEventTimeWindows", "of"),
+    ("TumblingEventTimeWindows", "with_offset"),
+    ("SlidingEventTimeWindows", "of"),
+    ("SlidingEventTimeWindows", "with_offset"),
+    ("EventTimeSessionWindows", "with_gap"),
+    ("CountTrigger", "of"),
+    ("BoundedOutOfOrderness", "new"),
+];
+
+/// Whether `arg` is evaluated before the chain and its error returned as the pipeline's:
+/// a trailing `?`, or a call of a fallible constructor of the crate.
+fn is_fallible(arg: &Expr) -> bool {
+    if matches!(arg, Expr::Try(_)) {
+        return true;
+    }
+    check::ctor_call(arg)
+        .is_some_and(|(ty, ctor, _)| FALLIBLE.iter().any(|(t, c)| *t == ty && *c == ctor))
+}
+
+/// Expands a checked pipeline.
+pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
+    let label = Lifetime {
+        apostrophe: Span::mixed_site(),
+        ident: Ident::new("__streaming_pipeline", Span::mixed_site()),
+    };
+    let mut prelude = TokenStream::new();
+    let mut hoisted = 0usize;
+    let mut chain = c.pipeline.env_tokens();
+    let mut steps = c.steps.iter().peekable();
+    while let Some(step) = steps.next() {
+        let Step { call, op, .. } = step;
+        let name = &call.name;
+        let span = name.span();
+        let mut args = Vec::new();
+        for arg in call.args.exprs() {
+            if is_fallible(arg) {
+                let inner = match arg {
+                    Expr::Try(t) => &*t.expr,
+                    e => e,
+                };
+                let var = Ident::new(
+                    &format!("__config_{hoisted}"),
+                    Span::mixed_site().located_at(arg.span()),
+                );
+                hoisted += 1;
+                prelude.extend(quote_spanned! {arg.span()=>
+                    let #var = match #inner {
+                        ::core::result::Result::Ok(value) => value,
+                        ::core::result::Result::Err(error) => {
+                            let error = ::streaming::__private::config_error(error);
+                            break #label error
+                        }
+                    };
+                });
+                args.push(var.into_token_stream());
+            } else {
+                args.push(arg.into_token_stream());
+            }
+        }
+        chain = match op.expansion {
+            Expansion::Method => {
+                let on_timer = steps.next_if(|next| next.op.expansion == Expansion::OnTimer);
+                if let Some(timer) = on_timer {
+                    let timer_fn = timer.call.args.exprs();
+                    let tspan = timer.call.name.span();
+                    quote_spanned! {tspan=>
+                        ::streaming::__private::process_with_timers(#chain, #(#args,)* #(#timer_fn),*)
+                    }
+                } else {
+                    let turbofish = &call.turbofish;
+                    quote_spanned! {span=> #chain.#name #turbofish(#(#args),*) }
+                }
+            }
+            Expansion::StateDecls => {
+                if let Args::States(decls) = &call.args {
+                    for decl in decls {
+                        prelude.extend(state_binding(decl));
+                    }
+                }
+                chain
+            }
+            // Consumed with the `process` before it (check guarantees the order).
+            Expansion::OnTimer => chain,
+            Expansion::EngineFunction => {
+                quote_spanned! {span=> ::streaming::__private::#name(&#chain, #(#args),*) }
+            }
+        };
+    }
+    if hoisted > 0 {
+        quote! { #label: { #prelude #chain } }
+    } else {
+        quote! { { #prelude #chain } }
+    }
+}
+
+/// `name: ValueState<T> = d` → `let name = &::streaming::api::ValueStateDescriptor::<T>::new("name", d);`
+fn state_binding(decl: &StateDecl) -> TokenStream {
+    let name = &decl.name;
+    let text = name.to_string();
+    let syn::Type::Path(path) = &decl.ty else {
+        return TokenStream::new();
+    };
+    let Some(last) = path.path.segments.last() else {
+        return TokenStream::new();
+    };
+    let descriptor = Ident::new(&format!("{}Descriptor", last.ident), last.ident.span());
+    let generics = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => {
+            let args = &a.args;
+            quote!(::<#args>)
+        }
+        _ => TokenStream::new(),
+    };
+    let span = decl.ty.span();
+    match &decl.default {
+        Some(default) => quote_spanned! {span=>
+            let #name = &::streaming::api::#descriptor #generics::new(#text, #default);
+        },
+        None => quote_spanned! {span=>
+            let #name = &::streaming::api::#descriptor #generics::new(#text);
+        },
+    }
+}

@@ -1,0 +1,15 @@
+//! The `add_source` operator.
+
+use super::prelude::*;
+
+/// The `add_source` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "add_source",
+    role: Role::Source,
+    args: &[arg("source: impl Source<T>", Expr)],
+    variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
+    engines: MEMORY,
+    expansion: Expansion::Method,
+    summary: "A stream fed by a user `Source`; source id `source-{n}`.",
+    example: "struct Two;\nimpl Source<u8> for Two {\n    fn run<C: SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {\n        ctx.collect(1)?;\n        ctx.collect_with_timestamp(2, 500)\n    }\n}\nlet out = pipeline! { env.add_source(Two).collect_vec() }?;\nassert_eq!(out, [1, 2]);",
+};

@@ -1,0 +1,15 @@
+//! The `assign_timestamps_and_watermarks_with` operator.
+
+use super::prelude::*;
+
+/// The `assign_timestamps_and_watermarks_with` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "assign_timestamps_and_watermarks_with",
+    role: Role::Transform,
+    args: &[arg("|&element, previous_ts| -> timestamp_ms", Expr), arg("generator: impl WatermarkGenerator<T>", Expr)],
+    variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("watermarks"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Sets each element's event time and lets a watermark generator own the watermark from here on.",
+    example: "let out = pipeline! {\n    env.from_elements([(1, 1_000i64), (2, 1_500)])\n        .assign_timestamps_and_watermarks_with(|e: &(i32, i64), _| e.1, AscendingTimestamps)\n        .key_by(|_: &(i32, i64)| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .count()\n        .map(|(_, w, n): ((), TimeWindow, u64)| (w.start(), n))\n        .collect_vec()\n}?;\nassert_eq!(out, [(1_000, 2)]);",
+};

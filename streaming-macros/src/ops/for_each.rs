@@ -1,0 +1,15 @@
+//! The `for_each` operator.
+
+use super::prelude::*;
+
+/// The `for_each` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "for_each",
+    role: Role::Sink,
+    args: &[arg("|element|", Expr)],
+    variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Runs the pipeline, calling the closure for every record; returns `Result<JobSummary, Error>`.",
+    example: "let mut total = 0;\nlet summary = pipeline! { env.from_elements([1, 2]).for_each(|x| total += x) }?;\nassert_eq!((total, summary.late_elements), (3, 0));",
+};

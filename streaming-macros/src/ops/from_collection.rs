@@ -1,0 +1,15 @@
+//! The `from_collection` operator.
+
+use super::prelude::*;
+
+/// The `from_collection` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "from_collection",
+    role: Role::Source,
+    args: &[arg("items: impl IntoIterator", Expr)],
+    variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
+    engines: MEMORY,
+    expansion: Expansion::Method,
+    summary: "A stream of the items of any `IntoIterator`, consumed lazily, with timestamps `0, 1, …` (ms); source id `source-{n}`.",
+    example: "let out = pipeline! { env.from_collection(1..=3).map(|x: i32| x * 2).collect_vec() }?;\nassert_eq!(out, [2, 4, 6]);",
+};

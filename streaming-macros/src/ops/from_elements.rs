@@ -1,0 +1,15 @@
+//! The `from_elements` operator.
+
+use super::prelude::*;
+
+/// The `from_elements` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "from_elements",
+    role: Role::Source,
+    args: &[arg("[elements; N]", Expr)],
+    variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
+    engines: MEMORY,
+    expansion: Expansion::Method,
+    summary: "A stream of a fixed array of elements, with timestamps `0, 1, …` (ms); source id `source-{n}`.",
+    example: "let out = pipeline! { env.from_elements([\"a\", \"b\"]).collect_vec() }?;\nassert_eq!(out, [\"a\", \"b\"]);",
+};

@@ -1,0 +1,379 @@
+//! The operator table: one file per operator of the DSL.
+//!
+//! Each file declares one [`OpSpec`]: the operator's name, its arguments (and so its
+//! arity), the stages it applies to and the stage each produces, the id kind the builder
+//! gives it, and the engines that support it. The check phase derives its arity, stage and
+//! engine errors from this table, so their wording is uniform.
+
+use std::fmt;
+
+mod add_source;
+mod add_source_with_id;
+mod aggregate;
+mod aggregate_with;
+mod allowed_lateness;
+mod apply;
+mod assign_timestamps_and_watermarks;
+mod assign_timestamps_and_watermarks_with;
+mod collect_vec;
+mod count;
+mod filter;
+mod flat_map;
+mod for_each;
+mod from_collection;
+mod from_collection_with_id;
+mod from_elements;
+mod from_mq_topic;
+mod key_by;
+mod map;
+mod on_timer;
+mod print;
+mod print_with_prefix;
+mod process;
+mod process_function;
+mod reduce;
+mod side_output_late_data;
+mod sink;
+mod state;
+mod sum;
+mod trigger;
+mod try_map;
+mod window;
+
+/// An execution engine of the `streaming` crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Engine {
+    /// `streaming::MemoryEnv`.
+    Memory,
+    /// The Redis engine (its sources and sinks join the table with it).
+    Redis,
+}
+
+impl Engine {
+    /// Every engine, in documentation order.
+    pub(crate) const ALL: &'static [Engine] = &[Engine::Memory, Engine::Redis];
+
+    /// The engine's name in messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Engine::Memory => "memory",
+            Engine::Redis => "redis",
+        }
+    }
+}
+
+/// Where a pipeline is between two operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The environment, before the source.
+    Env,
+    /// A `DataStream`.
+    Stream,
+    /// A `KeyedStream` (after `key_by`).
+    Keyed,
+    /// A keyed stream with `state(..)` declared for the next `process`.
+    KeyedState,
+    /// The output of `process`: a stream that `on_timer` may still extend.
+    Processed,
+    /// A `WindowedStream` (after `window`).
+    Windowed,
+    /// After the sink: the pipeline is complete.
+    Done,
+}
+
+impl Stage {
+    /// The stage as a noun phrase, for messages.
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            Stage::Env => "the environment (no source yet)",
+            Stage::Stream => "a stream",
+            Stage::Processed => "the output of `process`",
+            Stage::Keyed => "a keyed stream",
+            Stage::KeyedState => "a keyed stream with declared state",
+            Stage::Windowed => "a windowed stream",
+            Stage::Done => "a finished pipeline",
+        }
+    }
+
+    /// Whether an operator declared for `self` applies at `current`.
+    pub(crate) fn accepts(self, current: Stage) -> bool {
+        self == current || (self == Stage::Stream && current == Stage::Processed)
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.noun())
+    }
+}
+
+/// What an operator contributes to the operator ids (`{source_id}/{position}:{kind}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdKind {
+    /// Takes no position (source, window configuration, state declaration).
+    None,
+    /// Takes a position but gets no id of its own (`key_by`).
+    Position,
+    /// An operator with this kind in its id.
+    Kind(&'static str),
+}
+
+/// One way an operator applies: at stage `applies` it produces `produces`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Variant {
+    /// The stage the operator is applied to.
+    pub(crate) applies: Stage,
+    /// The stage it produces.
+    pub(crate) produces: Stage,
+    /// Its contribution to operator ids.
+    pub(crate) id: IdKind,
+}
+
+/// The kind of an argument: how it is parsed, checked and described.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ArgKind {
+    /// A Rust expression (closure, value, function path); the text describes it.
+    Expr,
+    /// A source id: a literal is checked against `[A-Za-z0-9_.-]+`.
+    SourceId,
+    /// A window assigner: literal sizes, slides, gaps and offsets are checked.
+    Assigner,
+    /// A trigger: a literal `CountTrigger::of(0)` is rejected.
+    Trigger,
+    /// State declarations `name: ValueState<T> = default, name: ListState<T>, ..`.
+    StateDecls,
+}
+
+/// One argument of an operator.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArgSpec {
+    /// How it is written in messages and docs, e.g. `|element| -> output`.
+    pub(crate) shape: &'static str,
+    /// Its kind.
+    pub(crate) kind: ArgKind,
+}
+
+/// How an operator is expanded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Expansion {
+    /// A builder method call of the same name.
+    Method,
+    /// `state(..)`: descriptor bindings before the chain, no call.
+    StateDecls,
+    /// `on_timer(f)`: turns the preceding `process(g)` into a process function with timers.
+    OnTimer,
+    /// A source called through the `streaming::__private` function of the same name, whose
+    /// trait bound gives an environment that lacks it one error naming the operator.
+    EngineFunction,
+}
+
+/// What an operator does in a pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Starts the pipeline.
+    Source,
+    /// Transforms or configures.
+    Transform,
+    /// Ends the pipeline.
+    Sink,
+}
+
+/// One row of the operator table.
+#[derive(Debug)]
+pub(crate) struct OpSpec {
+    /// The operator's name in the DSL (and the builder method it expands to).
+    pub(crate) name: &'static str,
+    /// Its role.
+    pub(crate) role: Role,
+    /// Its arguments; the arity is their number (except `StateDecls`: one or more).
+    pub(crate) args: &'static [ArgSpec],
+    /// The stages it applies to and what each produces.
+    pub(crate) variants: &'static [Variant],
+    /// The engines that support it.
+    pub(crate) engines: &'static [Engine],
+    /// How it expands.
+    pub(crate) expansion: Expansion,
+    /// One line of documentation.
+    pub(crate) summary: &'static str,
+    /// A doctested example: statements with `env: MemoryEnv` in scope, in a function
+    /// returning `Result<(), streaming::Error>`. Empty when no engine of this release runs it.
+    pub(crate) example: &'static str,
+}
+
+impl OpSpec {
+    /// The variant applying at `stage`, if any.
+    pub(crate) fn variant_at(&self, stage: Stage) -> Option<&'static Variant> {
+        self.variants.iter().find(|v| v.applies.accepts(stage))
+    }
+
+    /// The signature as written in messages: `name(arg, arg)`.
+    pub(crate) fn signature(&self) -> String {
+        let args: Vec<_> = self.args.iter().map(|a| a.shape).collect();
+        format!("{}({})", self.name, args.join(", "))
+    }
+
+    /// "1 argument", "no arguments", …
+    pub(crate) fn arity_text(&self) -> String {
+        match self.args {
+            [ArgSpec {
+                kind: ArgKind::StateDecls,
+                ..
+            }] => "one or more state declarations".into(),
+            [] => "no arguments".into(),
+            [_] => "1 argument".into(),
+            a => format!("{} arguments", a.len()),
+        }
+    }
+}
+
+/// Every operator of the DSL.
+pub(crate) const TABLE: &[&OpSpec] = &[
+    &from_elements::SPEC,
+    &from_collection::SPEC,
+    &from_collection_with_id::SPEC,
+    &add_source::SPEC,
+    &add_source_with_id::SPEC,
+    &from_mq_topic::SPEC,
+    &map::SPEC,
+    &try_map::SPEC,
+    &filter::SPEC,
+    &flat_map::SPEC,
+    &assign_timestamps_and_watermarks::SPEC,
+    &assign_timestamps_and_watermarks_with::SPEC,
+    &key_by::SPEC,
+    &state::SPEC,
+    &process::SPEC,
+    &process_function::SPEC,
+    &on_timer::SPEC,
+    &reduce::SPEC,
+    &sum::SPEC,
+    &window::SPEC,
+    &trigger::SPEC,
+    &allowed_lateness::SPEC,
+    &side_output_late_data::SPEC,
+    &aggregate::SPEC,
+    &aggregate_with::SPEC,
+    &apply::SPEC,
+    &count::SPEC,
+    &sink::SPEC,
+    &for_each::SPEC,
+    &print::SPEC,
+    &print_with_prefix::SPEC,
+    &collect_vec::SPEC,
+];
+
+/// The operator named `name`.
+pub(crate) fn lookup(name: &str) -> Option<&'static OpSpec> {
+    TABLE.iter().copied().find(|op| op.name == name)
+}
+
+/// The closest operator name to a misspelt `name`, when one is close enough.
+pub(crate) fn did_you_mean(name: &str) -> Option<&'static str> {
+    TABLE
+        .iter()
+        .map(|op| (edit_distance(name, op.name), op.name))
+        .filter(|(d, candidate)| {
+            *d <= (candidate.len().max(name.len()) / 3).max(1)
+                || (name.len() >= 4 && candidate.starts_with(name))
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance between two ASCII-ish strings.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Shorthands for the operator files.
+pub(crate) mod prelude {
+    pub(crate) use super::ArgKind::*;
+    pub(crate) use super::{ArgSpec, Engine, Expansion, IdKind, OpSpec, Role, Stage, Variant};
+
+    /// An argument.
+    pub(crate) const fn arg(shape: &'static str, kind: super::ArgKind) -> ArgSpec {
+        ArgSpec { shape, kind }
+    }
+
+    /// A variant.
+    pub(crate) const fn on(applies: Stage, produces: Stage, id: IdKind) -> Variant {
+        Variant {
+            applies,
+            produces,
+            id,
+        }
+    }
+
+    /// Supported by both engines.
+    pub(crate) const BOTH: &[Engine] = &[Engine::Memory, Engine::Redis];
+    /// Supported by the in-memory engine only (bounded sources and collecting sinks).
+    pub(crate) const MEMORY: &[Engine] = &[Engine::Memory];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_operator_applies_somewhere() {
+        for (i, op) in TABLE.iter().enumerate() {
+            assert!(!op.variants.is_empty(), "{}", op.name);
+            assert!(!op.engines.is_empty(), "{}", op.name);
+            assert!(
+                TABLE[i + 1..].iter().all(|o| o.name != op.name),
+                "duplicate {}",
+                op.name
+            );
+        }
+    }
+
+    /// Every builder method of the memory engine is an operator (drift detector: a method
+    /// added to the core's builder fails this test until it joins the table).
+    #[test]
+    fn the_table_covers_the_memory_builder() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../streaming/src/memory");
+        let not_operators = [
+            "new",
+            "enable_checkpointing",
+            "checkpoint_coordinator",
+            "next_operator_id",
+        ];
+        for file in ["stream.rs", "env.rs"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            for line in text.lines() {
+                let Some(rest) = line.trim_start().strip_prefix("pub fn ") else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !not_operators.contains(&name.as_str()) {
+                    assert!(
+                        lookup(&name).is_some(),
+                        "builder method `{name}` ({file}) is not in the operator table"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(did_you_mean("flatmap"), Some("flat_map"));
+        assert_eq!(did_you_mean("keyby"), Some("key_by"));
+        assert_eq!(did_you_mean("collect"), Some("collect_vec"));
+        assert_eq!(did_you_mean("windw"), Some("window"));
+        assert_eq!(did_you_mean("zzzzzz"), None);
+    }
+}

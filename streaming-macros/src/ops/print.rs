@@ -1,0 +1,16 @@
+//! The `print` operator.
+
+use super::prelude::*;
+
+/// The `print` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "print",
+    role: Role::Sink,
+    args: &[],
+    variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary:
+        "Runs the pipeline and logs every record at INFO; returns `Result<JobSummary, Error>`.",
+    example: "let summary = pipeline! { env.from_elements([1, 2]).print() }?;\nassert_eq!(summary.late_elements, 0);",
+};

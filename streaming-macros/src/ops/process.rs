@@ -1,0 +1,15 @@
+//! The `process` operator.
+
+use super::prelude::*;
+
+/// The `process` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "process",
+    role: Role::Transform,
+    args: &[arg("|element, ctx, out| -> Result<(), BoxError>", Expr)],
+    variants: &[on(Stage::Keyed, Stage::Processed, IdKind::Kind("process")), on(Stage::KeyedState, Stage::Processed, IdKind::Kind("process"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Runs a function per element with the key's context: key, timestamp, watermark, timers and state.",
+    example: "let out = pipeline! {\n    env.from_elements([1, 2])\n        .key_by(|x: &i32| x % 2)\n        .process(|x: i32, ctx, out| {\n            out.collect(format!(\"{}:{x}@{}\", ctx.current_key(), ctx.timestamp()));\n            Ok(())\n        })\n        .collect_vec()\n}?;\nassert_eq!(out, [\"1:1@0\", \"0:2@1\"]);",
+};

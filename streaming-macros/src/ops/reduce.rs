@@ -1,0 +1,15 @@
+//! The `reduce` operator.
+
+use super::prelude::*;
+
+/// The `reduce` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "reduce",
+    role: Role::Transform,
+    args: &[arg("|a, b| -> a", Expr)],
+    variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("reduce")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-reduce"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Keyed: rolling reduce, emitting the reduced value per element. Windowed: folds each window, emitting one value per firing.",
+    example: "let rolling = pipeline! { env.from_elements([1, 2, 3]).key_by(|_: &i32| ()).reduce(|a, b| a + b).collect_vec() }?;\nassert_eq!(rolling, [1, 3, 6]);\nlet windowed = pipeline! {\n    env.from_elements([1, 2, 3])\n        .key_by(|_: &i32| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .reduce(|a, b| a + b)\n        .collect_vec()\n}?;\nassert_eq!(windowed, [6]);",
+};

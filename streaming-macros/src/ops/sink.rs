@@ -1,0 +1,15 @@
+//! The `sink` operator.
+
+use super::prelude::*;
+
+/// The `sink` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "sink",
+    role: Role::Sink,
+    args: &[arg("sink: impl Sink<T>", Expr)],
+    variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Runs the pipeline into a sink; returns `Result<JobSummary, Error>`.",
+    example: "let mut seen = Vec::new();\nlet summary = pipeline! { env.from_elements([1, 2]).sink(|x: i32| seen.push(x)) }?;\nassert_eq!((seen, summary.window_firings), (vec![1, 2], 0));",
+};

@@ -1,0 +1,79 @@
+//! Expansion snapshots of two representative pipelines, kept in `expansions/` so a reviewer
+//! can read the generated code. `UPDATE_EXPANSIONS=1 cargo test -p streaming-macros`
+//! rewrites them.
+
+use crate::{check, expand, parse::Pipeline, render};
+use syn::parse_quote;
+
+fn snapshot(name: &str, pipeline: Pipeline) {
+    let checked = check::check(&pipeline).unwrap_or_else(|e| panic!("{}", e[0]));
+    let text = render(&checked, &expand::expand(&checked));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("expansions")
+        .join(format!("{name}.rs"));
+    if std::env::var_os("UPDATE_EXPANSIONS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text, expected,
+        "expansion of `{name}` changed; rerun with UPDATE_EXPANSIONS=1 and review"
+    );
+}
+
+#[test]
+fn keyed_window() {
+    snapshot(
+        "keyed_window",
+        parse_quote! {
+            env.add_source_with_id("words", lines)
+                .flat_map(|l: String| l.split(' ').map(String::from).collect::<Vec<_>>())
+                .map(|w| (w, 1u64))
+                .key_by(|p: &(String, u64)| p.0.clone())
+                .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
+                .allowed_lateness(Duration::from_secs(5))
+                .reduce(|a, b| (a.0, a.1 + b.1))
+                .collect_vec()
+        },
+    );
+}
+
+#[test]
+fn stateless_chain() {
+    snapshot(
+        "stateless_chain",
+        parse_quote! {
+            env.from_collection(0..10_000_000u64)
+                .map(|x| x * 3)
+                .filter(|x| x % 2 == 0)
+                .map(|x| x + 1)
+                .filter(|x| x % 5 != 0)
+                .sink(|x| total += x)
+        },
+    );
+}
+
+#[test]
+fn keyed_state_and_timers() {
+    snapshot(
+        "keyed_state_and_timers",
+        parse_quote! {
+            env.from_elements([("a", 1), ("b", 2)])
+                .key_by(|p: &(&str, i32)| p.0)
+                .state(count: ValueState<u64> = 0, seen: SetState<i32>)
+                .process(|v, ctx, out| {
+                    let n = ctx.state(count)?.value() + 1;
+                    ctx.state(count)?.update(n);
+                    ctx.state(seen)?.add(v.1);
+                    ctx.register_event_time_timer(ctx.timestamp() + 10);
+                    out.collect(n);
+                    Ok(())
+                })
+                .on_timer(|ts, ctx, out| {
+                    out.collect(ctx.state(count)?.value() + ts as u64);
+                    Ok(())
+                })
+                .print()
+        },
+    );
+}

@@ -1,0 +1,105 @@
+//! Helpers the `pipeline!` expansion calls. Not part of the public API.
+
+use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
+use crate::memory::{DataStream, KeyedStream, Plan};
+use crate::BoxError;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// The value standing in for a pipeline that failed to compile: its type is the type a
+/// valid pipeline would have, so the surrounding code type-checks and one mistake gives one
+/// error. Never runs (the crate does not compile).
+#[doc(hidden)]
+pub fn placeholder<T>() -> T {
+    unreachable!("`pipeline!` reported a compile error")
+}
+
+/// The pipeline's result when a configuration argument failed.
+#[doc(hidden)]
+#[cold]
+pub fn config_error<T, E: Into<crate::Error>>(error: E) -> Result<T, crate::Error> {
+    Err(error.into())
+}
+
+/// `process(on_element).on_timer(on_timer)`: a keyed process function from two closures.
+#[doc(hidden)]
+pub fn process_with_timers<P, KF, K, O, F, G>(
+    keyed: KeyedStream<P, KF, K>,
+    on_element: F,
+    on_timer: G,
+) -> DataStream<impl Plan<Out = O>>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+    F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+{
+    keyed.process_function(WithTimers {
+        on_element,
+        on_timer,
+        _out: PhantomData,
+    })
+}
+
+/// The process function of [`process_with_timers`].
+#[doc(hidden)]
+pub struct WithTimers<F, G, O> {
+    on_element: F,
+    on_timer: G,
+    _out: PhantomData<fn() -> O>,
+}
+
+impl<K, T, O, F, G> KeyedProcessFunction<K, T> for WithTimers<F, G, O>
+where
+    F: FnMut(T, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+{
+    type Out = O;
+
+    #[inline]
+    fn process_element(
+        &mut self,
+        value: T,
+        ctx: &mut KeyedContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        (self.on_element)(value, ctx, out)
+    }
+
+    #[inline]
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        (self.on_timer)(timestamp, ctx, out)
+    }
+}
+
+/// The `from_mq_topic` source of the DSL: implemented by the environments of engines with a
+/// message queue (the Redis engine, when it lands), for the stream type `S` it starts.
+/// Called through [`from_mq_topic`] so that an environment without it gets one error,
+/// at the environment, naming the operator.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`from_mq_topic` is not supported by `{Self}`: it needs an engine with a message queue",
+    label = "this engine has no `from_mq_topic` source",
+    note = "`from_mq_topic` runs on the redis engine; the memory engine reads `from_elements`, `from_collection` or `add_source`"
+)]
+pub trait FromMqTopic<S> {
+    /// Reads `topic` as consumer group `group`.
+    #[allow(clippy::wrong_self_convention)] // named after the DSL operator
+    fn from_mq_topic(&self, topic: &str, group: &str) -> S;
+}
+
+/// The expansion of `env.from_mq_topic(topic, group)`.
+#[doc(hidden)]
+pub fn from_mq_topic<E: FromMqTopic<S>, S>(env: &E, topic: &str, group: &str) -> S {
+    env.from_mq_topic(topic, group)
+}
+
+/// The operator ids a pipeline text gets, without running it (for tests and tools).
+#[doc(hidden)]
+pub use streaming_macros::__pipeline_ids as pipeline_ids;

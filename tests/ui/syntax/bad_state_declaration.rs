@@ -1,0 +1,16 @@
+#![allow(unused_imports)]
+use std::time::Duration;
+use streaming::time::{CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows};
+use streaming::{pipeline, MemoryEnv};
+
+fn main() {
+    let env = MemoryEnv::new();
+    let out = pipeline! {
+        env.from_elements([1, 2])
+            .key_by(|x: &i32| *x)
+            .state(count = 0)
+            .process(|v: i32, _ctx, out| { out.collect(v); Ok(()) })
+            .collect_vec()
+    };
+    let _ = out;
+}

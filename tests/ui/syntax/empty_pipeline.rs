@@ -1,0 +1,10 @@
+#![allow(unused_imports)]
+use std::time::Duration;
+use streaming::time::{CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows};
+use streaming::{pipeline, MemoryEnv};
+
+fn main() {
+    let env = MemoryEnv::new();
+    let out = pipeline! {};
+    let _ = (out, env);
+}

@@ -1,0 +1,16 @@
+#![allow(unused_imports)]
+use std::time::Duration;
+use streaming::time::{CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows};
+use streaming::{pipeline, MemoryEnv};
+
+fn main() {
+    let env = MemoryEnv::new();
+    let out = pipeline! {
+        env.from_elements(["a", "b"])
+            .map(|s: &str| s.to_string())
+            .key_by(|s: &String| s.len())
+            .sum()
+            .collect_vec()
+    };
+    let _ = out;
+}
