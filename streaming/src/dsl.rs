@@ -1,7 +1,7 @@
 //! Helpers the `pipeline!` expansion calls. Not part of the public API.
 
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
-use crate::memory::{DataStream, KeyedStream, Plan};
+use crate::memory::{KeyedProcessOutput, KeyedStream, Plan};
 use crate::BoxError;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -27,7 +27,7 @@ pub fn process_with_timers<P, KF, K, O, F, G>(
     keyed: KeyedStream<P, KF, K>,
     on_element: F,
     on_timer: G,
-) -> DataStream<impl Plan<Out = O>>
+) -> KeyedProcessOutput<P, KF, K, WithTimers<F, G, O>>
 where
     P: Plan,
     K: Hash + Eq + Clone + 'static,
@@ -48,6 +48,16 @@ pub struct WithTimers<F, G, O> {
     on_element: F,
     on_timer: G,
     _out: PhantomData<fn() -> O>,
+}
+
+impl<F: Clone, G: Clone, O> Clone for WithTimers<F, G, O> {
+    fn clone(&self) -> Self {
+        WithTimers {
+            on_element: self.on_element.clone(),
+            on_timer: self.on_timer.clone(),
+            _out: PhantomData,
+        }
+    }
 }
 
 impl<K, T, O, F, G> KeyedProcessFunction<K, T> for WithTimers<F, G, O>

@@ -22,7 +22,6 @@ mod stream;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
-pub use env::{CollectionSource, UserSource};
 pub use plan::{Plan, Runtime, Stage, StoreFactory, Then};
 pub use stream::{
     CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream, MemoryRoot,
