@@ -3,10 +3,19 @@
 //! ```text
 //! cargo run --release --example flights -- delays [--event-time sched|actual] [--ooo MIN] [--lateness MIN]
 //! cargo run --release --example flights -- sessions [--gap MIN]
+//! cargo run --release --example flights -- counts [--engine memory|redis] [--redis-url URL]
 //! ```
-//! Both also take `--engine memory` (the default; the Redis engine is not available yet)
-//! and `--data PATH` (default: `../shared/data/flights.csv.zip` relative to the repository
-//! root).
+//! All take `--engine memory` (the default) and `--data PATH` (default:
+//! `../shared/data/flights.csv.zip` relative to the repository root). `counts` also runs
+//! on the Redis engine (`--engine redis`, server `--redis-url`, default
+//! `redis://127.0.0.1:6379`; nothing is started for you): it produces the flights into a
+//! fresh 4-partition topic keyed by carrier, runs the job (parallelism 2) until every
+//! message is acknowledged, prints the same lines as the memory engine and deletes the
+//! topic. The windowed jobs need windows on Redis (issue #6).
+//!
+//! - `counts`: key = carrier, a running count of departed flights in a keyed `ValueState`.
+//!   Output: `carrier,flights` per carrier (final count), by carrier code, then
+//!   `# skipped=N`.
 //!
 //! The source replays the flights sorted by scheduled departure (stable: ties keep file
 //! order). Scheduled departure (UTC) = `time_hour` + `minute` minutes; actual departure =
@@ -92,9 +101,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         println!("{}", flights::USAGE);
         return Ok(());
     }
-    match args.engine {
-        Engine::Memory => {}
-    }
     let path = args.data.unwrap_or_else(flights::default_data_path);
     let started = Instant::now();
     let data = flights::load(&path)?;
@@ -133,6 +139,26 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 ?opts,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "sessions done"
+            );
+        }
+        Command::Counts => {
+            let print = |line: &flights::CountLine| writeln!(out, "{line}");
+            let summary = match args.engine {
+                Engine::Memory => flights::counts(&data, print)?,
+                Engine::Redis => {
+                    let url = args
+                        .redis_url
+                        .clone()
+                        .unwrap_or_else(|| flights::DEFAULT_REDIS_URL.to_string());
+                    flights::counts_redis(&data, &flights::RedisCounts::new(url), print)?
+                }
+            };
+            writeln!(out, "{summary}")?;
+            tracing::info!(
+                engine = ?args.engine,
+                carriers = summary.carriers,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "counts done"
             );
         }
         Command::Help => unreachable!("handled above"),

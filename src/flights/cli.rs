@@ -8,6 +8,7 @@ use std::path::PathBuf;
 pub const USAGE: &str = "\
 usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN] [COMMON]
        flights sessions [--gap MIN] [COMMON]
+       flights counts   [COMMON]
 
   delays     per carrier, 1-hour tumbling event-time windows: count and sum of dep_delay;
              prints `carrier,window_start,flights,sum_dep_delay` per window firing, then
@@ -19,9 +20,15 @@ usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN]
              prints `tailnum,session_start,session_end,flights` per session, then
              `# skipped=N sessions=N`
     --gap MIN                   session gap in minutes, at least 1 (default 1440)
+  counts     per carrier, a running count of departed flights in keyed ValueState;
+             prints `carrier,flights` per carrier (final count, by carrier), then
+             `# skipped=N`
 
 COMMON:
-    --engine memory             the engine (default memory; the Redis engine is not available yet)
+    --engine memory|redis       the engine (default memory); `redis` runs `counts` only (the
+                                Redis engine has no windows yet): it produces the flights
+                                into a fresh 4-partition topic and runs the job there
+    --redis-url URL             the Redis server of --engine redis (default redis://127.0.0.1:6379)
     --data PATH                 the data file (default ../shared/data/flights.csv.zip from the repo root)
     -h, --help                  this text
 
@@ -33,6 +40,8 @@ pub enum Engine {
     /// The in-memory engine.
     #[default]
     Memory,
+    /// The Redis engine (`counts` only).
+    Redis,
 }
 
 /// The job to run.
@@ -42,6 +51,8 @@ pub enum Command {
     Delays(DelaysOptions),
     /// `sessions`.
     Sessions(SessionsOptions),
+    /// `counts`.
+    Counts,
     /// `--help`.
     Help,
 }
@@ -55,7 +66,12 @@ pub struct Args {
     pub engine: Engine,
     /// `--data PATH`, if given.
     pub data: Option<PathBuf>,
+    /// `--redis-url URL`, if given.
+    pub redis_url: Option<String>,
 }
+
+/// The Redis server `--engine redis` uses without `--redis-url`.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// A rejected command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +83,8 @@ pub enum ArgsError {
         /// What is wrong.
         message: String,
     },
-    /// A well-formed engine that this build cannot run (`--engine redis`).
+    /// A well-formed engine that cannot run this job (`--engine redis` with a windowed
+    /// job).
     EngineUnavailable(String),
 }
 
@@ -93,7 +110,7 @@ impl fmt::Display for ArgsError {
         match self {
             ArgsError::Usage { flag, message } => write!(f, "{flag}: {message}"),
             ArgsError::EngineUnavailable(engine) => {
-                write!(f, "--engine {engine}: the Redis engine is not available yet (use --engine memory)")
+                write!(f, "--engine {engine}: the Redis engine is not available yet for windowed jobs (issue #6): use --engine memory, or the `counts` job")
             }
         }
     }
@@ -131,7 +148,7 @@ fn parse_minutes(flag: &str, value: &str, min: u64) -> Result<u64, ArgsError> {
 /// # Errors
 /// [`ArgsError::Usage`] naming the flag for a missing or unknown subcommand, an unknown or
 /// repeated flag, a flag of the other subcommand, a missing or malformed value;
-/// [`ArgsError::EngineUnavailable`] for `--engine redis`.
+/// [`ArgsError::EngineUnavailable`] for `--engine redis` with `delays` or `sessions`.
 pub fn parse_args<I, S>(args: I) -> Result<Args, ArgsError>
 where
     I: IntoIterator<Item = S>,
@@ -143,30 +160,34 @@ where
             command: Command::Help,
             engine: Engine::Memory,
             data: None,
+            redis_url: None,
         });
     }
     let Some(command) = args.first() else {
         return Err(ArgsError::usage(
             "command",
-            "missing: expected `delays` or `sessions` (see --help)",
+            "missing: expected `delays`, `sessions` or `counts` (see --help)",
         ));
     };
-    let is_delays = match command.as_str() {
-        "delays" => true,
-        "sessions" => false,
+    let kind = match command.as_str() {
+        k @ ("delays" | "sessions" | "counts") => k,
         other if other.starts_with('-') => {
             return Err(ArgsError::usage(
                 "command",
-                format!("expected `delays` or `sessions` before the flags, got `{other}`"),
+                format!(
+                    "expected `delays`, `sessions` or `counts` before the flags, got `{other}`"
+                ),
             ))
         }
         other => {
             return Err(ArgsError::usage(
                 "command",
-                format!("unknown command `{other}`: expected `delays` or `sessions`"),
+                format!("unknown command `{other}`: expected `delays`, `sessions` or `counts`"),
             ))
         }
     };
+    let is_delays = kind == "delays";
+    let mut redis_url = None;
     let mut delays = DelaysOptions::default();
     let mut sessions = SessionsOptions::default();
     let mut engine = None;
@@ -184,10 +205,10 @@ where
                 "unexpected argument (flags start with --)",
             ));
         }
-        let known_here = match flag.as_str() {
-            "--engine" | "--data" => true,
-            "--event-time" | "--ooo" | "--lateness" => is_delays,
-            "--gap" => !is_delays,
+        let (known_here, owner) = match flag.as_str() {
+            "--engine" | "--data" | "--redis-url" => (true, kind),
+            "--event-time" | "--ooo" | "--lateness" => (is_delays, "delays"),
+            "--gap" => (kind == "sessions", "sessions"),
             _ => {
                 return Err(ArgsError::usage(
                     &flag,
@@ -196,10 +217,9 @@ where
             }
         };
         if !known_here {
-            let other = if is_delays { "sessions" } else { "delays" };
             return Err(ArgsError::usage(
                 &flag,
-                format!("is a flag of `{other}`, not of `{command}`"),
+                format!("is a flag of `{owner}`, not of `{command}`"),
             ));
         }
         if seen.contains(&flag) {
@@ -216,14 +236,20 @@ where
         match flag.as_str() {
             "--engine" => match value.as_str() {
                 "memory" => engine = Some(Engine::Memory),
-                "redis" => return Err(ArgsError::EngineUnavailable(value)),
+                "redis" => engine = Some(Engine::Redis),
                 other => {
                     return Err(ArgsError::usage(
                         "--engine",
-                        format!("unknown engine `{other}`: expected `memory` (the Redis engine is not available yet)"),
+                        format!("unknown engine `{other}`: expected `memory` or `redis`"),
                     ))
                 }
             },
+            "--redis-url" => {
+                if value.is_empty() {
+                    return Err(ArgsError::usage("--redis-url", "needs a URL"));
+                }
+                redis_url = Some(value);
+            }
             "--data" => {
                 if value.is_empty() {
                     return Err(ArgsError::usage("--data", "needs a path"));
@@ -234,7 +260,12 @@ where
                 delays.event_time = match value.as_str() {
                     "sched" => EventTime::Scheduled,
                     "actual" => EventTime::Actual,
-                    other => return Err(ArgsError::usage("--event-time", format!("expected `sched` or `actual`, got `{other}`"))),
+                    other => {
+                        return Err(ArgsError::usage(
+                            "--event-time",
+                            format!("expected `sched` or `actual`, got `{other}`"),
+                        ))
+                    }
                 }
             }
             "--ooo" => delays.out_of_orderness_min = parse_minutes("--ooo", &value, 0)?,
@@ -243,15 +274,23 @@ where
             _ => unreachable!("checked above"),
         }
     }
-    let command = if is_delays {
-        Command::Delays(delays)
-    } else {
-        Command::Sessions(sessions)
+    let command = match kind {
+        "delays" => Command::Delays(delays),
+        "sessions" => Command::Sessions(sessions),
+        _ => Command::Counts,
     };
+    let engine = engine.unwrap_or_default();
+    if engine == Engine::Redis && command != Command::Counts {
+        return Err(ArgsError::EngineUnavailable("redis".into()));
+    }
+    if redis_url.is_some() && engine != Engine::Redis {
+        return Err(ArgsError::usage("--redis-url", "needs --engine redis"));
+    }
     Ok(Args {
         command,
-        engine: engine.unwrap_or_default(),
+        engine,
         data,
+        redis_url,
     })
 }
 
@@ -356,6 +395,23 @@ mod tests {
             .to_string()
             .contains("the Redis engine is not available yet"));
         assert_ne!(e.exit_code(), 0);
+    }
+
+    #[test]
+    fn counts_runs_on_both_engines() {
+        let a = parse_args(["counts"]).unwrap();
+        assert_eq!(
+            (a.command, a.engine, a.redis_url),
+            (Command::Counts, Engine::Memory, None)
+        );
+        let a = parse_args(["counts", "--engine", "redis", "--redis-url", "redis://h:1"]).unwrap();
+        assert_eq!(a.engine, Engine::Redis);
+        assert_eq!(a.redis_url.as_deref(), Some("redis://h:1"));
+        assert_eq!(
+            flag_of(parse_args(["counts", "--redis-url", "redis://h:1"])),
+            "--redis-url"
+        );
+        assert_eq!(flag_of(parse_args(["counts", "--gap", "5"])), "--gap");
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! `flights` example, as library code so tests can run them and capture their output.
 
 mod cli;
+mod counts;
 mod data;
 mod jobs;
 
-pub use cli::{parse_args, Args, ArgsError, Command, Engine, USAGE};
+pub use cli::{parse_args, Args, ArgsError, Command, Engine, DEFAULT_REDIS_URL, USAGE};
+pub use counts::{counts, counts_redis, CountLine, CountsSummary, RedisCounts};
 pub use data::{default_data_path, format_utc, load, parse_csv, Dataset, Flight, LoadError};
 pub use jobs::{
     delays, sessions, CountAndSum, CountFlights, DelayLine, DelaysOptions, DelaysSummary,
