@@ -264,7 +264,6 @@ struct Part<C, S, O> {
     reader: Option<Reader>,
     next_renew: Instant,
     needs_reset: bool,
-    lost: bool,
     backoff: Duration,
     retry_at: Instant,
 }
@@ -327,7 +326,6 @@ where
             reader: None,
             next_renew: Instant::now(),
             needs_reset: true,
-            lost: false,
             backoff: Duration::from_millis(50),
             retry_at: Instant::now(),
         };
@@ -354,7 +352,7 @@ where
         }
         let mut busy = false;
         for part in &mut parts {
-            if part.lost || job.is_cancelled() {
+            if job.is_cancelled() {
                 continue;
             }
             let now = Instant::now();
@@ -363,11 +361,15 @@ where
                 match part.renew(&ctx, &mut conn).await {
                     Ok(true) => {}
                     Ok(false) => {
+                        // Expired (e.g. Redis was down longer than the TTL) or taken: take
+                        // the partition again from its last commit, waiting while another
+                        // consumer holds it.
                         job.error(format!(
-                            "partition {} of {}: lease lost, partition stopped",
+                            "partition {} of {}: lease lost, taking the partition again from its last commit",
                             part.partition, spec.topic
                         ));
-                        part.lost = true;
+                        part.needs_reset = true;
+                        part.retry_at = Instant::now();
                         continue;
                     }
                     Err(e) => {
