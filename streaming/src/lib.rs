@@ -2,7 +2,8 @@
 //!
 //! Stream processing with Flink's event-time semantics. One operator library, two engines:
 //! the in-memory engine ([`MemoryEnv`]: bounded input, single thread, deterministic) and a
-//! Redis Streams engine (in progress).
+//! Redis Streams engine ([`redis::RedisEnv`]: partitioned topics, per-partition operator
+//! chains, keyed state in Redis committed atomically with each batch).
 //!
 //! ```
 //! use std::time::Duration;
@@ -30,7 +31,9 @@
 //! - [`ops`]: the fused operators pipelines compile to;
 //! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
 //!   the Redis engine reads from;
-//! - [`redis`]: the Redis engine (in progress: its configuration).
+//! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
+//!   the pipeline, `execute_async` starts it), job client, keyed state, sinks. Windows,
+//!   event time and timers on Redis are the next step (issue #6).
 //!
 //! Every fallible call returns [`Error`], which names the failing operator or setting.
 //!
@@ -112,8 +115,8 @@
 //! **Engines.** Each operator lists the engines that support it; a pipeline compiles on an
 //! environment when every operator it uses is supported there. Bounded sources and
 //! `collect_vec` are memory-only; `from_mq_topic` belongs to the Redis engine. The Redis
-//! engine is not part of this release: its column states the plan (it runs the shared
-//! operator library), and its sources and sinks join the table with it.
+//! engine runs builder pipelines ([`redis::RedisEnv`]); `pipeline!` does not target it
+//! yet: its column states the plan, and its sources and sinks join the table with it.
 //!
 //! **Debugging.** `STREAMING_PIPELINE_DEBUG=1 cargo build` prints every expansion with its
 //! stages and operator ids on stderr.

@@ -500,6 +500,11 @@ pub trait Execute<P, S> {
 }
 
 /// A root of the memory engine: it drives a built chain to the end of its input.
+#[diagnostic::on_unimplemented(
+    message = "`collect_vec` and iteration run on the memory engine only, and this pipeline's source is `{Self}`",
+    label = "not a memory-engine source",
+    note = "on the Redis engine end the pipeline with a sink, e.g. `.sink(streaming::redis::CollectSink::new())`, then start it with `RedisEnv::execute_async`"
+)]
 pub trait MemoryRoot {
     /// The element type the root feeds into the chain.
     type Item;
