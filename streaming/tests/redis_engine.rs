@@ -534,3 +534,41 @@ fn pause_resume_and_in_flight() {
     assert_eq!(job.in_flight(), 0);
     job.cancel();
 }
+
+#[test]
+fn state_ttl_expires_each_state_hash() {
+    let s = setup("eng-ttl");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ttl", 1)).unwrap();
+    send_all(&rt, &mq, "ttl", &words(5, 2));
+    let config = RedisRuntimeConfig::builder()
+        .job_name("ttl")
+        .job_instance_id("test")
+        .state_key_prefix(&s.prefix)
+        .mq_options(s.mq_opts.clone())
+        .state_ttl(Some(Duration::from_secs(60)))
+        .build()
+        .unwrap();
+    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    count_pipeline!(env
+        .from_mq_topic_with_options("ttl", "g", earliest(10))
+        .map(|m: Message| m.text().unwrap().to_string()))
+    .sink(CollectSink::new())
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    wait_until("every record", &job, || committed_records(&job) == 5);
+    job.cancel();
+    let mut conn = rt
+        .block_on(
+            redis::Client::open(s.redis.url())
+                .unwrap()
+                .get_multiplexed_async_connection(),
+        )
+        .unwrap();
+    let key = format!("{}:ttl:{{ttl:0}}:g:ttl.g/3:process:count", s.prefix);
+    let counts: BTreeMap<String, u64> = rt.block_on(conn.hgetall(&key)).unwrap();
+    assert_eq!(counts.values().sum::<u64>(), 5, "{key}: {counts:?}");
+    let pttl: i64 = rt.block_on(conn.pttl(&key)).unwrap();
+    assert!(pttl > 0 && pttl <= 60_000, "PTTL {pttl}");
+}

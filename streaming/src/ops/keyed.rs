@@ -51,7 +51,7 @@ impl<K, V> Default for KeyedTable<K, V> {
 
 impl<K: Hash + Eq + Clone, V> KeyedTable<K, V> {
     #[inline]
-    fn touch(&mut self, key: &K) {
+    pub(crate) fn touch(&mut self, key: &K) {
         if let Some(d) = &mut self.dirty {
             if !d.contains(key) {
                 d.insert(key.clone());

@@ -134,3 +134,93 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ValueStateDescriptor;
+    use crate::ops::OperatorId;
+
+    const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+    const PLAIN: ValueStateDescriptor<u64> = ValueStateDescriptor::new("plain", 0);
+
+    fn drained(p: &mut dyn Persist) -> Vec<(String, String, Option<String>)> {
+        let mut out = Vec::new();
+        p.drain("op", &mut |(s, f, v)| out.push((s.to_string(), f, v)))
+            .unwrap();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn keyed_table_loads_and_drains_only_changed_keys_as_json() {
+        let mut t: KeyedTable<String, Option<i64>> = KeyedTable::default();
+        t.track();
+        t.load(
+            "op",
+            ROLLING_STATE,
+            vec![("\"a\"".into(), "1".into()), ("\"b\"".into(), "2".into())],
+        )
+        .unwrap();
+        assert_eq!(t.map.get("a"), Some(&Some(1)));
+        assert!(drained(&mut t).is_empty(), "loading is not a change");
+        t.touch(&"a".to_string());
+        t.map.insert("a".into(), Some(5));
+        t.touch(&"c".to_string());
+        assert_eq!(
+            drained(&mut t),
+            [
+                ("rolling".into(), "\"a\"".into(), Some("5".into())),
+                ("rolling".into(), "\"c\"".into(), None),
+            ]
+        );
+        assert!(drained(&mut t).is_empty());
+        let e = t
+            .load("op", ROLLING_STATE, vec![("not json".into(), "1".into())])
+            .unwrap_err();
+        assert!(matches!(e, Error::StateDecode { .. }), "{e}");
+    }
+
+    #[test]
+    fn process_state_loads_lazily_and_drains_touched_values() {
+        let id = OperatorId::new("s", 2, "process");
+        let mut st = ProcessState::<String>::new(&id);
+        st.track();
+        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
+            .unwrap();
+        let key = "k".to_string();
+        {
+            let mut h = st.backend.handle(&COUNT, &key).unwrap();
+            assert_eq!(h.value(), 41);
+            h.update(42);
+        }
+        st.backend.handle(&COUNT, &"z".to_string()).unwrap();
+        assert_eq!(
+            drained(&mut st),
+            [
+                ("count".into(), "\"k\"".into(), Some("42".into())),
+                ("count".into(), "\"z\"".into(), None),
+            ]
+        );
+        let e = st
+            .backend
+            .handle(&PLAIN, &"k".to_string())
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("ValueStateDescriptor::persistent"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn untracked_state_is_the_memory_engines() {
+        let id = OperatorId::new("s", 2, "process");
+        let mut st = ProcessState::<String>::new(&id);
+        st.backend
+            .handle(&PLAIN, &"k".to_string())
+            .unwrap()
+            .update(1);
+        assert!(drained(&mut st).is_empty());
+    }
+}

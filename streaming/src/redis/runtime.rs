@@ -90,3 +90,22 @@ impl StateKeys {
             .strip_prefix(':')
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_keys_carry_the_partition_tag_and_parse_back() {
+        let k = StateKeys::new("streaming:runtime", "job", "{orders:3}", "billing");
+        assert_eq!(k.index(), "streaming:runtime:job:{orders:3}:billing:index");
+        let h = k.hash("orders.billing/2:process", "count");
+        assert_eq!(
+            h,
+            "streaming:runtime:job:{orders:3}:billing:orders.billing/2:process:count"
+        );
+        assert_eq!(k.state_of(&h, "orders.billing/2:process"), Some("count"));
+        assert_eq!(k.state_of(&h, "orders.billing/2:proc"), None);
+        assert_eq!(k.state_of(&h, "orders.billing/3:process"), None);
+    }
+}
