@@ -26,7 +26,14 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
         Ok(checked) => {
             let out = expand::expand(&checked);
             debug(&checked, &out);
-            out.into()
+            // Reading the variable through `option_env!` makes rustc record it in the
+            // dep-info, so cargo rebuilds (and prints again) when it changes.
+            quote::quote!({
+                const _: ::core::option::Option<&str> =
+                    ::core::option_env!("STREAMING_PIPELINE_DEBUG");
+                #out
+            })
+            .into()
         }
         Err(errors) => {
             placeholder(&errors, pipeline.calls.last().map(|c| c.name.to_string())).into()
@@ -83,7 +90,8 @@ fn placeholder(errors: &[syn::Error], last: Option<String>) -> proc_macro2::Toke
 }
 
 /// Prints the expansion and the operator ids when `STREAMING_PIPELINE_DEBUG` is set (to
-/// anything but `0`). Cargo does not rebuild when only the variable changes: touch the file.
+/// anything but `0`). The expansion reads it with `option_env!` too, so cargo rebuilds the
+/// crate when the variable changes.
 fn debug(checked: &check::Checked<'_>, out: &proc_macro2::TokenStream) {
     if std::env::var_os("STREAMING_PIPELINE_DEBUG").is_some_and(|v| !v.is_empty() && v != "0") {
         let site = proc_macro::Span::call_site();

@@ -145,11 +145,7 @@ impl Parse for Pipeline {
         let mut calls = Vec::new();
         for seg in &segments[first_call..] {
             let Some((name, turbofish, group)) = as_call(seg) else {
-                let span = seg.first().map_or(end, TokenTree::span);
-                return Err(syn::Error::new(
-                    span,
-                    "expected an operator call `.name(arguments)`",
-                ));
+                return Err(not_a_call(seg, end));
             };
             let args = if takes_state_decls(&name.to_string()) {
                 let decls =
@@ -169,6 +165,30 @@ impl Parse for Pipeline {
         }
         Ok(Pipeline { env, calls, end })
     }
+}
+
+/// The error for a segment that is not `name(arguments)`: when it starts with a call and
+/// has tokens after it, the error is at the first of them (a missing `.` or a trailing
+/// `;`), else at the segment.
+fn not_a_call(seg: &[TokenTree], end: Span) -> syn::Error {
+    if let [TokenTree::Ident(_), TokenTree::Group(g), extra, ..] = seg {
+        if g.delimiter() == Delimiter::Parenthesis {
+            return match extra {
+                TokenTree::Punct(p) if p.as_char() == ';' => syn::Error::new(
+                    p.span(),
+                    "unexpected `;`: a pipeline is one expression, and its value is the sink's \
+                     result; remove the `;` (build a pipeline over several statements with the \
+                     builder API)",
+                ),
+                other => syn::Error::new(
+                    other.span(),
+                    format!("expected `.` before `{other}`: operators are chained as `.name(arguments)`"),
+                ),
+            };
+        }
+    }
+    let span = seg.first().map_or(end, TokenTree::span);
+    syn::Error::new(span, "expected an operator call `.name(arguments)`")
 }
 
 /// Splits top-level tokens at lone `.` punctuation (a `..` range is not a split point).

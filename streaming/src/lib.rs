@@ -65,7 +65,9 @@
 //! # Ok::<(), streaming::Error>(())
 //! ```
 //!
-//! **Grammar.** `env.source(..)` then operators `.name(args)` and one sink at the end. `env`
+//! **Grammar.** One `pipeline!` is one expression: `env.source(..)` then operators
+//! `.name(args)` and one sink at the end (no `let`, no trailing `;`; a pipeline assembled
+//! over several statements uses the builder API). `env`
 //! is any expression before the first operator call: a variable, a field path
 //! (`self.env`), a call (`MemoryEnv::new()`), or `(any expression)`. The macro's value is
 //! what the sink returns: `Result<Vec<T>, Error>` for `collect_vec()`,
@@ -78,7 +80,8 @@
 //! function). The table below lists them; using an operator on another stage is a compile
 //! error at the operator that says what is missing (e.g. "add `.key_by(..)` before it").
 //!
-//! **Compile-time checks**, each reported at the offending token, all of them at once: unknown
+//! **Compile-time checks**, each reported at the offending token, independent ones together
+//! (an unknown operator hides the stage checks after it): unknown
 //! operators (with "did you mean"), arity, stage, one source and one sink, operators after
 //! the sink, literal source ids outside `[A-Za-z0-9_.-]+`, literal window sizes, slides and
 //! gaps under 1 ms and offsets not smaller than the size/slide, `CountTrigger::of(0)`,
@@ -86,7 +89,9 @@
 //! supports together. Type errors (a closure of the wrong element type, `sum` of a
 //! non-numeric element, a filter not returning `bool`) are rustc's, at the user's closure or
 //! operator. After a macro error the expansion is a placeholder of the pipeline's result
-//! type, so one mistake gives one error.
+//! type, so one mistake gives one error. After a type error rustc may add a second,
+//! follow-on error (E0599 "trait bounds were not satisfied") at a later operator or the
+//! sink: fix the first one.
 //!
 //! **Fallible configuration.** `TumblingEventTimeWindows::of`, `with_offset`,
 //! `SlidingEventTimeWindows::of`, `with_offset`, `EventTimeSessionWindows::with_gap`,
@@ -119,7 +124,8 @@
 //! yet: its column states the plan, and its sources and sinks join the table with it.
 //!
 //! **Debugging.** `STREAMING_PIPELINE_DEBUG=1 cargo build` prints every expansion with its
-//! stages and operator ids on stderr.
+//! stages and operator ids on stderr (changing the variable rebuilds the crates that use
+//! `pipeline!`).
 //!
 //! # Operators
 #![doc = streaming_macros::__dsl_reference!()]

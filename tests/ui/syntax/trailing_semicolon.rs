@@ -1,0 +1,11 @@
+use streaming::{pipeline, MemoryEnv};
+
+fn main() {
+    let env = MemoryEnv::new();
+    let out = pipeline! {
+        env.from_elements([1, 2, 3])
+            .map(|x: i32| x * 10)
+            .collect_vec();
+    };
+    let _ = out;
+}
