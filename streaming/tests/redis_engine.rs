@@ -513,7 +513,10 @@ fn pause_resume_and_in_flight() {
     let rt = rt();
     let mq = s.mq(&rt);
     rt.block_on(mq.create_topic("p", 1)).unwrap();
-    let env = s.env("pause", AckMode::Offset, 1);
+    let env = RedisEnv::from_client(
+        redis::Client::open(s.redis.url()).unwrap(),
+        s.config("pause", AckMode::Offset, 1),
+    );
     let out = CollectSink::new();
     env.from_mq_topic_with_options("p", "g", earliest(10))
         .map(|m: Message| m.text().unwrap().to_string())

@@ -145,13 +145,19 @@ impl RedisEnv {
         client: impl redis::IntoConnectionInfo,
         config: RedisRuntimeConfig,
     ) -> Result<Self, Error> {
-        Ok(RedisEnv {
+        Ok(Self::from_client(redis::Client::open(client)?, config))
+    }
+
+    /// Like [`create_with_config`](Self::create_with_config) with a [`redis::Client`]
+    /// (each subtask opens its own connections from it).
+    pub fn from_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
+        RedisEnv {
             inner: Arc::new(EnvInner {
-                client: redis::Client::open(client)?,
+                client,
                 config,
                 state: Mutex::default(),
             }),
-        })
+        }
     }
 
     /// The configuration.
