@@ -108,7 +108,7 @@ pub enum Error {
 
     /// A keyed state used on an engine that stores state outside the process (Redis) has
     /// no JSON codec.
-    #[error("operator `{operator}`: state `{state}` ({declared}) cannot be kept in Redis: declare it with `ValueStateDescriptor::persistent` (list, map and set states are not supported on the Redis engine yet)")]
+    #[error("operator `{operator}`: state `{state}` ({declared}) cannot be kept in Redis: declare it with `persistent` (e.g. `ValueStateDescriptor::persistent`), which needs serde keys and values")]
     StateNotPersistent {
         /// The operator owning the state.
         operator: String,

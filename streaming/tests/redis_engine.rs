@@ -575,3 +575,79 @@ fn state_ttl_expires_each_state_hash() {
     let pttl: i64 = rt.block_on(conn.pttl(&key)).unwrap();
     assert!(pttl > 0 && pttl <= 60_000, "PTTL {pttl}");
 }
+
+const SEEN_AT: streaming::api::ListStateDescriptor<u32> =
+    streaming::api::ListStateDescriptor::persistent("seen_at");
+const BY_LEN: streaming::api::MapStateDescriptor<u32, u64> =
+    streaming::api::MapStateDescriptor::persistent("by_len");
+const SUFFIXES: streaming::api::SetStateDescriptor<String> =
+    streaming::api::SetStateDescriptor::persistent("suffixes");
+
+/// Per first letter: positions seen (list), count per word length (map), last characters
+/// (set); emits the three sizes and the map entry of this word's length.
+macro_rules! collections_pipeline {
+    ($stream:expr) => {
+        $stream
+            .key_by(|w: &String| w[..1].to_string())
+            .process(|w: String, ctx, out| {
+                let len = w.len() as u32;
+                let mut list = ctx.state(&SEEN_AT)?;
+                list.add(len * 10);
+                let n_list = list.get().len();
+                let mut map = ctx.state(&BY_LEN)?;
+                let c = map.get(&len).copied().unwrap_or(0) + 1;
+                map.put(len, c);
+                let n_map = map.len();
+                let mut set = ctx.state(&SUFFIXES)?;
+                set.add(w[w.len() - 1..].to_string());
+                let n_set = set.len();
+                out.collect((w[..1].to_string(), (n_list, n_map, n_set, c)));
+                Ok(())
+            })
+    };
+}
+
+#[test]
+fn list_map_and_set_state_survive_a_restart_and_match_memory() {
+    let s = setup("eng-coll");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("c", 4)).unwrap();
+    let input: Vec<String> = (0..400)
+        .map(|i| {
+            let first = ["a", "b", "c", "d", "e"][i % 5];
+            format!("{first}{}", "xyz".repeat(i % 3 + 1) + &(i % 7).to_string())
+        })
+        .collect();
+    let expected = by_key(
+        &collections_pipeline!(MemoryEnv::new().from_collection(input.clone()))
+            .collect_vec()
+            .unwrap(),
+    );
+    // Send keyed by the first letter (the pipeline's key), so per-key order is kept.
+    let mut producer = mq.producer();
+    let send = |producer: &mut streaming::mq::Producer, words: &[String]| {
+        let msgs: Vec<OutgoingMessage> = words
+            .iter()
+            .map(|w| OutgoingMessage::new(w.clone()).key(w[..1].to_string()))
+            .collect();
+        rt.block_on(producer.send_batch("c", &msgs)).unwrap();
+    };
+    let out = CollectSink::new();
+    let run = |expect: u64| {
+        let env = s.env("coll", AckMode::Offset, 2);
+        collections_pipeline!(env
+            .from_mq_topic_with_options("c", "g", earliest(16))
+            .map(|m: Message| m.text().unwrap().to_string()))
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("the records", &job, || committed_records(&job) == expect);
+        job.cancel();
+    };
+    send(&mut producer, &input[..250]);
+    run(250);
+    send(&mut producer, &input[250..]);
+    run(150);
+    assert_eq!(by_key(&out.snapshot()), expected);
+}

@@ -74,6 +74,16 @@ fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, String> {
     serde_json::from_str(s).map_err(|e| e.to_string())
 }
 
+impl<T> JsonCodec<T> {
+    /// A codec from two functions.
+    const fn with(
+        ser: fn(&T) -> Result<String, String>,
+        de: fn(&str) -> Result<T, String>,
+    ) -> Self {
+        JsonCodec { ser, de }
+    }
+}
+
 impl<T: Serialize + DeserializeOwned> JsonCodec<T> {
     /// The codec of `T` (serde_json).
     pub const fn new() -> Self {
@@ -164,22 +174,7 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
     }
 
     fn table_ops(&self) -> Option<TableOps<K>> {
-        let codec = self.codec?;
-        Some(TableOps {
-            load: Box::new(move |table, key, json| {
-                let table = table
-                    .downcast_mut::<HashMap<K, T>>()
-                    .ok_or("state table of another type")?;
-                table.insert(key, (codec.de)(json)?);
-                Ok(())
-            }),
-            dump: Box::new(move |table, key| {
-                let table = table
-                    .downcast_ref::<HashMap<K, T>>()
-                    .ok_or("state table of another type")?;
-                table.get(key).map(codec.ser).transpose()
-            }),
-        })
+        self.codec.map(keyed_ops::<K, T>)
     }
 }
 
@@ -219,34 +214,85 @@ impl<K: Hash + Eq + Clone, T: Clone> ValueState<'_, K, T> {
 }
 
 macro_rules! collection_descriptor {
-    ($(#[$doc:meta])* $name:ident<$($p:ident),*>) => {
+    ($(#[$doc:meta])* $name:ident<$($p:ident),*>, per key $coll:ty,
+     persistent where [$($bounds:tt)*], codec $codec:expr) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<$($p),*> {
             name: &'static str,
+            codec: Option<JsonCodec<$coll>>,
             _types: PhantomData<fn() -> ($($p,)*)>,
         }
 
         impl<$($p),*> $name<$($p),*> {
-            /// A state named `name`, empty for every key until written.
+            /// A state named `name`, empty for every key until written. The memory engine
+            /// keeps it; for the Redis engine use [`persistent`](Self::persistent).
             pub const fn new(name: &'static str) -> Self {
-                $name { name, _types: PhantomData }
+                $name { name, codec: None, _types: PhantomData }
+            }
+        }
+
+        impl<$($p),*> $name<$($p),*>
+        where
+            $($bounds)*
+        {
+            /// Like [`new`](Self::new), with a JSON codec so that engines keeping state
+            /// outside the process (the Redis engine: one hash field per key, the whole
+            /// collection as its JSON value) can store it; works the same on the memory
+            /// engine.
+            pub const fn persistent(name: &'static str) -> Self {
+                $name { name, codec: Some($codec), _types: PhantomData }
             }
         }
     };
 }
 
+fn ser_pairs<MK: Serialize, MV: Serialize>(m: &HashMap<MK, MV>) -> Result<String, String> {
+    serde_json::to_string(&m.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())
+}
+
+fn de_pairs<MK: DeserializeOwned + Hash + Eq, MV: DeserializeOwned>(
+    s: &str,
+) -> Result<HashMap<MK, MV>, String> {
+    serde_json::from_str::<Vec<(MK, MV)>>(s)
+        .map(|v| v.into_iter().collect())
+        .map_err(|e| e.to_string())
+}
+
+/// JSON access to a table `HashMap<K, C>` whose per-key values `codec` encodes.
+fn keyed_ops<K: Hash + Eq + 'static, C: 'static>(codec: JsonCodec<C>) -> TableOps<K> {
+    TableOps {
+        load: Box::new(move |table, key, json| {
+            let table = table
+                .downcast_mut::<HashMap<K, C>>()
+                .ok_or("state table of another type")?;
+            table.insert(key, (codec.de)(json)?);
+            Ok(())
+        }),
+        dump: Box::new(move |table, key| {
+            let table = table
+                .downcast_ref::<HashMap<K, C>>()
+                .ok_or("state table of another type")?;
+            table.get(key).map(codec.ser).transpose()
+        }),
+    }
+}
+
 collection_descriptor!(
     /// A list of values per key.
-    ListStateDescriptor<T>
+    ListStateDescriptor<T>, per key Vec<T>,
+    persistent where [T: Serialize + DeserializeOwned], codec JsonCodec::new()
 );
 collection_descriptor!(
-    /// A map per key.
-    MapStateDescriptor<MK, MV>
+    /// A map per key (stored in Redis as a JSON array of `[key, value]` pairs).
+    MapStateDescriptor<MK, MV>, per key HashMap<MK, MV>,
+    persistent where [MK: Serialize + DeserializeOwned + Hash + Eq, MV: Serialize + DeserializeOwned],
+    codec JsonCodec::with(ser_pairs::<MK, MV>, de_pairs::<MK, MV>)
 );
 collection_descriptor!(
     /// A set of values per key.
-    SetStateDescriptor<T>
+    SetStateDescriptor<T>, per key HashSet<T>,
+    persistent where [T: Serialize + DeserializeOwned + Hash + Eq], codec JsonCodec::new()
 );
 
 impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
@@ -267,6 +313,10 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
     }
     fn open<'s>(&'s self, table: &'s mut Self::Table, key: &'s K) -> ListState<'s, K, T> {
         ListState { table, key }
+    }
+
+    fn table_ops(&self) -> Option<TableOps<K>> {
+        self.codec.map(keyed_ops::<K, Vec<T>>)
     }
 }
 
@@ -330,6 +380,10 @@ where
     }
     fn open<'s>(&'s self, table: &'s mut Self::Table, key: &'s K) -> MapState<'s, K, MK, MV> {
         MapState { table, key }
+    }
+
+    fn table_ops(&self) -> Option<TableOps<K>> {
+        self.codec.map(keyed_ops::<K, HashMap<MK, MV>>)
     }
 }
 
@@ -412,6 +466,10 @@ impl<K: Hash + Eq + Clone + 'static, T: Hash + Eq + Clone + 'static> StateDescri
     }
     fn open<'s>(&'s self, table: &'s mut Self::Table, key: &'s K) -> SetState<'s, K, T> {
         SetState { table, key }
+    }
+
+    fn table_ops(&self) -> Option<TableOps<K>> {
+        self.codec.map(keyed_ops::<K, HashSet<T>>)
     }
 }
 

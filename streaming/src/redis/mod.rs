@@ -18,7 +18,8 @@
 //! where `{T:n}` is the partition's hash tag (shared with its stream), `operator` the
 //! operator id (`{source_id}/{position}:{kind}`), `state` the state name (rolling
 //! reduce/sum: `rolling`); fields are the keys as JSON, values the values as JSON
-//! (serde_json). The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the
+//! (serde_json; a list or set state's value is the key's whole collection as a JSON array,
+//! a map state's a JSON array of `[key, value]` pairs). The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the
 //! partition's state hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
 //!
 //! Errors (seed §2.4): a record whose user function fails or panics follows
@@ -32,9 +33,10 @@
 //!
 //! Not in this release (issue #6 and later): event time, watermarks, windows and timers on
 //! Redis (a window in a Redis pipeline does not compile: its state is not [`Persist`]; a
-//! process function's timers are kept in memory only and not persisted), list/map/set
-//! states (only value states declared with
-//! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent)),
+//! process function's timers are kept in memory only and not persisted), keyed state
+//! declared without a codec (process state must be declared `persistent`, e.g.
+//! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
+//! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
 //! checkpoints and leader election, hot-key policies, schema version checks, tracing
 //! spans per message (`mdc_*`), sink deduplication, `keyed_state_shard_count > 1`
 //! (rejected by `execute_async`), the `pipeline!` macro on Redis.

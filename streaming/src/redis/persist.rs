@@ -18,7 +18,7 @@ pub type StateWrite<'a> = (&'a str, String, Option<String>);
 /// changed keys) in each batch's commit.
 ///
 /// Implemented for the tables of rolling `reduce`/`sum` ([`KeyedTable`]) and for keyed
-/// process state (value states declared with
+/// process state (value, list, map and set states declared `persistent`, e.g.
 /// [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent)),
 /// with serde bounds on keys and values. Window state is not (Redis windows: issue #6).
 pub trait Persist: 'static {
