@@ -22,6 +22,20 @@
 //! a map state's a JSON array of `[key, value]` pairs). The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the
 //! partition's state hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
 //!
+//! State size and hot keys (seed §2.7): every `state_size_report_every_n_writes` state
+//! field writes (counted per partition), the batch's commit script also returns the
+//! `HLEN` of the hash whose writes crossed the mark (no extra round trip); the last
+//! sampled size per hash key is in [`JobDiagnostics::state_sizes`]. With
+//! `hot_key_fields_warn_threshold > 0` (and no report interval, each written hash is
+//! sampled at every commit), a sampled size at or above the threshold logs a `tracing`
+//! warning and counts [`JobDiagnostics::hot_key_warnings`] at most once per
+//! `hot_key_warn_interval` per hash, and arms the policy for that hash for the interval:
+//! [`HotKeyPolicy::LogOnly`] nothing more; [`HotKeyPolicy::Throttle`] sleeps
+//! `hot_key_throttle_max` before each batch commit that writes to it
+//! ([`JobDiagnostics::hot_key_throttled`]); [`HotKeyPolicy::FailFast`] fails each record
+//! that writes to it with [`Error::HotKey`](crate::Error::HotKey) (error type `hot_key`),
+//! which follows `processing_error_result` ([`JobDiagnostics::hot_key_rejected`]).
+//!
 //! Errors (seed §2.4): a record whose user function fails or panics follows
 //! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
 //! letter at once) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
@@ -37,7 +51,7 @@
 //! declared without a codec (process state must be declared `persistent`, e.g.
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
 //! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
-//! checkpoints and leader election, hot-key policies, schema version checks, tracing
+//! checkpoints and leader election, schema version checks, tracing
 //! spans per message (`mdc_*`), sink deduplication, `keyed_state_shard_count > 1`
 //! (rejected by `execute_async`), the `pipeline!` macro on Redis.
 
