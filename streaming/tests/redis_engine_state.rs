@@ -1,5 +1,5 @@
 //! Redis engine state options against a private redis-server: state size sampling and
-//! hot-key policies (seed §2.7).
+//! hot-key policies (seed §2.7), keyed state split over shard hashes.
 
 mod support;
 
@@ -57,8 +57,13 @@ impl Setup {
 
     /// Sends `keys` (one record each, payload = key) to a new 1-partition topic.
     fn send(&self, topic: &str, keys: &[String]) {
+        self.rt.block_on(self.mq().create_topic(topic, 1)).unwrap();
+        self.produce(topic, keys);
+    }
+
+    /// Sends `keys` to `topic`.
+    fn produce(&self, topic: &str, keys: &[String]) {
         let mq = self.mq();
-        self.rt.block_on(mq.create_topic(topic, 1)).unwrap();
         let mut producer = mq.producer();
         let msgs: Vec<OutgoingMessage> = keys
             .iter()
@@ -258,4 +263,42 @@ fn hot_key_fail_fast_dead_letters_records_writing_to_the_hot_hash() {
             Some("hot_key")
         );
     }
+}
+
+/// FNV-1a 64 (the engine's documented shard hash), written out independently.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+#[test]
+fn sharded_state_splits_keys_by_fnv1a_and_survives_a_restart() {
+    let s = setup("st-shard");
+    let input = keys(40);
+    s.send("shard", &input);
+    let config = || {
+        s.config("shard")
+            .keyed_state_shard_count(4)
+            .build()
+            .unwrap()
+    };
+    let (_, out) = s.run_count("shard", config(), 40);
+    assert!(out.iter().all(|(_, n)| *n == 1), "{out:?}");
+    let base = s.count_hash("shard", "shard");
+    let mut expected = [0u64; 4];
+    for k in &input {
+        expected[(fnv1a64(format!("\"{k}\"").as_bytes()) % 4) as usize] += 1;
+    }
+    let sizes: Vec<u64> = (0..4).map(|i| s.hlen(&format!("{base}:s{i}"))).collect();
+    assert_eq!(sizes, expected);
+    assert_eq!(s.hlen(&base), 0, "no unsharded hash");
+    // A new job instance loads every shard: each key counts on from 1.
+    s.produce("shard", &input);
+    let (_, out) = s.run_count("shard", config(), 40);
+    let mut got: Vec<(String, u64)> = out;
+    got.sort();
+    let mut want: Vec<(String, u64)> = input.iter().map(|k| (k.clone(), 2)).collect();
+    want.sort();
+    assert_eq!(got, want);
 }

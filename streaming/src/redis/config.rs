@@ -117,7 +117,8 @@ getters! {
     state_ttl: Option<Duration>;
     /// Sample the size of a state hash (HLEN) every N writes; 0 (default) = off.
     state_size_report_every_n_writes: u64;
-    /// Keyed state hashes per (operator, state), split by key hash; default 1.
+    /// Keyed state hashes per (operator, state), split by FNV-1a 64 of the key's JSON
+    /// mod N (hash keys `...:{state}:s{i}`); default 1 (one hash, no suffix).
     keyed_state_shard_count: u32;
     /// Field count of a state hash from which it is hot; 0 (default) = off.
     hot_key_fields_warn_threshold: u64;

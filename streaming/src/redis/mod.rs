@@ -19,8 +19,12 @@
 //! operator id (`{source_id}/{position}:{kind}`), `state` the state name (rolling
 //! reduce/sum: `rolling`); fields are the keys as JSON, values the values as JSON
 //! (serde_json; a list or set state's value is the key's whole collection as a JSON array,
-//! a map state's a JSON array of `[key, value]` pairs). The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the
-//! partition's state hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
+//! a map state's a JSON array of `[key, value]` pairs). With `keyed_state_shard_count` N > 1
+//! each such hash is split into N hashes `...:{state}:s{i}` (same hash tag), a field going
+//! to `i = FNV-1a-64(field's UTF-8 bytes) % N`; taking a partition loads every shard.
+//! Changing N for existing state is not supported (no migration: keep it fixed per job).
+//! The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the partition's state
+//! hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
 //!
 //! State size and hot keys (seed §2.7): every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the
@@ -52,8 +56,7 @@
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
 //! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
 //! checkpoints and leader election, schema version checks, tracing
-//! spans per message (`mdc_*`), sink deduplication, `keyed_state_shard_count > 1`
-//! (rejected by `execute_async`), the `pipeline!` macro on Redis.
+//! spans per message (`mdc_*`), sink deduplication, the `pipeline!` macro on Redis.
 
 mod config;
 mod env;

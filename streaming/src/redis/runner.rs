@@ -204,7 +204,7 @@ fn drain_into(
         store
             .borrow_mut()
             .drain(op.as_str(), &mut |(state, field, value)| {
-                let key = keys.hash(op.as_str(), state);
+                let key = keys.hash(op.as_str(), state, &field);
                 let i = match pending.index.get(&key) {
                     Some(i) => *i,
                     None => {
@@ -377,6 +377,7 @@ where
                 &config.job_name(),
                 &tag,
                 &spec.group,
+                config.keyed_state_shard_count(),
             ),
             chain,
             stores,
