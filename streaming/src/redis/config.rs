@@ -148,7 +148,8 @@ getters! {
     /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
     /// Default `false`.
     mdc_enabled: bool;
-    /// Fraction of messages that get the span, in `[0, 1]`. Default 1.0.
+    /// Fraction of messages that get the span, in `[0, 1]`, chosen deterministically by
+    /// message id (FNV-1a 64; see the [`redis`](super) module docs). Default 1.0.
     mdc_sample_rate: f64;
     /// The message queue's options (workers, leases, retry). Default `MqOptions::default()`.
     mq_options: MqOptions;

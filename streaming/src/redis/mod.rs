@@ -40,6 +40,13 @@
 //! that writes to it with [`Error::HotKey`](crate::Error::HotKey) (error type `hot_key`),
 //! which follows `processing_error_result` ([`JobDiagnostics::hot_key_rejected`]).
 //!
+//! Tracing (seed §2.2 `mdcEnabled`): with `mdc_enabled`, each message runs through the
+//! chain inside a `tracing` span `message` with fields `job`, `topic`, `group`,
+//! `consumer`, `id`, `key` (empty without a key) and `partition`, so user functions' logs
+//! carry them. `mdc_sample_rate` picks messages deterministically by id: a message gets
+//! the span when the top 53 bits of FNV-1a 64 of its id, as a fraction of 2^53, are below
+//! the rate (1.0: every message; 0.0: none).
+//!
 //! Errors (seed §2.4): a record whose user function fails or panics follows
 //! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
 //! letter at once) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
@@ -55,8 +62,9 @@
 //! declared without a codec (process state must be declared `persistent`, e.g.
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
 //! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
-//! checkpoints and leader election, schema version checks, tracing
-//! spans per message (`mdc_*`), sink deduplication, the `pipeline!` macro on Redis.
+//! checkpoints and leader election, schema version checks
+//! (`state_schema_evolution_enabled` / `state_schema_mismatch_policy` are accepted and not
+//! acted on), sink deduplication, the `pipeline!` macro on Redis.
 
 mod config;
 mod env;

@@ -17,7 +17,7 @@
 
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
-use super::runtime::{DynStore, StateKeys};
+use super::runtime::{mdc_sampled, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
 use crate::memory::Plan;
@@ -751,6 +751,12 @@ where
         let config = &spec.env.config;
         // 2. Process, rolling back and skipping failed records.
         let fail_fast = config.hot_key_policy() == HotKeyPolicy::FailFast;
+        let (mdc, mdc_rate) = (config.mdc_enabled(), config.mdc_sample_rate());
+        let job_name = if mdc {
+            config.job_name()
+        } else {
+            String::new()
+        };
         let mut skip: HashSet<usize> = HashSet::new();
         let mut pending = loop {
             let mut pending = Pending::default();
@@ -762,7 +768,22 @@ where
                 if skip.contains(&i) {
                     continue;
                 }
-                let mut r = self.chain.process(m.clone(), m.timestamp_ms);
+                let mut r = if mdc && mdc_sampled(&m.id, mdc_rate) {
+                    let span = tracing::info_span!(
+                        "message",
+                        job = %job_name,
+                        topic = %spec.topic,
+                        group = %spec.group,
+                        consumer = %ctx.consumer,
+                        id = %m.id,
+                        key = m.key.as_deref().unwrap_or(""),
+                        partition = self.partition,
+                    );
+                    let _entered = span.enter();
+                    self.chain.process(m.clone(), m.timestamp_ms)
+                } else {
+                    self.chain.process(m.clone(), m.timestamp_ms)
+                };
                 if r.is_ok() && check {
                     r = self.drain_checked(&mut pending);
                 }

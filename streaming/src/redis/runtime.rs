@@ -71,7 +71,7 @@ pub(crate) struct StateKeys {
 }
 
 /// FNV-1a, 64 bits, of `bytes`.
-fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -83,6 +83,18 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 /// The shard of a state field (the key as JSON) among `shards` hashes.
 pub(crate) fn shard_of(field: &str, shards: u32) -> u32 {
     (fnv1a64(field.as_bytes()) % u64::from(shards.max(1))) as u32
+}
+
+/// Whether message `id` gets a tracing span at `mdc_sample_rate` `rate`: the top 53 bits
+/// of FNV-1a 64 of the id, as a fraction of 2^53, below `rate` (deterministic per id).
+pub(crate) fn mdc_sampled(id: &str, rate: f64) -> bool {
+    if rate >= 1.0 {
+        return true;
+    }
+    if rate <= 0.0 {
+        return false;
+    }
+    ((fnv1a64(id.as_bytes()) >> 11) as f64 / (1u64 << 53) as f64) < rate
 }
 
 impl StateKeys {
