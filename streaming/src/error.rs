@@ -118,6 +118,20 @@ pub enum Error {
         declared: String,
     },
 
+    /// A record wrote to a keyed-state hash that the Redis engine found hot (its field
+    /// count reached `hot_key_fields_warn_threshold`) while the policy is
+    /// [`HotKeyPolicy::FailFast`](crate::redis::HotKeyPolicy::FailFast); the record follows
+    /// `processing_error_result` (retry / dead letter).
+    #[error("operator `{operator}`: state `{state}` is hot ({fields} fields): record rejected (hot-key policy FAIL_FAST)")]
+    HotKey {
+        /// The operator owning the state.
+        operator: String,
+        /// The state name.
+        state: String,
+        /// The hash's field count when it was last sampled.
+        fields: u64,
+    },
+
     /// Stored state could not be decoded or encoded (JSON).
     #[error("operator `{operator}`: state `{state}` could not be decoded or encoded: {reason}")]
     StateDecode {

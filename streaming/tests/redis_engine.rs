@@ -480,20 +480,6 @@ fn registration_rules() {
         .unwrap_err();
     assert!(engine_reason(e).contains("[A-Za-z0-9_.-]"));
 
-    let sharded = RedisEnv::create_with_config(
-        "redis://127.0.0.1:1/",
-        RedisRuntimeConfig::builder()
-            .keyed_state_shard_count(2)
-            .build()
-            .unwrap(),
-    )
-    .unwrap();
-    sharded
-        .from_mq_topic("t", "g")
-        .sink(CollectSink::<Message>::new())
-        .unwrap();
-    assert!(engine_reason(sharded.execute_async().unwrap_err()).contains("not supported yet"));
-
     // Started (its subtasks cannot connect and stop; the job still counts as started).
     let job = env.execute_async().unwrap();
     let e = env

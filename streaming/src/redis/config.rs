@@ -117,7 +117,8 @@ getters! {
     state_ttl: Option<Duration>;
     /// Sample the size of a state hash (HLEN) every N writes; 0 (default) = off.
     state_size_report_every_n_writes: u64;
-    /// Keyed state hashes per (operator, state), split by key hash; default 1.
+    /// Keyed state hashes per (operator, state), split by FNV-1a 64 of the key's JSON
+    /// mod N (hash keys `...:{state}:s{i}`); default 1 (one hash, no suffix).
     keyed_state_shard_count: u32;
     /// Field count of a state hash from which it is hot; 0 (default) = off.
     hot_key_fields_warn_threshold: u64;
@@ -147,7 +148,8 @@ getters! {
     /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
     /// Default `false`.
     mdc_enabled: bool;
-    /// Fraction of messages that get the span, in `[0, 1]`. Default 1.0.
+    /// Fraction of messages that get the span, in `[0, 1]`, chosen deterministically by
+    /// message id (FNV-1a 64; see the [`redis`](super) module docs). Default 1.0.
     mdc_sample_rate: f64;
     /// The message queue's options (workers, leases, retry). Default `MqOptions::default()`.
     mq_options: MqOptions;

@@ -294,19 +294,13 @@ impl RedisEnv {
     /// [`JobClient::diagnostics`].
     ///
     /// # Errors
-    /// [`Error::Engine`] when called twice, without a registered pipeline, or with a
-    /// setting this release does not support (`keyed_state_shard_count > 1`).
+    /// [`Error::Engine`] when called twice or without a registered pipeline.
     pub fn execute_async(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
             op: "execute_async",
             reason: reason.to_string(),
         };
         let config = &self.inner.config;
-        if config.keyed_state_shard_count() > 1 {
-            return Err(err(
-                "keyed_state_shard_count > 1 is not supported yet: use 1 (the default)",
-            ));
-        }
         let pipelines = {
             let mut st = self.inner.state.lock().map_err(|_| err("poisoned"))?;
             if st.started {

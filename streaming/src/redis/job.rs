@@ -1,6 +1,7 @@
 //! [`JobClient`]: a running Redis job (seed `RedisJobClient`, §2.1).
 
 use super::RedisRuntimeConfig;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -46,6 +47,24 @@ pub struct JobDiagnostics {
     pub partitions: Vec<PartitionProgress>,
     /// Errors that ended a subtask or that it recovered from (newest last, at most 100).
     pub errors: Vec<String>,
+    /// Hot-key warnings logged (at most one per hash per `hot_key_warn_interval`).
+    pub hot_key_warnings: u64,
+    /// Batch commits delayed by [`HotKeyPolicy::Throttle`](super::HotKeyPolicy::Throttle).
+    pub hot_key_throttled: u64,
+    /// Records rejected by [`HotKeyPolicy::FailFast`](super::HotKeyPolicy::FailFast).
+    pub hot_key_rejected: u64,
+    /// The last sampled field count (`HLEN`) per state hash key (sampled every
+    /// `state_size_report_every_n_writes` state writes).
+    pub state_sizes: BTreeMap<String, u64>,
+}
+
+/// Hot-key and state-size counters shared by the subtasks.
+#[derive(Default)]
+pub(crate) struct HotStats {
+    pub(crate) warnings: u64,
+    pub(crate) throttled: u64,
+    pub(crate) rejected: u64,
+    pub(crate) sizes: BTreeMap<String, u64>,
 }
 
 pub(crate) struct JobShared {
@@ -56,6 +75,7 @@ pub(crate) struct JobShared {
     done: (Mutex<()>, Condvar),
     progress: Mutex<Vec<PartitionProgress>>,
     errors: Mutex<Vec<String>>,
+    pub(crate) hot: Mutex<HotStats>,
     job_name: String,
     job_instance_id: String,
     parallelism: u32,
@@ -71,6 +91,7 @@ impl JobShared {
             done: (Mutex::new(()), Condvar::new()),
             progress: Mutex::default(),
             errors: Mutex::default(),
+            hot: Mutex::default(),
             job_name: config.job_name(),
             job_instance_id: config.job_instance_id(),
             parallelism: config.pipeline_parallelism(),
@@ -216,6 +237,15 @@ impl JobClient {
         partitions.sort_by(|a, b| {
             (&a.topic, &a.group, a.partition).cmp(&(&b.topic, &b.group, b.partition))
         });
+        let hot = self
+            .shared
+            .hot
+            .lock()
+            .map(|h| HotStats {
+                sizes: h.sizes.clone(),
+                ..*h
+            })
+            .unwrap_or_default();
         JobDiagnostics {
             job_name: self.shared.job_name.clone(),
             job_instance_id: self.shared.job_instance_id.clone(),
@@ -230,6 +260,10 @@ impl JobClient {
                 .lock()
                 .map(|e| e.clone())
                 .unwrap_or_default(),
+            hot_key_warnings: hot.warnings,
+            hot_key_throttled: hot.throttled,
+            hot_key_rejected: hot.rejected,
+            state_sizes: hot.sizes,
         }
     }
 }

@@ -19,8 +19,33 @@
 //! operator id (`{source_id}/{position}:{kind}`), `state` the state name (rolling
 //! reduce/sum: `rolling`); fields are the keys as JSON, values the values as JSON
 //! (serde_json; a list or set state's value is the key's whole collection as a JSON array,
-//! a map state's a JSON array of `[key, value]` pairs). The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the
-//! partition's state hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
+//! a map state's a JSON array of `[key, value]` pairs). With `keyed_state_shard_count` N > 1
+//! each such hash is split into N hashes `...:{state}:s{i}` (same hash tag), a field going
+//! to `i = FNV-1a-64(field's UTF-8 bytes) % N`; taking a partition loads every shard.
+//! Changing N for existing state is not supported (no migration: keep it fixed per job).
+//! The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the partition's state
+//! hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
+//!
+//! State size and hot keys (seed §2.7): every `state_size_report_every_n_writes` state
+//! field writes (counted per partition), the batch's commit script also returns the
+//! `HLEN` of the hash whose writes crossed the mark (no extra round trip); the last
+//! sampled size per hash key is in [`JobDiagnostics::state_sizes`]. With
+//! `hot_key_fields_warn_threshold > 0` (and no report interval, each written hash is
+//! sampled at every commit), a sampled size at or above the threshold logs a `tracing`
+//! warning and counts [`JobDiagnostics::hot_key_warnings`] at most once per
+//! `hot_key_warn_interval` per hash, and arms the policy for that hash for the interval:
+//! [`HotKeyPolicy::LogOnly`] nothing more; [`HotKeyPolicy::Throttle`] sleeps
+//! `hot_key_throttle_max` before each batch commit that writes to it
+//! ([`JobDiagnostics::hot_key_throttled`]); [`HotKeyPolicy::FailFast`] fails each record
+//! that writes to it with [`Error::HotKey`](crate::Error::HotKey) (error type `hot_key`),
+//! which follows `processing_error_result` ([`JobDiagnostics::hot_key_rejected`]).
+//!
+//! Tracing (seed §2.2 `mdcEnabled`): with `mdc_enabled`, each message runs through the
+//! chain inside a `tracing` span `message` with fields `job`, `topic`, `group`,
+//! `consumer`, `id`, `key` (empty without a key) and `partition`, so user functions' logs
+//! carry them. `mdc_sample_rate` picks messages deterministically by id: a message gets
+//! the span when the top 53 bits of FNV-1a 64 of its id, as a fraction of 2^53, are below
+//! the rate (1.0: every message; 0.0: none).
 //!
 //! Errors (seed §2.4): a record whose user function fails or panics follows
 //! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
@@ -37,9 +62,9 @@
 //! declared without a codec (process state must be declared `persistent`, e.g.
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
 //! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
-//! checkpoints and leader election, hot-key policies, schema version checks, tracing
-//! spans per message (`mdc_*`), sink deduplication, `keyed_state_shard_count > 1`
-//! (rejected by `execute_async`), the `pipeline!` macro on Redis.
+//! checkpoints and leader election, schema version checks
+//! (`state_schema_evolution_enabled` / `state_schema_mismatch_policy` are accepted and not
+//! acted on), sink deduplication, the `pipeline!` macro on Redis.
 
 mod config;
 mod env;

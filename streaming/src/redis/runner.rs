@@ -17,8 +17,8 @@
 
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
-use super::runtime::{DynStore, StateKeys};
-use super::{AckMode, ProcessingErrorResult, RedisListSink, RedisRuntime};
+use super::runtime::{mdc_sampled, DynStore, StateKeys};
+use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
 use crate::memory::Plan;
 use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
@@ -71,8 +71,9 @@ const LUA_COMMIT: &str = r#"
 -- KEYS: stream, acked set, frontier (= committed offset in Offset mode), state index,
 --       state hashes..., sink lists...
 -- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), n ids, ids...,
---       n hashes, per hash: n set, field, value, ..., n del, field, ...,
+--       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
 --       n lists, per list: n, value, ...
+-- Returns per hash its HLEN after the writes when sampled, else -1.
 local function chunked(cmd, key, args)
   local n = #args
   local i = 1
@@ -88,6 +89,7 @@ local ids = {}
 for j = 1, nids do ids[j] = ARGV[i]; i = i + 1 end
 local ttl = tonumber(ARGV[3])
 local nh = tonumber(ARGV[i]); i = i + 1
+local sizes = {}
 for h = 1, nh do
   local key = KEYS[4 + h]
   local nset = tonumber(ARGV[i]); i = i + 1
@@ -104,6 +106,8 @@ for h = 1, nh do
   end
   redis.call('SADD', KEYS[4], key)
   if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+  if ARGV[i] == '1' then sizes[h] = redis.call('HLEN', key) else sizes[h] = -1 end
+  i = i + 1
 end
 local nl = tonumber(ARGV[i]); i = i + 1
 for l = 1, nl do
@@ -124,7 +128,7 @@ if nids > 0 then
     if (not cur) or id_gt(ids[nids], cur) then redis.call('SET', KEYS[3], ids[nids]) end
   end
 end
-return 1
+return sizes
 "#;
 
 struct Scripts {
@@ -174,8 +178,57 @@ impl<T> Operator<T> for BufferOp<T> {
 
 type Stores = Vec<(OperatorId, DynStore)>;
 
-/// A state hash's key, fields to set and fields to delete.
-type HashWrites = (String, Vec<(String, String)>, Vec<String>);
+/// One state hash's writes in a batch: field (key as JSON) → value (`None` = delete).
+struct PendingHash {
+    key: String,
+    operator: String,
+    state: String,
+    fields: HashMap<String, Option<String>>,
+}
+
+/// A batch's state writes, per hash (later writes of a field replace earlier ones).
+#[derive(Default)]
+struct Pending {
+    hashes: Vec<PendingHash>,
+    index: HashMap<String, usize>,
+}
+
+/// Moves every store's changes into `pending`; `touched` gets the hashes written.
+fn drain_into(
+    stores: &Stores,
+    keys: &StateKeys,
+    pending: &mut Pending,
+    touched: &mut Vec<usize>,
+) -> Result<(), Error> {
+    for (op, store) in stores {
+        store
+            .borrow_mut()
+            .drain(op.as_str(), &mut |(state, field, value)| {
+                let key = keys.hash(op.as_str(), state, &field);
+                let i = match pending.index.get(&key) {
+                    Some(i) => *i,
+                    None => {
+                        pending.hashes.push(PendingHash {
+                            key: key.clone(),
+                            operator: op.as_str().to_string(),
+                            state: state.to_string(),
+                            fields: HashMap::new(),
+                        });
+                        pending.index.insert(key, pending.hashes.len() - 1);
+                        pending.hashes.len() - 1
+                    }
+                };
+                pending.hashes[i].fields.insert(field, value);
+                touched.push(i);
+            })?;
+    }
+    Ok(())
+}
+
+/// A hash found hot: its policy applies until `until`.
+struct HotArm {
+    until: Instant,
+}
 
 /// Builds a partition's chain (a closure over the plan, so the chain's opaque type is a
 /// plain type parameter of [`Part`]).
@@ -266,6 +319,12 @@ struct Part<C, S, O> {
     needs_reset: bool,
     backoff: Duration,
     retry_at: Instant,
+    /// State field writes committed so far (drives the size sampling).
+    writes: u64,
+    /// Hashes found hot, by key.
+    hot: HashMap<String, HotArm>,
+    /// Last sampled field count per hash.
+    hot_fields: HashMap<String, u64>,
 }
 
 async fn run_subtask<P, S>(
@@ -318,6 +377,7 @@ where
                 &config.job_name(),
                 &tag,
                 &spec.group,
+                config.keyed_state_shard_count(),
             ),
             chain,
             stores,
@@ -328,6 +388,9 @@ where
             needs_reset: true,
             backoff: Duration::from_millis(50),
             retry_at: Instant::now(),
+            writes: 0,
+            hot: HashMap::new(),
+            hot_fields: HashMap::new(),
         };
         guarded(&ctx, "open sink", part.sink.open())?;
         job.progress(&spec.topic, &spec.group, p, |pr| pr.subtask = subtask);
@@ -454,6 +517,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::StateType { .. } | Error::StateNotPersistent { .. } => "state",
         Error::StateDecode { .. } => "state_decode",
         Error::MqDecode { .. } => "decode",
+        Error::HotKey { .. } => "hot_key",
         _ => "error",
     }
 }
@@ -686,49 +750,99 @@ where
         let spec = ctx.spec;
         let config = &spec.env.config;
         // 2. Process, rolling back and skipping failed records.
+        let fail_fast = config.hot_key_policy() == HotKeyPolicy::FailFast;
+        let (mdc, mdc_rate) = (config.mdc_enabled(), config.mdc_sample_rate());
+        let job_name = if mdc {
+            config.job_name()
+        } else {
+            String::new()
+        };
         let mut skip: HashSet<usize> = HashSet::new();
-        loop {
+        let mut pending = loop {
+            let mut pending = Pending::default();
+            // FAIL_FAST needs each record's writes: drain after every record while a hash
+            // is armed (otherwise once per batch).
+            let check = fail_fast && self.any_armed();
             let mut failure = None;
             for (i, m) in msgs.iter().enumerate() {
                 if skip.contains(&i) {
                     continue;
                 }
-                if let Err(e) = self.chain.process(m.clone(), m.timestamp_ms) {
+                let mut r = if mdc && mdc_sampled(&m.id, mdc_rate) {
+                    let span = tracing::info_span!(
+                        "message",
+                        job = %job_name,
+                        topic = %spec.topic,
+                        group = %spec.group,
+                        consumer = %ctx.consumer,
+                        id = %m.id,
+                        key = m.key.as_deref().unwrap_or(""),
+                        partition = self.partition,
+                    );
+                    let _entered = span.enter();
+                    self.chain.process(m.clone(), m.timestamp_ms)
+                } else {
+                    self.chain.process(m.clone(), m.timestamp_ms)
+                };
+                if r.is_ok() && check {
+                    r = self.drain_checked(&mut pending);
+                }
+                if let Err(e) = r {
                     failure = Some((i, e));
                     break;
                 }
             }
-            let Some((i, e)) = failure else { break };
+            let Some((i, e)) = failure else { break pending };
             tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
                            "record failed: {e}");
             self.fail(ctx, conn, &msgs[i], &e).await?;
+            if matches!(e, Error::HotKey { .. }) {
+                if let Ok(mut h) = ctx.job.hot.lock() {
+                    h.rejected += 1;
+                }
+            }
             skip.insert(i);
             self.rebuild(plan, ctx, conn).await?;
-        }
+        };
+        drain_into(
+            &self.stores,
+            &self.state_keys,
+            &mut pending,
+            &mut Vec::new(),
+        )?;
         // 3. Outputs to the sink.
         let outputs = std::mem::take(&mut *self.out.borrow_mut());
         for v in outputs {
             guarded(ctx, "invoke", self.sink.invoke(v))?;
         }
+        // THROTTLE: back-pressure before writing to a hot hash.
+        if config.hot_key_policy() == HotKeyPolicy::Throttle
+            && pending
+                .hashes
+                .iter()
+                .any(|h| !h.fields.is_empty() && self.is_armed(&h.key))
+        {
+            if let Ok(mut h) = ctx.job.hot.lock() {
+                h.throttled += 1;
+            }
+            tokio::time::sleep(config.hot_key_throttle_max()).await;
+        }
         // 4. Commit state + sink lists + acknowledgement atomically.
         let (t, p, g) = (spec.topic.as_str(), self.partition, spec.group.as_str());
-        let mut hashes: Vec<HashWrites> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
-        for (op, store) in &self.stores {
-            let keys = &self.state_keys;
-            store
-                .borrow_mut()
-                .drain(op.as_str(), &mut |(state, field, value)| {
-                    let key = keys.hash(op.as_str(), state);
-                    let i = *index.entry(key.clone()).or_insert_with(|| {
-                        hashes.push((key, Vec::new(), Vec::new()));
-                        hashes.len() - 1
-                    });
-                    match value {
-                        Some(v) => hashes[i].1.push((field, v)),
-                        None => hashes[i].2.push(field),
-                    }
-                })?;
+        pending.hashes.retain(|h| !h.fields.is_empty());
+        let every = match (
+            config.state_size_report_every_n_writes(),
+            config.hot_key_fields_warn_threshold(),
+        ) {
+            (0, 0) => 0,
+            (0, _) => 1,
+            (n, _) => n,
+        };
+        let mut sampled = Vec::with_capacity(pending.hashes.len());
+        for h in &pending.hashes {
+            let before = self.writes;
+            self.writes += h.fields.len() as u64;
+            sampled.push(every > 0 && self.writes / every > before / every);
         }
         let lists: Vec<(String, Vec<String>)> = self
             .sink
@@ -741,8 +855,8 @@ where
         inv.key(ctx.keys.acked(t, p, g))
             .key(ctx.keys.frontier(t, p, g))
             .key(self.state_keys.index());
-        for (k, _, _) in &hashes {
-            inv.key(k);
+        for h in &pending.hashes {
+            inv.key(&h.key);
         }
         for (k, _) in &lists {
             inv.key(k);
@@ -758,16 +872,22 @@ where
         for id in &ids {
             inv.arg(id);
         }
-        inv.arg(hashes.len());
-        for (_, sets, dels) in &hashes {
-            inv.arg(sets.len());
-            for (f, v) in sets {
-                inv.arg(f).arg(v);
+        inv.arg(pending.hashes.len());
+        for (h, sample) in pending.hashes.iter().zip(&sampled) {
+            let sets = h.fields.iter().filter(|(_, v)| v.is_some()).count();
+            inv.arg(sets);
+            for (f, v) in &h.fields {
+                if let Some(v) = v {
+                    inv.arg(f).arg(v);
+                }
             }
-            inv.arg(dels.len());
-            for f in dels {
-                inv.arg(f);
+            inv.arg(h.fields.len() - sets);
+            for (f, v) in &h.fields {
+                if v.is_none() {
+                    inv.arg(f);
+                }
             }
+            inv.arg(if *sample { "1" } else { "0" });
         }
         inv.arg(lists.len());
         for (_, values) in &lists {
@@ -776,7 +896,12 @@ where
                 inv.arg(v);
             }
         }
-        let _: i64 = inv.invoke_async(conn).await?;
+        let sizes: Vec<i64> = inv.invoke_async(conn).await?;
+        for (h, size) in pending.hashes.iter().zip(sizes) {
+            if let Ok(size) = u64::try_from(size) {
+                self.sampled_size(ctx, h, size);
+            }
+        }
         let processed = (msgs.len() - skip.len()) as u64;
         let failed = skip.len() as u64;
         ctx.job.progress(t, g, p, |pr| {
@@ -789,6 +914,62 @@ where
             pr.batches += 1;
         });
         Ok(())
+    }
+
+    fn is_armed(&self, key: &str) -> bool {
+        self.hot.get(key).is_some_and(|a| Instant::now() < a.until)
+    }
+
+    fn any_armed(&self) -> bool {
+        let now = Instant::now();
+        self.hot.values().any(|a| now < a.until)
+    }
+
+    /// Drains the record's writes into `pending`; a write to an armed hot hash fails the
+    /// record (FAIL_FAST).
+    fn drain_checked(&mut self, pending: &mut Pending) -> Result<(), Error> {
+        let mut touched = Vec::new();
+        drain_into(&self.stores, &self.state_keys, pending, &mut touched)?;
+        for i in touched {
+            let h = &pending.hashes[i];
+            if self.is_armed(&h.key) {
+                return Err(Error::HotKey {
+                    operator: h.operator.clone(),
+                    state: h.state.clone(),
+                    fields: self.hot_fields.get(&h.key).copied().unwrap_or(0),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a sampled `HLEN`; at the threshold, warns (once per interval per hash) and
+    /// arms the hot-key policy for the interval.
+    fn sampled_size(&mut self, ctx: &Ctx<'_>, h: &PendingHash, size: u64) {
+        let config = &ctx.spec.env.config;
+        self.hot_fields.insert(h.key.clone(), size);
+        let threshold = config.hot_key_fields_warn_threshold();
+        let hot = threshold > 0 && size >= threshold;
+        let warn = hot && !self.is_armed(&h.key);
+        if let Ok(mut stats) = ctx.job.hot.lock() {
+            stats.sizes.insert(h.key.clone(), size);
+            if warn {
+                stats.warnings += 1;
+            }
+        }
+        tracing::debug!(key = %h.key, fields = size, "state size sampled");
+        if warn {
+            let interval = config.hot_key_warn_interval();
+            tracing::warn!(job = %config.job_name(), operator = %h.operator, state = %h.state,
+                           key = %h.key, fields = size, threshold, policy = ?config.hot_key_policy(),
+                           "hot key: state hash has {size} fields (threshold {threshold}); policy armed for {interval:?}");
+            self.hot.insert(
+                h.key.clone(),
+                HotArm {
+                    until: Instant::now() + interval,
+                },
+            );
+        }
     }
 
     async fn malformed(
