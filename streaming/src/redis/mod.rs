@@ -39,7 +39,13 @@
 //! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
 //! checkpoints and leader election, hot-key policies, schema version checks, tracing
 //! spans per message (`mdc_*`), sink deduplication, `keyed_state_shard_count > 1`
-//! (rejected by `execute_async`), the `pipeline!` macro on Redis.
+//! (rejected by `execute_async`).
+//!
+//! [`pipeline!`](crate::pipeline) targets a `RedisEnv` when it starts with
+//! `from_mq_topic`, `from_mq_topic_with_id` or `from_mq_topic_with_options`; its value is
+//! the registration's `Result<(), Error>`, and its `state(..)` declarations are
+//! `persistent`. Operators not supported here yet (windows, `collect_vec`) are compile
+//! errors at the operator (see the DSL reference).
 
 mod config;
 mod env;
