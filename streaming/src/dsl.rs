@@ -116,22 +116,14 @@ pub trait FromMqTopic<S> {
     ) -> S;
 }
 
-impl FromMqTopic<crate::memory::DataStream<crate::redis::MqTopicSource>>
-    for crate::redis::RedisEnv
-{
-    fn from_mq_topic(
-        &self,
-        topic: &str,
-        group: &str,
-    ) -> crate::memory::DataStream<crate::redis::MqTopicSource> {
+/// The stream a message-queue source starts on the Redis engine.
+type MqStream = crate::memory::DataStream<crate::redis::MqTopicSource>;
+
+impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
+    fn from_mq_topic(&self, topic: &str, group: &str) -> MqStream {
         crate::redis::RedisEnv::from_mq_topic(self, topic, group)
     }
-    fn from_mq_topic_with_id(
-        &self,
-        source_id: &str,
-        topic: &str,
-        group: &str,
-    ) -> crate::memory::DataStream<crate::redis::MqTopicSource> {
+    fn from_mq_topic_with_id(&self, source_id: &str, topic: &str, group: &str) -> MqStream {
         crate::redis::RedisEnv::from_mq_topic_with_id(self, source_id, topic, group)
     }
     fn from_mq_topic_with_options(
@@ -139,7 +131,7 @@ impl FromMqTopic<crate::memory::DataStream<crate::redis::MqTopicSource>>
         topic: &str,
         group: &str,
         options: crate::mq::SubscriptionOptions,
-    ) -> crate::memory::DataStream<crate::redis::MqTopicSource> {
+    ) -> MqStream {
         crate::redis::RedisEnv::from_mq_topic_with_options(self, topic, group, options)
     }
 }
