@@ -5,26 +5,29 @@ use super::data::Dataset;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
-use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
 use streaming::{BoxError, Error, MemoryEnv};
 
-/// The running count of a carrier's flights (a `ValueState` the Redis engine can keep).
-const FLIGHTS: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("flights", 0);
-
-/// The same pipeline text on both engines: carrier codes in, `(carrier, count so far)` out.
+/// The same pipeline text on both engines: `$env.$source(..)` and the operators that turn
+/// its elements into carrier codes are the engine's; the count per carrier (a keyed
+/// `ValueState`, which the Redis engine keeps in Redis) and the sink follow.
 macro_rules! count_by_carrier {
-    ($carriers:expr) => {
-        $carriers
-            .key_by(|carrier: &String| carrier.clone())
-            .process(|carrier: String, ctx, out| {
-                let mut flights = ctx.state(&FLIGHTS)?;
-                let n = flights.value() + 1;
-                flights.update(n);
-                out.collect((carrier, n));
-                Ok(())
-            })
+    ($env:ident . $source:ident ( $($sa:tt)* ) $( . $op:ident ( $($oa:tt)* ) )* => $sink:ident ( $($ka:tt)* )) => {
+        streaming::pipeline! {
+            $env.$source($($sa)*)
+                $( .$op($($oa)*) )*
+                .key_by(|carrier: &String| carrier.clone())
+                .state(flights: ValueState<u64> = 0)
+                .process(|carrier: String, ctx, out| {
+                    let mut flights = ctx.state(flights)?;
+                    let n = flights.value() + 1;
+                    flights.update(n);
+                    out.collect((carrier, n));
+                    Ok(())
+                })
+                .$sink($($ka)*)
+        }
     };
 }
 
@@ -85,12 +88,11 @@ pub fn counts<E: Into<BoxError>>(
     out: impl FnMut(&CountLine) -> Result<(), E>,
 ) -> Result<CountsSummary, BoxError> {
     let mut last: BTreeMap<String, u64> = BTreeMap::new();
-    count_by_carrier!(
-        MemoryEnv::new().from_collection(data.flights.iter().map(|f| f.carrier.to_string()))
-    )
-    .for_each(|(carrier, n)| {
+    let env = MemoryEnv::new();
+    let carriers = data.flights.iter().map(|f| f.carrier.to_string());
+    count_by_carrier!(env.from_collection(carriers) => for_each(|(carrier, n)| {
         last.insert(carrier, n);
-    })?;
+    }))?;
     finish(data, last, out)
 }
 
@@ -205,8 +207,8 @@ fn run_on_redis(
         .try_map(|m: Message| -> Result<String, Error> {
             let text = m.text()?;
             Ok(text.split(',').next().unwrap_or(text).to_string())
-        }))
-    .sink(sink.clone())?;
+        })
+        => sink(sink.clone()))?;
     let started = Instant::now();
     let job = env.execute_async()?;
     let total = msgs.len() as u64;

@@ -44,6 +44,7 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
     let mut stage = Stage::Env;
     let mut engines: Vec<Engine> = Engine::ALL.to_vec();
     let mut restricted_by: Option<&Call> = None;
+    let mut engine_lost = false;
     let mut source: Option<&Call> = None;
     let mut sink: Option<&Call> = None;
     let mut source_id = RUNTIME_SOURCE_ID.to_string();
@@ -100,16 +101,27 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
             .filter(|e| op.engines.contains(e))
             .collect();
         if common.is_empty() {
-            let before = restricted_by.map_or_else(String::new, |c| format!("`{}`", c.name));
-            cx.err(
-                call.name.span(),
-                format!(
-                    "`{name}` runs only on the {} engine, but {before} before it runs only on the {} engine: \
-                     no engine has both",
-                    names(op.engines),
-                    names(&engines)
-                ),
-            );
+            if !engine_lost {
+                let before = restricted_by.map_or_else(String::new, |c| format!("`{}`", c.name));
+                let msg = match engines.as_slice() {
+                    [only] => format!(
+                        "`{name}` is not supported on the {} engine yet: {before} before it runs \
+                         only on the {} engine, `{name}` only on the {} engine",
+                        only.title(),
+                        only.title(),
+                        titles(op.engines)
+                    ),
+                    _ => format!(
+                        "`{name}` runs only on the {} engine, but {before} before it runs only on the {} engine: \
+                         no engine has both",
+                        names(op.engines),
+                        names(&engines)
+                    ),
+                };
+                cx.err(call.name.span(), msg);
+            }
+            // One engine error per pipeline: the operators after it would repeat it.
+            engine_lost = true;
         } else {
             if common.len() < engines.len() {
                 restricted_by = Some(call);
@@ -169,6 +181,14 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
     } else {
         Err(cx.errors)
     }
+}
+
+fn titles(engines: &[Engine]) -> String {
+    engines
+        .iter()
+        .map(|e| e.title())
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 fn names(engines: &[Engine]) -> String {
@@ -358,6 +378,22 @@ impl Cx {
                 self.state_decl(decl, states);
             }
             return;
+        }
+        if matches!(op.name, "from_mq_topic" | "from_mq_topic_with_options") {
+            // The Redis engine's default source id: `{topic}.{group}`, other characters `_`.
+            let mut args = call.args.exprs().iter().map(|a| str_lit(strip(a)));
+            if let (Some(Some(topic)), Some(Some(group))) = (args.next(), args.next()) {
+                *source_id = format!("{topic}.{group}")
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+            }
         }
         for (spec, arg) in op.args.iter().zip(call.args.exprs()) {
             let arg = strip(arg);
@@ -821,7 +857,18 @@ mod tests {
             .collect_vec());
         assert_eq!(
             errors(p),
-            ["`collect_vec` runs only on the memory engine, but `from_mq_topic` before it runs only on the redis engine: no engine has both"]
+            ["`collect_vec` is not supported on the Redis engine yet: `from_mq_topic` before it runs only on the Redis engine, `collect_vec` only on the memory engine"]
+        );
+        // One engine error: the window function after `window` does not repeat it.
+        let p: Pipeline = parse_quote!(env
+            .from_mq_topic_with_id("orders-v1", "orders", "billing")
+            .key_by(|m| m.partition)
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+            .count()
+            .print());
+        assert_eq!(
+            errors(p),
+            ["`window` is not supported on the Redis engine yet: `from_mq_topic_with_id` before it runs only on the Redis engine, `window` only on the memory engine"]
         );
         let p: Pipeline = parse_quote!(env.from_mq_topic("orders", "billing").map(|m| m).print());
         let checked_engines = check(&p).map(|c| c.engines).unwrap_or_default();
@@ -858,6 +905,28 @@ mod tests {
         );
         let p: Pipeline = parse_quote!(env.from_elements([1]).key_by(k).sum().print());
         assert_eq!(ids(p), ["source-{n}/2:sum", "source-{n}/3:sink"]);
+        // The Redis engine's source id: `{topic}.{group}` with other characters as `_`.
+        let p: Pipeline = parse_quote! {
+            env.from_mq_topic("orders", "bill ing")
+                .map(f)
+                .key_by(k)
+                .state(n: ValueState<u64> = 0)
+                .process(pf)
+                .sink(s)
+        };
+        assert_eq!(
+            ids(p),
+            [
+                "orders.bill_ing/1:map",
+                "orders.bill_ing/3:process",
+                "orders.bill_ing/4:sink"
+            ]
+        );
+        let p: Pipeline = parse_quote!(env
+            .from_mq_topic_with_id("orders-v2", "orders", "g")
+            .map(f)
+            .print());
+        assert_eq!(ids(p), ["orders-v2/1:map", "orders-v2/2:sink"]);
     }
 
     #[test]

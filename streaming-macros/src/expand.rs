@@ -14,7 +14,7 @@
 //! ```
 
 use crate::check::{self, Checked, Step};
-use crate::ops::Expansion;
+use crate::ops::{Engine, Expansion};
 use crate::parse::{Args, StateDecl};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
@@ -98,8 +98,10 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
             }
             Expansion::StateDecls => {
                 if let Args::States(decls) = &call.args {
+                    // The Redis engine keeps state in Redis: its descriptors need a codec.
+                    let persistent = !c.engines.contains(&Engine::Memory);
                     for decl in decls {
-                        prelude.extend(state_binding(decl));
+                        prelude.extend(state_binding(decl, persistent));
                     }
                 }
                 chain
@@ -119,7 +121,12 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
 }
 
 /// `name: ValueState<T> = d` → `let name = &::streaming::api::ValueStateDescriptor::<T>::new("name", d);`
-fn state_binding(decl: &StateDecl) -> TokenStream {
+/// (`persistent` instead of `new` on the Redis engine, which stores values as JSON).
+fn state_binding(decl: &StateDecl, persistent: bool) -> TokenStream {
+    let ctor = Ident::new(
+        if persistent { "persistent" } else { "new" },
+        decl.name.span(),
+    );
     let name = &decl.name;
     let text = name.to_string();
     let syn::Type::Path(path) = &decl.ty else {
@@ -137,12 +144,20 @@ fn state_binding(decl: &StateDecl) -> TokenStream {
         _ => TokenStream::new(),
     };
     let span = decl.ty.span();
-    match &decl.default {
-        Some(default) => quote_spanned! {span=>
-            let #name = &::streaming::api::#descriptor #generics::new(#text, #default);
-        },
-        None => quote_spanned! {span=>
-            let #name = &::streaming::api::#descriptor #generics::new(#text);
-        },
+    let value = match &decl.default {
+        Some(default) => {
+            quote_spanned! {span=> ::streaming::api::#descriptor #generics::#ctor(#text, #default) }
+        }
+        None => quote_spanned! {span=> ::streaming::api::#descriptor #generics::#ctor(#text) },
+    };
+    if persistent {
+        // A Redis pipeline's functions are `'static` (one copy runs per partition, on its
+        // own thread): the descriptor lives for the program (one small allocation per
+        // pipeline built).
+        quote_spanned! {span=>
+            let #name = &*::std::boxed::Box::leak(::std::boxed::Box::new(#value));
+        }
+    } else {
+        quote_spanned! {span=> let #name = &#value; }
     }
 }

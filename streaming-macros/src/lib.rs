@@ -20,7 +20,7 @@ mod reference;
 pub fn pipeline(input: TokenStream) -> TokenStream {
     let pipeline = match syn::parse::<parse::Pipeline>(input) {
         Ok(p) => p,
-        Err(e) => return placeholder(&[e], None).into(),
+        Err(e) => return placeholder(&[e], None, false).into(),
     };
     match check::check(&pipeline) {
         Ok(checked) => {
@@ -36,7 +36,14 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
             .into()
         }
         Err(errors) => {
-            placeholder(&errors, pipeline.calls.last().map(|c| c.name.to_string())).into()
+            // A Redis source: the sink registers the pipeline (`Result<(), Error>`).
+            let redis = pipeline.calls.first().is_some_and(|c| {
+                ops::lookup(&c.name.to_string()).is_some_and(|op| {
+                    op.role == ops::Role::Source && op.engines == [ops::Engine::Redis]
+                })
+            });
+            let last = pipeline.calls.last().map(|c| c.name.to_string());
+            placeholder(&errors, last, redis).into()
         }
     }
 }
@@ -74,10 +81,15 @@ pub fn __dsl_reference(_input: TokenStream) -> TokenStream {
 
 /// The errors, then a value of the type a valid pipeline with this sink would have, so the
 /// code around the macro type-checks and one mistake gives one error.
-fn placeholder(errors: &[syn::Error], last: Option<String>) -> proc_macro2::TokenStream {
+fn placeholder(
+    errors: &[syn::Error],
+    last: Option<String>,
+    redis: bool,
+) -> proc_macro2::TokenStream {
     let errors = errors.iter().map(syn::Error::to_compile_error);
     let output = match last.as_deref() {
         Some("collect_vec") => quote::quote!(::std::vec::Vec<_>),
+        Some("sink" | "for_each" | "print" | "print_with_prefix") if redis => quote::quote!(()),
         Some("sink" | "for_each" | "print" | "print_with_prefix") => {
             quote::quote!(::streaming::memory::JobSummary)
         }

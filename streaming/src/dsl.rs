@@ -88,10 +88,11 @@ where
     }
 }
 
-/// The `from_mq_topic` source of the DSL: implemented by the environments of engines with a
-/// message queue (the Redis engine, when it lands), for the stream type `S` it starts.
-/// Called through [`from_mq_topic`] so that an environment without it gets one error,
-/// at the environment, naming the operator.
+/// The message-queue sources of the DSL: implemented by the environments of engines with a
+/// message queue ([`RedisEnv`](crate::redis::RedisEnv)), for the stream type `S` they start.
+/// Called through [`from_mq_topic`], [`from_mq_topic_with_id`] and
+/// [`from_mq_topic_with_options`] so that an environment without them gets one error, at the
+/// environment, naming the operator.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "`from_mq_topic` is not supported by `{Self}`: it needs an engine with a message queue",
@@ -102,12 +103,65 @@ pub trait FromMqTopic<S> {
     /// Reads `topic` as consumer group `group`.
     #[allow(clippy::wrong_self_convention)] // named after the DSL operator
     fn from_mq_topic(&self, topic: &str, group: &str) -> S;
+    /// Reads `topic` as consumer group `group`, with source id `source_id`.
+    #[allow(clippy::wrong_self_convention)] // named after the DSL operator
+    fn from_mq_topic_with_id(&self, source_id: &str, topic: &str, group: &str) -> S;
+    /// Reads `topic` as consumer group `group` with subscription `options`.
+    #[allow(clippy::wrong_self_convention)] // named after the DSL operator
+    fn from_mq_topic_with_options(
+        &self,
+        topic: &str,
+        group: &str,
+        options: crate::mq::SubscriptionOptions,
+    ) -> S;
+}
+
+/// The stream a message-queue source starts on the Redis engine.
+type MqStream = crate::memory::DataStream<crate::redis::MqTopicSource>;
+
+impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
+    fn from_mq_topic(&self, topic: &str, group: &str) -> MqStream {
+        crate::redis::RedisEnv::from_mq_topic(self, topic, group)
+    }
+    fn from_mq_topic_with_id(&self, source_id: &str, topic: &str, group: &str) -> MqStream {
+        crate::redis::RedisEnv::from_mq_topic_with_id(self, source_id, topic, group)
+    }
+    fn from_mq_topic_with_options(
+        &self,
+        topic: &str,
+        group: &str,
+        options: crate::mq::SubscriptionOptions,
+    ) -> MqStream {
+        crate::redis::RedisEnv::from_mq_topic_with_options(self, topic, group, options)
+    }
 }
 
 /// The expansion of `env.from_mq_topic(topic, group)`.
 #[doc(hidden)]
 pub fn from_mq_topic<E: FromMqTopic<S>, S>(env: &E, topic: &str, group: &str) -> S {
     env.from_mq_topic(topic, group)
+}
+
+/// The expansion of `env.from_mq_topic_with_id(source_id, topic, group)`.
+#[doc(hidden)]
+pub fn from_mq_topic_with_id<E: FromMqTopic<S>, S>(
+    env: &E,
+    source_id: &str,
+    topic: &str,
+    group: &str,
+) -> S {
+    env.from_mq_topic_with_id(source_id, topic, group)
+}
+
+/// The expansion of `env.from_mq_topic_with_options(topic, group, options)`.
+#[doc(hidden)]
+pub fn from_mq_topic_with_options<E: FromMqTopic<S>, S>(
+    env: &E,
+    topic: &str,
+    group: &str,
+    options: crate::mq::SubscriptionOptions,
+) -> S {
+    env.from_mq_topic_with_options(topic, group, options)
 }
 
 /// The operator ids a pipeline text gets, without running it (for tests and tools).

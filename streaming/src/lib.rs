@@ -71,7 +71,8 @@
 //! is any expression before the first operator call: a variable, a field path
 //! (`self.env`), a call (`MemoryEnv::new()`), or `(any expression)`. The macro's value is
 //! what the sink returns: `Result<Vec<T>, Error>` for `collect_vec()`,
-//! `Result<JobSummary, Error>` for `sink`/`for_each`/`print`/`print_with_prefix`.
+//! `Result<JobSummary, Error>` for `sink`/`for_each`/`print`/`print_with_prefix` on the
+//! memory engine, `Result<(), Error>` (registered) on the Redis engine.
 //!
 //! **Stages.** Every operator applies to a stage and produces one: a stream, a keyed
 //! stream (after `key_by`), a keyed stream with declared state (after `state(..)`), the
@@ -109,19 +110,34 @@
 //! `{source_id}/{position}:{kind}` (see [`ops::OperatorId`]): positions count operators
 //! after the source from 1 (`key_by` takes a position but has no id; `window`, `trigger`,
 //! `allowed_lateness`, `side_output_late_data`, `state` and `on_timer` take none), the kind
-//! is the table's id kind, and the source id is the literal of `add_source_with_id` or
-//! `from_collection_with_id` (or
-//! `source-{n}`, numbered per environment at run time). Keyed state is stored under the
+//! is the table's id kind, and the source id is the literal of `add_source_with_id`,
+//! `from_collection_with_id` or `from_mq_topic_with_id`, `{topic}.{group}` for
+//! `from_mq_topic` (or `source-{n}`, numbered per environment at run time). Keyed state is stored under the
 //! operator id and the state name, e.g. (`flights/4:process`, `count`). An id depends only
 //! on the text up to its operator, so changing a later operator keeps it, and a restart
 //! with the same pipeline text finds its state. The ids are exactly the builder's for the
 //! same chain.
 //!
-//! **Engines.** Each operator lists the engines that support it; a pipeline compiles on an
-//! environment when every operator it uses is supported there. Bounded sources and
-//! `collect_vec` are memory-only; `from_mq_topic` belongs to the Redis engine. The Redis
-//! engine runs builder pipelines ([`redis::RedisEnv`]); `pipeline!` does not target it
-//! yet: its column states the plan, and its sources and sinks join the table with it.
+//! **Engines.** Each operator lists the engines that support it (the table's `engines`
+//! column); a pipeline compiles on an environment when every operator it uses is supported
+//! there, and the same pipeline text compiles against [`MemoryEnv`] and
+//! [`redis::RedisEnv`] when it uses only operators both support. The source picks the
+//! engine: bounded sources (`from_elements`, `from_collection*`, `add_source*`) are the
+//! memory engine's, `from_mq_topic`, `from_mq_topic_with_id` and
+//! `from_mq_topic_with_options` the Redis engine's (on another environment they are an
+//! error at the environment; a bounded source on a `RedisEnv` is rustc's "no method named
+//! `from_collection` found for struct `RedisEnv`"). After a Redis source, an operator the
+//! Redis engine does not support yet — `window` and the windowed-stream operators
+//! (`trigger`, `allowed_lateness`, `side_output_late_data`, `aggregate*`, `apply`,
+//! `count`), `collect_vec` — is a compile error at the operator: "`window` is not
+//! supported on the Redis engine yet". On the Redis engine the macro's value is what the
+//! sink returns there, `Result<(), Error>`: the pipeline is registered, and
+//! [`redis::RedisEnv::execute_async`] starts it. Its `state(..)` declarations are
+//! `persistent` descriptors (values stored as JSON, so state types must be
+//! `Serialize + DeserializeOwned`), allocated once per pipeline built and kept for the
+//! program (the engine's functions are `'static`); on the memory engine they are `new`
+//! descriptors local to the pipeline. The default source id of `from_mq_topic` is
+//! `{topic}.{group}` (characters outside `[A-Za-z0-9_.-]` become `_`), the builder's.
 //!
 //! **Debugging.** `STREAMING_PIPELINE_DEBUG=1 cargo build` prints every expansion with its
 //! stages and operator ids on stderr (changing the variable rebuilds the crates that use

@@ -10,6 +10,6 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: &[Engine::Redis],
     expansion: Expansion::EngineFunction,
-    summary: "A stream read from a message-queue topic by a consumer group (Redis engine; joins with it).",
+    summary: "A stream of the messages of a topic read by a consumer group; source id `{topic}.{group}` (Redis engine).",
     example: "",
 };

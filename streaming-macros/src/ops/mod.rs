@@ -24,6 +24,8 @@ mod from_collection;
 mod from_collection_with_id;
 mod from_elements;
 mod from_mq_topic;
+mod from_mq_topic_with_id;
+mod from_mq_topic_with_options;
 mod key_by;
 mod map;
 mod on_timer;
@@ -45,7 +47,7 @@ mod window;
 pub(crate) enum Engine {
     /// `streaming::MemoryEnv`.
     Memory,
-    /// The Redis engine (its sources and sinks join the table with it).
+    /// `streaming::redis::RedisEnv`.
     Redis,
 }
 
@@ -58,6 +60,14 @@ impl Engine {
         match self {
             Engine::Memory => "memory",
             Engine::Redis => "redis",
+        }
+    }
+
+    /// The engine's name at the start of a phrase: "the Redis engine".
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Engine::Memory => "memory",
+            Engine::Redis => "Redis",
         }
     }
 }
@@ -234,6 +244,8 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &add_source::SPEC,
     &add_source_with_id::SPEC,
     &from_mq_topic::SPEC,
+    &from_mq_topic_with_id::SPEC,
+    &from_mq_topic_with_options::SPEC,
     &map::SPEC,
     &try_map::SPEC,
     &filter::SPEC,
@@ -316,7 +328,8 @@ pub(crate) mod prelude {
 
     /// Supported by both engines.
     pub(crate) const BOTH: &[Engine] = &[Engine::Memory, Engine::Redis];
-    /// Supported by the in-memory engine only (bounded sources and collecting sinks).
+    /// Supported by the in-memory engine only: bounded sources, `collect_vec`, and (not on
+    /// the Redis engine yet) windows and their operators.
     pub(crate) const MEMORY: &[Engine] = &[Engine::Memory];
 }
 

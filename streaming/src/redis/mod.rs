@@ -64,7 +64,13 @@
 //! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
 //! checkpoints and leader election, schema version checks
 //! (`state_schema_evolution_enabled` / `state_schema_mismatch_policy` are accepted and not
-//! acted on), sink deduplication, the `pipeline!` macro on Redis.
+//! acted on), sink deduplication.
+//!
+//! [`pipeline!`](crate::pipeline) targets a `RedisEnv` when it starts with
+//! `from_mq_topic`, `from_mq_topic_with_id` or `from_mq_topic_with_options`; its value is
+//! the registration's `Result<(), Error>`, and its `state(..)` declarations are
+//! `persistent`. Operators not supported here yet (windows, `collect_vec`) are compile
+//! errors at the operator (see the DSL reference).
 
 mod config;
 mod env;

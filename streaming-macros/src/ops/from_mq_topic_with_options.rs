@@ -1,0 +1,15 @@
+//! The `from_mq_topic_with_options` operator.
+
+use super::prelude::*;
+
+/// The `from_mq_topic_with_options` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "from_mq_topic_with_options",
+    role: Role::Source,
+    args: &[arg("topic", Expr), arg("group", Expr), arg("options: SubscriptionOptions", Expr)],
+    variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
+    engines: &[Engine::Redis],
+    expansion: Expansion::EngineFunction,
+    summary: "Like `from_mq_topic` with `SubscriptionOptions` (batch size, poll time, start policy) (Redis engine).",
+    example: "",
+};
