@@ -118,8 +118,17 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 }
 
 /// The documented sampling: top 53 bits of FNV-1a 64 of the id, as a fraction, < rate.
+/// MurmurHash3 fmix64, written out here independently of the engine.
+fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ceb9fe1a85ec53);
+    h ^ (h >> 33)
+}
+
 fn sampled(id: &str, rate: f64) -> bool {
-    rate >= 1.0 || ((fnv1a64(id.as_bytes()) >> 11) as f64 / (1u64 << 53) as f64) < rate
+    rate >= 1.0 || ((fmix64(fnv1a64(id.as_bytes())) >> 11) as f64 / (1u64 << 53) as f64) < rate
 }
 
 fn wait_until(what: &str, job: &JobClient, mut check: impl FnMut() -> bool) {

@@ -44,7 +44,7 @@
 //! chain inside a `tracing` span `message` with fields `job`, `topic`, `group`,
 //! `consumer`, `id`, `key` (empty without a key) and `partition`, so user functions' logs
 //! carry them. `mdc_sample_rate` picks messages deterministically by id: a message gets
-//! the span when the top 53 bits of FNV-1a 64 of its id, as a fraction of 2^53, are below
+//! the span when the top 53 bits of `fmix64(FNV-1a 64)` of its id, as a fraction of 2^53, are below
 //! the rate (1.0: every message; 0.0: none).
 //!
 //! Errors (seed §2.4): a record whose user function fails or panics follows

@@ -85,8 +85,20 @@ pub(crate) fn shard_of(field: &str, shards: u32) -> u32 {
     (fnv1a64(field.as_bytes()) % u64::from(shards.max(1))) as u32
 }
 
+/// MurmurHash3's 64-bit finalizer (`fmix64`): spreads every input bit over the high bits.
+/// FNV-1a alone barely changes its high bits when only the last bytes differ, as in stream
+/// ids of one millisecond (`…-0`, `…-1`), so sampling by its top bits took all or none.
+pub(crate) fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
 /// Whether message `id` gets a tracing span at `mdc_sample_rate` `rate`: the top 53 bits
-/// of FNV-1a 64 of the id, as a fraction of 2^53, below `rate` (deterministic per id).
+/// of `fmix64(FNV-1a 64 of the id)`, as a fraction of 2^53, below `rate` (deterministic
+/// per id).
 pub(crate) fn mdc_sampled(id: &str, rate: f64) -> bool {
     if rate >= 1.0 {
         return true;
@@ -94,7 +106,7 @@ pub(crate) fn mdc_sampled(id: &str, rate: f64) -> bool {
     if rate <= 0.0 {
         return false;
     }
-    ((fnv1a64(id.as_bytes()) >> 11) as f64 / (1u64 << 53) as f64) < rate
+    ((fmix64(fnv1a64(id.as_bytes())) >> 11) as f64 / (1u64 << 53) as f64) < rate
 }
 
 impl StateKeys {
