@@ -51,7 +51,7 @@ pub enum ProcessingErrorResult {
 /// How a batch's input is acknowledged (DESIGN invariant 3).
 ///
 /// The default is [`AckMode::Offset`]: measured end to end (keyed count, 4 partitions,
-/// `BENCHMARKS.engine.md`) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
+/// `BENCHMARKS.md`) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
 /// no pending-entries list), with the same exactly-once state. Its costs: lag and
 /// progress show as the group's last-delivered id and the committed offset, not as
 /// pending entries; a failed record's retry or dead letter is written just before the
