@@ -171,6 +171,11 @@ impl RedisEnv {
     /// `{topic}.{group}` (characters outside `[A-Za-z0-9_.-]` become `_`); it prefixes
     /// the operator ids that key the pipeline's state, so keep topic and group stable, or
     /// use [`from_mq_topic_with_id`](Self::from_mq_topic_with_id).
+    ///
+    /// A new group therefore does **not** read messages sent before it was created: to
+    /// process a topic from its beginning, pass
+    /// `SubscriptionOptions::builder().start(StartPolicy::Earliest).build()?` to
+    /// [`from_mq_topic_with_options`](Self::from_mq_topic_with_options).
     pub fn from_mq_topic(&self, topic: &str, group: &str) -> DataStream<MqTopicSource> {
         self.from_mq_topic_with_options(topic, group, SubscriptionOptions::default())
     }
