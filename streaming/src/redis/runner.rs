@@ -708,7 +708,12 @@ where
                 let mut msgs = Vec::with_capacity(entries.len());
                 for e in entries {
                     match e.decode(&spec.topic, p) {
-                        Ok(m) => msgs.push(m),
+                        Ok(m) if m.is_for_group(&spec.group) => msgs.push(m),
+                        // Another group's retry: not run through the chain; its id stays
+                        // in `ids`, so the commit acknowledges it and the frontier moves on.
+                        Ok(m) => tracing::debug!(topic = %spec.topic, partition = p, id = %m.id,
+                                                 retry_group = ?m.retry_group,
+                                                 "skipping another group's retry"),
                         Err(reason) => self.malformed(ctx, conn, e, &reason).await?,
                     }
                 }
