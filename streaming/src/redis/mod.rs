@@ -49,7 +49,8 @@
 //!
 //! Errors (seed §2.4): a record whose user function fails or panics follows
 //! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
-//! letter at once) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
+//! letter at once; a retry is addressed to the failing pipeline's group, and pipelines of
+//! other groups on the topic skip it without counting it as a record) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
 //! [`HEADER_RUNTIME_ERROR_TYPE`], [`HEADER_RUNTIME_ERROR_MESSAGE`] (≤ 512 chars); the
 //! batch is rolled back (state reloaded) and run again without it, so state counts exactly
 //! the acknowledged successful records. Malformed entries go to the dead-letter queue. A
