@@ -8,7 +8,7 @@ use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
     KeyedReduce, KeyedSum, Map, Operator, OperatorId, ProcessFn, RecordTimestamp, ReduceWindow,
-    SinkOp, SumWindow, TryMap, WindowFunction, WindowOperator,
+    SinkOp, SumWindow, TryMap, WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -170,14 +170,18 @@ impl<R, T, I: IntoIterator, F: FnMut(T) -> I> Stage<T, R> for FlatMapStage<F, I>
 
 impl<R, T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T, R>
     for WatermarkStage<TA, G>
+where
+    R: WatermarkStore,
 {
     type Out = T;
     type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
-    fn build<N: Operator<T>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.watermark_state(&self.id);
         Ok(AssignWatermarks::new(
             self.id,
             self.assigner,
             self.generator,
+            state,
             next,
         ))
     }

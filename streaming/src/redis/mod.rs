@@ -86,7 +86,9 @@ pub use config::{
 };
 pub use env::{MqTopicSource, RedisEnv, RedisPortable};
 pub use job::{JobClient, JobDiagnostics, PartitionProgress};
-pub use persist::{Persist, StateWrite, ROLLING_STATE};
+pub use persist::{
+    Persist, StateLimits, StateWrite, PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE,
+};
 pub use runner::{
     HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
     HEADER_RUNTIME_JOB,
