@@ -146,58 +146,58 @@ macro_rules! windowed {
 
 macro_rules! run_differential {
     ($name:expr, $assigner:expr, $lateness:expr) => {{
-    let (name, assigner, lateness) = ($name, $assigner, $lateness);
-    let s = setup(name);
-    let rt = rt();
-    let mq = s.mq(&rt);
-    let input = events(300);
-    let expected = sorted(
-        windowed!(
-            MemoryEnv::new().from_collection(input.clone()),
-            assigner.clone(),
-            lateness
-        )
-        .collect_vec()
-        .unwrap(),
-    );
-    assert!(expected.len() > 20, "{}", expected.len());
-    for mode in [AckMode::Offset, AckMode::Xack] {
-        let topic = format!("ev-{mode:?}");
-        rt.block_on(mq.create_topic(&topic, 1)).unwrap();
-        send(&rt, &mq, &topic, &input);
-        let env = s.env(
-            s.config(&format!("{name}-{mode:?}"), mode)
-                .watermark_idle_timeout(Some(Duration::from_millis(300))),
+        let (name, assigner, lateness) = ($name, $assigner, $lateness);
+        let s = setup(name);
+        let rt = rt();
+        let mq = s.mq(&rt);
+        let input = events(300);
+        let expected = sorted(
+            windowed!(
+                MemoryEnv::new().from_collection(input.clone()),
+                assigner.clone(),
+                lateness
+            )
+            .collect_vec()
+            .unwrap(),
         );
-        let out = CollectSink::new();
-        windowed!(
-            env.from_mq_topic_with_options(&topic, "g", earliest())
-                .map(|m: Message| parse(&m)),
-            assigner.clone(),
-            lateness
-        )
-        .sink(out.clone())
-        .unwrap();
-        let job = env.execute_async().unwrap();
-        wait_until("all records and an idle flush", &job, |j| {
-            records(j) == 300 && flushed(j)
-        });
-        job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
-        assert_eq!(sorted(out.snapshot()), expected, "{name} {mode:?}");
-        let d = job.diagnostics();
-        let late: u64 = d.partitions.iter().map(|p| p.window_late_dropped).sum();
-        let fired: u64 = d.partitions.iter().map(|p| p.window_fired).sum();
-        assert_eq!(fired, expected.len() as u64, "{mode:?}");
-        let mem_summary = windowed!(
-            MemoryEnv::new().from_collection(input.clone()),
-            assigner.clone(),
-            lateness
-        )
-        .for_each(|_| {})
-        .unwrap();
-        assert_eq!(late, mem_summary.late_elements, "{mode:?}");
-    }
+        assert!(expected.len() > 20, "{}", expected.len());
+        for mode in [AckMode::Offset, AckMode::Xack] {
+            let topic = format!("ev-{mode:?}");
+            rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+            send(&rt, &mq, &topic, &input);
+            let env = s.env(
+                s.config(&format!("{name}-{mode:?}"), mode)
+                    .watermark_idle_timeout(Some(Duration::from_millis(300))),
+            );
+            let out = CollectSink::new();
+            windowed!(
+                env.from_mq_topic_with_options(&topic, "g", earliest())
+                    .map(|m: Message| parse(&m)),
+                assigner.clone(),
+                lateness
+            )
+            .sink(out.clone())
+            .unwrap();
+            let job = env.execute_async().unwrap();
+            wait_until("all records and an idle flush", &job, |j| {
+                records(j) == 300 && flushed(j)
+            });
+            job.cancel();
+            assert!(job.await_termination(Duration::from_secs(10)));
+            assert_eq!(sorted(out.snapshot()), expected, "{name} {mode:?}");
+            let d = job.diagnostics();
+            let late: u64 = d.partitions.iter().map(|p| p.window_late_dropped).sum();
+            let fired: u64 = d.partitions.iter().map(|p| p.window_fired).sum();
+            assert_eq!(fired, expected.len() as u64, "{mode:?}");
+            let mem_summary = windowed!(
+                MemoryEnv::new().from_collection(input.clone()),
+                assigner.clone(),
+                lateness
+            )
+            .for_each(|_| {})
+            .unwrap();
+            assert_eq!(late, mem_summary.late_elements, "{mode:?}");
+        }
     }};
 }
 
@@ -240,13 +240,20 @@ fn restart_with_open_windows_gives_the_uninterrupted_output() {
     let input = events(240);
     let assigner = TumblingEventTimeWindows::of(Duration::from_millis(50)).unwrap();
     let expected = sorted(
-        windowed!(MemoryEnv::new().from_collection(input.clone()), assigner, 20)
-            .collect_vec()
-            .unwrap(),
+        windowed!(
+            MemoryEnv::new().from_collection(input.clone()),
+            assigner,
+            20
+        )
+        .collect_vec()
+        .unwrap(),
     );
     let out = CollectSink::new();
     let run = |idle: Option<Duration>, until: u64, flush: bool| {
-        let env = s.env(s.config("restart", AckMode::Offset).watermark_idle_timeout(idle));
+        let env = s.env(
+            s.config("restart", AckMode::Offset)
+                .watermark_idle_timeout(idle),
+        );
         windowed!(
             env.from_mq_topic_with_options("ev", "g", earliest())
                 .map(|m: Message| parse(&m)),

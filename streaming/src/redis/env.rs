@@ -364,8 +364,7 @@ impl<R: WatermarkStore> Plan<R> for MqTopicSource {
         downstream: O,
     ) -> Result<(Self, impl Operator<Message> + use<R, O>), Error> {
         let id = OperatorId::new(&self.source_id, 0, "watermark");
-        let generator =
-            BoundedOutOfOrderness::new(self.env.config().watermark_out_of_orderness())?;
+        let generator = BoundedOutOfOrderness::new(self.env.config().watermark_out_of_orderness())?;
         let state = rt.watermark_state(&id);
         let head = AssignWatermarks::new(id, RecordTimestamp, generator, state, downstream);
         Ok((self, head))

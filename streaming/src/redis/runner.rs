@@ -17,8 +17,8 @@
 
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
-use super::runtime::{mdc_sampled, DynStore, StateKeys};
 use super::persist::StateLimits;
+use super::runtime::{mdc_sampled, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
 use crate::memory::Plan;

@@ -8,7 +8,9 @@ use std::fmt;
 /// belongs to the window and the time at which an event-time trigger fires it.
 ///
 /// Serialized (serde) as `{"start": .., "end": ..}`; deserializing rejects `end <= start`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(try_from = "RawWindow")]
 pub struct TimeWindow {
     start: i64,
