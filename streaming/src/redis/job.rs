@@ -26,6 +26,18 @@ pub struct PartitionProgress {
     pub batches: u64,
     /// Records that failed and went to retry or the dead-letter queue.
     pub failed: u64,
+    /// The partition's watermark (ms) as of its last commit: the one its last watermark
+    /// operator emitted (`i64::MIN` before the first, `i64::MAX` right after an idle
+    /// flush, `None` until the partition has committed).
+    pub watermark: Option<i64>,
+    /// Window firings committed (each emission of a window's result).
+    pub window_fired: u64,
+    /// Elements that arrived after all their windows were past the allowed lateness
+    /// (sent to the late side output, if any, and otherwise dropped).
+    pub window_late_dropped: u64,
+    /// Idle flushes: times the partition's watermark was flushed to `i64::MAX` after
+    /// `watermark_idle_timeout` without input or a generator's `mark_idle`.
+    pub idle_flushes: u64,
 }
 
 /// What [`JobClient::diagnostics`] reports.
