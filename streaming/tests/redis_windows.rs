@@ -347,3 +347,145 @@ fn partitions_keep_their_own_watermarks() {
     // would have been behind the fast key's watermark.
     assert!(d.partitions.iter().all(|p| p.window_late_dropped == 0));
 }
+
+/// Counts elements per key and, 100 ms of event time after a key's first element, emits
+/// `(key, fire time, count so far)` from an event-time timer.
+#[derive(Clone)]
+struct CountThenReport;
+
+const SEEN: streaming::api::ValueStateDescriptor<u64> =
+    streaming::api::ValueStateDescriptor::persistent("seen", 0);
+
+impl streaming::api::KeyedProcessFunction<String, (String, i64)> for CountThenReport {
+    type Out = (String, i64, u64);
+
+    fn process_element(
+        &mut self,
+        value: (String, i64),
+        ctx: &mut streaming::api::KeyedContext<'_, String>,
+        _out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let mut seen = ctx.state(&SEEN)?;
+        let n = seen.value() + 1;
+        seen.update(n);
+        if n == 1 {
+            ctx.register_event_time_timer(value.1 + 100);
+        }
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut streaming::api::TimerContext<'_, String>,
+        out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let n = ctx.state(&SEEN)?.value();
+        out.collect((ctx.current_key().clone(), timestamp, n));
+        Ok(())
+    }
+}
+
+macro_rules! timed {
+    ($stream:expr) => {
+        $stream
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new(Duration::from_millis(0)).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .process_function(CountThenReport)
+    };
+}
+
+/// Event-time timers are kept in Redis: timers registered before a restart fire after it,
+/// with the key that registered them, and the output equals one uninterrupted run (and the
+/// memory engine's).
+#[test]
+fn process_timers_survive_a_restart_and_fire_with_their_key() {
+    let s = setup("timers-restart");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    // Keys a, b, c start at 0, 10, 20; the stream advances 5 ms per element to 300.
+    let input: Vec<(String, i64)> = (0..60)
+        .map(|i| (["a", "b", "c"][i % 3].to_string(), (i as i64) * 5))
+        .collect();
+    let mut expected = timed!(MemoryEnv::new().from_collection(input.clone()))
+        .collect_vec()
+        .unwrap();
+    expected.sort();
+    // Each key fires once, at its first element + 100, with its elements up to then
+    // (a: 0, 15, .., 90 — the watermark reaches 100 with b's element at 100).
+    assert_eq!(
+        expected,
+        vec![
+            ("a".to_string(), 100, 7),
+            ("b".to_string(), 105, 7),
+            ("c".to_string(), 110, 7),
+        ]
+    );
+    let out = CollectSink::new();
+    let run = |until: u64| {
+        let env = s.env(s.config("timers", AckMode::Offset));
+        timed!(env
+            .from_mq_topic_with_options("ev", "g", earliest())
+            .map(|m: Message| parse(&m)))
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("records", &job, |j| records(j) == until);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+    };
+    // The first run stops at event time 95: every timer is still pending.
+    send(&rt, &mq, "ev", &input[..20]);
+    run(20);
+    assert!(out.is_empty(), "{:?}", out.snapshot());
+    send(&rt, &mq, "ev", &input[20..]);
+    run(40);
+    let mut got = out.snapshot();
+    got.sort();
+    assert_eq!(got, expected);
+}
+
+/// `event_time_timer_max_size`: a record whose timer would exceed the bound fails and goes
+/// to the dead-letter queue (never a silently dropped timer); the others are processed.
+#[test]
+fn a_full_event_time_timer_queue_fails_the_record() {
+    let s = setup("timers-full");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    // Five keys, each registering one timer far in the future; the bound is 3.
+    let input: Vec<(String, i64)> = (0..5).map(|i| (format!("k{i}"), i)).collect();
+    send(&rt, &mq, "ev", &input);
+    let env = s.env(
+        s.config("timers-full", AckMode::Offset)
+            .event_time_timer_max_size(3)
+            .processing_error_result(streaming::redis::ProcessingErrorResult::DeadLetter),
+    );
+    timed!(env
+        .from_mq_topic_with_options("ev", "g", earliest())
+        .map(|m: Message| parse(&m)))
+    .sink(CollectSink::new())
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    wait_until("records", &job, |j| {
+        let d = j.diagnostics();
+        d.partitions.iter().map(|p| p.records + p.failed).sum::<u64>() == 5
+    });
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    let d = job.diagnostics();
+    assert_eq!(d.partitions[0].records, 3);
+    assert_eq!(d.partitions[0].failed, 2);
+    let dead = rt.block_on(mq.dead_letters("ev", 10)).unwrap();
+    let keys: Vec<&str> = dead.iter().filter_map(|m| m.key.as_deref()).collect();
+    assert_eq!(keys, ["k3", "k4"]);
+    assert!(
+        dead.iter()
+            .all(|m| m.error.contains("event_time_timer_max_size")),
+        "{dead:?}"
+    );
+}
