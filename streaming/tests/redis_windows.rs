@@ -473,7 +473,11 @@ fn a_full_event_time_timer_queue_fails_the_record() {
     let job = env.execute_async().unwrap();
     wait_until("records", &job, |j| {
         let d = j.diagnostics();
-        d.partitions.iter().map(|p| p.records + p.failed).sum::<u64>() == 5
+        d.partitions
+            .iter()
+            .map(|p| p.records + p.failed)
+            .sum::<u64>()
+            == 5
     });
     job.cancel();
     assert!(job.await_termination(Duration::from_secs(10)));
@@ -488,4 +492,132 @@ fn a_full_event_time_timer_queue_fails_the_record() {
             .all(|m| m.error.contains("event_time_timer_max_size")),
         "{dead:?}"
     );
+}
+
+mod differential {
+    //! Property test: random out-of-order input, window kind, lateness, out-of-orderness
+    //! and trigger; the Redis engine (one partition, idle flush at the end) gives the
+    //! memory engine's output. Bounded cases: each case runs a Redis job.
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use streaming::time::{CountTrigger, EventTimeTrigger};
+
+    macro_rules! prop_pipeline {
+        ($stream:expr, $assigner:expr, $lateness:expr, $ooo:expr, $trigger:expr) => {
+            $stream
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis($ooo)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window($assigner)
+                .trigger($trigger)
+                .allowed_lateness(Duration::from_millis($lateness))
+                .count()
+        };
+    }
+
+    fn check<A, Tr>(
+        s: &Setup,
+        input: &[(String, i64)],
+        assigner: A,
+        lateness: u64,
+        ooo: u64,
+        trigger: Tr,
+    ) -> Result<(), TestCaseError>
+    where
+        A: streaming::time::WindowAssigner + Clone + Send + 'static,
+        A::DefaultTrigger: streaming::time::Trigger<(String, i64)>,
+        Tr: streaming::time::Trigger<(String, i64)>
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + Send,
+    {
+        static CASE: AtomicU32 = AtomicU32::new(0);
+        let case = CASE.fetch_add(1, Ordering::Relaxed);
+        let rt = rt();
+        let mq = s.mq(&rt);
+        let topic = format!("prop{case}");
+        rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        send(&rt, &mq, &topic, input);
+        let expected = sorted(
+            prop_pipeline!(
+                MemoryEnv::new().from_collection(input.to_vec()),
+                assigner.clone(),
+                lateness,
+                ooo,
+                trigger.clone()
+            )
+            .collect_vec()
+            .unwrap(),
+        );
+        let env = s.env(
+            s.config(&format!("prop{case}"), AckMode::Offset)
+                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+        );
+        let out = CollectSink::new();
+        prop_pipeline!(
+            env.from_mq_topic_with_options(&topic, "g", earliest())
+                .map(|m: Message| parse(&m)),
+            assigner,
+            lateness,
+            ooo,
+            trigger
+        )
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        let n = input.len() as u64;
+        wait_until("all records and an idle flush", &job, |j| {
+            records(j) == n && flushed(j)
+        });
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+        prop_assert_eq!(sorted(out.snapshot()), expected);
+        Ok(())
+    }
+
+    fn input() -> impl Strategy<Value = Vec<(String, i64)>> {
+        prop::collection::vec((0u8..3, 0i64..60, any::<bool>()), 1..60).prop_map(|steps| {
+            let mut t = 0i64;
+            steps
+                .into_iter()
+                .map(|(k, dt, back)| {
+                    t += dt / 4;
+                    let ts = if back { (t - dt).max(0) } else { t + dt / 8 };
+                    (format!("k{k}"), ts)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        #[test]
+        fn redis_windows_equal_memory_windows(
+            input in input(),
+            kind in 0u8..3,
+            lateness in 0u64..40,
+            ooo in 0u64..30,
+            count_trigger in prop::option::of(1u64..4),
+        ) {
+            let s = setup("win-prop");
+            let size = Duration::from_millis(40);
+            macro_rules! with_trigger {
+                ($assigner:expr) => {
+                    match count_trigger {
+                        Some(n) => check(&s, &input, $assigner, lateness, ooo, CountTrigger::of(n).unwrap()),
+                        None => check(&s, &input, $assigner, lateness, ooo, EventTimeTrigger),
+                    }
+                };
+            }
+            match kind {
+                0 => with_trigger!(TumblingEventTimeWindows::of(size).unwrap())?,
+                1 => with_trigger!(SlidingEventTimeWindows::of(size, Duration::from_millis(15)).unwrap())?,
+                _ => with_trigger!(EventTimeSessionWindows::with_gap(Duration::from_millis(25)).unwrap())?,
+            }
+        }
+    }
 }
