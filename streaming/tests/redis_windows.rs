@@ -621,3 +621,265 @@ mod differential {
         }
     }
 }
+
+/// The idle flush fires every open window; the next records start a new watermark epoch
+/// from their own event time (not late against the flushed `i64::MAX`): the output is
+/// that of two separate memory runs, one per epoch.
+#[test]
+fn idle_flush_ends_an_epoch_and_the_next_records_start_a_new_one() {
+    let s = setup("win-epoch");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    let first: Vec<(String, i64)> = (0..50).map(|i| ("a".to_string(), i * 10)).collect();
+    let second: Vec<(String, i64)> = (0..20).map(|i| ("a".to_string(), 50 + i * 5)).collect();
+    let assigner = TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap();
+    let mut expected = Vec::new();
+    for part in [&first, &second] {
+        expected.extend(
+            windowed!(MemoryEnv::new().from_collection(part.clone()), assigner, 0)
+                .collect_vec()
+                .unwrap(),
+        );
+    }
+    let expected = sorted(expected);
+    let env = s.env(
+        s.config("epoch", AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_millis(200))),
+    );
+    let out = CollectSink::new();
+    windowed!(
+        env.from_mq_topic_with_options("ev", "g", earliest())
+            .map(|m: Message| parse(&m)),
+        assigner,
+        0
+    )
+    .sink(out.clone())
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    send(&rt, &mq, "ev", &first);
+    wait_until("first epoch flushed", &job, |j| {
+        records(j) == 50 && j.diagnostics().partitions[0].idle_flushes == 1
+    });
+    assert_eq!(job.diagnostics().partitions[0].watermark, Some(i64::MAX));
+    send(&rt, &mq, "ev", &second);
+    wait_until("second epoch flushed", &job, |j| {
+        records(j) == 70 && j.diagnostics().partitions[0].idle_flushes == 2
+    });
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    let d = job.diagnostics();
+    assert_eq!(d.partitions[0].window_late_dropped, 0);
+    assert_eq!(sorted(out.snapshot()), expected);
+    // [0,100) and [100,200) of the second epoch are windows of their own.
+    assert_eq!(
+        out.snapshot()
+            .iter()
+            .filter(|(_, w, _)| w.start() == 100)
+            .map(|(_, _, n)| *n)
+            .collect::<Vec<_>>(),
+        [10, 10]
+    );
+}
+
+/// A generator that marks its input idle when it sees key `idle`.
+#[derive(Clone)]
+struct IdleOnMarker;
+
+impl streaming::time::WatermarkGenerator<(String, i64)> for IdleOnMarker {
+    fn on_event(
+        &mut self,
+        event: &(String, i64),
+        timestamp: i64,
+        output: &mut streaming::time::WatermarkOutput,
+    ) {
+        if event.0 == "idle" {
+            output.mark_idle();
+        } else {
+            output.raise(timestamp);
+        }
+    }
+}
+
+/// `mark_idle` flushes at once (the idle timeout here is far longer than the test), and a
+/// generator that never raises leaves the watermark at `i64::MIN` (nothing fires).
+#[test]
+fn mark_idle_flushes_and_a_silent_generator_keeps_min() {
+    let s = setup("win-mark-idle");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    let env = s.env(
+        s.config("mark-idle", AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_secs(3600))),
+    );
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options("ev", "g", earliest())
+        .map(|m: Message| parse(&m))
+        .assign_timestamps_and_watermarks_with(|e: &(String, i64), _ts: i64| e.1, IdleOnMarker)
+        .filter(|e: &(String, i64)| e.0 != "idle")
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .count()
+        .sink(out.clone())
+        .unwrap();
+    let silent = CollectSink::new();
+    env.from_mq_topic_with_options("ev", "silent", earliest())
+        .map(|m: Message| parse(&m))
+        .assign_timestamps_and_watermarks_with(
+            |e: &(String, i64), _ts: i64| e.1,
+            streaming::time::NoWatermarks,
+        )
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .count()
+        .sink(silent.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let input: Vec<(String, i64)> = vec![
+        ("a".into(), 10),
+        ("a".into(), 20),
+        ("a".into(), 150),
+        ("idle".into(), 0),
+    ];
+    send(&rt, &mq, "ev", &input);
+    wait_until("the idle mark flushes", &job, |j| {
+        let d = j.diagnostics();
+        d.partitions
+            .iter()
+            .any(|p| p.group == "g" && p.idle_flushes == 1)
+    });
+    wait_until("the silent pipeline read everything", &job, |j| {
+        j.diagnostics()
+            .partitions
+            .iter()
+            .any(|p| p.group == "silent" && p.records == 4)
+    });
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    assert_eq!(
+        sorted(out.snapshot()),
+        vec![
+            ("a".to_string(), TimeWindow::new(0, 100), 2),
+            ("a".to_string(), TimeWindow::new(100, 200), 1),
+        ]
+    );
+    assert!(silent.is_empty(), "{:?}", silent.snapshot());
+    let d = job.diagnostics();
+    let silent_p = d.partitions.iter().find(|p| p.group == "silent").unwrap();
+    assert_eq!(silent_p.watermark, Some(i64::MIN));
+    assert_eq!(silent_p.idle_flushes, 0);
+}
+
+/// `window_max_fires_per_record`: with a cap of 1, five windows that become due together
+/// fire one per record, before each following record; none is lost.
+#[test]
+fn window_fires_per_record_are_capped_and_carried_over() {
+    let s = setup("win-cap");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    let env = s.env(
+        s.config("cap", AckMode::Offset)
+            .window_max_fires_per_record(1),
+    );
+    let out = CollectSink::new();
+    let one = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .batch_count(1)
+        .poll_timeout(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    windowed!(
+        env.from_mq_topic_with_options("ev", "g", one)
+            .map(|m: Message| parse(&m)),
+        TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap(),
+        0
+    )
+    .sink(out.clone())
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    let fired = |j: &JobClient| j.diagnostics().partitions[0].window_fired;
+    // Five keys with a window [0, 100) each.
+    let keys: Vec<(String, i64)> = (0..5).map(|i| (format!("k{i}"), i)).collect();
+    send(&rt, &mq, "ev", &keys);
+    // Watermark to 300 - 25: all five windows are due; one fires.
+    send(&rt, &mq, "ev", &[("z".to_string(), 300)]);
+    wait_until("6 records", &job, |j| records(j) == 6);
+    assert_eq!(fired(&job), 1);
+    // Each further record first fires one more carried-over window.
+    for (i, ts) in [301, 302, 303, 304].into_iter().enumerate() {
+        send(&rt, &mq, "ev", &[("z".to_string(), ts)]);
+        wait_until("next record", &job, |j| records(j) == 7 + i as u64);
+        assert_eq!(fired(&job), 2 + i as u64);
+    }
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    let got = sorted(out.snapshot());
+    let want: Vec<Counted> = (0..5)
+        .map(|i| (format!("k{i}"), TimeWindow::new(0, 100), 1))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Late elements go to the typed late side output on the Redis engine too, and are
+/// counted in the partition's `window_late_dropped`.
+#[test]
+fn late_elements_reach_the_side_output() {
+    let s = setup("win-late");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    let input: Vec<(String, i64)> = vec![
+        ("a".into(), 10),
+        ("a".into(), 250),
+        ("a".into(), 20), // late: [0,100) closed at watermark 225
+        ("a".into(), 260),
+        ("a".into(), 99), // late
+    ];
+    let mem_late = CollectSink::new();
+    let assigner = TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap();
+    let mem = sorted(
+        MemoryEnv::new()
+            .from_collection(input.clone())
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .window(assigner)
+            .side_output_late_data(mem_late.clone())
+            .count()
+            .collect_vec()
+            .unwrap(),
+    );
+    send(&rt, &mq, "ev", &input);
+    let env = s.env(
+        s.config("late", AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_millis(200))),
+    );
+    let (out, late) = (CollectSink::new(), CollectSink::new());
+    env.from_mq_topic_with_options("ev", "g", earliest())
+        .map(|m: Message| parse(&m))
+        .assign_timestamps_and_watermarks_with(
+            |e: &(String, i64), _ts: i64| e.1,
+            BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+        )
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(assigner)
+        .side_output_late_data(late.clone())
+        .count()
+        .sink(out.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    wait_until("records and flush", &job, |j| records(j) == 5 && flushed(j));
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    assert_eq!(sorted(out.snapshot()), mem);
+    assert_eq!(
+        late.snapshot(),
+        vec![("a".to_string(), 20), ("a".to_string(), 99)]
+    );
+    assert_eq!(late.snapshot(), mem_late.snapshot());
+    assert_eq!(job.diagnostics().partitions[0].window_late_dropped, 2);
+}

@@ -314,6 +314,8 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, N> {
     watermark: i64,
     /// Due timers were left by the `max_fires` cap.
     carry: bool,
+    /// Timers fired since the current record arrived (the cap is per record).
+    fired: usize,
     windows: Vec<TimeWindow>,
     requests: Vec<TimerRequest>,
     out: Vec<WF::Out>,
@@ -352,6 +354,7 @@ where
             counters,
             watermark: i64::MIN,
             carry: false,
+            fired: 0,
             windows: Vec::new(),
             requests: Vec::new(),
             out: Vec::new(),
@@ -668,17 +671,16 @@ where
         } else {
             *max_fires
         };
-        let mut fired = 0usize;
         self.carry = false;
         loop {
-            if fired >= limit {
+            if self.fired >= limit {
                 self.carry = timers.has_due(watermark);
                 break;
             }
             let Some((time, (key, window))) = timers.pop_due(watermark) else {
                 break;
             };
-            fired += 1;
+            self.fired += 1;
             let Some(panes) = keys.get_mut(&key) else {
                 continue;
             };
@@ -734,6 +736,7 @@ where
     }
 
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        self.fired = 0;
         if self.carry {
             // Windows left due by the per-record cap fire before this record.
             self.fire_timers(self.watermark)?;
