@@ -9,7 +9,10 @@ use streaming::{Error, MemoryEnv};
 
 /// (key, event time ms) events; 1-second tumbling counts per key with watermark = highest
 /// event time (no out-of-orderness), as (key, window start, count), and the late events.
-fn counts(events: &[(&'static str, i64)], partitions: Option<u32>) -> (Vec<(&'static str, i64, u64)>, u64, u64) {
+fn counts(
+    events: &[(&'static str, i64)],
+    partitions: Option<u32>,
+) -> (Vec<(&'static str, i64, u64)>, u64, u64) {
     let env = MemoryEnv::new();
     let late = Cell::new(0u64);
     let mut out = Vec::new();
@@ -30,13 +33,20 @@ fn counts(events: &[(&'static str, i64)], partitions: Option<u32>) -> (Vec<(&'st
     }
     let summary = match partitions {
         None => rest!(env.from_collection(events.to_vec())),
-        Some(n) => rest!(env.from_collection_partitioned(events.to_vec(), n, |e: &(&str, i64)| Some(e.0))),
+        Some(n) => {
+            rest!(env.from_collection_partitioned(events.to_vec(), n, |e: &(&str, i64)| Some(e.0)))
+        }
     };
     (out, late.get(), summary.late_elements)
 }
 
 /// "slow" → partition 0 of 4, "fast" → partition 3 of 4.
-const LATENESS: [(&str, i64); 4] = [("fast", 10_000), ("slow", 1_000), ("slow", 1_500), ("fast", 10_500)];
+const LATENESS: [(&str, i64); 4] = [
+    ("fast", 10_000),
+    ("slow", 1_000),
+    ("slow", 1_500),
+    ("fast", 10_500),
+];
 
 #[test]
 fn the_partitions_of_the_test_keys() {
@@ -52,7 +62,10 @@ fn a_fast_key_makes_a_slow_key_late_in_one_stream_only() {
     assert_eq!(out, [("fast", 10_000, 2)]);
     assert_eq!((late, counted), (2, 2));
     // One partition = one stream.
-    assert_eq!(counts(&LATENESS, Some(1)), (vec![("fast", 10_000, 2)], 2, 2));
+    assert_eq!(
+        counts(&LATENESS, Some(1)),
+        (vec![("fast", 10_000, 2)], 2, 2)
+    );
     // Four partitions: "slow" has its own watermark in partition 0, nothing is late; the
     // output is partition 0's ("slow") then partition 3's ("fast").
     let (out, late, counted) = counts(&LATENESS, Some(4));
@@ -85,7 +98,16 @@ fn one_partition_equals_the_plain_collection() {
     let plain = rolling_counts(&words, None);
     assert_eq!(
         plain,
-        [("b", 1), ("a", 1), ("c", 1), ("a", 2), ("d", 1), ("b", 2), ("a", 3), ("e", 1)]
+        [
+            ("b", 1),
+            ("a", 1),
+            ("c", 1),
+            ("a", 2),
+            ("d", 1),
+            ("b", 2),
+            ("a", 3),
+            ("e", 1)
+        ]
     );
     assert_eq!(rolling_counts(&words, Some(1)), plain);
 }
@@ -97,7 +119,16 @@ fn keyed_rolling_counts_do_not_depend_on_the_partitions_when_keyed_by_the_partit
     // a, e → 0; b → 1; c → 2; d → 3: partition order, input order within a partition.
     assert_eq!(
         four,
-        [("a", 1), ("a", 2), ("a", 3), ("e", 1), ("b", 1), ("b", 2), ("c", 1), ("d", 1)]
+        [
+            ("a", 1),
+            ("a", 2),
+            ("a", 3),
+            ("e", 1),
+            ("b", 1),
+            ("b", 2),
+            ("c", 1),
+            ("d", 1)
+        ]
     );
     let mut plain = rolling_counts(&words, None);
     let mut sorted = four.clone();
@@ -134,7 +165,14 @@ fn partition_assignment_and_timestamps() {
 fn keyless_elements_go_round_robin_in_input_order() {
     let env = MemoryEnv::new();
     // Keyless: 10, 11, 12, 13, 14 → partitions 0, 1, 2, 0, 1; "b" (keyed) → partition 1.
-    let items = [(None, 10), (Some("b"), 20), (None, 11), (None, 12), (None, 13), (None, 14)];
+    let items = [
+        (None, 10),
+        (Some("b"), 20),
+        (None, 11),
+        (None, 12),
+        (None, 13),
+        (None, 14),
+    ];
     assert_eq!(partition_for_key("b", 3), 1);
     let out = env
         .from_collection_partitioned(items, 3, |e: &(Option<&str>, i32)| e.0)
@@ -154,7 +192,13 @@ fn checkpointing_with_several_partitions_is_rejected() {
         .collect_vec()
         .unwrap_err();
     assert!(
-        matches!(err, Error::InvalidConfig { field: "partitions", .. }),
+        matches!(
+            err,
+            Error::InvalidConfig {
+                field: "partitions",
+                ..
+            }
+        ),
         "{err}"
     );
     // One partition checkpoints as usual.
