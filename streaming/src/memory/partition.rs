@@ -93,19 +93,22 @@ impl<I: IntoIterator, KF> MemoryRoot for PartitionedSource<I, KF> {
     }
 }
 
+/// One partition's items with their timestamps, in input order.
+type Part<T> = Vec<(i64, T)>;
+
 /// Splits `items` into `n` partitions of `(timestamp, item)`, timestamps = input index.
 fn split<I, KF, K>(
     items: I,
     mut key: KF,
     n: u32,
     guard_id: &OperatorId,
-) -> Result<Vec<Vec<(i64, I::Item)>>, Error>
+) -> Result<Vec<Part<I::Item>>, Error>
 where
     I: IntoIterator,
     KF: FnMut(&I::Item) -> Option<K>,
     K: AsRef<str>,
 {
-    let mut parts: Vec<Vec<(i64, I::Item)>> = (0..n).map(|_| Vec::new()).collect();
+    let mut parts: Vec<Part<I::Item>> = (0..n).map(|_| Vec::new()).collect();
     let mut keyless = 0u64;
     for (ts, item) in (0i64..).zip(items) {
         let p = match guard(guard_id, || key(&item))? {
