@@ -159,8 +159,16 @@ fn dataset() -> &'static Dataset {
 
 /// Runs `delays`, returning its lines split into fields, and its summary.
 fn run_delays(opts: DelaysOptions) -> (Vec<(String, String, u64, i64)>, DelaysSummary) {
+    run_delays_in(opts, 1)
+}
+
+/// Runs `delays` on `partitions` partitions keyed by carrier.
+fn run_delays_in(
+    opts: DelaysOptions,
+    partitions: u32,
+) -> (Vec<(String, String, u64, i64)>, DelaysSummary) {
     let mut lines = Vec::new();
-    let summary = flights::delays(dataset(), &opts, |l| {
+    let summary = flights::delays_partitioned(dataset(), &opts, partitions, |l| {
         lines.push(l.to_string());
         Ok::<(), std::io::Error>(())
     })
@@ -192,6 +200,17 @@ fn run_delays(opts: DelaysOptions) -> (Vec<(String, String, u64, i64)>, DelaysSu
 /// with updated totals, for every flight that arrives after that without being late.
 #[allow(clippy::type_complexity)]
 fn expected_delays(opts: DelaysOptions) -> (BTreeMap<(String, String), Vec<(u64, i64)>>, u64) {
+    expected_delays_in(opts, 1)
+}
+
+/// [`expected_delays`] with the replay split into `partitions` by carrier (FNV-1a of the
+/// carrier code modulo `partitions`, as the Redis producer does), one watermark per
+/// partition.
+#[allow(clippy::type_complexity)]
+fn expected_delays_in(
+    opts: DelaysOptions,
+    partitions: u32,
+) -> (BTreeMap<(String, String), Vec<(u64, i64)>>, u64) {
     #[derive(Default)]
     struct Pane {
         n: u64,
@@ -201,21 +220,22 @@ fn expected_delays(opts: DelaysOptions) -> (BTreeMap<(String, String), Vec<(u64,
     }
     let ooo = opts.out_of_orderness_min as i64 * MINUTE;
     let lateness = opts.lateness_min as i64 * MINUTE;
-    let mut wm = i64::MIN;
+    let mut wms = vec![i64::MIN; partitions as usize];
     let mut late = 0u64;
     let mut panes: HashMap<(&str, i64), Pane> = HashMap::new();
     for r in replay() {
+        let wm = &mut wms[fnv1a(&r.carrier, partitions)];
         let t = match opts.event_time {
             EventTime::Scheduled => r.sched,
             EventTime::Actual => r.actual(),
         };
         let start = t.div_euclid(HOUR) * HOUR;
         let max_ts = start + HOUR - 1;
-        if max_ts + lateness <= wm {
+        if max_ts + lateness <= *wm {
             late += 1;
         } else {
             let p = panes.entry((r.carrier.as_str(), start)).or_default();
-            if max_ts <= wm {
+            if max_ts <= *wm {
                 // The window is due: its on-time firing came first; this flight fires it again.
                 if !p.fired && p.n > 0 {
                     p.firings.push((p.n, p.sum));
@@ -229,7 +249,7 @@ fn expected_delays(opts: DelaysOptions) -> (BTreeMap<(String, String), Vec<(u64,
                 p.sum += r.delay.expect("departed");
             }
         }
-        wm = wm.max(t - ooo);
+        *wm = (*wm).max(t - ooo);
     }
     let windows = panes
         .into_iter()
@@ -416,8 +436,43 @@ fn delays_allowed_lateness_refires_windows_with_growing_totals() {
 /// the same scheduled time: that flight set the watermark to `t2 >= t1 + gap - 1`, the
 /// earlier session's `max_timestamp`, so the session had fired and been cleaned up.
 fn expected_sessions(gap_min: i64, watermark_splits_ties: bool) -> Vec<(String, i64, i64, u64)> {
-    let gap = gap_min * MINUTE;
-    let stream: Vec<&Row> = replay().iter().filter(|r| r.tailnum != "NA").collect();
+    expected_sessions_in(gap_min, watermark_splits_ties, 1)
+}
+
+/// [`expected_sessions`] with the replay split into `partitions` by tail number: "the
+/// flight just before it" is the one before it in its partition.
+fn expected_sessions_in(
+    gap_min: i64,
+    watermark_splits_ties: bool,
+    partitions: u32,
+) -> Vec<(String, i64, i64, u64)> {
+    let mut done: Vec<_> = (0..partitions as usize)
+        .flat_map(|p| {
+            let stream: Vec<&Row> = replay()
+                .iter()
+                .filter(|r| r.tailnum != "NA" && fnv1a(&r.tailnum, partitions) == p)
+                .collect();
+            sessions_of(&stream, gap_min * MINUTE, watermark_splits_ties)
+        })
+        .collect();
+    done.sort();
+    done
+}
+
+/// Partition of `key` among `n`: 64-bit FNV-1a modulo `n`, written out here.
+fn fnv1a(key: &str, n: u32) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    (h % u64::from(n)) as usize
+}
+
+fn sessions_of(
+    stream: &[&Row],
+    gap: i64,
+    watermark_splits_ties: bool,
+) -> Vec<(String, i64, i64, u64)> {
     let mut open: HashMap<&str, (i64, i64, u64)> = HashMap::new(); // tail -> (start, last, n)
     let mut done = Vec::new();
     for (i, r) in stream.iter().enumerate() {
@@ -446,8 +501,17 @@ fn expected_sessions(gap_min: i64, watermark_splits_ties: bool) -> Vec<(String, 
 }
 
 fn run_sessions(gap_min: u64) -> (Vec<(String, i64, i64, u64)>, SessionsSummary) {
+    run_sessions_in(gap_min, 1)
+}
+
+/// Runs `sessions` on `partitions` partitions keyed by tail number; lines sorted.
+fn run_sessions_in(
+    gap_min: u64,
+    partitions: u32,
+) -> (Vec<(String, i64, i64, u64)>, SessionsSummary) {
     let mut lines = Vec::new();
-    let summary = flights::sessions(dataset(), &SessionsOptions { gap_min }, |l| {
+    let opts = SessionsOptions { gap_min };
+    let summary = flights::sessions_partitioned(dataset(), &opts, partitions, |l| {
         lines.push(l.to_string());
         Ok::<(), std::io::Error>(())
     })
@@ -531,4 +595,103 @@ fn sessions_default_gap() {
 #[test]
 fn sessions_one_hour_gap() {
     check_sessions(60);
+}
+
+#[test]
+fn partition_model_is_the_library_partitioner() {
+    for key in ["AA", "UA", "N0EGMQ", "", "ü"] {
+        for n in [1, 3, 4, 8] {
+            assert_eq!(
+                fnv1a(key, n),
+                streaming::mq::partition_for_key(key, n) as usize
+            );
+        }
+    }
+}
+
+#[test]
+fn delays_on_four_partitions_in_event_time_order_equal_one_partition() {
+    let (one, one_summary) = run_delays(DelaysOptions::default());
+    let (four, four_summary) = run_delays_in(DelaysOptions::default(), 4);
+    // No flight is late (the replay is in event-time order) and every window fires once
+    // at the same totals: the lines are the same, only their order differs.
+    assert_eq!(four_summary, one_summary);
+    assert_eq!(
+        four_summary.to_string(),
+        "# skipped=8255 late=0 windows=59704"
+    );
+    assert_eq!(four.len(), HOUR_WINDOWS);
+    assert_ne!(four, one, "partition by partition, not in event-time order");
+    let (mut one_sorted, mut four_sorted) = (one.clone(), four.clone());
+    one_sorted.sort();
+    four_sorted.sort();
+    assert_eq!(four_sorted, one_sorted);
+    // Partition 0's lines first, then 1's, …; event-time order within a partition.
+    let part = |l: &(String, String, u64, i64)| fnv1a(&l.0, 4);
+    assert!(four.windows(2).all(|p| part(&p[0]) <= part(&p[1])));
+    assert!(four
+        .windows(2)
+        .all(|p| part(&p[0]) != part(&p[1]) || p[0].1 <= p[1].1));
+    let per_partition: Vec<usize> = (0..4)
+        .map(|p| four.iter().filter(|l| part(l) == p).count())
+        .collect();
+    assert_eq!(per_partition.iter().sum::<usize>(), HOUR_WINDOWS);
+}
+
+#[test]
+fn delays_actual_time_per_partition_watermarks_send_fewer_flights_late() {
+    let opts = DelaysOptions {
+        event_time: EventTime::Actual,
+        out_of_orderness_min: 0,
+        lateness_min: 0,
+    };
+    let (one, one_summary) = run_delays(opts);
+    let (four, four_summary) = run_delays_in(opts, 4);
+    // One watermark for all carriers: any carrier's most delayed flight so far makes the
+    // others late. One per partition: only the carriers of the same partition do.
+    assert_eq!((one_summary.late, four_summary.late), (284_558, 200_307));
+    assert_eq!(
+        (one_summary.windows, four_summary.windows),
+        (18_643, 38_056)
+    );
+    let (expected, late) = expected_delays_in(opts, 4);
+    assert_eq!(four_summary.late, late);
+    assert_eq!(by_window(&four), expected);
+    assert_eq!(
+        final_flights(&by_window(&four)) + four_summary.late,
+        FLIGHTS
+    );
+    assert_eq!(by_window(&one), expected_delays(opts).0);
+
+    // With slack and lateness too (the CLI's `--ooo 30 --lateness 15`).
+    let opts = DelaysOptions {
+        out_of_orderness_min: 30,
+        lateness_min: 15,
+        ..opts
+    };
+    let (four, four_summary) = run_delays_in(opts, 4);
+    let (expected, late) = expected_delays_in(opts, 4);
+    assert_eq!((four_summary.late, late), (124_701, 124_701));
+    assert_eq!(by_window(&four), expected);
+    assert_eq!(run_delays(opts).1.late, 225_396);
+}
+
+#[test]
+fn sessions_on_four_partitions_merge_more_touching_flights() {
+    let (one, one_summary) = run_sessions(1440);
+    let (four, four_summary) = run_sessions_in(1440, 4);
+    // Fewer planes share a watermark, so fewer flights exactly one gap after their plane's
+    // previous flight find that session already fired: 1 354 more merges.
+    assert_eq!(
+        (one_summary.sessions, four_summary.sessions),
+        (172_931, 171_577)
+    );
+    assert_eq!(four_summary.skipped, one_summary.skipped);
+    assert_eq!(four_summary.late, 0);
+    assert_eq!(four, expected_sessions_in(1440, true, 4));
+    assert_eq!(one, expected_sessions(1440, true));
+    let flights = |v: &[(String, i64, i64, u64)]| v.iter().map(|s| s.3).sum::<u64>();
+    assert_eq!(flights(&four), flights(&one));
+    // Still never fewer sessions than "touching always merges".
+    assert!(four.len() >= expected_sessions(1440, false).len());
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 /// The usage text (`--help`).
 pub const USAGE: &str = "\
-usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN] [COMMON]
-       flights sessions [--gap MIN] [COMMON]
+usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN] [--partitions N] [COMMON]
+       flights sessions [--gap MIN] [--partitions N] [COMMON]
        flights counts   [COMMON]
 
   delays     per carrier, 1-hour tumbling event-time windows: count and sum of dep_delay;
@@ -16,10 +16,14 @@ usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN]
     --event-time sched|actual   event time: scheduled or actual departure (default sched)
     --ooo MIN                   watermark out-of-orderness in minutes (default 0)
     --lateness MIN              allowed lateness of the windows in minutes (default 0)
+    --partitions N              replay the flights as N partitions keyed by carrier, each
+                                with its own windows and watermark, as on a Redis topic
+                                (default 1); lines come partition by partition
   sessions   per tail number, event-time session windows over scheduled departures;
              prints `tailnum,session_start,session_end,flights` per session, then
              `# skipped=N sessions=N`
     --gap MIN                   session gap in minutes, at least 1 (default 1440)
+    --partitions N              as for delays, keyed by tail number (default 1)
   counts     per carrier, a running count of departed flights in keyed ValueState;
              prints `carrier,flights` per carrier (final count, by carrier), then
              `# skipped=N`
@@ -68,6 +72,8 @@ pub struct Args {
     pub data: Option<PathBuf>,
     /// `--redis-url URL`, if given.
     pub redis_url: Option<String>,
+    /// `--partitions N` of `delays` and `sessions` (default 1; always 1 for the others).
+    pub partitions: u32,
 }
 
 /// The Redis server `--engine redis` uses without `--redis-url`.
@@ -161,6 +167,7 @@ where
             engine: Engine::Memory,
             data: None,
             redis_url: None,
+            partitions: 1,
         });
     }
     let Some(command) = args.first() else {
@@ -192,6 +199,7 @@ where
     let mut sessions = SessionsOptions::default();
     let mut engine = None;
     let mut data = None;
+    let mut partitions = 1u32;
     let mut seen: Vec<String> = Vec::new();
     let mut rest = args[1..].iter();
     while let Some(arg) = rest.next() {
@@ -209,6 +217,7 @@ where
             "--engine" | "--data" | "--redis-url" => (true, kind),
             "--event-time" | "--ooo" | "--lateness" => (is_delays, "delays"),
             "--gap" => (kind == "sessions", "sessions"),
+            "--partitions" => (kind != "counts", "delays` and `sessions"),
             _ => {
                 return Err(ArgsError::usage(
                     &flag,
@@ -271,6 +280,17 @@ where
             "--ooo" => delays.out_of_orderness_min = parse_minutes("--ooo", &value, 0)?,
             "--lateness" => delays.lateness_min = parse_minutes("--lateness", &value, 0)?,
             "--gap" => sessions.gap_min = parse_minutes("--gap", &value, 1)?,
+            "--partitions" => {
+                partitions = match value.parse::<u32>() {
+                    Ok(n) if n >= 1 => n,
+                    _ => {
+                        return Err(ArgsError::usage(
+                            "--partitions",
+                            format!("expected a whole number of partitions (>= 1), got `{value}`"),
+                        ))
+                    }
+                }
+            }
             _ => unreachable!("checked above"),
         }
     }
@@ -291,6 +311,7 @@ where
         engine,
         data,
         redis_url,
+        partitions,
     })
 }
 
@@ -412,6 +433,40 @@ mod tests {
             "--redis-url"
         );
         assert_eq!(flag_of(parse_args(["counts", "--gap", "5"])), "--gap");
+    }
+
+    #[test]
+    fn partitions() {
+        assert_eq!(parse_args(["delays"]).unwrap().partitions, 1);
+        assert_eq!(
+            parse_args(["delays", "--partitions", "4"])
+                .unwrap()
+                .partitions,
+            4
+        );
+        assert_eq!(
+            parse_args(["sessions", "--partitions=3"])
+                .unwrap()
+                .partitions,
+            3
+        );
+        assert_eq!(
+            flag_of(parse_args(["delays", "--partitions", "0"])),
+            "--partitions"
+        );
+        assert_eq!(
+            flag_of(parse_args(["delays", "--partitions", "x"])),
+            "--partitions"
+        );
+        assert_eq!(
+            flag_of(parse_args(["counts", "--partitions", "4"])),
+            "--partitions"
+        );
+        // Parsed for the Redis engine too; the windowed jobs are not available there yet.
+        assert_eq!(
+            parse_args(["delays", "--partitions", "4", "--engine", "redis"]).unwrap_err(),
+            ArgsError::EngineUnavailable("redis".into())
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! hourly delays and per-plane sessions.
 
 use super::data::{format_utc, Dataset, Flight};
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
@@ -219,15 +220,38 @@ impl<T, E: Into<BoxError>, F: FnMut(T) -> Result<(), E>> Sink<T> for TrySink<F> 
 pub fn delays<E: Into<BoxError>>(
     data: &Dataset,
     opts: &DelaysOptions,
+    out: impl FnMut(&DelayLine) -> Result<(), E>,
+) -> Result<DelaysSummary, Error> {
+    delays_partitioned(data, opts, 1, out)
+}
+
+/// The `delays` job with the flights replayed as `partitions` partitions keyed by carrier
+/// (as a Redis topic with that many partitions would hold them): each partition has its
+/// own windows and watermark. `out` receives partition 0's firings, then partition 1's, …
+/// (firing order within a partition); with 1 partition this is [`delays`].
+///
+/// # Errors
+/// As [`delays`].
+///
+/// # Panics
+/// If `partitions` is 0.
+pub fn delays_partitioned<E: Into<BoxError>>(
+    data: &Dataset,
+    opts: &DelaysOptions,
+    partitions: u32,
     mut out: impl FnMut(&DelayLine) -> Result<(), E>,
 ) -> Result<DelaysSummary, Error> {
     let event_time = opts.event_time;
-    let mut late = 0u64;
+    let late = Cell::new(0u64);
     let mut fired: HashSet<(Arc<str>, i64)> = HashSet::new();
     let mut firings = 0u64;
     let env = MemoryEnv::new();
     let job = pipeline! {
-        env.from_collection(data.flights.iter().cloned())
+        env.from_collection_partitioned(
+            data.flights.iter().cloned(),
+            partitions,
+            |f: &Flight| Some(Arc::clone(&f.carrier)),
+        )
             .assign_timestamps_and_watermarks_with(
                 move |f: &Flight, _| event_time.of(f),
                 BoundedOutOfOrderness::new(minutes(opts.out_of_orderness_min)),
@@ -235,7 +259,7 @@ pub fn delays<E: Into<BoxError>>(
             .key_by(|f: &Flight| Arc::clone(&f.carrier))
             .window(TumblingEventTimeWindows::of(Duration::from_secs(3600)))
             .allowed_lateness(minutes(opts.lateness_min))
-            .side_output_late_data(|_f: Flight| late += 1)
+            .side_output_late_data(|_f: Flight| late.set(late.get() + 1))
             .aggregate_with(
                 CountAndSum,
                 |carrier: &Arc<str>, w: &TimeWindow, (flights, sum_dep_delay)| DelayLine {
@@ -252,6 +276,7 @@ pub fn delays<E: Into<BoxError>>(
                 r
             }))
     }?;
+    let late = late.get();
     if job.late_elements != late {
         tracing::warn!(
             counted = job.late_elements,
@@ -281,17 +306,40 @@ pub fn delays<E: Into<BoxError>>(
 pub fn sessions<E: Into<BoxError>>(
     data: &Dataset,
     opts: &SessionsOptions,
+    out: impl FnMut(&SessionLine) -> Result<(), E>,
+) -> Result<SessionsSummary, Error> {
+    sessions_partitioned(data, opts, 1, out)
+}
+
+/// The `sessions` job with the flights replayed as `partitions` partitions keyed by tail
+/// number (flights without one go round robin, as keyless messages do on Redis, and are
+/// filtered out): each partition has its own sessions and watermark. `out` receives
+/// partition 0's sessions, then partition 1's, …; with 1 partition this is [`sessions`].
+///
+/// # Errors
+/// As [`sessions`].
+///
+/// # Panics
+/// If `partitions` is 0.
+pub fn sessions_partitioned<E: Into<BoxError>>(
+    data: &Dataset,
+    opts: &SessionsOptions,
+    partitions: u32,
     mut out: impl FnMut(&SessionLine) -> Result<(), E>,
 ) -> Result<SessionsSummary, Error> {
-    let mut no_tailnum = 0usize;
-    let mut late = 0u64;
+    let no_tailnum = Cell::new(0usize);
+    let late = Cell::new(0u64);
     let mut sessions = 0u64;
     let env = MemoryEnv::new();
     pipeline! {
-        env.from_collection(data.flights.iter().cloned())
+        env.from_collection_partitioned(
+            data.flights.iter().cloned(),
+            partitions,
+            |f: &Flight| f.tailnum.clone(),
+        )
             .filter(|f: &Flight| {
                 let keep = f.tailnum.is_some();
-                no_tailnum += usize::from(!keep);
+                no_tailnum.set(no_tailnum.get() + usize::from(!keep));
                 keep
             })
             .assign_timestamps_and_watermarks_with(
@@ -300,7 +348,7 @@ pub fn sessions<E: Into<BoxError>>(
             )
             .key_by(|f: &Flight| f.tailnum.clone().unwrap_or_else(|| Arc::from("NA")))
             .window(EventTimeSessionWindows::with_gap(minutes(opts.gap_min)))
-            .side_output_late_data(|_f: Flight| late += 1)
+            .side_output_late_data(|_f: Flight| late.set(late.get() + 1))
             .aggregate_with(
                 CountFlights,
                 |tailnum: &Arc<str>, w: &TimeWindow, flights| SessionLine {
@@ -315,6 +363,7 @@ pub fn sessions<E: Into<BoxError>>(
                 out(&line)
             }))
     }?;
+    let (late, no_tailnum) = (late.get(), no_tailnum.get());
     if late > 0 {
         tracing::warn!(
             late,

@@ -10,6 +10,7 @@ pub use cli::{parse_args, Args, ArgsError, Command, Engine, DEFAULT_REDIS_URL, U
 pub use counts::{counts, counts_redis, CountLine, CountsSummary, RedisCounts};
 pub use data::{default_data_path, format_utc, load, parse_csv, Dataset, Flight, LoadError};
 pub use jobs::{
-    delays, sessions, CountAndSum, CountFlights, DelayLine, DelaysOptions, DelaysSummary,
-    EventTime, SessionLine, SessionsOptions, SessionsSummary,
+    delays, delays_partitioned, sessions, sessions_partitioned, CountAndSum, CountFlights,
+    DelayLine, DelaysOptions, DelaysSummary, EventTime, SessionLine, SessionsOptions,
+    SessionsSummary,
 };

@@ -21,6 +21,8 @@ mod filter;
 mod flat_map;
 mod for_each;
 mod from_collection;
+mod from_collection_partitioned;
+mod from_collection_partitioned_with_id;
 mod from_collection_with_id;
 mod from_elements;
 mod from_mq_topic;
@@ -241,6 +243,8 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &from_elements::SPEC,
     &from_collection::SPEC,
     &from_collection_with_id::SPEC,
+    &from_collection_partitioned::SPEC,
+    &from_collection_partitioned_with_id::SPEC,
     &add_source::SPEC,
     &add_source_with_id::SPEC,
     &from_mq_topic::SPEC,

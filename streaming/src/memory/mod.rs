@@ -7,6 +7,8 @@
 //!
 //! Semantics (seed §1.3, DESIGN invariant 2):
 //! - records from [`MemoryEnv::from_collection`] get timestamps `0..N-1`;
+//! - [`MemoryEnv::from_collection_partitioned`] replays a collection as N partitions, one
+//!   chain (state, watermark) per partition, like the Redis engine;
 //! - without `assign_timestamps_and_watermarks` there is no watermark until end of input;
 //! - at end of input the watermark becomes `i64::MAX`: every event-time timer fires, every
 //!   window reaches its cleanup time and emits what it never emitted;
@@ -17,13 +19,17 @@
 
 mod checkpoint;
 mod env;
+mod partition;
 mod plan;
 mod stream;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
+pub use partition::PartitionedSource;
 pub use plan::{Plan, Runtime, Stage, StoreFactory, Then};
 pub use stream::{
-    CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream, MemoryRoot,
-    PrintSink, WindowOutput, WindowedStream,
+    CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream,
+    MakeWindowFunction, MemoryRoot, PerPartition, PrintSink, RunMemory, SingleChain,
+    WindowAggregate, WindowApply, WindowCount, WindowOutput, WindowReduce, WindowSum,
+    WindowedStream,
 };

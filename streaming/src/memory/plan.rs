@@ -42,6 +42,16 @@ pub trait StoreFactory<S> {
     fn counters(&self) -> Rc<Counters>;
 }
 
+impl Runtime {
+    /// The run's counters as a [`JobSummary`](super::JobSummary).
+    pub(crate) fn summary(&self) -> super::JobSummary {
+        super::JobSummary {
+            late_elements: self.counters.late_elements.get(),
+            window_firings: self.counters.window_firings.get(),
+        }
+    }
+}
+
 impl<S: Clone + 'static> StoreFactory<S> for Runtime {
     /// A new state store for `operator`, registered for checkpoints when they are enabled
     /// (and then possibly restored from the newest one).

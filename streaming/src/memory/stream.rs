@@ -238,28 +238,31 @@ where
     }
 }
 
-impl<R, T, K, KF, A, Tr, WF, L> Stage<T, R> for WindowStage<KF, K, A, Tr, WF, L>
+impl<R, T, K, KF, A, Tr, MF, L> Stage<T, R> for WindowStage<KF, K, A, Tr, MF, L>
 where
-    R: StoreFactory<WindowState<K, WF::Acc, Tr>>,
+    R: StoreFactory<WindowState<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     A: WindowAssigner,
     Tr: Trigger<T>,
-    WF: WindowFunction<K, T>,
+    MF: MakeWindowFunction<K, T>,
     L: Sink<T>,
 {
-    type Out = WF::Out;
-    type Op<N: Operator<WF::Out>> = WindowOperator<KF, K, T, A, Tr, WF, L, N>;
-    fn build<N: Operator<WF::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
-        let state = rt.store(&self.id, WindowState::<K, WF::Acc, Tr>::default())?;
+    type Out = <MF::Function as WindowFunction<K, T>>::Out;
+    type Op<N: Operator<Self::Out>> = WindowOperator<KF, K, T, A, Tr, MF::Function, L, N>;
+    fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(
+            &self.id,
+            WindowState::<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>::default(),
+        )?;
         Ok(WindowOperator::new(
             self.id,
             self.key_fn,
             self.assigner,
             self.trigger,
             self.lateness,
-            self.function,
+            self.function.make(),
             self.late,
             state,
             rt.counters(),
@@ -458,10 +461,11 @@ impl<P: Plan> DataStream<P> {
     pub fn collect_vec(self) -> Result<Vec<P::Out>, Error>
     where
         P::Root: MemoryRoot<Item = P::Head>,
+        P: RunMemory<<<P as Plan>::Root as MemoryRoot>::Runner>,
     {
         let mut out = Vec::new();
         let id = self.next_id("sink");
-        run_memory(self.plan, SinkOp::new(id, |v| out.push(v)))?;
+        self.plan.run_memory(SinkOp::new(id, |v| out.push(v)))?;
         Ok(out)
     }
 }
@@ -512,6 +516,10 @@ pub trait MemoryRoot {
     /// The element type the root feeds into the chain.
     type Item;
 
+    /// How the root runs a plan: [`SingleChain`] (one chain) or [`PerPartition`].
+    #[doc(hidden)]
+    type Runner;
+
     /// The runtime stages are built with (checkpoint coordinator, counters).
     #[doc(hidden)]
     fn runtime(&self) -> Runtime;
@@ -528,29 +536,56 @@ pub trait MemoryRoot {
 impl<M, P, S> Execute<P, S> for M
 where
     M: MemoryRoot,
-    P: Plan<Root = M, Head = M::Item>,
+    P: Plan<Root = M, Head = M::Item> + RunMemory<M::Runner>,
     S: Sink<P::Out>,
 {
     type Output = Result<JobSummary, Error>;
 
     fn execute(plan: P, sink: S, sink_id: OperatorId) -> Result<JobSummary, Error> {
-        run_memory(plan, SinkOp::new(sink_id, sink))
+        plan.run_memory(SinkOp::new(sink_id, sink))
     }
 }
 
-fn run_memory<P, O>(plan: P, op: O) -> Result<JobSummary, Error>
+/// [`MemoryRoot::Runner`] of roots that drive one chain (every memory source but the
+/// partitioned one).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum SingleChain {}
+
+/// [`MemoryRoot::Runner`] of
+/// [`MemoryEnv::from_collection_partitioned`](crate::MemoryEnv::from_collection_partitioned):
+/// one chain per partition, built from a clone of the plan.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum PerPartition {}
+
+/// How the memory engine runs a plan whose root has runner `R` (see
+/// [`MemoryRoot::Runner`]).
+#[diagnostic::on_unimplemented(
+    message = "this pipeline cannot run on the memory engine with its source",
+    label = "cannot run this pipeline",
+    note = "a partitioned source (`from_collection_partitioned`) builds one copy of the pipeline per partition: every function, window function and late-data sink of the pipeline must be `Clone` (capture references or `Rc`s, not `&mut`)"
+)]
+#[doc(hidden)]
+pub trait RunMemory<R>: Plan {
+    /// Builds the chain(s) in front of `op` and runs them to the end of the input.
+    ///
+    /// # Errors
+    /// The first error of the source or a chain.
+    fn run_memory<O: Operator<Self::Out>>(self, op: O) -> Result<JobSummary, Error>;
+}
+
+impl<P> RunMemory<SingleChain> for P
 where
     P: Plan,
     P::Root: MemoryRoot<Item = P::Head>,
-    O: Operator<P::Out>,
 {
-    let rt = plan.root().runtime();
-    let (root, chain) = plan.build(&rt, op)?;
-    root.drive(chain)?;
-    Ok(JobSummary {
-        late_elements: rt.counters.late_elements.get(),
-        window_firings: rt.counters.window_firings.get(),
-    })
+    fn run_memory<O: Operator<P::Out>>(self, op: O) -> Result<JobSummary, Error> {
+        let rt = self.root().runtime();
+        let (root, chain) = self.build(&rt, op)?;
+        root.drive(chain)?;
+        Ok(rt.summary())
+    }
 }
 
 /// Runs the pipeline, then yields its records followed by the error that stopped it, if
@@ -559,6 +594,7 @@ where
 impl<P: Plan> IntoIterator for DataStream<P>
 where
     P::Root: MemoryRoot<Item = P::Head>,
+    P: RunMemory<<<P as Plan>::Root as MemoryRoot>::Runner>,
 {
     type Item = Result<P::Out, Error>;
     type IntoIter = std::vec::IntoIter<Result<P::Out, Error>>;
@@ -566,7 +602,7 @@ where
     fn into_iter(self) -> Self::IntoIter {
         let mut out = Vec::new();
         let id = self.next_id("sink");
-        if let Err(e) = run_memory(self.plan, SinkOp::new(id, |v| out.push(Ok(v)))) {
+        if let Err(e) = self.plan.run_memory(SinkOp::new(id, |v| out.push(Ok(v)))) {
             out.push(Err(e));
         }
         out.into_iter()
@@ -705,11 +741,11 @@ where
         }
     }
 
-    fn function<WF: WindowFunction<K, P::Out>>(
+    fn function<MF: MakeWindowFunction<K, P::Out>>(
         self,
         kind: &str,
-        function: WF,
-    ) -> WindowOutput<P, KF, K, A, Tr, WF, L> {
+        function: MF,
+    ) -> WindowOutput<P, KF, K, A, Tr, MF, L> {
         let id = self.keyed.keyed_id(kind);
         let KeyedStream { stream, key_fn, .. } = self.keyed;
         stream.then(WindowStage {
@@ -728,8 +764,8 @@ where
     pub fn reduce<F: FnMut(P::Out, P::Out) -> P::Out>(
         self,
         f: F,
-    ) -> WindowOutput<P, KF, K, A, Tr, ReduceWindow<F>, L> {
-        self.function("window-reduce", ReduceWindow(f))
+    ) -> WindowOutput<P, KF, K, A, Tr, WindowReduce<F>, L> {
+        self.function("window-reduce", WindowReduce(f))
     }
 
     /// Aggregates incrementally with `agg`; emits `agg.get_result` per firing.
@@ -737,25 +773,21 @@ where
     pub fn aggregate<AF: AggregateFunction<P::Out>>(
         self,
         agg: AF,
-    ) -> DataStream<
-        Then<
-            P,
-            WindowStage<
-                KF,
-                K,
-                A,
-                Tr,
-                AggregateWindow<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>,
-                L,
-            >,
-        >,
+    ) -> WindowOutput<
+        P,
+        KF,
+        K,
+        A,
+        Tr,
+        WindowAggregate<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>,
+        L,
     > {
         fn result<K, R>(_: &K, _: &TimeWindow, r: R) -> R {
             r
         }
         self.function(
             "window-aggregate",
-            AggregateWindow::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out),
+            WindowAggregate::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out),
         )
     }
 
@@ -765,34 +797,139 @@ where
         self,
         agg: AF,
         with: W,
-    ) -> WindowOutput<P, KF, K, A, Tr, AggregateWindow<AF, W, R>, L>
+    ) -> WindowOutput<P, KF, K, A, Tr, WindowAggregate<AF, W, R>, L>
     where
         AF: AggregateFunction<P::Out>,
         W: FnMut(&K, &TimeWindow, AF::Out) -> R,
     {
-        self.function("window-aggregate", AggregateWindow::new(agg, with))
+        self.function("window-aggregate", WindowAggregate::new(agg, with))
     }
 
     /// Calls `f(key, window, elements, out)` per firing with all of the window's elements
     /// in arrival order (Flink `apply`). Keeps every element until the window is cleaned up.
-    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, ApplyWindow<F, R>, L>
+    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowApply<F, R>, L>
     where
         F: FnMut(&K, &TimeWindow, &[P::Out], &mut Collector<'_, R>) -> Result<(), BoxError>,
     {
-        self.function("window-apply", ApplyWindow::new(f))
+        self.function("window-apply", WindowApply { f, _r: PhantomData })
     }
 
     /// Sums each window; emits `(key, window, sum)` per firing. Only numeric element types
     /// have it (a compile error otherwise: see [`Numeric`]).
-    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, SumWindow, L>
+    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, WindowSum, L>
     where
         P::Out: Numeric,
     {
-        self.function("window-sum", SumWindow)
+        self.function("window-sum", WindowSum)
     }
 
     /// Counts each window's elements; emits `(key, window, count)` per firing.
-    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, CountWindow, L> {
-        self.function("window-count", CountWindow)
+    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, WindowCount, L> {
+        self.function("window-count", WindowCount)
+    }
+}
+
+/// The window function of a [`WindowedStream`] as the user gave it, turned into the
+/// operator's [`WindowFunction`] when the stage is built. The stage keeps the user's
+/// pieces (and is `Clone` when they are), so a pipeline can be built once per partition
+/// ([`MemoryEnv::from_collection_partitioned`](crate::MemoryEnv::from_collection_partitioned)).
+pub trait MakeWindowFunction<K, T> {
+    /// The function the window operator runs.
+    type Function: WindowFunction<K, T>;
+
+    /// Makes it.
+    fn make(self) -> Self::Function;
+}
+
+/// The window function of [`WindowedStream::reduce`].
+#[derive(Clone, Copy, Debug)]
+pub struct WindowReduce<F>(F);
+
+impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for WindowReduce<F> {
+    type Function = ReduceWindow<F>;
+    fn make(self) -> ReduceWindow<F> {
+        ReduceWindow(self.0)
+    }
+}
+
+/// The window function of [`WindowedStream::aggregate`] and
+/// [`WindowedStream::aggregate_with`].
+pub struct WindowAggregate<AF, W, R> {
+    agg: AF,
+    with: W,
+    _r: PhantomData<fn() -> R>,
+}
+
+impl<AF, W, R> WindowAggregate<AF, W, R> {
+    fn new(agg: AF, with: W) -> Self {
+        WindowAggregate {
+            agg,
+            with,
+            _r: PhantomData,
+        }
+    }
+}
+
+impl<AF: Clone, W: Clone, R> Clone for WindowAggregate<AF, W, R> {
+    fn clone(&self) -> Self {
+        WindowAggregate::new(self.agg.clone(), self.with.clone())
+    }
+}
+
+impl<K, T, AF, W, R> MakeWindowFunction<K, T> for WindowAggregate<AF, W, R>
+where
+    AF: AggregateFunction<T>,
+    W: FnMut(&K, &TimeWindow, AF::Out) -> R,
+{
+    type Function = AggregateWindow<AF, W, R>;
+    fn make(self) -> AggregateWindow<AF, W, R> {
+        AggregateWindow::new(self.agg, self.with)
+    }
+}
+
+/// The window function of [`WindowedStream::apply`].
+pub struct WindowApply<F, R> {
+    f: F,
+    _r: PhantomData<fn() -> R>,
+}
+
+impl<F: Clone, R> Clone for WindowApply<F, R> {
+    fn clone(&self) -> Self {
+        WindowApply {
+            f: self.f.clone(),
+            _r: PhantomData,
+        }
+    }
+}
+
+impl<K, T: Clone + 'static, F, R> MakeWindowFunction<K, T> for WindowApply<F, R>
+where
+    F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
+{
+    type Function = ApplyWindow<F, R>;
+    fn make(self) -> ApplyWindow<F, R> {
+        ApplyWindow::new(self.f)
+    }
+}
+
+/// The window function of [`WindowedStream::sum`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WindowSum;
+
+impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
+    type Function = SumWindow;
+    fn make(self) -> SumWindow {
+        SumWindow
+    }
+}
+
+/// The window function of [`WindowedStream::count`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WindowCount;
+
+impl<K: Clone, T> MakeWindowFunction<K, T> for WindowCount {
+    type Function = CountWindow;
+    fn make(self) -> CountWindow {
+        CountWindow
     }
 }

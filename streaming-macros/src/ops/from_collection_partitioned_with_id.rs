@@ -1,0 +1,20 @@
+//! The `from_collection_partitioned_with_id` operator.
+
+use super::prelude::*;
+
+/// The `from_collection_partitioned_with_id` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "from_collection_partitioned_with_id",
+    role: Role::Source,
+    args: &[
+        arg("\"source-id\"", SourceId),
+        arg("items: impl IntoIterator", Expr),
+        arg("partitions: u32", Expr),
+        arg("|&item| -> Option<key>", Expr),
+    ],
+    variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
+    engines: MEMORY,
+    expansion: Expansion::Method,
+    summary: "Like `from_collection_partitioned`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
+    example: "let err = pipeline! { env.from_collection_partitioned_with_id(\"numbers\", [1, 0], 2, |_: &i32| None::<&str>).map(|x: i32| 1 / x).print() }.unwrap_err();\nassert!(err.to_string().contains(\"numbers/1:map\"));",
+};

@@ -1,0 +1,209 @@
+//! [`PartitionedSource`]: a collection replayed as N partitions, one chain per partition
+//! (the Redis engine's execution model on the memory engine).
+
+use super::env::MemoryEnv;
+use super::plan::{drive, Plan, Runtime};
+use super::stream::{JobSummary, MemoryRoot, PerPartition, RunMemory};
+use crate::mq::partition_for_key;
+use crate::ops::{guard, Operator, OperatorId};
+use crate::Error;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The plan of [`MemoryEnv::from_collection_partitioned`].
+///
+/// Cloning it is cheap: clones share the input, which the run takes once.
+pub struct PartitionedSource<I, KF> {
+    env: MemoryEnv,
+    id: Rc<str>,
+    partitions: u32,
+    input: Rc<RefCell<Option<(I, KF)>>>,
+}
+
+impl<I, KF> Clone for PartitionedSource<I, KF> {
+    fn clone(&self) -> Self {
+        PartitionedSource {
+            env: self.env.clone(),
+            id: Rc::clone(&self.id),
+            partitions: self.partitions,
+            input: Rc::clone(&self.input),
+        }
+    }
+}
+
+impl<I, KF> PartitionedSource<I, KF> {
+    pub(crate) fn new(env: MemoryEnv, id: String, items: I, partitions: u32, key: KF) -> Self {
+        assert!(partitions > 0, "partitions must be ≥ 1");
+        PartitionedSource {
+            env,
+            id: id.into(),
+            partitions,
+            input: Rc::new(RefCell::new(Some((items, key)))),
+        }
+    }
+
+    /// The number of partitions.
+    pub fn partitions(&self) -> u32 {
+        self.partitions
+    }
+
+    fn take_input(&self) -> (I, KF) {
+        self.input
+            .borrow_mut()
+            .take()
+            .expect("a partitioned source runs once")
+    }
+}
+
+impl<I: IntoIterator, KF> Plan for PartitionedSource<I, KF> {
+    type Out = I::Item;
+    type Root = Self;
+    type Head = I::Item;
+
+    fn root(&self) -> &Self {
+        self
+    }
+
+    fn build<O: Operator<I::Item>>(
+        self,
+        _rt: &Runtime,
+        downstream: O,
+    ) -> Result<(Self, impl Operator<I::Item> + use<I, KF, O>), Error> {
+        Ok((self, downstream))
+    }
+}
+
+impl<I: IntoIterator, KF> MemoryRoot for PartitionedSource<I, KF> {
+    type Item = I::Item;
+    type Runner = PerPartition;
+
+    fn runtime(&self) -> Runtime {
+        self.env.runtime()
+    }
+
+    /// Drives the whole input through one chain, as one partition.
+    fn drive<O: Operator<I::Item>>(self, mut op: O) -> Result<(), Error> {
+        let (items, _key) = self.take_input();
+        drive(&mut op, |op| {
+            for (ts, item) in (0i64..).zip(items) {
+                op.process(item, ts)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// One partition's items with their timestamps, in input order.
+type Part<T> = Vec<(i64, T)>;
+
+/// Splits `items` into `n` partitions of `(timestamp, item)`, timestamps = input index.
+fn split<I, KF, K>(
+    items: I,
+    mut key: KF,
+    n: u32,
+    guard_id: &OperatorId,
+) -> Result<Vec<Part<I::Item>>, Error>
+where
+    I: IntoIterator,
+    KF: FnMut(&I::Item) -> Option<K>,
+    K: AsRef<str>,
+{
+    let mut parts: Vec<Part<I::Item>> = (0..n).map(|_| Vec::new()).collect();
+    let mut keyless = 0u64;
+    for (ts, item) in (0i64..).zip(items) {
+        let p = match guard(guard_id, || key(&item))? {
+            Some(k) => partition_for_key(k.as_ref(), n),
+            None => {
+                // The remainder is < n ≤ u32::MAX.
+                let p = (keyless % u64::from(n)) as u32;
+                keyless += 1;
+                p
+            }
+        };
+        parts[p as usize].push((ts, item));
+    }
+    Ok(parts)
+}
+
+/// The downstream of one partition's chain: passes records on to the shared operator (the
+/// sink). Its lifecycle (open, watermarks, finish, close) belongs to the whole run: a
+/// partition's end-of-input watermark is not the union's.
+struct PartitionOutput<'a, O>(&'a mut O);
+
+impl<T, O: Operator<T>> Operator<T> for PartitionOutput<'_, O> {
+    fn open(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        self.0.process(value, timestamp)
+    }
+
+    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+impl<P, I, KF, K> RunMemory<PerPartition> for P
+where
+    P: Plan<Root = PartitionedSource<I, KF>, Head = I::Item> + Clone,
+    I: IntoIterator,
+    KF: FnMut(&I::Item) -> Option<K>,
+    K: AsRef<str>,
+{
+    fn run_memory<O: Operator<P::Out>>(self, mut op: O) -> Result<JobSummary, Error> {
+        let root = self.root();
+        let n = root.partitions;
+        let rt = root.runtime();
+        if n == 1 {
+            let (root, chain) = self.build(&rt, op)?;
+            root.drive(chain)?;
+            return Ok(rt.summary());
+        }
+        if rt.coordinator.is_some() {
+            return Err(Error::InvalidConfig {
+                field: "partitions",
+                reason: format!(
+                    "source `{}` has {n} partitions, but checkpoints key state by operator id, which the partitions share: use 1 partition or a MemoryEnv without checkpointing",
+                    root.id
+                ),
+            });
+        }
+        let guard_id = OperatorId::new(&root.id, 0, "partition");
+        let (items, key) = root.take_input();
+        let parts = split(items, key, n, &guard_id)?;
+        let result = op.open().and_then(|()| {
+            let mut plan = Some(self);
+            let last = parts.len() - 1;
+            for (p, part) in parts.into_iter().enumerate() {
+                let this = if p == last {
+                    plan.take().expect("the last partition takes the plan")
+                } else {
+                    plan.clone()
+                        .expect("the plan is there until the last partition")
+                };
+                let (_root, mut chain) = this.build(&rt, PartitionOutput(&mut op))?;
+                drive(&mut chain, |chain| {
+                    for (ts, item) in part {
+                        chain.process(item, ts)?;
+                    }
+                    Ok(())
+                })?;
+            }
+            op.on_watermark(crate::time::MAX_WATERMARK)?;
+            op.finish()
+        });
+        let closed = op.close();
+        result.and(closed)?;
+        Ok(rt.summary())
+    }
+}
