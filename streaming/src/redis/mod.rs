@@ -92,4 +92,4 @@ pub use runner::{
     HEADER_RUNTIME_JOB,
 };
 pub use runtime::RedisRuntime;
-pub use sink::{CollectSink, ListValue, RedisListSink};
+pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
