@@ -1,7 +1,8 @@
 //! [`JobClient`]: a running Redis job (seed `RedisJobClient`, §2.1).
 
 use super::RedisRuntimeConfig;
-use std::collections::BTreeMap;
+use crate::Error;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -75,6 +76,8 @@ pub(crate) struct JobShared {
     done: (Mutex<()>, Condvar),
     progress: Mutex<Vec<PartitionProgress>>,
     errors: Mutex<Vec<String>>,
+    /// Misuses already reported (operator/state), so each is reported once.
+    misuses: Mutex<HashSet<String>>,
     pub(crate) hot: Mutex<HotStats>,
     job_name: String,
     job_instance_id: String,
@@ -91,6 +94,7 @@ impl JobShared {
             done: (Mutex::new(()), Condvar::new()),
             progress: Mutex::default(),
             errors: Mutex::default(),
+            misuses: Mutex::default(),
             hot: Mutex::default(),
             job_name: config.job_name(),
             job_instance_id: config.job_instance_id(),
@@ -122,6 +126,39 @@ impl JobShared {
         }
     }
 
+    /// Reports a misuse ([`is_misuse`]) in the job's errors, once per (operator, state).
+    pub(crate) fn report_misuse(&self, e: &Error) {
+        let (operator, state, message) = match e {
+            Error::StateNotPersistent {
+                operator,
+                state,
+                declared,
+            } => (
+                operator,
+                *state,
+                format!(
+                    "operator `{operator}`: state `{state}` ({declared}) is not persistent, so the Redis engine cannot keep it: every record using it goes to the dead-letter queue (error type `state`, not retried). Declare it with `ValueStateDescriptor::persistent(..)` (likewise `ListStateDescriptor`, `MapStateDescriptor`, `SetStateDescriptor::persistent`), or in `pipeline!` with the `.state(name: ValueState<T> = ..)` syntax, whose declarations are persistent"
+                ),
+            ),
+            Error::StateType {
+                operator, state, ..
+            } => (
+                operator,
+                *state,
+                format!("{e}: every record using it goes to the dead-letter queue (error type `state`, not retried); give each state name of an operator one type"),
+            ),
+            _ => return,
+        };
+        let first = self
+            .misuses
+            .lock()
+            .map(|mut m| m.insert(format!("{operator}/{state}")))
+            .unwrap_or(true);
+        if first {
+            self.error(message);
+        }
+    }
+
     /// Updates (or adds) the progress of (topic, group, partition).
     pub(crate) fn progress(
         &self,
@@ -150,6 +187,17 @@ impl JobShared {
         };
         f(&mut all[i]);
     }
+}
+
+/// Whether `e` is a misuse of the API that no retry can fix: a keyed state without a JSON
+/// codec ([`Error::StateNotPersistent`]) or a state name used with two types
+/// ([`Error::StateType`]). Such a record goes to the dead-letter queue at once (error type
+/// `state`) and the job reports the misuse once ([`JobShared::report_misuse`]).
+pub(crate) fn is_misuse(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::StateNotPersistent { .. } | Error::StateType { .. }
+    )
 }
 
 /// A running Redis job, from [`RedisEnv::execute_async`](super::RedisEnv::execute_async).

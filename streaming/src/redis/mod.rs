@@ -61,7 +61,10 @@
 //! process function's timers are kept in memory only and not persisted), keyed state
 //! declared without a codec (process state must be declared `persistent`, e.g.
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
-//! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
+//! plain `new` descriptor is a misuse: each record using it goes to the dead-letter queue at
+//! once, not retried, with error type `state` ([`Error::StateNotPersistent`](crate::Error)),
+//! and [`JobDiagnostics::errors`] reports it once, naming the fix — likewise a state name
+//! used with two types),
 //! checkpoints and leader election, schema version checks
 //! (`state_schema_evolution_enabled` / `state_schema_mismatch_policy` are accepted and not
 //! acted on), sink deduplication.

@@ -796,6 +796,7 @@ where
             tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
                            "record failed: {e}");
             self.fail(ctx, conn, &msgs[i], &e).await?;
+            ctx.job.report_misuse(&e);
             if matches!(e, Error::HotKey { .. }) {
                 if let Ok(mut h) = ctx.job.hot.lock() {
                     h.rejected += 1;
@@ -1017,9 +1018,10 @@ where
             .insert(HEADER_RUNTIME_ERROR_TYPE.into(), kind.into());
         m.headers
             .insert(HEADER_RUNTIME_ERROR_MESSAGE.into(), text.clone());
-        let retry = config.processing_error_result() == ProcessingErrorResult::Retry;
+        let misuse = super::job::is_misuse(e);
+        let retry = config.processing_error_result() == ProcessingErrorResult::Retry && !misuse;
         let dl_type = match config.processing_error_result() {
-            ProcessingErrorResult::Fail => format!("fail:{kind}"),
+            ProcessingErrorResult::Fail if !misuse => format!("fail:{kind}"),
             _ => kind.to_string(),
         };
         let policy = config.mq_options().retry;
