@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redis::Commands;
@@ -11,7 +12,7 @@ use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{
     CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
-    HEADER_RUNTIME_ERROR_TYPE,
+    SchemaMismatchPolicy, HEADER_RUNTIME_ERROR_TYPE,
 };
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
@@ -71,6 +72,48 @@ impl Setup {
         self.rt.block_on(producer.send_batch(topic, &msgs)).unwrap();
     }
 
+    /// Sends `keys` to partition `p` of `topic`.
+    fn produce_to(&self, topic: &str, p: u32, keys: &[String]) {
+        let mq = self.mq();
+        let mut producer = mq.producer();
+        let msgs: Vec<OutgoingMessage> = keys
+            .iter()
+            .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()).partition(p))
+            .collect();
+        self.rt.block_on(producer.send_batch(topic, &msgs)).unwrap();
+    }
+
+    fn hgetall(&self, key: &str) -> BTreeMap<String, String> {
+        self.conn().hgetall(key).unwrap()
+    }
+
+    /// The schema hash of partition `p` of `topic`, group `g`.
+    fn schema_hash(&self, job: &str, topic: &str, p: u32) -> String {
+        format!("{}:{job}:{{{topic}:{p}}}:g:schema", self.prefix)
+    }
+
+    /// Runs version 1 of the counting pipeline (`ValueState<u64>` "count") on `topic`
+    /// until `n` records committed.
+    fn run_v1(&self, topic: &str, config: RedisRuntimeConfig, n: u64) -> Vec<(String, u64)> {
+        let env = RedisEnv::create_with_config(self.redis.url(), config).unwrap();
+        let out = CollectSink::new();
+        env.from_mq_topic_with_options(topic, "g", earliest(10))
+            .map(|m: Message| m.text().unwrap().to_string())
+            .key_by(|w: &String| w.clone())
+            .process(|w: String, ctx, out| {
+                let n = ctx.state(&COUNT_V1)?.value() + 1;
+                ctx.state(&COUNT_V1)?.update(n);
+                out.collect((w, n));
+                Ok(())
+            })
+            .sink(out.clone())
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("v1 commits every record", &job, || records(&job) == n);
+        job.cancel();
+        out.snapshot()
+    }
+
     fn conn(&self) -> redis::Connection {
         redis::Client::open(self.redis.url())
             .unwrap()
@@ -111,8 +154,222 @@ fn wait_until(what: &str, job: &JobClient, mut check: impl FnMut() -> bool) {
     }
 }
 
+fn records(job: &JobClient) -> u64 {
+    job.diagnostics().partitions.iter().map(|p| p.records).sum()
+}
+
 fn keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("k{i}")).collect()
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+const COUNT_V1: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+/// Version 2, same state name, another value type that JSON cannot decode from v1's.
+const COUNT_TEXT: ValueStateDescriptor<String> =
+    ValueStateDescriptor::persistent("count", String::new());
+/// Version 2, same state name, a value type v1's JSON decodes as.
+const COUNT_SIGNED: ValueStateDescriptor<i64> = ValueStateDescriptor::persistent("count", 0);
+
+const V1: &str = "ValueState<u64> by String";
+
+/// v1 counts k0, k1, k2 on partition 0 of a 2-partition topic; returns the setup.
+fn after_v1(test: &str, topic: &str, policy: SchemaMismatchPolicy) -> (Setup, RedisRuntimeConfig) {
+    let s = setup(test);
+    s.create(topic, 2);
+    s.produce_to(topic, 0, &keys(3));
+    let config = s
+        .config(topic)
+        .state_schema_mismatch_policy(policy)
+        .build()
+        .unwrap();
+    let mut out = s.run_v1(topic, config.clone(), 3);
+    out.sort();
+    assert_eq!(out, [("k0".into(), 1), ("k1".into(), 1), ("k2".into(), 1)]);
+    let field = format!("{topic}.g/3:process/count");
+    assert_eq!(
+        s.hgetall(&s.schema_hash(topic, topic, 0)),
+        map(&[(&field, V1)]),
+        "the first run writes the fingerprint"
+    );
+    assert!(
+        s.hgetall(&s.schema_hash(topic, topic, 1)).is_empty(),
+        "partition 1 never used the state"
+    );
+    (s, config)
+}
+
+/// Runs v2 (`ValueState<String>`, appends "x") on `topic` after producing k0 to partition
+/// 0 and k5 to partition 1; waits for `done`.
+fn run_v2_text(
+    s: &Setup,
+    topic: &str,
+    config: RedisRuntimeConfig,
+    done: impl Fn(&JobClient) -> bool,
+) -> (streaming::redis::JobDiagnostics, Vec<(String, String)>) {
+    s.produce_to(topic, 0, &strs(&["k0"]));
+    s.produce_to(topic, 1, &strs(&["k5"]));
+    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options(topic, "g", earliest(10))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let mut v = ctx.state(&COUNT_TEXT)?.value();
+            v.push('x');
+            ctx.state(&COUNT_TEXT)?.update(v.clone());
+            out.collect((w, v));
+            Ok(())
+        })
+        .sink(out.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    wait_until("v2 done", &job, || done(&job));
+    job.cancel();
+    let mut got = out.snapshot();
+    got.sort();
+    (job.diagnostics(), got)
+}
+
+#[test]
+fn schema_mismatch_fail_stops_only_that_partition_and_keeps_the_state() {
+    let topic = "schfail";
+    let (s, config) = after_v1("ck-sch-fail", topic, SchemaMismatchPolicy::Fail);
+    let (d, out) = run_v2_text(&s, topic, config, |job| {
+        let d = job.diagnostics();
+        d.partitions.len() == 2 && d.partitions[0].stopped.is_some() && d.partitions[1].records == 1
+    });
+    assert_eq!(
+        out,
+        [("k5".to_string(), "x".to_string())],
+        "partition 1 runs"
+    );
+    let p0 = &d.partitions[0];
+    assert_eq!(
+        (p0.records, p0.failed, p0.batches),
+        (0, 0, 0),
+        "nothing committed"
+    );
+    let why = p0.stopped.as_deref().unwrap();
+    let field = format!("{topic}.g/3:process");
+    for part in [
+        field.as_str(),
+        "`count`",
+        V1,
+        "ValueState<String> by String",
+        "SchemaMismatchPolicy::Clear",
+    ] {
+        assert!(why.contains(part), "{part:?} not in {why}");
+    }
+    let reported: Vec<&String> = d.errors.iter().filter(|e| e.contains(why)).collect();
+    assert_eq!(reported.len(), 1, "{:?}", d.errors);
+    assert!(reported[0].starts_with("partition 0 of schfail/g stopped"));
+    // Stored state and fingerprint untouched.
+    assert_eq!(
+        s.hgetall(&s.state_hash(topic, topic, 0, "count")),
+        map(&[("\"k0\"", "1"), ("\"k1\"", "1"), ("\"k2\"", "1")])
+    );
+    assert_eq!(
+        s.hgetall(&s.schema_hash(topic, topic, 0)),
+        map(&[(&format!("{field}/count"), V1)])
+    );
+    assert_eq!(
+        s.hgetall(&s.schema_hash(topic, topic, 1)),
+        map(&[(&format!("{field}/count"), "ValueState<String> by String")])
+    );
+}
+
+#[test]
+fn schema_mismatch_clear_deletes_the_old_state_and_starts_empty() {
+    let topic = "schclear";
+    let (s, config) = after_v1("ck-sch-clear", topic, SchemaMismatchPolicy::Clear);
+    let (d, out) = run_v2_text(&s, topic, config, |job| records(job) == 2);
+    assert_eq!(
+        out,
+        [
+            ("k0".to_string(), "x".to_string()),
+            ("k5".to_string(), "x".to_string())
+        ]
+    );
+    assert!(
+        d.partitions
+            .iter()
+            .all(|p| p.stopped.is_none() && p.failed == 0),
+        "{d:?}"
+    );
+    assert_eq!(
+        s.hgetall(&s.state_hash(topic, topic, 0, "count")),
+        map(&[("\"k0\"", "\"x\"")]),
+        "k1 and k2 (v1) deleted"
+    );
+    let field = format!("{topic}.g/3:process/count");
+    assert_eq!(
+        s.hgetall(&s.schema_hash(topic, topic, 0)),
+        map(&[(&field, "ValueState<String> by String")])
+    );
+}
+
+#[test]
+fn schema_mismatch_ignore_decodes_the_stored_state_as_the_new_type() {
+    let topic = "schignore";
+    let (s, config) = after_v1("ck-sch-ignore", topic, SchemaMismatchPolicy::Ignore);
+    s.produce_to(topic, 0, &strs(&["k0", "k1"]));
+    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options(topic, "g", earliest(10))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let n = ctx.state(&COUNT_SIGNED)?.value() - 1;
+            ctx.state(&COUNT_SIGNED)?.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(out.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    wait_until("v2 done", &job, || records(&job) == 2);
+    job.cancel();
+    let mut got = out.snapshot();
+    got.sort();
+    assert_eq!(got, [("k0".to_string(), 0), ("k1".to_string(), 0)]);
+    assert_eq!(
+        s.hgetall(&s.state_hash(topic, topic, 0, "count")),
+        map(&[("\"k0\"", "0"), ("\"k1\"", "0"), ("\"k2\"", "1")])
+    );
+    let field = format!("{topic}.g/3:process/count");
+    assert_eq!(
+        s.hgetall(&s.schema_hash(topic, topic, 0)),
+        map(&[(&field, "ValueState<i64> by String")])
+    );
+    assert!(job
+        .diagnostics()
+        .partitions
+        .iter()
+        .all(|p| p.stopped.is_none()));
+}
+
+#[test]
+fn schema_check_disabled_writes_no_fingerprint() {
+    let s = setup("ck-sch-off");
+    s.create("schoff", 1);
+    s.produce_to("schoff", 0, &keys(2));
+    let config = s
+        .config("schoff")
+        .state_schema_evolution_enabled(false)
+        .build()
+        .unwrap();
+    assert_eq!(s.run_v1("schoff", config, 2).len(), 2);
+    assert!(s.hgetall(&s.schema_hash("schoff", "schoff", 0)).is_empty());
 }
 
 const PLAIN: ValueStateDescriptor<u64> = ValueStateDescriptor::new("plain", 0);

@@ -25,8 +25,13 @@ pub struct PartitionProgress {
     pub records: u64,
     /// Batches committed.
     pub batches: u64,
-    /// Records that failed and went to retry or the dead-letter queue.
+    /// Records that failed and went to retry or the dead-letter queue (each attempt
+    /// counts).
     pub failed: u64,
+    /// Why the partition stopped, when it did (e.g. a state schema mismatch under
+    /// [`SchemaMismatchPolicy::Fail`](super::SchemaMismatchPolicy::Fail)): it reads nothing
+    /// more until the job is started again.
+    pub stopped: Option<String>,
 }
 
 /// What [`JobClient::diagnostics`] reports.

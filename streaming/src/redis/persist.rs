@@ -1,7 +1,8 @@
 //! [`Persist`]: state the Redis engine keeps in Redis hashes, with a heap cache and
 //! write-behind of the keys changed by each batch.
 
-use crate::api::state::Tracking;
+use super::schema::SchemaGate;
+use crate::api::state::{short_type_name, Tracking};
 use crate::ops::{KeyedTable, ProcessState};
 use crate::Error;
 use serde::de::DeserializeOwned;
@@ -41,6 +42,18 @@ pub trait Persist: 'static {
     /// # Errors
     /// [`Error::StateDecode`] when a value does not encode.
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error>;
+
+    /// Connects the store to its partition's state schema check (before any
+    /// [`load`](Self::load)): the store calls [`SchemaGate::admit`] with each state's
+    /// fingerprint before decoding its stored entries, at once for states whose types it
+    /// knows, else when a state is first used. The default checks nothing.
+    ///
+    /// # Errors
+    /// [`Error::StateSchema`] from [`SchemaGate::admit`].
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        let _ = (operator, gate);
+        Ok(())
+    }
 }
 
 /// The state name of the table of a rolling reduce or sum.
@@ -94,6 +107,16 @@ where
         }
         Ok(())
     }
+
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        let fingerprint = format!(
+            "{ROLLING_STATE}<{}> by {}",
+            short_type_name::<V>(),
+            short_type_name::<K>()
+        );
+        gate.admit(operator, ROLLING_STATE, &fingerprint)?;
+        Ok(())
+    }
 }
 
 impl<K> Persist for ProcessState<K>
@@ -105,6 +128,7 @@ where
             Box::new(Tracking {
                 pending: HashMap::new(),
                 dirty: HashSet::new(),
+                schema: None,
             })
         });
     }
@@ -132,6 +156,13 @@ where
             out((state, field, value));
             Ok(())
         })
+    }
+
+    fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        if let Some(tracking) = &mut self.backend.tracking {
+            tracking.schema = Some(gate.clone());
+        }
+        Ok(())
     }
 }
 

@@ -325,6 +325,10 @@ struct Part<C, S, O> {
     hot: HashMap<String, HotArm>,
     /// Last sampled field count per hash.
     hot_fields: HashMap<String, u64>,
+    /// The state schema check of the current chain (see `schema`).
+    schema: Option<super::schema::SchemaGate>,
+    /// Stopped for good (e.g. a state schema mismatch under FAIL): not read any more.
+    stopped: bool,
 }
 
 async fn run_subtask<P, S>(
@@ -391,6 +395,8 @@ where
             writes: 0,
             hot: HashMap::new(),
             hot_fields: HashMap::new(),
+            schema: None,
+            stopped: false,
         };
         guarded(&ctx, "open sink", part.sink.open())?;
         job.progress(&spec.topic, &spec.group, p, |pr| pr.subtask = subtask);
@@ -398,6 +404,11 @@ where
         while !job.is_cancelled() {
             match part.take(plan, &ctx, &mut conn).await {
                 Ok(()) => break,
+                Err(e) if super::schema::stops_partition(&e) => {
+                    super::schema::stopped(job, &spec.topic, &spec.group, p, &e);
+                    part.stopped = true;
+                    break;
+                }
                 Err(e) => {
                     tracing::debug!(partition = p, "taking partition: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -415,7 +426,7 @@ where
         }
         let mut busy = false;
         for part in &mut parts {
-            if job.is_cancelled() {
+            if job.is_cancelled() || part.stopped {
                 continue;
             }
             let now = Instant::now();
@@ -452,6 +463,10 @@ where
                         part.needs_reset = false;
                         part.backoff = Duration::from_millis(50);
                     }
+                    Err(e) if super::schema::stops_partition(&e) => {
+                        super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
+                        part.stopped = true;
+                    }
                     Err(e) => {
                         tracing::warn!(partition = part.partition, "reset failed, retrying: {e}");
                         part.retry_at = Instant::now() + part.backoff;
@@ -462,6 +477,10 @@ where
             }
             match part.step(plan, &ctx, &mut conn).await {
                 Ok(n) => busy |= n > 0,
+                Err(e) if super::schema::stops_partition(&e) => {
+                    super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
+                    part.stopped = true;
+                }
                 Err(e) => {
                     job.error(format!(
                         "partition {} of {}: batch not committed, reading again from the last commit: {e}",
@@ -612,6 +631,8 @@ where
         // SAFETY of types: the same plan type builds the same chain type.
         self.chain = chain;
         self.stores = stores;
+        let config = &ctx.spec.env.config;
+        self.schema = super::schema::open(config, conn, &self.state_keys, &self.stores).await?;
         let v: Value = ctx
             .scripts
             .load
@@ -625,6 +646,9 @@ where
             let flat: Vec<String> = redis::from_redis_value(fields)?;
             for (op, store) in &self.stores {
                 if let Some(state) = self.state_keys.state_of(&key, op.as_str()) {
+                    if (self.schema.as_ref()).is_some_and(|g| g.cleared(op.as_str(), state)) {
+                        continue;
+                    }
                     let mut entries = Vec::with_capacity(flat.len() / 2);
                     let mut it = flat.iter();
                     while let (Some(f), Some(v)) = (it.next(), it.next()) {
@@ -634,6 +658,7 @@ where
                 }
             }
         }
+        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys).await?;
         Ok(())
     }
 
@@ -793,6 +818,9 @@ where
                 }
             }
             let Some((i, e)) = failure else { break pending };
+            if super::schema::stops_partition(&e) {
+                return Err(e);
+            }
             tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
                            "record failed: {e}");
             self.fail(ctx, conn, &msgs[i], &e).await?;
@@ -828,6 +856,7 @@ where
             }
             tokio::time::sleep(config.hot_key_throttle_max()).await;
         }
+        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys).await?;
         // 4. Commit state + sink lists + acknowledgement atomically.
         let (t, p, g) = (spec.topic.as_str(), self.partition, spec.group.as_str());
         pending.hashes.retain(|h| !h.fields.is_empty());
