@@ -11,7 +11,7 @@ use redis::Commands;
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{
-    CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
+    AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     SchemaMismatchPolicy, HEADER_RUNTIME_ERROR_TYPE,
 };
 use support::redis_server::TestRedis;
@@ -244,10 +244,24 @@ fn run_v2_text(
 fn schema_mismatch_fail_stops_only_that_partition_and_keeps_the_state() {
     let topic = "schfail";
     let (s, config) = after_v1("ck-sch-fail", topic, SchemaMismatchPolicy::Fail);
+    let caught_up = std::cell::Cell::new(None);
     let (d, out) = run_v2_text(&s, topic, config, |job| {
         let d = job.diagnostics();
-        d.partitions.len() == 2 && d.partitions[0].stopped.is_some() && d.partitions[1].records == 1
+        let done = d.partitions.len() == 2
+            && d.partitions[0].stopped.is_some()
+            && d.partitions[1].records == 1;
+        if done {
+            caught_up.set(Some(
+                job.await_caught_up(Duration::from_millis(100)).unwrap(),
+            ));
+        }
+        done
     });
+    assert_eq!(
+        caught_up.get(),
+        Some(false),
+        "a stopped partition never catches up"
+    );
     assert_eq!(
         out,
         [("k5".to_string(), "x".to_string())],
@@ -447,4 +461,87 @@ fn state_without_codec_is_dead_lettered_at_once_and_reported_once() {
     );
     let retries: u64 = s.conn().zcard(s.mq().keys().retry_due("plain", 0)).unwrap();
     assert_eq!(retries, 0, "nothing scheduled for retry");
+}
+
+/// Produces `n` records over `distinct` keys to a 4-partition topic, starts the keyed
+/// count, waits with `await_caught_up` and checks the state right then.
+fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelism: u32) {
+    let s = setup(test);
+    s.create(topic, 4);
+    let (n, distinct) = (400usize, 23usize);
+    let input: Vec<String> = (0..n).map(|i| format!("k{}", i % distinct)).collect();
+    s.produce(topic, &input);
+    let config = s
+        .config(topic)
+        .ack_mode(ack)
+        .pipeline_parallelism(parallelism)
+        .build()
+        .unwrap();
+    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    env.from_mq_topic_with_options(topic, "g", earliest(50))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let n = ctx.state(&COUNT_V1)?.value() + 1;
+            ctx.state(&COUNT_V1)?.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    assert!(
+        job.await_caught_up(Duration::from_secs(60)).unwrap(),
+        "{:?}",
+        job.diagnostics()
+    );
+    // Checked at once: everything produced before is committed.
+    let d = job.diagnostics();
+    assert_eq!(d.partitions.len(), 4);
+    assert!(d.partitions.iter().all(|p| p.taken && p.stopped.is_none()));
+    assert_eq!(
+        d.partitions.iter().map(|p| p.records).sum::<u64>(),
+        n as u64
+    );
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for p in 0..4 {
+        for (k, v) in s.hgetall(&s.state_hash(topic, topic, p, "count")) {
+            let k: String = serde_json::from_str(&k).unwrap();
+            assert!(
+                counts.insert(k, v.parse().unwrap()).is_none(),
+                "one partition per key"
+            );
+        }
+    }
+    let mut want: BTreeMap<String, u64> = BTreeMap::new();
+    for k in &input {
+        *want.entry(k.clone()).or_default() += 1;
+    }
+    assert_eq!(counts, want);
+    // Still caught up: nothing new arrived.
+    assert!(job.await_caught_up(Duration::ZERO).unwrap());
+    // A new record moves the end; caught up again once it is committed.
+    s.produce(topic, &strs(&["k0"]));
+    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    let k0_partition = (0..4)
+        .find(|p| {
+            s.hgetall(&s.state_hash(topic, topic, *p, "count"))
+                .contains_key("\"k0\"")
+        })
+        .unwrap();
+    assert_eq!(
+        s.hgetall(&s.state_hash(topic, topic, k0_partition, "count"))["\"k0\""],
+        (want["k0"] + 1).to_string()
+    );
+    job.cancel();
+}
+
+#[test]
+fn await_caught_up_offset_mode() {
+    caught_up_gives_exact_state("ck-cu-offset", "cuoff", AckMode::Offset, 2);
+}
+
+#[test]
+fn await_caught_up_xack_mode() {
+    caught_up_gives_exact_state("ck-cu-xack", "cuxack", AckMode::Xack, 1);
 }

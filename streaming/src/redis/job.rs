@@ -1,8 +1,11 @@
 //! [`JobClient`]: a running Redis job (seed `RedisJobClient`, §2.1).
 
-use super::RedisRuntimeConfig;
+use super::{AckMode, RedisRuntimeConfig};
+use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::KeySpace;
 use crate::Error;
-use std::collections::{BTreeMap, HashSet};
+use redis::aio::ConnectionManager;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -32,6 +35,8 @@ pub struct PartitionProgress {
     /// [`SchemaMismatchPolicy::Fail`](super::SchemaMismatchPolicy::Fail)): it reads nothing
     /// more until the job is started again.
     pub stopped: Option<String>,
+    /// Whether its subtask has taken it (lease, read position and state) at least once.
+    pub taken: bool,
 }
 
 /// What [`JobClient::diagnostics`] reports.
@@ -87,10 +92,23 @@ pub(crate) struct JobShared {
     job_name: String,
     job_instance_id: String,
     parallelism: u32,
+    /// What [`JobClient::await_caught_up`] checks.
+    client: redis::Client,
+    keys: KeySpace,
+    ack_mode: AckMode,
+    /// (topic, group) of each pipeline.
+    pipelines: Vec<(String, String)>,
+    /// Offset mode: the group's read position when the partition was taken, by (topic,
+    /// group, partition) — what is committed before the first commit of this run.
+    taken_at: Mutex<HashMap<(String, String, u32), String>>,
 }
 
 impl JobShared {
-    pub(crate) fn new(config: &RedisRuntimeConfig) -> Self {
+    pub(crate) fn new(
+        config: &RedisRuntimeConfig,
+        client: redis::Client,
+        pipelines: Vec<(String, String)>,
+    ) -> Self {
         JobShared {
             cancelled: AtomicBool::new(false),
             paused: AtomicBool::new(false),
@@ -104,7 +122,122 @@ impl JobShared {
             job_name: config.job_name(),
             job_instance_id: config.job_instance_id(),
             parallelism: config.pipeline_parallelism(),
+            client,
+            keys: KeySpace::new(config.mq_options().key_prefix.clone()),
+            ack_mode: config.ack_mode(),
+            pipelines,
+            taken_at: Mutex::default(),
         }
+    }
+
+    /// Records that partition `partition` of (topic, group) was taken; in
+    /// [`AckMode::Offset`] also the group's read position then (one `XINFO GROUPS`).
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub(crate) async fn taken(
+        &self,
+        conn: &mut ConnectionManager,
+        topic: &str,
+        group: &str,
+        partition: u32,
+    ) -> Result<(), Error> {
+        if self.ack_mode == AckMode::Offset {
+            let v: redis::Value = redis::cmd("XINFO")
+                .arg("GROUPS")
+                .arg(self.keys.stream(topic, partition))
+                .query_async(conn)
+                .await?;
+            if let Some(g) = parse_xinfo_groups(&v).into_iter().find(|g| g.name == group) {
+                if let Ok(mut t) = self.taken_at.lock() {
+                    t.insert(
+                        (topic.to_string(), group.to_string(), partition),
+                        g.last_delivered_id,
+                    );
+                }
+            }
+        }
+        self.progress(topic, group, partition, |p| p.taken = true);
+        Ok(())
+    }
+
+    /// Whether every partition of every pipeline is taken, running, and committed up to
+    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition).
+    fn caught_up(&self) -> Result<bool, Error> {
+        let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut conn = self.client.get_connection()?;
+        for (topic, group) in &self.pipelines {
+            let partitions: Option<u32> = redis::cmd("HGET")
+                .arg(self.keys.meta(topic))
+                .arg("partitions")
+                .query(&mut conn)?;
+            let Some(partitions) = partitions else {
+                return Ok(false);
+            };
+            for p in 0..partitions {
+                let Some(pr) = progress
+                    .iter()
+                    .find(|x| x.partition == p && &x.topic == topic && &x.group == group)
+                else {
+                    return Ok(false);
+                };
+                if !pr.taken || pr.stopped.is_some() {
+                    return Ok(false);
+                }
+                let stream = self.keys.stream(topic, p);
+                let (last, retries, groups, frontier): (
+                    redis::Value,
+                    u64,
+                    redis::Value,
+                    Option<String>,
+                ) = redis::pipe()
+                    .atomic()
+                    .cmd("XREVRANGE")
+                    .arg(&stream)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .cmd("ZCARD")
+                    .arg(self.keys.retry_due(topic, p))
+                    .cmd("XINFO")
+                    .arg("GROUPS")
+                    .arg(&stream)
+                    .cmd("GET")
+                    .arg(self.keys.frontier(topic, p, group))
+                    .query(&mut conn)?;
+                if retries > 0 {
+                    return Ok(false);
+                }
+                let Some(last) = last_entry_id(&last) else {
+                    continue; // empty stream
+                };
+                let Some(g) = parse_xinfo_groups(&groups)
+                    .into_iter()
+                    .find(|g| &g.name == group)
+                else {
+                    return Ok(false);
+                };
+                let done = match self.ack_mode {
+                    AckMode::Xack => g.pending == 0 && id_at_least(&g.last_delivered_id, &last),
+                    AckMode::Offset => {
+                        let at_take = self
+                            .taken_at
+                            .lock()
+                            .ok()
+                            .and_then(|t| t.get(&(topic.clone(), group.clone(), p)).cloned());
+                        [frontier, at_take, pr.last_committed_id.clone()]
+                            .into_iter()
+                            .flatten()
+                            .any(|c| id_at_least(&c, &last))
+                    }
+                };
+                if !done {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -194,6 +327,28 @@ impl JobShared {
     }
 }
 
+/// The id of the entry in an `XREVRANGE .. COUNT 1` reply.
+fn last_entry_id(v: &redis::Value) -> Option<String> {
+    let redis::Value::Array(entries) = v else {
+        return None;
+    };
+    match entries.first()? {
+        redis::Value::Array(entry) => redis::from_redis_value(entry.first()?).ok(),
+        _ => None,
+    }
+}
+
+/// `ms-seq` as a pair (a missing sequence counts as 0).
+fn id_parts(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// Whether stream id `a` ≥ `b` (false when either does not parse).
+fn id_at_least(a: &str, b: &str) -> bool {
+    matches!((id_parts(a), id_parts(b)), (Some(a), Some(b)) if a >= b)
+}
+
 /// Whether `e` is a misuse of the API that no retry can fix: a keyed state without a JSON
 /// codec ([`Error::StateNotPersistent`]) or a state name used with two types
 /// ([`Error::StateType`]). Such a record goes to the dead-letter queue at once (error type
@@ -262,6 +417,34 @@ impl JobClient {
             };
         }
         true
+    }
+
+    /// Waits until the job has caught up with its streams, at most `timeout`: `true` once,
+    /// for every partition of every pipeline, the partition was taken (so never before the
+    /// job took all its partitions), did not stop, has no retry scheduled (the partition's
+    /// retry set, shared by its groups, is empty) and its committed position has reached
+    /// the stream's last entry as it was when checked — in [`AckMode::Xack`] the group
+    /// has delivered up to it and nothing is pending; in [`AckMode::Offset`] the committed
+    /// offset (or, before the first commit, the position the partition was taken at) is
+    /// at or past it. `false` on timeout, or at once when every subtask has stopped and the
+    /// job is not caught up. Checks every 20 ms over a blocking connection of its own.
+    ///
+    /// Producers still writing move the end: it is the end as of each check.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when a check cannot reach Redis.
+    pub fn await_caught_up(&self, timeout: Duration) -> Result<bool, Error> {
+        let end = Instant::now() + timeout;
+        loop {
+            if self.shared.caught_up()? {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= end || self.shared.running.load(Ordering::SeqCst) == 0 {
+                return Ok(false);
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(20)));
+        }
     }
 
     /// Stops reading new batches (the batch in progress completes).

@@ -614,6 +614,7 @@ where
         }
         self.rebuild(plan, ctx, conn).await?;
         self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
+        ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
         Ok(())
     }
 
