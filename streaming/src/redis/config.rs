@@ -108,6 +108,12 @@ macro_rules! getters {
 
 getters! {
     /// Isolates state, checkpoint and dedup key spaces. Default `redis-streaming-job`.
+    ///
+    /// The default is the same for every job: two different jobs that keep the default
+    /// (and the same `state_key_prefix`) share their state keys
+    /// `{prefix}:{job}:{T:n}:{group}:{operator}:{state}` wherever topic, group and operator
+    /// id coincide, and their schema fingerprints — give every job its own name. Instances
+    /// of one job (restarts, takeover) must keep the same name to find their state.
     job_name: String;
     /// Part of the stable consumer names `{job}-{instance}-{n}`. Default: the host name,
     /// `local` when it cannot be read.
