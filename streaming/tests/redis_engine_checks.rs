@@ -545,3 +545,55 @@ fn await_caught_up_offset_mode() {
 fn await_caught_up_xack_mode() {
     caught_up_gives_exact_state("ck-cu-xack", "cuxack", AckMode::Xack, 1);
 }
+
+#[test]
+fn await_caught_up_waits_for_a_scheduled_retry() {
+    let s = setup("ck-cu-retry");
+    let topic = "curetry";
+    s.create(topic, 1);
+    s.produce(topic, &keys(5));
+    // Retries after 300 ms: the job commits the other four long before.
+    let mq_opts = fast_options("ck-cu-retry")
+        .key_prefix(s.mq_opts.key_prefix.clone())
+        .retry(streaming::mq::RetryPolicy {
+            initial_backoff: Duration::from_millis(300),
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let config = s.config(topic).mq_options(mq_opts).build().unwrap();
+    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    env.from_mq_topic_with_options(topic, "g", earliest(10))
+        .try_map(|m: Message| -> Result<String, &'static str> {
+            let text = m.text().unwrap().to_string();
+            if text == "k1" && m.retry_count == 0 {
+                return Err("first attempt of k1 fails");
+            }
+            Ok(text)
+        })
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let n = ctx.state(&COUNT_V1)?.value() + 1;
+            ctx.state(&COUNT_V1)?.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    let d = job.diagnostics();
+    assert_eq!((d.partitions[0].records, d.partitions[0].failed), (5, 1));
+    assert_eq!(
+        s.hgetall(&s.state_hash(topic, topic, 0, "count")),
+        map(&[
+            ("\"k0\"", "1"),
+            ("\"k1\"", "1"),
+            ("\"k2\"", "1"),
+            ("\"k3\"", "1"),
+            ("\"k4\"", "1")
+        ]),
+        "k1 counted once, after its retry"
+    );
+    job.cancel();
+}
