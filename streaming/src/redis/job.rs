@@ -237,7 +237,9 @@ impl JobShared {
                 }
             }
         }
-        Ok(true)
+        // A batch leaves `in_flight` after its progress is recorded: nothing in flight now
+        // means every commit seen above is in the diagnostics too.
+        Ok(self.in_flight.load(Ordering::SeqCst) == 0)
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -427,7 +429,9 @@ impl JobClient {
     /// has delivered up to it and nothing is pending; in [`AckMode::Offset`] the committed
     /// offset (or, before the first commit, the position the partition was taken at) is
     /// at or past it. `false` on timeout, or at once when every subtask has stopped and the
-    /// job is not caught up. Checks every 20 ms over a blocking connection of its own.
+    /// job is not caught up. Checks every 20 ms over a blocking connection of its own; when
+    /// it returns `true`, nothing is in flight and [`diagnostics`](Self::diagnostics)
+    /// already counts every committed record.
     ///
     /// Producers still writing move the end: it is the end as of each check.
     ///
