@@ -32,8 +32,8 @@
 //! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
 //!   the Redis engine reads from;
 //! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
-//!   the pipeline, `execute_async` starts it), job client, keyed state, sinks. Windows,
-//!   event time and timers on Redis are the next step (issue #6).
+//!   the pipeline, `execute_async` starts it), job client, keyed state, windows and timers
+//!   kept in Redis per partition, sinks.
 //!
 //! Every fallible call returns [`Error`], which names the failing operator or setting.
 //!

@@ -204,7 +204,11 @@ async fn a_retry_waits_for_its_backoff_in_the_schedule() {
     })
     .await;
     let mut conn = raw_conn(redis.url()).await;
-    let due: f64 = conn.zscore(mq.keys().retry_due("t", 0), &id).await.unwrap();
+    let token = streaming::mq::retry::retry_token("g", &id);
+    let due: f64 = conn
+        .zscore(mq.keys().retry_due("t", 0), &token)
+        .await
+        .unwrap();
     let (secs, _micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
     let wait_ms = due as i64 - secs * 1000;
     assert!(
@@ -455,4 +459,296 @@ async fn a_retry_survives_a_redis_restart_between_attempts_exactly_once() {
     assert_eq!(deliveries.len(), 2, "first attempt + exactly one retry");
     let p = &info.partition_info[0];
     assert_eq!((p.length, p.retry_scheduled, p.dead_letters), (2, 0, 0));
+}
+
+/// The id of the last entry of `stream` (`XREVRANGE + - COUNT 1`), if any.
+async fn last_entry_id(url: &str, stream: &str) -> Option<String> {
+    let mut conn = raw_conn(url).await;
+    let v: redis::Value = redis::cmd("XREVRANGE")
+        .arg(stream)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    match v {
+        redis::Value::Array(entries) => match entries.first() {
+            Some(redis::Value::Array(entry)) => {
+                Some(redis::from_redis_value::<String>(&entry[0]).unwrap())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Subscribes `group` to topic `t`; every delivery is recorded in the returned list and
+/// answered with `verdict`.
+async fn recording_subscription(
+    mq: &streaming::mq::Mq,
+    group: &str,
+    verdict: fn() -> HandleResult,
+) -> (streaming::mq::Subscription, Seen) {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let sub = mq
+        .subscribe(
+            "t",
+            group,
+            move |m: Message| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock().unwrap().push(m);
+                    verdict()
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    (sub, seen)
+}
+
+/// Waits until `dead` dead letters exist, no retry is scheduled, and every group of
+/// partition 0 has acknowledged (and moved its commit frontier to) the stream's last entry:
+/// nothing more can be delivered to anyone.
+async fn wait_settled(mq: &streaming::mq::Mq, url: &str, dead: usize) {
+    eventually(
+        "all dead letters written and every group settled",
+        DEADLINE,
+        || async {
+            let letters = mq.dead_letters("t", 1000).await.unwrap().len();
+            let info = mq.describe_topic("t").await.unwrap();
+            let p = &info.partition_info[0];
+            let last = last_entry_id(url, &mq.keys().stream("t", 0)).await;
+            let settled = letters >= dead
+                && p.retry_scheduled == 0
+                && !p.groups.is_empty()
+                && p.groups
+                    .iter()
+                    .all(|g| g.pending == 0 && g.lag == Some(0) && g.frontier == last);
+            settled.then_some(())
+        },
+    )
+    .await;
+}
+
+/// Issue #4: a group's retry is delivered to that group only. Group `good` succeeds, group
+/// `bad` always asks for a retry: `good` handles each message exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_delivered_only_to_the_group_that_failed() {
+    let redis = TestRedis::shared();
+    let mq = connect(
+        redis.url(),
+        fast_options("retry-own-group")
+            .retry(policy(2, 20))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let (good, good_seen) = recording_subscription(&mq, "good", || HandleResult::Success).await;
+    let (bad, bad_seen) = recording_subscription(&mq, "bad", || {
+        HandleResult::Retry(Failure::new("nope", "bad always fails"))
+    })
+    .await;
+    let mut producer = mq.producer();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (_, id) = producer.send("t", None, format!("m{i}")).await.unwrap();
+        ids.push(id);
+    }
+    wait_settled(&mq, redis.url(), 5).await;
+    good.stop().await.unwrap();
+    bad.stop().await.unwrap();
+
+    let good_seen = good_seen.lock().unwrap().clone();
+    let good_ids: Vec<&str> = good_seen.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(
+        good_ids, ids,
+        "good handles each original once, no retry copy"
+    );
+    assert!(good_seen
+        .iter()
+        .all(|m| m.retry_count == 0 && m.retry_group.is_none()));
+
+    // bad: 5 originals + 2 retries each, all addressed to it.
+    let bad_seen = bad_seen.lock().unwrap().clone();
+    assert_eq!(bad_seen.len(), 15);
+    for id in &ids {
+        let mut counts: Vec<u32> = bad_seen
+            .iter()
+            .filter(|m| m.original_id() == id)
+            .map(|m| m.retry_count)
+            .collect();
+        counts.sort_unstable();
+        assert_eq!(counts, [0, 1, 2], "deliveries of {id} to bad");
+    }
+    for m in &bad_seen {
+        let expected = (m.retry_count > 0).then_some("bad");
+        assert_eq!(m.retry_group.as_deref(), expected, "{m:?}");
+    }
+
+    let mut letters = mq.dead_letters("t", 100).await.unwrap();
+    assert_eq!(letters.len(), 5);
+    letters.sort_by(|a, b| a.original_id.cmp(&b.original_id));
+    let originals: Vec<&str> = letters.iter().map(|d| d.original_id.as_str()).collect();
+    assert_eq!(originals, ids);
+    for d in &letters {
+        assert_eq!(d.group, "bad");
+        assert_eq!(d.attempts, 3);
+        assert_eq!(d.error_type, "retries_exhausted:nope");
+    }
+    // The stream holds the originals and bad's two retries of each.
+    let info = mq.describe_topic("t").await.unwrap();
+    assert_eq!(info.partition_info[0].length, 15);
+}
+
+/// Issue #4: two failing groups each get their own retry of the same entry (the retry
+/// schedule is per group; neither overwrites the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_failing_groups_each_retry_their_own_copy() {
+    let redis = TestRedis::shared();
+    let mq = connect(
+        redis.url(),
+        fast_options("retry-two-groups")
+            .retry(policy(1, 20))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let fail = || HandleResult::Retry(Failure::new("nope", "always fails"));
+    let (a, a_seen) = recording_subscription(&mq, "a", fail).await;
+    let (b, b_seen) = recording_subscription(&mq, "b", fail).await;
+    let mut producer = mq.producer();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (_, id) = producer.send("t", None, format!("m{i}")).await.unwrap();
+        ids.push(id);
+    }
+    wait_settled(&mq, redis.url(), 10).await;
+    a.stop().await.unwrap();
+    b.stop().await.unwrap();
+
+    for (group, seen) in [("a", a_seen), ("b", b_seen)] {
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 10, "group {group}: 5 originals + 5 own retries");
+        for id in &ids {
+            let mut counts: Vec<u32> = seen
+                .iter()
+                .filter(|m| m.original_id() == id)
+                .map(|m| m.retry_count)
+                .collect();
+            counts.sort_unstable();
+            assert_eq!(counts, [0, 1], "deliveries of {id} to group {group}");
+        }
+        for m in &seen {
+            let expected = (m.retry_count > 0).then_some(group);
+            assert_eq!(m.retry_group.as_deref(), expected, "{m:?}");
+        }
+    }
+    let letters = mq.dead_letters("t", 100).await.unwrap();
+    assert_eq!(letters.len(), 10);
+    for group in ["a", "b"] {
+        let mut originals: Vec<&str> = letters
+            .iter()
+            .filter(|d| d.group == group)
+            .map(|d| d.original_id.as_str())
+            .collect();
+        originals.sort_unstable();
+        assert_eq!(originals, ids, "dead letters of group {group}");
+    }
+    assert!(letters.iter().all(|d| d.attempts == 2));
+    // Each group dead-lettered its own retry entry: ten distinct retry entries.
+    let mut failed: Vec<&str> = letters.iter().map(|d| d.id.as_str()).collect();
+    failed.sort_unstable();
+    failed.dedup();
+    assert_eq!(failed.len(), 10);
+    assert!(failed.iter().all(|id| !ids.iter().any(|o| o == id)));
+    let info = mq.describe_topic("t").await.unwrap();
+    assert_eq!(info.partition_info[0].length, 15);
+}
+
+/// Issue #4, `NOACK` readers: two groups failing the same entries both get a retry
+/// scheduled, and each reader gets only its own retries (the other group's are skipped
+/// while the offset still moves past them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusive_readers_of_two_groups_retry_independently() {
+    let redis = TestRedis::shared();
+    let mq = connect(
+        redis.url(),
+        fast_options("retry-exclusive")
+            .retry(policy(2, 20))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 1).await.unwrap();
+    let mut producer = mq.producer();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (_, id) = producer.send("t", None, format!("m{i}")).await.unwrap();
+        ids.push(id);
+    }
+    let mut readers = Vec::new();
+    for group in ["a", "b"] {
+        let r = mq
+            .exclusive_reader("t", group, 0, "c1", None, StartPolicy::Earliest)
+            .await
+            .unwrap();
+        readers.push(r);
+    }
+    let failure = Failure::new("nope", "always fails");
+    for r in &mut readers {
+        let batch = r.read(10, Duration::from_millis(10)).await.unwrap();
+        let got: Vec<&str> = batch.messages.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(got, ids);
+        for m in &batch.messages {
+            let outcome = r.retry_or_dead_letter(m, &failure).await.unwrap();
+            assert!(
+                matches!(outcome, streaming::mq::RetryOutcome::Scheduled { .. }),
+                "{outcome:?}"
+            );
+        }
+    }
+    let info = mq.describe_topic("t").await.unwrap();
+    assert_eq!(info.partition_info[0].retry_scheduled, 10);
+    // Both readers promote; each sees exactly its own five retries and moves past the
+    // other group's.
+    let stream = mq.keys().stream("t", 0);
+    for (group, r) in ["a", "b"].into_iter().zip(&mut readers) {
+        let mut got: Vec<Message> = Vec::new();
+        let mut skipped = 0;
+        let mut last = None;
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let done = last.is_some() && last == last_entry_id(redis.url(), &stream).await;
+            let scheduled = mq.describe_topic("t").await.unwrap().partition_info[0].retry_scheduled;
+            if done && scheduled == 0 && got.len() >= 5 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < end, "timed out: {got:?}");
+            let batch = r.read(10, Duration::from_millis(20)).await.unwrap();
+            if batch.last_id.is_some() {
+                last = batch.last_id;
+            }
+            skipped += batch.skipped;
+            got.extend(batch.messages);
+        }
+        assert_eq!(got.len(), 5, "{got:?}");
+        let mut originals: Vec<&str> = got.iter().map(|m| m.original_id()).collect();
+        originals.sort_unstable();
+        assert_eq!(originals, ids);
+        assert!(got.iter().all(|m| m.retry_count == 1));
+        assert!(got.iter().all(|m| m.retry_group.as_deref() == Some(group)));
+        assert_eq!(skipped, 5, "group {group} skips the other group's retries");
+    }
+    let info = mq.describe_topic("t").await.unwrap();
+    assert_eq!(info.partition_info[0].length, 15);
+    for r in readers {
+        r.release().await.unwrap();
+    }
 }

@@ -638,3 +638,128 @@ fn list_map_and_set_state_survive_a_restart_and_match_memory() {
     run(150);
     assert_eq!(by_key(&out.snapshot()), expected);
 }
+
+/// The id of the last entry of `stream`, if any.
+fn last_entry_id(rt: &tokio::runtime::Runtime, url: &str, stream: &str) -> Option<String> {
+    let mut conn = rt
+        .block_on(
+            redis::Client::open(url)
+                .unwrap()
+                .get_multiplexed_async_connection(),
+        )
+        .unwrap();
+    let v: redis::Value = rt
+        .block_on(
+            redis::cmd("XREVRANGE")
+                .arg(stream)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(&mut conn),
+        )
+        .unwrap();
+    match v {
+        redis::Value::Array(entries) => match entries.first() {
+            Some(redis::Value::Array(entry)) => {
+                Some(redis::from_redis_value::<String>(&entry[0]).unwrap())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Issue #4 on the engine: two pipelines read one topic with different groups; every
+/// record of group `bad` panics (retried, then dead-lettered). Group `good` counts each
+/// record exactly once: the retries are addressed to `bad` and `good` skips them (without
+/// counting them as records) while still committing past them.
+fn foreign_retries_are_skipped(mode: AckMode) {
+    let s = setup("eng-foreign-retry");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("t", 1)).unwrap();
+    let input = words(40, 4);
+    send_all(&rt, &mq, "t", &input);
+    let config = RedisRuntimeConfig::builder()
+        .job_name("foreign")
+        .job_instance_id("test")
+        .state_key_prefix(&s.prefix)
+        .mq_options(
+            fast_options("eng-foreign-retry-mq")
+                .key_prefix(s.mq_opts.key_prefix.clone())
+                .retry(streaming::mq::RetryPolicy {
+                    max_retries: 2,
+                    initial_backoff: Duration::from_millis(20),
+                    multiplier: 1.0,
+                    max_backoff: Duration::from_millis(20),
+                    jitter: 0.0,
+                })
+                .build()
+                .unwrap(),
+        )
+        .ack_mode(mode)
+        .processing_error_result(ProcessingErrorResult::Retry)
+        .build()
+        .unwrap();
+    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let out = CollectSink::new();
+    count_pipeline!(env
+        .from_mq_topic_with_options("t", "good", earliest(8))
+        .map(|m: Message| m.text().unwrap().to_string()))
+    .sink(out.clone())
+    .unwrap();
+    env.from_mq_topic_with_options("t", "bad", earliest(8))
+        .map(|m: Message| -> String { panic!("group bad cannot handle {}", m.id) })
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let stream = mq.keys().stream("t", 0);
+    wait_until(
+        "bad's dead letters and good's commit at the end",
+        &job,
+        || {
+            let letters = rt.block_on(mq.dead_letters("t", 1000)).unwrap().len();
+            let info = rt.block_on(mq.describe_topic("t")).unwrap();
+            let p = &info.partition_info[0];
+            let last = last_entry_id(&rt, s.redis.url(), &stream);
+            letters >= 40
+                && p.retry_scheduled == 0
+                && p.groups
+                    .iter()
+                    .any(|g| g.name == "good" && g.frontier == last)
+        },
+    );
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    let mut expected: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for w in &input {
+        let v = expected.entry(w.clone()).or_default();
+        v.push(v.len() as u64 + 1);
+    }
+    assert_eq!(by_key(&out.snapshot()), expected, "{mode:?}");
+    let d = job.diagnostics();
+    let good: Vec<_> = d.partitions.iter().filter(|p| p.group == "good").collect();
+    assert_eq!(good.len(), 1);
+    assert_eq!((good[0].records, good[0].failed), (40, 0), "{mode:?}");
+    let bad: Vec<_> = d.partitions.iter().filter(|p| p.group == "bad").collect();
+    assert_eq!((bad[0].records, bad[0].failed), (0, 120), "{mode:?}");
+    let letters = rt.block_on(mq.dead_letters("t", 1000)).unwrap();
+    assert_eq!(letters.len(), 40);
+    assert!(letters
+        .iter()
+        .all(|l| l.group == "bad" && l.attempts == 3 && l.error_type == "retries_exhausted:panic"));
+    // The stream: 40 originals and bad's two retries of each.
+    let info = rt.block_on(mq.describe_topic("t")).unwrap();
+    assert_eq!(info.partition_info[0].length, 120);
+}
+
+#[test]
+fn a_failing_group_does_not_make_another_group_count_twice_xack() {
+    foreign_retries_are_skipped(AckMode::Xack);
+}
+
+#[test]
+fn a_failing_group_does_not_make_another_group_count_twice_offset() {
+    foreign_retries_are_skipped(AckMode::Offset);
+}

@@ -328,8 +328,7 @@ pub(crate) mod prelude {
 
     /// Supported by both engines.
     pub(crate) const BOTH: &[Engine] = &[Engine::Memory, Engine::Redis];
-    /// Supported by the in-memory engine only: bounded sources, `collect_vec`, and (not on
-    /// the Redis engine yet) windows and their operators.
+    /// Supported by the in-memory engine only: bounded sources and `collect_vec`.
     pub(crate) const MEMORY: &[Engine] = &[Engine::Memory];
 }
 

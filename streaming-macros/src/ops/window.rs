@@ -8,7 +8,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     role: Role::Transform,
     args: &[arg("assigner: impl WindowAssigner", Assigner)],
     variants: &[on(Stage::Keyed, Stage::Windowed, IdKind::None)],
-    engines: MEMORY,
+    engines: BOTH,
     expansion: Expansion::Method,
     summary: "Cuts each key's elements into windows; literal sizes, slides, gaps and offsets are checked at compile time.",
     example: "let out = pipeline! {\n    env.from_collection(0..5)\n        .key_by(|_: &i32| ())\n        .window(SlidingEventTimeWindows::of(Duration::from_millis(4), Duration::from_millis(2)))\n        .count()\n        .map(|(_, w, n): ((), TimeWindow, u64)| (w.start(), n))\n        .collect_vec()\n}?;\nassert_eq!(out, [(-2, 2), (0, 4), (2, 3), (4, 1)]);",

@@ -5,7 +5,9 @@ use crate::Error;
 use std::hash::Hash;
 
 /// The time domain of a timer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum TimeDomain {
     /// Fires when the watermark reaches the timer's time.
     EventTime,

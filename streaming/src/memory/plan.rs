@@ -27,7 +27,7 @@ pub struct Runtime {
     message = "this operator's state cannot be kept by `{Self}`",
     label = "state type `{S}` is not supported here",
     note = "on the Redis engine keyed state lives in Redis as JSON: keys and values must be serde `Serialize + DeserializeOwned`",
-    note = "windows are not supported on the Redis engine yet (issue #6)"
+    note = "for windows on the Redis engine that includes the key, the accumulator (e.g. `reduce`'s element type, an `AggregateFunction`'s `Acc`) and a custom trigger"
 )]
 pub trait StoreFactory<S> {
     /// A new store for `operator`'s state, starting from `init` (or from what the engine

@@ -8,7 +8,7 @@ use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
     KeyedReduce, KeyedSum, Map, Operator, OperatorId, ProcessFn, RecordTimestamp, ReduceWindow,
-    SinkOp, SumWindow, TryMap, WindowFunction, WindowOperator,
+    SinkOp, SumWindow, TryMap, WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -168,16 +168,19 @@ impl<R, T, I: IntoIterator, F: FnMut(T) -> I> Stage<T, R> for FlatMapStage<F, I>
     }
 }
 
-impl<R, T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T, R>
-    for WatermarkStage<TA, G>
+impl<R, T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T, R> for WatermarkStage<TA, G>
+where
+    R: WatermarkStore,
 {
     type Out = T;
     type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
-    fn build<N: Operator<T>>(self, _rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+    fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.watermark_state(&self.id);
         Ok(AssignWatermarks::new(
             self.id,
             self.assigner,
             self.generator,
+            state,
             next,
         ))
     }
@@ -489,7 +492,7 @@ impl<T: Debug> Sink<T> for PrintSink {
     message = "this pipeline cannot run on the engine of its source `{Self}` with this sink",
     label = "the pipeline or its sink does not fit the engine",
     note = "memory engine: the sink must implement `Sink` of the stream's element type",
-    note = "Redis engine: user functions and the sink must be `Clone + Send + 'static` (one copy runs per partition); keyed state keys and values must be serde `Serialize + DeserializeOwned`; windows are not supported yet (issue #6)"
+    note = "Redis engine: user functions and the sink must be `Clone + Send + 'static` (one copy runs per partition); keyed state keys and values must be serde `Serialize + DeserializeOwned`; window keys, accumulators and custom triggers too"
 )]
 pub trait Execute<P, S> {
     /// What the terminal operation returns.

@@ -5,7 +5,8 @@
 //! union over its partitions; same hash tag as the partition, so "acknowledge + dead
 //! letter" is one Lua script, and a crash cannot lose or duplicate the entry). A dead-letter
 //! entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
-//! [`crate::mq::message`]; for a malformed entry: whatever fields it had) plus:
+//! [`crate::mq::message`]; a retry's `rg` is not kept, `dlq.group` names the group; for a
+//! malformed entry: whatever fields it had) plus:
 //!
 //! | field | content |
 //! |-------|---------|

@@ -11,10 +11,12 @@
 //! renews it ([`ExclusiveReader::renew`]) more often than `lease_ttl` and releases it
 //! ([`ExclusiveReader::release`]). Malformed entries are appended to the partition's
 //! dead-letter stream (nothing to acknowledge) and skipped; their ids still count for the
-//! batch's [`ExclusiveBatch::last_id`], so committing it moves past them. Failed messages
+//! batch's [`ExclusiveBatch::last_id`], so committing it moves past them. Retry entries
+//! addressed to another consumer group (field `rg`, see [`crate::mq::retry`]) are skipped
+//! the same way, without being returned ([`ExclusiveBatch::skipped`]). Failed messages
 //! go through [`ExclusiveReader::retry_or_dead_letter`] (same backoff, headers and
-//! dead-letter fields as subscriptions; due retries re-enter the stream on a later
-//! [`ExclusiveReader::read`]).
+//! dead-letter fields as subscriptions; due retries re-enter the stream, addressed to this
+//! reader's group, on a later [`ExclusiveReader::read`]).
 
 use std::time::Duration;
 
@@ -22,7 +24,7 @@ use tokio::time::Instant;
 
 use redis::aio::ConnectionManager;
 use redis::Value;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::mq::group::{ensure_group, set_group_id};
 use crate::mq::handler::Failure;
@@ -40,8 +42,11 @@ pub struct ExclusiveBatch {
     pub messages: Vec<Message>,
     /// How many malformed entries were dead-lettered instead.
     pub malformed: usize,
-    /// The id of the last entry read (message or malformed); commit it once the batch's
-    /// effects are durable. `None` when nothing was read.
+    /// How many retry entries addressed to another consumer group were skipped (not in
+    /// `messages`; nothing to do for this group).
+    pub skipped: usize,
+    /// The id of the last entry read (message, malformed or skipped); commit it once the
+    /// batch's effects are durable. `None` when nothing was read.
     pub last_id: Option<String>,
 }
 
@@ -165,10 +170,15 @@ impl ExclusiveReader {
         let entries = parse_read_reply(&v)?;
         let last_id = entries.last().map(|e| e.id.clone());
         let mut messages = Vec::with_capacity(entries.len());
-        let mut malformed = 0;
+        let (mut malformed, mut skipped) = (0, 0);
         for e in entries {
             match e.decode(&self.topic, self.partition) {
-                Ok(m) => messages.push(m),
+                Ok(m) if m.is_for_group(&self.group) => messages.push(m),
+                Ok(m) => {
+                    skipped += 1;
+                    debug!(topic = %self.topic, partition = self.partition, id = %m.id,
+                           retry_group = ?m.retry_group, "skipping another group's retry");
+                }
                 Err(reason) => {
                     malformed += 1;
                     warn!(topic = %self.topic, partition = self.partition, id = %e.id, %reason,
@@ -182,6 +192,7 @@ impl ExclusiveReader {
         Ok(ExclusiveBatch {
             messages,
             malformed,
+            skipped,
             last_id,
         })
     }
@@ -245,7 +256,8 @@ impl ExclusiveReader {
     /// Schedules a retry of `msg` after the [`crate::mq::MqOptions::retry`] backoff (the
     /// retry entry is appended to this partition when due, by a later [`Self::read`]), or
     /// dead-letters it when its retries are used up (error type
-    /// `retries_exhausted:<type>`). A retry of the same entry is scheduled at most once
+    /// `retries_exhausted:<type>`). The retry is addressed to this reader's group (other
+    /// groups skip it). This group's retry of the same entry is scheduled at most once
     /// while it waits. Unlike the subscription path this is not atomic with the caller's
     /// offset commit: a crash between the two can schedule the retry again after the
     /// first one was delivered (at-least-once).
@@ -271,6 +283,7 @@ impl ExclusiveReader {
             &mut self.conn,
             &self.schedule,
             &self.keys,
+            &self.group,
             msg,
             delay,
             (&failure.error_type, &failure.message),

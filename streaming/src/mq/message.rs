@@ -13,6 +13,12 @@
 //! | `h`   | headers, a JSON object of string → string | no (absent = no headers) |
 //! | `rc`  | retry count, decimal `u32` | no (absent = 0) |
 //! | `mr`  | max retries of this message, decimal `u32` | no (absent = the subscription's [`crate::mq::RetryPolicy::max_retries`]) |
+//! | `rg`  | retry group: the one consumer group this entry is addressed to, UTF-8 text | no (absent = every group reads it) |
+//!
+//! `rg` is set on retry entries only ([`crate::mq::retry`]): a retry belongs to the group
+//! whose handler failed. Every other group's reader skips it without running its handler
+//! (a subscription acknowledges it, an [`crate::mq::ExclusiveReader`] just reads past it),
+//! so a failing group never makes another group process a message twice (issue #4).
 //!
 //! Topic and partition are not stored: they are the stream the entry is in. An entry that
 //! breaks these rules (missing `p`/`ts`, non-UTF-8 key, bad header JSON, unparsable
@@ -39,6 +45,8 @@ pub(crate) const F_HEADERS: &str = "h";
 pub(crate) const F_RETRY_COUNT: &str = "rc";
 /// Field of the max retries.
 pub(crate) const F_MAX_RETRIES: &str = "mr";
+/// Field of the retry group (the group a retry entry is addressed to).
+pub(crate) const F_RETRY_GROUP: &str = "rg";
 
 /// Header naming the id of the first delivery of a retried or replayed message.
 pub const HEADER_ORIGINAL_ID: &str = "x-original-message-id";
@@ -69,6 +77,10 @@ pub struct Message {
     pub retry_count: u32,
     /// This message's own retry limit; `None` uses the subscription's policy.
     pub max_retries: Option<u32>,
+    /// The consumer group this entry is addressed to (field `rg`): set on a retry entry,
+    /// which only the group that failed processes; `None` for an entry every group reads.
+    /// Handlers only ever see `None` or their own group: readers skip the others' retries.
+    pub retry_group: Option<String>,
 }
 
 impl Message {
@@ -101,6 +113,12 @@ impl Message {
             .get(HEADER_ORIGINAL_ID)
             .map(String::as_str)
             .unwrap_or(&self.id)
+    }
+
+    /// Whether `group` processes this entry: `true` unless it is a retry addressed to
+    /// another group ([`Message::retry_group`]).
+    pub fn is_for_group(&self, group: &str) -> bool {
+        self.retry_group.as_deref().is_none_or(|g| g == group)
     }
 }
 
@@ -269,6 +287,14 @@ impl RawEntry {
             None => None,
             Some(v) => Some(parse_num::<u32>(v, F_MAX_RETRIES)?),
         };
+        let retry_group = match self.get(F_RETRY_GROUP) {
+            None => None,
+            Some(g) => Some(
+                std::str::from_utf8(g)
+                    .map_err(|e| format!("field `rg` (retry group) is not UTF-8: {e}"))?
+                    .to_owned(),
+            ),
+        };
         Ok(Message {
             id: self.id.clone(),
             topic: topic.to_owned(),
@@ -279,6 +305,7 @@ impl RawEntry {
             timestamp_ms,
             retry_count,
             max_retries,
+            retry_group,
         })
     }
 }
@@ -435,11 +462,27 @@ mod tests {
         assert!(m.headers.is_empty());
         assert_eq!(m.retry_count, 0);
         assert_eq!(m.max_retries, None);
+        assert_eq!(m.retry_group, None);
+        assert!(m.is_for_group("any"));
         #[derive(serde::Deserialize)]
         struct X {
             x: i32,
         }
         assert_eq!(m.json::<X>().unwrap().x, 1);
+    }
+
+    #[test]
+    fn retry_group_addresses_one_group() {
+        let m = raw(&[("p", b"x"), ("ts", b"1"), ("rc", b"1"), ("rg", b"bad")])
+            .decode("t", 0)
+            .unwrap();
+        assert_eq!(m.retry_group.as_deref(), Some("bad"));
+        assert!(m.is_for_group("bad"));
+        assert!(!m.is_for_group("good"));
+        let r = raw(&[("p", b"x"), ("ts", b"1"), ("rg", b"\xff")])
+            .decode("t", 0)
+            .unwrap_err();
+        assert!(r.contains("`rg` (retry group)"), "{r}");
     }
 
     #[test]

@@ -35,7 +35,8 @@
 //!
 //! Guarantees: at-least-once (an entry is acknowledged only after its handler returned);
 //! per-partition order for first deliveries (retries re-enter at the tail of their
-//! partition); every acknowledgement, retry and dead letter is one atomic Lua script in the
+//! partition, addressed to the group that failed: other groups skip them, see [`retry`]);
+//! every acknowledgement, retry and dead letter is one atomic Lua script in the
 //! partition's hash slot (see [`topic`] for keys, [`retry`], [`dlq`], [`frontier`]).
 //!
 //! Choices and limits worth knowing:

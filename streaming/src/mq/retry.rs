@@ -1,4 +1,4 @@
-//! Retry with backoff, done atomically.
+//! Retry with backoff, done atomically, per consumer group.
 //!
 //! The seed acknowledges the original and then re-adds the retry: two steps, and a crash
 //! between them loses the message (DESIGN, "Where the seed's Java design is weak"). Here
@@ -7,9 +7,10 @@
 //! 1. `XACK` the original; if it was not pending any more (already acknowledged by a
 //!    previous run of this script or by another consumer after a claim) it stops and
 //!    returns 0, so a repeated call cannot schedule a second retry;
-//! 2. stores the retry entry's fields (msgpack) in `P:{T:n}:retry:data` under the token =
-//!    the original entry id, and its due time (server `TIME` + backoff, ms) in
-//!    `P:{T:n}:retry:due`;
+//! 2. stores the retry entry's fields (msgpack) in `P:{T:n}:retry:data` under the token
+//!    [`retry_token`]`(group, id)` = `G\n<id>` (the failing group, a newline, the failed
+//!    entry's id; group names cannot contain a newline, so the token is unambiguous), and
+//!    its due time (server `TIME` + backoff, ms) in `P:{T:n}:retry:due`;
 //! 3. advances the commit frontier ([`crate::mq::frontier`]).
 //!
 //! A second script (`promote_due`), run by the partition's owner every
@@ -21,6 +22,21 @@
 //!
 //! The retry entry keeps key, payload, timestamp, partition (same stream) and headers;
 //! `rc` grows by one and header `x-original-message-id` names the first id.
+//!
+//! # Retries are per group
+//!
+//! The partition's stream is shared by every consumer group of the topic, so a retry
+//! entry carries the field `rg` = the group that failed ([`crate::mq::message`]); the
+//! stored fields include it, so promotion re-adds it. Only that group processes the entry:
+//! every other group's reader skips it without calling its handler (subscriptions and the
+//! Redis engine's `Xack` mode acknowledge it, which also moves their commit frontier past
+//! it; an [`crate::mq::ExclusiveReader`] reads past it, so the caller's committed offset
+//! does too). The token includes the group, so two groups failing the same entry schedule
+//! one retry each instead of overwriting each other (or, for `NOACK` readers, the second
+//! being dropped as "already scheduled").
+//!
+//! Retries scheduled by an older version (token = bare entry id, no `rg` field) are
+//! still promoted, as entries every group reads.
 
 use std::time::Duration;
 
@@ -30,7 +46,8 @@ use redis::Script;
 
 use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::message::{
-    encode_fields, Message, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_ORIGINAL_ID,
+    encode_fields, Message, F_RETRY_GROUP, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE,
+    HEADER_ORIGINAL_ID,
 };
 use crate::mq::options::RetryPolicy;
 use crate::mq::topic::KeySpace;
@@ -72,20 +89,28 @@ pub fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
     backoff_with(policy, attempt, unit)
 }
 
+/// The retry schedule's token (member of `P:{T:n}:retry:due`, field of
+/// `P:{T:n}:retry:data`) of `group`'s retry of entry `id`: `"{group}\n{id}"`. Group names
+/// are `[A-Za-z0-9_.-]` only, so the newline separates them unambiguously.
+pub fn retry_token(group: &str, id: &str) -> String {
+    format!("{group}\n{id}")
+}
+
 pub(crate) fn truncate(s: &str) -> String {
     s.chars().take(MAX_ERROR_CHARS).collect()
 }
 
 const LUA_SCHEDULE: &str = r#"
 -- KEYS: stream, acked, frontier, due zset, data hash
--- ARGV: group, original id, delay ms, field, value, ...
+-- ARGV: group, failed entry id, token (group + '\n' + id), delay ms, field, value, ...
+-- (the fields include `rg` = group)
 if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 local fields = {}
-for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[5], ARGV[2], cmsgpack.pack(fields))
-redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('HSET', KEYS[5], ARGV[3], cmsgpack.pack(fields))
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[4]), ARGV[3])
 local newly = {}
 newly[ARGV[2]] = true
 advance(KEYS[1], KEYS[2], KEYS[3], newly)
@@ -94,6 +119,8 @@ return 1
 
 const LUA_PROMOTE: &str = r#"
 -- KEYS: stream, due zset, data hash; ARGV: limit, maxlen (0 = none)
+-- The stored fields carry `rg` (the group the retry is addressed to), so the new entry
+-- does too.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
@@ -114,9 +141,10 @@ return #tokens
 "#;
 
 const LUA_SCHEDULE_NOACK: &str = r#"
--- KEYS: due zset, data hash; ARGV: token (original id), delay ms, field, value, ...
--- For NOACK readers: nothing to acknowledge; a token already scheduled is not scheduled
--- twice.
+-- KEYS: due zset, data hash; ARGV: token (group + '\n' + id), delay ms, field, value, ...
+-- (the fields include `rg` = group)
+-- For NOACK readers: nothing to acknowledge; a token already scheduled (by this group) is
+-- not scheduled twice.
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 local fields = {}
 for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
@@ -139,31 +167,40 @@ pub(crate) fn promote_script() -> Script {
     Script::new(LUA_PROMOTE)
 }
 
-/// The fields of `msg`'s retry entry: same key, payload, timestamp, max retries and
-/// headers, `rc + 1`, `x-original-message-id` (kept if present), error headers.
-fn retry_fields(msg: &Message, error_type: &str, error: &str) -> Vec<(&'static str, Vec<u8>)> {
+/// The fields of `group`'s retry entry of `msg`: same key, payload, timestamp, max retries
+/// and headers, `rc + 1`, `x-original-message-id` (kept if present), error headers, and
+/// `rg` = `group`.
+fn retry_fields(
+    msg: &Message,
+    group: &str,
+    error_type: &str,
+    error: &str,
+) -> Vec<(&'static str, Vec<u8>)> {
     let mut headers = msg.headers.clone();
     headers
         .entry(HEADER_ORIGINAL_ID.to_owned())
         .or_insert_with(|| msg.id.clone());
     headers.insert(HEADER_ERROR_TYPE.to_owned(), truncate(error_type));
     headers.insert(HEADER_ERROR_MESSAGE.to_owned(), truncate(error));
-    encode_fields(
+    let mut fields = encode_fields(
         msg.key.as_deref(),
         &msg.payload,
         &headers,
         msg.timestamp_ms,
         msg.retry_count.saturating_add(1),
         msg.max_retries,
-    )
+    );
+    fields.push((F_RETRY_GROUP, group.as_bytes().to_vec()));
+    fields
 }
 
 fn delay_ms(delay: Duration) -> u64 {
     u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Acknowledges `msg` and schedules its retry after `delay`, atomically. Returns `false`
-/// when the original was no longer pending (nothing scheduled).
+/// Acknowledges `msg` for `group` and schedules `group`'s retry of it after `delay`,
+/// atomically. Returns `false` when the original was no longer pending (nothing
+/// scheduled).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn ack_and_schedule(
     conn: &mut ConnectionManager,
@@ -183,20 +220,22 @@ pub(crate) async fn ack_and_schedule(
         .key(keys.retry_data(t, p))
         .arg(group)
         .arg(&msg.id)
+        .arg(retry_token(group, &msg.id))
         .arg(delay_ms(delay));
-    for (f, v) in retry_fields(msg, error_type, error) {
+    for (f, v) in retry_fields(msg, group, error_type, error) {
         inv.arg(f).arg(v);
     }
     let n: i64 = inv.invoke_async(conn).await?;
     Ok(n == 1)
 }
 
-/// Schedules `msg`'s retry after `delay` without acknowledging (NOACK readers). Returns
-/// `false` when a retry of this entry is already scheduled.
+/// Schedules `group`'s retry of `msg` after `delay` without acknowledging (NOACK
+/// readers). Returns `false` when `group`'s retry of this entry is already scheduled.
 pub(crate) async fn schedule_without_ack(
     conn: &mut ConnectionManager,
     script: &Script,
     keys: &KeySpace,
+    group: &str,
     msg: &Message,
     delay: Duration,
     failure: (&str, &str),
@@ -204,9 +243,9 @@ pub(crate) async fn schedule_without_ack(
     let (t, p) = (msg.topic.as_str(), msg.partition);
     let mut inv = script.key(keys.retry_due(t, p));
     inv.key(keys.retry_data(t, p))
-        .arg(&msg.id)
+        .arg(retry_token(group, &msg.id))
         .arg(delay_ms(delay));
-    for (f, v) in retry_fields(msg, failure.0, failure.1) {
+    for (f, v) in retry_fields(msg, group, failure.0, failure.1) {
         inv.arg(f).arg(v);
     }
     let n: i64 = inv.invoke_async(conn).await?;
@@ -269,6 +308,12 @@ mod tests {
             let d = backoff(&p, a);
             assert!(d <= p.max_backoff, "{d:?}");
         }
+    }
+
+    #[test]
+    fn tokens_name_the_group() {
+        assert_eq!(retry_token("g-1", "5-0"), "g-1\n5-0");
+        assert_ne!(retry_token("a", "5-0"), retry_token("b", "5-0"));
     }
 
     #[test]

@@ -11,7 +11,11 @@
 //! |-----|------|---------|
 //! | `P:{T:n}:s` | stream | the partition's entries ([`crate::mq::message`] encoding) |
 //! | `P:{T:n}:retry:due` | sorted set | retry token → due time (epoch ms, server clock) |
-//! | `P:{T:n}:retry:data` | hash | retry token → msgpack array of the entry's fields |
+//! | `P:{T:n}:retry:data` | hash | retry token → msgpack array of the retry entry's fields (with `rg` = the group) |
+//!
+//! A retry token is `G\n<id>`: the group whose handler failed, a newline, the failed
+//! entry's id ([`crate::mq::retry::retry_token`]); retries are per group
+//! ([`crate::mq::retry`]). Groups share the stream and the schedule keys.
 //! | `P:{T:n}:dlq` | stream | dead letters of this partition ([`crate::mq::dlq`]) |
 //! | `P:{T:n}:lease:G` | string | owner consumer of the partition in group `G`, with TTL |
 //! | `P:{T:n}:frontier:G` | string | commit frontier of group `G` ([`crate::mq::frontier`]) |

@@ -11,7 +11,9 @@
 //! 4. else `XREADGROUP GROUP g c COUNT batch_count BLOCK poll_timeout STREAMS s >`;
 //! 5. handle the batch in order; successes are acknowledged together at the end of the
 //!    batch (one script: `XACK` + frontier), retries and dead letters one by one, each in
-//!    its own atomic script.
+//!    its own atomic script. A retry entry addressed to another group (field `rg`, see
+//!    [`crate::mq::retry`]) is not handed to the handler: it is acknowledged with the
+//!    successes, so the commit frontier moves past it.
 //!
 //! A Redis error ends the step; unacknowledged entries stay pending and are claimed again
 //! after `claim_idle` (at-least-once).
@@ -379,6 +381,13 @@ async fn handle_batch<H: MessageHandler>(
                 continue;
             }
         };
+        // Another group's retry: not ours to handle; acknowledge it so our frontier moves on.
+        if !msg.is_for_group(g) {
+            debug!(topic = t, partition, id = %msg.id, retry_group = ?msg.retry_group,
+                   "skipping another group's retry");
+            acks.push(msg.id);
+            continue;
+        }
         // A claimed entry delivered more often than the retry limit allows (its consumers
         // kept dying or stalling on it) is dead-lettered without calling the handler again.
         let max = msg.max_retries.unwrap_or(sh.opts.retry.max_retries);

@@ -216,12 +216,21 @@ where
 }
 
 /// The state of a keyed process operator: user state and pending timers.
+///
+/// The Redis engine keeps the timers of each key in the operator's `__timers` hash (field
+/// = the key as JSON, value = `[[time, "EventTime" | "ProcessingTime"], ...]`), written
+/// with the batch that changed them, so pending timers survive a restart.
 #[derive(Clone)]
 pub struct ProcessState<K> {
     pub(crate) backend: KeyedStateBackend<K>,
-    event_timers: TimerQueue<K>,
-    processing_timers: TimerQueue<K>,
-    registered: HashSet<(K, i64, TimeDomain)>,
+    pub(crate) event_timers: TimerQueue<K>,
+    pub(crate) processing_timers: TimerQueue<K>,
+    /// Timers per key, in registration order (dedup on (time, domain)).
+    pub(crate) registered: HashMap<K, Vec<(i64, TimeDomain)>>,
+    /// Keys whose timers changed since the last drain (`Some` when the engine tracks).
+    pub(crate) timers_dirty: Option<HashSet<K>>,
+    /// Most pending event-time timers (0 = unbounded; seed `eventTimeTimerMaxSize`).
+    pub(crate) max_event_timers: usize,
 }
 
 impl<K: 'static> ProcessState<K> {
@@ -231,7 +240,39 @@ impl<K: 'static> ProcessState<K> {
             backend: KeyedStateBackend::new(operator.to_string()),
             event_timers: TimerQueue::default(),
             processing_timers: TimerQueue::default(),
-            registered: HashSet::new(),
+            registered: HashMap::new(),
+            timers_dirty: None,
+            max_event_timers: 0,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> ProcessState<K> {
+    /// Queues timer (`time`, `domain`) of `key` unless it is already queued.
+    pub(crate) fn add_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        let list = self.registered.entry(key.clone()).or_default();
+        if list.contains(&(time, domain)) {
+            return;
+        }
+        list.push((time, domain));
+        match domain {
+            TimeDomain::EventTime => self.event_timers.push(time, key.clone()),
+            TimeDomain::ProcessingTime => self.processing_timers.push(time, key.clone()),
+        }
+        if let Some(d) = &mut self.timers_dirty {
+            d.insert(key.clone());
+        }
+    }
+
+    fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        if let Some(list) = self.registered.get_mut(key) {
+            list.retain(|&t| t != (time, domain));
+            if list.is_empty() {
+                self.registered.remove(key);
+            }
+        }
+        if let Some(d) = &mut self.timers_dirty {
+            d.insert(key.clone());
         }
     }
 }
@@ -285,15 +326,33 @@ where
     PF: KeyedProcessFunction<K, T>,
     N: Operator<PF::Out>,
 {
-    fn register(state: &mut ProcessState<K>, key: &K, requests: &mut Vec<TimerRequest>) {
+    /// Queues the timers the function asked for.
+    ///
+    /// # Errors
+    /// [`Error::TimerQueueFull`] when an event-time timer would exceed the queue's bound:
+    /// the record fails (retry / dead letter) instead of the timer being dropped.
+    fn register(
+        id: &OperatorId,
+        state: &mut ProcessState<K>,
+        key: &K,
+        requests: &mut Vec<TimerRequest>,
+    ) -> Result<(), Error> {
+        let max = state.max_event_timers;
+        let mut full = false;
         for (time, domain) in requests.drain(..) {
-            if state.registered.insert((key.clone(), time, domain)) {
-                match domain {
-                    TimeDomain::EventTime => state.event_timers.push(time, key.clone()),
-                    TimeDomain::ProcessingTime => state.processing_timers.push(time, key.clone()),
-                }
+            if max > 0 && domain == TimeDomain::EventTime && state.event_timers.len() >= max {
+                full = true;
+                continue;
             }
+            state.add_timer(key, time, domain);
         }
+        if full {
+            return Err(Error::TimerQueueFull {
+                operator: id.to_string(),
+                max,
+            });
+        }
+        Ok(())
     }
 
     /// Fires due timers of `domain` up to `upto`; returns whether any fired.
@@ -309,7 +368,7 @@ where
             };
             let Some((time, key)) = due else { break };
             fired = true;
-            st.registered.remove(&(key.clone(), time, domain));
+            st.fired(&key, time, domain);
             let mut ctx = TimerContext {
                 inner: KeyedContext {
                     key: &key,
@@ -326,7 +385,7 @@ where
                 function.on_timer(time, &mut ctx, &mut Collector { buffer: out })
             })?
             .map_err(|e| user_error(&self.id, e))?;
-            Self::register(st, &key, &mut self.requests);
+            Self::register(&self.id, st, &key, &mut self.requests)?;
             drop(guard_st);
             for v in self.out.drain(..) {
                 self.next.process(v, time)?;
@@ -369,7 +428,7 @@ where
                 function.process_element(value, &mut ctx, &mut Collector { buffer: out })
             })?
             .map_err(|e| user_error(&self.id, e))?;
-            Self::register(st, &key, &mut self.requests);
+            Self::register(&self.id, st, &key, &mut self.requests)?;
         }
         for v in self.out.drain(..) {
             self.next.process(v, timestamp)?;

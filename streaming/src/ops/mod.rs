@@ -17,7 +17,7 @@ pub(crate) mod window;
 pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn, ProcessState};
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
-pub use watermark::{AssignWatermarks, RecordTimestamp};
+pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
 pub use window::WindowState;
 pub use window::{
     AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumWindow, WindowFunction,

@@ -33,7 +33,14 @@ impl<E> TimerQueue<E> {
         self.queue.pop_first().map(|((t, _), e)| (t, e))
     }
 
-    #[cfg(test)]
+    /// Whether a timer with time `<= upto` is queued.
+    pub(crate) fn has_due(&self, upto: i64) -> bool {
+        self.queue
+            .first_key_value()
+            .is_some_and(|(&(time, _), _)| time <= upto)
+    }
+
+    /// Queued timers.
     pub(crate) fn len(&self) -> usize {
         self.queue.len()
     }

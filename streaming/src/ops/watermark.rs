@@ -1,8 +1,69 @@
 //! Timestamp assignment and watermark generation.
 
-use super::{guard, Operator, OperatorId};
-use crate::time::{TimestampAssigner, WatermarkGenerator, WatermarkOutput, MAX_WATERMARK};
+use super::{guard, Operator, OperatorId, Shared};
+use crate::time::{
+    TimestampAssigner, WatermarkGenerator, WatermarkOutput, MAX_WATERMARK, MIN_WATERMARK,
+};
 use crate::Error;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The watermark an [`AssignWatermarks`] operator has emitted, kept as operator state.
+///
+/// The Redis engine persists it with the partition's other state (so a restarted or
+/// rolled-back partition continues from the committed watermark instead of `i64::MIN`),
+/// reads it for `diagnostics()` and for the idle flush, and resets it to `i64::MIN` when an
+/// idle flush ends a watermark epoch. The memory engine keeps it in memory only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatermarkState {
+    /// The last watermark emitted downstream (ms); `i64::MIN` before the first.
+    pub(crate) watermark: i64,
+    /// Whether the generator has marked its input idle.
+    pub(crate) idle: bool,
+    /// Some(changed since the last drain) when the engine tracks changes.
+    pub(crate) dirty: Option<bool>,
+}
+
+impl Default for WatermarkState {
+    fn default() -> Self {
+        WatermarkState {
+            watermark: MIN_WATERMARK,
+            idle: false,
+            dirty: None,
+        }
+    }
+}
+
+impl WatermarkState {
+    fn set(&mut self, watermark: i64, idle: bool) {
+        if self.watermark != watermark || self.idle != idle {
+            self.watermark = watermark;
+            self.idle = idle;
+            if let Some(d) = &mut self.dirty {
+                *d = true;
+            }
+        }
+    }
+
+    /// Starts a new watermark epoch (after an idle flush): back to `i64::MIN`.
+    pub(crate) fn reset_epoch(&mut self) {
+        self.set(MIN_WATERMARK, false);
+    }
+}
+
+/// Hands out the [`WatermarkState`] of each watermark-assigning operator: the memory
+/// runtime a plain in-memory cell, the Redis runtime one it persists.
+#[doc(hidden)]
+pub trait WatermarkStore {
+    /// The state of `operator`.
+    fn watermark_state(&self, operator: &OperatorId) -> Shared<WatermarkState>;
+}
+
+impl WatermarkStore for crate::memory::Runtime {
+    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState> {
+        Rc::new(RefCell::new(WatermarkState::default()))
+    }
+}
 
 /// Keeps each record's current timestamp (the assigner of
 /// `assign_timestamps_and_watermarks(generator)`).
@@ -20,26 +81,60 @@ impl<T> TimestampAssigner<T> for RecordTimestamp {
 /// per element it calls the generator's `on_event` then `on_periodic_emit`, forwards the
 /// element, then forwards the watermark if it rose. Watermarks from upstream are dropped,
 /// except the end-of-input watermark (Flink's `TimestampsAndWatermarksOperator`).
+///
+/// The emitted watermark lives in a [`WatermarkState`]; when the operator starts with a
+/// restored watermark above `i64::MIN` (Redis engine, after a restart or a rollback) it
+/// raises its output to it and forwards it downstream before its first element, so
+/// windows and timers judge lateness as before the restart.
 pub struct AssignWatermarks<TA, G, N> {
     id: OperatorId,
     assigner: TA,
     generator: G,
     output: WatermarkOutput,
     emitted: i64,
+    restored: bool,
+    state: Shared<WatermarkState>,
     next: N,
 }
 
 impl<TA, G, N> AssignWatermarks<TA, G, N> {
-    /// An assigner operator with id `id` feeding `next`.
-    pub fn new(id: OperatorId, assigner: TA, generator: G, next: N) -> Self {
+    /// An assigner operator with id `id` feeding `next`, keeping its watermark in `state`.
+    pub fn new(
+        id: OperatorId,
+        assigner: TA,
+        generator: G,
+        state: Shared<WatermarkState>,
+        next: N,
+    ) -> Self {
         AssignWatermarks {
             id,
             assigner,
             generator,
             output: WatermarkOutput::default(),
-            emitted: i64::MIN,
+            emitted: MIN_WATERMARK,
+            restored: false,
+            state,
             next,
         }
+    }
+
+    /// Forwards the restored watermark once, before anything else reaches `next`.
+    #[inline]
+    fn restore<T>(&mut self) -> Result<(), Error>
+    where
+        N: Operator<T>,
+    {
+        if self.restored {
+            return Ok(());
+        }
+        self.restored = true;
+        let stored = self.state.borrow().watermark;
+        if stored > self.emitted {
+            self.output.raise(stored);
+            self.emitted = stored;
+            self.next.on_watermark(stored)?;
+        }
+        Ok(())
     }
 }
 
@@ -55,6 +150,7 @@ where
 
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        self.restore()?;
         let (assigner, generator, output) =
             (&mut self.assigner, &mut self.generator, &mut self.output);
         let ts = guard(&self.id, || {
@@ -66,16 +162,22 @@ where
         // The element is judged against the watermark in force before it.
         self.next.process(value, ts)?;
         let current = self.output.current();
+        let idle = self.output.is_idle();
         if current > self.emitted {
             self.emitted = current;
+            self.state.borrow_mut().set(current, idle);
             self.next.on_watermark(current)?;
+        } else if idle != self.state.borrow().idle {
+            self.state.borrow_mut().set(self.emitted, idle);
         }
         Ok(())
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        self.restore()?;
         if watermark == MAX_WATERMARK && self.emitted < MAX_WATERMARK {
             self.emitted = MAX_WATERMARK;
+            self.state.borrow_mut().set(MAX_WATERMARK, false);
             return self.next.on_watermark(MAX_WATERMARK);
         }
         Ok(())

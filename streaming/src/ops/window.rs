@@ -7,7 +7,7 @@ use crate::api::{AggregateFunction, Collector, Numeric, Sink};
 use crate::time::trigger::TimerRequest;
 use crate::time::{TimeWindow, Trigger, TriggerContext, TriggerResult, WindowAssigner};
 use crate::{BoxError, Error};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -40,6 +40,7 @@ pub trait WindowFunction<K, T> {
 }
 
 /// `reduce(f)`: the window's elements folded pairwise; emits `T`.
+#[derive(Clone)]
 pub struct ReduceWindow<F>(pub F);
 
 impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> WindowFunction<K, T> for ReduceWindow<F> {
@@ -80,6 +81,16 @@ pub struct AggregateWindow<A, W, R> {
     agg: A,
     with: W,
     _out: PhantomData<fn() -> R>,
+}
+
+impl<A: Clone, W: Clone, R> Clone for AggregateWindow<A, W, R> {
+    fn clone(&self) -> Self {
+        AggregateWindow {
+            agg: self.agg.clone(),
+            with: self.with.clone(),
+            _out: PhantomData,
+        }
+    }
 }
 
 impl<A, W, R> AggregateWindow<A, W, R> {
@@ -130,6 +141,15 @@ pub struct ApplyWindow<F, R> {
     _out: PhantomData<fn() -> R>,
 }
 
+impl<F: Clone, R> Clone for ApplyWindow<F, R> {
+    fn clone(&self) -> Self {
+        ApplyWindow {
+            f: self.f.clone(),
+            _out: PhantomData,
+        }
+    }
+}
+
 impl<F, R> ApplyWindow<F, R> {
     /// Calls `f(key, window, elements, out)` when the window fires.
     pub fn new(f: F) -> Self {
@@ -168,6 +188,7 @@ where
 }
 
 /// `sum()`: emits `(key, window, sum)`.
+#[derive(Clone, Copy, Debug)]
 pub struct SumWindow;
 
 impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
@@ -196,6 +217,7 @@ impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
 }
 
 /// `count()`: emits `(key, window, number of elements)`.
+#[derive(Clone, Copy, Debug)]
 pub struct CountWindow;
 
 impl<K: Clone, T> WindowFunction<K, T> for CountWindow {
@@ -223,10 +245,10 @@ impl<K: Clone, T> WindowFunction<K, T> for CountWindow {
     }
 }
 
-/// One (key, window) pane.
-#[derive(Clone)]
-struct Bucket<Acc, Tr> {
-    window: TimeWindow,
+/// One (key, window) pane. Serialized as JSON when the Redis engine keeps it.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Bucket<Acc, Tr> {
+    pub(crate) window: TimeWindow,
     acc: Acc,
     trigger: Tr,
     /// Elements were added since the pane was created or purged.
@@ -234,14 +256,23 @@ struct Bucket<Acc, Tr> {
     /// Elements were added since the last emission: emitted at cleanup if still set.
     pending: bool,
     /// Event-time timers registered for this pane (trigger timers and the cleanup time).
-    timers: Vec<i64>,
+    pub(crate) timers: Vec<i64>,
 }
 
 /// The window operator's state: panes per key and the event-time timer queue.
+///
+/// The Redis engine keeps it in one hash per (partition, operator): field = the key as
+/// JSON, value = the key's panes as JSON (window, accumulator, trigger state, flags and
+/// registered event-time timers); the timer queue is rebuilt from the panes on load.
 #[derive(Clone)]
 pub struct WindowState<K, Acc, Tr> {
-    keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
-    timers: TimerQueue<(K, TimeWindow)>,
+    pub(crate) keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
+    pub(crate) timers: TimerQueue<(K, TimeWindow)>,
+    /// Keys whose panes changed since the last drain (`Some` when the engine tracks).
+    pub(crate) dirty: Option<HashSet<K>>,
+    /// Most windows fired by timers per record (0 = unlimited); due windows beyond it
+    /// fire before the next record (seed `windowMaxFiresPerRecord`).
+    pub(crate) max_fires: usize,
 }
 
 impl<K, Acc, Tr> Default for WindowState<K, Acc, Tr> {
@@ -249,6 +280,16 @@ impl<K, Acc, Tr> Default for WindowState<K, Acc, Tr> {
         WindowState {
             keys: HashMap::new(),
             timers: TimerQueue::default(),
+            dirty: None,
+            max_fires: 0,
+        }
+    }
+}
+
+fn touch<K: Hash + Eq + Clone>(dirty: &mut Option<HashSet<K>>, key: &K) {
+    if let Some(d) = dirty {
+        if !d.contains(key) {
+            d.insert(key.clone());
         }
     }
 }
@@ -271,6 +312,8 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, N> {
     state: Shared<WindowState<K, WF::Acc, Tr>>,
     counters: Rc<Counters>,
     watermark: i64,
+    /// Due timers were left by the `max_fires` cap.
+    carry: bool,
     windows: Vec<TimeWindow>,
     requests: Vec<TimerRequest>,
     out: Vec<WF::Out>,
@@ -308,6 +351,7 @@ where
             state,
             counters,
             watermark: i64::MIN,
+            carry: false,
             windows: Vec::new(),
             requests: Vec::new(),
             out: Vec::new(),
@@ -449,7 +493,13 @@ where
         }
         let state = Rc::clone(&self.state);
         let mut state = state.borrow_mut();
-        let WindowState { keys, timers } = &mut *state;
+        let WindowState {
+            keys,
+            timers,
+            dirty,
+            ..
+        } = &mut *state;
+        touch(dirty, &key);
         if !keys.contains_key(&key) {
             keys.insert(key.clone(), Vec::new());
         }
@@ -503,7 +553,12 @@ where
         let new_window = self.windows[0];
         let state = Rc::clone(&self.state);
         let mut state = state.borrow_mut();
-        let WindowState { keys, timers } = &mut *state;
+        let WindowState {
+            keys,
+            timers,
+            dirty,
+            ..
+        } = &mut *state;
         let empty = Vec::new();
         let panes = keys.get(&key).unwrap_or(&empty);
         // Windows of one key never intersect each other, so one pass finds every pane the
@@ -526,6 +581,7 @@ where
             drop(state);
             return self.late_element(value);
         }
+        touch(dirty, &key);
         if !keys.contains_key(&key) {
             keys.insert(key.clone(), Vec::new());
         }
@@ -595,15 +651,38 @@ where
         self.drain()
     }
 
-    /// Fires every event-time timer due at `watermark`.
+    /// Fires the event-time timers due at `watermark`: all of them at the final
+    /// watermark, else at most `max_fires` (when set); the rest stay due and fire before
+    /// the next record ([`Self::carry_over`]).
     fn fire_timers(&mut self, watermark: i64) -> Result<(), Error> {
         let state = Rc::clone(&self.state);
         let mut state = state.borrow_mut();
-        let WindowState { keys, timers } = &mut *state;
-        while let Some((time, (key, window))) = timers.pop_due(watermark) {
+        let WindowState {
+            keys,
+            timers,
+            dirty,
+            max_fires,
+        } = &mut *state;
+        let limit = if *max_fires == 0 || watermark == i64::MAX {
+            usize::MAX
+        } else {
+            *max_fires
+        };
+        let mut fired = 0usize;
+        self.carry = false;
+        loop {
+            if fired >= limit {
+                self.carry = timers.has_due(watermark);
+                break;
+            }
+            let Some((time, (key, window))) = timers.pop_due(watermark) else {
+                break;
+            };
+            fired += 1;
             let Some(panes) = keys.get_mut(&key) else {
                 continue;
             };
+            touch(dirty, &key);
             let Some(idx) = panes
                 .iter()
                 .position(|b| b.window == window && b.timers.contains(&time))
@@ -655,6 +734,11 @@ where
     }
 
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        if self.carry {
+            // Windows left due by the per-record cap fire before this record.
+            self.fire_timers(self.watermark)?;
+            self.drain()?;
+        }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         self.windows.clear();
         let windows = &mut self.windows;

@@ -96,6 +96,10 @@ pub struct RedisRuntimeConfig {
     mq_options: MqOptions,
     processing_error_result: ProcessingErrorResult,
     ack_mode: AckMode,
+    watermark_out_of_orderness: Duration,
+    watermark_idle_timeout: Option<Duration>,
+    window_max_fires_per_record: u32,
+    event_time_timer_max_size: u32,
 }
 
 macro_rules! getters {
@@ -168,6 +172,27 @@ getters! {
     processing_error_result: ProcessingErrorResult;
     /// How input is acknowledged. Default [`AckMode::Offset`] (see [`AckMode`] for why).
     ack_mode: AckMode;
+    /// Bound of the engine's own watermark, which every Redis pipeline starts with: per
+    /// partition, after a message with timestamp `t` (ms, the message's `ts` field) the
+    /// watermark is `max(previous, t - out_of_orderness)` (seed `watermarkOutOfOrderness`).
+    /// A pipeline's `assign_timestamps_and_watermarks` replaces it from that point on.
+    /// Default zero.
+    watermark_out_of_orderness: Duration;
+    /// Idle flush (seed RT-M3): after a partition has read nothing for this long — or its
+    /// watermark generator called `mark_idle` — its watermark flushes to `i64::MAX`,
+    /// firing every due window and event-time timer of the partition; the next message
+    /// starts a new watermark epoch from its own event time. `None` (default) or zero: off.
+    /// (A `Duration` cannot be negative, so the seed's negative-value error cannot occur.)
+    watermark_idle_timeout: Option<Duration>;
+    /// Most windows that fire per record (seed `windowMaxFiresPerRecord`); windows beyond
+    /// it stay due and fire before the next record, and an idle flush fires all. Default
+    /// 256, at least 1.
+    window_max_fires_per_record: u32;
+    /// Bound of each keyed process operator's event-time timer queue per partition (seed
+    /// `eventTimeTimerMaxSize`): a record that would exceed it fails with
+    /// [`Error::TimerQueueFull`] and goes to retry / dead letter. 0 = unbounded. Default
+    /// 100,000.
+    event_time_timer_max_size: u32;
 }
 
 impl Default for RedisRuntimeConfig {
@@ -196,6 +221,10 @@ impl Default for RedisRuntimeConfig {
             mq_options: MqOptions::default(),
             processing_error_result: ProcessingErrorResult::Retry,
             ack_mode: AckMode::Offset,
+            watermark_out_of_orderness: Duration::ZERO,
+            watermark_idle_timeout: None,
+            window_max_fires_per_record: 256,
+            event_time_timer_max_size: 100_000,
         }
     }
 }
@@ -279,6 +308,14 @@ setters! {
     processing_error_result: ProcessingErrorResult;
     /// Sets [`RedisRuntimeConfig::ack_mode`].
     ack_mode: AckMode;
+    /// Sets [`RedisRuntimeConfig::watermark_out_of_orderness`].
+    watermark_out_of_orderness: Duration;
+    /// Sets [`RedisRuntimeConfig::watermark_idle_timeout`]; `None` or zero turns it off.
+    watermark_idle_timeout: Option<Duration>;
+    /// Sets [`RedisRuntimeConfig::window_max_fires_per_record`] (≥ 1).
+    window_max_fires_per_record: u32;
+    /// Sets [`RedisRuntimeConfig::event_time_timer_max_size`] (0 = unbounded).
+    event_time_timer_max_size: u32;
 }
 
 /// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
@@ -305,8 +342,8 @@ impl RedisRuntimeConfigBuilder {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first invalid field: `job_name`,
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
-    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads`
-    /// (0), `hot_key_warn_interval` (zero), `sink_deduplication_ttl` (zero while dedup is
+    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads`,
+    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms), `hot_key_warn_interval` (zero), `sink_deduplication_ttl` (zero while dedup is
     /// on), `mdc_sample_rate` (outside `[0, 1]` or NaN).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
@@ -318,6 +355,7 @@ impl RedisRuntimeConfigBuilder {
             ("keyed_state_shard_count", c.keyed_state_shard_count),
             ("pipeline_parallelism", c.pipeline_parallelism),
             ("timer_threads", c.timer_threads),
+            ("window_max_fires_per_record", c.window_max_fires_per_record),
         ] {
             if value == 0 {
                 return Err(invalid(field, "must be at least 1"));
@@ -340,6 +378,15 @@ impl RedisRuntimeConfigBuilder {
         }
         if c.state_ttl.is_some_and(|d| d.is_zero()) {
             c.state_ttl = None;
+        }
+        if c.watermark_idle_timeout.is_some_and(|d| d.is_zero()) {
+            c.watermark_idle_timeout = None;
+        }
+        if i64::try_from(c.watermark_out_of_orderness.as_millis()).is_err() {
+            return Err(invalid(
+                "watermark_out_of_orderness",
+                "does not fit in i64 milliseconds",
+            ));
         }
         Ok(c)
     }

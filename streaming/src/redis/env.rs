@@ -6,7 +6,8 @@ use super::{RedisRuntime, RedisRuntimeConfig};
 use crate::api::Sink;
 use crate::memory::{DataStream, Execute, Plan};
 use crate::mq::{Message, SubscriptionOptions};
-use crate::ops::{Operator, OperatorId};
+use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp, WatermarkStore};
+use crate::time::BoundedOutOfOrderness;
 use crate::Error;
 use std::sync::{Arc, Mutex};
 
@@ -352,7 +353,10 @@ pub struct MqTopicSource {
     pub(crate) options: SubscriptionOptions,
 }
 
-impl<R> Plan<R> for MqTopicSource {
+/// The chain of a topic partition starts with the engine's own watermark operator (id
+/// `{source_id}/0:watermark`): event time = the message timestamp, watermark =
+/// `max(previous, t - watermark_out_of_orderness)` per partition.
+impl<R: WatermarkStore> Plan<R> for MqTopicSource {
     type Out = Message;
     type Root = Self;
     type Head = Message;
@@ -363,10 +367,14 @@ impl<R> Plan<R> for MqTopicSource {
 
     fn build<O: Operator<Message>>(
         self,
-        _rt: &R,
+        rt: &R,
         downstream: O,
     ) -> Result<(Self, impl Operator<Message> + use<R, O>), Error> {
-        Ok((self, downstream))
+        let id = OperatorId::new(&self.source_id, 0, "watermark");
+        let generator = BoundedOutOfOrderness::new(self.env.config().watermark_out_of_orderness())?;
+        let state = rt.watermark_state(&id);
+        let head = AssignWatermarks::new(id, RecordTimestamp, generator, state, downstream);
+        Ok((self, head))
     }
 }
 

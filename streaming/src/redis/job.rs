@@ -37,6 +37,18 @@ pub struct PartitionProgress {
     pub stopped: Option<String>,
     /// Whether its subtask has taken it (lease, read position and state) at least once.
     pub taken: bool,
+    /// The partition's watermark (ms) as of its last commit: the one its last watermark
+    /// operator emitted (`i64::MIN` before the first, `i64::MAX` right after an idle
+    /// flush, `None` until the partition has committed).
+    pub watermark: Option<i64>,
+    /// Window firings committed (each emission of a window's result).
+    pub window_fired: u64,
+    /// Elements that arrived after all their windows were past the allowed lateness
+    /// (sent to the late side output, if any, and otherwise dropped).
+    pub window_late_dropped: u64,
+    /// Idle flushes: times the partition's watermark was flushed to `i64::MAX` after
+    /// `watermark_idle_timeout` without input or a generator's `mark_idle`.
+    pub idle_flushes: u64,
 }
 
 /// What [`JobClient::diagnostics`] reports.
@@ -187,7 +199,7 @@ impl JobShared {
                 let stream = self.keys.stream(topic, p);
                 let (last, retries, groups, frontier): (
                     redis::Value,
-                    u64,
+                    Vec<String>,
                     redis::Value,
                     Option<String>,
                 ) = redis::pipe()
@@ -198,15 +210,22 @@ impl JobShared {
                     .arg("-")
                     .arg("COUNT")
                     .arg(1)
-                    .cmd("ZCARD")
+                    .cmd("ZRANGE")
                     .arg(self.keys.retry_due(topic, p))
+                    .arg(0)
+                    .arg(-1)
                     .cmd("XINFO")
                     .arg("GROUPS")
                     .arg(&stream)
                     .cmd("GET")
                     .arg(self.keys.frontier(topic, p, group))
                     .query(&mut conn)?;
-                if retries > 0 {
+                // Retry tokens are `{group}\n{id}` (a bare id: an older retry for every group).
+                let mine = format!("{group}\n");
+                if retries
+                    .iter()
+                    .any(|t| t.starts_with(&mine) || !t.contains('\n'))
+                {
                     return Ok(false);
                 }
                 let Some(last) = last_entry_id(&last) else {
@@ -423,8 +442,8 @@ impl JobClient {
 
     /// Waits until the job has caught up with its streams, at most `timeout`: `true` once,
     /// for every partition of every pipeline, the partition was taken (so never before the
-    /// job took all its partitions), did not stop, has no retry scheduled (the partition's
-    /// retry set, shared by its groups, is empty) and its committed position has reached
+    /// job took all its partitions), did not stop, has no retry of its group scheduled, and
+    /// its committed position has reached
     /// the stream's last entry as it was when checked — in [`AckMode::Xack`] the group
     /// has delivered up to it and nothing is pending; in [`AckMode::Offset`] the committed
     /// offset (or, before the first commit, the position the partition was taken at) is

@@ -59,17 +59,52 @@
 //!
 //! Errors (seed §2.4): a record whose user function fails or panics follows
 //! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
-//! letter at once) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
+//! letter at once; a retry is addressed to the failing pipeline's group, and pipelines of
+//! other groups on the topic skip it without counting it as a record) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
 //! [`HEADER_RUNTIME_ERROR_TYPE`], [`HEADER_RUNTIME_ERROR_MESSAGE`] (≤ 512 chars); the
 //! batch is rolled back (state reloaded) and run again without it, so state counts exactly
 //! the acknowledged successful records. Malformed entries go to the dead-letter queue. A
 //! failed commit (connection lost, Redis restarting) resets the partition to its last
 //! commit and retries with backoff.
 //!
-//! Not in this release (issue #6 and later): event time, watermarks, windows and timers on
-//! Redis (a window in a Redis pipeline does not compile: its state is not [`Persist`]; a
-//! process function's timers are kept in memory only and not persisted), keyed state
-//! declared without a codec (process state must be declared `persistent`, e.g.
+//! # Event time (seed §2.4, DESIGN invariants 2 and 7)
+//!
+//! Each partition's chain has its own watermark. Every Redis pipeline starts with the
+//! engine's watermark operator (`{source_id}/0:watermark`): event time = the message's
+//! timestamp (`ts` field, ms), watermark = `max(previous, t - watermark_out_of_orderness)`.
+//! An `assign_timestamps_and_watermarks(..)` stage takes over from that point (its
+//! generator owns the watermark; upstream watermarks are dropped, as in Flink), so a
+//! partition's operators see the watermark of the LAST watermark stage before them. One
+//! partition's watermark never makes another partition's elements late; within a subtask
+//! the partitions do not combine watermarks at all (they share no operator).
+//! [`JobDiagnostics`] reports each partition's watermark, window firings and late elements.
+//!
+//! State kept in Redis per partition, written with each batch's atomic commit:
+//! - each watermark operator's watermark (state `watermark`, field `"watermark"`): a
+//!   restarted or rolled-back partition continues from the committed watermark, so late
+//!   elements are judged as in an uninterrupted run;
+//! - window panes (state `panes`, field = key as JSON, value = that key's panes: window,
+//!   accumulator, trigger state, registered event-time timers); the timer queue is rebuilt
+//!   from them on load. Window keys, accumulators and custom triggers must therefore be
+//!   serde `Serialize + DeserializeOwned` on this engine;
+//! - keyed process timers (state `__timers`, field = key, value = `[[time, domain], ..]`).
+//!
+//! Idle flush ([`RedisRuntimeConfig::watermark_idle_timeout`], seed RT-M3): a partition
+//! that has read nothing for the timeout, or whose generator called `mark_idle`, flushes
+//! its watermark to `i64::MAX`, which fires every window and event-time timer; the results
+//! and the flushed state commit together, and the next message starts a new watermark
+//! epoch from its own event time. This is how a job over a finite input emits its last
+//! windows. `window_max_fires_per_record` caps timer firings per record (the rest fire
+//! before the next record); `event_time_timer_max_size` bounds a process operator's
+//! event-time timers (a record exceeding it fails with [`Error::TimerQueueFull`](crate::Error)).
+//!
+//! Processing time is, as on the memory engine, the highest record timestamp seen
+//! (seed §1.3 emulation): a processing-time timer fires when a later record's timestamp
+//! passes it (an idle flush fires event-time timers only). A wall-clock timer pool
+//! (`timer_threads`) is not built yet.
+//!
+//! Not in this release: keyed state declared without a codec (process state must be
+//! declared `persistent`, e.g.
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
 //! plain `new` descriptor is a misuse: each record using it goes to the dead-letter queue at
 //! once, not retried, with error type `state` ([`Error::StateNotPersistent`](crate::Error)),
@@ -98,7 +133,9 @@ pub use config::{
 };
 pub use env::{MqTopicSource, RedisEnv, RedisPortable};
 pub use job::{JobClient, JobDiagnostics, PartitionProgress};
-pub use persist::{Persist, StateWrite, ROLLING_STATE};
+pub use persist::{
+    Persist, StateLimits, StateWrite, PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE,
+};
 pub use runner::{
     HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
     HEADER_RUNTIME_JOB,

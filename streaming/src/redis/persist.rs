@@ -3,7 +3,9 @@
 
 use super::schema::SchemaGate;
 use crate::api::state::{short_type_name, Tracking};
-use crate::ops::{KeyedTable, ProcessState};
+use crate::api::TimeDomain;
+use crate::ops::window::Bucket;
+use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
 use crate::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,7 +23,9 @@ pub type StateWrite<'a> = (&'a str, String, Option<String>);
 /// Implemented for the tables of rolling `reduce`/`sum` ([`KeyedTable`]) and for keyed
 /// process state (value, list, map and set states declared `persistent`, e.g.
 /// [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent)),
-/// with serde bounds on keys and values. Window state is not (Redis windows: issue #6).
+/// with serde bounds on keys and values, for window state ([`WindowState`]: keys,
+/// accumulators and triggers serde) and for the watermark of each watermark operator
+/// ([`WatermarkState`]).
 pub trait Persist: 'static {
     /// Turns on change tracking (off on the memory engine).
     fn track(&mut self);
@@ -54,6 +58,31 @@ pub trait Persist: 'static {
         let _ = (operator, gate);
         Ok(())
     }
+
+    /// Applies the engine's limits (window fires per record, event-time timer bound).
+    fn configure(&mut self, limits: &StateLimits) {
+        let _ = limits;
+    }
+
+    /// For a watermark operator's state: its watermark (ms) and whether its generator
+    /// marked the input idle. `None` for other state.
+    fn watermark(&self) -> Option<(i64, bool)> {
+        None
+    }
+
+    /// Ends a watermark epoch after an idle flush (watermark state goes back to
+    /// `i64::MIN`); other state ignores it.
+    fn reset_epoch(&mut self) {}
+}
+
+/// Limits the Redis engine applies to operator state (from
+/// [`RedisRuntimeConfig`](crate::redis::RedisRuntimeConfig)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StateLimits {
+    /// `window_max_fires_per_record` (0 = unlimited).
+    pub window_max_fires_per_record: usize,
+    /// `event_time_timer_max_size` (0 = unbounded).
+    pub event_time_timer_max_size: usize,
 }
 
 /// The state name of the table of a rolling reduce or sum.
@@ -119,6 +148,14 @@ where
     }
 }
 
+/// The state name of a keyed process operator's timers.
+pub const TIMERS_STATE: &str = "__timers";
+/// The state name of a window operator's panes.
+pub const PANES_STATE: &str = "panes";
+/// The state name of a watermark operator's watermark.
+pub const WATERMARK_STATE: &str = "watermark";
+const WATERMARK_FIELD: &str = "\"watermark\"";
+
 impl<K> Persist for ProcessState<K>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
@@ -131,6 +168,18 @@ where
                 schema: None,
             })
         });
+        self.timers_dirty.get_or_insert_with(HashSet::new);
+    }
+
+    fn configure(&mut self, limits: &StateLimits) {
+        self.max_event_timers = limits.event_time_timer_max_size;
+    }
+
+    fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        if let Some(tracking) = &mut self.backend.tracking {
+            tracking.schema = Some(gate.clone());
+        }
+        Ok(())
     }
 
     fn load(
@@ -139,6 +188,21 @@ where
         state: &str,
         entries: Vec<(String, String)>,
     ) -> Result<(), Error> {
+        if state == TIMERS_STATE {
+            for (field, value) in entries {
+                let k: K =
+                    serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
+                let timers: Vec<(i64, TimeDomain)> =
+                    serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
+                for (time, domain) in timers {
+                    self.add_timer(&k, time, domain);
+                }
+            }
+            if let Some(d) = &mut self.timers_dirty {
+                d.clear();
+            }
+            return Ok(());
+        }
         let Some(tracking) = &mut self.backend.tracking else {
             return Ok(());
         };
@@ -155,14 +219,128 @@ where
             let field = serde_json::to_string(key).map_err(|e| decode_err(operator, state, e))?;
             out((state, field, value));
             Ok(())
-        })
-    }
-
-    fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
-        if let Some(tracking) = &mut self.backend.tracking {
-            tracking.schema = Some(gate.clone());
+        })?;
+        let Some(dirty) = &mut self.timers_dirty else {
+            return Ok(());
+        };
+        for k in dirty.drain() {
+            let field =
+                serde_json::to_string(&k).map_err(|e| decode_err(operator, TIMERS_STATE, e))?;
+            let value = match self.registered.get(&k) {
+                Some(list) if !list.is_empty() => Some(
+                    serde_json::to_string(list)
+                        .map_err(|e| decode_err(operator, TIMERS_STATE, e))?,
+                ),
+                _ => None,
+            };
+            out((TIMERS_STATE, field, value));
         }
         Ok(())
+    }
+}
+
+impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr>
+where
+    K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
+    Acc: Serialize + DeserializeOwned + 'static,
+    Tr: Serialize + DeserializeOwned + 'static,
+{
+    fn track(&mut self) {
+        self.dirty.get_or_insert_with(HashSet::new);
+    }
+
+    fn configure(&mut self, limits: &StateLimits) {
+        self.max_fires = limits.window_max_fires_per_record;
+    }
+
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        let fingerprint = format!(
+            "{PANES_STATE}<{}, {}> by {}",
+            short_type_name::<Acc>(),
+            short_type_name::<Tr>(),
+            short_type_name::<K>()
+        );
+        gate.admit(operator, PANES_STATE, &fingerprint)?;
+        Ok(())
+    }
+
+    fn load(
+        &mut self,
+        operator: &str,
+        state: &str,
+        entries: Vec<(String, String)>,
+    ) -> Result<(), Error> {
+        for (field, value) in entries {
+            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
+            let panes: Vec<Bucket<Acc, Tr>> =
+                serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
+            // The timer queue is rebuilt from the panes' registered timers.
+            for b in &panes {
+                for &t in &b.timers {
+                    self.timers.push(t, (k.clone(), b.window));
+                }
+            }
+            self.keys.insert(k, panes);
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
+        let Some(dirty) = &mut self.dirty else {
+            return Ok(());
+        };
+        for k in dirty.drain() {
+            let field =
+                serde_json::to_string(&k).map_err(|e| decode_err(operator, PANES_STATE, e))?;
+            let value = match self.keys.get(&k) {
+                Some(panes) if !panes.is_empty() => Some(
+                    serde_json::to_string(panes)
+                        .map_err(|e| decode_err(operator, PANES_STATE, e))?,
+                ),
+                _ => None,
+            };
+            out((PANES_STATE, field, value));
+        }
+        Ok(())
+    }
+}
+
+impl Persist for WatermarkState {
+    fn track(&mut self) {
+        self.dirty.get_or_insert(false);
+    }
+
+    fn load(
+        &mut self,
+        operator: &str,
+        state: &str,
+        entries: Vec<(String, String)>,
+    ) -> Result<(), Error> {
+        for (field, value) in entries {
+            if field == WATERMARK_FIELD {
+                self.watermark =
+                    serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self, _operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
+        if let Some(d) = &mut self.dirty {
+            if std::mem::take(d) {
+                let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
+                out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
+            }
+        }
+        Ok(())
+    }
+
+    fn watermark(&self) -> Option<(i64, bool)> {
+        Some((self.watermark, self.idle))
+    }
+
+    fn reset_epoch(&mut self) {
+        WatermarkState::reset_epoch(self);
     }
 }
 

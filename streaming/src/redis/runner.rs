@@ -17,6 +17,7 @@
 
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
+use super::persist::StateLimits;
 use super::runtime::{mdc_sampled, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
@@ -27,7 +28,7 @@ use crate::mq::lease::LeaseScripts;
 use crate::mq::message::{encode_fields, parse_read_reply, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due, promote_script, schedule_script};
 use crate::mq::{ExclusiveReader, Failure, KeySpace, Message, Mq, SubscriptionOptions};
-use crate::ops::{Operator, OperatorId};
+use crate::ops::{Counters, Operator, OperatorId};
 use crate::Error;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
@@ -232,17 +233,21 @@ struct HotArm {
 
 /// Builds a partition's chain (a closure over the plan, so the chain's opaque type is a
 /// plain type parameter of [`Part`]).
-trait Make<C, O>: Fn(&Rc<RefCell<Vec<O>>>) -> Result<(C, Stores), Error> {}
-impl<C, O, F: Fn(&Rc<RefCell<Vec<O>>>) -> Result<(C, Stores), Error>> Make<C, O> for F {}
+trait Make<C, O>: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error> {}
+impl<C, O, F: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error>> Make<C, O> for F {}
+
+/// A built chain with its stores and its window operators' counters.
+type Built<C> = (C, Stores, Rc<Counters>);
 
 fn build_chain<P, O>(
     plan: &P,
     out: &Rc<RefCell<Vec<O>>>,
-) -> Result<(impl Operator<Message> + use<P, O>, Stores), Error>
+    limits: StateLimits,
+) -> Result<Built<impl Operator<Message> + use<P, O>>, Error>
 where
     P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message, Out = O> + Clone,
 {
-    let rt = RedisRuntime::default();
+    let rt = RedisRuntime::new(limits);
     let (_root, mut chain) = plan.clone().build(
         &rt,
         BufferOp {
@@ -250,7 +255,14 @@ where
         },
     )?;
     chain.open()?;
-    Ok((chain, rt.into_stores()))
+    let (stores, counters) = rt.into_parts();
+    Ok((chain, stores, counters))
+}
+
+/// The partition's watermark: that of its last watermark operator (the first registered
+/// store that has one — a chain registers its last operator first), and its idle flag.
+fn effective_watermark(stores: &Stores) -> Option<(i64, bool)> {
+    stores.iter().find_map(|(_, s)| s.borrow().watermark())
 }
 
 /// Starts the subtasks of one pipeline.
@@ -312,6 +324,9 @@ struct Part<C, S, O> {
     state_keys: StateKeys,
     chain: C,
     stores: Stores,
+    counters: Rc<Counters>,
+    /// When the partition last read an entry (drives the idle flush).
+    last_read: Instant,
     out: Rc<RefCell<Vec<O>>>,
     sink: S,
     reader: Option<Reader>,
@@ -367,12 +382,16 @@ where
         subtask,
     };
     let mut conn = ctx.mq.connection();
-    let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out);
+    let limits = StateLimits {
+        window_max_fires_per_record: config.window_max_fires_per_record() as usize,
+        event_time_timer_max_size: config.event_time_timer_max_size() as usize,
+    };
+    let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits);
     let plan = &make;
     let mut parts = Vec::new();
     for p in (0..partitions).filter(|p| p % n == subtask) {
         let out = Rc::new(RefCell::new(Vec::new()));
-        let (chain, stores) = plan(&out)?;
+        let (chain, stores, counters) = plan(&out)?;
         let tag = ctx.keys.hash_tag(&spec.topic, p);
         let mut part = Part {
             partition: p,
@@ -385,6 +404,8 @@ where
             ),
             chain,
             stores,
+            counters,
+            last_read: Instant::now(),
             out,
             sink: sink.clone(),
             reader: None,
@@ -476,7 +497,17 @@ where
                 continue;
             }
             match part.step(plan, &ctx, &mut conn).await {
-                Ok(n) => busy |= n > 0,
+                Ok(0) => {
+                    if let Err(e) = part.maybe_flush_idle(plan, &ctx, &mut conn).await {
+                        job.error(format!(
+                            "partition {} of {}: idle flush not committed, reading again from the last commit: {e}",
+                            part.partition, spec.topic
+                        ));
+                        part.needs_reset = true;
+                        part.retry_at = Instant::now() + part.backoff;
+                    }
+                }
+                Ok(_) => busy = true,
                 Err(e) if super::schema::stops_partition(&e) => {
                     super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
                     part.stopped = true;
@@ -628,10 +659,11 @@ where
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
         let _ = self.sink.take_commit_writes();
-        let (chain, stores) = plan(&self.out)?;
-        // SAFETY of types: the same plan type builds the same chain type.
+        let (chain, stores, counters) = plan(&self.out)?;
+        // The same plan type builds the same chain type.
         self.chain = chain;
         self.stores = stores;
+        self.counters = counters;
         let config = &ctx.spec.env.config;
         self.schema = super::schema::open(config, conn, &self.state_keys, &self.stores).await?;
         let v: Value = ctx
@@ -734,7 +766,12 @@ where
                 let mut msgs = Vec::with_capacity(entries.len());
                 for e in entries {
                     match e.decode(&spec.topic, p) {
-                        Ok(m) => msgs.push(m),
+                        Ok(m) if m.is_for_group(&spec.group) => msgs.push(m),
+                        // Another group's retry: not run through the chain; its id stays
+                        // in `ids`, so the commit acknowledges it and the frontier moves on.
+                        Ok(m) => tracing::debug!(topic = %spec.topic, partition = p, id = %m.id,
+                                                 retry_group = ?m.retry_group,
+                                                 "skipping another group's retry"),
                         Err(reason) => self.malformed(ctx, conn, e, &reason).await?,
                     }
                 }
@@ -755,6 +792,7 @@ where
         if ids.is_empty() {
             return Ok(0);
         }
+        self.last_read = Instant::now();
         let n = msgs.len() as u64;
         ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
         let result = self
@@ -784,7 +822,7 @@ where
             String::new()
         };
         let mut skip: HashSet<usize> = HashSet::new();
-        let mut pending = loop {
+        let pending = loop {
             let mut pending = Pending::default();
             // FAIL_FAST needs each record's writes: drain after every record while a hash
             // is armed (otherwise once per batch).
@@ -834,6 +872,103 @@ where
             skip.insert(i);
             self.rebuild(plan, ctx, conn).await?;
         };
+        self.commit(ctx, conn, pending, &ids).await?;
+        let processed = (msgs.len() - skip.len()) as u64;
+        let failed = skip.len() as u64;
+        self.report(ctx, last_id, processed, failed, false);
+        Ok(())
+    }
+
+    /// Reports a committed batch (or idle flush) in the job's per-partition progress.
+    fn report(
+        &self,
+        ctx: &Ctx<'_>,
+        last_id: Option<String>,
+        processed: u64,
+        failed: u64,
+        flushed: bool,
+    ) {
+        let spec = ctx.spec;
+        let watermark = effective_watermark(&self.stores).map(|(w, _)| w);
+        let fired = self.counters.window_firings.replace(0);
+        let late = self.counters.late_elements.replace(0);
+        ctx.job
+            .progress(&spec.topic, &spec.group, self.partition, |pr| {
+                pr.subtask = ctx.subtask;
+                if last_id.is_some() {
+                    pr.last_committed_id = last_id;
+                }
+                pr.records += processed;
+                pr.failed += failed;
+                pr.batches += u64::from(!flushed);
+                pr.idle_flushes += u64::from(flushed);
+                pr.window_fired += fired;
+                pr.window_late_dropped += late;
+                if flushed {
+                    pr.watermark = Some(crate::time::MAX_WATERMARK);
+                } else if watermark.is_some() {
+                    pr.watermark = watermark;
+                }
+            });
+    }
+
+    /// Idle flush (seed RT-M3): when the partition has read nothing for
+    /// `watermark_idle_timeout` (or its generator marked it idle) and its watermark epoch
+    /// has begun, the watermark goes to `i64::MAX` — every due window and event-time timer
+    /// fires — and the results, the state and a watermark reset to `i64::MIN` commit
+    /// together. The chain is then rebuilt (fresh watermark generators), so the next
+    /// message starts a new epoch from its own event time.
+    async fn maybe_flush_idle<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let Some(timeout) = ctx.spec.env.config.watermark_idle_timeout() else {
+            return Ok(());
+        };
+        let Some((watermark, idle)) = effective_watermark(&self.stores) else {
+            return Ok(());
+        };
+        let began = self
+            .stores
+            .iter()
+            .any(|(_, s)| s.borrow().watermark().is_some_and(|(w, _)| w > i64::MIN));
+        if !began || (!idle && self.last_read.elapsed() < timeout) {
+            return Ok(());
+        }
+        tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
+                        idle, "idle flush: watermark to MAX");
+        if let Err(e) = self.chain.on_watermark(crate::time::MAX_WATERMARK) {
+            // A user function failed while windows fired: nothing is committed; the next
+            // attempt runs after another idle timeout.
+            ctx.job.error(format!(
+                "partition {} of {}: idle flush failed, retried after the idle timeout: {e}",
+                self.partition, ctx.spec.topic
+            ));
+            self.last_read = Instant::now();
+            return self.rebuild(plan, ctx, conn).await;
+        }
+        for (_, s) in &self.stores {
+            s.borrow_mut().reset_epoch();
+        }
+        self.commit(ctx, conn, Pending::default(), &[]).await?;
+        self.report(ctx, None, 0, 0, true);
+        self.last_read = Instant::now();
+        self.rebuild(plan, ctx, conn).await
+    }
+
+    /// Writes the stores' changes, the sink's outputs and the acknowledgement of `ids` in
+    /// one atomic script.
+    async fn commit(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        mut pending: Pending,
+        ids: &[String],
+    ) -> Result<(), Error> {
+        let spec = ctx.spec;
+        let config = &spec.env.config;
         drain_into(
             &self.stores,
             &self.state_keys,
@@ -900,7 +1035,7 @@ where
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
         });
         inv.arg(mode).arg(g).arg(ttl).arg(ids.len());
-        for id in &ids {
+        for id in ids {
             inv.arg(id);
         }
         inv.arg(pending.hashes.len());
@@ -933,17 +1068,6 @@ where
                 self.sampled_size(ctx, h, size);
             }
         }
-        let processed = (msgs.len() - skip.len()) as u64;
-        let failed = skip.len() as u64;
-        ctx.job.progress(t, g, p, |pr| {
-            pr.subtask = ctx.subtask;
-            if last_id.is_some() {
-                pr.last_committed_id = last_id;
-            }
-            pr.records += processed;
-            pr.failed += failed;
-            pr.batches += 1;
-        });
         Ok(())
     }
 

@@ -1,8 +1,8 @@
 //! The Redis engine's build-time runtime ([`RedisRuntime`]) and its state key layout.
 
-use super::persist::Persist;
+use super::persist::{Persist, StateLimits};
 use crate::memory::StoreFactory;
-use crate::ops::{Counters, OperatorId};
+use crate::ops::{Counters, OperatorId, WatermarkState, WatermarkStore};
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,6 +15,7 @@ pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
 #[derive(Default)]
 pub struct RedisRuntime {
     counters: Rc<Counters>,
+    limits: StateLimits,
     stores: RefCell<Vec<(OperatorId, DynStore)>>,
 }
 
@@ -35,22 +36,45 @@ impl std::fmt::Debug for RedisRuntime {
 }
 
 impl RedisRuntime {
-    pub(crate) fn into_stores(self) -> Vec<(OperatorId, DynStore)> {
-        self.stores.into_inner()
+    pub(crate) fn new(limits: StateLimits) -> Self {
+        RedisRuntime {
+            limits,
+            ..RedisRuntime::default()
+        }
+    }
+
+    /// The stores in registration order (a chain registers its LAST operator first) and
+    /// the counters of the chain's window operators.
+    pub(crate) fn into_parts(self) -> (Vec<(OperatorId, DynStore)>, Rc<Counters>) {
+        (self.stores.into_inner(), self.counters)
+    }
+
+    fn register<S: Persist>(&self, operator: &OperatorId, init: S) -> Rc<RefCell<S>> {
+        let store = Rc::new(RefCell::new(init));
+        {
+            let mut s = store.borrow_mut();
+            s.track();
+            s.configure(&self.limits);
+        }
+        let dynamic: DynStore = store.clone();
+        self.stores.borrow_mut().push((operator.clone(), dynamic));
+        store
     }
 }
 
 impl<S: Persist> StoreFactory<S> for RedisRuntime {
     fn store(&self, operator: &OperatorId, init: S) -> Result<Rc<RefCell<S>>, Error> {
-        let store = Rc::new(RefCell::new(init));
-        store.borrow_mut().track();
-        let dynamic: DynStore = store.clone();
-        self.stores.borrow_mut().push((operator.clone(), dynamic));
-        Ok(store)
+        Ok(self.register(operator, init))
     }
 
     fn counters(&self) -> Rc<Counters> {
         Rc::clone(&self.counters)
+    }
+}
+
+impl WatermarkStore for RedisRuntime {
+    fn watermark_state(&self, operator: &OperatorId) -> Rc<RefCell<WatermarkState>> {
+        self.register(operator, WatermarkState::default())
     }
 }
 

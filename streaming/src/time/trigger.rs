@@ -77,6 +77,10 @@ impl TriggerContext<'_> {
 
 /// Decides when a window fires and when its contents are purged (Flink `Trigger`).
 ///
+/// On the Redis engine a trigger's state is kept in Redis with its window, as JSON: a
+/// custom trigger used there must also implement serde `Serialize + DeserializeOwned`
+/// (the built-in ones do).
+///
 /// `T` is the element type. Implement it for custom triggers; the built-in ones are
 /// [`EventTimeTrigger`] (the default of every event-time assigner), [`CountTrigger`] and
 /// [`ProcessingTimeTrigger`].
@@ -118,7 +122,7 @@ pub trait Trigger<T>: Clone + 'static {
 
 /// Fires a window once the watermark passes its end (Flink `EventTimeTrigger`), and again
 /// for every element that arrives within the allowed lateness.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EventTimeTrigger;
 
 impl<T> Trigger<T> for EventTimeTrigger {
@@ -169,7 +173,7 @@ impl<T> Trigger<T> for EventTimeTrigger {
 
 /// Fires every `count` elements (Flink `CountTrigger`), keeping the contents. Leftover
 /// elements are emitted once when the window is cleaned up (our policy; Flink drops them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CountTrigger {
     max_count: u64,
     count: u64,
@@ -239,7 +243,7 @@ impl<T> Trigger<T> for CountTrigger {
 /// The in-memory engine has no processing-time clock for windows and never calls
 /// `on_processing_time`: such windows emit once when cleaned up (at the latest at end of
 /// input).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessingTimeTrigger;
 
 impl<T> Trigger<T> for ProcessingTimeTrigger {

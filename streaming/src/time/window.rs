@@ -6,10 +6,35 @@ use std::fmt;
 ///
 /// Follows Flink's `TimeWindow`: `max_timestamp() == end - 1` is the last timestamp that
 /// belongs to the window and the time at which an event-time trigger fires it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Serialized (serde) as `{"start": .., "end": ..}`; deserializing rejects `end <= start`.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "RawWindow")]
 pub struct TimeWindow {
     start: i64,
     end: i64,
+}
+
+#[derive(serde::Deserialize)]
+struct RawWindow {
+    start: i64,
+    end: i64,
+}
+
+impl TryFrom<RawWindow> for TimeWindow {
+    type Error = String;
+    fn try_from(w: RawWindow) -> Result<Self, String> {
+        if w.end > w.start {
+            Ok(TimeWindow {
+                start: w.start,
+                end: w.end,
+            })
+        } else {
+            Err(format!("empty window [{}, {})", w.start, w.end))
+        }
+    }
 }
 
 impl TimeWindow {

@@ -1,4 +1,5 @@
-#![allow(unused_imports)]
+// Windows run on the Redis engine too: the window's state (key, accumulator, trigger) is
+// kept in Redis as JSON.
 use std::time::Duration;
 use streaming::mq::Message;
 use streaming::pipeline;
@@ -12,6 +13,7 @@ fn main() -> Result<(), streaming::Error> {
             .map(|m: Message| m.payload.len() as u64)
             .key_by(|n: &u64| *n % 4)
             .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
+            .allowed_lateness(Duration::from_secs(5))
             .count()
             .sink(CollectSink::new())
     }
