@@ -347,3 +347,277 @@ fn partitions_keep_their_own_watermarks() {
     // would have been behind the fast key's watermark.
     assert!(d.partitions.iter().all(|p| p.window_late_dropped == 0));
 }
+
+/// Counts elements per key and, 100 ms of event time after a key's first element, emits
+/// `(key, fire time, count so far)` from an event-time timer.
+#[derive(Clone)]
+struct CountThenReport;
+
+const SEEN: streaming::api::ValueStateDescriptor<u64> =
+    streaming::api::ValueStateDescriptor::persistent("seen", 0);
+
+impl streaming::api::KeyedProcessFunction<String, (String, i64)> for CountThenReport {
+    type Out = (String, i64, u64);
+
+    fn process_element(
+        &mut self,
+        value: (String, i64),
+        ctx: &mut streaming::api::KeyedContext<'_, String>,
+        _out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let mut seen = ctx.state(&SEEN)?;
+        let n = seen.value() + 1;
+        seen.update(n);
+        if n == 1 {
+            ctx.register_event_time_timer(value.1 + 100);
+        }
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut streaming::api::TimerContext<'_, String>,
+        out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let n = ctx.state(&SEEN)?.value();
+        out.collect((ctx.current_key().clone(), timestamp, n));
+        Ok(())
+    }
+}
+
+macro_rules! timed {
+    ($stream:expr) => {
+        $stream
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new(Duration::from_millis(0)).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .process_function(CountThenReport)
+    };
+}
+
+/// Event-time timers are kept in Redis: timers registered before a restart fire after it,
+/// with the key that registered them, and the output equals one uninterrupted run (and the
+/// memory engine's).
+#[test]
+fn process_timers_survive_a_restart_and_fire_with_their_key() {
+    let s = setup("timers-restart");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    // Keys a, b, c start at 0, 10, 20; the stream advances 5 ms per element to 300.
+    let input: Vec<(String, i64)> = (0..60)
+        .map(|i| (["a", "b", "c"][i % 3].to_string(), (i as i64) * 5))
+        .collect();
+    let mut expected = timed!(MemoryEnv::new().from_collection(input.clone()))
+        .collect_vec()
+        .unwrap();
+    expected.sort();
+    // Each key fires once, at its first element + 100, with its elements up to then
+    // (a: 0, 15, .., 90 — the watermark reaches 100 with b's element at 100).
+    assert_eq!(
+        expected,
+        vec![
+            ("a".to_string(), 100, 7),
+            ("b".to_string(), 105, 7),
+            ("c".to_string(), 110, 7),
+        ]
+    );
+    let out = CollectSink::new();
+    let run = |until: u64| {
+        let env = s.env(s.config("timers", AckMode::Offset));
+        timed!(env
+            .from_mq_topic_with_options("ev", "g", earliest())
+            .map(|m: Message| parse(&m)))
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("records", &job, |j| records(j) == until);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+    };
+    // The first run stops at event time 95: every timer is still pending.
+    send(&rt, &mq, "ev", &input[..20]);
+    run(20);
+    assert!(out.is_empty(), "{:?}", out.snapshot());
+    send(&rt, &mq, "ev", &input[20..]);
+    run(40);
+    let mut got = out.snapshot();
+    got.sort();
+    assert_eq!(got, expected);
+}
+
+/// `event_time_timer_max_size`: a record whose timer would exceed the bound fails and goes
+/// to the dead-letter queue (never a silently dropped timer); the others are processed.
+#[test]
+fn a_full_event_time_timer_queue_fails_the_record() {
+    let s = setup("timers-full");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    // Five keys, each registering one timer far in the future; the bound is 3.
+    let input: Vec<(String, i64)> = (0..5).map(|i| (format!("k{i}"), i)).collect();
+    send(&rt, &mq, "ev", &input);
+    let env = s.env(
+        s.config("timers-full", AckMode::Offset)
+            .event_time_timer_max_size(3)
+            .processing_error_result(streaming::redis::ProcessingErrorResult::DeadLetter),
+    );
+    timed!(env
+        .from_mq_topic_with_options("ev", "g", earliest())
+        .map(|m: Message| parse(&m)))
+    .sink(CollectSink::new())
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    wait_until("records", &job, |j| {
+        let d = j.diagnostics();
+        d.partitions
+            .iter()
+            .map(|p| p.records + p.failed)
+            .sum::<u64>()
+            == 5
+    });
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    let d = job.diagnostics();
+    assert_eq!(d.partitions[0].records, 3);
+    assert_eq!(d.partitions[0].failed, 2);
+    let dead = rt.block_on(mq.dead_letters("ev", 10)).unwrap();
+    let keys: Vec<&str> = dead.iter().filter_map(|m| m.key.as_deref()).collect();
+    assert_eq!(keys, ["k3", "k4"]);
+    assert!(
+        dead.iter()
+            .all(|m| m.error.contains("event_time_timer_max_size")),
+        "{dead:?}"
+    );
+}
+
+mod differential {
+    //! Property test: random out-of-order input, window kind, lateness, out-of-orderness
+    //! and trigger; the Redis engine (one partition, idle flush at the end) gives the
+    //! memory engine's output. Bounded cases: each case runs a Redis job.
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use streaming::time::{CountTrigger, EventTimeTrigger};
+
+    macro_rules! prop_pipeline {
+        ($stream:expr, $assigner:expr, $lateness:expr, $ooo:expr, $trigger:expr) => {
+            $stream
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis($ooo)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window($assigner)
+                .trigger($trigger)
+                .allowed_lateness(Duration::from_millis($lateness))
+                .count()
+        };
+    }
+
+    fn check<A, Tr>(
+        s: &Setup,
+        input: &[(String, i64)],
+        assigner: A,
+        lateness: u64,
+        ooo: u64,
+        trigger: Tr,
+    ) -> Result<(), TestCaseError>
+    where
+        A: streaming::time::WindowAssigner + Clone + Send + 'static,
+        A::DefaultTrigger: streaming::time::Trigger<(String, i64)>,
+        Tr: streaming::time::Trigger<(String, i64)>
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + Send,
+    {
+        static CASE: AtomicU32 = AtomicU32::new(0);
+        let case = CASE.fetch_add(1, Ordering::Relaxed);
+        let rt = rt();
+        let mq = s.mq(&rt);
+        let topic = format!("prop{case}");
+        rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        send(&rt, &mq, &topic, input);
+        let expected = sorted(
+            prop_pipeline!(
+                MemoryEnv::new().from_collection(input.to_vec()),
+                assigner.clone(),
+                lateness,
+                ooo,
+                trigger.clone()
+            )
+            .collect_vec()
+            .unwrap(),
+        );
+        let env = s.env(
+            s.config(&format!("prop{case}"), AckMode::Offset)
+                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+        );
+        let out = CollectSink::new();
+        prop_pipeline!(
+            env.from_mq_topic_with_options(&topic, "g", earliest())
+                .map(|m: Message| parse(&m)),
+            assigner,
+            lateness,
+            ooo,
+            trigger
+        )
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        let n = input.len() as u64;
+        wait_until("all records and an idle flush", &job, |j| {
+            records(j) == n && flushed(j)
+        });
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+        prop_assert_eq!(sorted(out.snapshot()), expected);
+        Ok(())
+    }
+
+    fn input() -> impl Strategy<Value = Vec<(String, i64)>> {
+        prop::collection::vec((0u8..3, 0i64..60, any::<bool>()), 1..60).prop_map(|steps| {
+            let mut t = 0i64;
+            steps
+                .into_iter()
+                .map(|(k, dt, back)| {
+                    t += dt / 4;
+                    let ts = if back { (t - dt).max(0) } else { t + dt / 8 };
+                    (format!("k{k}"), ts)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        #[test]
+        fn redis_windows_equal_memory_windows(
+            input in input(),
+            kind in 0u8..3,
+            lateness in 0u64..40,
+            ooo in 0u64..30,
+            count_trigger in prop::option::of(1u64..4),
+        ) {
+            let s = setup("win-prop");
+            let size = Duration::from_millis(40);
+            macro_rules! with_trigger {
+                ($assigner:expr) => {
+                    match count_trigger {
+                        Some(n) => check(&s, &input, $assigner, lateness, ooo, CountTrigger::of(n).unwrap()),
+                        None => check(&s, &input, $assigner, lateness, ooo, EventTimeTrigger),
+                    }
+                };
+            }
+            match kind {
+                0 => with_trigger!(TumblingEventTimeWindows::of(size).unwrap())?,
+                1 => with_trigger!(SlidingEventTimeWindows::of(size, Duration::from_millis(15)).unwrap())?,
+                _ => with_trigger!(EventTimeSessionWindows::with_gap(Duration::from_millis(25)).unwrap())?,
+            }
+        }
+    }
+}

@@ -17,7 +17,7 @@
 
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
-use super::persist::StateLimits;
+use super::persist::{StateLimits, WATERMARK_STATE};
 use super::runtime::{mdc_sampled, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
@@ -1006,6 +1006,11 @@ where
         };
         let mut sampled = Vec::with_capacity(pending.hashes.len());
         for h in &pending.hashes {
+            if h.state == WATERMARK_STATE {
+                // The engine's own bookkeeping, not user state: not sampled.
+                sampled.push(false);
+                continue;
+            }
             let before = self.writes;
             self.writes += h.fields.len() as u64;
             sampled.push(every > 0 && self.writes / every > before / every);
