@@ -132,6 +132,21 @@ pub enum Error {
         fields: u64,
     },
 
+    /// A keyed state's stored schema fingerprint differs from the pipeline's while
+    /// `state_schema_mismatch_policy` is [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail):
+    /// the Redis engine does not start the partition.
+    #[error("operator `{operator}`: state `{state}` is stored with schema `{stored}` but the pipeline now uses `{current}` (state_schema_mismatch_policy FAIL): the partition does not start. Fix: restore the old type to keep the stored state; or set `state_schema_mismatch_policy(SchemaMismatchPolicy::Clear)` to delete it and start empty (or delete the state's hashes yourself); or `SchemaMismatchPolicy::Ignore` to decode the stored entries as the new type")]
+    StateSchema {
+        /// The operator owning the state.
+        operator: String,
+        /// The state name.
+        state: String,
+        /// The stored fingerprint.
+        stored: String,
+        /// The pipeline's fingerprint.
+        current: String,
+    },
+
     /// A keyed process function registered an event-time timer while the operator's
     /// queue already held `max` (Redis engine `event_time_timer_max_size`, seed §2.2). The
     /// record fails and follows `processing_error_result` (retry / dead letter); no timer

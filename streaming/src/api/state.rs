@@ -532,7 +532,7 @@ impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
 
 /// `ValueState<u64>` for `streaming::api::state::ValueStateDescriptor<u64>`: module paths
 /// dropped, `Descriptor` suffixes removed.
-fn short_type_name<D>() -> String {
+pub(crate) fn short_type_name<D: ?Sized>() -> String {
     let full = type_name::<D>();
     let mut out = String::with_capacity(full.len());
     let mut segment = String::new();
@@ -585,6 +585,8 @@ pub(crate) struct Tracking<K> {
     /// opened (its descriptor holds the codec).
     pub(crate) pending: HashMap<String, Vec<(K, String)>>,
     pub(crate) dirty: HashSet<(&'static str, K)>,
+    /// The partition's schema check, consulted when a state is first opened.
+    pub(crate) schema: Option<crate::redis::SchemaGate>,
 }
 
 /// One change of a state table to write back: state name, key, new value as JSON (`None`
@@ -647,7 +649,15 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
                     declared: short_type_name::<D>(),
                 });
             };
-            for (key, json) in tracking.pending.remove(name).unwrap_or_default() {
+            let mut stored = tracking.pending.remove(name).unwrap_or_default();
+            if let Some(gate) = &tracking.schema {
+                let fingerprint =
+                    format!("{} by {}", short_type_name::<D>(), short_type_name::<K>());
+                if !gate.admit(&self.operator, name, &fingerprint)? {
+                    stored.clear();
+                }
+            }
+            for (key, json) in stored {
                 (table_ops.load)(table.as_any_mut(), key, &json).map_err(|reason| {
                     Error::StateDecode {
                         operator: self.operator.clone(),

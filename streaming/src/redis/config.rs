@@ -27,12 +27,13 @@ pub enum HotKeyPolicy {
 /// §2.2 `stateSchemaMismatchPolicy`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SchemaMismatchPolicy {
-    /// Refuse to start the pipeline.
+    /// Do not start the partition ([`Error::StateSchema`](crate::Error::StateSchema) in the
+    /// job's diagnostics); other partitions run.
     #[default]
     Fail,
-    /// Delete the old state and start empty.
+    /// Delete the state's stored hashes of the partition and start it empty.
     Clear,
-    /// Use the state as it is.
+    /// Warn and decode the stored entries as the new type.
     Ignore,
 }
 
@@ -111,6 +112,12 @@ macro_rules! getters {
 
 getters! {
     /// Isolates state, checkpoint and dedup key spaces. Default `redis-streaming-job`.
+    ///
+    /// The default is the same for every job: two different jobs that keep the default
+    /// (and the same `state_key_prefix`) share their state keys
+    /// `{prefix}:{job}:{T:n}:{group}:{operator}:{state}` wherever topic, group and operator
+    /// id coincide, and their schema fingerprints — give every job its own name. Instances
+    /// of one job (restarts, takeover) must keep the same name to find their state.
     job_name: String;
     /// Part of the stable consumer names `{job}-{instance}-{n}`. Default: the host name,
     /// `local` when it cannot be read.
@@ -132,9 +139,13 @@ getters! {
     hot_key_policy: HotKeyPolicy;
     /// Longest sleep of [`HotKeyPolicy::Throttle`]. Default 200 ms.
     hot_key_throttle_max: Duration;
-    /// Check stored state's schema version. Default `true`.
+    /// Check each keyed state's stored schema fingerprint (kind, value and key types)
+    /// before decoding it, and write it on first use (hash `...:{group}:schema`, see
+    /// [`SchemaGate`](super::SchemaGate)). Default `true`.
     state_schema_evolution_enabled: bool;
-    /// What a schema version mismatch does. Default [`SchemaMismatchPolicy::Fail`].
+    /// What a schema fingerprint mismatch does: FAIL stops the partition, CLEAR deletes the
+    /// state and starts it empty, IGNORE warns and decodes the stored entries as the new
+    /// type. Default [`SchemaMismatchPolicy::Fail`].
     state_schema_mismatch_policy: SchemaMismatchPolicy;
     /// Rebuild a missing consumer group from the commit frontier instead of replaying the
     /// stream. Default `true`.

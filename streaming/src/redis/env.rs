@@ -320,7 +320,14 @@ impl RedisEnv {
             st.started = true;
             std::mem::take(&mut st.pipelines)
         };
-        let job = Arc::new(JobShared::new(config));
+        let job = Arc::new(JobShared::new(
+            config,
+            self.inner.client.clone(),
+            pipelines
+                .iter()
+                .map(|d| (d.topic().to_string(), d.group().to_string()))
+                .collect(),
+        ));
         let mut threads = Vec::new();
         for def in pipelines {
             let spec = PipelineSpec {

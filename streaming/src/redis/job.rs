@@ -1,7 +1,11 @@
 //! [`JobClient`]: a running Redis job (seed `RedisJobClient`, §2.1).
 
-use super::RedisRuntimeConfig;
-use std::collections::BTreeMap;
+use super::{AckMode, RedisRuntimeConfig};
+use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::KeySpace;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -24,8 +28,15 @@ pub struct PartitionProgress {
     pub records: u64,
     /// Batches committed.
     pub batches: u64,
-    /// Records that failed and went to retry or the dead-letter queue.
+    /// Records that failed and went to retry or the dead-letter queue (each attempt
+    /// counts).
     pub failed: u64,
+    /// Why the partition stopped, when it did (e.g. a state schema mismatch under
+    /// [`SchemaMismatchPolicy::Fail`](super::SchemaMismatchPolicy::Fail)): it reads nothing
+    /// more until the job is started again.
+    pub stopped: Option<String>,
+    /// Whether its subtask has taken it (lease, read position and state) at least once.
+    pub taken: bool,
     /// The partition's watermark (ms) as of its last commit: the one its last watermark
     /// operator emitted (`i64::MIN` before the first, `i64::MAX` right after an idle
     /// flush, `None` until the partition has committed).
@@ -87,14 +98,29 @@ pub(crate) struct JobShared {
     done: (Mutex<()>, Condvar),
     progress: Mutex<Vec<PartitionProgress>>,
     errors: Mutex<Vec<String>>,
+    /// Misuses already reported (operator/state), so each is reported once.
+    misuses: Mutex<HashSet<String>>,
     pub(crate) hot: Mutex<HotStats>,
     job_name: String,
     job_instance_id: String,
     parallelism: u32,
+    /// What [`JobClient::await_caught_up`] checks.
+    client: redis::Client,
+    keys: KeySpace,
+    ack_mode: AckMode,
+    /// (topic, group) of each pipeline.
+    pipelines: Vec<(String, String)>,
+    /// Offset mode: the group's read position when the partition was taken, by (topic,
+    /// group, partition) — what is committed before the first commit of this run.
+    taken_at: Mutex<HashMap<(String, String, u32), String>>,
 }
 
 impl JobShared {
-    pub(crate) fn new(config: &RedisRuntimeConfig) -> Self {
+    pub(crate) fn new(
+        config: &RedisRuntimeConfig,
+        client: redis::Client,
+        pipelines: Vec<(String, String)>,
+    ) -> Self {
         JobShared {
             cancelled: AtomicBool::new(false),
             paused: AtomicBool::new(false),
@@ -103,11 +129,136 @@ impl JobShared {
             done: (Mutex::new(()), Condvar::new()),
             progress: Mutex::default(),
             errors: Mutex::default(),
+            misuses: Mutex::default(),
             hot: Mutex::default(),
             job_name: config.job_name(),
             job_instance_id: config.job_instance_id(),
             parallelism: config.pipeline_parallelism(),
+            client,
+            keys: KeySpace::new(config.mq_options().key_prefix.clone()),
+            ack_mode: config.ack_mode(),
+            pipelines,
+            taken_at: Mutex::default(),
         }
+    }
+
+    /// Records that partition `partition` of (topic, group) was taken; in
+    /// [`AckMode::Offset`] also the group's read position then (one `XINFO GROUPS`).
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub(crate) async fn taken(
+        &self,
+        conn: &mut ConnectionManager,
+        topic: &str,
+        group: &str,
+        partition: u32,
+    ) -> Result<(), Error> {
+        if self.ack_mode == AckMode::Offset {
+            let v: redis::Value = redis::cmd("XINFO")
+                .arg("GROUPS")
+                .arg(self.keys.stream(topic, partition))
+                .query_async(conn)
+                .await?;
+            if let Some(g) = parse_xinfo_groups(&v).into_iter().find(|g| g.name == group) {
+                if let Ok(mut t) = self.taken_at.lock() {
+                    t.insert(
+                        (topic.to_string(), group.to_string(), partition),
+                        g.last_delivered_id,
+                    );
+                }
+            }
+        }
+        self.progress(topic, group, partition, |p| p.taken = true);
+        Ok(())
+    }
+
+    /// Whether every partition of every pipeline is taken, running, and committed up to
+    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition).
+    fn caught_up(&self) -> Result<bool, Error> {
+        let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut conn = self.client.get_connection()?;
+        for (topic, group) in &self.pipelines {
+            let partitions: Option<u32> = redis::cmd("HGET")
+                .arg(self.keys.meta(topic))
+                .arg("partitions")
+                .query(&mut conn)?;
+            let Some(partitions) = partitions else {
+                return Ok(false);
+            };
+            for p in 0..partitions {
+                let Some(pr) = progress
+                    .iter()
+                    .find(|x| x.partition == p && &x.topic == topic && &x.group == group)
+                else {
+                    return Ok(false);
+                };
+                if !pr.taken || pr.stopped.is_some() {
+                    return Ok(false);
+                }
+                let stream = self.keys.stream(topic, p);
+                let (last, retries, groups, frontier): (
+                    redis::Value,
+                    Vec<String>,
+                    redis::Value,
+                    Option<String>,
+                ) = redis::pipe()
+                    .atomic()
+                    .cmd("XREVRANGE")
+                    .arg(&stream)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .cmd("ZRANGE")
+                    .arg(self.keys.retry_due(topic, p))
+                    .arg(0)
+                    .arg(-1)
+                    .cmd("XINFO")
+                    .arg("GROUPS")
+                    .arg(&stream)
+                    .cmd("GET")
+                    .arg(self.keys.frontier(topic, p, group))
+                    .query(&mut conn)?;
+                // Retry tokens are `{group}\n{id}` (a bare id: an older retry for every group).
+                let mine = format!("{group}\n");
+                if retries
+                    .iter()
+                    .any(|t| t.starts_with(&mine) || !t.contains('\n'))
+                {
+                    return Ok(false);
+                }
+                let Some(last) = last_entry_id(&last) else {
+                    continue; // empty stream
+                };
+                let Some(g) = parse_xinfo_groups(&groups)
+                    .into_iter()
+                    .find(|g| &g.name == group)
+                else {
+                    return Ok(false);
+                };
+                let done = match self.ack_mode {
+                    AckMode::Xack => g.pending == 0 && id_at_least(&g.last_delivered_id, &last),
+                    AckMode::Offset => {
+                        let at_take = self
+                            .taken_at
+                            .lock()
+                            .ok()
+                            .and_then(|t| t.get(&(topic.clone(), group.clone(), p)).cloned());
+                        [frontier, at_take, pr.last_committed_id.clone()]
+                            .into_iter()
+                            .flatten()
+                            .any(|c| id_at_least(&c, &last))
+                    }
+                };
+                if !done {
+                    return Ok(false);
+                }
+            }
+        }
+        // A batch leaves `in_flight` after its progress is recorded: nothing in flight now
+        // means every commit seen above is in the diagnostics too.
+        Ok(self.in_flight.load(Ordering::SeqCst) == 0)
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -131,6 +282,39 @@ impl JobShared {
                 errors.remove(0);
             }
             errors.push(e);
+        }
+    }
+
+    /// Reports a misuse ([`is_misuse`]) in the job's errors, once per (operator, state).
+    pub(crate) fn report_misuse(&self, e: &Error) {
+        let (operator, state, message) = match e {
+            Error::StateNotPersistent {
+                operator,
+                state,
+                declared,
+            } => (
+                operator,
+                *state,
+                format!(
+                    "operator `{operator}`: state `{state}` ({declared}) is not persistent, so the Redis engine cannot keep it: every record using it goes to the dead-letter queue (error type `state`, not retried). Declare it with `ValueStateDescriptor::persistent(..)` (likewise `ListStateDescriptor`, `MapStateDescriptor`, `SetStateDescriptor::persistent`), or in `pipeline!` with the `.state(name: ValueState<T> = ..)` syntax, whose declarations are persistent"
+                ),
+            ),
+            Error::StateType {
+                operator, state, ..
+            } => (
+                operator,
+                *state,
+                format!("{e}: every record using it goes to the dead-letter queue (error type `state`, not retried); give each state name of an operator one type"),
+            ),
+            _ => return,
+        };
+        let first = self
+            .misuses
+            .lock()
+            .map(|mut m| m.insert(format!("{operator}/{state}")))
+            .unwrap_or(true);
+        if first {
+            self.error(message);
         }
     }
 
@@ -162,6 +346,39 @@ impl JobShared {
         };
         f(&mut all[i]);
     }
+}
+
+/// The id of the entry in an `XREVRANGE .. COUNT 1` reply.
+fn last_entry_id(v: &redis::Value) -> Option<String> {
+    let redis::Value::Array(entries) = v else {
+        return None;
+    };
+    match entries.first()? {
+        redis::Value::Array(entry) => redis::from_redis_value(entry.first()?).ok(),
+        _ => None,
+    }
+}
+
+/// `ms-seq` as a pair (a missing sequence counts as 0).
+fn id_parts(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// Whether stream id `a` ≥ `b` (false when either does not parse).
+fn id_at_least(a: &str, b: &str) -> bool {
+    matches!((id_parts(a), id_parts(b)), (Some(a), Some(b)) if a >= b)
+}
+
+/// Whether `e` is a misuse of the API that no retry can fix: a keyed state without a JSON
+/// codec ([`Error::StateNotPersistent`]) or a state name used with two types
+/// ([`Error::StateType`]). Such a record goes to the dead-letter queue at once (error type
+/// `state`) and the job reports the misuse once ([`JobShared::report_misuse`]).
+pub(crate) fn is_misuse(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::StateNotPersistent { .. } | Error::StateType { .. }
+    )
 }
 
 /// A running Redis job, from [`RedisEnv::execute_async`](super::RedisEnv::execute_async).
@@ -221,6 +438,36 @@ impl JobClient {
             };
         }
         true
+    }
+
+    /// Waits until the job has caught up with its streams, at most `timeout`: `true` once,
+    /// for every partition of every pipeline, the partition was taken (so never before the
+    /// job took all its partitions), did not stop, has no retry of its group scheduled, and
+    /// its committed position has reached
+    /// the stream's last entry as it was when checked — in [`AckMode::Xack`] the group
+    /// has delivered up to it and nothing is pending; in [`AckMode::Offset`] the committed
+    /// offset (or, before the first commit, the position the partition was taken at) is
+    /// at or past it. `false` on timeout, or at once when every subtask has stopped and the
+    /// job is not caught up. Checks every 20 ms over a blocking connection of its own; when
+    /// it returns `true`, nothing is in flight and [`diagnostics`](Self::diagnostics)
+    /// already counts every committed record.
+    ///
+    /// Producers still writing move the end: it is the end as of each check.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when a check cannot reach Redis.
+    pub fn await_caught_up(&self, timeout: Duration) -> Result<bool, Error> {
+        let end = Instant::now() + timeout;
+        loop {
+            if self.shared.caught_up()? {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= end || self.shared.running.load(Ordering::SeqCst) == 0 {
+                return Ok(false);
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(20)));
+        }
     }
 
     /// Stops reading new batches (the batch in progress completes).

@@ -26,6 +26,16 @@
 //! The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the partition's state
 //! hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
 //!
+//! State schema versions (seed §2.2): with `state_schema_evolution_enabled` (default), each
+//! state's fingerprint (kind, value and key types, e.g. `ValueState<u64> by String`) is
+//! kept in the hash `{state_key_prefix}:{job}:{T:n}:{group}:schema` (field
+//! `{operator}/{state}`) and checked before the stored entries are decoded (a rolling table
+//! when the partition is taken, a process state when first opened); on a mismatch
+//! `state_schema_mismatch_policy` FAIL stops that partition (reported in
+//! [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]), CLEAR deletes that
+//! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
+//! stored entries as the new type. See [`SchemaGate`].
+//!
 //! State size and hot keys (seed §2.7): every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the
 //! `HLEN` of the hash whose writes crossed the mark (no extra round trip); the last
@@ -96,10 +106,11 @@
 //! Not in this release: keyed state declared without a codec (process state must be
 //! declared `persistent`, e.g.
 //! [`ValueStateDescriptor::persistent`](crate::api::ValueStateDescriptor::persistent); a
-//! plain `new` descriptor fails the record with [`Error::StateNotPersistent`](crate::Error)),
-//! checkpoints and leader election, schema version checks
-//! (`state_schema_evolution_enabled` / `state_schema_mismatch_policy` are accepted and not
-//! acted on), sink deduplication.
+//! plain `new` descriptor is a misuse: each record using it goes to the dead-letter queue at
+//! once, not retried, with error type `state` ([`Error::StateNotPersistent`](crate::Error)),
+//! and [`JobDiagnostics::errors`] reports it once, naming the fix — likewise a state name
+//! used with two types),
+//! checkpoints and leader election, sink deduplication.
 //!
 //! [`pipeline!`](crate::pipeline) targets a `RedisEnv` when it starts with
 //! `from_mq_topic`, `from_mq_topic_with_id` or `from_mq_topic_with_options`; its value is
@@ -113,6 +124,7 @@ mod job;
 mod persist;
 mod runner;
 mod runtime;
+mod schema;
 mod sink;
 
 pub use config::{
@@ -129,4 +141,5 @@ pub use runner::{
     HEADER_RUNTIME_JOB,
 };
 pub use runtime::RedisRuntime;
-pub use sink::{CollectSink, ListValue, RedisListSink};
+pub use schema::SchemaGate;
+pub use sink::{CollectSink, JsonList, RedisListSink, TextList};

@@ -1,7 +1,8 @@
 //! [`Persist`]: state the Redis engine keeps in Redis hashes, with a heap cache and
 //! write-behind of the keys changed by each batch.
 
-use crate::api::state::Tracking;
+use super::schema::SchemaGate;
+use crate::api::state::{short_type_name, Tracking};
 use crate::api::TimeDomain;
 use crate::ops::window::Bucket;
 use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
@@ -45,6 +46,18 @@ pub trait Persist: 'static {
     /// # Errors
     /// [`Error::StateDecode`] when a value does not encode.
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error>;
+
+    /// Connects the store to its partition's state schema check (before any
+    /// [`load`](Self::load)): the store calls [`SchemaGate::admit`] with each state's
+    /// fingerprint before decoding its stored entries, at once for states whose types it
+    /// knows, else when a state is first used. The default checks nothing.
+    ///
+    /// # Errors
+    /// [`Error::StateSchema`] from [`SchemaGate::admit`].
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        let _ = (operator, gate);
+        Ok(())
+    }
 
     /// Applies the engine's limits (window fires per record, event-time timer bound).
     fn configure(&mut self, limits: &StateLimits) {
@@ -123,6 +136,16 @@ where
         }
         Ok(())
     }
+
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        let fingerprint = format!(
+            "{ROLLING_STATE}<{}> by {}",
+            short_type_name::<V>(),
+            short_type_name::<K>()
+        );
+        gate.admit(operator, ROLLING_STATE, &fingerprint)?;
+        Ok(())
+    }
 }
 
 /// The state name of a keyed process operator's timers.
@@ -142,6 +165,7 @@ where
             Box::new(Tracking {
                 pending: HashMap::new(),
                 dirty: HashSet::new(),
+                schema: None,
             })
         });
         self.timers_dirty.get_or_insert_with(HashSet::new);
@@ -149,6 +173,13 @@ where
 
     fn configure(&mut self, limits: &StateLimits) {
         self.max_event_timers = limits.event_time_timer_max_size;
+    }
+
+    fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        if let Some(tracking) = &mut self.backend.tracking {
+            tracking.schema = Some(gate.clone());
+        }
+        Ok(())
     }
 
     fn load(
@@ -220,6 +251,17 @@ where
 
     fn configure(&mut self, limits: &StateLimits) {
         self.max_fires = limits.window_max_fires_per_record;
+    }
+
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        let fingerprint = format!(
+            "{PANES_STATE}<{}, {}> by {}",
+            short_type_name::<Acc>(),
+            short_type_name::<Tr>(),
+            short_type_name::<K>()
+        );
+        gate.admit(operator, PANES_STATE, &fingerprint)?;
+        Ok(())
     }
 
     fn load(

@@ -340,6 +340,10 @@ struct Part<C, S, O> {
     hot: HashMap<String, HotArm>,
     /// Last sampled field count per hash.
     hot_fields: HashMap<String, u64>,
+    /// The state schema check of the current chain (see `schema`).
+    schema: Option<super::schema::SchemaGate>,
+    /// Stopped for good (e.g. a state schema mismatch under FAIL): not read any more.
+    stopped: bool,
 }
 
 async fn run_subtask<P, S>(
@@ -412,6 +416,8 @@ where
             writes: 0,
             hot: HashMap::new(),
             hot_fields: HashMap::new(),
+            schema: None,
+            stopped: false,
         };
         guarded(&ctx, "open sink", part.sink.open())?;
         job.progress(&spec.topic, &spec.group, p, |pr| pr.subtask = subtask);
@@ -419,6 +425,11 @@ where
         while !job.is_cancelled() {
             match part.take(plan, &ctx, &mut conn).await {
                 Ok(()) => break,
+                Err(e) if super::schema::stops_partition(&e) => {
+                    super::schema::stopped(job, &spec.topic, &spec.group, p, &e);
+                    part.stopped = true;
+                    break;
+                }
                 Err(e) => {
                     tracing::debug!(partition = p, "taking partition: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -436,7 +447,7 @@ where
         }
         let mut busy = false;
         for part in &mut parts {
-            if job.is_cancelled() {
+            if job.is_cancelled() || part.stopped {
                 continue;
             }
             let now = Instant::now();
@@ -473,6 +484,10 @@ where
                         part.needs_reset = false;
                         part.backoff = Duration::from_millis(50);
                     }
+                    Err(e) if super::schema::stops_partition(&e) => {
+                        super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
+                        part.stopped = true;
+                    }
                     Err(e) => {
                         tracing::warn!(partition = part.partition, "reset failed, retrying: {e}");
                         part.retry_at = Instant::now() + part.backoff;
@@ -493,6 +508,10 @@ where
                     }
                 }
                 Ok(_) => busy = true,
+                Err(e) if super::schema::stops_partition(&e) => {
+                    super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
+                    part.stopped = true;
+                }
                 Err(e) => {
                     job.error(format!(
                         "partition {} of {}: batch not committed, reading again from the last commit: {e}",
@@ -626,6 +645,7 @@ where
         }
         self.rebuild(plan, ctx, conn).await?;
         self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
+        ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
         Ok(())
     }
 
@@ -644,6 +664,8 @@ where
         self.chain = chain;
         self.stores = stores;
         self.counters = counters;
+        let config = &ctx.spec.env.config;
+        self.schema = super::schema::open(config, conn, &self.state_keys, &self.stores).await?;
         let v: Value = ctx
             .scripts
             .load
@@ -657,6 +679,9 @@ where
             let flat: Vec<String> = redis::from_redis_value(fields)?;
             for (op, store) in &self.stores {
                 if let Some(state) = self.state_keys.state_of(&key, op.as_str()) {
+                    if (self.schema.as_ref()).is_some_and(|g| g.cleared(op.as_str(), state)) {
+                        continue;
+                    }
                     let mut entries = Vec::with_capacity(flat.len() / 2);
                     let mut it = flat.iter();
                     while let (Some(f), Some(v)) = (it.next(), it.next()) {
@@ -666,6 +691,7 @@ where
                 }
             }
         }
+        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys).await?;
         Ok(())
     }
 
@@ -831,9 +857,13 @@ where
                 }
             }
             let Some((i, e)) = failure else { break pending };
+            if super::schema::stops_partition(&e) {
+                return Err(e);
+            }
             tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
                            "record failed: {e}");
             self.fail(ctx, conn, &msgs[i], &e).await?;
+            ctx.job.report_misuse(&e);
             if matches!(e, Error::HotKey { .. }) {
                 if let Ok(mut h) = ctx.job.hot.lock() {
                     h.rejected += 1;
@@ -962,6 +992,7 @@ where
             }
             tokio::time::sleep(config.hot_key_throttle_max()).await;
         }
+        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys).await?;
         // 4. Commit state + sink lists + acknowledgement atomically.
         let (t, p, g) = (spec.topic.as_str(), self.partition, spec.group.as_str());
         pending.hashes.retain(|h| !h.fields.is_empty());
@@ -1146,9 +1177,10 @@ where
             .insert(HEADER_RUNTIME_ERROR_TYPE.into(), kind.into());
         m.headers
             .insert(HEADER_RUNTIME_ERROR_MESSAGE.into(), text.clone());
-        let retry = config.processing_error_result() == ProcessingErrorResult::Retry;
+        let misuse = super::job::is_misuse(e);
+        let retry = config.processing_error_result() == ProcessingErrorResult::Retry && !misuse;
         let dl_type = match config.processing_error_result() {
-            ProcessingErrorResult::Fail => format!("fail:{kind}"),
+            ProcessingErrorResult::Fail if !misuse => format!("fail:{kind}"),
             _ => kind.to_string(),
         };
         let policy = config.mq_options().retry;

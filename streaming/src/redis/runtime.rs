@@ -84,7 +84,8 @@ impl WatermarkStore for RedisRuntime {
 ///   fields = the key as JSON, values = the value as JSON; with `keyed_state_shard_count`
 ///   N > 1, N hashes `...:{state}:s{i}`, a field going to shard
 ///   `i = FNV-1a-64(field bytes) % N` ([`shard_of`]);
-/// - index of those hashes (a set): `{prefix}:{job}:{T:n}:{group}:index`.
+/// - index of those hashes (a set): `{prefix}:{job}:{T:n}:{group}:index`;
+/// - schema fingerprints (a hash): `{prefix}:{job}:{T:n}:{group}:schema`.
 ///
 /// `{T:n}` is the partition's hash tag, shared with its stream, so one script can commit
 /// them together on Redis Cluster.
@@ -143,6 +144,16 @@ impl StateKeys {
 
     pub(crate) fn index(&self) -> String {
         format!("{}:index", self.base)
+    }
+
+    /// The hash of the partition's state schema fingerprints (see the `schema` module).
+    pub(crate) fn schema(&self) -> String {
+        format!("{}:schema", self.base)
+    }
+
+    /// The unsharded hash name of (operator, state); shards append `:s{i}`.
+    pub(crate) fn unsharded(&self, operator: &str, state: &str) -> String {
+        format!("{}:{operator}:{state}", self.base)
     }
 
     /// The hash holding `field` of (operator, state).

@@ -7,18 +7,24 @@ use serde::Serialize;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
-/// How a [`RedisListSink`] turns a record into a list element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Encoding {
-    Json,
-    Text,
-}
+/// The JSON encoding of a [`RedisListSink`] (serde_json; [`RedisListSink::new`]): records
+/// need only `Serialize`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JsonList;
+
+/// The text encoding of a [`RedisListSink`] (`Display`; [`RedisListSink::text`]): records
+/// need only `Display`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TextList;
 
 /// Appends every record to a Redis list (`RPUSH`), atomically with the batch that produced
 /// it: the sink only buffers, and the engine writes the buffer in the batch's commit script
 /// together with the state changes and the acknowledgement (DESIGN invariants 3–5). So a
 /// record's output is in the list exactly once per acknowledged input — no duplicates after
 /// a crash, unlike sinks that write on their own.
+///
+/// Encoding: `E` is [`JsonList`] (the default; [`RedisListSink::new`], records need
+/// `Serialize`) or [`TextList`] ([`RedisListSink::text`], records need `Display`).
 ///
 /// Key: to stay in the partition's hash slot (Redis Cluster), each partition appends to its
 /// own list `{list}:{T:n}` — `list` followed by the partition's hash tag (see
@@ -28,18 +34,16 @@ enum Encoding {
 /// Redis engine only: on the memory engine nothing drains the buffer, and `close` fails
 /// (the terminal operation returns the error) rather than dropping the records silently.
 #[derive(Debug)]
-pub struct RedisListSink<T> {
+pub struct RedisListSink<T, E = JsonList> {
     list: Arc<str>,
-    encoding: Encoding,
     pending: Vec<String>,
-    _t: PhantomData<fn(T)>,
+    _t: PhantomData<fn(T, E)>,
 }
 
-impl<T> Clone for RedisListSink<T> {
+impl<T, E> Clone for RedisListSink<T, E> {
     fn clone(&self) -> Self {
         RedisListSink {
             list: Arc::clone(&self.list),
-            encoding: self.encoding,
             pending: Vec::new(),
             _t: PhantomData,
         }
@@ -47,21 +51,23 @@ impl<T> Clone for RedisListSink<T> {
 }
 
 impl<T> RedisListSink<T> {
-    /// A sink appending records as JSON (serde_json) to the lists `{list}:{T:n}`.
+    /// A sink appending records as JSON (serde_json) to the lists `{list}:{T:n}`; records
+    /// need only `Serialize`.
     pub fn new(list: impl Into<String>) -> Self {
         RedisListSink {
             list: list.into().into(),
-            encoding: Encoding::Json,
             pending: Vec::new(),
             _t: PhantomData,
         }
     }
 
-    /// A sink appending records as text (`Display`) to the lists `{list}:{T:n}`.
-    pub fn text(list: impl Into<String>) -> Self {
+    /// A sink appending records as text (`Display`) to the lists `{list}:{T:n}`; records
+    /// need only `Display`.
+    pub fn text(list: impl Into<String>) -> RedisListSink<T, TextList> {
         RedisListSink {
-            encoding: Encoding::Text,
-            ..Self::new(list)
+            list: list.into().into(),
+            pending: Vec::new(),
+            _t: PhantomData,
         }
     }
 
@@ -71,38 +77,15 @@ impl<T> RedisListSink<T> {
     }
 }
 
-/// What [`RedisListSink`] can write: JSON for [`RedisListSink::new`], text for
-/// [`RedisListSink::text`].
-pub trait ListValue {
-    /// As JSON.
-    ///
-    /// # Errors
-    /// serde_json's error.
-    fn to_json(&self) -> Result<String, BoxError>;
-    /// As text.
-    fn to_text(&self) -> String;
-}
-
-impl<T: Serialize + std::fmt::Display> ListValue for T {
-    fn to_json(&self) -> Result<String, BoxError> {
-        Ok(serde_json::to_string(self)?)
-    }
-    fn to_text(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl<T: ListValue> Sink<T> for RedisListSink<T> {
-    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
-        let v = match self.encoding {
-            Encoding::Json => value.to_json()?,
-            Encoding::Text => value.to_text(),
-        };
-        self.pending.push(v);
-        Ok(())
+impl<T, E> RedisListSink<T, E> {
+    fn take_writes(&mut self) -> Option<CommitWrites> {
+        Some(CommitWrites {
+            list: Arc::clone(&self.list),
+            values: std::mem::take(&mut self.pending),
+        })
     }
 
-    fn close(&mut self) -> Result<(), BoxError> {
+    fn close_buffer(&mut self) -> Result<(), BoxError> {
         if self.pending.is_empty() {
             Ok(())
         } else {
@@ -114,12 +97,35 @@ impl<T: ListValue> Sink<T> for RedisListSink<T> {
             .into())
         }
     }
+}
+
+impl<T: Serialize> Sink<T> for RedisListSink<T, JsonList> {
+    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
+        self.pending.push(serde_json::to_string(&value)?);
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), BoxError> {
+        self.close_buffer()
+    }
 
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
-        Some(CommitWrites {
-            list: Arc::clone(&self.list),
-            values: std::mem::take(&mut self.pending),
-        })
+        self.take_writes()
+    }
+}
+
+impl<T: std::fmt::Display> Sink<T> for RedisListSink<T, TextList> {
+    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
+        self.pending.push(value.to_string());
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), BoxError> {
+        self.close_buffer()
+    }
+
+    fn take_commit_writes(&mut self) -> Option<CommitWrites> {
+        self.take_writes()
     }
 }
 
@@ -185,5 +191,42 @@ impl<T> Sink<T> for CollectSink<T> {
             .map_err(|_| "collect sink poisoned")?
             .push(value);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Serializable, not `Display`.
+    #[derive(Serialize)]
+    struct Point {
+        x: i32,
+    }
+
+    /// `Display`, not serializable.
+    struct Tag(u8);
+
+    impl std::fmt::Display for Tag {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "tag-{}", self.0)
+        }
+    }
+
+    #[test]
+    fn json_needs_only_serialize_and_text_only_display() {
+        let mut json = RedisListSink::<Point>::new("out");
+        json.invoke(Point { x: 1 }).unwrap();
+        json.invoke(Point { x: -2 }).unwrap();
+        let w = json.take_commit_writes().unwrap();
+        assert_eq!(&*w.list, "out");
+        assert_eq!(w.values, [r#"{"x":1}"#, r#"{"x":-2}"#]);
+        assert!(json.close().is_ok(), "nothing buffered");
+
+        let mut text = RedisListSink::<Tag>::text("tags");
+        text.invoke(Tag(7)).unwrap();
+        assert!(text.close().is_err(), "a record no engine wrote");
+        assert_eq!(text.take_commit_writes().unwrap().values, ["tag-7"]);
+        assert_eq!(RedisListSink::<Tag>::key_for("tags", "t", 3), "tags:{t:3}");
     }
 }

@@ -1,0 +1,292 @@
+//! State schema versions (seed §2.2 `stateSchemaEvolutionEnabled` /
+//! `stateSchemaMismatchPolicy`).
+//!
+//! Each keyed state of a partition has a fingerprint: its kind and value type and its key
+//! type, as short Rust type names (module paths dropped), e.g. `ValueState<u64> by String`
+//! for a process state or `rolling<Option<i64>> by String` for the table of a rolling
+//! reduce/sum. The fingerprints live in the hash `{prefix}:{job}:{T:n}:{group}:schema`
+//! (the partition's hash tag), field `{operator}/{state}`, value the fingerprint. A state
+//! is checked before its stored entries are decoded: a rolling table when the partition is
+//! taken, a process state when a record first opens it (its type is only known then). The
+//! first run writes the fingerprint. On a mismatch, [`SchemaMismatchPolicy`]:
+//! - `Fail`: [`Error::StateSchema`]; the partition stops (nothing of the batch commits),
+//!   the job reports it in [`JobDiagnostics::errors`](super::JobDiagnostics::errors) and
+//!   [`PartitionProgress::stopped`](super::PartitionProgress::stopped); other partitions
+//!   and jobs go on;
+//! - `Clear`: the state's stored hashes of the partition are deleted (before the next
+//!   commit) and the new fingerprint written; the state starts empty;
+//! - `Ignore`: a `tracing` warning; the stored entries are decoded as the new type (a
+//!   record whose entries do not decode fails with [`Error::StateDecode`]) and the new
+//!   fingerprint is written, so the warning appears once per change.
+
+use super::config::SchemaMismatchPolicy;
+use super::job::JobShared;
+use super::runtime::{DynStore, StateKeys};
+use super::RedisRuntimeConfig;
+use crate::ops::OperatorId;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// The schema check of one partition's states, handed to each store by
+/// [`Persist::schema`](super::Persist::schema). Clones share it.
+#[derive(Clone, Debug)]
+pub struct SchemaGate(Rc<RefCell<Gate>>);
+
+#[derive(Debug)]
+struct Gate {
+    policy: SchemaMismatchPolicy,
+    job: String,
+    /// Stored fingerprints by field `{operator}/{state}`.
+    stored: HashMap<String, String>,
+    /// Fingerprints to write, by field.
+    writes: HashMap<String, String>,
+    /// (operator, state) whose stored hashes to delete.
+    clears: Vec<(String, String)>,
+    /// Fields cleared (their stored entries are not loaded).
+    cleared: HashSet<String>,
+}
+
+fn field(operator: &str, state: &str) -> String {
+    format!("{operator}/{state}")
+}
+
+impl SchemaGate {
+    fn new(policy: SchemaMismatchPolicy, job: String, stored: HashMap<String, String>) -> Self {
+        SchemaGate(Rc::new(RefCell::new(Gate {
+            policy,
+            job,
+            stored,
+            writes: HashMap::new(),
+            clears: Vec::new(),
+            cleared: HashSet::new(),
+        })))
+    }
+
+    /// Checks state `state` of `operator` against its stored fingerprint before its stored
+    /// entries are decoded. `Ok(true)`: decode them; `Ok(false)`: drop them (the state was
+    /// cleared, [`SchemaMismatchPolicy::Clear`]).
+    ///
+    /// # Errors
+    /// [`Error::StateSchema`] on a mismatch under [`SchemaMismatchPolicy::Fail`].
+    pub fn admit(&self, operator: &str, state: &str, fingerprint: &str) -> Result<bool, Error> {
+        let mut g = self.0.borrow_mut();
+        let f = field(operator, state);
+        let stored = match g.stored.get(&f) {
+            Some(s) if s == fingerprint => return Ok(true),
+            Some(s) => s.clone(),
+            None => {
+                g.stored.insert(f.clone(), fingerprint.to_string());
+                g.writes.insert(f, fingerprint.to_string());
+                return Ok(true);
+            }
+        };
+        match g.policy {
+            SchemaMismatchPolicy::Fail => Err(Error::StateSchema {
+                operator: operator.to_string(),
+                state: state.to_string(),
+                stored,
+                current: fingerprint.to_string(),
+            }),
+            SchemaMismatchPolicy::Clear => {
+                tracing::warn!(job = %g.job, operator, state, %stored, current = fingerprint,
+                               "state schema changed: clearing the stored state (policy CLEAR)");
+                g.stored.insert(f.clone(), fingerprint.to_string());
+                g.writes.insert(f.clone(), fingerprint.to_string());
+                g.clears.push((operator.to_string(), state.to_string()));
+                g.cleared.insert(f);
+                Ok(false)
+            }
+            SchemaMismatchPolicy::Ignore => {
+                tracing::warn!(job = %g.job, operator, state, %stored, current = fingerprint,
+                               "state schema changed: using the stored state as it is (policy IGNORE)");
+                g.stored.insert(f.clone(), fingerprint.to_string());
+                g.writes.insert(f, fingerprint.to_string());
+                Ok(true)
+            }
+        }
+    }
+
+    /// Whether the stored entries of (operator, state) were cleared.
+    pub(crate) fn cleared(&self, operator: &str, state: &str) -> bool {
+        self.0.borrow().cleared.contains(&field(operator, state))
+    }
+}
+
+/// Fetches the partition's stored fingerprints and hands the gate to every store (a store
+/// checks the states whose types it knows at once). `None` when
+/// `state_schema_evolution_enabled` is off.
+///
+/// # Errors
+/// [`Error::Redis`]; [`Error::StateSchema`] from a store's check.
+pub(crate) async fn open(
+    config: &RedisRuntimeConfig,
+    conn: &mut ConnectionManager,
+    keys: &StateKeys,
+    stores: &[(OperatorId, DynStore)],
+) -> Result<Option<SchemaGate>, Error> {
+    if !config.state_schema_evolution_enabled() || stores.is_empty() {
+        return Ok(None);
+    }
+    let stored: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(keys.schema())
+        .query_async(conn)
+        .await?;
+    let gate = SchemaGate::new(
+        config.state_schema_mismatch_policy(),
+        config.job_name(),
+        stored,
+    );
+    for (op, store) in stores {
+        store.borrow_mut().schema(op.as_str(), &gate)?;
+    }
+    Ok(Some(gate))
+}
+
+const LUA_FLUSH: &str = r#"
+-- KEYS: state index, schema hash
+-- ARGV: n prefixes, prefix..., field, fingerprint, ...
+-- Deletes the index's hashes named `prefix` or `prefix:s<i>` and writes the fingerprints.
+local n = tonumber(ARGV[1])
+if n > 0 then
+  for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+    for j = 2, n + 1 do
+      local p = ARGV[j]
+      if k == p or (string.sub(k, 1, #p + 2) == p .. ':s' and string.match(string.sub(k, #p + 3), '^%d+$')) then
+        redis.call('DEL', k)
+        redis.call('SREM', KEYS[1], k)
+      end
+    end
+  end
+end
+local args = {}
+for j = n + 2, #ARGV do args[#args + 1] = ARGV[j] end
+if #args > 0 then redis.call('HSET', KEYS[2], unpack(args)) end
+return 0
+"#;
+
+/// Writes what the gate decided since the last flush: deletes cleared states' hashes and
+/// writes new fingerprints (one script; nothing when there is nothing to write).
+///
+/// # Errors
+/// [`Error::Redis`].
+pub(crate) async fn flush(
+    gate: Option<&SchemaGate>,
+    conn: &mut ConnectionManager,
+    keys: &StateKeys,
+) -> Result<(), Error> {
+    let Some(gate) = gate else { return Ok(()) };
+    let (clears, writes) = {
+        let mut g = gate.0.borrow_mut();
+        (std::mem::take(&mut g.clears), std::mem::take(&mut g.writes))
+    };
+    if clears.is_empty() && writes.is_empty() {
+        return Ok(());
+    }
+    let script = redis::Script::new(LUA_FLUSH);
+    let mut inv = script.key(keys.index());
+    inv.key(keys.schema()).arg(clears.len());
+    for (op, state) in &clears {
+        inv.arg(keys.unsharded(op, state));
+    }
+    for (f, fp) in &writes {
+        inv.arg(f).arg(fp);
+    }
+    let _: i64 = inv.invoke_async(conn).await?;
+    Ok(())
+}
+
+/// Whether `e` stops the partition instead of failing a record or being retried.
+pub(crate) fn stops_partition(e: &Error) -> bool {
+    matches!(e, Error::StateSchema { .. })
+}
+
+/// Reports that partition `partition` of (topic, group) stopped on `e`.
+pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32, e: &Error) {
+    let text = format!("partition {partition} of {topic}/{group} stopped: {e}");
+    job.progress(topic, group, partition, |p| p.stopped = Some(e.to_string()));
+    job.error(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::KeyedTable;
+    use crate::redis::Persist;
+
+    fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
+        let stored = HashMap::from([("op/count".to_string(), "ValueState<u64> by String".into())]);
+        SchemaGate::new(policy, "job".into(), stored)
+    }
+
+    type Pairs = Vec<(String, String)>;
+
+    /// (clears, writes) decided so far.
+    fn pending(g: &SchemaGate) -> (Pairs, Pairs) {
+        let g = g.0.borrow();
+        let mut writes: Vec<_> = g.writes.clone().into_iter().collect();
+        writes.sort();
+        (g.clears.clone(), writes)
+    }
+
+    #[test]
+    fn admit_follows_the_policy_on_a_mismatch_only() {
+        let v1 = "ValueState<u64> by String";
+        let v2 = "ValueState<String> by String";
+        for policy in [
+            SchemaMismatchPolicy::Fail,
+            SchemaMismatchPolicy::Clear,
+            SchemaMismatchPolicy::Ignore,
+        ] {
+            let g = gate(policy);
+            assert!(g.admit("op", "count", v1).unwrap(), "same fingerprint");
+            assert!(g.admit("op", "new", v2).unwrap(), "first use");
+            assert_eq!(pending(&g), (vec![], vec![("op/new".into(), v2.into())]));
+        }
+        let e = gate(SchemaMismatchPolicy::Fail)
+            .admit("op", "count", v2)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::StateSchema { operator, state, stored, current }
+                if operator == "op" && state == "count" && stored == v1 && current == v2),
+            "{e}"
+        );
+        let g = gate(SchemaMismatchPolicy::Clear);
+        assert!(!g.admit("op", "count", v2).unwrap());
+        assert!(g.cleared("op", "count"));
+        assert_eq!(
+            pending(&g),
+            (
+                vec![("op".into(), "count".into())],
+                vec![("op/count".into(), v2.into())]
+            )
+        );
+        assert!(g.admit("op", "count", v2).unwrap(), "now stored as v2");
+        let g = gate(SchemaMismatchPolicy::Ignore);
+        assert!(g.admit("op", "count", v2).unwrap());
+        assert!(!g.cleared("op", "count"));
+        assert_eq!(pending(&g), (vec![], vec![("op/count".into(), v2.into())]));
+    }
+
+    #[test]
+    fn rolling_tables_are_checked_when_the_gate_is_handed_over() {
+        let g = SchemaGate::new(
+            SchemaMismatchPolicy::Fail,
+            "job".into(),
+            HashMap::from([(
+                "op/rolling".to_string(),
+                "rolling<Option<u64>> by String".into(),
+            )]),
+        );
+        let mut same: KeyedTable<String, Option<u64>> = KeyedTable::default();
+        same.schema("op", &g).unwrap();
+        let mut other: KeyedTable<String, Option<i64>> = KeyedTable::default();
+        let e = other.schema("op", &g).unwrap_err();
+        assert!(
+            e.to_string().contains("`rolling<Option<i64>> by String`"),
+            "{e}"
+        );
+    }
+}
