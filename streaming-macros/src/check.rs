@@ -859,16 +859,23 @@ mod tests {
             errors(p),
             ["`collect_vec` is not supported on the Redis engine yet: `from_mq_topic` before it runs only on the Redis engine, `collect_vec` only on the memory engine"]
         );
-        // One engine error: the window function after `window` does not repeat it.
+        // Windows run on both engines; one engine error for the memory-only terminal.
         let p: Pipeline = parse_quote!(env
             .from_mq_topic_with_id("orders-v1", "orders", "billing")
             .key_by(|m| m.partition)
             .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
             .count()
             .print());
+        assert_eq!(errors(p), Vec::<String>::new());
+        let p: Pipeline = parse_quote!(env
+            .from_mq_topic_with_id("orders-v1", "orders", "billing")
+            .key_by(|m| m.partition)
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+            .count()
+            .collect_vec());
         assert_eq!(
             errors(p),
-            ["`window` is not supported on the Redis engine yet: `from_mq_topic_with_id` before it runs only on the Redis engine, `window` only on the memory engine"]
+            ["`collect_vec` is not supported on the Redis engine yet: `from_mq_topic_with_id` before it runs only on the Redis engine, `collect_vec` only on the memory engine"]
         );
         let p: Pipeline = parse_quote!(env.from_mq_topic("orders", "billing").map(|m| m).print());
         let checked_engines = check(&p).map(|c| c.engines).unwrap_or_default();
