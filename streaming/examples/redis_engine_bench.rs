@@ -512,8 +512,10 @@ fn latency_run(
         .enable_all()
         .build()
         .unwrap();
+    let mq_prefix = unique("lat-mq");
+    let state_prefix = unique("lat-state");
     let opts = MqOptions::builder()
-        .key_prefix(unique("lat-mq"))
+        .key_prefix(mq_prefix.clone())
         .build()
         .unwrap();
     let mq = rt
@@ -522,7 +524,7 @@ fn latency_run(
     rt.block_on(mq.create_topic("t", 4)).expect("create topic");
     let config = RedisRuntimeConfig::builder()
         .job_name("latency")
-        .state_key_prefix(&unique("lat-state"))
+        .state_key_prefix(&state_prefix)
         .mq_options(opts)
         .ack_mode(mode)
         .pipeline_parallelism(1)
@@ -618,6 +620,8 @@ fn latency_run(
     job.await_termination(Duration::from_secs(10));
     let _: Result<(), _> = redis::cmd("DEL").arg(&keys).query(&mut conn);
     rt.block_on(mq.delete_topic("t")).ok();
+    delete_prefix(url, &mq_prefix);
+    delete_prefix(url, &state_prefix);
     assert_eq!(
         lat_us.len(),
         total,
