@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release -p streaming --example redis_engine_bench -- [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --latency [--redis-url URL] [--rate MSG_PER_S] [--seconds S]
+//! cargo run --release -p streaming --example redis_engine_bench -- --windows [--redis-url URL] [--messages N] [--ts-step-ms MS]
 //! ```
 //! Needs a running Redis (default `redis://127.0.0.1:6379`); everything it writes is under
 //! fresh key prefixes. Throughput mode: messages are produced first; the figure is messages
@@ -12,13 +13,20 @@
 //! producer sends at a steady rate (default 10,000 msg/s, 10 s) while the job runs; each
 //! message carries its send time, the job's [`RedisListSink`] appends it in the batch's
 //! commit script, and a watcher reading the lists takes the time from send to the commit
-//! being visible in Redis. Both print a Markdown table.
+//! being visible in Redis. Window mode (issue #6 §5): on the same input (messages with
+//! event times `T0 + i × ts-step-ms`, default 1 ms, `T0` on a minute boundary), the keyed
+//! count and a 1-minute tumbling event-time window count per key
+//! (`key_by → window(TumblingEventTimeWindows::of(60 s)) → count()`), each timed from
+//! `execute_async` until every message is committed, with the windows fired by then and,
+//! after an idle flush (not timed), the total against the expected number of
+//! (key, window) pairs. All modes print a Markdown table.
 
 use std::time::{Duration, Instant};
 
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
-use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig};
+use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig};
+use streaming::time::TumblingEventTimeWindows;
 use streaming::{pipeline, BoxError};
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
@@ -41,14 +49,40 @@ fn unique(tag: &str) -> String {
     format!("bench-{tag}-{}-{nanos}", std::process::id())
 }
 
-fn produce(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, n: usize, keys: usize) {
+/// Event time of the first message in window mode: a minute boundary (2023-11-14T22:14Z),
+/// so the first 1-minute window is a whole one.
+const T0_MS: i64 = 28_333_334 * 60_000;
+
+/// Length of the benchmark's tumbling windows.
+const WINDOW_MS: i64 = 60_000;
+
+/// Event time of message `i` when timestamps advance `step` ms per message (window mode).
+fn event_time(i: usize, step: i64) -> i64 {
+    T0_MS + i as i64 * step
+}
+
+/// Fills a fresh 4-partition topic with `n` messages keyed `k{i % keys}` (payload = key);
+/// with `ts_step = Some(step)`, message `i` carries the event time [`event_time`]`(i, step)`
+/// (otherwise the producer's clock).
+fn produce(
+    rt: &tokio::runtime::Runtime,
+    mq: &Mq,
+    topic: &str,
+    n: usize,
+    keys: usize,
+    ts_step: Option<i64>,
+) {
     rt.block_on(mq.create_topic(topic, 4))
         .expect("create topic");
     let mut producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = (0..n)
         .map(|i| {
             let k = format!("k{}", i % keys);
-            OutgoingMessage::new(k.clone()).key(k)
+            let m = OutgoingMessage::new(k.clone()).key(k);
+            match ts_step {
+                Some(step) => m.timestamp_ms(event_time(i, step)),
+                None => m,
+            }
         })
         .collect();
     for chunk in msgs.chunks(1000) {
@@ -73,10 +107,11 @@ fn engine_run(
     let mq = rt
         .block_on(Mq::connect(url, opts.clone()))
         .expect("connect");
-    produce(rt, &mq, "t", n, keys);
+    produce(rt, &mq, "t", n, keys, None);
+    let state_prefix = unique("state");
     let config = RedisRuntimeConfig::builder()
         .job_name("bench")
-        .state_key_prefix(&unique("state"))
+        .state_key_prefix(&state_prefix)
         .mq_options(opts)
         .ack_mode(mode)
         .pipeline_parallelism(parallelism)
@@ -117,8 +152,210 @@ fn engine_run(
     }
     let secs = started.elapsed().as_secs_f64();
     job.cancel();
+    job.await_termination(Duration::from_secs(10));
     rt.block_on(mq.delete_topic("t")).ok();
+    delete_prefix(url, &prefix);
+    delete_prefix(url, &state_prefix);
     n as f64 / secs
+}
+
+/// Deletes every key under `prefix:` (SCAN + DEL): the benchmark's own fresh prefixes only.
+fn delete_prefix(url: &str, prefix: &str) {
+    let Ok(client) = redis::Client::open(url) else {
+        return;
+    };
+    let Ok(mut conn) = client.get_connection() else {
+        return;
+    };
+    let keys: Vec<String> = match redis::cmd("SCAN")
+        .cursor_arg(0)
+        .arg("MATCH")
+        .arg(format!("{prefix}:*"))
+        .arg("COUNT")
+        .arg(1000)
+        .clone()
+        .iter(&mut conn)
+    {
+        Ok(it) => it.collect(),
+        Err(_) => return,
+    };
+    for chunk in keys.chunks(500) {
+        let _: Result<(), _> = redis::cmd("DEL").arg(chunk).query(&mut conn);
+    }
+}
+
+/// The two jobs of window mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventJob {
+    /// `key_by → process(ValueState<u64> count + 1)`, as in throughput mode.
+    KeyedCount,
+    /// `key_by → window(TumblingEventTimeWindows::of(60 s)) → count()`.
+    TumblingCount,
+}
+
+/// Figures of one window-mode run.
+struct EventFigures {
+    /// Messages per second, `execute_async` → every message committed.
+    rate: f64,
+    /// Window firings committed when the last message was committed.
+    fired_in_run: u64,
+    /// Window firings after the idle flush (not timed).
+    fired_total: u64,
+    /// Late elements dropped (0 expected: event times rise within each partition).
+    late: u64,
+}
+
+fn sum_partitions(job: &JobClient, f: impl Fn(&streaming::redis::PartitionProgress) -> u64) -> u64 {
+    job.diagnostics().partitions.iter().map(f).sum()
+}
+
+/// The (key, window) pairs the input holds: what the window job fires in all.
+fn expected_windows(n: usize, keys: usize, step: i64) -> u64 {
+    let mut pairs = std::collections::HashSet::new();
+    for i in 0..n {
+        pairs.insert((i % keys, event_time(i, step).div_euclid(WINDOW_MS)));
+    }
+    pairs.len() as u64
+}
+
+/// The input of window mode: `n` messages over `keys` keys, event times `step` ms apart.
+#[derive(Clone, Copy)]
+struct Input {
+    n: usize,
+    keys: usize,
+    step: i64,
+}
+
+/// One window-mode run: a fresh topic with event times advancing `step` ms per message,
+/// `job` over it (Offset ack mode, `watermark_idle_timeout` 1 s on both jobs), timed from
+/// `execute_async` until every message is committed; then, untimed, the window job waits
+/// (≤ 60 s) for the idle flush to fire the last windows and reports the total.
+fn event_time_run(
+    url: &str,
+    rt: &tokio::runtime::Runtime,
+    input: Input,
+    parallelism: u32,
+    job_kind: EventJob,
+    expected: u64,
+) -> EventFigures {
+    let Input { n, keys, step } = input;
+    let mq_prefix = unique("win-mq");
+    let state_prefix = unique("win-state");
+    let opts = MqOptions::builder()
+        .key_prefix(mq_prefix.clone())
+        .build()
+        .unwrap();
+    let mq = rt
+        .block_on(Mq::connect(url, opts.clone()))
+        .expect("connect");
+    produce(rt, &mq, "t", n, keys, Some(step));
+    let config = RedisRuntimeConfig::builder()
+        .job_name("bench")
+        .state_key_prefix(&state_prefix)
+        .mq_options(opts)
+        .ack_mode(AckMode::Offset)
+        .pipeline_parallelism(parallelism)
+        .watermark_idle_timeout(Some(Duration::from_secs(1)))
+        .build()
+        .unwrap();
+    let env = RedisEnv::create_with_config(url, config).unwrap();
+    let source = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .batch_count(500)
+        .build()
+        .unwrap();
+    let keyed = env
+        .from_mq_topic_with_options("t", "g", source)
+        .map(|m: Message| m.key.unwrap_or_default())
+        .key_by(|k: &String| k.clone());
+    match job_kind {
+        EventJob::KeyedCount => keyed
+            .process(|k: String, ctx, out| {
+                let mut c = ctx.state(&COUNT)?;
+                let n = c.value() + 1;
+                c.update(n);
+                out.collect((k, n));
+                Ok(())
+            })
+            .sink(Discard)
+            .unwrap(),
+        EventJob::TumblingCount => keyed
+            .window(TumblingEventTimeWindows::of(Duration::from_millis(WINDOW_MS as u64)).unwrap())
+            .count()
+            .sink(Discard)
+            .unwrap(),
+    }
+    let started = Instant::now();
+    let job = env.execute_async().unwrap();
+    loop {
+        if sum_partitions(&job, |p| p.records + p.failed) >= n as u64 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(600), "too slow");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let fired_in_run = sum_partitions(&job, |p| p.window_fired);
+    if job_kind == EventJob::TumblingCount {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while sum_partitions(&job, |p| p.window_fired) < expected && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let fired_total = sum_partitions(&job, |p| p.window_fired);
+    let late = sum_partitions(&job, |p| p.window_late_dropped);
+    job.cancel();
+    job.await_termination(Duration::from_secs(10));
+    rt.block_on(mq.delete_topic("t")).ok();
+    delete_prefix(url, &mq_prefix);
+    delete_prefix(url, &state_prefix);
+    EventFigures {
+        rate: n as f64 / secs,
+        fired_in_run,
+        fired_total,
+        late,
+    }
+}
+
+/// Window mode: for 16 and 10,000 keys and parallelism 1 and 2, the keyed count and the
+/// tumbling window count on the same input, one after the other; prints a Markdown table.
+fn windows_main(url: &str, n: usize, step: i64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "{n} messages, event time +{step} ms per message ({:.1} min of event time), Offset ack mode",
+        (n as i64 * step) as f64 / WINDOW_MS as f64
+    );
+    println!();
+    println!("| keys | parallelism | keyed count msg/s | 1-min tumbling count msg/s | window / keyed | windows fired in timed run | fired after idle flush / expected | late |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for keys in [16, 10_000] {
+        let expected = expected_windows(n, keys, step);
+        let input = Input { n, keys, step };
+        for parallelism in [1, 2] {
+            let keyed = event_time_run(url, &rt, input, parallelism, EventJob::KeyedCount, 0);
+            let win = event_time_run(
+                url,
+                &rt,
+                input,
+                parallelism,
+                EventJob::TumblingCount,
+                expected,
+            );
+            assert_eq!(keyed.fired_total, 0, "the keyed count has no windows");
+            println!(
+                "| {keys} | {parallelism} | {:.0} | {:.0} | {:.2} | {} | {} / {expected} | {} |",
+                keyed.rate,
+                win.rate,
+                win.rate / keyed.rate,
+                win.fired_in_run,
+                win.fired_total,
+                win.late
+            );
+        }
+    }
 }
 
 /// XREADGROUP COUNT 100 → HINCRBY per record (one round trip each, or `pipelined`: one
@@ -137,7 +374,7 @@ fn hand_loop(
         .build()
         .unwrap();
     let mq = rt.block_on(Mq::connect(url, opts)).expect("connect");
-    produce(rt, &mq, "t", n, keys);
+    produce(rt, &mq, "t", n, keys, None);
     let client = redis::Client::open(url).unwrap();
     let mut conn = rt
         .block_on(client.get_multiplexed_async_connection())
@@ -205,6 +442,7 @@ fn hand_loop(
     });
     let secs = started.elapsed().as_secs_f64();
     rt.block_on(mq.delete_topic("t")).ok();
+    delete_prefix(url, &prefix);
     n as f64 / secs
 }
 
@@ -274,8 +512,10 @@ fn latency_run(
         .enable_all()
         .build()
         .unwrap();
+    let mq_prefix = unique("lat-mq");
+    let state_prefix = unique("lat-state");
     let opts = MqOptions::builder()
-        .key_prefix(unique("lat-mq"))
+        .key_prefix(mq_prefix.clone())
         .build()
         .unwrap();
     let mq = rt
@@ -284,7 +524,7 @@ fn latency_run(
     rt.block_on(mq.create_topic("t", 4)).expect("create topic");
     let config = RedisRuntimeConfig::builder()
         .job_name("latency")
-        .state_key_prefix(&unique("lat-state"))
+        .state_key_prefix(&state_prefix)
         .mq_options(opts)
         .ack_mode(mode)
         .pipeline_parallelism(1)
@@ -380,6 +620,8 @@ fn latency_run(
     job.await_termination(Duration::from_secs(10));
     let _: Result<(), _> = redis::cmd("DEL").arg(&keys).query(&mut conn);
     rt.block_on(mq.delete_topic("t")).ok();
+    delete_prefix(url, &mq_prefix);
+    delete_prefix(url, &state_prefix);
     assert_eq!(
         lat_us.len(),
         total,
@@ -418,11 +660,21 @@ fn main() {
     let mut url = "redis://127.0.0.1:6379".to_string();
     let mut n = 200_000usize;
     let mut latency = false;
+    let mut windows = false;
+    let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--latency" => latency = true,
+            "--windows" => windows = true,
+            "--ts-step-ms" => {
+                ts_step = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|s: &i64| *s > 0)
+                    .expect("--ts-step-ms MS (> 0)")
+            }
             "--rate" => rate = args.next().and_then(|v| v.parse().ok()).expect("--rate N"),
             "--seconds" => {
                 seconds = args
@@ -442,6 +694,10 @@ fn main() {
     }
     if latency {
         latency_main(&url, rate, seconds);
+        return;
+    }
+    if windows {
+        windows_main(&url, n, ts_step);
         return;
     }
     let rt = tokio::runtime::Builder::new_current_thread()
