@@ -127,10 +127,9 @@
 //! `from_mq_topic_with_options` the Redis engine's (on another environment they are an
 //! error at the environment; a bounded source on a `RedisEnv` is rustc's "no method named
 //! `from_collection` found for struct `RedisEnv`"). After a Redis source, an operator the
-//! Redis engine does not support yet — `window` and the windowed-stream operators
-//! (`trigger`, `allowed_lateness`, `side_output_late_data`, `aggregate*`, `apply`,
-//! `count`), `collect_vec` — is a compile error at the operator: "`window` is not
-//! supported on the Redis engine yet". On the Redis engine the macro's value is what the
+//! Redis engine does not support — `collect_vec` — is a compile error at the operator:
+//! "`collect_vec` is not supported on the Redis engine yet"; windows and all windowed-stream
+//! operators run on both engines. On the Redis engine the macro's value is what the
 //! sink returns there, `Result<(), Error>`: the pipeline is registered, and
 //! [`redis::RedisEnv::execute_async`] starts it. Its `state(..)` declarations are
 //! `persistent` descriptors (values stored as JSON, so state types must be

@@ -115,8 +115,8 @@
 //! [`pipeline!`](crate::pipeline) targets a `RedisEnv` when it starts with
 //! `from_mq_topic`, `from_mq_topic_with_id` or `from_mq_topic_with_options`; its value is
 //! the registration's `Result<(), Error>`, and its `state(..)` declarations are
-//! `persistent`. Operators not supported here yet (windows, `collect_vec`) are compile
-//! errors at the operator (see the DSL reference).
+//! `persistent`. Operators the Redis engine does not run (`collect_vec`, the bounded
+//! memory sources) are compile errors at the operator (see the DSL reference).
 
 mod config;
 mod env;
