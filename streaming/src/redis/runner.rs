@@ -75,12 +75,12 @@ const LUA_COMMIT: &str = r#"
 --       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
 --       n lists, per list: n, value, ...
 -- Returns per hash its HLEN after the writes when sampled, else -1.
-local function chunked(cmd, key, args)
-  local n = #args
-  local i = 1
-  while i <= n do
-    local j = math.min(i + 3999, n)
-    redis.call(cmd, key, unpack(args, i, j))
+-- ARGV[from..to] without copying them into a table first.
+local function chunked_argv(cmd, key, from, to)
+  local i = from
+  while i <= to do
+    local j = math.min(i + 3999, to)
+    redis.call(cmd, key, unpack(ARGV, i, j))
     i = j + 1
   end
 end
@@ -95,15 +95,13 @@ for h = 1, nh do
   local key = KEYS[4 + h]
   local nset = tonumber(ARGV[i]); i = i + 1
   if nset > 0 then
-    local args = {}
-    for j = 1, 2 * nset do args[j] = ARGV[i]; i = i + 1 end
-    chunked('HSET', key, args)
+    chunked_argv('HSET', key, i, i + 2 * nset - 1)
+    i = i + 2 * nset
   end
   local ndel = tonumber(ARGV[i]); i = i + 1
   if ndel > 0 then
-    local args = {}
-    for j = 1, ndel do args[j] = ARGV[i]; i = i + 1 end
-    chunked('HDEL', key, args)
+    chunked_argv('HDEL', key, i, i + ndel - 1)
+    i = i + ndel
   end
   redis.call('SADD', KEYS[4], key)
   if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
@@ -114,15 +112,19 @@ local nl = tonumber(ARGV[i]); i = i + 1
 for l = 1, nl do
   local key = KEYS[4 + nh + l]
   local n = tonumber(ARGV[i]); i = i + 1
-  local args = {}
-  for j = 1, n do args[j] = ARGV[i]; i = i + 1 end
-  if n > 0 then chunked('RPUSH', key, args) end
+  if n > 0 then chunked_argv('RPUSH', key, i, i + n - 1) end
+  i = i + n
 end
 if nids > 0 then
   if ARGV[1] == 'x' then
     local newly = {}
     for j = 1, nids do newly[ids[j]] = true end
-    chunked('XACK', KEYS[1], (function() local a = {ARGV[2]}; for j = 1, nids do a[j + 1] = ids[j] end; return a end)())
+    local j = 1
+    while j <= nids do
+      local k = math.min(j + 3999, nids)
+      redis.call('XACK', KEYS[1], ARGV[2], unpack(ids, j, k))
+      j = k + 1
+    end
     advance(KEYS[1], KEYS[2], KEYS[3], newly)
   else
     local cur = redis.call('GET', KEYS[3])
@@ -202,9 +204,20 @@ fn drain_into(
     touched: &mut Vec<usize>,
 ) -> Result<(), Error> {
     for (op, store) in stores {
+        // Unsharded, every field of one (operator, state) goes to the same hash: remember
+        // the last one instead of formatting and looking up its key per field.
+        let mut last: Option<(String, usize)> = None;
         store
             .borrow_mut()
             .drain(op.as_str(), &mut |(state, field, value)| {
+                if let Some((s, i)) = &last {
+                    if keys.single_hash() && s == state {
+                        let i = *i;
+                        pending.hashes[i].fields.insert(field, value);
+                        touched.push(i);
+                        return;
+                    }
+                }
                 let key = keys.hash(op.as_str(), state, &field);
                 let i = match pending.index.get(&key) {
                     Some(i) => *i,
@@ -221,6 +234,7 @@ fn drain_into(
                 };
                 pending.hashes[i].fields.insert(field, value);
                 touched.push(i);
+                last = Some((state.to_string(), i));
             })?;
     }
     Ok(())

@@ -142,6 +142,11 @@ impl StateKeys {
         }
     }
 
+    /// Whether every field of one (operator, state) is in one hash.
+    pub(crate) fn single_hash(&self) -> bool {
+        self.shards == 1
+    }
+
     pub(crate) fn index(&self) -> String {
         format!("{}:index", self.base)
     }
