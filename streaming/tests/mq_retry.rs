@@ -604,6 +604,41 @@ async fn a_retry_is_delivered_only_to_the_group_that_failed() {
     // The stream holds the originals and bad's two retries of each.
     let info = mq.describe_topic("t").await.unwrap();
     assert_eq!(info.partition_info[0].length, 15);
+
+    // A replayed dead letter is addressed to the group that dead-lettered it.
+    let new_id = mq
+        .replay_dead_letter("t", 0, &letters[0].dlq_id)
+        .await
+        .unwrap()
+        .expect("replayed");
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let v: redis::Value = redis::cmd("XRANGE")
+        .arg(mq.keys().stream("t", 0))
+        .arg(&new_id)
+        .arg(&new_id)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let fields: Vec<Vec<Vec<u8>>> = match v {
+        redis::Value::Array(entries) => entries
+            .into_iter()
+            .map(|e| {
+                let (_, fields): (String, Vec<Vec<u8>>) = redis::from_redis_value(&e).unwrap();
+                fields
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    };
+    let rg: Vec<&[u8]> = fields[0]
+        .chunks(2)
+        .filter(|p| p[0] == b"rg")
+        .map(|p| p[1].as_slice())
+        .collect();
+    assert_eq!(rg, [b"bad".as_slice()]);
 }
 
 /// Issue #4: two failing groups each get their own retry of the same entry (the retry

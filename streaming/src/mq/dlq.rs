@@ -33,7 +33,7 @@ use redis::{AsyncCommands, Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::message::{
-    encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, HEADER_ORIGINAL_ID,
+    encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, F_RETRY_GROUP, HEADER_ORIGINAL_ID,
 };
 use crate::mq::retry::truncate;
 use crate::mq::topic::{now_ms, KeySpace};
@@ -269,6 +269,14 @@ pub(crate) async fn replay(
             .filter(|(f, _)| f != F_RETRY_COUNT.as_bytes())
             .collect(),
     };
+    let mut fields = fields;
+    // The replay is addressed to the group that dead-lettered the message: groups that
+    // already processed the original skip it (as they skip that group's retries).
+    let group = text(&entry, "dlq.group");
+    if !fields.is_empty() && !group.is_empty() {
+        fields.retain(|(f, _)| f != F_RETRY_GROUP.as_bytes());
+        fields.push((F_RETRY_GROUP.as_bytes().to_vec(), group.into_bytes()));
+    }
     if fields.is_empty() {
         return Err(Error::Mq {
             op: "replay_dead_letter",

@@ -415,7 +415,8 @@ impl Mq {
 
     /// Moves dead letter `dlq_id` of `partition` back to that partition's stream, with its
     /// key, payload, headers and timestamp, retry count 0 and `x-original-message-id`;
-    /// atomically (`XDEL` + `XADD` in one script). Returns the new entry id, or `None` if
+    /// atomically (`XDEL` + `XADD` in one script). The replayed entry is addressed to the
+    /// group that dead-lettered it (field `rg`): other groups of the topic skip it. Returns the new entry id, or `None` if
     /// no such dead letter exists (e.g. already replayed).
     ///
     /// # Errors
