@@ -22,6 +22,9 @@ macro_rules! forward_watermark_lifecycle {
         fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
             self.next.on_watermark(watermark)
         }
+        fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+            self.next.on_processing_time(now)
+        }
         fn finish(&mut self) -> Result<(), Error> {
             self.next.finish()
         }
@@ -231,6 +234,16 @@ pub struct ProcessState<K> {
     pub(crate) timers_dirty: Option<HashSet<K>>,
     /// Most pending event-time timers (0 = unbounded; seed `eventTimeTimerMaxSize`).
     pub(crate) max_event_timers: usize,
+    /// Processing time is the wall clock (Redis engine) instead of the highest record
+    /// timestamp (memory engine, seed §1.3).
+    pub(crate) wall_clock: bool,
+}
+
+/// The wall clock in epoch milliseconds.
+pub(crate) fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl<K: 'static> ProcessState<K> {
@@ -243,6 +256,7 @@ impl<K: 'static> ProcessState<K> {
             registered: HashMap::new(),
             timers_dirty: None,
             max_event_timers: 0,
+            wall_clock: false,
         }
     }
 }
@@ -407,9 +421,14 @@ where
     }
 
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        if timestamp > self.processing_time {
-            self.processing_time = timestamp;
-            self.fire(TimeDomain::ProcessingTime, timestamp)?;
+        let now = if self.state.borrow().wall_clock {
+            wall_clock_ms()
+        } else {
+            timestamp
+        };
+        if now > self.processing_time {
+            self.processing_time = now;
+            self.fire(TimeDomain::ProcessingTime, now)?;
         }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         {
@@ -443,6 +462,14 @@ where
         self.watermark = watermark;
         self.fire(TimeDomain::EventTime, watermark)?;
         self.next.on_watermark(watermark)
+    }
+
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        if now > self.processing_time {
+            self.processing_time = now;
+            self.fire(TimeDomain::ProcessingTime, now)?;
+        }
+        self.next.on_processing_time(now)
     }
 
     fn finish(&mut self) -> Result<(), Error> {

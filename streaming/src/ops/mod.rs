@@ -85,6 +85,19 @@ pub trait Operator<T> {
     /// As [`process`](Self::process), for functions run by timers or windows firing.
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error>;
 
+    /// Processing time (wall clock, epoch ms) has reached `now`: fire due processing-time
+    /// timers. Only the Redis engine calls it (between batches, from the partition's
+    /// subtask); the memory engine derives processing time from record timestamps (seed
+    /// §1.3). The default does nothing: an operator with a downstream operator must forward
+    /// it.
+    ///
+    /// # Errors
+    /// As [`process`](Self::process), for functions run by timers.
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        let _ = now;
+        Ok(())
+    }
+
     /// End of input: flush everything still buffered (timers, windows).
     ///
     /// # Errors
@@ -150,6 +163,9 @@ macro_rules! forward_lifecycle {
         #[inline]
         fn on_watermark(&mut self, watermark: i64) -> Result<(), $crate::Error> {
             self.next.on_watermark(watermark)
+        }
+        fn on_processing_time(&mut self, now: i64) -> Result<(), $crate::Error> {
+            self.next.on_processing_time(now)
         }
         #[inline]
         fn finish(&mut self) -> Result<(), $crate::Error> {

@@ -183,6 +183,10 @@ where
         Ok(())
     }
 
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        self.next.on_processing_time(now)
+    }
+
     fn finish(&mut self) -> Result<(), Error> {
         self.next.finish()
     }

@@ -775,6 +775,12 @@ where
         self.next.on_watermark(watermark)
     }
 
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        // Window triggers' processing-time timers are not served (as on the memory
+        // engine): such windows emit when cleaned up.
+        self.next.on_processing_time(now)
+    }
+
     fn finish(&mut self) -> Result<(), Error> {
         // After the final watermark every pane has reached its cleanup time; emit anything
         // left by a trigger that registered no timer at all.

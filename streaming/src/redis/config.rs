@@ -158,7 +158,9 @@ getters! {
     sink_dedup_key_prefix: String;
     /// Consumer subtasks per pipeline; subtask `i` owns partitions `p % n == i`. Default 1.
     pipeline_parallelism: u32;
-    /// Threads of the shared processing-time timer pool. Default 1.
+    /// Threads of the seed's shared processing-time timer pool. Default 1. Accepted for
+    /// compatibility: processing-time timers fire on the subtask that owns the partition
+    /// (see the [`redis`](super) module docs, "Event time").
     timer_threads: u32;
     /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
     /// Default `false`.

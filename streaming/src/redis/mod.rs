@@ -98,10 +98,14 @@
 //! before the next record); `event_time_timer_max_size` bounds a process operator's
 //! event-time timers (a record exceeding it fails with [`Error::TimerQueueFull`](crate::Error)).
 //!
-//! Processing time is, as on the memory engine, the highest record timestamp seen
-//! (seed §1.3 emulation): a processing-time timer fires when a later record's timestamp
-//! passes it (an idle flush fires event-time timers only). A wall-clock timer pool
-//! (`timer_threads`) is not built yet.
+//! Processing time is the wall clock (epoch ms) on this engine, unlike the memory engine
+//! (which uses the highest record timestamp, seed §1.3): a keyed process function's
+//! processing-time timers fire on the record path and, while the partition has no input,
+//! from the subtask's loop (about every 10 ms), committing what they change and emit. They
+//! are kept in Redis like event-time timers and fire after a restart. They run on the
+//! subtask that owns the partition — the only thread that may touch its state — so
+//! `timer_threads` adds no threads. Window triggers' processing-time timers are not served
+//! on either engine (such windows emit when cleaned up).
 //!
 //! Not in this release: keyed state declared without a codec (process state must be
 //! declared `persistent`, e.g.

@@ -83,6 +83,9 @@ pub struct StateLimits {
     pub window_max_fires_per_record: usize,
     /// `event_time_timer_max_size` (0 = unbounded).
     pub event_time_timer_max_size: usize,
+    /// Processing time is the wall clock (the Redis engine) rather than the highest
+    /// record timestamp.
+    pub wall_clock_processing_time: bool,
 }
 
 /// The state name of the table of a rolling reduce or sum.
@@ -173,6 +176,7 @@ where
 
     fn configure(&mut self, limits: &StateLimits) {
         self.max_event_timers = limits.event_time_timer_max_size;
+        self.wall_clock = limits.wall_clock_processing_time;
     }
 
     fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {

@@ -28,6 +28,7 @@ use crate::mq::lease::LeaseScripts;
 use crate::mq::message::{encode_fields, parse_read_reply, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due, promote_script, schedule_script};
 use crate::mq::{ExclusiveReader, Failure, KeySpace, Message, Mq, SubscriptionOptions};
+use crate::ops::keyed::wall_clock_ms;
 use crate::ops::{Counters, Operator, OperatorId};
 use crate::Error;
 use redis::aio::ConnectionManager;
@@ -341,6 +342,8 @@ struct Part<C, S, O> {
     counters: Rc<Counters>,
     /// When the partition last read an entry (drives the idle flush).
     last_read: Instant,
+    /// Earliest next processing-time timer check (pushed back after a failing timer).
+    next_timers: Instant,
     out: Rc<RefCell<Vec<O>>>,
     sink: S,
     reader: Option<Reader>,
@@ -399,6 +402,7 @@ where
     let limits = StateLimits {
         window_max_fires_per_record: config.window_max_fires_per_record() as usize,
         event_time_timer_max_size: config.event_time_timer_max_size() as usize,
+        wall_clock_processing_time: true,
     };
     let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits);
     let plan = &make;
@@ -420,6 +424,7 @@ where
             stores,
             counters,
             last_read: Instant::now(),
+            next_timers: Instant::now(),
             out,
             sink: sink.clone(),
             reader: None,
@@ -512,6 +517,15 @@ where
             }
             match part.step(plan, &ctx, &mut conn).await {
                 Ok(0) => {
+                    if let Err(e) = part.fire_processing_timers(plan, &ctx, &mut conn).await {
+                        job.error(format!(
+                            "partition {} of {}: processing-time timers not committed, reading again from the last commit: {e}",
+                            part.partition, spec.topic
+                        ));
+                        part.needs_reset = true;
+                        part.retry_at = Instant::now() + part.backoff;
+                        continue;
+                    }
                     if let Err(e) = part.maybe_flush_idle(plan, &ctx, &mut conn).await {
                         job.error(format!(
                             "partition {} of {}: idle flush not committed, reading again from the last commit: {e}",
@@ -924,6 +938,45 @@ where
                     pr.watermark = watermark;
                 }
             });
+    }
+
+    /// Fires processing-time timers due at the wall clock while the partition has no
+    /// input (with input they fire on the record path), and commits what they changed and
+    /// emitted. Timers run on the subtask that owns the partition — the one thread that
+    /// may touch its state — so `timer_threads` does not add threads.
+    async fn fire_processing_timers<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        if Instant::now() < self.next_timers {
+            return Ok(());
+        }
+        if let Err(e) = self.chain.on_processing_time(wall_clock_ms()) {
+            // A failing timer function: roll back to the last commit and try again later
+            // (the timer is still in the committed state).
+            ctx.job.error(format!(
+                "partition {} of {}: a processing-time timer failed, retried in 1 s: {e}",
+                self.partition, ctx.spec.topic
+            ));
+            self.next_timers = Instant::now() + Duration::from_secs(1);
+            return self.rebuild(plan, ctx, conn).await;
+        }
+        let mut pending = Pending::default();
+        drain_into(
+            &self.stores,
+            &self.state_keys,
+            &mut pending,
+            &mut Vec::new(),
+        )?;
+        pending.hashes.retain(|h| !h.fields.is_empty());
+        if pending.hashes.is_empty() && self.out.borrow().is_empty() {
+            return Ok(());
+        }
+        self.commit(ctx, conn, pending, &[]).await?;
+        self.report(ctx, None, 0, 0, false);
+        Ok(())
     }
 
     /// Idle flush (seed RT-M3): when the partition has read nothing for
