@@ -9,24 +9,18 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
+use streaming::mq::{Message, Mq, OutgoingMessage};
 use streaming::redis::{
     AckMode, CollectSink, JobClient, ProcessingErrorResult, RedisEnv, RedisListSink,
     RedisRuntimeConfig, HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE,
     HEADER_RUNTIME_GROUP, HEADER_RUNTIME_JOB,
 };
 use streaming::{BoxError, Error, MemoryEnv};
+use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 struct Setup {
     redis: TestRedis,
@@ -67,15 +61,6 @@ impl Setup {
     }
 }
 
-fn earliest(batch: usize) -> SubscriptionOptions {
-    SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .batch_count(batch)
-        .poll_timeout(Duration::from_millis(50))
-        .build()
-        .unwrap()
-}
-
 fn send_all(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, words: &[String]) {
     let mut producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = words
@@ -84,19 +69,6 @@ fn send_all(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, words: &[String]
         .collect();
     for chunk in msgs.chunks(500) {
         rt.block_on(producer.send_batch(topic, chunk)).unwrap();
-    }
-}
-
-/// Polls `check` every 20 ms until it is true; panics after a generous deadline.
-fn wait_until(what: &str, job: &JobClient, mut check: impl FnMut() -> bool) {
-    let end = std::time::Instant::now() + Duration::from_secs(60);
-    while !check() {
-        assert!(
-            std::time::Instant::now() < end,
-            "timed out waiting for {what}: {:?}",
-            job.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

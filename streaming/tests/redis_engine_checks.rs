@@ -9,20 +9,14 @@ use std::time::Duration;
 
 use redis::Commands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
+use streaming::mq::{Message, Mq, OutgoingMessage};
 use streaming::redis::{
     AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     SchemaMismatchPolicy, HEADER_RUNTIME_ERROR_TYPE,
 };
+use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 struct Setup {
     redis: TestRedis,
@@ -128,29 +122,6 @@ impl Setup {
             "{}:{job}:{{{topic}:{p}}}:g:{topic}.g/3:process:{state}",
             self.prefix
         )
-    }
-}
-
-fn earliest(batch: usize) -> SubscriptionOptions {
-    SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .batch_count(batch)
-        .poll_timeout(Duration::from_millis(50))
-        .build()
-        .unwrap()
-}
-
-/// Polls `check` every 20 ms until it is true; panics after a generous deadline (it bounds
-/// a failing test; it is not what the test asserts).
-fn wait_until(what: &str, job: &JobClient, mut check: impl FnMut() -> bool) {
-    let end = std::time::Instant::now() + Duration::from_secs(60);
-    while !check() {
-        assert!(
-            std::time::Instant::now() < end,
-            "timed out waiting for {what}: {:?}",
-            job.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

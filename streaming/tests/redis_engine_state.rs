@@ -12,17 +12,11 @@ use streaming::redis::{
     CollectSink, HotKeyPolicy, JobClient, JobDiagnostics, ProcessingErrorResult, RedisEnv,
     RedisRuntimeConfig, RedisRuntimeConfigBuilder, HEADER_RUNTIME_ERROR_TYPE,
 };
+use support::engine::{rt, wait_until};
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 struct Setup {
     redis: TestRedis,
@@ -128,19 +122,6 @@ fn one_per_batch() -> SubscriptionOptions {
         .poll_timeout(Duration::from_millis(50))
         .build()
         .unwrap()
-}
-
-/// Polls `check` every 20 ms until it is true; panics after a generous deadline.
-fn wait_until(what: &str, job: &JobClient, mut check: impl FnMut() -> bool) {
-    let end = std::time::Instant::now() + Duration::from_secs(60);
-    while !check() {
-        assert!(
-            std::time::Instant::now() < end,
-            "timed out waiting for {what}: {:?}",
-            job.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn committed(job: &JobClient) -> u64 {

@@ -14,15 +14,9 @@ use streaming::time::{
     TumblingEventTimeWindows,
 };
 use streaming::MemoryEnv;
+use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 struct Setup {
     redis: TestRedis,
@@ -58,15 +52,6 @@ impl Setup {
     }
 }
 
-fn earliest() -> SubscriptionOptions {
-    SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .batch_count(7)
-        .poll_timeout(Duration::from_millis(20))
-        .build()
-        .unwrap()
-}
-
 /// Sends `(key, event time)` pairs as `key,ts` text keyed by `key`, in order.
 fn send(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, events: &[(String, i64)]) {
     let mut producer = mq.producer();
@@ -84,20 +69,6 @@ fn send(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, events: &[(String, i
 fn parse(m: &Message) -> (String, i64) {
     let (k, ts) = m.text().unwrap().split_once(',').unwrap();
     (k.to_string(), ts.parse().unwrap())
-}
-
-/// Polls `check` every 20 ms until true; panics after a generous deadline (bounds a
-/// failing test; not what the test asserts).
-fn wait_until(what: &str, job: &JobClient, mut check: impl FnMut(&JobClient) -> bool) {
-    let end = std::time::Instant::now() + Duration::from_secs(60);
-    while !check(job) {
-        assert!(
-            std::time::Instant::now() < end,
-            "timed out waiting for {what}: {:#?}",
-            job.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn records(job: &JobClient) -> u64 {
@@ -171,7 +142,7 @@ macro_rules! run_differential {
             );
             let out = CollectSink::new();
             windowed!(
-                env.from_mq_topic_with_options(&topic, "g", earliest())
+                env.from_mq_topic_with_options(&topic, "g", earliest(7))
                     .map(|m: Message| parse(&m)),
                 assigner.clone(),
                 lateness
@@ -179,8 +150,8 @@ macro_rules! run_differential {
             .sink(out.clone())
             .unwrap();
             let job = env.execute_async().unwrap();
-            wait_until("all records and an idle flush", &job, |j| {
-                records(j) == 300 && flushed(j)
+            wait_until("all records and an idle flush", &job, || {
+                records(&job) == 300 && flushed(&job)
             });
             job.cancel();
             assert!(job.await_termination(Duration::from_secs(10)));
@@ -255,7 +226,7 @@ fn restart_with_open_windows_gives_the_uninterrupted_output() {
                 .watermark_idle_timeout(idle),
         );
         windowed!(
-            env.from_mq_topic_with_options("ev", "g", earliest())
+            env.from_mq_topic_with_options("ev", "g", earliest(7))
                 .map(|m: Message| parse(&m)),
             assigner,
             20
@@ -263,8 +234,8 @@ fn restart_with_open_windows_gives_the_uninterrupted_output() {
         .sink(out.clone())
         .unwrap();
         let job = env.execute_async().unwrap();
-        wait_until("records", &job, |j| {
-            records(j) == until && (!flush || flushed(j))
+        wait_until("records", &job, || {
+            records(&job) == until && (!flush || flushed(&job))
         });
         let wm = job.diagnostics().partitions[0].watermark;
         job.cancel();
@@ -309,7 +280,7 @@ fn partitions_keep_their_own_watermarks() {
     let env = s.env(s.config("partitions", AckMode::Offset));
     let out = CollectSink::new();
     windowed!(
-        env.from_mq_topic_with_options("ev", "g", earliest())
+        env.from_mq_topic_with_options("ev", "g", earliest(7))
             .map(|m: Message| parse(&m)),
         TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap(),
         0
@@ -320,8 +291,8 @@ fn partitions_keep_their_own_watermarks() {
     // The fast partition fires its windows [1000,1100) .. [1700,1800) on its own
     // watermark (1900 - 25 = 1875), although the slow partition's watermark is at -18;
     // [1800,1900) stays open (no idle flush configured).
-    wait_until("fast windows", &job, |_| out.len() == 8);
-    wait_until("all records", &job, |j| records(j) == 12);
+    wait_until("fast windows", &job, || out.len() == 8);
+    wait_until("all records", &job, || records(&job) == 12);
     job.cancel();
     assert!(job.await_termination(Duration::from_secs(10)));
     let got = sorted(out.snapshot());
@@ -429,12 +400,12 @@ fn process_timers_survive_a_restart_and_fire_with_their_key() {
     let run = |until: u64| {
         let env = s.env(s.config("timers", AckMode::Offset));
         timed!(env
-            .from_mq_topic_with_options("ev", "g", earliest())
+            .from_mq_topic_with_options("ev", "g", earliest(7))
             .map(|m: Message| parse(&m)))
         .sink(out.clone())
         .unwrap();
         let job = env.execute_async().unwrap();
-        wait_until("records", &job, |j| records(j) == until);
+        wait_until("records", &job, || records(&job) == until);
         job.cancel();
         assert!(job.await_termination(Duration::from_secs(10)));
     };
@@ -466,13 +437,13 @@ fn a_full_event_time_timer_queue_fails_the_record() {
             .processing_error_result(streaming::redis::ProcessingErrorResult::DeadLetter),
     );
     timed!(env
-        .from_mq_topic_with_options("ev", "g", earliest())
+        .from_mq_topic_with_options("ev", "g", earliest(7))
         .map(|m: Message| parse(&m)))
     .sink(CollectSink::new())
     .unwrap();
     let job = env.execute_async().unwrap();
-    wait_until("records", &job, |j| {
-        let d = j.diagnostics();
+    wait_until("records", &job, || {
+        let d = job.diagnostics();
         d.partitions
             .iter()
             .map(|p| p.records + p.failed)
@@ -558,7 +529,7 @@ mod differential {
         );
         let out = CollectSink::new();
         prop_pipeline!(
-            env.from_mq_topic_with_options(&topic, "g", earliest())
+            env.from_mq_topic_with_options(&topic, "g", earliest(7))
                 .map(|m: Message| parse(&m)),
             assigner,
             lateness,
@@ -569,8 +540,8 @@ mod differential {
         .unwrap();
         let job = env.execute_async().unwrap();
         let n = input.len() as u64;
-        wait_until("all records and an idle flush", &job, |j| {
-            records(j) == n && flushed(j)
+        wait_until("all records and an idle flush", &job, || {
+            records(&job) == n && flushed(&job)
         });
         job.cancel();
         assert!(job.await_termination(Duration::from_secs(10)));
@@ -649,7 +620,7 @@ fn idle_flush_ends_an_epoch_and_the_next_records_start_a_new_one() {
     );
     let out = CollectSink::new();
     windowed!(
-        env.from_mq_topic_with_options("ev", "g", earliest())
+        env.from_mq_topic_with_options("ev", "g", earliest(7))
             .map(|m: Message| parse(&m)),
         assigner,
         0
@@ -658,13 +629,13 @@ fn idle_flush_ends_an_epoch_and_the_next_records_start_a_new_one() {
     .unwrap();
     let job = env.execute_async().unwrap();
     send(&rt, &mq, "ev", &first);
-    wait_until("first epoch flushed", &job, |j| {
-        records(j) == 50 && j.diagnostics().partitions[0].idle_flushes == 1
+    wait_until("first epoch flushed", &job, || {
+        records(&job) == 50 && job.diagnostics().partitions[0].idle_flushes == 1
     });
     assert_eq!(job.diagnostics().partitions[0].watermark, Some(i64::MAX));
     send(&rt, &mq, "ev", &second);
-    wait_until("second epoch flushed", &job, |j| {
-        records(j) == 70 && j.diagnostics().partitions[0].idle_flushes == 2
+    wait_until("second epoch flushed", &job, || {
+        records(&job) == 70 && job.diagnostics().partitions[0].idle_flushes == 2
     });
     job.cancel();
     assert!(job.await_termination(Duration::from_secs(10)));
@@ -714,7 +685,7 @@ fn mark_idle_flushes_and_a_silent_generator_keeps_min() {
             .watermark_idle_timeout(Some(Duration::from_secs(3600))),
     );
     let out = CollectSink::new();
-    env.from_mq_topic_with_options("ev", "g", earliest())
+    env.from_mq_topic_with_options("ev", "g", earliest(7))
         .map(|m: Message| parse(&m))
         .assign_timestamps_and_watermarks_with(|e: &(String, i64), _ts: i64| e.1, IdleOnMarker)
         .filter(|e: &(String, i64)| e.0 != "idle")
@@ -724,7 +695,7 @@ fn mark_idle_flushes_and_a_silent_generator_keeps_min() {
         .sink(out.clone())
         .unwrap();
     let silent = CollectSink::new();
-    env.from_mq_topic_with_options("ev", "silent", earliest())
+    env.from_mq_topic_with_options("ev", "silent", earliest(7))
         .map(|m: Message| parse(&m))
         .assign_timestamps_and_watermarks_with(
             |e: &(String, i64), _ts: i64| e.1,
@@ -743,14 +714,14 @@ fn mark_idle_flushes_and_a_silent_generator_keeps_min() {
         ("idle".into(), 0),
     ];
     send(&rt, &mq, "ev", &input);
-    wait_until("the idle mark flushes", &job, |j| {
-        let d = j.diagnostics();
+    wait_until("the idle mark flushes", &job, || {
+        let d = job.diagnostics();
         d.partitions
             .iter()
             .any(|p| p.group == "g" && p.idle_flushes == 1)
     });
-    wait_until("the silent pipeline read everything", &job, |j| {
-        j.diagnostics()
+    wait_until("the silent pipeline read everything", &job, || {
+        job.diagnostics()
             .partitions
             .iter()
             .any(|p| p.group == "silent" && p.records == 4)
@@ -805,12 +776,12 @@ fn window_fires_per_record_are_capped_and_carried_over() {
     send(&rt, &mq, "ev", &keys);
     // Watermark to 300 - 25: all five windows are due; one fires.
     send(&rt, &mq, "ev", &[("z".to_string(), 300)]);
-    wait_until("6 records", &job, |j| records(j) == 6);
+    wait_until("6 records", &job, || records(&job) == 6);
     assert_eq!(fired(&job), 1);
     // Each further record first fires one more carried-over window.
     for (i, ts) in [301, 302, 303, 304].into_iter().enumerate() {
         send(&rt, &mq, "ev", &[("z".to_string(), ts)]);
-        wait_until("next record", &job, |j| records(j) == 7 + i as u64);
+        wait_until("next record", &job, || records(&job) == 7 + i as u64);
         assert_eq!(fired(&job), 2 + i as u64);
     }
     job.cancel();
@@ -859,7 +830,7 @@ fn late_elements_reach_the_side_output() {
             .watermark_idle_timeout(Some(Duration::from_millis(200))),
     );
     let (out, late) = (CollectSink::new(), CollectSink::new());
-    env.from_mq_topic_with_options("ev", "g", earliest())
+    env.from_mq_topic_with_options("ev", "g", earliest(7))
         .map(|m: Message| parse(&m))
         .assign_timestamps_and_watermarks_with(
             |e: &(String, i64), _ts: i64| e.1,
@@ -872,7 +843,9 @@ fn late_elements_reach_the_side_output() {
         .sink(out.clone())
         .unwrap();
     let job = env.execute_async().unwrap();
-    wait_until("records and flush", &job, |j| records(j) == 5 && flushed(j));
+    wait_until("records and flush", &job, || {
+        records(&job) == 5 && flushed(&job)
+    });
     job.cancel();
     assert!(job.await_termination(Duration::from_secs(10)));
     assert_eq!(sorted(out.snapshot()), mem);
@@ -926,7 +899,7 @@ fn processing_time_timers_fire_on_the_wall_clock_and_survive_a_restart() {
     let out = CollectSink::new();
     let start = |out: &CollectSink<String>| {
         let env = s.env(s.config("wall", AckMode::Offset));
-        env.from_mq_topic_with_options("ev", "g", earliest())
+        env.from_mq_topic_with_options("ev", "g", earliest(7))
             .map(|m: Message| parse(&m))
             .key_by(|e: &(String, i64)| e.0.clone())
             .process_function(RemindLater)
@@ -935,13 +908,13 @@ fn processing_time_timers_fire_on_the_wall_clock_and_survive_a_restart() {
         env.execute_async().unwrap()
     };
     let job = start(&out);
-    wait_until("3 records", &job, |j| records(j) == 3);
+    wait_until("3 records", &job, || records(&job) == 3);
     job.cancel();
     assert!(job.await_termination(Duration::from_secs(10)));
     // Cancelled well before the 3 s timers were due (unless this machine stalled).
     let early = out.len();
     let job = start(&out);
-    wait_until("the timers", &job, |_| out.len() == 3);
+    wait_until("the timers", &job, || out.len() == 3);
     job.cancel();
     assert!(job.await_termination(Duration::from_secs(10)));
     let mut got = out.snapshot();

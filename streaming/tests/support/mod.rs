@@ -1,6 +1,7 @@
 //! Test support shared by the `mq_*` integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod engine;
 pub mod redis_server;
 
 use std::future::Future;
