@@ -150,9 +150,9 @@ macro_rules! run_differential {
             .sink(out.clone())
             .unwrap();
             let job = env.execute_async().unwrap();
-            wait_until("all records and an idle flush", &job, || {
-                records(&job) == 300 && flushed(&job)
-            });
+            assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+            assert_eq!(records(&job), 300);
+            assert!(flushed(&job));
             job.cancel();
             assert!(job.await_termination(Duration::from_secs(10)));
             assert_eq!(sorted(out.snapshot()), expected, "{name} {mode:?}");
@@ -540,9 +540,8 @@ mod differential {
         .unwrap();
         let job = env.execute_async().unwrap();
         let n = input.len() as u64;
-        wait_until("all records and an idle flush", &job, || {
-            records(&job) == n && flushed(&job)
-        });
+        prop_assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        prop_assert_eq!(records(&job), n);
         job.cancel();
         assert!(job.await_termination(Duration::from_secs(10)));
         prop_assert_eq!(sorted(out.snapshot()), expected);
@@ -921,4 +920,32 @@ fn processing_time_timers_fire_on_the_wall_clock_and_survive_a_restart() {
     got.sort();
     assert_eq!(got, ["a", "b", "c"]);
     assert_eq!(early, 0, "timers fired before they were due");
+}
+
+/// `await_flushed` needs an idle timeout (otherwise nothing ever flushes): an error that
+/// names the setting.
+#[test]
+fn await_flushed_without_an_idle_timeout_is_a_config_error() {
+    let s = setup("win-no-idle");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    let env = s.env(s.config("no-idle", AckMode::Offset));
+    env.from_mq_topic_with_options("ev", "g", earliest(7))
+        .map(|m: Message| parse(&m))
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let e = job.await_flushed(Duration::from_secs(1)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            streaming::Error::InvalidConfig {
+                field: "watermark_idle_timeout",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    job.cancel();
 }

@@ -110,6 +110,8 @@ pub(crate) struct JobShared {
     ack_mode: AckMode,
     /// (topic, group) of each pipeline.
     pipelines: Vec<(String, String)>,
+    /// `watermark_idle_timeout` (what [`JobClient::await_flushed`] waits for).
+    idle_timeout: Option<Duration>,
     /// Offset mode: the group's read position when the partition was taken, by (topic,
     /// group, partition) — what is committed before the first commit of this run.
     taken_at: Mutex<HashMap<(String, String, u32), String>>,
@@ -125,6 +127,7 @@ impl JobShared {
             cancelled: AtomicBool::new(false),
             paused: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
+            idle_timeout: config.watermark_idle_timeout(),
             running: AtomicUsize::new(0),
             done: (Mutex::new(()), Condvar::new()),
             progress: Mutex::default(),
@@ -463,7 +466,62 @@ impl JobClient {
                 return Ok(true);
             }
             let now = Instant::now();
-            if now >= end || self.shared.running.load(Ordering::SeqCst) == 0 {
+            if now >= end || self.cannot_progress() {
+                return Ok(false);
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    /// Every subtask has stopped, or every partition has (e.g. a schema mismatch under
+    /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail)).
+    fn cannot_progress(&self) -> bool {
+        if self.shared.running.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        self.shared
+            .progress
+            .lock()
+            .is_ok_and(|p| !p.is_empty() && p.iter().all(|pr| pr.stopped.is_some()))
+    }
+
+    /// Waits until the job is done with a finite input, at most `timeout`: caught up as
+    /// in [`await_caught_up`](Self::await_caught_up), and every partition whose watermark
+    /// epoch has begun has been idle-flushed (its watermark is `i64::MAX`: every window and
+    /// event-time timer has fired and committed), checked again after the flush so that
+    /// input arriving meanwhile is not missed. Partitions that never received a message
+    /// have nothing to flush. `false` on timeout or when the job cannot progress.
+    ///
+    /// Needs [`RedisRuntimeConfig::watermark_idle_timeout`]: the flush comes that long
+    /// after a partition's last message.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `watermark_idle_timeout`) when the job has no idle
+    /// timeout (nothing would ever flush); [`Error::Redis`] when a check cannot reach Redis.
+    pub fn await_flushed(&self, timeout: Duration) -> Result<bool, Error> {
+        if self.shared.idle_timeout.is_none() {
+            return Err(Error::InvalidConfig {
+                field: "watermark_idle_timeout",
+                reason: "await_flushed waits for idle flushes: set \
+                         RedisRuntimeConfig::watermark_idle_timeout (e.g. 500 ms)"
+                    .into(),
+            });
+        }
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if !self.await_caught_up(left)? {
+                return Ok(false);
+            }
+            let flushed = self.shared.progress.lock().is_ok_and(|p| {
+                p.iter()
+                    .all(|pr| matches!(pr.watermark, None | Some(i64::MIN) | Some(i64::MAX)))
+            });
+            if flushed && self.shared.caught_up()? {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= end || self.cannot_progress() {
                 return Ok(false);
             }
             std::thread::sleep((end - now).min(Duration::from_millis(20)));
