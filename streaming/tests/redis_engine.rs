@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage};
+use streaming::mq::{Message, Mq, OutgoingMessage, SubscriptionOptions};
 use streaming::redis::{
     AckMode, CollectSink, JobClient, ProcessingErrorResult, RedisEnv, RedisListSink,
     RedisRuntimeConfig, HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE,
@@ -451,6 +451,22 @@ fn registration_rules() {
         .sink(CollectSink::<Message>::new())
         .unwrap_err();
     assert!(engine_reason(e).contains("[A-Za-z0-9_.-]"));
+
+    // Subscription options built by hand are checked when the pipeline registers.
+    let bad = SubscriptionOptions {
+        batch_count: 0,
+        ..earliest(10)
+    };
+    match env
+        .from_mq_topic_with_options("t", "zero", bad)
+        .sink(CollectSink::<Message>::new())
+    {
+        Err(Error::InvalidConfig { field, reason }) => {
+            assert_eq!(field, "subscription_options");
+            assert!(reason.starts_with("batch_count"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
 
     // Started (its subtasks cannot connect and stop; the job still counts as started).
     let job = env.execute_async().unwrap();

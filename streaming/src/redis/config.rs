@@ -150,7 +150,8 @@ getters! {
     /// Rebuild a missing consumer group from the commit frontier instead of replaying the
     /// stream. Default `true`.
     restore_group_from_commit_frontier: bool;
-    /// Deduplicate sink writes by message id. Default `false`.
+    /// Deduplicate sink writes by message id. Default `false`. Not acted on in this release
+    /// (exactly-once sinks are a later issue); accepted for seed compatibility.
     sink_deduplication_enabled: bool;
     /// Lifetime of dedup marks. Default 7 days.
     sink_deduplication_ttl: Duration;
@@ -184,6 +185,10 @@ getters! {
     /// watermark generator called `mark_idle` — its watermark flushes to `i64::MAX`,
     /// firing every due window and event-time timer of the partition; the next message
     /// starts a new watermark epoch from its own event time. `None` (default) or zero: off.
+    /// Choose it longer than any pause the producers make inside a window: a pause longer
+    /// than the timeout fires the open windows early, and the records after it start new
+    /// panes — a window spanning the pause is emitted in parts (Flink's idleness only
+    /// stops a partition from holding the others back; this flush is the seed's RT-M3).
     /// (A `Duration` cannot be negative, so the seed's negative-value error cannot occur.)
     watermark_idle_timeout: Option<Duration>;
     /// Most windows that fire per record (seed `windowMaxFiresPerRecord`); windows beyond
@@ -346,7 +351,8 @@ impl RedisRuntimeConfigBuilder {
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
     /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads`,
     /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms), `hot_key_warn_interval` (zero), `sink_deduplication_ttl` (zero while dedup is
-    /// on), `mdc_sample_rate` (outside `[0, 1]` or NaN).
+    /// on), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
+    /// [`MqOptions::validate`] failed; the reason names the inner field).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
         key_part("job_name", &c.job_name)?;
@@ -378,6 +384,12 @@ impl RedisRuntimeConfigBuilder {
                 format!("must be in [0, 1], got {}", c.mdc_sample_rate),
             ));
         }
+        c.mq_options.validate().map_err(|e| match e {
+            Error::InvalidConfig { field, reason } => {
+                invalid("mq_options", format!("{field}: {reason}"))
+            }
+            other => other,
+        })?;
         if c.state_ttl.is_some_and(|d| d.is_zero()) {
             c.state_ttl = None;
         }
@@ -458,6 +470,21 @@ mod tests {
         assert_eq!(
             field(b().hot_key_warn_interval(Duration::ZERO).build()),
             "hot_key_warn_interval"
+        );
+        let bad_mq = MqOptions {
+            key_prefix: "a b".into(),
+            ..MqOptions::default()
+        };
+        match b().mq_options(bad_mq).build() {
+            Err(Error::InvalidConfig { field, reason }) => {
+                assert_eq!(field, "mq_options");
+                assert!(reason.starts_with("key_prefix"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            field(b().window_max_fires_per_record(0).build()),
+            "window_max_fires_per_record"
         );
         assert_eq!(
             field(

@@ -266,6 +266,13 @@ impl RedisEnv {
         }
         crate::mq::topic::validate_name("topic", def.topic())?;
         crate::mq::topic::validate_name("group", def.group())?;
+        def.options().validate().map_err(|e| match e {
+            Error::InvalidConfig { field, reason } => Error::InvalidConfig {
+                field: "subscription_options",
+                reason: format!("{field}: {reason}"),
+            },
+            other => other,
+        })?;
         let mut st = self
             .inner
             .state

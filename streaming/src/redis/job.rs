@@ -309,6 +309,13 @@ impl JobShared {
                 *state,
                 format!("{e}: every record using it goes to the dead-letter queue (error type `state`, not retried); give each state name of an operator one type"),
             ),
+            Error::StateDecode {
+                operator, state, ..
+            } => (
+                operator,
+                state.as_str(),
+                format!("{e}: the stored state does not decode as the pipeline's type (e.g. its type changed under `state_schema_mismatch_policy` Ignore); records using it go to the dead-letter queue (not retried). Clear the state (policy Clear) or keep the old type"),
+            ),
             _ => return,
         };
         let first = self
@@ -380,7 +387,7 @@ fn id_at_least(a: &str, b: &str) -> bool {
 pub(crate) fn is_misuse(e: &Error) -> bool {
     matches!(
         e,
-        Error::StateNotPersistent { .. } | Error::StateType { .. }
+        Error::StateNotPersistent { .. } | Error::StateType { .. } | Error::StateDecode { .. }
     )
 }
 
