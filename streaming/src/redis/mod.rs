@@ -79,6 +79,13 @@
 //! the partitions do not combine watermarks at all (they share no operator).
 //! [`JobDiagnostics`] reports each partition's watermark, window firings and late elements.
 //!
+//! Metrics (the [`metrics`](https://docs.rs/metrics) facade; install any recorder, e.g. a
+//! Prometheus exporter): per committed batch, labelled `job`, `topic`, `group`,
+//! `partition` — counters `streaming_records_total`, `streaming_records_failed_total`,
+//! `streaming_window_fired_total`, `streaming_window_late_dropped_total`,
+//! `streaming_idle_flushes_total`, and the gauge `streaming_watermark_ms` (the partition's
+//! watermark as `f64`; `i64::MAX` after an idle flush). They match [`JobDiagnostics`].
+//!
 //! State kept in Redis per partition, written with each batch's atomic commit:
 //! - each watermark operator's watermark (state `watermark`, field `"watermark"`): a
 //!   restarted or rolled-back partition continues from the committed watermark, so late

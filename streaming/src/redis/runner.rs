@@ -153,6 +153,8 @@ struct Ctx<'a> {
     scripts: Scripts,
     consumer: String,
     subtask: u32,
+    /// The job name (a metrics label).
+    job_name: String,
 }
 
 /// The chain's last operator: collects the batch's outputs for the sink.
@@ -397,6 +399,7 @@ where
             config.job_instance_id()
         ),
         subtask,
+        job_name: config.job_name(),
     };
     let mut conn = ctx.mq.connection();
     let limits = StateLimits {
@@ -920,6 +923,23 @@ where
         let watermark = effective_watermark(&self.stores).map(|(w, _)| w);
         let fired = self.counters.window_firings.replace(0);
         let late = self.counters.late_elements.replace(0);
+        let labels = [
+            ("job", ctx.job_name.clone()),
+            ("topic", spec.topic.clone()),
+            ("group", spec.group.clone()),
+            ("partition", self.partition.to_string()),
+        ];
+        metrics::counter!("streaming_records_total", &labels).increment(processed);
+        metrics::counter!("streaming_records_failed_total", &labels).increment(failed);
+        metrics::counter!("streaming_window_fired_total", &labels).increment(fired);
+        metrics::counter!("streaming_window_late_dropped_total", &labels).increment(late);
+        if flushed {
+            metrics::counter!("streaming_idle_flushes_total", &labels).increment(1);
+        }
+        let gauge = if flushed { Some(i64::MAX) } else { watermark };
+        if let Some(w) = gauge {
+            metrics::gauge!("streaming_watermark_ms", &labels).set(w as f64);
+        }
         ctx.job
             .progress(&spec.topic, &spec.group, self.partition, |pr| {
                 pr.subtask = ctx.subtask;
