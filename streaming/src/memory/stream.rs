@@ -407,9 +407,9 @@ impl<P: Plan> DataStream<P> {
     /// Memory engine: the first error of the source, an operator (user function error or
     /// panic, naming the operator) or the sink. The sink and the source are closed in every
     /// case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
-    pub fn sink<S>(self, sink: S) -> <P::Root as Execute<P, S>>::Output
+    pub fn sink<S, O>(self, sink: S) -> O
     where
-        P::Root: Execute<P, S>,
+        P::Root: Execute<P, S, Output = O>,
     {
         let id = self.next_id("sink");
         <P::Root as Execute<P, S>>::execute(self.plan, sink, id)
