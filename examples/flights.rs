@@ -20,8 +20,8 @@
 //! returned true (every flight, produced before the job started, is committed) AND, after
 //! that, every partition that received flights reports an idle flush (`idle_flushes >= 1`
 //! in `JobClient::diagnostics`, watermark at `i64::MAX`): a drained partition flushes its
-//! watermark to the maximum after 500 ms without input, which fires its last windows
-//! (sessions), so their lines are in. Each partition's lines reach the sink in its firing
+//! watermark to the maximum after 500 ms without input, which fires its last windows,
+//! so their lines are in. Each partition's lines reach the sink in its firing
 //! order but partitions interleave, so the example prints them stably sorted by partition:
 //! the order of the memory engine with the same `--partitions N`. `late` is the job's
 //! `window_late_dropped` diagnostics counter (the memory engine counts its late side
