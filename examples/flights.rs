@@ -3,15 +3,29 @@
 //! ```text
 //! cargo run --release --example flights -- delays [--event-time sched|actual] [--ooo MIN] [--lateness MIN] [--partitions N]
 //! cargo run --release --example flights -- sessions [--gap MIN] [--partitions N]
-//! cargo run --release --example flights -- counts [--engine memory|redis] [--redis-url URL]
+//! cargo run --release --example flights -- counts
 //! ```
-//! All take `--engine memory` (the default) and `--data PATH` (default:
-//! `../shared/data/flights.csv.zip` relative to the repository root). `counts` also runs
-//! on the Redis engine (`--engine redis`, server `--redis-url`, default
-//! `redis://127.0.0.1:6379`; nothing is started for you): it produces the flights into a
-//! fresh 4-partition topic keyed by carrier, runs the job (parallelism 2) until every
-//! message is acknowledged, prints the same lines as the memory engine and deletes the
-//! topic. The windowed jobs need windows on Redis (issue #6).
+//! All take `--engine memory|redis` (default memory), `--redis-url URL` (with `--engine
+//! redis`, default `redis://127.0.0.1:6379`; nothing is started for you) and `--data PATH`
+//! (default: `../shared/data/flights.csv.zip` relative to the repository root).
+//!
+//! On the Redis engine every job produces the flights, in replay order, into a fresh topic
+//! (`flights-<job>-<pid>-<nanos>`; the job name is the topic name), runs the same pipeline
+//! text as the memory engine after a map from message to flight, prints the same lines as
+//! the memory engine and deletes the topic. `counts` uses 4 partitions keyed by carrier and
+//! parallelism 2, and is done once every message is acknowledged. `delays` (key = carrier)
+//! and `sessions` (key = tail number; flights without one are produced without a key) use
+//! `--partitions N` partitions (default 1) and parallelism `min(2, N)`, with a watermark
+//! idle timeout of 500 ms. The input is finished when `JobClient::await_caught_up`
+//! returned true (every flight, produced before the job started, is committed) AND, after
+//! that, every partition that received flights reports an idle flush (`idle_flushes >= 1`
+//! in `JobClient::diagnostics`, watermark at `i64::MAX`): a drained partition flushes its
+//! watermark to the maximum after 500 ms without input, which fires its last windows,
+//! so their lines are in. Each partition's lines reach the sink in its firing
+//! order but partitions interleave, so the example prints them stably sorted by partition:
+//! the order of the memory engine with the same `--partitions N`. `late` is the job's
+//! `window_late_dropped` diagnostics counter (the memory engine counts its late side
+//! output; both count the same flights). The job's state hashes stay in Redis.
 //!
 //! - `counts`: key = carrier, a running count of departed flights in a keyed `ValueState`.
 //!   Output: `carrier,flights` per carrier (final count), by carrier code, then
@@ -44,17 +58,18 @@
 //! `delays`, tail number for `sessions`; `streaming::mq::partition_for_key`): each partition
 //! runs its own windows with its own watermark, one partition after another, and the lines
 //! come partition by partition (firing order within one). With 1 partition the output is
-//! that of the single stream; with more, compare sorted lines. Results can differ with N
-//! where another key's flights moved the single stream's watermark: lateness (`--ooo`,
-//! `--event-time actual`) and which touching sessions merge.
+//! that of the single stream; the Redis engine prints the same lines in the same order for
+//! every N. Results can differ with N where another key's flights moved the single
+//! stream's watermark: lateness (`--ooo`, `--event-time actual`) and which touching
+//! sessions merge.
 //!
 //! `skipped` counts data rows left out of the job: in `delays`, rows whose `dep_time` or
 //! `dep_delay` is `NA` (cancelled flights); in `sessions`, those plus rows whose `tailnum`
 //! is `NA` (each row counted once).
 //!
 //! Results go to stdout only; diagnostics (load time, run time) go to stderr through
-//! `tracing` (`RUST_LOG=debug` for more). Exit codes: 0 ok, 1 runtime failure or an
-//! unavailable engine, 2 bad arguments.
+//! `tracing` (`RUST_LOG=debug` for more). Exit codes: 0 ok, 1 runtime failure (e.g. Redis
+//! unreachable), 2 bad arguments.
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -122,15 +137,32 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         "loaded"
     );
 
+    let redis = |partitions: u32| {
+        let url = args
+            .redis_url
+            .clone()
+            .unwrap_or_else(|| flights::DEFAULT_REDIS_URL.to_string());
+        let mut r = flights::RedisWindowed::new(url);
+        r.partitions = partitions;
+        r
+    };
     let started = Instant::now();
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match args.command {
         Command::Delays(opts) => {
-            let summary = flights::delays_partitioned(&data, &opts, args.partitions, |line| {
-                writeln!(out, "{line}")
-            })?;
+            let print = |line: &flights::DelayLine| writeln!(out, "{line}");
+            let summary = match args.engine {
+                Engine::Memory => {
+                    flights::delays_partitioned(&data, &opts, args.partitions, print)?
+                }
+                Engine::Redis => {
+                    flights::delays_redis(&data, &opts, &redis(args.partitions), print)?
+                }
+            };
             writeln!(out, "{summary}")?;
             tracing::info!(
+                engine = ?args.engine,
+                partitions = args.partitions,
                 ?opts,
                 firings = summary.firings,
                 elapsed_ms = started.elapsed().as_millis() as u64,
@@ -138,9 +170,15 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             );
         }
         Command::Sessions(opts) => {
-            let summary = flights::sessions_partitioned(&data, &opts, args.partitions, |line| {
-                writeln!(out, "{line}")
-            })?;
+            let print = |line: &flights::SessionLine| writeln!(out, "{line}");
+            let summary = match args.engine {
+                Engine::Memory => {
+                    flights::sessions_partitioned(&data, &opts, args.partitions, print)?
+                }
+                Engine::Redis => {
+                    flights::sessions_redis(&data, &opts, &redis(args.partitions), print)?
+                }
+            };
             writeln!(out, "{summary}")?;
             if summary.late > 0 {
                 tracing::warn!(
@@ -149,6 +187,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 );
             }
             tracing::info!(
+                engine = ?args.engine,
+                partitions = args.partitions,
                 ?opts,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "sessions done"
@@ -159,10 +199,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let summary = match args.engine {
                 Engine::Memory => flights::counts(&data, print)?,
                 Engine::Redis => {
-                    let url = args
-                        .redis_url
-                        .clone()
-                        .unwrap_or_else(|| flights::DEFAULT_REDIS_URL.to_string());
+                    let url = redis(1).url;
                     flights::counts_redis(&data, &flights::RedisCounts::new(url), print)?
                 }
             };

@@ -17,8 +17,9 @@ usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN]
     --ooo MIN                   watermark out-of-orderness in minutes (default 0)
     --lateness MIN              allowed lateness of the windows in minutes (default 0)
     --partitions N              replay the flights as N partitions keyed by carrier, each
-                                with its own windows and watermark, as on a Redis topic
-                                (default 1); lines come partition by partition
+                                with its own windows and watermark (default 1); lines come
+                                partition by partition. With --engine redis: the topic's
+                                partitions, same lines in the same order
   sessions   per tail number, event-time session windows over scheduled departures;
              prints `tailnum,session_start,session_end,flights` per session, then
              `# skipped=N sessions=N`
@@ -29,9 +30,12 @@ usage: flights delays   [--event-time sched|actual] [--ooo MIN] [--lateness MIN]
              `# skipped=N`
 
 COMMON:
-    --engine memory|redis       the engine (default memory); `redis` runs `counts` only (the
-                                Redis engine has no windows yet): it produces the flights
-                                into a fresh 4-partition topic and runs the job there
+    --engine memory|redis       the engine (default memory); `redis` produces the flights
+                                into a fresh topic (counts: 4 partitions; delays, sessions:
+                                --partitions N), runs the job there until it has processed
+                                every flight (delays, sessions: and every partition has
+                                flushed its last windows after a 500 ms idle timeout),
+                                prints the memory engine's lines and deletes the topic
     --redis-url URL             the Redis server of --engine redis (default redis://127.0.0.1:6379)
     --data PATH                 the data file (default ../shared/data/flights.csv.zip from the repo root)
     -h, --help                  this text
@@ -44,7 +48,7 @@ pub enum Engine {
     /// The in-memory engine.
     #[default]
     Memory,
-    /// The Redis engine (`counts` only).
+    /// The Redis engine.
     Redis,
 }
 
@@ -89,9 +93,6 @@ pub enum ArgsError {
         /// What is wrong.
         message: String,
     },
-    /// A well-formed engine that cannot run this job (`--engine redis` with a windowed
-    /// job).
-    EngineUnavailable(String),
 }
 
 impl ArgsError {
@@ -102,11 +103,10 @@ impl ArgsError {
         }
     }
 
-    /// The process exit code: 2 for bad arguments, 1 for an unavailable engine.
+    /// The process exit code: 2 (bad arguments).
     pub fn exit_code(&self) -> i32 {
         match self {
             ArgsError::Usage { .. } => 2,
-            ArgsError::EngineUnavailable(_) => 1,
         }
     }
 }
@@ -115,9 +115,6 @@ impl fmt::Display for ArgsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgsError::Usage { flag, message } => write!(f, "{flag}: {message}"),
-            ArgsError::EngineUnavailable(engine) => {
-                write!(f, "--engine {engine}: the Redis engine is not available yet for windowed jobs (issue #6): use --engine memory, or the `counts` job")
-            }
         }
     }
 }
@@ -153,8 +150,7 @@ fn parse_minutes(flag: &str, value: &str, min: u64) -> Result<u64, ArgsError> {
 ///
 /// # Errors
 /// [`ArgsError::Usage`] naming the flag for a missing or unknown subcommand, an unknown or
-/// repeated flag, a flag of the other subcommand, a missing or malformed value;
-/// [`ArgsError::EngineUnavailable`] for `--engine redis` with `delays` or `sessions`.
+/// repeated flag, a flag of the other subcommand, a missing or malformed value.
 pub fn parse_args<I, S>(args: I) -> Result<Args, ArgsError>
 where
     I: IntoIterator<Item = S>,
@@ -300,9 +296,6 @@ where
         _ => Command::Counts,
     };
     let engine = engine.unwrap_or_default();
-    if engine == Engine::Redis && command != Command::Counts {
-        return Err(ArgsError::EngineUnavailable("redis".into()));
-    }
     if redis_url.is_some() && engine != Engine::Redis {
         return Err(ArgsError::usage("--redis-url", "needs --engine redis"));
     }
@@ -409,13 +402,35 @@ mod tests {
     }
 
     #[test]
-    fn redis_is_not_available() {
-        let e = parse_args(["sessions", "--engine", "redis"]).unwrap_err();
-        assert_eq!(e, ArgsError::EngineUnavailable("redis".into()));
-        assert!(e
-            .to_string()
-            .contains("the Redis engine is not available yet"));
-        assert_ne!(e.exit_code(), 0);
+    fn windowed_jobs_run_on_redis() {
+        let a = parse_args(["sessions", "--engine", "redis", "--gap", "60"]).unwrap();
+        assert_eq!(
+            (a.command, a.engine, a.redis_url, a.partitions),
+            (
+                Command::Sessions(SessionsOptions { gap_min: 60 }),
+                Engine::Redis,
+                None,
+                1
+            )
+        );
+        let a = parse_args([
+            "delays",
+            "--engine=redis",
+            "--redis-url",
+            "redis://h:1",
+            "--ooo",
+            "30",
+        ])
+        .unwrap();
+        assert_eq!(a.engine, Engine::Redis);
+        assert_eq!(a.redis_url.as_deref(), Some("redis://h:1"));
+        assert_eq!(
+            a.command,
+            Command::Delays(DelaysOptions {
+                out_of_orderness_min: 30,
+                ..DelaysOptions::default()
+            })
+        );
     }
 
     #[test]
@@ -462,11 +477,8 @@ mod tests {
             flag_of(parse_args(["counts", "--partitions", "4"])),
             "--partitions"
         );
-        // Parsed for the Redis engine too; the windowed jobs are not available there yet.
-        assert_eq!(
-            parse_args(["delays", "--partitions", "4", "--engine", "redis"]).unwrap_err(),
-            ArgsError::EngineUnavailable("redis".into())
-        );
+        let a = parse_args(["delays", "--partitions", "4", "--engine", "redis"]).unwrap();
+        assert_eq!((a.engine, a.partitions), (Engine::Redis, 4));
     }
 
     #[test]

@@ -1,17 +1,16 @@
-//! The example's two jobs on the in-memory engine, written with [`pipeline!`]: per-carrier
-//! hourly delays and per-plane sessions.
+//! The example's two windowed jobs on the in-memory engine, written with
+//! [`streaming::pipeline!`]: per-carrier hourly delays and per-plane sessions. Their
+//! pipeline text (`delays_pipeline!`, `sessions_pipeline!`) is shared with the Redis
+//! engine's runs in `windows_redis`.
 
 use super::data::{format_utc, Dataset, Flight};
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use streaming::api::{AggregateFunction, Sink};
-use streaming::time::{
-    BoundedOutOfOrderness, EventTimeSessionWindows, TimeWindow, TumblingEventTimeWindows,
-};
-use streaming::{pipeline, BoxError, Error, MemoryEnv};
+use streaming::{BoxError, Error, MemoryEnv};
 
 /// Which time of a flight is its event time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,7 +56,7 @@ impl Default for SessionsOptions {
     }
 }
 
-fn minutes(m: u64) -> Duration {
+pub(crate) fn minutes(m: u64) -> Duration {
     Duration::from_secs(m.saturating_mul(60))
 }
 
@@ -211,6 +210,106 @@ impl<T, E: Into<BoxError>, F: FnMut(T) -> Result<(), E>> Sink<T> for TrySink<F> 
     }
 }
 
+/// The late side output of the windowed jobs: counts the flights it receives. Clones share
+/// the count (one clone runs per partition).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LateCounter(Arc<AtomicU64>);
+
+impl LateCounter {
+    /// Flights received so far, over all clones.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Sink<Flight> for LateCounter {
+    fn invoke(&mut self, _value: Flight) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The `delays` pipeline text shared by both engines: `$env.$source(..)` and the operators
+/// that turn its elements into [`Flight`]s are the engine's; event time, watermark, the
+/// hourly windows per carrier with their late side output (`late`, a [`LateCounter`]) and
+/// the aggregate follow, then `$sink(..)`.
+macro_rules! delays_pipeline {
+    ($env:ident . $source:ident ( $($sa:tt)* ) $( . $op:ident ( $($oa:tt)* ) )*
+        ; opts = $opts:expr, late = $late:expr
+        => $sink:ident ( $($ka:tt)* )) => {{
+        let opts: $crate::flights::DelaysOptions = $opts;
+        let event_time = opts.event_time;
+        let late: $crate::flights::jobs::LateCounter = $late;
+        streaming::pipeline! {
+            $env.$source($($sa)*)
+                $( .$op($($oa)*) )*
+                .assign_timestamps_and_watermarks_with(
+                    move |f: &$crate::flights::Flight, _| event_time.of(f),
+                    streaming::time::BoundedOutOfOrderness::new(
+                        $crate::flights::jobs::minutes(opts.out_of_orderness_min),
+                    ),
+                )
+                .key_by(|f: &$crate::flights::Flight| std::sync::Arc::clone(&f.carrier))
+                .window(streaming::time::TumblingEventTimeWindows::of(
+                    std::time::Duration::from_secs(3600),
+                ))
+                .allowed_lateness($crate::flights::jobs::minutes(opts.lateness_min))
+                .side_output_late_data(late)
+                .aggregate_with(
+                    $crate::flights::CountAndSum,
+                    |carrier: &std::sync::Arc<str>,
+                     w: &streaming::time::TimeWindow,
+                     (flights, sum_dep_delay)| $crate::flights::DelayLine {
+                        carrier: std::sync::Arc::clone(carrier),
+                        window_start_ms: w.start(),
+                        flights,
+                        sum_dep_delay,
+                    },
+                )
+                .$sink($($ka)*)
+        }
+    }};
+}
+
+/// The `sessions` pipeline text shared by both engines (see `delays_pipeline!`): flights
+/// with a tail number, event time = scheduled departure, session windows per plane.
+macro_rules! sessions_pipeline {
+    ($env:ident . $source:ident ( $($sa:tt)* ) $( . $op:ident ( $($oa:tt)* ) )*
+        ; opts = $opts:expr, late = $late:expr
+        => $sink:ident ( $($ka:tt)* )) => {{
+        let opts: $crate::flights::SessionsOptions = $opts;
+        let late: $crate::flights::jobs::LateCounter = $late;
+        streaming::pipeline! {
+            $env.$source($($sa)*)
+                $( .$op($($oa)*) )*
+                .filter(|f: &$crate::flights::Flight| f.tailnum.is_some())
+                .assign_timestamps_and_watermarks_with(
+                    |f: &$crate::flights::Flight, _| f.sched_ms,
+                    streaming::time::BoundedOutOfOrderness::new(std::time::Duration::ZERO),
+                )
+                .key_by(|f: &$crate::flights::Flight| {
+                    f.tailnum.clone().unwrap_or_else(|| std::sync::Arc::from("NA"))
+                })
+                .window(streaming::time::EventTimeSessionWindows::with_gap(
+                    $crate::flights::jobs::minutes(opts.gap_min),
+                ))
+                .side_output_late_data(late)
+                .aggregate_with(
+                    $crate::flights::CountFlights,
+                    |tailnum: &std::sync::Arc<str>, w: &streaming::time::TimeWindow, flights| {
+                        $crate::flights::SessionLine {
+                            tailnum: std::sync::Arc::clone(tailnum),
+                            start_ms: w.start(),
+                            end_ms: w.end(),
+                            flights,
+                        }
+                    },
+                )
+                .$sink($($ka)*)
+        }
+    }};
+}
+
 /// The `delays` job: flights replayed in scheduled order, keyed by carrier, 1-hour tumbling
 /// event-time windows with the default event-time trigger; `out` receives one
 /// [`DelayLine`] per firing, in firing order.
@@ -241,41 +340,24 @@ pub fn delays_partitioned<E: Into<BoxError>>(
     partitions: u32,
     mut out: impl FnMut(&DelayLine) -> Result<(), E>,
 ) -> Result<DelaysSummary, Error> {
-    let event_time = opts.event_time;
-    let late = Cell::new(0u64);
+    let late = LateCounter::default();
     let mut fired: HashSet<(Arc<str>, i64)> = HashSet::new();
     let mut firings = 0u64;
     let env = MemoryEnv::new();
-    let job = pipeline! {
+    let job = delays_pipeline!(
         env.from_collection_partitioned(
             data.flights.iter().cloned(),
             partitions,
             |f: &Flight| Some(Arc::clone(&f.carrier)),
-        )
-            .assign_timestamps_and_watermarks_with(
-                move |f: &Flight, _| event_time.of(f),
-                BoundedOutOfOrderness::new(minutes(opts.out_of_orderness_min)),
-            )
-            .key_by(|f: &Flight| Arc::clone(&f.carrier))
-            .window(TumblingEventTimeWindows::of(Duration::from_secs(3600)))
-            .allowed_lateness(minutes(opts.lateness_min))
-            .side_output_late_data(|_f: Flight| late.set(late.get() + 1))
-            .aggregate_with(
-                CountAndSum,
-                |carrier: &Arc<str>, w: &TimeWindow, (flights, sum_dep_delay)| DelayLine {
-                    carrier: Arc::clone(carrier),
-                    window_start_ms: w.start(),
-                    flights,
-                    sum_dep_delay,
-                },
-            )
-            .sink(TrySink(|line: DelayLine| {
-                firings += 1;
-                let r = out(&line);
-                fired.insert((line.carrier, line.window_start_ms));
-                r
-            }))
-    }?;
+        );
+        opts = *opts, late = late.clone()
+        => sink(TrySink(|line: DelayLine| {
+            firings += 1;
+            let r = out(&line);
+            fired.insert((line.carrier, line.window_start_ms));
+            r
+        }))
+    )?;
     let late = late.get();
     if job.late_elements != late {
         tracing::warn!(
@@ -327,52 +409,35 @@ pub fn sessions_partitioned<E: Into<BoxError>>(
     partitions: u32,
     mut out: impl FnMut(&SessionLine) -> Result<(), E>,
 ) -> Result<SessionsSummary, Error> {
-    let no_tailnum = Cell::new(0usize);
-    let late = Cell::new(0u64);
+    let late = LateCounter::default();
     let mut sessions = 0u64;
     let env = MemoryEnv::new();
-    pipeline! {
+    sessions_pipeline!(
         env.from_collection_partitioned(
             data.flights.iter().cloned(),
             partitions,
             |f: &Flight| f.tailnum.clone(),
-        )
-            .filter(|f: &Flight| {
-                let keep = f.tailnum.is_some();
-                no_tailnum.set(no_tailnum.get() + usize::from(!keep));
-                keep
-            })
-            .assign_timestamps_and_watermarks_with(
-                |f: &Flight, _| f.sched_ms,
-                BoundedOutOfOrderness::new(Duration::ZERO),
-            )
-            .key_by(|f: &Flight| f.tailnum.clone().unwrap_or_else(|| Arc::from("NA")))
-            .window(EventTimeSessionWindows::with_gap(minutes(opts.gap_min)))
-            .side_output_late_data(|_f: Flight| late.set(late.get() + 1))
-            .aggregate_with(
-                CountFlights,
-                |tailnum: &Arc<str>, w: &TimeWindow, flights| SessionLine {
-                    tailnum: Arc::clone(tailnum),
-                    start_ms: w.start(),
-                    end_ms: w.end(),
-                    flights,
-                },
-            )
-            .sink(TrySink(|line: SessionLine| {
-                sessions += 1;
-                out(&line)
-            }))
-    }?;
-    let (late, no_tailnum) = (late.get(), no_tailnum.get());
+        );
+        opts = *opts, late = late.clone()
+        => sink(TrySink(|line: SessionLine| {
+            sessions += 1;
+            out(&line)
+        }))
+    )?;
+    Ok(sessions_summary(data, sessions, late.get()))
+}
+
+/// The `sessions` summary: `skipped` = cancelled flights + flights without a tail number.
+pub(crate) fn sessions_summary(data: &Dataset, sessions: u64, late: u64) -> SessionsSummary {
     if late > 0 {
         tracing::warn!(
             late,
             "flights reached the late side output of the sessions job"
         );
     }
-    Ok(SessionsSummary {
-        skipped: data.skipped_na_departure + no_tailnum,
+    SessionsSummary {
+        skipped: data.skipped_na_departure + data.na_tailnum(),
         sessions,
         late,
-    })
+    }
 }

@@ -4,7 +4,9 @@
 mod cli;
 mod counts;
 mod data;
+#[macro_use]
 mod jobs;
+mod windows_redis;
 
 pub use cli::{parse_args, Args, ArgsError, Command, Engine, DEFAULT_REDIS_URL, USAGE};
 pub use counts::{counts, counts_redis, CountLine, CountsSummary, RedisCounts};
@@ -14,3 +16,4 @@ pub use jobs::{
     DelayLine, DelaysOptions, DelaysSummary, EventTime, SessionLine, SessionsOptions,
     SessionsSummary,
 };
+pub use windows_redis::{delays_redis, sessions_redis, RedisWindowed};
