@@ -221,44 +221,26 @@ fn run_windowed<T: Clone + Send + 'static>(
 }
 
 /// Waits until the job has processed all `total` flights and emitted its last windows:
-/// [`JobClient::await_caught_up`] returned `true` (every message produced before the start
-/// is committed or dead-lettered), and after that every partition that received flights
-/// reports an idle flush (`idle_flushes >= 1`) with its watermark at `i64::MAX` (its last
-/// commit was that flush, which fired every remaining window). Flights were all produced
-/// before the job started, so a partition reads nothing — and flushes — only once drained.
+/// [`JobClient::await_flushed`] — caught up (every message produced before the start is
+/// committed or dead-lettered) and every partition that received flights idle-flushed
+/// (watermark `i64::MAX`: every remaining window fired and committed). Flights were all
+/// produced before the job started, so a partition reads nothing — and flushes — only
+/// once drained.
 fn await_finished(job: &JobClient, total: u64, deadline: Duration) -> Result<(), BoxError> {
-    let end = Instant::now() + deadline;
-    let failed = |what: &str| -> BoxError {
-        let d = job.diagnostics();
-        let done: u64 = d.partitions.iter().map(|p| p.records).sum();
-        if d.running_subtasks == 0 {
-            format!("the job stopped: {:?}", d.errors).into()
-        } else {
-            format!(
-                "{done} of {total} flights processed, {what} after {deadline:?}: {:?}",
-                d.errors
-            )
-            .into()
-        }
-    };
-    if !job.await_caught_up(deadline)? {
-        return Err(failed("not caught up"));
+    if job.await_flushed(deadline)? {
+        return Ok(());
     }
-    loop {
-        let d = job.diagnostics();
-        let flushed = d
-            .partitions
-            .iter()
-            .filter(|p| p.records > 0)
-            .all(|p| p.idle_flushes >= 1 && p.watermark == Some(i64::MAX));
-        if flushed {
-            return Ok(());
-        }
-        if d.running_subtasks == 0 || Instant::now() >= end {
-            return Err(failed("no idle flush"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let d = job.diagnostics();
+    let done: u64 = d.partitions.iter().map(|p| p.records).sum();
+    Err(if d.running_subtasks == 0 {
+        format!("the job stopped: {:?}", d.errors).into()
+    } else {
+        format!(
+            "{done} of {total} flights processed, not finished after {deadline:?}: {:?}",
+            d.errors
+        )
+        .into()
+    })
 }
 
 /// The `delays` job on the Redis engine: produces the flights (in replay order) into a
