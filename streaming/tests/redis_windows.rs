@@ -493,8 +493,7 @@ mod differential {
         s: &Setup,
         input: &[(String, i64)],
         assigner: A,
-        lateness: u64,
-        ooo: u64,
+        (lateness, ooo, max_fires): (u64, u64, Option<u32>),
         trigger: Tr,
     ) -> Result<(), TestCaseError>
     where
@@ -523,10 +522,13 @@ mod differential {
             .collect_vec()
             .unwrap(),
         );
-        let env = s.env(
-            s.config(&format!("prop{case}"), AckMode::Offset)
-                .watermark_idle_timeout(Some(Duration::from_millis(200))),
-        );
+        let mut config = s
+            .config(&format!("prop{case}"), AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_millis(200)));
+        if let Some(n) = max_fires {
+            config = config.window_max_fires_per_record(n);
+        }
+        let env = s.env(config);
         let out = CollectSink::new();
         prop_pipeline!(
             env.from_mq_topic_with_options(&topic, "g", earliest(7))
@@ -563,7 +565,7 @@ mod differential {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
         #[test]
         fn redis_windows_equal_memory_windows(
@@ -572,14 +574,15 @@ mod differential {
             lateness in 0u64..40,
             ooo in 0u64..30,
             count_trigger in prop::option::of(1u64..4),
+            max_fires in prop::option::of(1u32..4),
         ) {
             let s = setup("win-prop");
             let size = Duration::from_millis(40);
             macro_rules! with_trigger {
                 ($assigner:expr) => {
                     match count_trigger {
-                        Some(n) => check(&s, &input, $assigner, lateness, ooo, CountTrigger::of(n).unwrap()),
-                        None => check(&s, &input, $assigner, lateness, ooo, EventTimeTrigger),
+                        Some(n) => check(&s, &input, $assigner, (lateness, ooo, max_fires), CountTrigger::of(n).unwrap()),
+                        None => check(&s, &input, $assigner, (lateness, ooo, max_fires), EventTimeTrigger),
                     }
                 };
             }
@@ -948,4 +951,58 @@ fn await_flushed_without_an_idle_timeout_is_a_config_error() {
         "{e}"
     );
     job.cancel();
+}
+
+/// A fire cap never changes results: with 40 sessions due at once and a cap of 4, each key's
+/// due session fires before that key's next element is added (it neither merges into the
+/// overdue session nor is added to it) — the output equals the memory engine's.
+#[test]
+fn the_fire_cap_does_not_change_results() {
+    let s = setup("win-cap-results");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i:02}")).collect();
+    let mut input: Vec<(String, i64)> = keys.iter().map(|k| (k.clone(), 0)).collect();
+    input.push(("z".to_string(), 1000));
+    input.extend(keys.iter().rev().map(|k| (k.clone(), 500)));
+    let session = EventTimeSessionWindows::with_gap(Duration::from_millis(1000)).unwrap();
+    let expected = sorted(
+        MemoryEnv::new()
+            .from_collection(input.clone())
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new(Duration::ZERO).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .window(session)
+            .count()
+            .collect_vec()
+            .unwrap(),
+    );
+    // Memory: each k's session [0, 1000) fires at watermark 1000 (touching is not enough:
+    // it is cleaned up first), and its element at 500 starts a new one: 81 sessions.
+    assert_eq!(expected.len(), 81);
+    send(&rt, &mq, "ev", &input);
+    let env = s.env(
+        s.config("cap-results", AckMode::Offset)
+            .window_max_fires_per_record(4)
+            .watermark_idle_timeout(Some(Duration::from_millis(200))),
+    );
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options("ev", "g", earliest(100))
+        .map(|m: Message| parse(&m))
+        .assign_timestamps_and_watermarks_with(
+            |e: &(String, i64), _ts: i64| e.1,
+            BoundedOutOfOrderness::new(Duration::ZERO).unwrap(),
+        )
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(session)
+        .count()
+        .sink(out.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+    job.cancel();
+    assert_eq!(sorted(out.snapshot()), expected);
 }

@@ -659,60 +659,99 @@ where
     /// the next record ([`Self::carry_over`]).
     fn fire_timers(&mut self, watermark: i64) -> Result<(), Error> {
         let state = Rc::clone(&self.state);
-        let mut state = state.borrow_mut();
-        let WindowState {
-            keys,
-            timers,
-            dirty,
-            max_fires,
-        } = &mut *state;
-        let limit = if *max_fires == 0 || watermark == i64::MAX {
+        let mut st = state.borrow_mut();
+        let limit = if st.max_fires == 0 || watermark == i64::MAX {
             usize::MAX
         } else {
-            *max_fires
+            st.max_fires
         };
         self.carry = false;
         loop {
             if self.fired >= limit {
-                self.carry = timers.has_due(watermark);
+                self.carry = st.timers.has_due(watermark);
                 break;
             }
-            let Some((time, (key, window))) = timers.pop_due(watermark) else {
+            let Some((time, (key, window))) = st.timers.pop_due(watermark) else {
                 break;
             };
             self.fired += 1;
-            let Some(panes) = keys.get_mut(&key) else {
-                continue;
-            };
-            touch(dirty, &key);
-            let Some(idx) = panes
-                .iter()
-                .position(|b| b.window == window && b.timers.contains(&time))
-            else {
-                continue; // the pane merged away or was cleaned up
-            };
-            let b = &mut panes[idx];
-            b.timers.retain(|&t| t != time);
-            let mut ctx = TriggerContext {
-                watermark,
-                processing_time: watermark,
-                timers: &mut self.requests,
-            };
-            let r = guard(&self.id, || {
-                b.trigger.on_event_time(time, &window, &mut ctx)
-            })?;
-            register(timers, &mut self.requests, &key, b);
-            let mut em = emitter!(self);
-            em.apply(&key, b, r)?;
-            if time == window.cleanup_time(self.lateness) {
-                // Cleanup: contents never emitted are emitted once (DESIGN invariant 2).
-                if b.pending {
-                    em.emit(&key, b)?;
-                }
-                panes.swap_remove(idx);
-                if panes.is_empty() {
-                    keys.remove(&key);
-                }
+            self.fire_one(&mut st, time, key, window, watermark)?;
+        }
+        Ok(())
+    }
+
+    /// With windows left due by the cap: fires the due timers of `key`'s panes before an
+    /// element of `key` is added, so no element joins a window that is already due (the
+    /// results stay those of an uncapped run; other keys' due windows keep waiting).
+    fn fire_key_due(&mut self, key: &K) -> Result<(), Error> {
+        let watermark = self.watermark;
+        let state = Rc::clone(&self.state);
+        let mut st = state.borrow_mut();
+        let Some(panes) = st.keys.get(key) else {
+            return Ok(());
+        };
+        let mut due: Vec<(i64, TimeWindow)> = panes
+            .iter()
+            .flat_map(|b| {
+                b.timers
+                    .iter()
+                    .filter(|&&t| t <= watermark)
+                    .map(move |&t| (t, b.window))
+            })
+            .collect();
+        due.sort_by_key(|(t, w)| (*t, w.start(), w.end()));
+        for (time, window) in due {
+            self.fire_one(&mut st, time, key.clone(), window, watermark)?;
+        }
+        Ok(())
+    }
+
+    /// Runs event-time timer `time` of `key`'s pane `window` (if the pane still has it).
+    fn fire_one(
+        &mut self,
+        st: &mut WindowState<K, WF::Acc, Tr>,
+        time: i64,
+        key: K,
+        window: TimeWindow,
+        watermark: i64,
+    ) -> Result<(), Error> {
+        let WindowState {
+            keys,
+            timers,
+            dirty,
+            ..
+        } = st;
+        let Some(panes) = keys.get_mut(&key) else {
+            return Ok(());
+        };
+        touch(dirty, &key);
+        let Some(idx) = panes
+            .iter()
+            .position(|b| b.window == window && b.timers.contains(&time))
+        else {
+            return Ok(()); // the pane merged away, was cleaned up or already fired it
+        };
+        let b = &mut panes[idx];
+        b.timers.retain(|&t| t != time);
+        let mut ctx = TriggerContext {
+            watermark,
+            processing_time: watermark,
+            timers: &mut self.requests,
+        };
+        let r = guard(&self.id, || {
+            b.trigger.on_event_time(time, &window, &mut ctx)
+        })?;
+        register(timers, &mut self.requests, &key, b);
+        let mut em = emitter!(self);
+        em.apply(&key, b, r)?;
+        if time == window.cleanup_time(self.lateness) {
+            // Cleanup: contents never emitted are emitted once (DESIGN invariant 2).
+            if b.pending {
+                em.emit(&key, b)?;
+            }
+            panes.swap_remove(idx);
+            if panes.is_empty() {
+                keys.remove(&key);
             }
         }
         Ok(())
@@ -738,11 +777,16 @@ where
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         self.fired = 0;
         if self.carry {
-            // Windows left due by the per-record cap fire before this record.
+            // Windows left due by the per-record cap: up to the cap fire before this
+            // record, and every due window of this record's key.
             self.fire_timers(self.watermark)?;
             self.drain()?;
         }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
+        if self.carry {
+            self.fire_key_due(&key)?;
+            self.drain()?;
+        }
         self.windows.clear();
         let windows = &mut self.windows;
         if self
