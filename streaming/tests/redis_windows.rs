@@ -460,7 +460,8 @@ fn a_full_event_time_timer_queue_fails_the_record() {
     assert_eq!(keys, ["k3", "k4"]);
     assert!(
         dead.iter()
-            .all(|m| m.error.contains("event_time_timer_max_size")),
+            .all(|m| m.error.contains("event_time_timer_max_size")
+                && m.error_type == "timer_queue_full"),
         "{dead:?}"
     );
 }
@@ -863,7 +864,7 @@ fn late_elements_reach_the_side_output() {
 /// while the partition has no input, with its key — also after a restart (timers are in
 /// Redis).
 #[derive(Clone)]
-struct RemindLater;
+struct RemindLater(i64);
 
 impl streaming::api::KeyedProcessFunction<String, (String, i64)> for RemindLater {
     type Out = String;
@@ -875,7 +876,7 @@ impl streaming::api::KeyedProcessFunction<String, (String, i64)> for RemindLater
         _out: &mut streaming::api::Collector<'_, Self::Out>,
     ) -> Result<(), streaming::BoxError> {
         let now = ctx.current_processing_time();
-        ctx.register_processing_time_timer(now + 3000);
+        ctx.register_processing_time_timer(now + self.0);
         Ok(())
     }
 
@@ -904,7 +905,7 @@ fn processing_time_timers_fire_on_the_wall_clock_and_survive_a_restart() {
         env.from_mq_topic_with_options("ev", "g", earliest(7))
             .map(|m: Message| parse(&m))
             .key_by(|e: &(String, i64)| e.0.clone())
-            .process_function(RemindLater)
+            .process_function(RemindLater(3000))
             .sink(out.clone())
             .unwrap();
         env.execute_async().unwrap()
@@ -1005,4 +1006,34 @@ fn the_fire_cap_does_not_change_results() {
     assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
     job.cancel();
     assert_eq!(sorted(out.snapshot()), expected);
+}
+
+/// After an idle flush the partition reports `i64::MAX` until a record starts the next
+/// epoch — also when a processing-time timer commits in between.
+#[test]
+fn the_flushed_watermark_stays_reported_until_the_next_epoch() {
+    let s = setup("win-flushed-wm");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    send(&rt, &mq, "ev", &[("a".to_string(), 10)]);
+    let env = s.env(
+        s.config("flushed-wm", AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_millis(100))),
+    );
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options("ev", "g", earliest(7))
+        .map(|m: Message| parse(&m))
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .process_function(RemindLater(1000))
+        .sink(out.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    // The flush (after 100 ms) comes before the timer (after 1 s) commits its output.
+    wait_until("the timer", &job, || out.len() == 1);
+    let p = job.diagnostics().partitions[0].clone();
+    job.cancel();
+    assert_eq!(p.idle_flushes, 1);
+    assert!(p.batches >= 2, "the timer's commit is reported: {p:?}");
+    assert_eq!(p.watermark, Some(i64::MAX));
 }

@@ -23,6 +23,9 @@ impl<T> Collector<'_, T> {
 
 /// Incremental window aggregation (Flink `AggregateFunction`): an accumulator per window,
 /// updated per element, merged when session windows merge.
+///
+/// On the Redis engine the accumulator is kept in Redis as JSON with its window: `Acc` must
+/// be serde `Serialize + DeserializeOwned` there.
 pub trait AggregateFunction<T> {
     /// The accumulator kept per (key, window).
     type Acc: Clone + 'static;

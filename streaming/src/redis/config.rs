@@ -184,7 +184,10 @@ getters! {
     /// Idle flush (seed RT-M3): after a partition has read nothing for this long — or its
     /// watermark generator called `mark_idle` — its watermark flushes to `i64::MAX`,
     /// firing every due window and event-time timer of the partition; the next message
-    /// starts a new watermark epoch from its own event time. `None` (default) or zero: off.
+    /// starts a new watermark epoch from its own event time. `None` (default) or zero: off —
+    /// then the last windows of a finite input never fire (nothing moves the watermark past
+    /// them); set it for jobs over finite inputs and wait with
+    /// [`JobClient::await_flushed`](crate::redis::JobClient::await_flushed).
     /// Choose it longer than any pause the producers make inside a window: a pause longer
     /// than the timeout fires the open windows early, and the records after it start new
     /// panes — a window spanning the pause is emitted in parts (Flink's idleness only

@@ -38,8 +38,8 @@ pub struct PartitionProgress {
     /// Whether its subtask has taken it (lease, read position and state) at least once.
     pub taken: bool,
     /// The partition's watermark (ms) as of its last commit: the one its last watermark
-    /// operator emitted (`i64::MIN` before the first, `i64::MAX` right after an idle
-    /// flush, `None` until the partition has committed).
+    /// operator emitted (`i64::MIN` before the first; `i64::MAX` after an idle flush, until
+    /// a record starts the next watermark epoch; `None` until the partition has committed).
     pub watermark: Option<i64>,
     /// Window firings committed (each emission of a window's result).
     pub window_fired: u64,
@@ -497,7 +497,9 @@ impl JobClient {
     /// epoch has begun has been idle-flushed (its watermark is `i64::MAX`: every window and
     /// event-time timer has fired and committed), checked again after the flush so that
     /// input arriving meanwhile is not missed. Partitions that never received a message
-    /// have nothing to flush. `false` on timeout or when the job cannot progress.
+    /// have nothing to flush — so produce the input before calling it (or check the record
+    /// counts in [`diagnostics`](Self::diagnostics)): on a topic nothing was written to yet
+    /// it returns `true` at once. `false` on timeout or when the job cannot progress.
     ///
     /// Needs [`RedisRuntimeConfig::watermark_idle_timeout`]: the flush comes that long
     /// after a partition's last message.

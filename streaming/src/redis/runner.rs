@@ -599,6 +599,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::StateDecode { .. } => "state_decode",
         Error::MqDecode { .. } => "decode",
         Error::HotKey { .. } => "hot_key",
+        Error::TimerQueueFull { .. } => "timer_queue_full",
         _ => "error",
     }
 }
@@ -936,10 +937,7 @@ where
         if flushed {
             metrics::counter!("streaming_idle_flushes_total", &labels).increment(1);
         }
-        let gauge = if flushed { Some(i64::MAX) } else { watermark };
-        if let Some(w) = gauge {
-            metrics::gauge!("streaming_watermark_ms", &labels).set(w as f64);
-        }
+        let mut reported = None;
         ctx.job
             .progress(&spec.topic, &spec.group, self.partition, |pr| {
                 pr.subtask = ctx.subtask;
@@ -954,10 +952,20 @@ where
                 pr.window_late_dropped += late;
                 if flushed {
                     pr.watermark = Some(crate::time::MAX_WATERMARK);
-                } else if watermark.is_some() {
-                    pr.watermark = watermark;
+                } else if let Some(w) = watermark {
+                    // After an idle flush the new epoch has no watermark until a record
+                    // arrives: the partition keeps reporting the flushed `i64::MAX`.
+                    let epoch_not_begun =
+                        w == crate::time::MIN_WATERMARK && pr.watermark == Some(i64::MAX);
+                    if !epoch_not_begun {
+                        pr.watermark = Some(w);
+                    }
                 }
+                reported = pr.watermark;
             });
+        if let Some(w) = reported {
+            metrics::gauge!("streaming_watermark_ms", &labels).set(w as f64);
+        }
     }
 
     /// Fires processing-time timers due at the wall clock while the partition has no

@@ -68,8 +68,9 @@ impl TriggerContext<'_> {
     }
 
     /// Asks for [`Trigger::on_processing_time`] once processing time reaches `time` (ms).
-    /// The in-memory engine never calls `on_processing_time` (seed §1.3); such windows emit
-    /// when they are cleaned up.
+    /// Neither engine calls `on_processing_time` for windows yet (seed §1.3 on the memory
+    /// engine; the Redis engine serves processing-time timers of keyed process functions
+    /// only): such windows emit when they are cleaned up.
     pub fn register_processing_time_timer(&mut self, time: i64) {
         self.timers.push(TimerRequest::ProcessingTime(time));
     }
@@ -102,8 +103,9 @@ pub trait Trigger<T>: Clone + 'static {
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult;
 
-    /// Called when a processing-time timer registered for `window` is due. Never called by
-    /// the in-memory engine.
+    /// Called when a processing-time timer registered for `window` is due. Not called by
+    /// either engine yet (see
+    /// [`TriggerContext::register_processing_time_timer`]).
     fn on_processing_time(
         &mut self,
         time: i64,
@@ -240,9 +242,10 @@ impl<T> Trigger<T> for CountTrigger {
 
 /// Fires a window when processing time passes its end (Flink `ProcessingTimeTrigger`).
 ///
-/// The in-memory engine has no processing-time clock for windows and never calls
-/// `on_processing_time`: such windows emit once when cleaned up (at the latest at end of
-/// input).
+/// Neither engine serves processing-time timers of windows yet (the memory engine has no
+/// processing-time clock for windows; the Redis engine's wall clock drives keyed process
+/// functions only), so `on_processing_time` is not called: such windows emit once when
+/// cleaned up (at the latest at end of input or at an idle flush).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessingTimeTrigger;
 
