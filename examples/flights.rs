@@ -16,10 +16,10 @@
 //! parallelism 2, and is done once every message is acknowledged. `delays` (key = carrier)
 //! and `sessions` (key = tail number; flights without one are produced without a key) use
 //! `--partitions N` partitions (default 1) and parallelism `min(2, N)`, with a watermark
-//! idle timeout of 500 ms. The input is finished when `JobClient::await_caught_up`
-//! returned true (every flight, produced before the job started, is committed) AND, after
-//! that, every partition that received flights reports an idle flush (`idle_flushes >= 1`
-//! in `JobClient::diagnostics`, watermark at `i64::MAX`): a drained partition flushes its
+//! idle timeout of 500 ms. The input is finished when `JobClient::await_flushed` returns
+//! true: every flight (all produced before the job started) is committed AND every
+//! partition that received flights was idle-flushed (`idle_flushes >= 1` in
+//! `JobClient::diagnostics`, watermark at `i64::MAX`) — a drained partition flushes its
 //! watermark to the maximum after 500 ms without input, which fires its last windows,
 //! so their lines are in. Each partition's lines reach the sink in its firing
 //! order but partitions interleave, so the example prints them stably sorted by partition:
