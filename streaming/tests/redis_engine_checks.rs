@@ -9,61 +9,19 @@ use std::time::Duration;
 
 use redis::Commands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage};
+use streaming::mq::{Message, OutgoingMessage};
 use streaming::redis::{
-    AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
-    SchemaMismatchPolicy, HEADER_RUNTIME_ERROR_TYPE,
+    AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, SchemaMismatchPolicy,
+    HEADER_RUNTIME_ERROR_TYPE,
 };
-use support::engine::{earliest, rt, wait_until};
-use support::redis_server::TestRedis;
-use support::{fast_options, unique_prefix};
-
-struct Setup {
-    redis: TestRedis,
-    prefix: String,
-    mq_opts: streaming::mq::MqOptions,
-    rt: tokio::runtime::Runtime,
-}
-
-fn setup(test: &str) -> Setup {
-    Setup {
-        redis: TestRedis::shared(),
-        prefix: unique_prefix(test),
-        mq_opts: fast_options(test).build().unwrap(),
-        rt: rt(),
-    }
-}
+use support::engine::{earliest, setup, wait_until, EngineSetup as Setup};
+use support::fast_options;
 
 impl Setup {
-    fn mq(&self) -> Mq {
-        self.rt
-            .block_on(Mq::connect(self.redis.url(), self.mq_opts.clone()))
-            .unwrap()
-    }
-
-    fn config(&self, job: &str) -> RedisRuntimeConfigBuilder {
-        RedisRuntimeConfig::builder()
-            .job_name(job)
-            .job_instance_id("test")
-            .state_key_prefix(&self.prefix)
-            .mq_options(self.mq_opts.clone())
-    }
-
     fn create(&self, topic: &str, partitions: u32) {
         self.rt
             .block_on(self.mq().create_topic(topic, partitions))
             .unwrap();
-    }
-
-    /// Sends `keys` to `topic` (key = payload).
-    fn produce(&self, topic: &str, keys: &[String]) {
-        let mq = self.mq();
-        let mut producer = mq.producer();
-        let msgs: Vec<OutgoingMessage> = keys
-            .iter()
-            .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()))
-            .collect();
-        self.rt.block_on(producer.send_batch(topic, &msgs)).unwrap();
     }
 
     /// Sends `keys` to partition `p` of `topic`.

@@ -7,63 +7,20 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
+use streaming::mq::{Message, StartPolicy, SubscriptionOptions};
 use streaming::redis::{
     CollectSink, HotKeyPolicy, JobClient, JobDiagnostics, ProcessingErrorResult, RedisEnv,
-    RedisRuntimeConfig, RedisRuntimeConfigBuilder, HEADER_RUNTIME_ERROR_TYPE,
+    RedisRuntimeConfig, HEADER_RUNTIME_ERROR_TYPE,
 };
-use support::engine::{rt, wait_until};
-use support::redis_server::TestRedis;
-use support::{fast_options, unique_prefix};
+use support::engine::{setup, wait_until, EngineSetup as Setup};
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
-struct Setup {
-    redis: TestRedis,
-    prefix: String,
-    mq_opts: streaming::mq::MqOptions,
-    rt: tokio::runtime::Runtime,
-}
-
-fn setup(test: &str) -> Setup {
-    Setup {
-        redis: TestRedis::shared(),
-        prefix: unique_prefix(test),
-        mq_opts: fast_options(test).build().unwrap(),
-        rt: rt(),
-    }
-}
-
 impl Setup {
-    fn mq(&self) -> Mq {
-        self.rt
-            .block_on(Mq::connect(self.redis.url(), self.mq_opts.clone()))
-            .unwrap()
-    }
-
-    fn config(&self, job: &str) -> RedisRuntimeConfigBuilder {
-        RedisRuntimeConfig::builder()
-            .job_name(job)
-            .job_instance_id("test")
-            .state_key_prefix(&self.prefix)
-            .mq_options(self.mq_opts.clone())
-    }
-
     /// Sends `keys` (one record each, payload = key) to a new 1-partition topic.
     fn send(&self, topic: &str, keys: &[String]) {
         self.rt.block_on(self.mq().create_topic(topic, 1)).unwrap();
         self.produce(topic, keys);
-    }
-
-    /// Sends `keys` to `topic`.
-    fn produce(&self, topic: &str, keys: &[String]) {
-        let mq = self.mq();
-        let mut producer = mq.producer();
-        let msgs: Vec<OutgoingMessage> = keys
-            .iter()
-            .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()))
-            .collect();
-        self.rt.block_on(producer.send_batch(topic, &msgs)).unwrap();
     }
 
     /// Runs the keyed count over `topic` (group `g`, one record per batch) until `n`

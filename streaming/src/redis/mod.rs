@@ -79,8 +79,9 @@
 //! the partitions do not combine watermarks at all (they share no operator).
 //! [`JobDiagnostics`] reports each partition's watermark, window firings and late elements.
 //!
-//! Metrics (the [`metrics`](https://docs.rs/metrics) facade; install any recorder, e.g. a
-//! Prometheus exporter): per committed batch, labelled `job`, `topic`, `group`,
+//! Metrics (the [`metrics`](https://docs.rs/metrics) facade; install a recorder, e.g. a
+//! Prometheus exporter, before `execute_async`: each partition registers its handles when
+//! the job starts): per committed batch, labelled `job`, `topic`, `group`,
 //! `partition` — counters `streaming_records_total`, `streaming_records_failed_total`,
 //! `streaming_window_fired_total`, `streaming_window_late_dropped_total`,
 //! `streaming_idle_flushes_total`, and the gauge `streaming_watermark_ms` (the partition's

@@ -88,6 +88,29 @@ pub struct StateLimits {
     pub wall_clock_processing_time: bool,
 }
 
+/// Writes every key of `dirty` (drained) as field = key JSON, value = `value(key)` as JSON
+/// or `None` (delete the field) — the shape of every per-key state hash.
+fn drain_json<'v, K, V>(
+    operator: &str,
+    state: &str,
+    dirty: &mut HashSet<K>,
+    value: impl Fn(&K) -> Option<&'v V>,
+    out: &mut dyn FnMut(StateWrite<'_>),
+) -> Result<(), Error>
+where
+    K: Serialize,
+    V: Serialize + 'v,
+{
+    for k in dirty.drain() {
+        let field = serde_json::to_string(&k).map_err(|e| decode_err(operator, state, e))?;
+        let value = value(&k)
+            .map(|v| serde_json::to_string(v).map_err(|e| decode_err(operator, state, e)))
+            .transpose()?;
+        out((state, field, value));
+    }
+    Ok(())
+}
+
 /// The state name of the table of a rolling reduce or sum.
 pub const ROLLING_STATE: &str = "rolling";
 
@@ -123,21 +146,10 @@ where
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        let Some(dirty) = &mut self.dirty else {
-            return Ok(());
-        };
-        for k in dirty.drain() {
-            let field =
-                serde_json::to_string(&k).map_err(|e| decode_err(operator, ROLLING_STATE, e))?;
-            let value = match self.map.get(&k) {
-                Some(v) => Some(
-                    serde_json::to_string(v).map_err(|e| decode_err(operator, ROLLING_STATE, e))?,
-                ),
-                None => None,
-            };
-            out((ROLLING_STATE, field, value));
+        match &mut self.dirty {
+            Some(dirty) => drain_json(operator, ROLLING_STATE, dirty, |k| self.map.get(k), out),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
@@ -224,22 +236,16 @@ where
             out((state, field, value));
             Ok(())
         })?;
-        let Some(dirty) = &mut self.timers_dirty else {
-            return Ok(());
-        };
-        for k in dirty.drain() {
-            let field =
-                serde_json::to_string(&k).map_err(|e| decode_err(operator, TIMERS_STATE, e))?;
-            let value = match self.registered.get(&k) {
-                Some(list) if !list.is_empty() => Some(
-                    serde_json::to_string(list)
-                        .map_err(|e| decode_err(operator, TIMERS_STATE, e))?,
-                ),
-                _ => None,
-            };
-            out((TIMERS_STATE, field, value));
+        match &mut self.timers_dirty {
+            Some(dirty) => drain_json(
+                operator,
+                TIMERS_STATE,
+                dirty,
+                |k| self.registered.get(k).filter(|l| !l.is_empty()),
+                out,
+            ),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -290,22 +296,16 @@ where
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        let Some(dirty) = &mut self.dirty else {
-            return Ok(());
-        };
-        for k in dirty.drain() {
-            let field =
-                serde_json::to_string(&k).map_err(|e| decode_err(operator, PANES_STATE, e))?;
-            let value = match self.keys.get(&k) {
-                Some(panes) if !panes.is_empty() => Some(
-                    serde_json::to_string(panes)
-                        .map_err(|e| decode_err(operator, PANES_STATE, e))?,
-                ),
-                _ => None,
-            };
-            out((PANES_STATE, field, value));
+        match &mut self.dirty {
+            Some(dirty) => drain_json(
+                operator,
+                PANES_STATE,
+                dirty,
+                |k| self.keys.get(k).filter(|p| !p.is_empty()),
+                out,
+            ),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

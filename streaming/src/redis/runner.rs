@@ -336,6 +336,37 @@ enum Reader {
     Offset(Box<ExclusiveReader>),
 }
 
+/// A partition's `metrics` handles, labelled job/topic/group/partition (see the
+/// [`redis`](super) module docs). Registered when the job starts: install the recorder
+/// before [`RedisEnv::execute_async`](super::RedisEnv::execute_async).
+struct PartMetrics {
+    records: metrics::Counter,
+    failed: metrics::Counter,
+    window_fired: metrics::Counter,
+    window_late_dropped: metrics::Counter,
+    idle_flushes: metrics::Counter,
+    watermark: metrics::Gauge,
+}
+
+impl PartMetrics {
+    fn new(job: &str, topic: &str, group: &str, partition: u32) -> Self {
+        let labels = [
+            ("job", job.to_string()),
+            ("topic", topic.to_string()),
+            ("group", group.to_string()),
+            ("partition", partition.to_string()),
+        ];
+        PartMetrics {
+            records: metrics::counter!("streaming_records_total", &labels),
+            failed: metrics::counter!("streaming_records_failed_total", &labels),
+            window_fired: metrics::counter!("streaming_window_fired_total", &labels),
+            window_late_dropped: metrics::counter!("streaming_window_late_dropped_total", &labels),
+            idle_flushes: metrics::counter!("streaming_idle_flushes_total", &labels),
+            watermark: metrics::gauge!("streaming_watermark_ms", &labels),
+        }
+    }
+}
+
 struct Part<C, S, O> {
     partition: u32,
     state_keys: StateKeys,
@@ -359,6 +390,8 @@ struct Part<C, S, O> {
     hot: HashMap<String, HotArm>,
     /// Last sampled field count per hash.
     hot_fields: HashMap<String, u64>,
+    /// Its metric handles (registered once, when the partition is set up).
+    metrics: PartMetrics,
     /// The state schema check of the current chain (see `schema`).
     schema: Option<super::schema::SchemaGate>,
     /// Stopped for good (e.g. a state schema mismatch under FAIL): not read any more.
@@ -438,6 +471,7 @@ where
             writes: 0,
             hot: HashMap::new(),
             hot_fields: HashMap::new(),
+            metrics: PartMetrics::new(&ctx.job_name, &spec.topic, &spec.group, p),
             schema: None,
             stopped: false,
         };
@@ -924,18 +958,13 @@ where
         let watermark = effective_watermark(&self.stores).map(|(w, _)| w);
         let fired = self.counters.window_firings.replace(0);
         let late = self.counters.late_elements.replace(0);
-        let labels = [
-            ("job", ctx.job_name.clone()),
-            ("topic", spec.topic.clone()),
-            ("group", spec.group.clone()),
-            ("partition", self.partition.to_string()),
-        ];
-        metrics::counter!("streaming_records_total", &labels).increment(processed);
-        metrics::counter!("streaming_records_failed_total", &labels).increment(failed);
-        metrics::counter!("streaming_window_fired_total", &labels).increment(fired);
-        metrics::counter!("streaming_window_late_dropped_total", &labels).increment(late);
+        let m = &self.metrics;
+        m.records.increment(processed);
+        m.failed.increment(failed);
+        m.window_fired.increment(fired);
+        m.window_late_dropped.increment(late);
         if flushed {
-            metrics::counter!("streaming_idle_flushes_total", &labels).increment(1);
+            m.idle_flushes.increment(1);
         }
         let mut reported = None;
         ctx.job
@@ -964,7 +993,7 @@ where
                 reported = pr.watermark;
             });
         if let Some(w) = reported {
-            metrics::gauge!("streaming_watermark_ms", &labels).set(w as f64);
+            self.metrics.watermark.set(w as f64);
         }
     }
 
