@@ -2,6 +2,7 @@
 //! keyed `ValueState`.
 
 use super::data::Dataset;
+use super::topic::with_fresh_topic;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -128,7 +129,7 @@ impl RedisCounts {
 }
 
 /// The `counts` job on the Redis engine: produces the flights into a fresh topic
-/// (`flights-<pid>-<nanos>`, keyed by carrier, payload `carrier,sched_ms,dep_delay`), runs
+/// (`flights-counts-<pid>-<nanos>`, keyed by carrier, payload `carrier,sched_ms,dep_delay`), runs
 /// the job (job name = the topic name) until every message is acknowledged, prints like
 /// [`counts`], and deletes the topic. The job's state hashes stay (they are what the job
 /// computed; see [`streaming::redis`] for their keys).
@@ -141,24 +142,14 @@ pub fn counts_redis<E: Into<BoxError>>(
     opts: &RedisCounts,
     out: impl FnMut(&CountLine) -> Result<(), E>,
 ) -> Result<CountsSummary, BoxError> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let topic = format!("flights-{}-{nanos}", std::process::id());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mq_opts = MqOptions::builder()
-        .key_prefix(opts.mq_prefix.clone())
-        .build()?;
-    let mq = rt.block_on(Mq::connect(&opts.url, mq_opts.clone()))?;
-    rt.block_on(mq.create_topic(&topic, opts.partitions))?;
-    let result = run_on_redis(data, opts, &rt, &mq, mq_opts, &topic);
-    if let Err(e) = rt.block_on(mq.delete_topic(&topic)) {
-        tracing::warn!(%topic, "could not delete the topic: {e}");
-    }
-    finish(data, result?, out)
+    let last = with_fresh_topic(
+        &opts.url,
+        &opts.mq_prefix,
+        "counts",
+        opts.partitions,
+        |rt, mq, mq_opts, topic| run_on_redis(data, opts, rt, mq, mq_opts, topic),
+    )?;
+    finish(data, last, out)
 }
 
 fn run_on_redis(

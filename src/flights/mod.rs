@@ -6,6 +6,7 @@ mod counts;
 mod data;
 #[macro_use]
 mod jobs;
+mod topic;
 mod windows_redis;
 
 pub use cli::{parse_args, Args, ArgsError, Command, Engine, DEFAULT_REDIS_URL, USAGE};

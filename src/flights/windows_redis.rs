@@ -7,11 +7,12 @@ use super::jobs::{
     sessions_summary, DelayLine, DelaysOptions, DelaysSummary, LateCounter, SessionLine,
     SessionsOptions, SessionsSummary,
 };
+use super::topic::with_fresh_topic;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use streaming::mq::{
-    partition_for_key, Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions,
+    partition_for_key, Message, OutgoingMessage, StartPolicy, SubscriptionOptions,
 };
 use streaming::redis::{CollectSink, JobClient, RedisEnv, RedisRuntimeConfig};
 use streaming::{BoxError, Error};
@@ -120,104 +121,95 @@ fn run_windowed<T: Clone + Send + 'static>(
     if redis.partitions == 0 {
         return Err("the topic needs at least 1 partition".into());
     }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let topic = format!("flights-{job_kind}-{}-{nanos}", std::process::id());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mq_opts = MqOptions::builder()
-        .key_prefix(redis.mq_prefix.clone())
-        .build()?;
-    let mq = rt.block_on(Mq::connect(&redis.url, mq_opts.clone()))?;
-    rt.block_on(mq.create_topic(&topic, redis.partitions))?;
-    let result = (|| {
-        let started = Instant::now();
-        let mut producer = mq.producer();
-        let msgs: Vec<OutgoingMessage> = data
-            .flights
-            .iter()
-            .map(|f| {
-                let m = OutgoingMessage::new(payload(f)).timestamp_ms(timestamp(f));
-                match key(f) {
-                    Some(k) => m.key(k.to_string()),
-                    None => m,
-                }
-            })
-            .collect();
-        for chunk in msgs.chunks(1000) {
-            rt.block_on(producer.send_batch(&topic, chunk))?;
-        }
-        tracing::info!(
-            topic,
-            partitions = redis.partitions,
-            messages = msgs.len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "produced"
-        );
-        let config = RedisRuntimeConfig::builder()
-            .job_name(&topic)
-            .state_key_prefix(&redis.state_prefix)
-            .pipeline_parallelism(redis.parallelism.clamp(1, redis.partitions))
-            .watermark_idle_timeout(Some(redis.idle_timeout))
-            .mq_options(mq_opts.clone())
-            .build()?;
-        let env = RedisEnv::create_with_config(redis.url.as_str(), config)?;
-        let sink = CollectSink::new();
-        let source = SubscriptionOptions::builder()
-            .start(StartPolicy::Earliest)
-            .batch_count(500)
-            .build()?;
-        register(
-            env.clone(),
-            &topic,
-            job_kind,
-            source,
-            LateCounter::default(),
-            sink.clone(),
-        )?;
-        let started = Instant::now();
-        let job = env.execute_async()?;
-        let finished = await_finished(&job, msgs.len() as u64, redis.deadline);
-        job.cancel();
-        finished?;
-        let d = job.diagnostics();
-        let info = rt.block_on(mq.describe_topic(&topic))?;
-        let dead: u64 = info.partition_info.iter().map(|p| p.dead_letters).sum();
-        if dead > 0 {
-            return Err(format!("{dead} flights failed and went to the dead-letter queue").into());
-        }
-        let fired: u64 = d.partitions.iter().map(|p| p.window_fired).sum();
-        let late: u64 = d.partitions.iter().map(|p| p.window_late_dropped).sum();
-        let mut lines = sink.snapshot();
-        if lines.len() as u64 != fired {
-            // The collecting sink is at-least-once: a batch that failed after its output
-            // reached the sink is processed again.
-            return Err(format!(
+    with_fresh_topic(
+        &redis.url,
+        &redis.mq_prefix,
+        job_kind,
+        redis.partitions,
+        |rt, mq, mq_opts, topic| {
+            let started = Instant::now();
+            let mut producer = mq.producer();
+            let msgs: Vec<OutgoingMessage> = data
+                .flights
+                .iter()
+                .map(|f| {
+                    let m = OutgoingMessage::new(payload(f)).timestamp_ms(timestamp(f));
+                    match key(f) {
+                        Some(k) => m.key(k.to_string()),
+                        None => m,
+                    }
+                })
+                .collect();
+            for chunk in msgs.chunks(1000) {
+                rt.block_on(producer.send_batch(topic, chunk))?;
+            }
+            tracing::info!(
+                topic,
+                partitions = redis.partitions,
+                messages = msgs.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "produced"
+            );
+            let config = RedisRuntimeConfig::builder()
+                .job_name(topic)
+                .state_key_prefix(&redis.state_prefix)
+                .pipeline_parallelism(redis.parallelism.clamp(1, redis.partitions))
+                .watermark_idle_timeout(Some(redis.idle_timeout))
+                .mq_options(mq_opts.clone())
+                .build()?;
+            let env = RedisEnv::create_with_config(redis.url.as_str(), config)?;
+            let sink = CollectSink::new();
+            let source = SubscriptionOptions::builder()
+                .start(StartPolicy::Earliest)
+                .batch_count(500)
+                .build()?;
+            register(
+                env.clone(),
+                topic,
+                job_kind,
+                source,
+                LateCounter::default(),
+                sink.clone(),
+            )?;
+            let started = Instant::now();
+            let job = env.execute_async()?;
+            let finished = await_finished(&job, msgs.len() as u64, redis.deadline);
+            job.cancel();
+            finished?;
+            let d = job.diagnostics();
+            let info = rt.block_on(mq.describe_topic(topic))?;
+            let dead: u64 = info.partition_info.iter().map(|p| p.dead_letters).sum();
+            if dead > 0 {
+                return Err(
+                    format!("{dead} flights failed and went to the dead-letter queue").into(),
+                );
+            }
+            let fired: u64 = d.partitions.iter().map(|p| p.window_fired).sum();
+            let late: u64 = d.partitions.iter().map(|p| p.window_late_dropped).sum();
+            let mut lines = sink.snapshot();
+            if lines.len() as u64 != fired {
+                // The collecting sink is at-least-once: a batch that failed after its output
+                // reached the sink is processed again.
+                return Err(format!(
                 "the sink received {} lines for {fired} committed window firings (a batch was retried: {:?}); run again",
                 lines.len(),
                 d.errors
             )
             .into());
-        }
-        tracing::info!(
-            messages = msgs.len(),
-            fired,
-            late,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "ran on redis"
-        );
-        // Each partition's lines reached the sink in its firing order; partitions
-        // interleave. The memory engine prints partition 0's lines, then partition 1's, …
-        lines.sort_by_cached_key(|l| partition_for_key(line_key(l), redis.partitions));
-        Ok(Collected { lines, late })
-    })();
-    if let Err(e) = rt.block_on(mq.delete_topic(&topic)) {
-        tracing::warn!(%topic, "could not delete the topic: {e}");
-    }
-    result
+            }
+            tracing::info!(
+                messages = msgs.len(),
+                fired,
+                late,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "ran on redis"
+            );
+            // Each partition's lines reached the sink in its firing order; partitions
+            // interleave. The memory engine prints partition 0's lines, then partition 1's, …
+            lines.sort_by_cached_key(|l| partition_for_key(line_key(l), redis.partitions));
+            Ok(Collected { lines, late })
+        },
+    )
 }
 
 /// Waits until the job has processed all `total` flights and emitted its last windows:
