@@ -179,10 +179,7 @@ impl MemoryEnv {
         K: AsRef<str>,
     {
         let id = self.next_source_id();
-        DataStream::new(
-            PartitionedSource::new(self.clone(), id.clone(), items, partitions, key),
-            id,
-        )
+        self.from_collection_partitioned_with_id(id, items, partitions, key)
     }
 
     /// Like [`from_collection_partitioned`](Self::from_collection_partitioned) with an
