@@ -161,7 +161,7 @@ fn run_on_redis(
     topic: &str,
 ) -> Result<BTreeMap<String, u64>, BoxError> {
     let started = Instant::now();
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = data
         .flights
         .iter()

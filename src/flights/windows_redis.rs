@@ -128,7 +128,7 @@ fn run_windowed<T: Clone + Send + 'static>(
         redis.partitions,
         |rt, mq, mq_opts, topic| {
             let started = Instant::now();
-            let mut producer = mq.producer();
+            let producer = mq.producer();
             let msgs: Vec<OutgoingMessage> = data
                 .flights
                 .iter()

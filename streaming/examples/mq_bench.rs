@@ -69,7 +69,7 @@ async fn produce(mq: &Mq, topic: &str, n: usize, batch: usize, tasks: usize) -> 
     let start = Instant::now();
     let mut handles = Vec::new();
     for t in 0..tasks {
-        let mut producer = mq.producer();
+        let producer = mq.producer();
         let payload = payload.clone();
         let topic = topic.to_owned();
         let share = n / tasks;

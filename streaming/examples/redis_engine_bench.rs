@@ -74,7 +74,7 @@ fn produce(
 ) {
     rt.block_on(mq.create_topic(topic, 4))
         .expect("create topic");
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = (0..n)
         .map(|i| {
             let k = format!("k{}", i % keys);
@@ -572,7 +572,7 @@ fn latency_run(
         let producer_mq = rt
             .block_on(Mq::connect(&producer_url, producer_opts))
             .expect("connect");
-        let mut producer = producer_mq.producer();
+        let producer = producer_mq.producer();
         let start = Instant::now();
         let mut sent = 0usize;
         let mut tick = 0u64;

@@ -136,6 +136,25 @@ impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
     }
 }
 
+/// An environment given by reference (`env: &RedisEnv` in a helper function) starts the
+/// same sources as the environment itself.
+impl<E: FromMqTopic<S> + ?Sized, S> FromMqTopic<S> for &E {
+    fn from_mq_topic(&self, topic: &str, group: &str) -> S {
+        E::from_mq_topic(self, topic, group)
+    }
+    fn from_mq_topic_with_id(&self, source_id: &str, topic: &str, group: &str) -> S {
+        E::from_mq_topic_with_id(self, source_id, topic, group)
+    }
+    fn from_mq_topic_with_options(
+        &self,
+        topic: &str,
+        group: &str,
+        options: crate::mq::SubscriptionOptions,
+    ) -> S {
+        E::from_mq_topic_with_options(self, topic, group, options)
+    }
+}
+
 /// The expansion of `env.from_mq_topic(topic, group)`.
 #[doc(hidden)]
 pub fn from_mq_topic<E: FromMqTopic<S>, S>(env: &E, topic: &str, group: &str) -> S {

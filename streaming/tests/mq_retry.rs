@@ -342,7 +342,7 @@ async fn verdicts_panics_and_per_message_limits() {
         )
         .await
         .unwrap();
-    let mut p = mq.producer();
+    let p = mq.producer();
     for text in ["dead", "fail", "panic"] {
         p.send("t", None, text).await.unwrap();
     }
@@ -554,7 +554,7 @@ async fn a_retry_is_delivered_only_to_the_group_that_failed() {
         HandleResult::Retry(Failure::new("nope", "bad always fails"))
     })
     .await;
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let mut ids = Vec::new();
     for i in 0..5 {
         let (_, id) = producer.send("t", None, format!("m{i}")).await.unwrap();
@@ -658,7 +658,7 @@ async fn two_failing_groups_each_retry_their_own_copy() {
     let fail = || HandleResult::Retry(Failure::new("nope", "always fails"));
     let (a, a_seen) = recording_subscription(&mq, "a", fail).await;
     let (b, b_seen) = recording_subscription(&mq, "b", fail).await;
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let mut ids = Vec::new();
     for i in 0..5 {
         let (_, id) = producer.send("t", None, format!("m{i}")).await.unwrap();
@@ -722,7 +722,7 @@ async fn exclusive_readers_of_two_groups_retry_independently() {
     )
     .await;
     mq.create_topic("t", 1).await.unwrap();
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let mut ids = Vec::new();
     for i in 0..5 {
         let (_, id) = producer.send("t", None, format!("m{i}")).await.unwrap();

@@ -11,6 +11,32 @@ use streaming::mq::{
 use support::redis_server::TestRedis;
 use support::{connect, eventually, fast_options, DEADLINE};
 
+/// One producer, shared by reference (no `mut`), sends concurrently; messages go by value or
+/// by reference.
+#[tokio::test]
+async fn a_shared_producer_sends_by_reference() {
+    let redis = TestRedis::shared();
+    let mq = connect(
+        redis.url(),
+        fast_options("shared-producer").build().unwrap(),
+    )
+    .await;
+    mq.create_topic("t", 2).await.unwrap();
+    let producer = mq.producer();
+    let by_ref = OutgoingMessage::new("by-ref").partition(0);
+    let (a, b, c) = tokio::join!(
+        producer.send_message("t", OutgoingMessage::new("owned").partition(1)),
+        producer.send_message("t", &by_ref),
+        producer.send("t", None, "plain"),
+    );
+    assert_eq!(a.unwrap().0, 1);
+    assert_eq!(b.unwrap().0, 0);
+    assert!(c.unwrap().0 < 2);
+    let info = mq.describe_topic("t").await.unwrap();
+    let total: u64 = info.partition_info.iter().map(|p| p.length).sum();
+    assert_eq!(total, 3);
+}
+
 #[tokio::test]
 async fn admin_create_describe_list_delete() {
     let redis = TestRedis::shared();
@@ -26,7 +52,7 @@ async fn admin_create_describe_list_delete() {
     mq.create_topic("audit", 1).await.unwrap();
     assert_eq!(mq.list_topics().await.unwrap(), vec!["audit", "orders"]);
 
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     for i in 0..5u32 {
         let msg = OutgoingMessage::new(format!("m{i}")).partition(1);
         producer.send_message("orders", &msg).await.unwrap();
@@ -66,7 +92,7 @@ async fn keyed_sends_use_the_documented_hash_and_round_robin() {
     let redis = TestRedis::shared();
     let mq = connect(redis.url(), fast_options("hash").build().unwrap()).await;
     mq.create_topic("t", 8).await.unwrap();
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     // Fixed vectors of FNV-1a 64 mod 8 (also unit-tested in producer.rs).
     for (key, want) in [("user-1", 4), ("user-2", 5), ("order:42", 1), ("ü", 2)] {
         assert_eq!(partition_for_key(key, 8), want);
@@ -96,7 +122,7 @@ async fn batch_send_keeps_order_and_fields_per_partition() {
     let redis = TestRedis::shared();
     let mq = connect(redis.url(), fast_options("order").build().unwrap()).await;
     mq.create_topic("t", 4).await.unwrap();
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = (0..400i64)
         .map(|i| {
             OutgoingMessage::new(format!("{i}"))
@@ -171,7 +197,7 @@ async fn max_len_trims_approximately() {
     )
     .await;
     mq.create_topic("t", 1).await.unwrap();
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = (0..2000)
         .map(|i| OutgoingMessage::new(format!("{i}")))
         .collect();

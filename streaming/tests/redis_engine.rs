@@ -62,7 +62,7 @@ impl Setup {
 }
 
 fn send_all(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, words: &[String]) {
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = words
         .iter()
         .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()))
@@ -161,7 +161,7 @@ fn rolling_reduce_is_the_same_on_both_engines_and_state_is_readable_json() {
     mem_sorted.sort_unstable();
     // Key by residue: send with the residue as message key, so one residue is in one
     // partition and its order is kept.
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     for t in &input {
         let r = (t.parse::<i64>().unwrap() % 5).to_string();
         rt.block_on(producer.send("nums", Some(&r), t.clone()))
@@ -310,9 +310,9 @@ fn failing_records(mode: AckMode, result: ProcessingErrorResult) {
         .unwrap();
     let mut config = s.config("failing", mode, 1);
     config = RedisRuntimeConfig::builder()
-        .job_name(&config.job_name())
+        .job_name(config.job_name())
         .job_instance_id("test")
-        .state_key_prefix(&config.state_key_prefix())
+        .state_key_prefix(config.state_key_prefix())
         .mq_options(
             fast_options("eng-fail-mq")
                 .key_prefix(s.mq_opts.key_prefix.clone())
@@ -603,8 +603,8 @@ fn list_map_and_set_state_survive_a_restart_and_match_memory() {
             .unwrap(),
     );
     // Send keyed by the first letter (the pipeline's key), so per-key order is kept.
-    let mut producer = mq.producer();
-    let send = |producer: &mut streaming::mq::Producer, words: &[String]| {
+    let producer = mq.producer();
+    let send = |producer: &streaming::mq::Producer, words: &[String]| {
         let msgs: Vec<OutgoingMessage> = words
             .iter()
             .map(|w| OutgoingMessage::new(w.clone()).key(w[..1].to_string()))
@@ -623,9 +623,9 @@ fn list_map_and_set_state_survive_a_restart_and_match_memory() {
         wait_until("the records", &job, || committed_records(&job) == expect);
         job.cancel();
     };
-    send(&mut producer, &input[..250]);
+    send(&producer, &input[..250]);
     run(250);
-    send(&mut producer, &input[250..]);
+    send(&producer, &input[250..]);
     run(150);
     assert_eq!(by_key(&out.snapshot()), expected);
 }

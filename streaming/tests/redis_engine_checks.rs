@@ -27,7 +27,7 @@ impl Setup {
     /// Sends `keys` to partition `p` of `topic`.
     fn produce_to(&self, topic: &str, p: u32, keys: &[String]) {
         let mq = self.mq();
-        let mut producer = mq.producer();
+        let producer = mq.producer();
         let msgs: Vec<OutgoingMessage> = keys
             .iter()
             .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()).partition(p))

@@ -164,7 +164,7 @@ fn run(test: &str, topic: &str, enabled: bool, rate: f64) -> Vec<Captured> {
     let config = RedisRuntimeConfig::builder()
         .job_name("mdcjob")
         .job_instance_id("test")
-        .state_key_prefix(&unique_prefix(test))
+        .state_key_prefix(unique_prefix(test))
         .mq_options(mq_opts)
         .mdc_enabled(enabled)
         .mdc_sample_rate(rate)

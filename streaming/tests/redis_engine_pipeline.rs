@@ -81,7 +81,7 @@ fn the_same_pipeline_text_counts_the_same_on_both_engines() {
         .values()
         .all(|v| v.iter().copied().eq(1..=v.len() as u64)));
 
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = input
         .iter()
         .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()))
@@ -91,7 +91,7 @@ fn the_same_pipeline_text_counts_the_same_on_both_engines() {
     for mode in [AckMode::Xack, AckMode::Offset] {
         let prefix = unique_prefix("pipe-count");
         let config = RedisRuntimeConfig::builder()
-            .job_name(&format!("pipe-{mode:?}"))
+            .job_name(format!("pipe-{mode:?}"))
             .job_instance_id("test")
             .state_key_prefix(&prefix)
             .mq_options(mq_opts.clone())

@@ -28,7 +28,7 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
         .unwrap();
     rt.block_on(mq.create_topic("ev", 2)).unwrap();
     // Two keys; the 3rd element of each is late (lateness 0, out-of-orderness 0).
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let mut msgs = Vec::new();
     for key in ["a", "b"] {
         for ts in [10, 150, 20, 250] {
@@ -43,7 +43,7 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
     let config = RedisRuntimeConfig::builder()
         .job_name("metrics-job")
         .job_instance_id("test")
-        .state_key_prefix(&unique_prefix("metrics"))
+        .state_key_prefix(unique_prefix("metrics"))
         .mq_options(mq_opts)
         .watermark_idle_timeout(Some(Duration::from_millis(200)))
         .build()

@@ -54,7 +54,7 @@ impl Setup {
 
 /// Sends `(key, event time)` pairs as `key,ts` text keyed by `key`, in order.
 fn send(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, events: &[(String, i64)]) {
-    let mut producer = mq.producer();
+    let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = events
         .iter()
         .map(|(k, ts)| {

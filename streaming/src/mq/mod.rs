@@ -14,7 +14,7 @@
 //!
 //! let mq = Mq::connect("redis://127.0.0.1:6379/", MqOptions::default()).await?;
 //! mq.create_topic("orders", 4).await?;
-//! let mut producer = mq.producer();
+//! let producer = mq.producer();
 //! producer.send("orders", Some("customer-7"), "hello").await?;
 //! let sub = mq
 //!     .subscribe(

@@ -3,6 +3,7 @@
 //! Partition choice, in order: the message's explicit partition; else
 //! [`partition_for_key`] of its key; else round robin over the partitions (per producer).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,7 +64,7 @@ impl Producer {
         }
     }
 
-    async fn partition_count(&mut self, topic: &str) -> Result<u32, Error> {
+    async fn partition_count(&self, topic: &str) -> Result<u32, Error> {
         if let Some(n) = self
             .partitions
             .lock()
@@ -73,7 +74,7 @@ impl Producer {
             return Ok(*n);
         }
         validate_name("topic", topic)?;
-        let n = topic_partitions(&mut self.conn, &self.keys, topic).await?;
+        let n = topic_partitions(&mut self.conn.clone(), &self.keys, topic).await?;
         self.partitions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -120,14 +121,14 @@ impl Producer {
     /// [`Error::Mq`] if the topic does not exist, [`Error::InvalidConfig`] for a bad
     /// topic name, [`Error::Redis`] if `XADD` fails.
     pub async fn send(
-        &mut self,
+        &self,
         topic: &str,
         key: Option<&str>,
         payload: impl Into<Bytes>,
     ) -> Result<(u32, String), Error> {
         let mut msg = OutgoingMessage::new(payload);
         msg.key = key.map(str::to_owned);
-        self.send_message(topic, &msg).await
+        self.send_message(topic, msg).await
     }
 
     /// Sends one message; returns `(partition, entry id)`.
@@ -135,15 +136,16 @@ impl Producer {
     /// # Errors
     /// As [`Producer::send`]; also [`Error::Mq`] for an explicit partition out of range.
     pub async fn send_message(
-        &mut self,
+        &self,
         topic: &str,
-        msg: &OutgoingMessage,
+        msg: impl Borrow<OutgoingMessage>,
     ) -> Result<(u32, String), Error> {
+        let msg = msg.borrow();
         let n = self.partition_count(topic).await?;
         let p = self.choose(msg, n)?;
         let mut cmd = redis::Cmd::new();
         self.xadd(topic, p, msg, &mut cmd);
-        let id: String = cmd.query_async(&mut self.conn).await?;
+        let id: String = cmd.query_async(&mut self.conn.clone()).await?;
         Ok((p, id))
     }
 
@@ -154,7 +156,7 @@ impl Producer {
     /// As [`Producer::send_message`]; on a Redis error some messages may have been
     /// added.
     pub async fn send_batch(
-        &mut self,
+        &self,
         topic: &str,
         msgs: &[OutgoingMessage],
     ) -> Result<Vec<(u32, String)>, Error> {
@@ -171,7 +173,7 @@ impl Producer {
             pipe.add_command(cmd);
             parts.push(p);
         }
-        let ids: Vec<String> = pipe.query_async(&mut self.conn).await?;
+        let ids: Vec<String> = pipe.query_async(&mut self.conn.clone()).await?;
         Ok(parts.into_iter().zip(ids).collect())
     }
 }

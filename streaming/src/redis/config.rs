@@ -273,11 +273,11 @@ macro_rules! setters {
 
 setters! {
     /// Sets [`RedisRuntimeConfig::job_name`].
-    job_name: &str;
+    job_name: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::job_instance_id`].
-    job_instance_id: &str;
+    job_instance_id: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::state_key_prefix`].
-    state_key_prefix: &str;
+    state_key_prefix: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::state_ttl`]; `None` or zero keeps state forever.
     state_ttl: Option<Duration>;
     /// Sets [`RedisRuntimeConfig::state_size_report_every_n_writes`].
@@ -303,7 +303,7 @@ setters! {
     /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (> 0 when dedup is on).
     sink_deduplication_ttl: Duration;
     /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`].
-    sink_dedup_key_prefix: &str;
+    sink_dedup_key_prefix: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::pipeline_parallelism`] (≥ 1).
     pipeline_parallelism: u32;
     /// Sets [`RedisRuntimeConfig::timer_threads`] (≥ 1).
@@ -418,6 +418,22 @@ mod tests {
             Err(Error::InvalidConfig { field, .. }) => field,
             other => panic!("expected InvalidConfig, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn string_options_take_owned_and_borrowed_strings() {
+        let instance = format!("pod-{}", 7);
+        let c = RedisRuntimeConfig::builder()
+            .job_name(String::from("billing"))
+            .job_instance_id(instance)
+            .state_key_prefix("app:state")
+            .sink_dedup_key_prefix(std::borrow::Cow::Borrowed("app:dedup:"))
+            .build()
+            .unwrap();
+        assert_eq!(c.job_name(), "billing");
+        assert_eq!(c.job_instance_id(), "pod-7");
+        assert_eq!(c.state_key_prefix(), "app:state");
+        assert_eq!(c.sink_dedup_key_prefix(), "app:dedup:");
     }
 
     #[test]

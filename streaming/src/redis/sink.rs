@@ -2,7 +2,7 @@
 //! [`CollectSink`] (for tests).
 
 use crate::api::{CommitWrites, Sink};
-use crate::BoxError;
+use crate::{BoxError, Error};
 use serde::Serialize;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -19,7 +19,7 @@ pub struct TextList;
 
 /// Appends every record to a Redis list (`RPUSH`), atomically with the batch that produced
 /// it: the sink only buffers, and the engine writes the buffer in the batch's commit script
-/// together with the state changes and the acknowledgement (DESIGN invariants 3–5). So a
+/// together with the state changes and the acknowledgement. So a
 /// record's output is in the list exactly once per acknowledged input — no duplicates after
 /// a crash, unlike sinks that write on their own.
 ///
@@ -27,7 +27,7 @@ pub struct TextList;
 /// `Serialize`) or [`TextList`] ([`RedisListSink::text`], records need `Display`).
 ///
 /// Key: to stay in the partition's hash slot (Redis Cluster), each partition appends to its
-/// own list `{list}:{T:n}` — `list` followed by the partition's hash tag (see
+/// own list `{list}:{T:n}` (so `list` itself may not contain braces) — `list` followed by the partition's hash tag (see
 /// [`KeySpace::hash_tag`](crate::mq::KeySpace::hash_tag)), e.g. `totals:{orders:3}`;
 /// [`RedisListSink::key_for`] names it. Order is the output order within a partition.
 ///
@@ -50,25 +50,73 @@ impl<T, E> Clone for RedisListSink<T, E> {
     }
 }
 
+/// Checks a sink's list name: non-empty and without `{` or `}` (a brace would open a hash
+/// tag of its own, so the list would leave the partition's hash slot on Redis Cluster and the
+/// batch's one commit script could no longer write it).
+fn validate_list_name(list: &str) -> Result<(), Error> {
+    let reason = if list.is_empty() {
+        "must not be empty".to_string()
+    } else if let Some(c) = list.chars().find(|c| matches!(c, '{' | '}')) {
+        format!(
+            "`{list}` contains `{c}`; the engine adds the partition's hash tag itself, so sink names may not contain braces"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidConfig {
+        field: "list",
+        reason,
+    })
+}
+
 impl<T> RedisListSink<T> {
     /// A sink appending records as JSON (serde_json) to the lists `{list}:{T:n}`; records
     /// need only `Serialize`.
+    ///
+    /// # Panics
+    /// If `list` is empty or contains `{` or `}`; [`RedisListSink::try_new`] returns the
+    /// error instead.
     pub fn new(list: impl Into<String>) -> Self {
-        RedisListSink {
-            list: list.into().into(),
+        Self::try_new(list).unwrap_or_else(|e| panic!("RedisListSink::new: {e}"))
+    }
+
+    /// [`RedisListSink::new`] for a name that is not known to be valid (read from
+    /// configuration, say).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `list`) if `list` is empty or contains `{` or `}`.
+    pub fn try_new(list: impl Into<String>) -> Result<Self, Error> {
+        let list = list.into();
+        validate_list_name(&list)?;
+        Ok(RedisListSink {
+            list: list.into(),
             pending: Vec::new(),
             _t: PhantomData,
-        }
+        })
     }
 
     /// A sink appending records as text (`Display`) to the lists `{list}:{T:n}`; records
     /// need only `Display`.
+    ///
+    /// # Panics
+    /// If `list` is empty or contains `{` or `}`; [`RedisListSink::try_text`] returns the
+    /// error instead.
     pub fn text(list: impl Into<String>) -> RedisListSink<T, TextList> {
-        RedisListSink {
-            list: list.into().into(),
+        Self::try_text(list).unwrap_or_else(|e| panic!("RedisListSink::text: {e}"))
+    }
+
+    /// [`RedisListSink::text`] for a name that is not known to be valid.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `list`) if `list` is empty or contains `{` or `}`.
+    pub fn try_text(list: impl Into<String>) -> Result<RedisListSink<T, TextList>, Error> {
+        let list = list.into();
+        validate_list_name(&list)?;
+        Ok(RedisListSink {
+            list: list.into(),
             pending: Vec::new(),
             _t: PhantomData,
-        }
+        })
     }
 
     /// The list key partition `partition` of `topic` appends to: `{list}:{topic:partition}`.
@@ -199,7 +247,7 @@ mod tests {
     use super::*;
 
     /// Serializable, not `Display`.
-    #[derive(Serialize)]
+    #[derive(Debug, Serialize)]
     struct Point {
         x: i32,
     }
@@ -228,5 +276,32 @@ mod tests {
         assert!(text.close().is_err(), "a record no engine wrote");
         assert_eq!(text.take_commit_writes().unwrap().values, ["tag-7"]);
         assert_eq!(RedisListSink::<Tag>::key_for("tags", "t", 3), "tags:{t:3}");
+    }
+
+    #[test]
+    fn list_names_with_braces_are_rejected_at_construction() {
+        for bad in ["", "totals{x}", "{orders:3}", "a}b"] {
+            match RedisListSink::<Point>::try_new(bad) {
+                Err(Error::InvalidConfig { field, reason }) => {
+                    assert_eq!(field, "list");
+                    assert!(
+                        reason.contains(if bad.is_empty() { "empty" } else { "brace" }),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{bad:?} accepted: {other:?}"),
+            }
+            assert!(RedisListSink::<Tag>::try_text(bad).is_err(), "{bad:?}");
+        }
+        let ok = RedisListSink::<Point>::try_new("app:totals").unwrap();
+        assert_eq!(&*ok.list, "app:totals");
+        let text = RedisListSink::<Tag>::try_text("app:tags").unwrap();
+        assert_eq!(&*text.list, "app:tags");
+    }
+
+    #[test]
+    #[should_panic(expected = "sink names may not contain braces")]
+    fn new_panics_on_a_brace() {
+        let _ = RedisListSink::<Point>::new("totals:{orders:3}");
     }
 }

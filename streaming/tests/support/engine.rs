@@ -82,7 +82,7 @@ impl EngineSetup {
     /// Sends `keys` to `topic`, one message each (key = payload).
     pub fn produce(&self, topic: &str, keys: &[String]) {
         let mq = self.mq();
-        let mut producer = mq.producer();
+        let producer = mq.producer();
         let msgs: Vec<streaming::mq::OutgoingMessage> = keys
             .iter()
             .map(|w| streaming::mq::OutgoingMessage::new(w.clone()).key(w.clone()))
