@@ -161,7 +161,11 @@ impl ExclusiveReader {
             .arg("COUNT")
             .arg(count.max(1))
             .arg("BLOCK")
-            .arg(block.clamp(Duration::from_millis(1), super::EXCLUSIVE_BLOCK).as_millis() as u64)
+            .arg(
+                block
+                    .clamp(Duration::from_millis(1), super::EXCLUSIVE_BLOCK)
+                    .as_millis() as u64,
+            )
             .arg("NOACK")
             .arg("STREAMS")
             .arg(&stream)

@@ -72,10 +72,10 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use tracing::info;
 
+pub use connection::MIN_REDIS_VERSION;
 pub(crate) use connection::{
     blocking_connection, connect_error, connection_manager, prove, prove_blocking, Backoff,
 };
-pub use connection::MIN_REDIS_VERSION;
 pub use consumer::Subscription;
 pub use dlq::DeadLetter;
 pub use exclusive::{ExclusiveBatch, ExclusiveReader};

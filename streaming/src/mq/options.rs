@@ -458,7 +458,10 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(field(e), "response_timeout");
-        assert_eq!(MqOptions::default().response_timeout, Duration::from_secs(5));
+        assert_eq!(
+            MqOptions::default().response_timeout,
+            Duration::from_secs(5)
+        );
         let e = SubscriptionOptions::builder()
             .batch_count(0)
             .build()

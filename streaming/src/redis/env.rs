@@ -337,10 +337,9 @@ impl RedisEnv {
             st.started = true;
             std::mem::take(&mut st.pipelines)
         };
-        if let Err(e) = crate::mq::prove_blocking(
-            &self.inner.client,
-            config.mq_options().response_timeout,
-        ) {
+        if let Err(e) =
+            crate::mq::prove_blocking(&self.inner.client, config.mq_options().response_timeout)
+        {
             // Not started: the pipelines stay registered for another attempt.
             if let Ok(mut st) = self.inner.state.lock() {
                 st.started = false;

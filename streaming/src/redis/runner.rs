@@ -560,7 +560,10 @@ where
                         &spec.topic,
                         &spec.group,
                         p,
-                        format!("partition {p} of {}: cannot take it, retrying: {e}", spec.topic),
+                        format!(
+                            "partition {p} of {}: cannot take it, retrying: {e}",
+                            spec.topic
+                        ),
                     );
                     tokio::time::sleep(part.backoff.next_delay()).await;
                 }
