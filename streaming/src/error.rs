@@ -87,6 +87,19 @@ pub enum Error {
     /// error reply, or a reply of an unexpected shape.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// No usable connection to the Redis server at `addr`: refused, no reply within the
+    /// response timeout, a wrong or missing password, not a Redis server, or a Redis older
+    /// than this crate needs. `reason` says which, in words.
+    #[error("redis at {addr}: {reason}")]
+    Connect {
+        /// The address tried, `host:port` (or the socket path).
+        addr: String,
+        /// What went wrong and, where it helps, what to do.
+        reason: String,
+        /// The client's error, when there was one.
+        #[source]
+        source: Option<redis::RedisError>,
+    },
     /// A message-queue operation could not be done; `op` names the operation (e.g.
     /// `create_topic`), `reason` says why (e.g. the topic does not exist).
     #[error("mq `{op}`: {reason}")]

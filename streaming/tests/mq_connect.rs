@@ -1,13 +1,158 @@
-//! Connecting to a server that is not there fails promptly with an error.
+//! Connecting proves the server: it fails promptly, naming the address, with what is wrong
+//! in words — refused, silent, wrong or missing password, not a Redis server, too old.
+//! The Redis engine's `execute_async` proves it the same way.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
 
 use streaming::mq::{Mq, MqOptions};
+use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
+use support::redis_server::{http_port, RedisServer, SilentPort};
+
+fn opts(response_timeout: Duration) -> MqOptions {
+    MqOptions::builder()
+        .response_timeout(response_timeout)
+        .build()
+        .unwrap()
+}
+
+/// The `Error::Connect` of `r`, as (address, reason); panics on anything else.
+fn connect_error<T>(r: Result<T, streaming::Error>) -> (String, String) {
+    match r {
+        Err(streaming::Error::Connect { addr, reason, .. }) => (addr, reason),
+        Err(other) => panic!("expected a connect error, got {other}"),
+        Ok(_) => panic!("connected?"),
+    }
+}
 
 #[tokio::test]
 async fn connect_to_a_closed_port_is_an_error() {
     // Nothing listens on port 1 of the loopback address: the connection is refused.
-    match Mq::connect("redis://127.0.0.1:1/", MqOptions::default()).await {
-        Err(streaming::Error::Redis(e)) => assert!(e.is_connection_refusal(), "{e}"),
-        Err(other) => panic!("expected a refused connection, got {other}"),
-        Ok(_) => panic!("connected to a closed port?"),
+    let r = Mq::connect("redis://127.0.0.1:1/", MqOptions::default()).await;
+    match &r {
+        Err(streaming::Error::Connect {
+            source: Some(e), ..
+        }) => assert!(e.is_connection_refusal(), "{e}"),
+        other => panic!("expected a refused connection, got {other:?}"),
+    }
+    let (addr, reason) = connect_error(r);
+    assert_eq!(addr, "127.0.0.1:1");
+    assert!(reason.contains("refused"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_silent_port_fails_within_the_response_timeout() {
+    let silent = SilentPort::start();
+    let t = Instant::now();
+    let (addr, reason) =
+        connect_error(Mq::connect(&silent.url(), opts(Duration::from_millis(500))).await);
+    let took = t.elapsed();
+    assert!(took <= Duration::from_secs(1), "took {took:?}");
+    assert!(silent.url().contains(&addr), "{addr}");
+    assert!(reason.contains("no reply within"), "{reason}");
+}
+
+#[tokio::test]
+async fn an_http_server_is_not_a_redis_server() {
+    let port = http_port();
+    let url = format!("redis://127.0.0.1:{port}/");
+    let (addr, reason) = connect_error(Mq::connect(&url, opts(Duration::from_secs(2))).await);
+    assert_eq!(addr, format!("127.0.0.1:{port}"));
+    assert!(reason.contains("not a Redis server"), "{reason}");
+}
+
+#[tokio::test]
+async fn wrong_and_missing_passwords_are_named() {
+    let server = RedisServer::start_with_args(&["--requirepass", "s3cret"]);
+    let port = server.port();
+    let wrong = format!("redis://:nope@127.0.0.1:{port}/");
+    let (addr, reason) = connect_error(Mq::connect(&wrong, MqOptions::default()).await);
+    assert_eq!(addr, format!("127.0.0.1:{port}"));
+    assert!(reason.contains("wrong password"), "{reason}");
+    let (_, reason) = connect_error(Mq::connect(&server.url(), MqOptions::default()).await);
+    assert!(reason.contains("requires a password"), "{reason}");
+    let right = format!("redis://:s3cret@127.0.0.1:{port}/");
+    Mq::connect(&right, MqOptions::default()).await.unwrap();
+}
+
+/// A fake server speaking just enough of the protocol: `PING` → `PONG`, `INFO` → an old
+/// `redis_version`, anything else → `OK`.
+fn old_redis_port(version: &'static str) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let n: usize = line.trim()[1..].parse().unwrap_or(0);
+                    let mut args = Vec::new();
+                    for _ in 0..n {
+                        line.clear();
+                        r.read_line(&mut line).unwrap();
+                        let len: usize = line.trim()[1..].parse().unwrap();
+                        let mut buf = vec![0; len + 2];
+                        r.read_exact(&mut buf).unwrap();
+                        args.push(String::from_utf8_lossy(&buf[..len]).to_uppercase());
+                    }
+                    let reply = match args.first().map(String::as_str) {
+                        Some("PING") => "+PONG\r\n".to_string(),
+                        Some("INFO") => {
+                            let body = format!("# Server\r\nredis_version:{version}\r\n");
+                            format!("${}\r\n{body}\r\n", body.len())
+                        }
+                        _ => "+OK\r\n".to_string(),
+                    };
+                    if w.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn an_old_redis_is_named() {
+    let port = old_redis_port("6.2.14");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let (_, reason) = connect_error(Mq::connect(&url, opts(Duration::from_secs(2))).await);
+    assert!(
+        reason.contains("6.2.14") && reason.contains("older"),
+        "{reason}"
+    );
+}
+
+/// The engine decides at start: an unreachable Redis fails `execute_async` (naming the
+/// address) instead of starting a job whose subtasks are dead.
+#[test]
+fn execute_async_on_an_unreachable_redis_fails_naming_the_address() {
+    for url in [
+        "redis://127.0.0.1:1/".to_string(),
+        SilentPort::start().url(),
+    ] {
+        let config = RedisRuntimeConfig::builder()
+            .mq_options(opts(Duration::from_millis(500)))
+            .build()
+            .unwrap();
+        let env = RedisEnv::create_with_config(url.as_str(), config).unwrap();
+        env.from_mq_topic("t", "g")
+            .map(|m| m.id.clone())
+            .sink(CollectSink::new())
+            .unwrap();
+        let t = Instant::now();
+        let (addr, _) = connect_error(env.execute_async());
+        assert!(t.elapsed() <= Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(url.contains(&addr), "{url} vs {addr}");
     }
 }

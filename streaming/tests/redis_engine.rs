@@ -468,7 +468,21 @@ fn registration_rules() {
         other => panic!("{other:?}"),
     }
 
-    // Started (its subtasks cannot connect and stop; the job still counts as started).
+    // Redis unreachable: execute_async fails, naming the address, and starts nothing.
+    match env.execute_async() {
+        Err(Error::Connect { addr, .. }) => assert_eq!(addr, "127.0.0.1:1"),
+        other => panic!("expected a connect error, got {other:?}"),
+    }
+
+    // Started on a reachable server (topic `t` does not exist there: its subtasks stop,
+    // and the job still counts as started).
+    let s = setup("eng-reg");
+    let env =
+        RedisEnv::create_with_config(s.redis.url(), s.config("reg", AckMode::Offset, 1)).unwrap();
+    env.from_mq_topic("t", "g")
+        .map(|m: Message| m.id)
+        .sink(CollectSink::new())
+        .unwrap();
     let job = env.execute_async().unwrap();
     let e = env
         .from_mq_topic("t", "late")

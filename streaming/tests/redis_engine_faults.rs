@@ -1,6 +1,9 @@
 //! The Redis engine survives Redis being killed and restarted (AOF, fsync always) in the
 //! middle of a job: it reconnects, resumes every partition from its last commit and ends
-//! with exact state and exactly-once list-sink output (both ack modes).
+//! with exact state and exactly-once list-sink output (both ack modes), whatever the
+//! outage's length (every partition commits again within 10 s of Redis answering). A
+//! cancel during an outage, or with Redis frozen (`SIGSTOP`), returns within twice the
+//! response timeout; the job client's waits honour their own timeouts.
 
 mod support;
 
@@ -9,8 +12,10 @@ use std::time::{Duration, Instant};
 
 use redis::AsyncCommands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
-use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig};
+use streaming::mq::{
+    partition_for_key, Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions,
+};
+use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig};
 use support::fast_options;
 use support::redis_server::TestRedis;
 
@@ -35,14 +40,50 @@ fn lists(rt: &tokio::runtime::Runtime, url: &str) -> Option<BTreeMap<String, Vec
     })
 }
 
-fn survives_restart(mode: AckMode) {
-    let mut redis = TestRedis::private();
+/// Per partition, the length of its sink list (`None` while Redis does not answer).
+fn list_lens(rt: &tokio::runtime::Runtime, url: &str) -> Option<Vec<usize>> {
+    let client = redis::Client::open(url).ok()?;
+    rt.block_on(async {
+        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        let mut lens = Vec::new();
+        for p in 0..4 {
+            let n: usize = conn
+                .llen(RedisListSink::<String>::key_for("out", "t", p))
+                .await
+                .ok()?;
+            lens.push(n);
+        }
+        Some(lens)
+    })
+}
+
+/// The queue options of these tests: fast leases, `response_timeout`.
+fn options(response_timeout: Duration) -> MqOptions {
+    fast_options("eng-fault")
+        .response_timeout(response_timeout)
+        .build()
+        .unwrap()
+}
+
+/// A running word-count job over topic `t` (4 partitions, 3000 messages of 13 words):
+/// each output `word=n` goes to the partition's list `out`.
+struct WordCount {
+    redis: TestRedis,
+    url: String,
+    rt: tokio::runtime::Runtime,
+    mq_opts: MqOptions,
+    words: Vec<String>,
+    job: JobClient,
+}
+
+fn start_word_count(mode: AckMode, response_timeout: Duration) -> WordCount {
+    let redis = TestRedis::private();
     let url = redis.url().to_string();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let mq_opts = fast_options("eng-fault").build().unwrap();
+    let mq_opts = options(response_timeout);
     let mq = rt.block_on(Mq::connect(&url, mq_opts.clone())).unwrap();
     rt.block_on(mq.create_topic("t", 4)).unwrap();
     let words: Vec<String> = (0..3000).map(|i| format!("w{}", i % 13)).collect();
@@ -57,7 +98,7 @@ fn survives_restart(mode: AckMode) {
     let config = RedisRuntimeConfig::builder()
         .job_name("faults")
         .job_instance_id("test")
-        .mq_options(mq_opts)
+        .mq_options(mq_opts.clone())
         .ack_mode(mode)
         .pipeline_parallelism(2)
         .build()
@@ -85,43 +126,207 @@ fn survives_restart(mode: AckMode) {
     .sink(RedisListSink::<String>::text("out"))
     .unwrap();
     let job = env.execute_async().unwrap();
-    let total = |l: &BTreeMap<String, Vec<u64>>| l.values().map(Vec::len).sum::<usize>();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while lists(&rt, &url).map_or(0, |l| total(&l)) < 300 {
-        assert!(
-            Instant::now() < deadline,
-            "no progress: {:?}",
-            job.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(10));
+    WordCount {
+        redis,
+        url,
+        rt,
+        mq_opts,
+        words,
+        job,
     }
-    redis.server().kill();
-    std::thread::sleep(Duration::from_millis(300));
-    redis.server().restart();
-    let done = loop {
-        if let Some(l) = lists(&rt, &url) {
-            if total(&l) >= 3000 {
-                break l;
-            }
+}
+
+fn total(l: &BTreeMap<String, Vec<u64>>) -> usize {
+    l.values().map(Vec::len).sum()
+}
+
+impl WordCount {
+    /// Waits until the job has emitted at least `n` outputs (mid-run).
+    fn wait_outputs(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while lists(&self.rt, &self.url).map_or(0, |l| total(&l)) < n {
+            assert!(
+                Instant::now() < deadline,
+                "no progress: {:?}",
+                self.job.diagnostics()
+            );
+            std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(
-            Instant::now() < deadline,
-            "not finished: {:?}",
-            job.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    job.cancel();
+    }
+
+    /// Sends one more message to each partition (a word that hashes there); they count.
+    fn send_one_per_partition(&mut self) {
+        let mut extra = Vec::new();
+        for p in 0..4 {
+            let w = (0..)
+                .map(|i| format!("x{i}"))
+                .find(|w| partition_for_key(w, 4) == p)
+                .unwrap();
+            extra.push(w);
+        }
+        let mq = self
+            .rt
+            .block_on(Mq::connect(&self.url, self.mq_opts.clone()))
+            .unwrap();
+        let msgs: Vec<OutgoingMessage> = extra
+            .iter()
+            .map(|w| OutgoingMessage::new(w.clone()).key(w.clone()))
+            .collect();
+        self.rt
+            .block_on(mq.producer().send_batch("t", &msgs))
+            .unwrap();
+        self.words.extend(extra);
+    }
+
+    /// Waits for every output, then checks exactly-once state and output: each word's
+    /// outputs are exactly `1..=its count`.
+    fn check_exactly_once(&self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let expected_total = self.words.len();
+        let done = loop {
+            if let Some(l) = lists(&self.rt, &self.url) {
+                if total(&l) >= expected_total {
+                    break l;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not finished: {:?}",
+                self.job.diagnostics()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        self.job.cancel();
+        let done = lists(&self.rt, &self.url).unwrap_or(done);
+        for (w, counts) in &done {
+            let expected = self.words.iter().filter(|x| *x == w).count() as u64;
+            assert_eq!(counts, &(1..=expected).collect::<Vec<_>>(), "{what}: {w}");
+        }
+        assert_eq!(total(&done), expected_total, "{what}: 0 lost, 0 duplicated");
+    }
+}
+
+fn survives_restart(mode: AckMode) {
+    let mut w = start_word_count(mode, Duration::from_secs(5));
+    w.wait_outputs(300);
+    w.redis.server().kill();
+    std::thread::sleep(Duration::from_millis(300));
+    w.redis.server().restart();
+    w.check_exactly_once(&format!("{mode:?}"));
     assert!(
-        !job.diagnostics().errors.is_empty(),
+        !w.job.diagnostics().errors.is_empty(),
         "the outage was noticed and recovered from"
     );
-    let done = lists(&rt, &url).unwrap_or(done);
-    for (w, counts) in &done {
-        let expected = words.iter().filter(|x| *x == w).count() as u64;
-        assert_eq!(counts, &(1..=expected).collect::<Vec<_>>(), "{mode:?} {w}");
+}
+
+/// Kills Redis mid-run for `outage`, restarts it (AOF) and checks that every partition
+/// commits again within 10 s of Redis answering, then exactly-once state and output.
+fn survives_outage(mode: AckMode, outage: Duration) {
+    let mut w = start_word_count(mode, Duration::from_secs(1));
+    w.wait_outputs(300);
+    w.redis.server().kill();
+    std::thread::sleep(outage);
+    w.redis.server().restart();
+    let back = Instant::now();
+    let before = list_lens(&w.rt, &w.url).expect("redis answers after the restart");
+    w.send_one_per_partition();
+    // Every partition emits (= commits) again: its list grows past its length at restart.
+    let bound = Duration::from_secs(10);
+    loop {
+        let now = list_lens(&w.rt, &w.url).unwrap_or_default();
+        if now.len() == 4 && now.iter().zip(&before).all(|(n, b)| n > b) {
+            break;
+        }
+        assert!(
+            back.elapsed() < bound,
+            "{mode:?}, outage {outage:?}: not every partition committed within {bound:?} of Redis answering again ({before:?} -> {now:?}): {:#?}",
+            w.job.diagnostics()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(total(&done), 3000);
+    eprintln!(
+        "{mode:?}, outage {outage:?}: every partition committed again {:?} after Redis answered",
+        back.elapsed()
+    );
+    w.check_exactly_once(&format!("{mode:?}, outage {outage:?}"));
+}
+
+#[test]
+fn outage_1s_offset() {
+    survives_outage(AckMode::Offset, Duration::from_secs(1));
+}
+
+#[test]
+fn outage_5s_xack() {
+    survives_outage(AckMode::Xack, Duration::from_secs(5));
+}
+
+#[test]
+fn outage_30s_offset() {
+    survives_outage(AckMode::Offset, Duration::from_secs(30));
+}
+
+/// `cancel()` while Redis is down returns within twice the response timeout.
+#[test]
+fn cancel_during_outage_is_bounded() {
+    let response_timeout = Duration::from_secs(1);
+    let mut w = start_word_count(AckMode::Offset, response_timeout);
+    w.wait_outputs(300);
+    w.redis.server().kill();
+    // Let the subtasks notice and enter their reconnect loops.
+    std::thread::sleep(Duration::from_secs(2));
+    let t = Instant::now();
+    w.job.cancel();
+    let took = t.elapsed();
+    eprintln!("cancel during an outage took {took:?}");
+    assert!(took <= response_timeout * 2, "cancel took {took:?}");
+}
+
+/// With Redis frozen (`SIGSTOP`) under a running job, the job client's waits honour their
+/// timeouts, the stall shows per partition in the diagnostics, and `cancel()` returns
+/// within twice the response timeout.
+#[test]
+fn frozen_redis_does_not_hang_the_job_client() {
+    let response_timeout = Duration::from_secs(1);
+    let mut w = start_word_count(AckMode::Offset, response_timeout);
+    w.wait_outputs(300);
+    let port = w.redis.server().port();
+    w.redis.server().freeze();
+    let frozen_at = std::time::SystemTime::now();
+    let t = Instant::now();
+    let r = w.job.await_caught_up(Duration::from_secs(3));
+    let took = t.elapsed();
+    assert!(
+        took <= Duration::from_secs(3) + Duration::from_millis(500),
+        "await_caught_up(3 s) took {took:?}"
+    );
+    match r {
+        Err(streaming::Error::Connect { addr, .. }) => {
+            assert_eq!(addr, format!("127.0.0.1:{port}"))
+        }
+        other => panic!("expected a connect error naming the address, got {other:?}"),
+    }
+    // Each partition's failing batch shows as its last error, after its last commit.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let d = w.job.diagnostics();
+        let stalled = d.partitions.iter().all(|p| {
+            p.last_error_at.is_some_and(|at| at >= frozen_at)
+                && p.last_commit_at.is_none_or(|c| c <= frozen_at)
+        });
+        if d.partitions.len() == 4 && stalled {
+            assert_eq!(d.running_subtasks, 2, "the subtasks keep retrying");
+            break;
+        }
+        assert!(Instant::now() < deadline, "stall not visible: {d:#?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t = Instant::now();
+    w.job.cancel();
+    let took = t.elapsed();
+    eprintln!("cancel with Redis frozen took {took:?}");
+    assert!(took <= response_timeout * 2, "cancel took {took:?}");
+    w.redis.server().thaw();
 }
 
 #[test]

@@ -132,7 +132,8 @@ impl ExclusiveReader {
         self.partition
     }
 
-    /// Reads up to `count` new entries, blocking up to `block` (≥ 1 ms) when none are
+    /// Reads up to `count` new entries, blocking up to `block` (1 ms to 1 s: the
+    /// connection allows 1 s of blocking on top of the response timeout) when none are
     /// there (`XREADGROUP GROUP g c COUNT count BLOCK block NOACK STREAMS s >`).
     ///
     /// # Errors
@@ -160,7 +161,11 @@ impl ExclusiveReader {
             .arg("COUNT")
             .arg(count.max(1))
             .arg("BLOCK")
-            .arg(u64::try_from(block.as_millis()).unwrap_or(u64::MAX).max(1))
+            .arg(
+                block
+                    .clamp(Duration::from_millis(1), super::EXCLUSIVE_BLOCK)
+                    .as_millis() as u64,
+            )
             .arg("NOACK")
             .arg("STREAMS")
             .arg(&stream)

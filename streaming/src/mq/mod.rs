@@ -51,6 +51,7 @@
 //!   still acknowledge the batch it is handling (harmless under at-least-once);
 //! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
+mod connection;
 mod consumer;
 pub mod dlq;
 mod exclusive;
@@ -66,10 +67,15 @@ pub mod topic;
 mod worker;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use tracing::info;
 
+pub use connection::MIN_REDIS_VERSION;
+pub(crate) use connection::{
+    blocking_connection, connect_error, connection_manager, prove, prove_blocking, Backoff,
+};
 pub use consumer::Subscription;
 pub use dlq::DeadLetter;
 pub use exclusive::{ExclusiveBatch, ExclusiveReader};
@@ -85,6 +91,10 @@ pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
 
 use crate::Error;
 use topic::validate_name;
+
+/// The `BLOCK` time an [`ExclusiveReader`]'s connection allows on top of the response
+/// timeout: a longer block in [`ExclusiveReader::read`] may time out.
+const EXCLUSIVE_BLOCK: Duration = Duration::from_secs(1);
 
 /// A handle on the queue: one Redis client, options, and a shared multiplexed connection
 /// for admin and producing. Cheap to clone.
@@ -104,48 +114,26 @@ impl std::fmt::Debug for Mq {
     }
 }
 
-/// How long one connection attempt may take before it fails.
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// A connection manager (reconnects with backoff after a lost connection) whose first
-/// connection fails within [`CONNECT_TIMEOUT`] when the server cannot be reached, instead of
-/// retrying for a long time.
-pub(crate) async fn connection_manager(client: &redis::Client) -> Result<ConnectionManager, Error> {
-    let timed_out = || Error::Mq {
-        op: "connect",
-        reason: format!(
-            "no connection to {} within {:?}",
-            client.get_connection_info().addr,
-            CONNECT_TIMEOUT
-        ),
-    };
-    // One plain attempt first: a refused or unreachable server is reported at once (the
-    // manager's own first connection retries with backoff).
-    tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
-        .await
-        .map_err(|_| timed_out())??;
-    let config = redis::aio::ConnectionManagerConfig::new().set_connection_timeout(CONNECT_TIMEOUT);
-    tokio::time::timeout(
-        CONNECT_TIMEOUT * 3,
-        client.get_connection_manager_with_config(config),
-    )
-    .await
-    .map_err(|_| timed_out())?
-    .map_err(Error::from)
-}
-
 impl Mq {
-    /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`). Needs Redis ≥ 7.0
-    /// (`XAUTOCLAIM` with deleted-entry reporting, `XINFO GROUPS` lag, exclusive `XRANGE`).
+    /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`) and proves the server:
+    /// `PING` (after the client's `AUTH`/`HELLO`) must answer `PONG`, and the server must
+    /// be Redis ≥ [`MIN_REDIS_VERSION`] (`XAUTOCLAIM` with deleted-entry reporting,
+    /// `XINFO GROUPS` lag, exclusive `XRANGE`).
+    ///
+    /// Every call made through the handle fails after [`MqOptions::response_timeout`]
+    /// without a reply; a lost connection is opened again by the next call (one attempt
+    /// each, no hidden retry schedule).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] from [`MqOptions::validate`]; [`Error::Redis`] if the URL
-    /// is invalid or the server refuses the connection; [`Error::Mq`] (op `connect`) if no
-    /// connection is made within 5 s (then within 15 s for the reconnecting manager).
+    /// is invalid; [`Error::Connect`], naming the address, when the connection is refused,
+    /// nothing answers within the response timeout, the password is wrong or missing, the
+    /// server is not a Redis server, or its version is older than required.
     pub async fn connect(url: &str, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
         let client = redis::Client::open(url)?;
-        let conn = connection_manager(&client).await?;
+        let mut conn = connection_manager(&client, opts.response_timeout, Duration::ZERO).await?;
+        prove(&client, &mut conn, opts.response_timeout).await?;
         Ok(Self {
             keys: KeySpace::new(opts.key_prefix.clone()),
             client,
@@ -157,7 +145,7 @@ impl Mq {
     /// A handle on `client` with its own connection (the Redis engine's subtasks).
     pub(crate) async fn from_client(client: redis::Client, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
-        let conn = connection_manager(&client).await?;
+        let conn = connection_manager(&client, opts.response_timeout, Duration::ZERO).await?;
         Ok(Self {
             keys: KeySpace::new(opts.key_prefix.clone()),
             client,
@@ -310,7 +298,9 @@ impl Mq {
             });
         }
         let reader = ExclusiveReader {
-            conn: connection_manager(&self.client).await?,
+            // Its reads block at most as long as the caller asks: the engine asks 1 ms.
+            conn: connection_manager(&self.client, self.opts.response_timeout, EXCLUSIVE_BLOCK)
+                .await?,
             keys: self.keys.clone(),
             topic: topic.to_owned(),
             group: group.to_owned(),

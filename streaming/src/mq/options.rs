@@ -170,6 +170,12 @@ pub struct MqOptions {
     /// Approximate `MAXLEN ~` applied by the producer on every `XADD`; `None` keeps
     /// every entry (default).
     pub max_len: Option<usize>,
+    /// How long any one Redis call may wait for its reply — and one connection attempt
+    /// for the server's greeting — before it fails with a timeout, default 5 s, at least
+    /// 10 ms. A blocking read (`XREADGROUP .. BLOCK`) may take its block time on top. It
+    /// bounds how long a frozen or silent server can hold a caller: the queue, the Redis
+    /// engine's subtasks and its job client all use it.
+    pub response_timeout: Duration,
 }
 
 impl Default for MqOptions {
@@ -183,6 +189,7 @@ impl Default for MqOptions {
             retry_poll_interval: Duration::from_millis(100),
             retry: RetryPolicy::default(),
             max_len: None,
+            response_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -201,7 +208,8 @@ impl MqOptions {
     /// [`Error::InvalidConfig`] naming the first invalid field: `key_prefix` (empty or
     /// containing `{`, `}` or whitespace), `worker_count` (0), `lease_ttl` (< 100 ms),
     /// `lease_renew_interval` (zero or ≥ lease_ttl / 2), `claim_idle` (zero),
-    /// `retry_poll_interval` (zero), `max_len` (0) or a `retry.*` field.
+    /// `retry_poll_interval` (zero), `max_len` (0), `response_timeout` (< 10 ms) or a
+    /// `retry.*` field.
     pub fn validate(&self) -> Result<(), Error> {
         if self.key_prefix.is_empty()
             || self
@@ -234,6 +242,12 @@ impl MqOptions {
         }
         if self.max_len == Some(0) {
             return Err(invalid("max_len", "must be ≥ 1 when set"));
+        }
+        if self.response_timeout < Duration::from_millis(10) {
+            return Err(invalid(
+                "response_timeout",
+                format!("must be ≥ 10 ms, got {:?}", self.response_timeout),
+            ));
         }
         self.retry.validate()
     }
@@ -288,6 +302,10 @@ impl MqOptionsBuilder {
     setter!(
         /// Sets [`MqOptions::max_len`].
         max_len: Option<usize>
+    );
+    setter!(
+        /// Sets [`MqOptions::response_timeout`] (≥ 10 ms).
+        response_timeout: Duration
     );
 
     /// Validates and returns the options.
@@ -435,6 +453,15 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(field(e), "retry.jitter");
+        let e = MqOptions::builder()
+            .response_timeout(Duration::from_millis(5))
+            .build()
+            .unwrap_err();
+        assert_eq!(field(e), "response_timeout");
+        assert_eq!(
+            MqOptions::default().response_timeout,
+            Duration::from_secs(5)
+        );
         let e = SubscriptionOptions::builder()
             .batch_count(0)
             .build()

@@ -151,7 +151,13 @@ pub(crate) async fn run<H: MessageHandler>(
         }
         let result = match conn.as_mut() {
             Some(c) => step(&shared, partition, c, &mut timers).await,
-            None => match super::connection_manager(&shared.client).await {
+            None => match super::connection_manager(
+                &shared.client,
+                shared.opts.response_timeout,
+                shared.sub.poll_timeout,
+            )
+            .await
+            {
                 Ok(c) => {
                     conn = Some(c);
                     Ok(())

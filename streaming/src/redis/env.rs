@@ -302,12 +302,22 @@ impl RedisEnv {
     }
 
     /// Starts every registered pipeline: per pipeline `pipeline_parallelism` subtasks, each
-    /// a thread owning the partitions `p % n == subtask`. Returns at once; failures while
-    /// starting (unknown topic, unreachable server) end the subtask and show in
-    /// [`JobClient::diagnostics`].
+    /// a thread owning the partitions `p % n == subtask`.
+    ///
+    /// It first proves the server (a blocking `PING` and version check, each wait bounded
+    /// by [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)), so an
+    /// unreachable or unusable Redis fails here instead of starting a job that cannot run.
+    /// After that it returns at once. From then on the job never gives up on Redis while
+    /// it runs: a subtask that cannot connect, and a partition that cannot be taken or
+    /// committed, retry with a bounded, jittered backoff (at most 2 s between attempts),
+    /// each failure — naming the address — in [`JobClient::diagnostics`] (the job's
+    /// errors and the partition's `last_error`). An unknown topic ends the subtask.
     ///
     /// # Errors
-    /// [`Error::Engine`] when called twice or without a registered pipeline.
+    /// [`Error::Engine`] when called twice or without a registered pipeline;
+    /// [`Error::Connect`] naming the address when Redis cannot be reached, does not answer
+    /// in time, refuses the password, is not a Redis server or is older than
+    /// [`MIN_REDIS_VERSION`](crate::mq::MIN_REDIS_VERSION).
     pub fn execute_async(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
             op: "execute_async",
@@ -327,6 +337,16 @@ impl RedisEnv {
             st.started = true;
             std::mem::take(&mut st.pipelines)
         };
+        if let Err(e) =
+            crate::mq::prove_blocking(&self.inner.client, config.mq_options().response_timeout)
+        {
+            // Not started: the pipelines stay registered for another attempt.
+            if let Ok(mut st) = self.inner.state.lock() {
+                st.started = false;
+                st.pipelines = pipelines;
+            }
+            return Err(e);
+        }
         let job = Arc::new(JobShared::new(
             config,
             self.inner.client.clone(),

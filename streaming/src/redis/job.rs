@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Progress of one partition of a running job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,6 +49,15 @@ pub struct PartitionProgress {
     /// Idle flushes: times the partition's watermark was flushed to `i64::MAX` after
     /// `watermark_idle_timeout` without input or a generator's `mark_idle`.
     pub idle_flushes: u64,
+    /// When the partition last committed (a batch, timers or an idle flush); `None`
+    /// before its first commit of this run. A partition that stalls shows an old time
+    /// here and a recent [`last_error_at`](Self::last_error_at).
+    pub last_commit_at: Option<SystemTime>,
+    /// The last error the partition met and is recovering from (e.g. Redis unreachable:
+    /// the message names the address), kept after it recovered.
+    pub last_error: Option<String>,
+    /// When [`last_error`](Self::last_error) happened.
+    pub last_error_at: Option<SystemTime>,
 }
 
 /// What [`JobClient::diagnostics`] reports.
@@ -106,6 +115,8 @@ pub(crate) struct JobShared {
     parallelism: u32,
     /// What [`JobClient::await_caught_up`] checks.
     client: redis::Client,
+    /// Bound of every wait on Redis (`mq_options.response_timeout`).
+    pub(crate) response_timeout: Duration,
     keys: KeySpace,
     ack_mode: AckMode,
     /// (topic, group) of each pipeline.
@@ -138,6 +149,7 @@ impl JobShared {
             job_instance_id: config.job_instance_id(),
             parallelism: config.pipeline_parallelism(),
             client,
+            response_timeout: config.mq_options().response_timeout,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
             ack_mode: config.ack_mode(),
             pipelines,
@@ -177,10 +189,11 @@ impl JobShared {
     }
 
     /// Whether every partition of every pipeline is taken, running, and committed up to
-    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition).
-    fn caught_up(&self) -> Result<bool, Error> {
+    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition). Each
+    /// wait on Redis is bounded by `budget`.
+    fn caught_up(&self, budget: Duration) -> Result<bool, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
-        let mut conn = self.client.get_connection()?;
+        let mut conn = crate::mq::blocking_connection(&self.client, budget)?;
         for (topic, group) in &self.pipelines {
             let partitions: Option<u32> = redis::cmd("HGET")
                 .arg(self.keys.meta(topic))
@@ -276,6 +289,16 @@ impl JobShared {
         let _g = self.done.0.lock();
         self.running.fetch_sub(1, Ordering::SeqCst);
         self.done.1.notify_all();
+    }
+
+    /// Reports an error of one partition: in the job's errors and as the partition's
+    /// [`PartitionProgress::last_error`].
+    pub(crate) fn partition_error(&self, topic: &str, group: &str, partition: u32, e: String) {
+        self.progress(topic, group, partition, |p| {
+            p.last_error = Some(e.clone());
+            p.last_error_at = Some(SystemTime::now());
+        });
+        self.error(e);
     }
 
     pub(crate) fn error(&self, e: String) {
@@ -417,6 +440,12 @@ impl JobClient {
     /// Stops the job and waits for its subtasks: each finishes its current batch (it
     /// commits or is read again later), closes its chains and sinks and releases its
     /// partitions. Idempotent.
+    ///
+    /// It returns within about [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)
+    /// whatever Redis does: a subtask still waiting on Redis that long after the cancel
+    /// (a frozen or silent server) is dropped where it stands — its batch was not
+    /// committed and is read again by the next run, and its partition leases expire after
+    /// `lease_ttl`.
     pub fn cancel(&self) {
         self.shared.cancelled.store(true, Ordering::SeqCst);
         let threads = self
@@ -464,12 +493,17 @@ impl JobClient {
     ///
     /// Producers still writing move the end: it is the end as of each check.
     ///
+    /// It returns within `timeout` (plus at most 10 ms) whatever Redis does: each wait on
+    /// Redis is bounded by the time left and by
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout).
+    ///
     /// # Errors
-    /// [`Error::Redis`] when a check cannot reach Redis.
+    /// [`Error::Connect`] (naming the address) when a check cannot reach Redis or gets
+    /// no reply in time; [`Error::Redis`] for an unexpected reply.
     pub fn await_caught_up(&self, timeout: Duration) -> Result<bool, Error> {
         let end = Instant::now() + timeout;
         loop {
-            if self.shared.caught_up()? {
+            if self.check_caught_up(end)? {
                 return Ok(true);
             }
             let now = Instant::now();
@@ -478,6 +512,19 @@ impl JobClient {
             }
             std::thread::sleep((end - now).min(Duration::from_millis(20)));
         }
+    }
+
+    /// One [`JobShared::caught_up`] check, every wait bounded by the response timeout and
+    /// the time left until `end`.
+    fn check_caught_up(&self, end: Instant) -> Result<bool, Error> {
+        let left = end.saturating_duration_since(Instant::now());
+        let budget = self.shared.response_timeout.min(left);
+        self.shared.caught_up(budget).map_err(|e| match e {
+            Error::Redis(e) if e.is_timeout() || e.is_io_error() => {
+                crate::mq::connect_error(&self.shared.client, e, budget)
+            }
+            other => other,
+        })
     }
 
     /// Every subtask has stopped, or every partition has (e.g. a schema mismatch under
@@ -506,7 +553,9 @@ impl JobClient {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] (field `watermark_idle_timeout`) when the job has no idle
-    /// timeout (nothing would ever flush); [`Error::Redis`] when a check cannot reach Redis.
+    /// timeout (nothing would ever flush); [`Error::Connect`] when a check cannot reach
+    /// Redis in time (it returns within `timeout` plus at most 10 ms, as
+    /// [`await_caught_up`](Self::await_caught_up)).
     pub fn await_flushed(&self, timeout: Duration) -> Result<bool, Error> {
         if self.shared.idle_timeout.is_none() {
             return Err(Error::InvalidConfig {
@@ -526,7 +575,7 @@ impl JobClient {
                 p.iter()
                     .all(|pr| matches!(pr.watermark, None | Some(i64::MIN) | Some(i64::MAX)))
             });
-            if flushed && self.shared.caught_up()? {
+            if flushed && self.check_caught_up(end)? {
                 return Ok(true);
             }
             let now = Instant::now();

@@ -67,6 +67,19 @@
 //! failed commit (connection lost, Redis restarting) resets the partition to its last
 //! commit and retries with backoff.
 //!
+//! Redis outages: every call waits at most
+//! [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) for its reply
+//! (the job client's waits too), and a lost connection is opened again by the next call
+//! (one attempt each). [`RedisEnv::execute_async`] proves the server before starting
+//! and fails with [`Error::Connect`](crate::Error::Connect) naming the address; once
+//! started, a job never gives up on Redis: subtasks that cannot connect and partitions
+//! that cannot be taken or committed retry with a bounded, jittered backoff (at most 2 s
+//! apart), so every partition commits again within seconds of Redis answering, from its
+//! last commit (exactly-once state and list-sink output hold). Each partition's
+//! [`PartitionProgress::last_commit_at`] and [`PartitionProgress::last_error`] show a
+//! stall; [`JobClient::cancel`] returns within about one response timeout whatever Redis
+//! does.
+//!
 //! # Event time (seed §2.4, DESIGN invariants 2 and 7)
 //!
 //! Each partition's chain has its own watermark. Every Redis pipeline starts with the

@@ -308,7 +308,12 @@ where
                     op: "subtask",
                     reason: format!("cannot start a tokio runtime: {e}"),
                 })
-                .and_then(|rt| rt.block_on(run_subtask(plan, sink, &spec, subtask, n, &job)));
+                .and_then(|rt| {
+                    rt.block_on(bounded_by_cancel(
+                        run_subtask(plan, sink, &spec, subtask, n, &job),
+                        &job,
+                    ))
+                });
             if let Err(e) = result {
                 job.error(format!(
                     "subtask {subtask} of {}/{} stopped: {e}",
@@ -327,6 +332,68 @@ where
     }
     threads
 }
+
+/// Runs `subtask` until it ends, or until `response_timeout` after the job was cancelled:
+/// a subtask still waiting on a frozen or silent Redis by then is dropped where it stands
+/// (its uncommitted batch is read again by the next run; its leases expire), so that
+/// [`JobClient::cancel`](super::JobClient::cancel) returns within a bound.
+async fn bounded_by_cancel(
+    subtask: impl std::future::Future<Output = Result<(), Error>>,
+    job: &JobShared,
+) -> Result<(), Error> {
+    let grace = async {
+        while !job.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(job.response_timeout).await;
+    };
+    tokio::select! {
+        r = subtask => r,
+        () = grace => {
+            tracing::warn!("subtask still waiting on Redis {:?} after the cancel: dropped", job.response_timeout);
+            Ok(())
+        }
+    }
+}
+
+/// Connects a subtask's queue handle and reads the topic's partition count, retrying with
+/// a bounded, jittered backoff while the server cannot be reached (each failure, naming
+/// the address, is in the job's errors); `None` when the job was cancelled meanwhile.
+///
+/// # Errors
+/// Anything but a connection failure, e.g. an unknown topic.
+async fn open_queue(
+    spec: &PipelineSpec,
+    subtask: u32,
+    job: &JobShared,
+) -> Result<Option<(Mq, u32)>, Error> {
+    let config = &spec.env.config;
+    let mut backoff = crate::mq::Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
+    while !job.is_cancelled() {
+        let opened = async {
+            let mq = Mq::from_client(spec.env.client.clone(), config.mq_options()).await?;
+            let partitions = mq.partitions(&spec.topic).await?;
+            Ok::<_, Error>((mq, partitions))
+        }
+        .await;
+        match opened {
+            Ok(opened) => return Ok(Some(opened)),
+            Err(e @ (Error::Connect { .. } | Error::Redis(_))) => {
+                job.error(format!(
+                    "subtask {subtask} of {}/{}: cannot start, retrying: {e}",
+                    spec.topic, spec.group
+                ));
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// The longest pause of a partition's reconnect / re-take backoff: once Redis answers
+/// again, every partition tries again within this long.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 enum Reader {
     Xack {
@@ -382,7 +449,8 @@ struct Part<C, S, O> {
     reader: Option<Reader>,
     next_renew: Instant,
     needs_reset: bool,
-    backoff: Duration,
+    /// Pause before the next re-take after a failure (bounded, jittered).
+    backoff: crate::mq::Backoff,
     retry_at: Instant,
     /// State field writes committed so far (drives the size sampling).
     writes: u64,
@@ -411,8 +479,9 @@ where
     S: Sink<<P as Plan<RedisRuntime>>::Out> + Clone,
 {
     let config = &spec.env.config;
-    let mq = Mq::from_client(spec.env.client.clone(), config.mq_options()).await?;
-    let partitions = mq.partitions(&spec.topic).await?;
+    let Some((mq, partitions)) = open_queue(spec, subtask, job).await? else {
+        return Ok(());
+    };
     let ctx = Ctx {
         spec,
         job,
@@ -466,7 +535,7 @@ where
             reader: None,
             next_renew: Instant::now(),
             needs_reset: true,
-            backoff: Duration::from_millis(50),
+            backoff: crate::mq::Backoff::new(Duration::from_millis(50), MAX_BACKOFF),
             retry_at: Instant::now(),
             writes: 0,
             hot: HashMap::new(),
@@ -487,8 +556,16 @@ where
                     break;
                 }
                 Err(e) => {
-                    tracing::debug!(partition = p, "taking partition: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    job.partition_error(
+                        &spec.topic,
+                        &spec.group,
+                        p,
+                        format!(
+                            "partition {p} of {}: cannot take it, retrying: {e}",
+                            spec.topic
+                        ),
+                    );
+                    tokio::time::sleep(part.backoff.next_delay()).await;
                 }
             }
         }
@@ -515,7 +592,7 @@ where
                         // Expired (e.g. Redis was down longer than the TTL) or taken: take
                         // the partition again from its last commit, waiting while another
                         // consumer holds it.
-                        job.error(format!(
+                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
                             "partition {} of {}: lease lost, taking the partition again from its last commit",
                             part.partition, spec.topic
                         ));
@@ -524,10 +601,12 @@ where
                         continue;
                     }
                     Err(e) => {
-                        job.error(format!(
-                            "partition {}: lease renewal failed: {e}",
-                            part.partition
-                        ));
+                        job.partition_error(
+                            &spec.topic,
+                            &spec.group,
+                            part.partition,
+                            format!("partition {}: lease renewal failed: {e}", part.partition),
+                        );
                     }
                 }
             }
@@ -538,16 +617,19 @@ where
                 match part.take(plan, &ctx, &mut conn).await {
                     Ok(()) => {
                         part.needs_reset = false;
-                        part.backoff = Duration::from_millis(50);
+                        part.backoff.reset();
                     }
                     Err(e) if super::schema::stops_partition(&e) => {
                         super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
                         part.stopped = true;
                     }
                     Err(e) => {
-                        tracing::warn!(partition = part.partition, "reset failed, retrying: {e}");
-                        part.retry_at = Instant::now() + part.backoff;
-                        part.backoff = (part.backoff * 2).min(Duration::from_secs(2));
+                        let delay = part.backoff.next_delay();
+                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
+                            "partition {} of {}: taking it again failed, retrying in {delay:?}: {e}",
+                            part.partition, spec.topic
+                        ));
+                        part.retry_at = Instant::now() + delay;
                     }
                 }
                 continue;
@@ -555,21 +637,21 @@ where
             match part.step(plan, &ctx, &mut conn).await {
                 Ok(0) => {
                     if let Err(e) = part.fire_processing_timers(plan, &ctx, &mut conn).await {
-                        job.error(format!(
+                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
                             "partition {} of {}: processing-time timers not committed, reading again from the last commit: {e}",
                             part.partition, spec.topic
                         ));
                         part.needs_reset = true;
-                        part.retry_at = Instant::now() + part.backoff;
+                        part.retry_at = Instant::now() + part.backoff.next_delay();
                         continue;
                     }
                     if let Err(e) = part.maybe_flush_idle(plan, &ctx, &mut conn).await {
-                        job.error(format!(
+                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
                             "partition {} of {}: idle flush not committed, reading again from the last commit: {e}",
                             part.partition, spec.topic
                         ));
                         part.needs_reset = true;
-                        part.retry_at = Instant::now() + part.backoff;
+                        part.retry_at = Instant::now() + part.backoff.next_delay();
                     }
                 }
                 Ok(_) => busy = true,
@@ -578,12 +660,12 @@ where
                     part.stopped = true;
                 }
                 Err(e) => {
-                    job.error(format!(
+                    job.partition_error(&spec.topic, &spec.group, part.partition, format!(
                         "partition {} of {}: batch not committed, reading again from the last commit: {e}",
                         part.partition, spec.topic
                     ));
                     part.needs_reset = true;
-                    part.retry_at = Instant::now() + part.backoff;
+                    part.retry_at = Instant::now() + part.backoff.next_delay();
                 }
             }
         }
@@ -970,6 +1052,7 @@ where
         ctx.job
             .progress(&spec.topic, &spec.group, self.partition, |pr| {
                 pr.subtask = ctx.subtask;
+                pr.last_commit_at = Some(std::time::SystemTime::now());
                 if last_id.is_some() {
                     pr.last_committed_id = last_id;
                 }

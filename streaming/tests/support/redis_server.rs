@@ -49,6 +49,8 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// Extra `redis-server` arguments (e.g. `--requirepass`).
+    args: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -59,12 +61,19 @@ fn free_port() -> u16 {
 impl RedisServer {
     /// Starts a server on a free loopback port in a fresh temporary directory.
     pub fn start() -> Self {
+        Self::start_with_args(&[])
+    }
+
+    /// Like [`start`](Self::start) with extra `redis-server` arguments; with
+    /// `--requirepass` the readiness probe authenticates first.
+    pub fn start_with_args(args: &[&str]) -> Self {
         // A port can be taken between probing and binding: try a few.
         for _ in 0..5 {
             let mut s = Self {
                 port: free_port(),
                 dir: tempfile::tempdir().expect("temp dir"),
                 child: None,
+                args: args.iter().map(|a| a.to_string()).collect(),
             };
             if s.spawn() {
                 return s;
@@ -90,6 +99,7 @@ impl RedisServer {
             ])
             .arg(self.dir.path())
             .args(["--logfile", "redis.log"])
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -117,10 +127,16 @@ impl RedisServer {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut buf = [0u8; 64];
+        if let Some(i) = self.args.iter().position(|a| a == "--requirepass") {
+            let auth = format!("AUTH {}\r\n", self.args[i + 1]);
+            if s.write_all(auth.as_bytes()).is_err() || s.read(&mut buf).is_err() {
+                return false;
+            }
+        }
         if s.write_all(b"PING\r\n").is_err() {
             return false;
         }
-        let mut buf = [0u8; 16];
         matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
     }
 
@@ -135,6 +151,33 @@ impl RedisServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Freezes the server (`SIGSTOP`): connections stay open, the kernel still accepts
+    /// new ones, nothing answers until [`thaw`](Self::thaw).
+    pub fn freeze(&mut self) {
+        assert!(self.signal("-STOP"), "kill -STOP failed");
+    }
+
+    /// Lets a frozen server run again (`SIGCONT`).
+    pub fn thaw(&mut self) {
+        assert!(self.signal("-CONT"), "kill -CONT failed");
+    }
+
+    /// Sends `sig` to the server process (by its own pid); whether that worked.
+    fn signal(&self, sig: &str) -> bool {
+        let Some(child) = self.child.as_ref() else {
+            return false;
+        };
+        Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     /// Kills and starts it again on the same port and directory; the AOF restores data.
@@ -153,6 +196,57 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        if self.child.is_some() {
+            // A frozen server would not die of SIGKILL any later than now, but let it run
+            // so that nothing waits on it.
+            let _ = self.signal("-CONT");
+        }
         self.kill();
     }
+}
+
+/// A port that accepts connections and never answers (like a frozen or wedged server).
+/// The listener lives as long as the returned guard; accepted sockets are kept open.
+pub struct SilentPort {
+    port: u16,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl SilentPort {
+    /// Listens on a free loopback port.
+    pub fn start() -> Self {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let thread = std::thread::spawn(move || {
+            let mut open = Vec::new();
+            for s in l.incoming().flatten() {
+                open.push(s);
+            }
+        });
+        Self {
+            port,
+            _thread: thread,
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+/// A port with a minimal HTTP server: whatever arrives, it answers
+/// `HTTP/1.1 400 Bad Request` and closes the connection.
+pub fn http_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    port
 }
