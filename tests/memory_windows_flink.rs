@@ -138,3 +138,63 @@ fn merged_session_panes_keep_arrival_order() {
         .unwrap();
     assert_eq!(out, vec![(0, 30, "xyzw".to_string())]);
 }
+
+/// Windowed `sum_by` sums a field; `min_by` / `max_by` emit the element with the smallest
+/// / largest field (the earliest on ties), windowed per firing and keyed as a rolling value.
+#[test]
+fn field_aggregations_sum_min_and_max_by_a_field() {
+    #[derive(Clone, Debug, PartialEq)]
+    struct Order {
+        id: u32,
+        amount: u64,
+    }
+    let orders = || {
+        [(1, 5), (2, 3), (3, 9), (4, 3), (5, 1)]
+            .map(|(id, amount)| Order { id, amount })
+            .to_vec()
+    };
+    let window = || streaming::time::TumblingEventTimeWindows::of(ms(3)).unwrap();
+    let sums = MemoryEnv::new()
+        .from_collection(orders())
+        .key_by(|_| "all")
+        .window(window())
+        .sum_by(|o: &Order| o.amount)
+        .map(|(_, w, s)| (w.start(), s))
+        .collect_vec()
+        .unwrap();
+    assert_eq!(sums, vec![(0, 17), (3, 4)]);
+    let mins = MemoryEnv::new()
+        .from_collection(orders())
+        .key_by(|_| "all")
+        .window(window())
+        .min_by(|o: &Order| o.amount)
+        .map(|o| o.id)
+        .collect_vec()
+        .unwrap();
+    assert_eq!(mins, vec![2, 5]);
+    let maxs = MemoryEnv::new()
+        .from_collection(orders())
+        .key_by(|_| "all")
+        .window(window())
+        .max_by(|o: &Order| o.amount)
+        .map(|o| o.id)
+        .collect_vec()
+        .unwrap();
+    assert_eq!(maxs, vec![3, 4]);
+    let rolling_min = MemoryEnv::new()
+        .from_collection(orders())
+        .key_by(|_| "all")
+        .min_by(|o: &Order| o.amount)
+        .map(|o| o.id)
+        .collect_vec()
+        .unwrap();
+    assert_eq!(rolling_min, vec![1, 2, 2, 2, 5]);
+    let rolling_max = MemoryEnv::new()
+        .from_collection(orders())
+        .key_by(|_| "all")
+        .max_by(|o: &Order| o.amount)
+        .map(|o| o.id)
+        .collect_vec()
+        .unwrap();
+    assert_eq!(rolling_max, vec![1, 1, 3, 3, 3]);
+}

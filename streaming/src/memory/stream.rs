@@ -11,8 +11,8 @@ use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
     KeyedReduce, KeyedSum, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn, RecordTimestamp,
-    ReduceWindow, RejectedOutput, RejectedTo, SinkOp, SumWindow, TryMap, WatermarkStore,
-    WindowFunction, WindowOperator,
+    ReduceWindow, RejectedOutput, RejectedTo, SinkOp, SumByWindow, SumWindow, TryMap,
+    WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -669,6 +669,66 @@ where
         })
     }
 
+    /// Rolling minimum per key by `f`: emits, after every element, the element with the
+    /// smallest `f(element)` so far (the earliest such element on ties; Flink `minBy`).
+    pub fn min_by<V, F>(
+        self,
+        f: F,
+    ) -> DataStream<
+        Then<
+            P,
+            KeyedReduceStage<
+                KF,
+                K,
+                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
+            >,
+        >,
+    >
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        let id = self.keyed_id("min-by");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f: move |a, b| if f(&b) < f(&a) { b } else { a },
+            _k: PhantomData,
+        })
+    }
+
+    /// Rolling maximum per key by `f`: emits, after every element, the element with the
+    /// largest `f(element)` so far (the earliest such element on ties; Flink `maxBy`).
+    pub fn max_by<V, F>(
+        self,
+        f: F,
+    ) -> DataStream<
+        Then<
+            P,
+            KeyedReduceStage<
+                KF,
+                K,
+                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
+            >,
+        >,
+    >
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        let id = self.keyed_id("max-by");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f: move |a, b| if f(&b) > f(&a) { b } else { a },
+            _k: PhantomData,
+        })
+    }
+
     /// Runs `f(element, ctx, out)` per element with the key's context: key, timestamp,
     /// watermark, processing time, timers and keyed state (seed `process`). For `on_timer`
     /// callbacks use [`process_function`](Self::process_function).
@@ -864,6 +924,74 @@ where
         self.function("window-sum", WindowSum)
     }
 
+    /// Sums the number `f` extracts from each element (e.g. `|o: &Order| o.amount`);
+    /// emits `(key, window, sum)` per firing.
+    pub fn sum_by<V, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowSumBy<F, V>, L, E>
+    where
+        V: Numeric,
+        F: FnMut(&P::Out) -> V,
+    {
+        self.function("window-sum-by", WindowSumBy { f, _v: PhantomData })
+    }
+
+    /// Emits, per firing, the window's element with the smallest `f(element)` (the
+    /// earliest such element on ties; Flink `minBy`).
+    #[allow(clippy::type_complexity)]
+    pub fn min_by<V, F>(
+        self,
+        f: F,
+    ) -> WindowOutput<
+        P,
+        KF,
+        K,
+        A,
+        Tr,
+        WindowReduce<
+            impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
+        >,
+        L,
+        E,
+    >
+    where
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        self.function(
+            "window-min-by",
+            WindowReduce(move |a, b| if f(&b) < f(&a) { b } else { a }),
+        )
+    }
+
+    /// Emits, per firing, the window's element with the largest `f(element)` (the
+    /// earliest such element on ties; Flink `maxBy`).
+    #[allow(clippy::type_complexity)]
+    pub fn max_by<V, F>(
+        self,
+        f: F,
+    ) -> WindowOutput<
+        P,
+        KF,
+        K,
+        A,
+        Tr,
+        WindowReduce<
+            impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
+        >,
+        L,
+        E,
+    >
+    where
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        self.function(
+            "window-max-by",
+            WindowReduce(move |a, b| if f(&b) > f(&a) { b } else { a }),
+        )
+    }
+
     /// Counts each window's elements; emits `(key, window, count)` per firing.
     pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, WindowCount, L, E> {
         self.function("window-count", WindowCount)
@@ -961,6 +1089,28 @@ impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
     type Function = SumWindow;
     fn make(self) -> SumWindow {
         SumWindow
+    }
+}
+
+/// The window function of [`WindowedStream::sum_by`].
+pub struct WindowSumBy<F, V> {
+    f: F,
+    _v: PhantomData<fn() -> V>,
+}
+
+impl<F: Clone, V> Clone for WindowSumBy<F, V> {
+    fn clone(&self) -> Self {
+        WindowSumBy {
+            f: self.f.clone(),
+            _v: PhantomData,
+        }
+    }
+}
+
+impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for WindowSumBy<F, V> {
+    type Function = SumByWindow<F, V>;
+    fn make(self) -> SumByWindow<F, V> {
+        SumByWindow::new(self.f)
     }
 }
 

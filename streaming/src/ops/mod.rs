@@ -20,8 +20,8 @@ pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
 pub use window::WindowState;
 pub use window::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumWindow, WindowFunction,
-    WindowOperator,
+    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow,
+    WindowFunction, WindowOperator,
 };
 #[doc(hidden)]
 pub use window::{Arrivals, NoRejectedOutput, RejectedOutput, RejectedTo};

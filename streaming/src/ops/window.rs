@@ -281,6 +281,50 @@ impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
     }
 }
 
+/// `sum_by(f)`: sums `f(element)`; emits `(key, window, sum)`.
+pub struct SumByWindow<F, V> {
+    f: F,
+    _v: PhantomData<fn() -> V>,
+}
+
+impl<F, V> SumByWindow<F, V> {
+    /// Sums the field `f` extracts.
+    pub fn new(f: F) -> Self {
+        SumByWindow { f, _v: PhantomData }
+    }
+}
+
+impl<F: Clone, V> Clone for SumByWindow<F, V> {
+    fn clone(&self) -> Self {
+        SumByWindow::new(self.f.clone())
+    }
+}
+
+impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> WindowFunction<K, T> for SumByWindow<F, V> {
+    type Acc = V;
+    type Out = (K, TimeWindow, V);
+
+    fn create(&mut self) -> V {
+        V::default()
+    }
+    fn add(&mut self, acc: &mut V, value: T) {
+        *acc = *acc + (self.f)(&value);
+    }
+    fn merge(&mut self, into: &mut V, other: V) {
+        *into = *into + other;
+    }
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &V,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError> {
+        out.collect((key.clone(), *window, *acc));
+        Ok(())
+    }
+}
+
 /// `count()`: emits `(key, window, number of elements)`.
 #[derive(Clone, Copy, Debug)]
 pub struct CountWindow;
