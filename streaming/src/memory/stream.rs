@@ -671,6 +671,7 @@ where
 
     /// Rolling minimum per key by `f`: emits, after every element, the element with the
     /// smallest `f(element)` so far (the earliest such element on ties; Flink `minBy`).
+    #[allow(clippy::type_complexity)]
     pub fn min_by<V, F>(
         self,
         f: F,
@@ -701,6 +702,7 @@ where
 
     /// Rolling maximum per key by `f`: emits, after every element, the element with the
     /// largest `f(element)` so far (the earliest such element on ties; Flink `maxBy`).
+    #[allow(clippy::type_complexity)]
     pub fn max_by<V, F>(
         self,
         f: F,
@@ -894,6 +896,7 @@ where
 
     /// Aggregates incrementally with `agg`; emits `with(key, window, result)` per firing
     /// (Flink `aggregate(aggFunction, windowFunction)`).
+    #[allow(clippy::type_complexity)]
     pub fn aggregate_with<AF, W, R>(
         self,
         agg: AF,
