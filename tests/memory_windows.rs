@@ -1,7 +1,7 @@
 //! Window semantics on the in-memory engine (DESIGN invariant 2).
 
 use std::time::Duration;
-use streaming::api::AggregateFunction;
+use streaming::api::{AggregateFunction, RejectedElement};
 use streaming::time::{
     BoundedOutOfOrderness, CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows,
     TimeWindow, Trigger, TriggerContext, TriggerResult, TumblingEventTimeWindows,
@@ -297,31 +297,51 @@ fn aggregate_apply_and_window_results_carry_max_timestamp() {
     );
 }
 
+/// A record whose window bounds overflow is rejected, and the pipeline goes on: the
+/// other records are windowed and the final flush happens. Without a rejected-element
+/// output it is counted; with one it arrives there, typed.
 #[test]
-fn window_bounds_overflow_is_rejected_with_an_error() {
+fn window_bounds_overflow_rejects_the_record_and_the_pipeline_goes_on() {
     let env = MemoryEnv::new();
-    let err = env
+    let mut out = Vec::new();
+    let summary = env
         .add_source_with_id("edge", EdgeSource)
         .key_by(|_| 0)
         .window(TumblingEventTimeWindows::of(ms(1000)).unwrap())
         .count()
-        .collect_vec()
-        .unwrap_err();
-    match err {
-        Error::WindowBounds {
-            operator,
-            timestamp,
-        } => {
-            assert_eq!(operator, "edge/2:window-count");
-            assert_eq!(timestamp, i64::MAX);
-        }
-        other => panic!("unexpected {other:?}"),
-    }
+        .sink(|(_, w, n): (i32, TimeWindow, u64)| out.push((w.start(), n)))
+        .unwrap();
+    assert_eq!(out, vec![(0, 2), (1000, 1)]);
+    assert_eq!(summary.window_bounds_rejected, 1);
+
+    let mut rejected = Vec::new();
+    let mut out = Vec::new();
+    let summary = env
+        .add_source_with_id("edge2", EdgeSource)
+        .key_by(|_| 0)
+        .window(TumblingEventTimeWindows::of(ms(1000)).unwrap())
+        .side_output_rejected(|r: RejectedElement<u8>| rejected.push(r))
+        .count()
+        .sink(|(_, w, n): (i32, TimeWindow, u64)| out.push((w.start(), n)))
+        .unwrap();
+    assert_eq!(out, vec![(0, 2), (1000, 1)]);
+    assert_eq!(summary.window_bounds_rejected, 1);
+    assert_eq!(
+        rejected,
+        vec![RejectedElement {
+            element: 2,
+            timestamp: i64::MAX,
+            operator: "edge2/2:window-count".to_string(),
+        }]
+    );
 }
 
 struct EdgeSource;
 impl streaming::api::Source<u8> for EdgeSource {
     fn run<C: streaming::api::SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {
-        ctx.collect_with_timestamp(1, i64::MAX)
+        ctx.collect_with_timestamp(1, 5)?;
+        ctx.collect_with_timestamp(2, i64::MAX)?;
+        ctx.collect_with_timestamp(3, 7)?;
+        ctx.collect_with_timestamp(4, 1500)
     }
 }

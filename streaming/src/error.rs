@@ -38,8 +38,10 @@ pub enum Error {
         message: String,
     },
 
-    /// A record's window bounds do not fit in `i64` milliseconds (DESIGN invariant 2): the
-    /// record is rejected rather than assigned to a clamped window.
+    /// A record's window bounds do not fit in `i64` milliseconds: the record is rejected
+    /// rather than assigned to a clamped window. The Redis engine fails such a record with
+    /// this error (retry / dead letter) when its window has no rejected-element output; the
+    /// memory engine counts it instead and never stops for it.
     #[error(
         "operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64"
     )]

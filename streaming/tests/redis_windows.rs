@@ -168,6 +168,8 @@ macro_rules! run_differential {
             .for_each(|_| {})
             .unwrap();
             assert_eq!(late, mem_summary.late_elements, "{mode:?}");
+            let gap: u64 = d.partitions.iter().map(|p| p.window_gap_dropped).sum();
+            assert_eq!(gap, mem_summary.window_gap_dropped, "{mode:?}");
         }
     }};
 }
@@ -197,6 +199,180 @@ fn session_windows_equal_the_memory_engine() {
         EventTimeSessionWindows::with_gap(Duration::from_millis(35)).unwrap(),
         10
     );
+}
+
+/// Sliding windows with `slide > size` leave gaps: an element in a gap is in no window,
+/// goes to the late output only when late and is otherwise dropped and counted — the
+/// same on both engines.
+#[test]
+fn sliding_windows_with_gaps_equal_the_memory_engine() {
+    let mem = windowed!(
+        MemoryEnv::new().from_collection(events(300)),
+        SlidingEventTimeWindows::of(Duration::from_millis(20), Duration::from_millis(50)).unwrap(),
+        10
+    )
+    .for_each(|_| {})
+    .unwrap();
+    assert!(mem.window_gap_dropped > 100, "{mem:?}");
+    run_differential!(
+        "win-sliding-gaps",
+        SlidingEventTimeWindows::of(Duration::from_millis(20), Duration::from_millis(50)).unwrap(),
+        10
+    );
+}
+
+/// Runs `events` (one key) through session windows with `apply` on both engines and
+/// returns each session's element timestamps as `apply` saw them (memory, Redis).
+fn session_arrivals(name: &str, input: &[(String, i64)]) -> (Vec<Vec<i64>>, Vec<Vec<i64>>) {
+    macro_rules! sessions {
+        ($stream:expr) => {
+            $stream
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window(EventTimeSessionWindows::with_gap(Duration::from_millis(10)).unwrap())
+                .apply(
+                    |_k: &String,
+                     _w: &TimeWindow,
+                     items: &[(String, i64)],
+                     out: &mut streaming::api::Collector<'_, Vec<i64>>| {
+                        out.collect(items.iter().map(|e| e.1).collect());
+                        Ok(())
+                    },
+                )
+        };
+    }
+    let mem = sessions!(MemoryEnv::new().from_collection(input.to_vec()))
+        .collect_vec()
+        .unwrap();
+    let s = setup(name);
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    send(&rt, &mq, "ev", input);
+    let env = s.env(
+        s.config(name, AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_millis(200))),
+    );
+    let out = CollectSink::new();
+    sessions!(env
+        .from_mq_topic_with_options("ev", "g", earliest(2))
+        .map(|m: Message| parse(&m)))
+    .sink(out.clone())
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    (mem, out.snapshot())
+}
+
+/// A merged session pane hands `apply` its elements in arrival order (not in the order
+/// of the sessions it merged), on both engines — with panes kept in Redis between
+/// batches of two records.
+#[test]
+fn merged_sessions_keep_arrival_order_on_both_engines() {
+    let input: Vec<(String, i64)> = [0, 20, 2, 10, 25]
+        .iter()
+        .map(|&t| ("a".to_string(), t))
+        .collect();
+    let (mem, redis) = session_arrivals("win-session-order", &input);
+    assert_eq!(mem, vec![vec![0, 20, 2, 10, 25]]);
+    assert_eq!(redis, mem);
+}
+
+/// A record whose window bounds do not fit in `i64` is rejected and the others go on:
+/// with a rejected-element output it arrives there on both engines; without one the
+/// memory engine counts it and the Redis engine dead-letters it. Windows are the same.
+#[test]
+fn overflowing_window_bounds_reject_the_record_on_both_engines() {
+    let input: Vec<(String, i64)> = vec![
+        ("a".into(), 10),
+        ("a".into(), i64::MIN),
+        ("a".into(), 20),
+        ("a".into(), 150),
+    ];
+    let assigner = TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap();
+    let mem_rejected = CollectSink::new();
+    let mem = sorted(
+        windowed!(MemoryEnv::new().from_collection(input.clone()), assigner, 0)
+            .collect_vec()
+            .unwrap(),
+    );
+    assert_eq!(
+        mem,
+        vec![
+            ("a".into(), TimeWindow::new(0, 100), 2),
+            ("a".into(), TimeWindow::new(100, 200), 1)
+        ]
+    );
+    let summary = MemoryEnv::new()
+        .from_collection(input.clone())
+        .assign_timestamps_and_watermarks_with(
+            |e: &(String, i64), _ts: i64| e.1,
+            BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+        )
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(assigner)
+        .side_output_rejected(mem_rejected.clone())
+        .count()
+        .for_each(|_| {})
+        .unwrap();
+    assert_eq!(summary.window_bounds_rejected, 1);
+    let s = setup("win-bounds");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    for (topic, with_output) in [("ev-out", true), ("ev-dlq", false)] {
+        rt.block_on(mq.create_topic(topic, 1)).unwrap();
+        send(&rt, &mq, topic, &input);
+        let env = s.env(
+            s.config(&format!("bounds-{topic}"), AckMode::Offset)
+                .processing_error_result(streaming::redis::ProcessingErrorResult::DeadLetter)
+                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+        );
+        let (out, rejected) = (CollectSink::new(), CollectSink::new());
+        let windowed = env
+            .from_mq_topic_with_options(topic, "g", earliest(7))
+            .map(|m: Message| parse(&m))
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .window(assigner);
+        if with_output {
+            windowed
+                .side_output_rejected(rejected.clone())
+                .count()
+                .sink(out.clone())
+                .unwrap();
+        } else {
+            windowed.count().sink(out.clone()).unwrap();
+        }
+        let job = env.execute_async().unwrap();
+        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+        assert_eq!(sorted(out.snapshot()), mem, "{topic}");
+        let failed: u64 = job.diagnostics().partitions.iter().map(|p| p.failed).sum();
+        if with_output {
+            assert_eq!(failed, 0);
+            let got: Vec<streaming::api::RejectedElement<(String, i64)>> = rejected.snapshot();
+            let want = mem_rejected.snapshot();
+            assert_eq!(got.len(), 1);
+            assert_eq!(
+                (&got[0].element, got[0].timestamp),
+                (&want[0].element, want[0].timestamp)
+            );
+            assert_eq!(got[0].element, ("a".to_string(), i64::MIN));
+            assert!(got[0].operator.ends_with(":window-count"), "{got:?}");
+        } else {
+            assert_eq!(failed, 1);
+            assert!(rejected.is_empty());
+        }
+    }
 }
 
 /// Open windows and their trigger timers are in Redis: a job cancelled mid-stream and

@@ -30,6 +30,8 @@ mod from_mq_topic_with_id;
 mod from_mq_topic_with_options;
 mod key_by;
 mod map;
+mod max_by;
+mod min_by;
 mod on_timer;
 mod print;
 mod print_with_prefix;
@@ -37,9 +39,11 @@ mod process;
 mod process_function;
 mod reduce;
 mod side_output_late_data;
+mod side_output_rejected;
 mod sink;
 mod state;
 mod sum;
+mod sum_by;
 mod trigger;
 mod try_map;
 mod window;
@@ -263,10 +267,14 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &on_timer::SPEC,
     &reduce::SPEC,
     &sum::SPEC,
+    &sum_by::SPEC,
+    &min_by::SPEC,
+    &max_by::SPEC,
     &window::SPEC,
     &trigger::SPEC,
     &allowed_lateness::SPEC,
     &side_output_late_data::SPEC,
+    &side_output_rejected::SPEC,
     &aggregate::SPEC,
     &aggregate_with::SPEC,
     &apply::SPEC,

@@ -8,7 +8,7 @@ pub(crate) mod state;
 
 pub use context::{KeyedContext, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
-pub use sink::{CommitWrites, Sink};
+pub use sink::{CommitWrites, RejectedElement, Sink};
 pub use source::{Source, SourceContext};
 pub use state::JsonCodec;
 #[doc(hidden)]

@@ -55,3 +55,17 @@ impl<T, F: FnMut(T)> Sink<T> for F {
         Ok(())
     }
 }
+
+/// An element a window operator rejected because the bounds of a window it belongs to do
+/// not fit in `i64` milliseconds (e.g. a timestamp near `i64::MAX`): what the window's
+/// rejected-element side output receives. The element took no part in any window and did
+/// not move the watermark; the pipeline went on with the next element.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RejectedElement<T> {
+    /// The element as it reached the window.
+    pub element: T,
+    /// Its event time (ms).
+    pub timestamp: i64,
+    /// The id of the window operator that rejected it, e.g. `orders/3:window-count`.
+    pub operator: String,
+}

@@ -30,6 +30,6 @@ pub use plan::{Plan, Runtime, Stage, StoreFactory, Then};
 pub use stream::{
     CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream,
     MakeWindowFunction, MemoryRoot, PerPartition, PrintSink, RunMemory, SingleChain,
-    WindowAggregate, WindowApply, WindowCount, WindowOutput, WindowReduce, WindowSum,
+    WindowAggregate, WindowApply, WindowCount, WindowOutput, WindowReduce, WindowSum, WindowSumBy,
     WindowedStream,
 };

@@ -48,6 +48,8 @@ impl Runtime {
         super::JobSummary {
             late_elements: self.counters.late_elements.get(),
             window_firings: self.counters.window_firings.get(),
+            window_gap_dropped: self.counters.window_gap_dropped.get(),
+            window_bounds_rejected: self.counters.window_bounds_rejected.get(),
         }
     }
 }

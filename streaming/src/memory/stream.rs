@@ -2,13 +2,17 @@
 //! [`WindowedStream`].
 
 use super::plan::{Plan, Runtime, Stage, StoreFactory, Then};
-use crate::api::{AggregateFunction, Collector, KeyedContext, KeyedProcessFunction, Numeric, Sink};
+use crate::api::{
+    AggregateFunction, Collector, KeyedContext, KeyedProcessFunction, Numeric, RejectedElement,
+    Sink,
+};
 use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
-    KeyedReduce, KeyedSum, Map, Operator, OperatorId, ProcessFn, RecordTimestamp, ReduceWindow,
-    SinkOp, SumWindow, TryMap, WatermarkStore, WindowFunction, WindowOperator,
+    KeyedReduce, KeyedSum, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn, RecordTimestamp,
+    ReduceWindow, RejectedOutput, RejectedTo, SinkOp, SumByWindow, SumWindow, TryMap,
+    WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -19,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The stream a window function on a [`WindowedStream`] returns.
-pub type WindowOutput<P, KF, K, A, Tr, WF, L> =
-    DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L>>>;
+pub type WindowOutput<P, KF, K, A, Tr, WF, L, E> =
+    DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L, E>>>;
 
 /// The stream [`KeyedStream::process`] returns.
 pub type KeyedProcessOutput<P, KF, K, PF> = DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>;
@@ -34,6 +38,15 @@ pub struct JobSummary {
     pub late_elements: u64,
     /// Window emissions (firings and final emissions at cleanup).
     pub window_firings: u64,
+    /// Elements that fell between windows (sliding windows with `slide > size`) and were
+    /// not late: they belong to no window and are dropped (late ones count as
+    /// `late_elements`).
+    pub window_gap_dropped: u64,
+    /// Elements rejected because a window they belong to has bounds outside `i64`
+    /// milliseconds; each went to the window's rejected-element output
+    /// ([`WindowedStream::side_output_rejected`]) or, without one, only to this count and a
+    /// `tracing` warning. The pipeline goes on with the next element.
+    pub window_bounds_rejected: u64,
 }
 
 /// A stream of `P::Out` records (seed `DataStream`). Each method adds one operator; a
@@ -55,12 +68,13 @@ pub struct KeyedStream<P, KF, K> {
 
 /// A keyed stream cut into windows (seed `WindowedStream`), before its window function.
 #[must_use = "a windowed stream does nothing until a window function and a terminal operation run it"]
-pub struct WindowedStream<P, KF, K, A, Tr, L> {
+pub struct WindowedStream<P, KF, K, A, Tr, L, E = NoRejectedOutput> {
     keyed: KeyedStream<P, KF, K>,
     assigner: A,
     trigger: Tr,
     lateness: i64,
     late: L,
+    rejected: E,
 }
 
 /// The late output of a window without [`WindowedStream::side_output_late_data`]: late
@@ -130,9 +144,9 @@ stage!(
 );
 stage!(
     /// The stage of a window function on a [`WindowedStream`].
-    WindowStage<KF, K, A, Tr, WF, L> {
+    WindowStage<KF, K, A, Tr, WF, L, E> {
         key_fn: KF, assigner: A, trigger: Tr, lateness: i64, function: WF, late: L,
-        _k: PhantomData<fn() -> K>
+        rejected: E, _k: PhantomData<fn() -> K>
     }
 );
 
@@ -238,7 +252,7 @@ where
     }
 }
 
-impl<R, T, K, KF, A, Tr, MF, L> Stage<T, R> for WindowStage<KF, K, A, Tr, MF, L>
+impl<R, T, K, KF, A, Tr, MF, L, E> Stage<T, R> for WindowStage<KF, K, A, Tr, MF, L, E>
 where
     R: StoreFactory<WindowState<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>>,
     T: Clone + 'static,
@@ -248,9 +262,10 @@ where
     Tr: Trigger<T>,
     MF: MakeWindowFunction<K, T>,
     L: Sink<T>,
+    E: RejectedOutput<T>,
 {
     type Out = <MF::Function as WindowFunction<K, T>>::Out;
-    type Op<N: Operator<Self::Out>> = WindowOperator<KF, K, T, A, Tr, MF::Function, L, N>;
+    type Op<N: Operator<Self::Out>> = WindowOperator<KF, K, T, A, Tr, MF::Function, L, E, N>;
     fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(
             &self.id,
@@ -264,6 +279,7 @@ where
             self.lateness,
             self.function.make(),
             self.late,
+            self.rejected,
             state,
             rt.counters(),
             next,
@@ -653,6 +669,68 @@ where
         })
     }
 
+    /// Rolling minimum per key by `f`: emits, after every element, the element with the
+    /// smallest `f(element)` so far (the earliest such element on ties; Flink `minBy`).
+    #[allow(clippy::type_complexity)]
+    pub fn min_by<V, F>(
+        self,
+        f: F,
+    ) -> DataStream<
+        Then<
+            P,
+            KeyedReduceStage<
+                KF,
+                K,
+                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
+            >,
+        >,
+    >
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        let id = self.keyed_id("min-by");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f: move |a, b| if f(&b) < f(&a) { b } else { a },
+            _k: PhantomData,
+        })
+    }
+
+    /// Rolling maximum per key by `f`: emits, after every element, the element with the
+    /// largest `f(element)` so far (the earliest such element on ties; Flink `maxBy`).
+    #[allow(clippy::type_complexity)]
+    pub fn max_by<V, F>(
+        self,
+        f: F,
+    ) -> DataStream<
+        Then<
+            P,
+            KeyedReduceStage<
+                KF,
+                K,
+                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
+            >,
+        >,
+    >
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        let id = self.keyed_id("max-by");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f: move |a, b| if f(&b) > f(&a) { b } else { a },
+            _k: PhantomData,
+        })
+    }
+
     /// Runs `f(element, ctx, out)` per element with the key's context: key, timestamp,
     /// watermark, processing time, timers and keyed state (seed `process`). For `on_timer`
     /// callbacks use [`process_function`](Self::process_function).
@@ -690,11 +768,12 @@ where
             trigger,
             lateness: 0,
             late: CountLateOnly,
+            rejected: NoRejectedOutput,
         }
     }
 }
 
-impl<P, KF, K, A, Tr, L> WindowedStream<P, KF, K, A, Tr, L>
+impl<P, KF, K, A, Tr, L, E> WindowedStream<P, KF, K, A, Tr, L, E>
 where
     P: Plan,
     P::Out: Clone + 'static,
@@ -703,6 +782,7 @@ where
     A: WindowAssigner,
     Tr: Trigger<P::Out>,
     L: Sink<P::Out>,
+    E: RejectedOutput<P::Out>,
 {
     /// Keeps windows for `lateness` after their end (Flink `allowedLateness`): a late
     /// element within it fires the window again with the updated result. Durations beyond
@@ -716,13 +796,14 @@ where
     pub fn trigger<Tr2: Trigger<P::Out>>(
         self,
         trigger: Tr2,
-    ) -> WindowedStream<P, KF, K, A, Tr2, L> {
+    ) -> WindowedStream<P, KF, K, A, Tr2, L, E> {
         WindowedStream {
             keyed: self.keyed,
             assigner: self.assigner,
             trigger,
             lateness: self.lateness,
             late: self.late,
+            rejected: self.rejected,
         }
     }
 
@@ -731,13 +812,33 @@ where
     pub fn side_output_late_data<L2: Sink<P::Out>>(
         self,
         sink: L2,
-    ) -> WindowedStream<P, KF, K, A, Tr, L2> {
+    ) -> WindowedStream<P, KF, K, A, Tr, L2, E> {
         WindowedStream {
             keyed: self.keyed,
             assigner: self.assigner,
             trigger: self.trigger,
             lateness: self.lateness,
             late: sink,
+            rejected: self.rejected,
+        }
+    }
+
+    /// Sends elements whose window bounds do not fit in `i64` milliseconds (a timestamp
+    /// near `i64::MIN` or `i64::MAX`) to `sink` as [`RejectedElement`]s — a typed error
+    /// side output. Such an element joins no window and the pipeline goes on. Without this
+    /// output the memory engine counts it in [`JobSummary::window_bounds_rejected`] and
+    /// logs a `tracing` warning; the Redis engine dead-letters the record.
+    pub fn side_output_rejected<E2: Sink<RejectedElement<P::Out>>>(
+        self,
+        sink: E2,
+    ) -> WindowedStream<P, KF, K, A, Tr, L, RejectedTo<E2>> {
+        WindowedStream {
+            keyed: self.keyed,
+            assigner: self.assigner,
+            trigger: self.trigger,
+            lateness: self.lateness,
+            late: self.late,
+            rejected: RejectedTo(sink),
         }
     }
 
@@ -745,7 +846,7 @@ where
         self,
         kind: &str,
         function: MF,
-    ) -> WindowOutput<P, KF, K, A, Tr, MF, L> {
+    ) -> WindowOutput<P, KF, K, A, Tr, MF, L, E> {
         let id = self.keyed.keyed_id(kind);
         let KeyedStream { stream, key_fn, .. } = self.keyed;
         stream.then(WindowStage {
@@ -756,6 +857,7 @@ where
             lateness: self.lateness,
             function,
             late: self.late,
+            rejected: self.rejected,
             _k: PhantomData,
         })
     }
@@ -764,7 +866,7 @@ where
     pub fn reduce<F: FnMut(P::Out, P::Out) -> P::Out>(
         self,
         f: F,
-    ) -> WindowOutput<P, KF, K, A, Tr, WindowReduce<F>, L> {
+    ) -> WindowOutput<P, KF, K, A, Tr, WindowReduce<F>, L, E> {
         self.function("window-reduce", WindowReduce(f))
     }
 
@@ -781,6 +883,7 @@ where
         Tr,
         WindowAggregate<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>,
         L,
+        E,
     > {
         fn result<K, R>(_: &K, _: &TimeWindow, r: R) -> R {
             r
@@ -793,11 +896,12 @@ where
 
     /// Aggregates incrementally with `agg`; emits `with(key, window, result)` per firing
     /// (Flink `aggregate(aggFunction, windowFunction)`).
+    #[allow(clippy::type_complexity)]
     pub fn aggregate_with<AF, W, R>(
         self,
         agg: AF,
         with: W,
-    ) -> WindowOutput<P, KF, K, A, Tr, WindowAggregate<AF, W, R>, L>
+    ) -> WindowOutput<P, KF, K, A, Tr, WindowAggregate<AF, W, R>, L, E>
     where
         AF: AggregateFunction<P::Out>,
         W: FnMut(&K, &TimeWindow, AF::Out) -> R,
@@ -807,7 +911,7 @@ where
 
     /// Calls `f(key, window, elements, out)` per firing with all of the window's elements
     /// in arrival order (Flink `apply`). Keeps every element until the window is cleaned up.
-    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowApply<F, R>, L>
+    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowApply<F, R>, L, E>
     where
         F: FnMut(&K, &TimeWindow, &[P::Out], &mut Collector<'_, R>) -> Result<(), BoxError>,
     {
@@ -816,15 +920,83 @@ where
 
     /// Sums each window; emits `(key, window, sum)` per firing. Only numeric element types
     /// have it (a compile error otherwise: see [`Numeric`]).
-    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, WindowSum, L>
+    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, WindowSum, L, E>
     where
         P::Out: Numeric,
     {
         self.function("window-sum", WindowSum)
     }
 
+    /// Sums the number `f` extracts from each element (e.g. `|o: &Order| o.amount`);
+    /// emits `(key, window, sum)` per firing.
+    pub fn sum_by<V, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowSumBy<F, V>, L, E>
+    where
+        V: Numeric,
+        F: FnMut(&P::Out) -> V,
+    {
+        self.function("window-sum-by", WindowSumBy { f, _v: PhantomData })
+    }
+
+    /// Emits, per firing, the window's element with the smallest `f(element)` (the
+    /// earliest such element on ties; Flink `minBy`).
+    #[allow(clippy::type_complexity)]
+    pub fn min_by<V, F>(
+        self,
+        f: F,
+    ) -> WindowOutput<
+        P,
+        KF,
+        K,
+        A,
+        Tr,
+        WindowReduce<
+            impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
+        >,
+        L,
+        E,
+    >
+    where
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        self.function(
+            "window-min-by",
+            WindowReduce(move |a, b| if f(&b) < f(&a) { b } else { a }),
+        )
+    }
+
+    /// Emits, per firing, the window's element with the largest `f(element)` (the
+    /// earliest such element on ties; Flink `maxBy`).
+    #[allow(clippy::type_complexity)]
+    pub fn max_by<V, F>(
+        self,
+        f: F,
+    ) -> WindowOutput<
+        P,
+        KF,
+        K,
+        A,
+        Tr,
+        WindowReduce<
+            impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
+        >,
+        L,
+        E,
+    >
+    where
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        self.function(
+            "window-max-by",
+            WindowReduce(move |a, b| if f(&b) > f(&a) { b } else { a }),
+        )
+    }
+
     /// Counts each window's elements; emits `(key, window, count)` per firing.
-    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, WindowCount, L> {
+    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, WindowCount, L, E> {
         self.function("window-count", WindowCount)
     }
 }
@@ -920,6 +1092,28 @@ impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
     type Function = SumWindow;
     fn make(self) -> SumWindow {
         SumWindow
+    }
+}
+
+/// The window function of [`WindowedStream::sum_by`].
+pub struct WindowSumBy<F, V> {
+    f: F,
+    _v: PhantomData<fn() -> V>,
+}
+
+impl<F: Clone, V> Clone for WindowSumBy<F, V> {
+    fn clone(&self) -> Self {
+        WindowSumBy {
+            f: self.f.clone(),
+            _v: PhantomData,
+        }
+    }
+}
+
+impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for WindowSumBy<F, V> {
+    type Function = SumByWindow<F, V>;
+    fn make(self) -> SumByWindow<F, V> {
+        SumByWindow::new(self.f)
     }
 }
 

@@ -20,9 +20,11 @@ pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
 pub use window::WindowState;
 pub use window::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumWindow, WindowFunction,
-    WindowOperator,
+    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow,
+    WindowFunction, WindowOperator,
 };
+#[doc(hidden)]
+pub use window::{Arrivals, NoRejectedOutput, RejectedOutput, RejectedTo};
 
 use crate::Error;
 use std::fmt;
@@ -189,6 +191,12 @@ pub(crate) type Shared<S> = std::rc::Rc<std::cell::RefCell<S>>;
 pub struct Counters {
     pub(crate) late_elements: std::cell::Cell<u64>,
     pub(crate) window_firings: std::cell::Cell<u64>,
+    pub(crate) window_gap_dropped: std::cell::Cell<u64>,
+    pub(crate) window_bounds_rejected: std::cell::Cell<u64>,
+    /// Without a rejected-element output, a record whose window bounds overflow fails
+    /// with [`Error::WindowBounds`] (the Redis engine dead-letters it) instead of being
+    /// counted and logged (the memory engine).
+    pub(crate) window_bounds_fail_record: bool,
 }
 
 impl Counters {
@@ -197,5 +205,13 @@ impl Counters {
     }
     pub(crate) fn add_firing(&self) {
         self.window_firings.set(self.window_firings.get() + 1);
+    }
+    pub(crate) fn add_gap_dropped(&self) {
+        self.window_gap_dropped
+            .set(self.window_gap_dropped.get() + 1);
+    }
+    pub(crate) fn add_window_bounds_rejected(&self) {
+        self.window_bounds_rejected
+            .set(self.window_bounds_rejected.get() + 1);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::timers::TimerQueue;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
-use crate::api::{AggregateFunction, Collector, Numeric, Sink};
+use crate::api::{AggregateFunction, Collector, Numeric, RejectedElement, Sink};
 use crate::time::trigger::TimerRequest;
 use crate::time::{TimeWindow, Trigger, TriggerContext, TriggerResult, WindowAssigner};
 use crate::{BoxError, Error};
@@ -24,6 +24,14 @@ pub trait WindowFunction<K, T> {
     fn create(&mut self) -> Self::Acc;
     /// Adds one element.
     fn add(&mut self, acc: &mut Self::Acc, value: T);
+    /// Adds one element of a merging window (session), with its arrival number within
+    /// its key: later elements have higher numbers, so a function that keeps elements can
+    /// keep them in arrival order across [`merge`](Self::merge). The default is
+    /// [`add`](Self::add).
+    fn add_in_order(&mut self, acc: &mut Self::Acc, value: T, arrival: u64) {
+        let _ = arrival;
+        self.add(acc, value);
+    }
     /// Folds `other` into `into` (session windows merging).
     fn merge(&mut self, into: &mut Self::Acc, other: Self::Acc);
     /// Emits the window's result for `key`.
@@ -160,30 +168,87 @@ impl<F, R> ApplyWindow<F, R> {
     }
 }
 
+/// The elements of an `apply` window in arrival order; for merging windows with their
+/// arrival numbers, so merged panes interleave in arrival order.
+#[doc(hidden)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Arrivals<T> {
+    items: Vec<T>,
+    /// One arrival number per item, or empty (non-merging windows: `items` are already
+    /// in arrival order).
+    #[serde(default)]
+    arrivals: Vec<u64>,
+}
+
+impl<T> Arrivals<T> {
+    fn numbered(&self) -> bool {
+        self.arrivals.len() == self.items.len()
+    }
+
+    /// Merges `other` into `self`, by arrival number when both are numbered.
+    fn merge(&mut self, other: Arrivals<T>) {
+        if !self.numbered() || !other.numbered() {
+            self.items.extend(other.items);
+            self.arrivals.clear();
+            return;
+        }
+        let n = self.items.len() + other.items.len();
+        let (mut items, mut arrivals) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut a = std::mem::take(&mut self.items)
+            .into_iter()
+            .zip(std::mem::take(&mut self.arrivals))
+            .peekable();
+        let mut b = other.items.into_iter().zip(other.arrivals).peekable();
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.1 <= y.1 => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            let (item, arrival) = next.expect("peeked");
+            items.push(item);
+            arrivals.push(arrival);
+        }
+        self.items = items;
+        self.arrivals = arrivals;
+    }
+}
+
 impl<K, T: Clone + 'static, F, R> WindowFunction<K, T> for ApplyWindow<F, R>
 where
     F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
 {
-    type Acc = Vec<T>;
+    type Acc = Arrivals<T>;
     type Out = R;
 
-    fn create(&mut self) -> Vec<T> {
-        Vec::new()
+    fn create(&mut self) -> Arrivals<T> {
+        Arrivals {
+            items: Vec::new(),
+            arrivals: Vec::new(),
+        }
     }
-    fn add(&mut self, acc: &mut Vec<T>, value: T) {
-        acc.push(value);
+    fn add(&mut self, acc: &mut Arrivals<T>, value: T) {
+        acc.items.push(value);
+        acc.arrivals.clear();
     }
-    fn merge(&mut self, into: &mut Vec<T>, other: Vec<T>) {
-        into.extend(other);
+    fn add_in_order(&mut self, acc: &mut Arrivals<T>, value: T, arrival: u64) {
+        if acc.items.len() == acc.arrivals.len() {
+            acc.arrivals.push(arrival);
+        }
+        acc.items.push(value);
+    }
+    fn merge(&mut self, into: &mut Arrivals<T>, other: Arrivals<T>) {
+        into.merge(other);
     }
     fn emit(
         &mut self,
         key: &K,
         window: &TimeWindow,
-        acc: &Vec<T>,
+        acc: &Arrivals<T>,
         out: &mut Collector<'_, R>,
     ) -> Result<(), BoxError> {
-        (self.f)(key, window, acc, out)
+        (self.f)(key, window, &acc.items, out)
     }
 }
 
@@ -209,6 +274,50 @@ impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
         key: &K,
         window: &TimeWindow,
         acc: &T,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<(), BoxError> {
+        out.collect((key.clone(), *window, *acc));
+        Ok(())
+    }
+}
+
+/// `sum_by(f)`: sums `f(element)`; emits `(key, window, sum)`.
+pub struct SumByWindow<F, V> {
+    f: F,
+    _v: PhantomData<fn() -> V>,
+}
+
+impl<F, V> SumByWindow<F, V> {
+    /// Sums the field `f` extracts.
+    pub fn new(f: F) -> Self {
+        SumByWindow { f, _v: PhantomData }
+    }
+}
+
+impl<F: Clone, V> Clone for SumByWindow<F, V> {
+    fn clone(&self) -> Self {
+        SumByWindow::new(self.f.clone())
+    }
+}
+
+impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> WindowFunction<K, T> for SumByWindow<F, V> {
+    type Acc = V;
+    type Out = (K, TimeWindow, V);
+
+    fn create(&mut self) -> V {
+        V::default()
+    }
+    fn add(&mut self, acc: &mut V, value: T) {
+        *acc = *acc + (self.f)(&value);
+    }
+    fn merge(&mut self, into: &mut V, other: V) {
+        *into = *into + other;
+    }
+    fn emit(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        acc: &V,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<(), BoxError> {
         out.collect((key.clone(), *window, *acc));
@@ -245,6 +354,57 @@ impl<K: Clone, T> WindowFunction<K, T> for CountWindow {
     }
 }
 
+/// Where a window operator sends elements whose window bounds do not fit in `i64`
+/// ([`RejectedElement`]): [`NoRejectedOutput`] or a sink ([`RejectedTo`]).
+#[doc(hidden)]
+pub trait RejectedOutput<T> {
+    /// Opens the output's sink.
+    ///
+    /// # Errors
+    /// The sink failed to open.
+    fn open(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
+    /// Sends `rejected` to the sink; `None` when there is no sink.
+    fn send(&mut self, rejected: RejectedElement<T>) -> Option<Result<(), BoxError>>;
+    /// Closes the output's sink.
+    ///
+    /// # Errors
+    /// The sink failed to close.
+    fn close(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+/// No rejected-element output: the engine's default applies (memory: count in
+/// `JobSummary::window_bounds_rejected` and a `tracing` warning; Redis: dead letter).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoRejectedOutput;
+
+impl<T> RejectedOutput<T> for NoRejectedOutput {
+    fn send(&mut self, _: RejectedElement<T>) -> Option<Result<(), BoxError>> {
+        None
+    }
+}
+
+/// A sink receiving rejected elements.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct RejectedTo<S>(pub S);
+
+impl<T, S: Sink<RejectedElement<T>>> RejectedOutput<T> for RejectedTo<S> {
+    fn open(&mut self) -> Result<(), BoxError> {
+        self.0.open()
+    }
+    fn send(&mut self, rejected: RejectedElement<T>) -> Option<Result<(), BoxError>> {
+        Some(self.0.invoke(rejected))
+    }
+    fn close(&mut self) -> Result<(), BoxError> {
+        self.0.close()
+    }
+}
+
 /// One (key, window) pane. Serialized as JSON when the Redis engine keeps it.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Bucket<Acc, Tr> {
@@ -257,6 +417,10 @@ pub(crate) struct Bucket<Acc, Tr> {
     pending: bool,
     /// Event-time timers registered for this pane (trigger timers and the cleanup time).
     pub(crate) timers: Vec<i64>,
+    /// Merging windows: the arrival number of the pane's latest element (numbers count
+    /// up per key while the key has panes).
+    #[serde(default)]
+    last_arrival: u64,
 }
 
 /// The window operator's state: panes per key and the event-time timer queue.
@@ -301,7 +465,7 @@ fn touch<K: Hash + Eq + Clone>(dirty: &mut Option<HashSet<K>>, key: &K) {
 /// Results carry the window's `max_timestamp` as their timestamp. Processing-time timers
 /// requested by triggers are not served by the in-memory engine (seed §1.3): such windows
 /// emit once at cleanup.
-pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, N> {
+pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, N> {
     id: OperatorId,
     key_fn: KF,
     assigner: A,
@@ -309,6 +473,7 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, N> {
     lateness: i64,
     function: WF,
     late: L,
+    rejected: E,
     state: Shared<WindowState<K, WF::Acc, Tr>>,
     counters: Rc<Counters>,
     watermark: i64,
@@ -325,7 +490,7 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, N> {
     _in: PhantomData<fn(T)>,
 }
 
-impl<KF, K, T, A, Tr, WF, L, N> WindowOperator<KF, K, T, A, Tr, WF, L, N>
+impl<KF, K, T, A, Tr, WF, L, E, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
 where
     WF: WindowFunction<K, T>,
 {
@@ -338,6 +503,7 @@ where
         lateness: i64,
         function: WF,
         late: L,
+        rejected: E,
         state: Shared<WindowState<K, WF::Acc, Tr>>,
         counters: Rc<Counters>,
         next: N,
@@ -350,6 +516,7 @@ where
             lateness,
             function,
             late,
+            rejected,
             state,
             counters,
             watermark: i64::MIN,
@@ -439,7 +606,7 @@ fn register<K: Clone, Acc, Tr>(
     }
 }
 
-impl<KF, K, T, A, Tr, WF, L, N> WindowOperator<KF, K, T, A, Tr, WF, L, N>
+impl<KF, K, T, A, Tr, WF, L, E, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
@@ -448,6 +615,7 @@ where
     Tr: Trigger<T>,
     WF: WindowFunction<K, T>,
     L: Sink<T>,
+    E: RejectedOutput<T>,
     N: Operator<WF::Out>,
 {
     fn new_bucket(&mut self, window: TimeWindow) -> Result<Bucket<WF::Acc, Tr>, Error> {
@@ -458,6 +626,7 @@ where
             has_content: false,
             pending: false,
             timers: Vec::new(),
+            last_arrival: 0,
         })
     }
 
@@ -482,6 +651,35 @@ where
     fn late_element(&mut self, value: T) -> Result<(), Error> {
         self.counters.add_late();
         guard(&self.id, || self.late.invoke(value))?.map_err(|e| user_error(&self.id, e))
+    }
+
+    /// A record whose window bounds do not fit in `i64`: to the rejected-element output
+    /// when the pipeline set one; else counted and logged, or — where the engine asks
+    /// for it (Redis: the record is dead-lettered) — returned as [`Error::WindowBounds`].
+    #[cold]
+    fn rejected_element(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let operator = self.id.to_string();
+        self.counters.add_window_bounds_rejected();
+        let rejected = RejectedElement {
+            element: value,
+            timestamp,
+            operator,
+        };
+        match guard(&self.id, || self.rejected.send(rejected))? {
+            Some(sent) => sent.map_err(|e| user_error(&self.id, e)),
+            None if self.counters.window_bounds_fail_record => Err(Error::WindowBounds {
+                operator: self.id.to_string(),
+                timestamp,
+            }),
+            None => {
+                tracing::warn!(
+                    operator = %self.id,
+                    timestamp,
+                    "record rejected: its window bounds do not fit in i64 milliseconds"
+                );
+                Ok(())
+            }
+        }
     }
 
     fn process_aligned(&mut self, key: K, value: T, timestamp: i64) -> Result<(), Error> {
@@ -564,6 +762,7 @@ where
         } = &mut *state;
         let empty = Vec::new();
         let panes = keys.get(&key).unwrap_or(&empty);
+        let arrival = panes.iter().map(|b| b.last_arrival).max().unwrap_or(0) + 1;
         // Windows of one key never intersect each other, so one pass finds every pane the
         // new window merges with; grow the cover until no more join.
         let mut merged = new_window;
@@ -643,9 +842,12 @@ where
                 .trigger
                 .on_element(&value, timestamp, &merged, &mut ctx)
         })?;
-        guard(&self.id, || self.function.add(&mut bucket.acc, value))?;
+        guard(&self.id, || {
+            self.function.add_in_order(&mut bucket.acc, value, arrival)
+        })?;
         bucket.has_content = true;
         bucket.pending = true;
+        bucket.last_arrival = arrival;
         register(timers, &mut self.requests, &key, &mut bucket);
         let mut em = emitter!(self);
         em.apply(&key, &mut bucket, r)?;
@@ -758,7 +960,7 @@ where
     }
 }
 
-impl<KF, K, T, A, Tr, WF, L, N> Operator<T> for WindowOperator<KF, K, T, A, Tr, WF, L, N>
+impl<KF, K, T, A, Tr, WF, L, E, N> Operator<T> for WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
@@ -767,10 +969,12 @@ where
     Tr: Trigger<T>,
     WF: WindowFunction<K, T>,
     L: Sink<T>,
+    E: RejectedOutput<T>,
     N: Operator<WF::Out>,
 {
     fn open(&mut self) -> Result<(), Error> {
         guard(&self.id, || self.late.open())?.map_err(|e| user_error(&self.id, e))?;
+        guard(&self.id, || self.rejected.open())?.map_err(|e| user_error(&self.id, e))?;
         self.next.open()
     }
 
@@ -794,13 +998,16 @@ where
             .assign_windows(timestamp, |w| windows.push(w))
             .is_err()
         {
-            return Err(Error::WindowBounds {
-                operator: self.id.to_string(),
-                timestamp,
-            });
+            return self.rejected_element(value, timestamp);
         }
         if self.windows.is_empty() {
-            return self.late_element(value);
+            // Between two windows (sliding windows with `slide > size`): late elements go
+            // to the late output as usual, the others are dropped and counted.
+            if timestamp.saturating_add(self.lateness) <= self.watermark {
+                return self.late_element(value);
+            }
+            self.counters.add_gap_dropped();
+            return Ok(());
         }
         if self.assigner.is_merging() {
             self.process_merging(key, value, timestamp)
@@ -846,7 +1053,9 @@ where
 
     fn close(&mut self) -> Result<(), Error> {
         let late = guard(&self.id, || self.late.close())?.map_err(|e| user_error(&self.id, e));
+        let rejected =
+            guard(&self.id, || self.rejected.close())?.map_err(|e| user_error(&self.id, e));
         let next = self.next.close();
-        late.and(next)
+        late.and(rejected).and(next)
     }
 }

@@ -46,6 +46,9 @@ pub struct PartitionProgress {
     /// Elements that arrived after all their windows were past the allowed lateness
     /// (sent to the late side output, if any, and otherwise dropped).
     pub window_late_dropped: u64,
+    /// Elements that fell between windows (sliding windows with `slide > size`) and were
+    /// not late: they belong to no window and are dropped.
+    pub window_gap_dropped: u64,
     /// Idle flushes: times the partition's watermark was flushed to `i64::MAX` after
     /// `watermark_idle_timeout` without input or a generator's `mark_idle`.
     pub idle_flushes: u64,

@@ -1040,6 +1040,7 @@ where
         let watermark = effective_watermark(&self.stores).map(|(w, _)| w);
         let fired = self.counters.window_firings.replace(0);
         let late = self.counters.late_elements.replace(0);
+        let gap_dropped = self.counters.window_gap_dropped.replace(0);
         let m = &self.metrics;
         m.records.increment(processed);
         m.failed.increment(failed);
@@ -1062,6 +1063,7 @@ where
                 pr.idle_flushes += u64::from(flushed);
                 pr.window_fired += fired;
                 pr.window_late_dropped += late;
+                pr.window_gap_dropped += gap_dropped;
                 if flushed {
                     pr.watermark = Some(crate::time::MAX_WATERMARK);
                 } else if let Some(w) = watermark {

@@ -39,6 +39,12 @@ impl RedisRuntime {
     pub(crate) fn new(limits: StateLimits) -> Self {
         RedisRuntime {
             limits,
+            // A record whose window bounds overflow is dead-lettered like any failed
+            // record (unless the window has a rejected-element output).
+            counters: Rc::new(Counters {
+                window_bounds_fail_record: true,
+                ..Counters::default()
+            }),
             ..RedisRuntime::default()
         }
     }

@@ -13,8 +13,10 @@ pub trait WindowAssigner: Clone + 'static {
     /// The trigger a window gets when the pipeline sets none.
     type DefaultTrigger: Clone + 'static;
 
-    /// Calls `emit` once for every window that contains `timestamp` (ms), in ascending order
-    /// of window start.
+    /// Calls `emit` once for every window that contains `timestamp` (ms) — none when the
+    /// timestamp falls between windows (sliding windows with `slide > size`) — in
+    /// descending order of window start (Flink's order: windows created by one element
+    /// register their timers, and so fire on one watermark step, in this order).
     ///
     /// # Errors
     /// `Err(timestamp)` when a window bound does not fit in `i64` (DESIGN invariant 2: such
@@ -125,7 +127,9 @@ impl WindowAssigner for TumblingEventTimeWindows {
 }
 
 /// Fixed-size event-time windows that start every `slide` (Flink `SlidingEventTimeWindows`);
-/// an element belongs to `ceil(size / slide)` windows or one fewer.
+/// an element belongs to every window `[start, start + size)` that contains it:
+/// `ceil(size / slide)` windows or one fewer, and none when `slide > size` and its
+/// timestamp falls in the gap between two windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingEventTimeWindows {
     size: i64,
@@ -163,19 +167,26 @@ impl WindowAssigner for SlidingEventTimeWindows {
     type DefaultTrigger = EventTimeTrigger;
 
     fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
+        let (ts, size, slide) = (
+            i128::from(timestamp),
+            i128::from(self.size),
+            i128::from(self.slide),
+        );
         let last_start = window_start(timestamp, self.offset, self.slide);
-        let ts = i128::from(timestamp);
-        // The earliest start whose window still contains `timestamp`.
-        let mut start = last_start;
-        while start - i128::from(self.slide) > ts - i128::from(self.size) {
-            start -= i128::from(self.slide);
+        // The earliest start whose window still contains `timestamp`. With `slide > size`
+        // it can lie above `last_start`: the timestamp falls between windows, in none.
+        let first_start = last_start - (last_start - (ts - size + 1)).div_euclid(slide) * slide;
+        if first_start > last_start {
+            return Ok(());
         }
         // Check every bound before emitting, so a rejected record touches no window.
-        window_of(start, self.size, timestamp)?;
+        window_of(first_start, self.size, timestamp)?;
         window_of(last_start, self.size, timestamp)?;
-        while start <= last_start {
+        // Descending window start, as Flink assigns (and so fires) them.
+        let mut start = last_start;
+        while start >= first_start {
             emit(window_of(start, self.size, timestamp)?);
-            start += i128::from(self.slide);
+            start -= slide;
         }
         Ok(())
     }
@@ -234,6 +245,7 @@ impl WindowAssigner for EventTimeSessionWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::any;
 
     fn windows(a: &impl WindowAssigner, ts: i64) -> Vec<TimeWindow> {
         let mut v = Vec::new();
@@ -267,11 +279,11 @@ mod tests {
                 .unwrap();
         assert_eq!(
             windows(&a, 1200),
-            vec![TimeWindow::new(500, 1500), TimeWindow::new(1000, 2000)]
+            vec![TimeWindow::new(1000, 2000), TimeWindow::new(500, 1500)]
         );
         assert_eq!(
             windows(&a, -1),
-            vec![TimeWindow::new(-1000, 0), TimeWindow::new(-500, 500)]
+            vec![TimeWindow::new(-500, 500), TimeWindow::new(-1000, 0)]
         );
         let uneven =
             SlidingEventTimeWindows::of(Duration::from_millis(1000), Duration::from_millis(300))
@@ -282,8 +294,81 @@ mod tests {
                 .iter()
                 .map(|w| w.start())
                 .collect::<Vec<_>>(),
-            vec![0, 300, 600, 900]
+            vec![900, 600, 300, 0]
         );
+    }
+
+    #[test]
+    fn sliding_with_slide_over_size_leaves_gaps_in_no_window() {
+        let a =
+            SlidingEventTimeWindows::of(Duration::from_millis(500), Duration::from_millis(1000))
+                .unwrap();
+        assert_eq!(windows(&a, 700), vec![]);
+        assert_eq!(windows(&a, 999), vec![]);
+        assert_eq!(windows(&a, 500), vec![]);
+        assert_eq!(windows(&a, 499), vec![TimeWindow::new(0, 500)]);
+        assert_eq!(windows(&a, 1000), vec![TimeWindow::new(1000, 1500)]);
+        assert_eq!(windows(&a, -300), vec![]);
+        assert_eq!(windows(&a, -1000), vec![TimeWindow::new(-1000, -500)]);
+        let hop = SlidingEventTimeWindows::with_offset(
+            Duration::from_millis(5),
+            Duration::from_millis(10),
+            -3,
+        )
+        .unwrap();
+        // windows [-3, 2), [7, 12), ...
+        assert_eq!(windows(&hop, 1), vec![TimeWindow::new(-3, 2)]);
+        assert_eq!(windows(&hop, 2), vec![]);
+        assert_eq!(windows(&hop, 6), vec![]);
+        assert_eq!(windows(&hop, 7), vec![TimeWindow::new(7, 12)]);
+    }
+
+    /// The windows of `ts` by brute force: every `start = offset + k * slide` with
+    /// `start <= ts < start + size`, descending.
+    fn reference(size: i64, slide: i64, offset: i64, ts: i64) -> Vec<TimeWindow> {
+        let base = ts - (ts - offset).rem_euclid(slide);
+        (0..=size / slide + 1)
+            .map(|k| base - k * slide)
+            .filter(|&s| s <= ts && ts < s + size)
+            .map(|s| TimeWindow::new(s, s + size))
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sliding_windows_contain_their_timestamp(
+            size in 1i64..200,
+            slide in 1i64..200,
+            offset_seed in any::<i64>(),
+            ts in -10_000i64..10_000,
+        ) {
+            let offset = offset_seed % slide;
+            let a = SlidingEventTimeWindows::with_offset(
+                Duration::from_millis(size as u64),
+                Duration::from_millis(slide as u64),
+                offset,
+            )
+            .unwrap();
+            let got = windows(&a, ts);
+            for w in &got {
+                proptest::prop_assert!(w.contains(ts), "{w:?} does not contain {ts}");
+                proptest::prop_assert_eq!(w.end() - w.start(), size);
+                proptest::prop_assert_eq!((w.start() - offset).rem_euclid(slide), 0);
+            }
+            proptest::prop_assert_eq!(got, reference(size, slide, offset, ts));
+        }
+
+        #[test]
+        fn tumbling_window_contains_its_timestamp(
+            size in 1i64..200,
+            offset_seed in any::<i64>(),
+            ts in -10_000i64..10_000,
+        ) {
+            let offset = offset_seed % size;
+            let a = TumblingEventTimeWindows::with_offset(Duration::from_millis(size as u64), offset)
+                .unwrap();
+            proptest::prop_assert_eq!(windows(&a, ts), reference(size, size, offset, ts));
+        }
     }
 
     #[test]

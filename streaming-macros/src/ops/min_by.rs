@@ -1,0 +1,15 @@
+//! The `min_by` operator.
+
+use super::prelude::*;
+
+/// The `min_by` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "min_by",
+    role: Role::Transform,
+    args: &[arg("|e: &T| -> value", Expr)],
+    variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("min-by")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-min-by"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "The element with the smallest value of the closure (the earliest on ties). Keyed: rolling, per element. Windowed: per firing.",
+    example: "let cheapest = pipeline! {\n    env.from_elements([(\"a\", 5), (\"b\", 3), (\"c\", 3)])\n        .key_by(|_: &(&str, i32)| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .min_by(|e: &(&str, i32)| e.1)\n        .collect_vec()\n}?;\nassert_eq!(cheapest, [(\"b\", 3)]);",
+};

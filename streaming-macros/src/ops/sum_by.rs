@@ -1,0 +1,15 @@
+//! The `sum_by` operator.
+
+use super::prelude::*;
+
+/// The `sum_by` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "sum_by",
+    role: Role::Transform,
+    args: &[arg("|e: &T| -> number", Expr)],
+    variants: &[on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-sum-by"))],
+    engines: BOTH,
+    expansion: Expansion::Method,
+    summary: "Sums the number the closure extracts from each element; emits `(key, window, sum)` per firing.",
+    example: "let totals = pipeline! {\n    env.from_elements([(\"a\", 2u64), (\"a\", 3)])\n        .key_by(|e: &(&str, u64)| e.0)\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .sum_by(|e: &(&str, u64)| e.1)\n        .map(|(k, _w, s): (&str, TimeWindow, u64)| (k, s))\n        .collect_vec()\n}?;\nassert_eq!(totals, [(\"a\", 5)]);",
+};
