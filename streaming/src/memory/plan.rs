@@ -8,7 +8,7 @@
 //! [`StoreFactory`], so each engine decides which state types it can keep.
 
 use super::CheckpointCoordinator;
-use crate::ops::{Counters, Operator, OperatorId, Shared};
+use crate::ops::{Counters, Operator, OperatorId, Shared, SideOutput};
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -40,6 +40,20 @@ pub trait StoreFactory<S> {
     /// The counters window operators report to.
     #[doc(hidden)]
     fn counters(&self) -> Rc<Counters>;
+}
+
+/// Wraps a side-output sink (a window's late data) for the engine: the memory [`Runtime`]
+/// delivers each record at once; the Redis runtime buffers them and delivers them with the
+/// batch that produced them, so a rolled-back batch delivers nothing.
+pub trait SideOutputFactory<T, L> {
+    /// The side output writing to `sink`.
+    fn side_output(&self, sink: L) -> SideOutput<T, L>;
+}
+
+impl<T, L> SideOutputFactory<T, L> for Runtime {
+    fn side_output(&self, sink: L) -> SideOutput<T, L> {
+        SideOutput::direct(sink)
+    }
 }
 
 impl Runtime {

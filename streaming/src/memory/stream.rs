@@ -1,14 +1,14 @@
 //! The builder API of the in-memory engine: [`DataStream`], [`KeyedStream`],
 //! [`WindowedStream`].
 
-use super::plan::{Plan, Runtime, Stage, StoreFactory, Then};
+use super::plan::{Plan, Runtime, SideOutputFactory, Stage, StoreFactory, Then};
 use crate::api::{AggregateFunction, Collector, KeyedContext, KeyedProcessFunction, Numeric, Sink};
 use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
     KeyedReduce, KeyedSum, Map, Operator, OperatorId, ProcessFn, RecordTimestamp, ReduceWindow,
-    SinkOp, SumWindow, TryMap, WatermarkStore, WindowFunction, WindowOperator,
+    SideOutput, SinkOp, SumWindow, TryMap, WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -248,9 +248,11 @@ where
     Tr: Trigger<T>,
     MF: MakeWindowFunction<K, T>,
     L: Sink<T>,
+    R: SideOutputFactory<T, L>,
 {
     type Out = <MF::Function as WindowFunction<K, T>>::Out;
-    type Op<N: Operator<Self::Out>> = WindowOperator<KF, K, T, A, Tr, MF::Function, L, N>;
+    type Op<N: Operator<Self::Out>> =
+        WindowOperator<KF, K, T, A, Tr, MF::Function, SideOutput<T, L>, N>;
     fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(
             &self.id,
@@ -263,7 +265,7 @@ where
             self.trigger,
             self.lateness,
             self.function.make(),
-            self.late,
+            rt.side_output(self.late),
             state,
             rt.counters(),
             next,

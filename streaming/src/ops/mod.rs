@@ -8,6 +8,7 @@
 //! `pipeline!` macro; these types are what both expand to.
 
 pub(crate) mod keyed;
+mod side_output;
 mod sink;
 mod stateless;
 mod timers;
@@ -15,6 +16,8 @@ mod watermark;
 pub(crate) mod window;
 
 pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn, ProcessState};
+pub(crate) use side_output::PendingOutput;
+pub use side_output::SideOutput;
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};

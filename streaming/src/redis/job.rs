@@ -49,6 +49,11 @@ pub struct PartitionProgress {
     /// Idle flushes: times the partition's watermark was flushed to `i64::MAX` after
     /// `watermark_idle_timeout` without input or a generator's `mark_idle`.
     pub idle_flushes: u64,
+    /// Whether the partition's next idle flush has work: records went through a pipeline
+    /// with a watermark since its last idle flush, or it was taken holding windows or
+    /// event-time timers a previous run left unfired. Such a partition is flushed after
+    /// the idle timeout whatever its watermark (even one that never left `i64::MIN`).
+    pub awaiting_flush: bool,
 }
 
 /// What [`JobClient::diagnostics`] reports.
@@ -493,13 +498,17 @@ impl JobClient {
     }
 
     /// Waits until the job is done with a finite input, at most `timeout`: caught up as
-    /// in [`await_caught_up`](Self::await_caught_up), and every partition whose watermark
-    /// epoch has begun has been idle-flushed (its watermark is `i64::MAX`: every window and
-    /// event-time timer has fired and committed), checked again after the flush so that
-    /// input arriving meanwhile is not missed. Partitions that never received a message
-    /// have nothing to flush — so produce the input before calling it (or check the record
-    /// counts in [`diagnostics`](Self::diagnostics)): on a topic nothing was written to yet
-    /// it returns `true` at once. `false` on timeout or when the job cannot progress.
+    /// in [`await_caught_up`](Self::await_caught_up), and every partition with event-time
+    /// work has been idle-flushed (every window and event-time timer has fired and
+    /// committed), checked again after the flush so that input arriving meanwhile is not
+    /// missed. A partition has such work when records went through it since its last idle
+    /// flush (whatever its watermark, even `i64::MIN`), or when it was taken holding
+    /// windows or event-time timers a previous run left unfired (a restart with no new
+    /// input waits for that flush); see [`PartitionProgress::awaiting_flush`]. Partitions
+    /// that never received a message have nothing to flush — so produce the input before
+    /// calling it (or check the record counts in [`diagnostics`](Self::diagnostics)): on a
+    /// topic nothing was written to yet it returns `true` at once. `false` on timeout or
+    /// when the job cannot progress.
     ///
     /// Needs [`RedisRuntimeConfig::watermark_idle_timeout`]: the flush comes that long
     /// after a partition's last message.
@@ -522,10 +531,11 @@ impl JobClient {
             if !self.await_caught_up(left)? {
                 return Ok(false);
             }
-            let flushed = self.shared.progress.lock().is_ok_and(|p| {
-                p.iter()
-                    .all(|pr| matches!(pr.watermark, None | Some(i64::MIN) | Some(i64::MAX)))
-            });
+            let flushed = self
+                .shared
+                .progress
+                .lock()
+                .is_ok_and(|p| p.iter().all(|pr| !pr.awaiting_flush));
             if flushed && self.shared.caught_up()? {
                 return Ok(true);
             }

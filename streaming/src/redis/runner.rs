@@ -18,7 +18,7 @@
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
 use super::persist::{StateLimits, WATERMARK_STATE};
-use super::runtime::{mdc_sampled, DynStore, StateKeys};
+use super::runtime::{mdc_sampled, DynSideOutput, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
 use crate::memory::Plan;
@@ -253,8 +253,8 @@ struct HotArm {
 trait Make<C, O>: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error> {}
 impl<C, O, F: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error>> Make<C, O> for F {}
 
-/// A built chain with its stores and its window operators' counters.
-type Built<C> = (C, Stores, Rc<Counters>);
+/// A built chain with its stores, its window operators' counters and its side outputs.
+type Built<C> = (C, Stores, Rc<Counters>, Vec<DynSideOutput>);
 
 fn build_chain<P, O>(
     plan: &P,
@@ -272,8 +272,8 @@ where
         },
     )?;
     chain.open()?;
-    let (stores, counters) = rt.into_parts();
-    Ok((chain, stores, counters))
+    let (stores, counters, side_outputs) = rt.into_parts();
+    Ok((chain, stores, counters, side_outputs))
 }
 
 /// The partition's watermark: that of its last watermark operator (the first registered
@@ -373,8 +373,13 @@ struct Part<C, S, O> {
     chain: C,
     stores: Stores,
     counters: Rc<Counters>,
+    /// The chain's side outputs (late data), delivered when a batch commits.
+    side_outputs: Vec<DynSideOutput>,
     /// When the partition last read an entry (drives the idle flush).
     last_read: Instant,
+    /// The next idle flush has work: records went through the chain since the last one,
+    /// or the partition was taken holding unfired windows or event-time timers.
+    awaiting_flush: bool,
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     next_timers: Instant,
     out: Rc<RefCell<Vec<O>>>,
@@ -445,7 +450,7 @@ where
     let mut parts = Vec::new();
     for p in (0..partitions).filter(|p| p % n == subtask) {
         let out = Rc::new(RefCell::new(Vec::new()));
-        let (chain, stores, counters) = plan(&out)?;
+        let (chain, stores, counters, side_outputs) = plan(&out)?;
         let tag = ctx.keys.hash_tag(&spec.topic, p);
         let mut part = Part {
             partition: p,
@@ -459,7 +464,9 @@ where
             chain,
             stores,
             counters,
+            side_outputs,
             last_read: Instant::now(),
+            awaiting_flush: false,
             next_timers: Instant::now(),
             out,
             sink: sink.clone(),
@@ -710,6 +717,15 @@ where
             }
         }
         self.rebuild(plan, ctx, conn).await?;
+        if effective_watermark(&self.stores).is_some()
+            && self.stores.iter().any(|(_, s)| s.borrow().has_event_time_work())
+        {
+            // Restored windows or timers fire only at the next idle flush.
+            self.awaiting_flush = true;
+        }
+        let awaiting = self.awaiting_flush;
+        ctx.job
+            .progress(&spec.topic, &spec.group, p, |pr| pr.awaiting_flush |= awaiting);
         self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
         ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
         Ok(())
@@ -725,11 +741,13 @@ where
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
         let _ = self.sink.take_commit_writes();
-        let (chain, stores, counters) = plan(&self.out)?;
+        // The old chain's side outputs go with it: a rolled-back batch delivers nothing.
+        let (chain, stores, counters, side_outputs) = plan(&self.out)?;
         // The same plan type builds the same chain type.
         self.chain = chain;
         self.stores = stores;
         self.counters = counters;
+        self.side_outputs = side_outputs;
         let config = &ctx.spec.env.config;
         self.schema = super::schema::open(config, conn, &self.state_keys, &self.stores).await?;
         let v: Value = ctx
@@ -940,6 +958,9 @@ where
         };
         self.commit(ctx, conn, pending, &ids).await?;
         let processed = (msgs.len() - skip.len()) as u64;
+        if processed > 0 && effective_watermark(&self.stores).is_some() {
+            self.awaiting_flush = true;
+        }
         let failed = skip.len() as u64;
         self.report(ctx, last_id, processed, failed, false);
         Ok(())
@@ -979,6 +1000,7 @@ where
                 pr.idle_flushes += u64::from(flushed);
                 pr.window_fired += fired;
                 pr.window_late_dropped += late;
+                pr.awaiting_flush = self.awaiting_flush;
                 if flushed {
                     pr.watermark = Some(crate::time::MAX_WATERMARK);
                 } else if let Some(w) = watermark {
@@ -1058,7 +1080,9 @@ where
             .stores
             .iter()
             .any(|(_, s)| s.borrow().watermark().is_some_and(|(w, _)| w > i64::MIN));
-        if !began || (!idle && self.last_read.elapsed() < timeout) {
+        // A partition with work flushes whatever its watermark (it may never leave
+        // `i64::MIN`, e.g. negative event times and a large out-of-orderness).
+        if !(began || self.awaiting_flush) || (!idle && self.last_read.elapsed() < timeout) {
             return Ok(());
         }
         tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
@@ -1077,6 +1101,7 @@ where
             s.borrow_mut().reset_epoch();
         }
         self.commit(ctx, conn, Pending::default(), &[]).await?;
+        self.awaiting_flush = false;
         self.report(ctx, None, 0, 0, true);
         self.last_read = Instant::now();
         self.rebuild(plan, ctx, conn).await
@@ -1099,10 +1124,13 @@ where
             &mut pending,
             &mut Vec::new(),
         )?;
-        // 3. Outputs to the sink.
+        // 3. Outputs to the sink and the side outputs.
         let outputs = std::mem::take(&mut *self.out.borrow_mut());
         for v in outputs {
             guarded(ctx, "invoke", self.sink.invoke(v))?;
+        }
+        for side in &self.side_outputs {
+            guarded(ctx, "invoke side output", side.borrow_mut().deliver())?;
         }
         // THROTTLE: back-pressure before writing to a hot hash.
         if config.hot_key_policy() == HotKeyPolicy::Throttle
@@ -1139,12 +1167,18 @@ where
             self.writes += h.fields.len() as u64;
             sampled.push(every > 0 && self.writes / every > before / every);
         }
+        // Every Redis sink of the pipeline, main or side output, commits in this script.
         let lists: Vec<(String, Vec<String>)> = self
             .sink
             .take_commit_writes()
+            .into_iter()
+            .chain(
+                self.side_outputs
+                    .iter()
+                    .filter_map(|side| side.borrow_mut().take_commit_writes()),
+            )
             .filter(|w| !w.values.is_empty())
             .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
-            .into_iter()
             .collect();
         let mut inv = ctx.scripts.commit.key(ctx.keys.stream(t, p));
         inv.key(ctx.keys.acked(t, p, g))

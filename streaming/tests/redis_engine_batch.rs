@@ -1,0 +1,149 @@
+//! What one batch of the Redis engine commits and delivers: side outputs with the batch,
+//! bad input straight to the dead-letter queue, the acknowledged-id set, skipped entries.
+
+mod support;
+
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use streaming::mq::{Message, Mq, OutgoingMessage};
+use streaming::redis::{
+    AckMode, CollectSink, JobClient, ProcessingErrorResult, RedisEnv, RedisListSink,
+    RedisRuntimeConfig,
+};
+use streaming::time::{BoundedOutOfOrderness, TumblingEventTimeWindows};
+use streaming::BoxError;
+use support::engine::{earliest, rt, wait_until};
+use support::redis_server::TestRedis;
+use support::{fast_options, unique_prefix};
+
+struct Setup {
+    redis: TestRedis,
+    prefix: String,
+    mq_opts: streaming::mq::MqOptions,
+    rt: tokio::runtime::Runtime,
+}
+
+fn setup(test: &str) -> Setup {
+    Setup {
+        redis: TestRedis::private(),
+        prefix: unique_prefix(test),
+        mq_opts: fast_options(test).build().unwrap(),
+        rt: rt(),
+    }
+}
+
+impl Setup {
+    fn mq(&self) -> Mq {
+        self.rt
+            .block_on(Mq::connect(self.redis.url(), self.mq_opts.clone()))
+            .unwrap()
+    }
+
+    fn config(&self, job: &str, mode: AckMode) -> streaming::redis::RedisRuntimeConfigBuilder {
+        RedisRuntimeConfig::builder()
+            .job_name(job)
+            .job_instance_id("test")
+            .state_key_prefix(&self.prefix)
+            .mq_options(self.mq_opts.clone())
+            .ack_mode(mode)
+    }
+
+    fn env(&self, config: streaming::redis::RedisRuntimeConfigBuilder) -> RedisEnv {
+        RedisEnv::create_with_config(self.redis.url(), config.build().unwrap()).unwrap()
+    }
+
+    fn conn(&self) -> redis::aio::MultiplexedConnection {
+        self.rt
+            .block_on(
+                redis::Client::open(self.redis.url())
+                    .unwrap()
+                    .get_multiplexed_async_connection(),
+            )
+            .unwrap()
+    }
+
+    /// Sends `payloads` (text) to `topic` in one batch, keyed by the payload.
+    fn send(&self, topic: &str, payloads: &[&str]) {
+        let mq = self.mq();
+        let mut producer = mq.producer();
+        let msgs: Vec<OutgoingMessage> = payloads
+            .iter()
+            .map(|p| OutgoingMessage::new(p.to_string()).key(p.to_string()))
+            .collect();
+        self.rt.block_on(producer.send_batch(topic, &msgs)).unwrap();
+    }
+}
+
+fn records(job: &JobClient) -> u64 {
+    job.diagnostics().partitions.iter().map(|p| p.records).sum()
+}
+
+fn failed(job: &JobClient) -> u64 {
+    job.diagnostics().partitions.iter().map(|p| p.failed).sum()
+}
+
+/// `key,ts` → `(key, ts)`; anything else fails the record.
+fn parse(m: &Message) -> Result<(String, i64), BoxError> {
+    let text = m.text()?;
+    let (k, ts) = text.split_once(',').ok_or("not `key,ts`")?;
+    Ok((k.to_string(), ts.parse()?))
+}
+
+/// One batch: two windows of key `a`, one element late for the first, two records that
+/// fail. Each failure rolls the batch back and runs it again.
+const LATE_BATCH: [&str; 6] = ["a,10", "poison-1", "a,250", "a,20", "poison-2", "a,260"];
+
+macro_rules! late_pipeline {
+    ($env:expr, $topic:expr, $late:expr, $out:expr) => {
+        $env.from_mq_topic_with_options($topic, "g", earliest(16))
+            .try_map(|m: Message| parse(&m))
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+            .side_output_late_data($late)
+            .count()
+            .sink($out)
+            .unwrap()
+    };
+}
+
+/// Runs [`LATE_BATCH`] through `late_pipeline!` with `late` as the side output; returns
+/// the job once both poison records are dead-lettered and the rest committed.
+fn run_late_batch(s: &Setup, topic: &str, late: impl streaming::api::Sink<(String, i64)> + Clone + Send + 'static) -> JobClient {
+    let mq = s.mq();
+    s.rt.block_on(mq.create_topic(topic, 1)).unwrap();
+    s.send(topic, &LATE_BATCH);
+    let env = s.env(
+        s.config(&format!("late-{topic}"), AckMode::Offset)
+            .processing_error_result(ProcessingErrorResult::DeadLetter),
+    );
+    late_pipeline!(env, topic, late, CollectSink::<(String, streaming::time::TimeWindow, u64)>::new());
+    let job = env.execute_async().unwrap();
+    wait_until("the batch", &job, || records(&job) == 4 && failed(&job) == 2);
+    let dead = s.rt.block_on(mq.dead_letters(topic, 10)).unwrap();
+    assert_eq!(dead.len(), 2);
+    job.cancel();
+    assert!(job.await_termination(Duration::from_secs(10)));
+    job
+}
+
+#[test]
+fn a_late_element_reaches_each_side_output_once_despite_rolled_back_runs() {
+    let s = setup("batch-late");
+    // A collecting side output: delivered with the committed batch, not per run.
+    let collected = CollectSink::new();
+    let job = run_late_batch(&s, "late-collect", collected.clone());
+    assert_eq!(collected.snapshot(), vec![("a".to_string(), 20)]);
+    assert_eq!(job.diagnostics().partitions[0].window_late_dropped, 1);
+    // A Redis list side output: written by the batch's commit script.
+    let job = run_late_batch(&s, "late-list", RedisListSink::new("late"));
+    assert_eq!(job.diagnostics().partitions[0].window_late_dropped, 1);
+    let key = RedisListSink::<()>::key_for("late", "late-list", 0);
+    let mut conn = s.conn();
+    let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
+    assert_eq!(list, vec![r#"["a",20]"#.to_string()]);
+}
