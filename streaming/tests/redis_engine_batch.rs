@@ -1,5 +1,7 @@
 //! What one batch of the Redis engine commits and delivers: side outputs with the batch,
-//! bad input straight to the dead-letter queue, the acknowledged-id set, skipped entries.
+//! idle flushes of every partition with event-time work (also one never leaving
+//! `i64::MIN`, and after a restart), bad input straight to the dead-letter queue, the
+//! acknowledged-id set, skipped entries.
 
 mod support;
 
@@ -11,7 +13,8 @@ use streaming::redis::{
     AckMode, CollectSink, JobClient, ProcessingErrorResult, RedisEnv, RedisListSink,
     RedisRuntimeConfig,
 };
-use streaming::time::{BoundedOutOfOrderness, TumblingEventTimeWindows};
+use streaming::time::{BoundedOutOfOrderness, TimeWindow, TumblingEventTimeWindows};
+use streaming::MemoryEnv;
 use streaming::BoxError;
 use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
@@ -146,4 +149,123 @@ fn a_late_element_reaches_each_side_output_once_despite_rolled_back_runs() {
     let mut conn = s.conn();
     let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
     assert_eq!(list, vec![r#"["a",20]"#.to_string()]);
+}
+
+type Counted = (String, TimeWindow, u64);
+
+fn sorted(mut v: Vec<Counted>) -> Vec<Counted> {
+    v.sort_by_key(|(k, w, n)| (k.clone(), w.start(), *n));
+    v
+}
+
+/// Counts per key in 100 ms tumbling windows with out-of-orderness `ooo`.
+macro_rules! windowed_count {
+    ($stream:expr, $ooo:expr) => {
+        $stream
+            .assign_timestamps_and_watermarks_with(
+                |e: &(String, i64), _ts: i64| e.1,
+                BoundedOutOfOrderness::new($ooo).unwrap(),
+            )
+            .key_by(|e: &(String, i64)| e.0.clone())
+            .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+            .count()
+    };
+}
+
+fn memory_counts(input: &[&str], ooo: Duration) -> Vec<Counted> {
+    let events: Vec<(String, i64)> = input
+        .iter()
+        .map(|p| {
+            let (k, ts) = p.split_once(',').unwrap();
+            (k.to_string(), ts.parse().unwrap())
+        })
+        .collect();
+    sorted(
+        windowed_count!(MemoryEnv::new().from_collection(events), ooo)
+            .collect_vec()
+            .unwrap(),
+    )
+}
+
+/// Negative event times and an out-of-orderness that saturates: the watermark never
+/// leaves `i64::MIN`. The idle flush still fires every window (as the memory engine does
+/// at end of input), and `await_flushed` waits for it.
+#[test]
+fn a_watermark_stuck_at_min_is_still_flushed_and_awaited() {
+    let s = setup("batch-min-wm");
+    let mq = s.mq();
+    let ooo = Duration::from_millis(i64::MAX as u64);
+    let input = ["a,-1500", "a,-1420", "b,-300", "a,-20"];
+    let expected = memory_counts(&input, ooo);
+    assert_eq!(expected.len(), 3);
+    for mode in [AckMode::Offset, AckMode::Xack] {
+        let topic = format!("neg-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        s.send(&topic, &input);
+        let env = s.env(
+            s.config(&format!("neg-{mode:?}"), mode)
+                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+        );
+        let out = CollectSink::new();
+        windowed_count!(
+            env.from_mq_topic_with_options(&topic, "g", earliest(16))
+                .try_map(|m: Message| parse(&m)),
+            ooo
+        )
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert_eq!(records(&job), 4);
+        assert_eq!(sorted(out.snapshot()), expected, "{mode:?}");
+        job.cancel();
+    }
+}
+
+/// A job stops while windows are open; a new run with no new input fires them at its idle
+/// flush, and `await_flushed` returns only after that flush committed.
+#[test]
+fn await_flushed_after_a_restart_waits_for_the_restored_windows() {
+    let s = setup("batch-restart-flush");
+    let mq = s.mq();
+    let ooo = Duration::from_millis(25);
+    let input = ["a,10", "b,20", "a,150", "b,260"];
+    let expected = memory_counts(&input, ooo);
+    assert_eq!(expected.len(), 4);
+    for mode in [AckMode::Xack, AckMode::Offset] {
+        let topic = format!("restart-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        s.send(&topic, &input);
+        let run = |idle: Duration, out: &CollectSink<Counted>| {
+            let env = s.env(
+                s.config(&format!("restart-{mode:?}"), mode)
+                    .watermark_idle_timeout(Some(idle)),
+            );
+            windowed_count!(
+                env.from_mq_topic_with_options(&topic, "g", earliest(16))
+                    .try_map(|m: Message| parse(&m)),
+                ooo
+            )
+            .sink(out.clone())
+            .unwrap();
+            env.execute_async().unwrap()
+        };
+        // First run: no idle flush, so the last windows stay open.
+        let first = CollectSink::new();
+        let job = run(Duration::from_secs(3600), &first);
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        assert_eq!(records(&job), 4);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+        assert_eq!(first.len(), 3, "{:?}", first.snapshot());
+        // Second run, no new input.
+        let second = CollectSink::new();
+        let job = run(Duration::from_millis(300), &second);
+        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        let mut all = first.snapshot();
+        all.extend(second.snapshot());
+        assert_eq!(sorted(all), expected, "{mode:?}");
+        assert_eq!(job.diagnostics().partitions[0].idle_flushes, 1);
+        job.cancel();
+    }
 }
