@@ -269,3 +269,210 @@ fn await_flushed_after_a_restart_waits_for_the_restored_windows() {
         job.cancel();
     }
 }
+
+/// Retries far apart: a retried record would not reach the dead-letter queue during the
+/// test, so a dead letter there was sent at once.
+fn slow_retries(s: &Setup, test: &str) -> streaming::mq::MqOptions {
+    fast_options(test)
+        .key_prefix(s.mq_opts.key_prefix.clone())
+        .retry(streaming::mq::RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_secs(3600),
+            multiplier: 1.0,
+            max_backoff: Duration::from_secs(3600),
+            jitter: 0.0,
+        })
+        .build()
+        .unwrap()
+}
+
+/// A payload that does not decode (bad JSON; not UTF-8 where text is needed) is a
+/// permanent error: dead-lettered at once under the retry policy, in both ack modes.
+#[test]
+fn undecodable_payloads_are_dead_lettered_without_retry() {
+    let s = setup("batch-decode");
+    let mq = s.mq();
+    for mode in [AckMode::Xack, AckMode::Offset] {
+        let topic = format!("decode-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        let msgs = vec![
+            OutgoingMessage::new(r#"["a",10]"#).key("json"),
+            OutgoingMessage::new("{not json").key("json"),
+            OutgoingMessage::new(vec![0xffu8, 0xfe, 0x2c, 0x31]).key("text"),
+            OutgoingMessage::new("b,20").key("text"),
+        ];
+        let mut producer = mq.producer();
+        s.rt.block_on(producer.send_batch(&topic, &msgs)).unwrap();
+        let env = s.env(
+            s.config(&format!("decode-{mode:?}"), mode)
+                .mq_options(slow_retries(&s, "batch-decode")),
+        );
+        let out = CollectSink::new();
+        env.from_mq_topic_with_options(&topic, "g", earliest(16))
+            .try_map(|m: Message| -> Result<(String, i64), BoxError> {
+                if m.key.as_deref() == Some("json") {
+                    Ok(m.json()?)
+                } else {
+                    parse(&m)
+                }
+            })
+            .sink(out.clone())
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        let dead = || s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
+        wait_until("two dead letters", &job, || dead().len() == 2);
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        job.cancel();
+        let mut letters = dead();
+        letters.sort_by(|a, b| a.id.cmp(&b.id));
+        for d in &letters {
+            assert_eq!((d.attempts, d.error_type.as_str()), (1, "decode"), "{mode:?}");
+        }
+        assert_eq!(letters[0].payload.as_ref(), b"{not json");
+        assert_eq!(letters[1].payload.as_ref(), [0xffu8, 0xfe, 0x2c, 0x31]);
+        let mut got = out.snapshot();
+        got.sort();
+        assert_eq!(got, vec![("a".to_string(), 10), ("b".to_string(), 20)]);
+    }
+}
+
+/// `Error::permanent` from a user function dead-letters the record at once; another error
+/// keeps the retry policy.
+#[test]
+fn a_permanent_user_error_is_dead_lettered_at_once() {
+    let s = setup("batch-permanent");
+    let mq = s.mq();
+    for mode in [AckMode::Xack, AckMode::Offset] {
+        let topic = format!("perm-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        s.send(&topic, &["ok", "unknown-customer", "flaky"]);
+        let env = s.env(
+            s.config(&format!("perm-{mode:?}"), mode)
+                .mq_options(slow_retries(&s, "batch-permanent")),
+        );
+        let out = CollectSink::new();
+        env.from_mq_topic_with_options(&topic, "g", earliest(16))
+            .try_map(|m: Message| -> Result<String, BoxError> {
+                match m.text()? {
+                    "unknown-customer" => {
+                        Err(streaming::Error::permanent("no such customer").into())
+                    }
+                    "flaky" => Err("try again".into()),
+                    t => Ok(t.to_string()),
+                }
+            })
+            .sink(out.clone())
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        let dead = || s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
+        wait_until("the permanent failure", &job, || {
+            dead().len() == 1 && failed(&job) == 2
+        });
+        job.cancel();
+        let d = &dead()[0];
+        assert_eq!(d.payload.as_ref(), b"unknown-customer");
+        assert_eq!((d.attempts, d.error_type.as_str()), (1, "user_function"));
+        assert!(d.error.contains("no such customer"), "{}", d.error);
+        // The other failure waits for its retry (an hour away), not in the dead letters.
+        assert_eq!(out.snapshot(), vec!["ok".to_string()]);
+    }
+}
+
+/// Raw entries with 10,000 and 100,000 fields are dead-lettered (as malformed) and the
+/// commit frontier passes them, in both ack modes.
+#[test]
+fn entries_with_huge_field_counts_are_dead_lettered() {
+    let s = setup("batch-huge");
+    let mq = s.mq();
+    let mut conn = s.conn();
+    for mode in [AckMode::Xack, AckMode::Offset] {
+        let topic = format!("huge-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        let stream = mq.keys().stream(&topic, 0);
+        for fields in [10_000, 100_000] {
+            let mut cmd = redis::cmd("XADD");
+            cmd.arg(&stream).arg("*");
+            for i in 0..fields {
+                cmd.arg(format!("f{i}")).arg(i);
+            }
+            let _: String = s.rt.block_on(cmd.query_async(&mut conn)).unwrap();
+        }
+        s.send(&topic, &["a,1"]);
+        let last: Vec<(String, Vec<(String, String)>)> = s
+            .rt
+            .block_on(conn.xrevrange_count(&stream, "+", "-", 1))
+            .map(|r: redis::streams::StreamRangeReply| {
+                r.ids.into_iter().map(|e| (e.id, Vec::new())).collect()
+            })
+            .unwrap();
+        let last_id = last[0].0.clone();
+        let env = s.env(s.config(&format!("huge-{mode:?}"), mode));
+        let out = CollectSink::new();
+        env.from_mq_topic_with_options(&topic, "g", earliest(16))
+            .try_map(|m: Message| parse(&m))
+            .sink(out.clone())
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("the valid record", &job, || out.len() == 1);
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        job.cancel();
+        let frontier = s.rt.block_on(mq.commit_frontier(&topic, "g", 0)).unwrap();
+        assert_eq!(frontier.as_deref(), Some(last_id.as_str()), "{mode:?}");
+        let letters = s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
+        assert_eq!(letters.len(), 2, "{mode:?}");
+        assert!(letters.iter().all(|d| d.error_type == "malformed"));
+    }
+}
+
+/// In XACK mode the acknowledged-id set holds only ids above the commit frontier: none
+/// are left behind by retries and dead letters once the job caught up.
+#[test]
+fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
+    let s = setup("batch-acked");
+    let mq = s.mq();
+    let topic = "acked";
+    s.rt.block_on(mq.create_topic(topic, 1)).unwrap();
+    let input: Vec<String> = (0..60)
+        .map(|i| if i % 10 == 3 { "bad".to_string() } else { format!("k{i},{i}") })
+        .collect();
+    let refs: Vec<&str> = input.iter().map(String::as_str).collect();
+    s.send(topic, &refs);
+    let opts = fast_options("batch-acked")
+        .key_prefix(s.mq_opts.key_prefix.clone())
+        .retry(streaming::mq::RetryPolicy {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(20),
+            multiplier: 1.0,
+            max_backoff: Duration::from_millis(20),
+            jitter: 0.0,
+        })
+        .build()
+        .unwrap();
+    let env = s.env(s.config("acked", AckMode::Xack).mq_options(opts));
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options(topic, "g", earliest(8))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .try_map(|t: String| -> Result<String, BoxError> {
+            if t == "bad" {
+                Err("bad record".into())
+            } else {
+                Ok(t)
+            }
+        })
+        .sink(out.clone())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let dead = || s.rt.block_on(mq.dead_letters(topic, 100)).unwrap();
+    wait_until("six dead letters", &job, || dead().len() == 6);
+    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    // 6 bad records × 3 attempts each.
+    assert_eq!(failed(&job), 18);
+    job.cancel();
+    assert_eq!(out.len(), 54);
+    let mut conn = s.conn();
+    let acked: Vec<String> = s
+        .rt
+        .block_on(conn.smembers(mq.keys().acked(topic, 0, "g")))
+        .unwrap();
+    assert_eq!(acked, Vec::<String>::new());
+}

@@ -147,6 +147,11 @@ fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) ->
 #[cold]
 pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Error {
     match source.downcast::<Error>() {
+        // A permanent error is the user's own: it names the operator like any other.
+        Ok(own) if matches!(*own, Error::Permanent { .. }) => Error::UserFunction {
+            operator: operator.to_string(),
+            source: own,
+        },
         Ok(own) => *own,
         Err(source) => Error::UserFunction {
             operator: operator.to_string(),

@@ -634,6 +634,7 @@ fn guarded<T>(ctx: &Ctx<'_>, what: &str, r: Result<T, crate::BoxError>) -> Resul
 
 fn error_type(e: &Error) -> &'static str {
     match e {
+        e if e.is_decode() => "decode",
         Error::UserFunction { .. } => "user_function",
         Error::Panic { .. } => "panic",
         Error::StateType { .. } | Error::StateNotPersistent { .. } => "state",
@@ -944,8 +945,8 @@ where
             if super::schema::stops_partition(&e) {
                 return Err(e);
             }
-            tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
-                           "record failed: {e}");
+            tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
+                           id = %msgs[i].id, "record failed: {e}");
             self.fail(ctx, conn, &msgs[i], &e).await?;
             ctx.job.report_misuse(&e);
             if matches!(e, Error::HotKey { .. }) {
@@ -1336,7 +1337,10 @@ where
         m.headers
             .insert(HEADER_RUNTIME_ERROR_MESSAGE.into(), text.clone());
         let misuse = super::job::is_misuse(e);
-        let retry = config.processing_error_result() == ProcessingErrorResult::Retry && !misuse;
+        // A misuse or a permanent error (bad input, `Error::permanent`): no retry helps.
+        let retry = config.processing_error_result() == ProcessingErrorResult::Retry
+            && !misuse
+            && !e.is_permanent();
         let dl_type = match config.processing_error_result() {
             ProcessingErrorResult::Fail if !misuse => format!("fail:{kind}"),
             _ => kind.to_string(),
