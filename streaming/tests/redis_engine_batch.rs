@@ -476,3 +476,51 @@ fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
         .unwrap();
     assert_eq!(acked, Vec::<String>::new());
 }
+
+/// In XACK mode with `StartPolicy::Earliest`, a consumer group deleted while the job runs
+/// is re-created after the commit frontier: nothing is counted twice. With
+/// `restore_group_from_commit_frontier(false)` the start policy decides (a replay).
+#[test]
+fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
+    let s = setup("batch-group-loss");
+    let mq = s.mq();
+    for (restore, expected) in [(true, 15), (false, 25)] {
+        let topic = format!("loss-{restore}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        let first: Vec<String> = (0..10).map(|i| format!("k{i},{i}")).collect();
+        s.send(&topic, &first.iter().map(String::as_str).collect::<Vec<_>>());
+        let env = s.env(
+            s.config(&format!("loss-{restore}"), AckMode::Xack)
+                .restore_group_from_commit_frontier(restore),
+        );
+        env.from_mq_topic_with_options(&topic, "g", earliest(4))
+            .try_map(|m: Message| parse(&m))
+            .sink(RedisListSink::new("seen"))
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        assert_eq!(records(&job), 10);
+        let mut conn = s.conn();
+        let stream = mq.keys().stream(&topic, 0);
+        let _: i64 = s
+            .rt
+            .block_on(
+                redis::cmd("XGROUP")
+                    .arg("DESTROY")
+                    .arg(&stream)
+                    .arg("g")
+                    .query_async(&mut conn),
+            )
+            .unwrap();
+        let more: Vec<String> = (10..15).map(|i| format!("k{i},{i}")).collect();
+        s.send(&topic, &more.iter().map(String::as_str).collect::<Vec<_>>());
+        wait_until("the group is back and caught up", &job, || {
+            records(&job) >= 15 && job.await_caught_up(Duration::ZERO).unwrap()
+        });
+        job.cancel();
+        let key = RedisListSink::<()>::key_for("seen", &topic, 0);
+        let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
+        assert_eq!(list.len(), expected, "restore = {restore}: {list:?}");
+        assert_eq!(records(&job), expected as u64);
+    }
+}

@@ -683,6 +683,7 @@ where
                     p,
                     &spec.group,
                     spec.options.start,
+                    config.restore_group_from_commit_frontier(),
                 )
                 .await?;
                 claim_all(
