@@ -524,3 +524,73 @@ fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
         assert_eq!(records(&job), expected as u64);
     }
 }
+
+/// An entry whose retry-group field `rg` names another group is skipped, and counted as
+/// skipped in the diagnostics (both ack modes).
+#[test]
+fn entries_for_another_group_are_counted_as_skipped() {
+    let s = setup("batch-skipped");
+    let mq = s.mq();
+    let mut conn = s.conn();
+    for mode in [AckMode::Xack, AckMode::Offset] {
+        let topic = format!("skip-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        let stream = mq.keys().stream(&topic, 0);
+        let _: String = s
+            .rt
+            .block_on(
+                redis::cmd("XADD")
+                    .arg(&stream)
+                    .arg("*")
+                    .arg("p")
+                    .arg("x,1")
+                    .arg("ts")
+                    .arg(1)
+                    .arg("rg")
+                    .arg("someone-else")
+                    .query_async(&mut conn),
+            )
+            .unwrap();
+        s.send(&topic, &["a,2"]);
+        let env = s.env(s.config(&format!("skip-{mode:?}"), mode));
+        let out = CollectSink::new();
+        env.from_mq_topic_with_options(&topic, "g", earliest(16))
+            .try_map(|m: Message| parse(&m))
+            .sink(out.clone())
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        job.cancel();
+        assert_eq!(out.snapshot(), vec![("a".to_string(), 2)]);
+        let p = &job.diagnostics().partitions[0];
+        assert_eq!((p.records, p.skipped), (1, 1), "{mode:?}");
+    }
+}
+
+/// A producer's own `x-original-message-id` header does not become a dead letter's
+/// original id: a first delivery's original id is its own id.
+#[test]
+fn a_producer_cannot_forge_the_original_id_of_a_dead_letter() {
+    let s = setup("batch-forged");
+    let mq = s.mq();
+    let topic = "forged";
+    s.rt.block_on(mq.create_topic(topic, 1)).unwrap();
+    let mut producer = mq.producer();
+    let msg = OutgoingMessage::new("not-an-event").header(streaming::mq::HEADER_ORIGINAL_ID, "1-1");
+    s.rt.block_on(producer.send_batch(topic, &[msg])).unwrap();
+    let env = s.env(
+        s.config("forged", AckMode::Xack)
+            .processing_error_result(ProcessingErrorResult::DeadLetter),
+    );
+    env.from_mq_topic_with_options(topic, "g", earliest(16))
+        .try_map(|m: Message| parse(&m))
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let dead = || s.rt.block_on(mq.dead_letters(topic, 10)).unwrap();
+    wait_until("the dead letter", &job, || dead().len() == 1);
+    job.cancel();
+    let d = &dead()[0];
+    assert_eq!(d.original_id, d.id);
+    assert!(!d.headers.contains_key(streaming::mq::HEADER_ORIGINAL_ID), "{:?}", d.headers);
+}

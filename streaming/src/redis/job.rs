@@ -31,6 +31,10 @@ pub struct PartitionProgress {
     /// Records that failed and went to retry or the dead-letter queue (each attempt
     /// counts).
     pub failed: u64,
+    /// Entries in committed batches that were skipped, not processed: retries addressed to
+    /// another consumer group (their field `rg` names that group). Also the metric
+    /// `streaming_records_skipped_total`.
+    pub skipped: u64,
     /// Why the partition stopped, when it did (e.g. a state schema mismatch under
     /// [`SchemaMismatchPolicy::Fail`](super::SchemaMismatchPolicy::Fail)): it reads nothing
     /// more until the job is started again.

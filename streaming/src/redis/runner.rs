@@ -345,6 +345,7 @@ struct PartMetrics {
     window_fired: metrics::Counter,
     window_late_dropped: metrics::Counter,
     idle_flushes: metrics::Counter,
+    skipped: metrics::Counter,
     watermark: metrics::Gauge,
 }
 
@@ -362,6 +363,7 @@ impl PartMetrics {
             window_fired: metrics::counter!("streaming_window_fired_total", &labels),
             window_late_dropped: metrics::counter!("streaming_window_late_dropped_total", &labels),
             idle_flushes: metrics::counter!("streaming_idle_flushes_total", &labels),
+            skipped: metrics::counter!("streaming_records_skipped_total", &labels),
             watermark: metrics::gauge!("streaming_watermark_ms", &labels),
         }
     }
@@ -380,6 +382,9 @@ struct Part<C, S, O> {
     /// The next idle flush has work: records went through the chain since the last one,
     /// or the partition was taken holding unfired windows or event-time timers.
     awaiting_flush: bool,
+    /// Entries of the batch being processed that were skipped: retries addressed to
+    /// another consumer group (field `rg`).
+    skipped: u64,
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     next_timers: Instant,
     out: Rc<RefCell<Vec<O>>>,
@@ -467,6 +472,7 @@ where
             side_outputs,
             last_read: Instant::now(),
             awaiting_flush: false,
+            skipped: 0,
             next_timers: Instant::now(),
             out,
             sink: sink.clone(),
@@ -850,21 +856,27 @@ where
                 let ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
                 let last = ids.last().cloned();
                 let mut msgs = Vec::with_capacity(entries.len());
+                let mut skipped = 0;
                 for e in entries {
                     match e.decode(&spec.topic, p) {
                         Ok(m) if m.is_for_group(&spec.group) => msgs.push(m),
                         // Another group's retry: not run through the chain; its id stays
                         // in `ids`, so the commit acknowledges it and the frontier moves on.
-                        Ok(m) => tracing::debug!(topic = %spec.topic, partition = p, id = %m.id,
-                                                 retry_group = ?m.retry_group,
-                                                 "skipping another group's retry"),
+                        Ok(m) => {
+                            skipped += 1;
+                            tracing::debug!(topic = %spec.topic, group = %spec.group, partition = p,
+                                            id = %m.id, retry_group = ?m.retry_group,
+                                            "skipping another group's retry");
+                        }
                         Err(reason) => self.malformed(ctx, conn, e, &reason).await?,
                     }
                 }
+                self.skipped = skipped;
                 (msgs, ids, last)
             }
             Some(Reader::Offset(r)) => {
                 let b = r.read(count, Duration::from_millis(1)).await?;
+                self.skipped = b.skipped as u64;
                 let ids = b.last_id.iter().cloned().collect();
                 (b.messages, ids, b.last_id)
             }
@@ -965,6 +977,7 @@ where
         }
         let failed = skip.len() as u64;
         self.report(ctx, last_id, processed, failed, false);
+        self.skipped = 0;
         Ok(())
     }
 
@@ -982,6 +995,8 @@ where
         let fired = self.counters.window_firings.replace(0);
         let late = self.counters.late_elements.replace(0);
         let m = &self.metrics;
+        let skipped = self.skipped;
+        m.skipped.increment(skipped);
         m.records.increment(processed);
         m.failed.increment(failed);
         m.window_fired.increment(fired);
@@ -998,6 +1013,7 @@ where
                 }
                 pr.records += processed;
                 pr.failed += failed;
+                pr.skipped += skipped;
                 pr.batches += u64::from(!flushed);
                 pr.idle_flushes += u64::from(flushed);
                 pr.window_fired += fired;
