@@ -594,3 +594,112 @@ fn a_producer_cannot_forge_the_original_id_of_a_dead_letter() {
     assert_eq!(d.original_id, d.id);
     assert!(!d.headers.contains_key(streaming::mq::HEADER_ORIGINAL_ID), "{:?}", d.headers);
 }
+
+/// A TCP proxy in front of the test Redis that, once, lets a command containing `marker`
+/// through and then swallows Redis's reply and closes the connection: Redis applied the
+/// command, the client never hears it did. A `NOSCRIPT` reply (the script was not cached
+/// yet, so nothing ran) is passed on and the proxy waits for the next such command.
+struct LossyProxy {
+    url: String,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+fn lossy_proxy(upstream: &str, marker: &'static [u8]) -> LossyProxy {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let addr = upstream.trim_start_matches("redis://").trim_end_matches('/').to_string();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", listener.local_addr().unwrap());
+    let fired = Arc::new(AtomicBool::new(false));
+    let fired2 = Arc::clone(&fired);
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = TcpStream::connect(&addr) else { return };
+            let armed = Arc::new(AtomicBool::new(false));
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (armed_c, fired_c) = (Arc::clone(&armed), Arc::clone(&fired2));
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                let mut tail: Vec<u8> = Vec::new();
+                loop {
+                    let n = match c_in.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    tail.extend_from_slice(&buf[..n]);
+                    if !fired_c.load(Ordering::SeqCst)
+                        && tail.windows(marker.len()).any(|w| w == marker)
+                    {
+                        armed_c.store(true, Ordering::SeqCst);
+                    }
+                    let keep = tail.len().saturating_sub(marker.len());
+                    tail.drain(..keep);
+                    if s_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = s_out.shutdown(Shutdown::Both);
+            });
+            let fired_s = Arc::clone(&fired2);
+            let (mut s_in, mut c_out) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                loop {
+                    let n = match s_in.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if armed.load(Ordering::SeqCst) {
+                        if buf[..n].starts_with(b"-NOSCRIPT") {
+                            armed.store(false, Ordering::SeqCst);
+                        } else {
+                            fired_s.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                    }
+                    if c_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = c_out.shutdown(Shutdown::Both);
+                let _ = s_in.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    LossyProxy { url, fired }
+}
+
+/// A batch commit Redis applied but whose reply was lost is counted once the next read of
+/// the commit frontier confirms it: `records` ends at the input size (both ack modes).
+#[test]
+fn a_commit_whose_reply_was_lost_is_still_counted() {
+    let s = setup("batch-lost-reply");
+    let mq = s.mq();
+    for mode in [AckMode::Offset, AckMode::Xack] {
+        let topic = format!("lost-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        let input: Vec<String> = (0..50).map(|i| format!("k{i},{i}")).collect();
+        s.send(&topic, &input.iter().map(String::as_str).collect::<Vec<_>>());
+        let proxy = lossy_proxy(s.redis.url(), b"lost-reply-out");
+        let config = s.config(&format!("lost-{mode:?}"), mode).build().unwrap();
+        let env = RedisEnv::create_with_config(proxy.url.as_str(), config).unwrap();
+        env.from_mq_topic_with_options(&topic, "g", earliest(10))
+            .try_map(|m: Message| parse(&m))
+            .sink(RedisListSink::new("lost-reply-out"))
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("the lost reply", &job, || {
+            proxy.fired.load(std::sync::atomic::Ordering::SeqCst)
+        });
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        job.cancel();
+        let key = RedisListSink::<()>::key_for("lost-reply-out", &topic, 0);
+        let mut conn = s.conn();
+        let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
+        assert_eq!(list.len(), 50, "{mode:?}: exactly once in the sink");
+        assert_eq!(records(&job), 50, "{mode:?}");
+    }
+}

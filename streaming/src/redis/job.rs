@@ -385,7 +385,7 @@ fn id_parts(id: &str) -> Option<(u64, u64)> {
 }
 
 /// Whether stream id `a` ≥ `b` (false when either does not parse).
-fn id_at_least(a: &str, b: &str) -> bool {
+pub(crate) fn id_at_least(a: &str, b: &str) -> bool {
     matches!((id_parts(a), id_parts(b)), (Some(a), Some(b)) if a >= b)
 }
 

@@ -369,6 +369,17 @@ impl PartMetrics {
     }
 }
 
+/// The counts of a batch whose commit is not confirmed.
+struct Unconfirmed {
+    last_id: String,
+    processed: u64,
+    failed: u64,
+    skipped: u64,
+    /// Its records stay in the job's `in_flight` until confirmed or dropped, so that
+    /// `await_caught_up` does not see the frontier before the counters.
+    in_flight: u64,
+}
+
 struct Part<C, S, O> {
     partition: u32,
     state_keys: StateKeys,
@@ -385,6 +396,9 @@ struct Part<C, S, O> {
     /// Entries of the batch being processed that were skipped: retries addressed to
     /// another consumer group (field `rg`).
     skipped: u64,
+    /// A batch whose commit got no reply (e.g. the connection reset): Redis may have
+    /// applied it. Counted when the next take finds the commit frontier at its last id.
+    unconfirmed: Option<Unconfirmed>,
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     next_timers: Instant,
     out: Rc<RefCell<Vec<O>>>,
@@ -473,6 +487,7 @@ where
             last_read: Instant::now(),
             awaiting_flush: false,
             skipped: 0,
+            unconfirmed: None,
             next_timers: Instant::now(),
             out,
             sink: sink.clone(),
@@ -725,6 +740,7 @@ where
             }
         }
         self.rebuild(plan, ctx, conn).await?;
+        self.confirm_unconfirmed(ctx).await?;
         if effective_watermark(&self.stores).is_some()
             && self.stores.iter().any(|(_, s)| s.borrow().has_event_time_work())
         {
@@ -736,6 +752,32 @@ where
             .progress(&spec.topic, &spec.group, p, |pr| pr.awaiting_flush |= awaiting);
         self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
         ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
+        Ok(())
+    }
+
+    /// Counts a batch whose commit reply was lost when the commit frontier shows Redis
+    /// applied it (counters count committed work); otherwise the batch is read again.
+    async fn confirm_unconfirmed(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
+        if self.unconfirmed.is_none() {
+            return Ok(());
+        }
+        let spec = ctx.spec;
+        let frontier = ctx
+            .mq
+            .commit_frontier(&spec.topic, &spec.group, self.partition)
+            .await?;
+        let Some(u) = self.unconfirmed.take() else {
+            return Ok(());
+        };
+        if frontier.is_some_and(|f| super::job::id_at_least(&f, &u.last_id)) {
+            if u.processed > 0 && effective_watermark(&self.stores).is_some() {
+                self.awaiting_flush = true;
+            }
+            self.skipped = u.skipped;
+            self.report(ctx, Some(u.last_id), u.processed, u.failed, false);
+            self.skipped = 0;
+        }
+        ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         Ok(())
     }
 
@@ -896,7 +938,12 @@ where
         let result = self
             .process_and_commit(plan, ctx, conn, msgs, ids, last_id)
             .await;
-        ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+        match &mut self.unconfirmed {
+            Some(u) if result.is_err() => u.in_flight = n,
+            _ => {
+                ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
         result.map(|()| n as usize)
     }
 
@@ -970,8 +1017,18 @@ where
             skip.insert(i);
             self.rebuild(plan, ctx, conn).await?;
         };
-        self.commit(ctx, conn, pending, &ids).await?;
         let processed = (msgs.len() - skip.len()) as u64;
+        if let Err(e) = self.commit(ctx, conn, pending, &ids).await {
+            self.unconfirmed = last_id.map(|last_id| Unconfirmed {
+                last_id,
+                processed,
+                failed: skip.len() as u64,
+                skipped: self.skipped,
+                in_flight: 0,
+            });
+            self.skipped = 0;
+            return Err(e);
+        }
         if processed > 0 && effective_watermark(&self.stores).is_some() {
             self.awaiting_flush = true;
         }
