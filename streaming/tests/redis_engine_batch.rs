@@ -14,8 +14,8 @@ use streaming::redis::{
     RedisRuntimeConfig,
 };
 use streaming::time::{BoundedOutOfOrderness, TimeWindow, TumblingEventTimeWindows};
-use streaming::MemoryEnv;
 use streaming::BoxError;
+use streaming::MemoryEnv;
 use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
@@ -116,7 +116,11 @@ macro_rules! late_pipeline {
 
 /// Runs [`LATE_BATCH`] through `late_pipeline!` with `late` as the side output; returns
 /// the job once both poison records are dead-lettered and the rest committed.
-fn run_late_batch(s: &Setup, topic: &str, late: impl streaming::api::Sink<(String, i64)> + Clone + Send + 'static) -> JobClient {
+fn run_late_batch(
+    s: &Setup,
+    topic: &str,
+    late: impl streaming::api::Sink<(String, i64)> + Clone + Send + 'static,
+) -> JobClient {
     let mq = s.mq();
     s.rt.block_on(mq.create_topic(topic, 1)).unwrap();
     s.send(topic, &LATE_BATCH);
@@ -124,9 +128,16 @@ fn run_late_batch(s: &Setup, topic: &str, late: impl streaming::api::Sink<(Strin
         s.config(&format!("late-{topic}"), AckMode::Offset)
             .processing_error_result(ProcessingErrorResult::DeadLetter),
     );
-    late_pipeline!(env, topic, late, CollectSink::<(String, streaming::time::TimeWindow, u64)>::new());
+    late_pipeline!(
+        env,
+        topic,
+        late,
+        CollectSink::<(String, streaming::time::TimeWindow, u64)>::new()
+    );
     let job = env.execute_async().unwrap();
-    wait_until("the batch", &job, || records(&job) == 4 && failed(&job) == 2);
+    wait_until("the batch", &job, || {
+        records(&job) == 4 && failed(&job) == 2
+    });
     let dead = s.rt.block_on(mq.dead_letters(topic, 10)).unwrap();
     assert_eq!(dead.len(), 2);
     job.cancel();
@@ -326,7 +337,11 @@ fn undecodable_payloads_are_dead_lettered_without_retry() {
         let mut letters = dead();
         letters.sort_by(|a, b| a.id.cmp(&b.id));
         for d in &letters {
-            assert_eq!((d.attempts, d.error_type.as_str()), (1, "decode"), "{mode:?}");
+            assert_eq!(
+                (d.attempts, d.error_type.as_str()),
+                (1, "decode"),
+                "{mode:?}"
+            );
         }
         assert_eq!(letters[0].payload.as_ref(), b"{not json");
         assert_eq!(letters[1].payload.as_ref(), [0xffu8, 0xfe, 0x2c, 0x31]);
@@ -398,13 +413,12 @@ fn entries_with_huge_field_counts_are_dead_lettered() {
             let _: String = s.rt.block_on(cmd.query_async(&mut conn)).unwrap();
         }
         s.send(&topic, &["a,1"]);
-        let last: Vec<(String, Vec<(String, String)>)> = s
-            .rt
-            .block_on(conn.xrevrange_count(&stream, "+", "-", 1))
-            .map(|r: redis::streams::StreamRangeReply| {
-                r.ids.into_iter().map(|e| (e.id, Vec::new())).collect()
-            })
-            .unwrap();
+        let last: Vec<(String, Vec<(String, String)>)> =
+            s.rt.block_on(conn.xrevrange_count(&stream, "+", "-", 1))
+                .map(|r: redis::streams::StreamRangeReply| {
+                    r.ids.into_iter().map(|e| (e.id, Vec::new())).collect()
+                })
+                .unwrap();
         let last_id = last[0].0.clone();
         let env = s.env(s.config(&format!("huge-{mode:?}"), mode));
         let out = CollectSink::new();
@@ -433,7 +447,13 @@ fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
     let topic = "acked";
     s.rt.block_on(mq.create_topic(topic, 1)).unwrap();
     let input: Vec<String> = (0..60)
-        .map(|i| if i % 10 == 3 { "bad".to_string() } else { format!("k{i},{i}") })
+        .map(|i| {
+            if i % 10 == 3 {
+                "bad".to_string()
+            } else {
+                format!("k{i},{i}")
+            }
+        })
         .collect();
     let refs: Vec<&str> = input.iter().map(String::as_str).collect();
     s.send(topic, &refs);
@@ -470,10 +490,9 @@ fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
     job.cancel();
     assert_eq!(out.len(), 54);
     let mut conn = s.conn();
-    let acked: Vec<String> = s
-        .rt
-        .block_on(conn.smembers(mq.keys().acked(topic, 0, "g")))
-        .unwrap();
+    let acked: Vec<String> =
+        s.rt.block_on(conn.smembers(mq.keys().acked(topic, 0, "g")))
+            .unwrap();
     assert_eq!(acked, Vec::<String>::new());
 }
 
@@ -488,7 +507,10 @@ fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
         let topic = format!("loss-{restore}");
         s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
         let first: Vec<String> = (0..10).map(|i| format!("k{i},{i}")).collect();
-        s.send(&topic, &first.iter().map(String::as_str).collect::<Vec<_>>());
+        s.send(
+            &topic,
+            &first.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         let env = s.env(
             s.config(&format!("loss-{restore}"), AckMode::Xack)
                 .restore_group_from_commit_frontier(restore),
@@ -502,9 +524,8 @@ fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
         assert_eq!(records(&job), 10);
         let mut conn = s.conn();
         let stream = mq.keys().stream(&topic, 0);
-        let _: i64 = s
-            .rt
-            .block_on(
+        let _: i64 =
+            s.rt.block_on(
                 redis::cmd("XGROUP")
                     .arg("DESTROY")
                     .arg(&stream)
@@ -536,9 +557,8 @@ fn entries_for_another_group_are_counted_as_skipped() {
         let topic = format!("skip-{mode:?}");
         s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
         let stream = mq.keys().stream(&topic, 0);
-        let _: String = s
-            .rt
-            .block_on(
+        let _: String =
+            s.rt.block_on(
                 redis::cmd("XADD")
                     .arg(&stream)
                     .arg("*")
@@ -592,7 +612,11 @@ fn a_producer_cannot_forge_the_original_id_of_a_dead_letter() {
     job.cancel();
     let d = &dead()[0];
     assert_eq!(d.original_id, d.id);
-    assert!(!d.headers.contains_key(streaming::mq::HEADER_ORIGINAL_ID), "{:?}", d.headers);
+    assert!(
+        !d.headers.contains_key(streaming::mq::HEADER_ORIGINAL_ID),
+        "{:?}",
+        d.headers
+    );
 }
 
 /// A TCP proxy in front of the test Redis that, once, lets a command containing `marker`
@@ -609,7 +633,10 @@ fn lossy_proxy(upstream: &str, marker: &'static [u8]) -> LossyProxy {
     use std::net::{Shutdown, TcpListener, TcpStream};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let addr = upstream.trim_start_matches("redis://").trim_end_matches('/').to_string();
+    let addr = upstream
+        .trim_start_matches("redis://")
+        .trim_end_matches('/')
+        .to_string();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("redis://{}", listener.local_addr().unwrap());
     let fired = Arc::new(AtomicBool::new(false));
@@ -617,7 +644,9 @@ fn lossy_proxy(upstream: &str, marker: &'static [u8]) -> LossyProxy {
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(client) = client else { return };
-            let Ok(server) = TcpStream::connect(&addr) else { return };
+            let Ok(server) = TcpStream::connect(&addr) else {
+                return;
+            };
             let armed = Arc::new(AtomicBool::new(false));
             let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
             let (armed_c, fired_c) = (Arc::clone(&armed), Arc::clone(&fired2));
@@ -682,7 +711,10 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
         let topic = format!("lost-{mode:?}");
         s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
         let input: Vec<String> = (0..50).map(|i| format!("k{i},{i}")).collect();
-        s.send(&topic, &input.iter().map(String::as_str).collect::<Vec<_>>());
+        s.send(
+            &topic,
+            &input.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         let proxy = lossy_proxy(s.redis.url(), b"lost-reply-out");
         let config = s.config(&format!("lost-{mode:?}"), mode).build().unwrap();
         let env = RedisEnv::create_with_config(proxy.url.as_str(), config).unwrap();

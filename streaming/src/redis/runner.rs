@@ -742,14 +742,18 @@ where
         self.rebuild(plan, ctx, conn).await?;
         self.confirm_unconfirmed(ctx).await?;
         if effective_watermark(&self.stores).is_some()
-            && self.stores.iter().any(|(_, s)| s.borrow().has_event_time_work())
+            && self
+                .stores
+                .iter()
+                .any(|(_, s)| s.borrow().has_event_time_work())
         {
             // Restored windows or timers fire only at the next idle flush.
             self.awaiting_flush = true;
         }
         let awaiting = self.awaiting_flush;
-        ctx.job
-            .progress(&spec.topic, &spec.group, p, |pr| pr.awaiting_flush |= awaiting);
+        ctx.job.progress(&spec.topic, &spec.group, p, |pr| {
+            pr.awaiting_flush |= awaiting
+        });
         self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
         ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
         Ok(())

@@ -16,7 +16,11 @@ pub(crate) type DynSideOutput = Rc<RefCell<dyn PendingOutput>>;
 
 /// What a built chain leaves the runner: its stores (a chain registers its LAST operator
 /// first), its window operators' counters and its side outputs.
-pub(crate) type ChainParts = (Vec<(OperatorId, DynStore)>, Rc<Counters>, Vec<DynSideOutput>);
+pub(crate) type ChainParts = (
+    Vec<(OperatorId, DynStore)>,
+    Rc<Counters>,
+    Vec<DynSideOutput>,
+);
 
 /// What the stages of one partition's chain are built with: it hands out stores that
 /// track their changes and remembers them, so the runner can load and drain them.
