@@ -121,6 +121,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A user function's error that no retry can fix, made by [`Error::permanent`]: the
+    /// Redis engine and the queue's consumers dead-letter the record at once instead of
+    /// retrying it.
+    #[error("{source}")]
+    Permanent {
+        /// The error.
+        #[source]
+        source: BoxError,
+    },
+
     /// A keyed state used on an engine that stores state outside the process (Redis) has
     /// no JSON codec.
     #[error("operator `{operator}`: state `{state}` ({declared}) cannot be kept in Redis: declare it with `persistent` (e.g. `ValueStateDescriptor::persistent`), which needs serde keys and values")]
@@ -193,4 +203,44 @@ pub enum Error {
         /// Why, and what to do about it.
         reason: String,
     },
+}
+
+impl Error {
+    /// Marks `e` as permanent: return it (converted into a [`BoxError`], e.g. with `?` or
+    /// `.into()`) from a user function (`try_map`, `process`, a message handler) and the
+    /// record is dead-lettered at once, whatever the retry policy. Other errors follow the
+    /// configured policy.
+    pub fn permanent(e: impl Into<BoxError>) -> Error {
+        Error::Permanent { source: e.into() }
+    }
+
+    /// Whether no retry can fix this error: it was made by [`Error::permanent`], or a
+    /// message could not be decoded ([`Error::MqDecode`]: bad JSON, a payload that is not
+    /// UTF-8 where text is needed) — also when a user function returned such an error
+    /// and it is this error's source (or its source's source, ...).
+    pub fn is_permanent(&self) -> bool {
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = cur {
+            if let Some(e) = e.downcast_ref::<Error>() {
+                if matches!(e, Error::Permanent { .. } | Error::MqDecode { .. }) {
+                    return true;
+                }
+            }
+            cur = e.source();
+        }
+        false
+    }
+
+    /// Whether a message could not be decoded ([`Error::MqDecode`]), here or in this
+    /// error's sources.
+    pub fn is_decode(&self) -> bool {
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = cur {
+            if matches!(e.downcast_ref::<Error>(), Some(Error::MqDecode { .. })) {
+                return true;
+            }
+            cur = e.source();
+        }
+        false
+    }
 }

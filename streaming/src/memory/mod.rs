@@ -26,7 +26,7 @@ mod stream;
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
 pub use partition::PartitionedSource;
-pub use plan::{Plan, Runtime, Stage, StoreFactory, Then};
+pub use plan::{BuildRejectedOutput, Plan, Runtime, SideOutputFactory, Stage, StoreFactory, Then};
 pub use stream::{
     CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream,
     MakeWindowFunction, MemoryRoot, PerPartition, PrintSink, RunMemory, SingleChain,

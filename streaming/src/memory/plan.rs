@@ -8,7 +8,11 @@
 //! [`StoreFactory`], so each engine decides which state types it can keep.
 
 use super::CheckpointCoordinator;
-use crate::ops::{Counters, Operator, OperatorId, Shared};
+use crate::api::{RejectedElement, Sink};
+use crate::ops::{
+    Counters, NoRejectedOutput, Operator, OperatorId, RejectedOutput, RejectedTo, Shared,
+    SideOutput,
+};
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -40,6 +44,49 @@ pub trait StoreFactory<S> {
     /// The counters window operators report to.
     #[doc(hidden)]
     fn counters(&self) -> Rc<Counters>;
+}
+
+/// Wraps a side-output sink (a window's late data) for the engine: the memory [`Runtime`]
+/// delivers each record at once; the Redis runtime buffers them and delivers them with the
+/// batch that produced them, so a rolled-back batch delivers nothing.
+pub trait SideOutputFactory<T, L> {
+    /// The side output writing to `sink`.
+    fn side_output(&self, sink: L) -> SideOutput<T, L>;
+}
+
+/// A window's rejected-element output as an engine builds it: none stays none; a sink is
+/// wrapped by the engine's [`SideOutputFactory`], so on the Redis engine rejected elements
+/// are delivered with the batch that produced them, like late data.
+#[doc(hidden)]
+pub trait BuildRejectedOutput<T, R> {
+    /// The output the window operator writes to.
+    type Output: RejectedOutput<T>;
+    /// Wraps the output for the engine `rt`.
+    fn build(self, rt: &R) -> Self::Output;
+}
+
+impl<T, R> BuildRejectedOutput<T, R> for NoRejectedOutput {
+    type Output = NoRejectedOutput;
+    fn build(self, _: &R) -> Self::Output {
+        self
+    }
+}
+
+impl<T, R, S> BuildRejectedOutput<T, R> for RejectedTo<S>
+where
+    S: Sink<RejectedElement<T>>,
+    R: SideOutputFactory<RejectedElement<T>, S>,
+{
+    type Output = RejectedTo<SideOutput<RejectedElement<T>, S>>;
+    fn build(self, rt: &R) -> Self::Output {
+        RejectedTo(rt.side_output(self.0))
+    }
+}
+
+impl<T, L> SideOutputFactory<T, L> for Runtime {
+    fn side_output(&self, sink: L) -> SideOutput<T, L> {
+        SideOutput::direct(sink)
+    }
 }
 
 impl Runtime {

@@ -1,7 +1,9 @@
 //! The builder API of the in-memory engine: [`DataStream`], [`KeyedStream`],
 //! [`WindowedStream`].
 
-use super::plan::{Plan, Runtime, Stage, StoreFactory, Then};
+use super::plan::{
+    BuildRejectedOutput, Plan, Runtime, SideOutputFactory, Stage, StoreFactory, Then,
+};
 use crate::api::{
     AggregateFunction, Collector, KeyedContext, KeyedProcessFunction, Numeric, RejectedElement,
     Sink,
@@ -11,8 +13,8 @@ use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
     KeyedReduce, KeyedSum, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn, RecordTimestamp,
-    ReduceWindow, RejectedOutput, RejectedTo, SinkOp, SumByWindow, SumWindow, TryMap,
-    WatermarkStore, WindowFunction, WindowOperator,
+    ReduceWindow, RejectedTo, SideOutput, SinkOp, SumByWindow, SumWindow, TryMap, WatermarkStore,
+    WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -262,10 +264,12 @@ where
     Tr: Trigger<T>,
     MF: MakeWindowFunction<K, T>,
     L: Sink<T>,
-    E: RejectedOutput<T>,
+    E: BuildRejectedOutput<T, R>,
+    R: SideOutputFactory<T, L>,
 {
     type Out = <MF::Function as WindowFunction<K, T>>::Out;
-    type Op<N: Operator<Self::Out>> = WindowOperator<KF, K, T, A, Tr, MF::Function, L, E, N>;
+    type Op<N: Operator<Self::Out>> =
+        WindowOperator<KF, K, T, A, Tr, MF::Function, SideOutput<T, L>, E::Output, N>;
     fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(
             &self.id,
@@ -278,8 +282,8 @@ where
             self.trigger,
             self.lateness,
             self.function.make(),
-            self.late,
-            self.rejected,
+            rt.side_output(self.late),
+            self.rejected.build(rt),
             state,
             rt.counters(),
             next,
@@ -782,7 +786,7 @@ where
     A: WindowAssigner,
     Tr: Trigger<P::Out>,
     L: Sink<P::Out>,
-    E: RejectedOutput<P::Out>,
+    E: BuildRejectedOutput<P::Out, Runtime>,
 {
     /// Keeps windows for `lateness` after their end (Flink `allowedLateness`): a late
     /// element within it fires the window again with the updated result. Durations beyond

@@ -6,7 +6,9 @@
 //! letter" is one Lua script, and a crash cannot lose or duplicate the entry). A dead-letter
 //! entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
 //! [`crate::mq::message`]; a retry's `rg` is not kept, `dlq.group` names the group; for a
-//! malformed entry: whatever fields it had) plus:
+//! malformed entry: whatever fields it had; one with more than [`PACKED_FIELDS_OVER`] fields
+//! keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`,
+//! when the dead letter is written by a script, i.e. in XACK mode) plus:
 //!
 //! | field | content |
 //! |-------|---------|
@@ -40,9 +42,23 @@ use crate::mq::topic::{now_ms, KeySpace};
 use crate::Error;
 
 const LUA_DEAD_LETTER: &str = r#"
--- KEYS: stream, acked, frontier, dlq; ARGV: group, id, field, value, ...
+-- KEYS: stream, acked, frontier, dlq
+-- ARGV: group, id, limit, n, the entry's field, value, ... (n values), dlq.* field, value, ...
+-- More than `limit` entry values are packed into one `dlq.fields` value (MessagePack array),
+-- so no `unpack` here grows with the entry (Lua's stack holds ~8000 values).
 if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('XADD', KEYS[4], '*', unpack(ARGV, 3))
+local limit, n = tonumber(ARGV[3]), tonumber(ARGV[4])
+local args = {}
+if n <= limit then
+  for j = 5, 4 + n do args[#args + 1] = ARGV[j] end
+else
+  local packed = {}
+  for j = 5, 4 + n do packed[#packed + 1] = ARGV[j] end
+  args[1] = 'dlq.fields'
+  args[2] = cmsgpack.pack(packed)
+end
+for j = 5 + n, #ARGV do args[#args + 1] = ARGV[j] end
+redis.call('XADD', KEYS[4], '*', unpack(args))
 local newly = {}
 newly[ARGV[2]] = true
 advance(KEYS[1], KEYS[2], KEYS[3], newly)
@@ -54,6 +70,10 @@ const LUA_REPLAY: &str = r#"
 if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
 return redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
 "#;
+
+/// A failed entry with more fields than this is dead-lettered with its fields packed into
+/// one `dlq.fields` value.
+pub const PACKED_FIELDS_OVER: usize = 1000;
 
 pub(crate) fn dead_letter_script() -> Script {
     Script::new(&format!("{LUA_ADVANCE}\n{LUA_DEAD_LETTER}"))
@@ -90,11 +110,15 @@ pub(crate) async fn ack_and_dead_letter(
         .key(keys.frontier(t, p, g))
         .key(keys.dlq(t, p))
         .arg(g)
-        .arg(cause.id);
-    for (f, v) in fields {
-        if !f.starts_with(b"dlq.") {
-            inv.arg(f).arg(v);
-        }
+        .arg(cause.id)
+        .arg(PACKED_FIELDS_OVER * 2);
+    let kept: Vec<_> = fields
+        .into_iter()
+        .filter(|(f, _)| !f.starts_with(b"dlq."))
+        .collect();
+    inv.arg(kept.len() * 2);
+    for (f, v) in kept {
+        inv.arg(f).arg(v);
     }
     inv.arg("dlq.topic")
         .arg(t)

@@ -120,6 +120,7 @@ impl ExclusiveReader {
                     self.partition,
                     &self.group,
                     start,
+                    false,
                 )
                 .await?;
             }

@@ -10,7 +10,8 @@
 //! Every acknowledgement the queue does (plain ack, ack + retry, ack + dead letter) runs in
 //! one Lua script that also advances the frontier: acknowledged ids above the frontier are
 //! parked in the set `P:{T:n}:acked:G`, and the script walks the stream forward from `F`
-//! (`XRANGE (F + COUNT ..`) while the next entry is acknowledged. The frontier key is
+//! (`XRANGE (F + COUNT ..`) while the next entry is acknowledged; the set holds only ids
+//! above the frontier (an id the frontier passes leaves it). The frontier key is
 //! `P:{T:n}:frontier:G` (same hash tag as the stream, so the script is cluster-safe).
 //!
 //! The frontier rebuilds a missing consumer group ([`crate::mq::StartPolicy`]) without
@@ -46,6 +47,10 @@ end
 local function advance(stream, acked, frontier, newly)
   local f = redis.call('GET', frontier)
   if not f then f = '0-0' end
+  -- An id may be both newly acknowledged and parked (a failed record is acknowledged
+  -- with its retry or dead letter, then again by its batch): the frontier passing it
+  -- removes it from the set, which holds only ids above the frontier.
+  local parked = redis.call('SCARD', acked) > 0
   local stop = false
   while not stop do
     local entries = redis.call('XRANGE', stream, '(' .. f, '+', 'COUNT', 256)
@@ -55,6 +60,7 @@ local function advance(stream, acked, frontier, newly)
       if newly[id] then
         newly[id] = nil
         f = id
+        if parked then redis.call('SREM', acked, id) end
       elseif redis.call('SREM', acked, id) == 1 then
         f = id
       else

@@ -27,7 +27,9 @@ async fn group_info(
 }
 
 /// Makes sure `group` exists on the partition's stream. A missing group is created at the
-/// id `start` names (never an implicit replay); a missing frontier is initialised to the
+/// id `start` names (never an implicit replay) — or, with `restore_from_frontier`, at the
+/// commit frontier whenever there is one, whatever `start` says (a group lost while its
+/// frontier survived is rebuilt, not replayed); a missing frontier is initialised to the
 /// group's last-delivered id when nothing is pending. Returns the start id when the group
 /// was created, `None` when it existed.
 pub(crate) async fn ensure_group(
@@ -37,11 +39,13 @@ pub(crate) async fn ensure_group(
     partition: u32,
     group: &str,
     start: StartPolicy,
+    restore_from_frontier: bool,
 ) -> Result<Option<String>, Error> {
     let stream = keys.stream(topic, partition);
     let frontier_key = keys.frontier(topic, partition, group);
     let frontier: Option<String> = conn.get(&frontier_key).await?;
     let start_id = match (start, &frontier) {
+        (_, Some(f)) if restore_from_frontier => f.clone(),
         (StartPolicy::FrontierOrLatest | StartPolicy::FrontierOrEarliest, Some(f)) => f.clone(),
         (StartPolicy::FrontierOrLatest | StartPolicy::Latest, _) => "$".to_owned(),
         (StartPolicy::FrontierOrEarliest | StartPolicy::Earliest, _) => "0".to_owned(),

@@ -49,6 +49,23 @@ pub enum HandleResult {
     Fail(Failure),
 }
 
+impl HandleResult {
+    /// The verdict on a handler error: [`DeadLetter`](Self::DeadLetter) at once when no
+    /// retry can fix it ([`Error::is_permanent`](crate::Error::is_permanent): a message
+    /// that does not decode, or an error made by [`Error::permanent`](crate::Error::permanent)),
+    /// else [`Retry`](Self::Retry). The failure's type is `decode` for a decoding error,
+    /// else `error`.
+    pub fn from_error(e: &crate::Error) -> Self {
+        let kind = if e.is_decode() { "decode" } else { "error" };
+        let failure = Failure::new(kind, e.to_string());
+        if e.is_permanent() {
+            HandleResult::DeadLetter(failure)
+        } else {
+            HandleResult::Retry(failure)
+        }
+    }
+}
+
 /// An async message handler. Implemented for every
 /// `Fn(Message) -> impl Future<Output = HandleResult>` closure that is `Send + Sync`.
 ///

@@ -249,7 +249,7 @@ impl Mq {
         let mut conn = self.conn.clone();
         let partitions = topic::topic_partitions(&mut conn, &self.keys, topic).await?;
         for p in 0..partitions {
-            group::ensure_group(&mut conn, &self.keys, topic, p, group, sub.start).await?;
+            group::ensure_group(&mut conn, &self.keys, topic, p, group, sub.start, false).await?;
         }
         let consumer = sub
             .consumer_name
@@ -334,7 +334,7 @@ impl Mq {
         let n = self.partitions(topic).await?;
         let mut conn = self.conn.clone();
         for p in 0..n {
-            group::ensure_group(&mut conn, &self.keys, topic, p, group, start).await?;
+            group::ensure_group(&mut conn, &self.keys, topic, p, group, start, false).await?;
         }
         Ok(())
     }

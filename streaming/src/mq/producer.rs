@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use redis::aio::ConnectionManager;
 
-use crate::mq::message::{encode_fields, OutgoingMessage};
+use crate::mq::message::{encode_fields, OutgoingMessage, HEADER_ORIGINAL_ID};
 use crate::mq::topic::{now_ms, topic_partitions, validate_name, KeySpace};
 use crate::Error;
 
@@ -103,10 +103,21 @@ impl Producer {
             cmd.arg("MAXLEN").arg("~").arg(n);
         }
         cmd.arg("*");
+        // Only the queue's own retry and replay paths set the original id: a producer's
+        // header of that name is dropped, so a dead letter's original id cannot be forged.
+        let stripped;
+        let headers = if msg.headers.contains_key(HEADER_ORIGINAL_ID) {
+            let mut h = msg.headers.clone();
+            h.remove(HEADER_ORIGINAL_ID);
+            stripped = h;
+            &stripped
+        } else {
+            &msg.headers
+        };
         for (f, v) in encode_fields(
             msg.key.as_deref(),
             &msg.payload,
-            &msg.headers,
+            headers,
             msg.timestamp_ms.unwrap_or_else(now_ms),
             0,
             msg.max_retries,

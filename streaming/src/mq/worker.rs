@@ -328,6 +328,7 @@ async fn query_or_regroup<H: MessageHandler>(
                 partition,
                 &sh.group,
                 sh.sub.start,
+                false,
             )
             .await?;
             Ok(None)

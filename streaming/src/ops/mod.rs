@@ -8,6 +8,7 @@
 //! `pipeline!` macro; these types are what both expand to.
 
 pub(crate) mod keyed;
+mod side_output;
 mod sink;
 mod stateless;
 mod timers;
@@ -15,6 +16,8 @@ mod watermark;
 pub(crate) mod window;
 
 pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn, ProcessState};
+pub(crate) use side_output::PendingOutput;
+pub use side_output::SideOutput;
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
@@ -146,6 +149,11 @@ fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) ->
 #[cold]
 pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Error {
     match source.downcast::<Error>() {
+        // A permanent error is the user's own: it names the operator like any other.
+        Ok(own) if matches!(*own, Error::Permanent { .. }) => Error::UserFunction {
+            operator: operator.to_string(),
+            source: own,
+        },
         Ok(own) => *own,
         Err(source) => Error::UserFunction {
             operator: operator.to_string(),

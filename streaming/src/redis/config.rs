@@ -147,8 +147,12 @@ getters! {
     /// state and starts it empty, IGNORE warns and decodes the stored entries as the new
     /// type. Default [`SchemaMismatchPolicy::Fail`].
     state_schema_mismatch_policy: SchemaMismatchPolicy;
-    /// Rebuild a missing consumer group from the commit frontier instead of replaying the
-    /// stream. Default `true`.
+    /// A consumer group found missing (e.g. deleted while the job runs, in
+    /// [`AckMode::Xack`]) is re-created after its partition's commit frontier, whatever
+    /// the subscription's [`StartPolicy`](crate::mq::StartPolicy), so nothing committed is
+    /// read again; `false` re-creates it where the start policy says (`Earliest` replays
+    /// the stream). Only when the partition has no frontier yet does the policy decide
+    /// either way. Default `true`.
     restore_group_from_commit_frontier: bool;
     /// Deduplicate sink writes by message id. Default `false`. Not acted on in this release
     /// (exactly-once sinks are a later issue); accepted for seed compatibility.

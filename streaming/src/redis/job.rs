@@ -31,6 +31,10 @@ pub struct PartitionProgress {
     /// Records that failed and went to retry or the dead-letter queue (each attempt
     /// counts).
     pub failed: u64,
+    /// Entries in committed batches that were skipped, not processed: retries addressed to
+    /// another consumer group (their field `rg` names that group). Also the metric
+    /// `streaming_records_skipped_total`.
+    pub skipped: u64,
     /// Why the partition stopped, when it did (e.g. a state schema mismatch under
     /// [`SchemaMismatchPolicy::Fail`](super::SchemaMismatchPolicy::Fail)): it reads nothing
     /// more until the job is started again.
@@ -61,6 +65,11 @@ pub struct PartitionProgress {
     pub last_error: Option<String>,
     /// When [`last_error`](Self::last_error) happened.
     pub last_error_at: Option<SystemTime>,
+    /// Whether the partition's next idle flush has work: records went through a pipeline
+    /// with a watermark since its last idle flush, or it was taken holding windows or
+    /// event-time timers a previous run left unfired. Such a partition is flushed after
+    /// the idle timeout whatever its watermark (even one that never left `i64::MIN`).
+    pub awaiting_flush: bool,
 }
 
 /// What [`JobClient::diagnostics`] reports.
@@ -402,7 +411,7 @@ fn id_parts(id: &str) -> Option<(u64, u64)> {
 }
 
 /// Whether stream id `a` ≥ `b` (false when either does not parse).
-fn id_at_least(a: &str, b: &str) -> bool {
+pub(crate) fn id_at_least(a: &str, b: &str) -> bool {
     matches!((id_parts(a), id_parts(b)), (Some(a), Some(b)) if a >= b)
 }
 
@@ -543,13 +552,17 @@ impl JobClient {
     }
 
     /// Waits until the job is done with a finite input, at most `timeout`: caught up as
-    /// in [`await_caught_up`](Self::await_caught_up), and every partition whose watermark
-    /// epoch has begun has been idle-flushed (its watermark is `i64::MAX`: every window and
-    /// event-time timer has fired and committed), checked again after the flush so that
-    /// input arriving meanwhile is not missed. Partitions that never received a message
-    /// have nothing to flush — so produce the input before calling it (or check the record
-    /// counts in [`diagnostics`](Self::diagnostics)): on a topic nothing was written to yet
-    /// it returns `true` at once. `false` on timeout or when the job cannot progress.
+    /// in [`await_caught_up`](Self::await_caught_up), and every partition with event-time
+    /// work has been idle-flushed (every window and event-time timer has fired and
+    /// committed), checked again after the flush so that input arriving meanwhile is not
+    /// missed. A partition has such work when records went through it since its last idle
+    /// flush (whatever its watermark, even `i64::MIN`), or when it was taken holding
+    /// windows or event-time timers a previous run left unfired (a restart with no new
+    /// input waits for that flush); see [`PartitionProgress::awaiting_flush`]. Partitions
+    /// that never received a message have nothing to flush — so produce the input before
+    /// calling it (or check the record counts in [`diagnostics`](Self::diagnostics)): on a
+    /// topic nothing was written to yet it returns `true` at once. `false` on timeout or
+    /// when the job cannot progress.
     ///
     /// Needs [`RedisRuntimeConfig::watermark_idle_timeout`]: the flush comes that long
     /// after a partition's last message.
@@ -574,10 +587,11 @@ impl JobClient {
             if !self.await_caught_up(left)? {
                 return Ok(false);
             }
-            let flushed = self.shared.progress.lock().is_ok_and(|p| {
-                p.iter()
-                    .all(|pr| matches!(pr.watermark, None | Some(i64::MIN) | Some(i64::MAX)))
-            });
+            let flushed = self
+                .shared
+                .progress
+                .lock()
+                .is_ok_and(|p| p.iter().all(|pr| !pr.awaiting_flush));
             if flushed && self.check_caught_up(end)? {
                 return Ok(true);
             }

@@ -97,7 +97,8 @@
 //! the job starts): per committed batch, labelled `job`, `topic`, `group`,
 //! `partition` — counters `streaming_records_total`, `streaming_records_failed_total`,
 //! `streaming_window_fired_total`, `streaming_window_late_dropped_total`,
-//! `streaming_idle_flushes_total`, and the gauge `streaming_watermark_ms` (the partition's
+//! `streaming_idle_flushes_total`, `streaming_records_skipped_total` (retries addressed to
+//! another consumer group), and the gauge `streaming_watermark_ms` (the partition's
 //! watermark as `f64`; `i64::MAX` after an idle flush). They match [`JobDiagnostics`].
 //!
 //! State kept in Redis per partition, written with each batch's atomic commit:

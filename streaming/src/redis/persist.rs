@@ -73,6 +73,12 @@ pub trait Persist: 'static {
     /// Ends a watermark epoch after an idle flush (watermark state goes back to
     /// `i64::MIN`); other state ignores it.
     fn reset_epoch(&mut self) {}
+
+    /// Whether the state holds work only a later watermark does: window panes not yet
+    /// cleaned up, or event-time timers. The default holds none.
+    fn has_event_time_work(&self) -> bool {
+        false
+    }
 }
 
 /// Limits the Redis engine applies to operator state (from
@@ -191,6 +197,13 @@ where
         self.wall_clock = limits.wall_clock_processing_time;
     }
 
+    fn has_event_time_work(&self) -> bool {
+        self.registered
+            .values()
+            .flatten()
+            .any(|(_, domain)| *domain == TimeDomain::EventTime)
+    }
+
     fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
         if let Some(tracking) = &mut self.backend.tracking {
             tracking.schema = Some(gate.clone());
@@ -261,6 +274,10 @@ where
 
     fn configure(&mut self, limits: &StateLimits) {
         self.max_fires = limits.window_max_fires_per_record;
+    }
+
+    fn has_event_time_work(&self) -> bool {
+        self.keys.values().any(|panes| !panes.is_empty())
     }
 
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {

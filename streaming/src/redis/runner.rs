@@ -18,7 +18,7 @@
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
 use super::persist::{StateLimits, WATERMARK_STATE};
-use super::runtime::{mdc_sampled, DynStore, StateKeys};
+use super::runtime::{mdc_sampled, DynSideOutput, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
 use crate::memory::Plan;
@@ -253,8 +253,8 @@ struct HotArm {
 trait Make<C, O>: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error> {}
 impl<C, O, F: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error>> Make<C, O> for F {}
 
-/// A built chain with its stores and its window operators' counters.
-type Built<C> = (C, Stores, Rc<Counters>);
+/// A built chain with its stores, its window operators' counters and its side outputs.
+type Built<C> = (C, Stores, Rc<Counters>, Vec<DynSideOutput>);
 
 fn build_chain<P, O>(
     plan: &P,
@@ -272,8 +272,8 @@ where
         },
     )?;
     chain.open()?;
-    let (stores, counters) = rt.into_parts();
-    Ok((chain, stores, counters))
+    let (stores, counters, side_outputs) = rt.into_parts();
+    Ok((chain, stores, counters, side_outputs))
 }
 
 /// The partition's watermark: that of its last watermark operator (the first registered
@@ -412,6 +412,7 @@ struct PartMetrics {
     window_fired: metrics::Counter,
     window_late_dropped: metrics::Counter,
     idle_flushes: metrics::Counter,
+    skipped: metrics::Counter,
     watermark: metrics::Gauge,
 }
 
@@ -429,9 +430,21 @@ impl PartMetrics {
             window_fired: metrics::counter!("streaming_window_fired_total", &labels),
             window_late_dropped: metrics::counter!("streaming_window_late_dropped_total", &labels),
             idle_flushes: metrics::counter!("streaming_idle_flushes_total", &labels),
+            skipped: metrics::counter!("streaming_records_skipped_total", &labels),
             watermark: metrics::gauge!("streaming_watermark_ms", &labels),
         }
     }
+}
+
+/// The counts of a batch whose commit is not confirmed.
+struct Unconfirmed {
+    last_id: String,
+    processed: u64,
+    failed: u64,
+    skipped: u64,
+    /// Its records stay in the job's `in_flight` until confirmed or dropped, so that
+    /// `await_caught_up` does not see the frontier before the counters.
+    in_flight: u64,
 }
 
 struct Part<C, S, O> {
@@ -440,8 +453,19 @@ struct Part<C, S, O> {
     chain: C,
     stores: Stores,
     counters: Rc<Counters>,
+    /// The chain's side outputs (late data), delivered when a batch commits.
+    side_outputs: Vec<DynSideOutput>,
     /// When the partition last read an entry (drives the idle flush).
     last_read: Instant,
+    /// The next idle flush has work: records went through the chain since the last one,
+    /// or the partition was taken holding unfired windows or event-time timers.
+    awaiting_flush: bool,
+    /// Entries of the batch being processed that were skipped: retries addressed to
+    /// another consumer group (field `rg`).
+    skipped: u64,
+    /// A batch whose commit got no reply (e.g. the connection reset): Redis may have
+    /// applied it. Counted when the next take finds the commit frontier at its last id.
+    unconfirmed: Option<Unconfirmed>,
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     next_timers: Instant,
     out: Rc<RefCell<Vec<O>>>,
@@ -514,7 +538,7 @@ where
     let mut parts = Vec::new();
     for p in (0..partitions).filter(|p| p % n == subtask) {
         let out = Rc::new(RefCell::new(Vec::new()));
-        let (chain, stores, counters) = plan(&out)?;
+        let (chain, stores, counters, side_outputs) = plan(&out)?;
         let tag = ctx.keys.hash_tag(&spec.topic, p);
         let mut part = Part {
             partition: p,
@@ -528,7 +552,11 @@ where
             chain,
             stores,
             counters,
+            side_outputs,
             last_read: Instant::now(),
+            awaiting_flush: false,
+            skipped: 0,
+            unconfirmed: None,
             next_timers: Instant::now(),
             out,
             sink: sink.clone(),
@@ -709,6 +737,7 @@ fn guarded<T>(ctx: &Ctx<'_>, what: &str, r: Result<T, crate::BoxError>) -> Resul
 
 fn error_type(e: &Error) -> &'static str {
     match e {
+        e if e.is_decode() => "decode",
         Error::UserFunction { .. } => "user_function",
         Error::Panic { .. } => "panic",
         Error::StateType { .. } | Error::StateNotPersistent { .. } => "state",
@@ -757,6 +786,7 @@ where
                     p,
                     &spec.group,
                     spec.options.start,
+                    config.restore_group_from_commit_frontier(),
                 )
                 .await?;
                 claim_all(
@@ -792,8 +822,48 @@ where
             }
         }
         self.rebuild(plan, ctx, conn).await?;
+        self.confirm_unconfirmed(ctx).await?;
+        if effective_watermark(&self.stores).is_some()
+            && self
+                .stores
+                .iter()
+                .any(|(_, s)| s.borrow().has_event_time_work())
+        {
+            // Restored windows or timers fire only at the next idle flush.
+            self.awaiting_flush = true;
+        }
+        let awaiting = self.awaiting_flush;
+        ctx.job.progress(&spec.topic, &spec.group, p, |pr| {
+            pr.awaiting_flush |= awaiting
+        });
         self.next_renew = Instant::now() + config.mq_options().lease_renew_interval;
         ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
+        Ok(())
+    }
+
+    /// Counts a batch whose commit reply was lost when the commit frontier shows Redis
+    /// applied it (counters count committed work); otherwise the batch is read again.
+    async fn confirm_unconfirmed(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
+        if self.unconfirmed.is_none() {
+            return Ok(());
+        }
+        let spec = ctx.spec;
+        let frontier = ctx
+            .mq
+            .commit_frontier(&spec.topic, &spec.group, self.partition)
+            .await?;
+        let Some(u) = self.unconfirmed.take() else {
+            return Ok(());
+        };
+        if frontier.is_some_and(|f| super::job::id_at_least(&f, &u.last_id)) {
+            if u.processed > 0 && effective_watermark(&self.stores).is_some() {
+                self.awaiting_flush = true;
+            }
+            self.skipped = u.skipped;
+            self.report(ctx, Some(u.last_id), u.processed, u.failed, false);
+            self.skipped = 0;
+        }
+        ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         Ok(())
     }
 
@@ -807,11 +877,13 @@ where
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
         let _ = self.sink.take_commit_writes();
-        let (chain, stores, counters) = plan(&self.out)?;
+        // The old chain's side outputs go with it: a rolled-back batch delivers nothing.
+        let (chain, stores, counters, side_outputs) = plan(&self.out)?;
         // The same plan type builds the same chain type.
         self.chain = chain;
         self.stores = stores;
         self.counters = counters;
+        self.side_outputs = side_outputs;
         let config = &ctx.spec.env.config;
         self.schema = super::schema::open(config, conn, &self.state_keys, &self.stores).await?;
         let v: Value = ctx
@@ -912,21 +984,27 @@ where
                 let ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
                 let last = ids.last().cloned();
                 let mut msgs = Vec::with_capacity(entries.len());
+                let mut skipped = 0;
                 for e in entries {
                     match e.decode(&spec.topic, p) {
                         Ok(m) if m.is_for_group(&spec.group) => msgs.push(m),
                         // Another group's retry: not run through the chain; its id stays
                         // in `ids`, so the commit acknowledges it and the frontier moves on.
-                        Ok(m) => tracing::debug!(topic = %spec.topic, partition = p, id = %m.id,
-                                                 retry_group = ?m.retry_group,
-                                                 "skipping another group's retry"),
+                        Ok(m) => {
+                            skipped += 1;
+                            tracing::debug!(topic = %spec.topic, group = %spec.group, partition = p,
+                                            id = %m.id, retry_group = ?m.retry_group,
+                                            "skipping another group's retry");
+                        }
                         Err(reason) => self.malformed(ctx, conn, e, &reason).await?,
                     }
                 }
+                self.skipped = skipped;
                 (msgs, ids, last)
             }
             Some(Reader::Offset(r)) => {
                 let b = r.read(count, Duration::from_millis(1)).await?;
+                self.skipped = b.skipped as u64;
                 let ids = b.last_id.iter().cloned().collect();
                 (b.messages, ids, b.last_id)
             }
@@ -946,7 +1024,12 @@ where
         let result = self
             .process_and_commit(plan, ctx, conn, msgs, ids, last_id)
             .await;
-        ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+        match &mut self.unconfirmed {
+            Some(u) if result.is_err() => u.in_flight = n,
+            _ => {
+                ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
         result.map(|()| n as usize)
     }
 
@@ -1008,8 +1091,8 @@ where
             if super::schema::stops_partition(&e) {
                 return Err(e);
             }
-            tracing::warn!(topic = %spec.topic, partition = self.partition, id = %msgs[i].id,
-                           "record failed: {e}");
+            tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
+                           id = %msgs[i].id, "record failed: {e}");
             self.fail(ctx, conn, &msgs[i], &e).await?;
             ctx.job.report_misuse(&e);
             if matches!(e, Error::HotKey { .. }) {
@@ -1020,10 +1103,24 @@ where
             skip.insert(i);
             self.rebuild(plan, ctx, conn).await?;
         };
-        self.commit(ctx, conn, pending, &ids).await?;
         let processed = (msgs.len() - skip.len()) as u64;
+        if let Err(e) = self.commit(ctx, conn, pending, &ids).await {
+            self.unconfirmed = last_id.map(|last_id| Unconfirmed {
+                last_id,
+                processed,
+                failed: skip.len() as u64,
+                skipped: self.skipped,
+                in_flight: 0,
+            });
+            self.skipped = 0;
+            return Err(e);
+        }
+        if processed > 0 && effective_watermark(&self.stores).is_some() {
+            self.awaiting_flush = true;
+        }
         let failed = skip.len() as u64;
         self.report(ctx, last_id, processed, failed, false);
+        self.skipped = 0;
         Ok(())
     }
 
@@ -1042,6 +1139,8 @@ where
         let late = self.counters.late_elements.replace(0);
         let gap_dropped = self.counters.window_gap_dropped.replace(0);
         let m = &self.metrics;
+        let skipped = self.skipped;
+        m.skipped.increment(skipped);
         m.records.increment(processed);
         m.failed.increment(failed);
         m.window_fired.increment(fired);
@@ -1059,11 +1158,13 @@ where
                 }
                 pr.records += processed;
                 pr.failed += failed;
+                pr.skipped += skipped;
                 pr.batches += u64::from(!flushed);
                 pr.idle_flushes += u64::from(flushed);
                 pr.window_fired += fired;
                 pr.window_late_dropped += late;
                 pr.window_gap_dropped += gap_dropped;
+                pr.awaiting_flush = self.awaiting_flush;
                 if flushed {
                     pr.watermark = Some(crate::time::MAX_WATERMARK);
                 } else if let Some(w) = watermark {
@@ -1143,7 +1244,9 @@ where
             .stores
             .iter()
             .any(|(_, s)| s.borrow().watermark().is_some_and(|(w, _)| w > i64::MIN));
-        if !began || (!idle && self.last_read.elapsed() < timeout) {
+        // A partition with work flushes whatever its watermark (it may never leave
+        // `i64::MIN`, e.g. negative event times and a large out-of-orderness).
+        if !(began || self.awaiting_flush) || (!idle && self.last_read.elapsed() < timeout) {
             return Ok(());
         }
         tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
@@ -1162,6 +1265,7 @@ where
             s.borrow_mut().reset_epoch();
         }
         self.commit(ctx, conn, Pending::default(), &[]).await?;
+        self.awaiting_flush = false;
         self.report(ctx, None, 0, 0, true);
         self.last_read = Instant::now();
         self.rebuild(plan, ctx, conn).await
@@ -1184,10 +1288,13 @@ where
             &mut pending,
             &mut Vec::new(),
         )?;
-        // 3. Outputs to the sink.
+        // 3. Outputs to the sink and the side outputs.
         let outputs = std::mem::take(&mut *self.out.borrow_mut());
         for v in outputs {
             guarded(ctx, "invoke", self.sink.invoke(v))?;
+        }
+        for side in &self.side_outputs {
+            guarded(ctx, "invoke side output", side.borrow_mut().deliver())?;
         }
         // THROTTLE: back-pressure before writing to a hot hash.
         if config.hot_key_policy() == HotKeyPolicy::Throttle
@@ -1224,12 +1331,18 @@ where
             self.writes += h.fields.len() as u64;
             sampled.push(every > 0 && self.writes / every > before / every);
         }
+        // Every Redis sink of the pipeline, main or side output, commits in this script.
         let lists: Vec<(String, Vec<String>)> = self
             .sink
             .take_commit_writes()
+            .into_iter()
+            .chain(
+                self.side_outputs
+                    .iter()
+                    .filter_map(|side| side.borrow_mut().take_commit_writes()),
+            )
             .filter(|w| !w.values.is_empty())
             .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
-            .into_iter()
             .collect();
         let mut inv = ctx.scripts.commit.key(ctx.keys.stream(t, p));
         inv.key(ctx.keys.acked(t, p, g))
@@ -1387,7 +1500,10 @@ where
         m.headers
             .insert(HEADER_RUNTIME_ERROR_MESSAGE.into(), text.clone());
         let misuse = super::job::is_misuse(e);
-        let retry = config.processing_error_result() == ProcessingErrorResult::Retry && !misuse;
+        // A misuse or a permanent error (bad input, `Error::permanent`): no retry helps.
+        let retry = config.processing_error_result() == ProcessingErrorResult::Retry
+            && !misuse
+            && !e.is_permanent();
         let dl_type = match config.processing_error_result() {
             ProcessingErrorResult::Fail if !misuse => format!("fail:{kind}"),
             _ => kind.to_string(),

@@ -1,14 +1,26 @@
 //! The Redis engine's build-time runtime ([`RedisRuntime`]) and its state key layout.
 
 use super::persist::{Persist, StateLimits};
-use crate::memory::StoreFactory;
-use crate::ops::{Counters, OperatorId, WatermarkState, WatermarkStore};
+use crate::api::Sink;
+use crate::memory::{SideOutputFactory, StoreFactory};
+use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState, WatermarkStore};
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 /// A stateful operator's store as the runner sees it.
 pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
+
+/// A buffered side output as the runner sees it.
+pub(crate) type DynSideOutput = Rc<RefCell<dyn PendingOutput>>;
+
+/// What a built chain leaves the runner: its stores (a chain registers its LAST operator
+/// first), its window operators' counters and its side outputs.
+pub(crate) type ChainParts = (
+    Vec<(OperatorId, DynStore)>,
+    Rc<Counters>,
+    Vec<DynSideOutput>,
+);
 
 /// What the stages of one partition's chain are built with: it hands out stores that
 /// track their changes and remembers them, so the runner can load and drain them.
@@ -17,6 +29,7 @@ pub struct RedisRuntime {
     counters: Rc<Counters>,
     limits: StateLimits,
     stores: RefCell<Vec<(OperatorId, DynStore)>>,
+    side_outputs: RefCell<Vec<DynSideOutput>>,
 }
 
 impl std::fmt::Debug for RedisRuntime {
@@ -49,10 +62,14 @@ impl RedisRuntime {
         }
     }
 
-    /// The stores in registration order (a chain registers its LAST operator first) and
-    /// the counters of the chain's window operators.
-    pub(crate) fn into_parts(self) -> (Vec<(OperatorId, DynStore)>, Rc<Counters>) {
-        (self.stores.into_inner(), self.counters)
+    /// The stores in registration order (a chain registers its LAST operator first), the
+    /// counters of the chain's window operators and its side outputs.
+    pub(crate) fn into_parts(self) -> ChainParts {
+        (
+            self.stores.into_inner(),
+            self.counters,
+            self.side_outputs.into_inner(),
+        )
     }
 
     fn register<S: Persist>(&self, operator: &OperatorId, init: S) -> Rc<RefCell<S>> {
@@ -75,6 +92,17 @@ impl<S: Persist> StoreFactory<S> for RedisRuntime {
 
     fn counters(&self) -> Rc<Counters> {
         Rc::clone(&self.counters)
+    }
+}
+
+/// Side outputs are buffered: the runner delivers them when the batch commits (a Redis
+/// sink's writes go into the batch's commit script) and drops them on a rollback.
+impl<T: 'static, L: Sink<T> + 'static> SideOutputFactory<T, L> for RedisRuntime {
+    fn side_output(&self, sink: L) -> SideOutput<T, L> {
+        let (output, buffer) = SideOutput::buffered(sink);
+        let dynamic: DynSideOutput = buffer;
+        self.side_outputs.borrow_mut().push(dynamic);
+        output
     }
 }
 
