@@ -173,7 +173,7 @@ pub enum Error {
     },
 
     /// A keyed process function registered an event-time timer while the operator's
-    /// queue already held `max` (Redis engine `event_time_timer_max_size`, seed §2.2). The
+    /// queue already held `max` (Redis engine `event_time_timer_max_size`). The
     /// record fails and follows `processing_error_result` (retry / dead letter); no timer
     /// is dropped silently.
     #[error("operator `{operator}`: event-time timer queue is full ({max} timers; raise `event_time_timer_max_size` or set it to 0 for unbounded)")]

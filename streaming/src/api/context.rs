@@ -12,8 +12,8 @@ pub enum TimeDomain {
     /// Fires when the watermark reaches the timer's time.
     EventTime,
     /// Fires when processing time reaches the timer's time. On the in-memory engine
-    /// processing time is the highest record timestamp seen so far (batch emulation of the
-    /// seed's engine).
+    /// processing time is the highest record timestamp seen so far, so a bounded run is
+    /// deterministic.
     ProcessingTime,
 }
 

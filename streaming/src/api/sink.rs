@@ -4,7 +4,7 @@ use crate::BoxError;
 
 /// Receives a pipeline's output records.
 ///
-/// Lifecycle (seed §1.3): `open` once before the first record, `invoke` per record, `close`
+/// Lifecycle: `open` once before the first record, `invoke` per record, `close`
 /// once at the end — also when the pipeline fails. Closures `FnMut(T)` are sinks.
 pub trait Sink<T> {
     /// Prepares the sink. The default does nothing.

@@ -2,7 +2,7 @@
 
 use crate::Error;
 
-/// Produces the records of a bounded input (seed `StreamSource`).
+/// Produces the records of a bounded input.
 ///
 /// Lifecycle: `open`, `run` until the input is exhausted, then `close` — also when `run` or
 /// the pipeline fails. `run` pushes records through the [`SourceContext`]; each record is

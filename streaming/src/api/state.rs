@@ -112,7 +112,7 @@ pub struct TableOps<K> {
     dump: Box<dyn Fn(&dyn Any, &K) -> Result<Option<String>, String>>,
 }
 
-/// A single value per key with a default (seed `StateDescriptor` + `ValueState`).
+/// A single value per key with a default.
 #[derive(Debug)]
 pub struct ValueStateDescriptor<T> {
     name: &'static str,

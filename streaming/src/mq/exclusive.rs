@@ -1,7 +1,7 @@
 //! The exclusive-owner fast path: read with `NOACK`, the caller commits its offset.
 //!
 //! For an engine that owns a partition exclusively and commits its read offset atomically
-//! with its state (DESIGN invariant 3): the pending-entries list is skipped (`XREADGROUP ..
+//! with its state: the pending-entries list is skipped (`XREADGROUP ..
 //! NOACK`), so there is nothing to acknowledge or reclaim. On taking the partition the
 //! reader points the group's last-delivered id at the caller's committed offset
 //! (`XGROUP SETID`, creating the group there if needed), so whatever was read but not

@@ -15,7 +15,7 @@
 //! `P:{T:n}:frontier:G` (same hash tag as the stream, so the script is cluster-safe).
 //!
 //! The frontier rebuilds a missing consumer group ([`crate::mq::StartPolicy`]) without
-//! replaying acknowledged entries (seed §2.2 `restoreConsumerGroupFromCommitFrontier`).
+//! replaying acknowledged entries.
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
@@ -29,7 +29,7 @@ use crate::Error;
 /// the new frontier and returns it.
 ///
 /// Public so that a caller's own commit script (e.g. the Redis engine writing state and
-/// acknowledging in one script, DESIGN invariant 3) can prepend it and keep the frontier
+/// acknowledging in one script) can prepend it and keep the frontier
 /// exact; pass the keys [`KeySpace::stream`], [`KeySpace::acked`] and
 /// [`KeySpace::frontier`] of the partition (same hash tag) in `KEYS`.
 pub const LUA_ADVANCE: &str = r#"

@@ -91,7 +91,8 @@ pub(crate) async fn ensure_group(
 }
 
 /// Points `group` at `id` (`XGROUP SETID`, creating the group there if missing), keeping
-/// the group (DESIGN: restore moves the last id, it does not destroy the group).
+/// the group: restoring moves the group's last id and never destroys the group (which would
+/// wipe its pending entries).
 pub(crate) async fn set_group_id(
     conn: &mut ConnectionManager,
     keys: &KeySpace,

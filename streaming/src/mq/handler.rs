@@ -32,7 +32,7 @@ impl Failure {
     }
 }
 
-/// The handler's verdict on one message (seed: `MessageHandleResult`).
+/// The handler's verdict on one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandleResult {
     /// Done: the message is acknowledged (with the rest of its batch, after the handler's
@@ -45,7 +45,7 @@ pub enum HandleResult {
     /// Give up now: move to the dead-letter stream and acknowledge, atomically.
     DeadLetter(Failure),
     /// An unrecoverable failure: treated like `DeadLetter` but with error type
-    /// `fail:<type>` and logged at error level (the seed treats FAIL like DEAD_LETTER).
+    /// `fail:<type>` and logged at error level.
     Fail(Failure),
 }
 
@@ -71,7 +71,7 @@ impl HandleResult {
 ///
 /// One partition's messages are handled one at a time, in stream order; different
 /// partitions run concurrently. A panic in the handler is caught and handled as
-/// `Retry(Failure { error_type: "panic", .. })` (DESIGN invariant 6).
+/// `Retry(Failure { error_type: "panic", .. })`.
 pub trait MessageHandler: Send + Sync + 'static {
     /// Handles one message.
     fn handle(&self, msg: Message) -> impl Future<Output = HandleResult> + Send;

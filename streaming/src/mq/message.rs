@@ -18,12 +18,12 @@
 //! `rg` is set on retry entries only ([`crate::mq::retry`]): a retry belongs to the group
 //! whose handler failed. Every other group's reader skips it without running its handler
 //! (a subscription acknowledges it, an [`crate::mq::ExclusiveReader`] just reads past it),
-//! so a failing group never makes another group process a message twice (issue #4).
+//! so a failing group never makes another group process a message twice.
 //!
 //! Topic and partition are not stored: they are the stream the entry is in. An entry that
 //! breaks these rules (missing `p`/`ts`, non-UTF-8 key, bad header JSON, unparsable
 //! number) is *malformed*: the consumer moves it to the dead-letter stream with the reason
-//! and goes on (issue #4, §3).
+//! and goes on.
 
 use std::collections::BTreeMap;
 

@@ -1,9 +1,9 @@
 //! A message queue on Redis Streams: partitioned topics, consumer groups with partition
 //! leases and rebalancing, atomic retry with backoff, dead letters, and a commit frontier.
 //!
-//! This is the Redis engine's source and the substrate of its delivery guarantees (the
-//! seed's `mq` module: `Message`, `MqOptions`, `SubscriptionOptions`, pausable consumers,
-//! commit frontier, retry and dead-letter queue; seed `runtime.md` §2).
+//! This is the Redis engine's source and the substrate of its delivery guarantees:
+//! `Message`, `MqOptions`, `SubscriptionOptions`, pausable consumers, commit frontier,
+//! retry and dead-letter queue.
 //!
 //! The API is async and needs a [tokio](https://docs.rs/tokio) runtime (multi-threaded:
 //! `subscribe` spawns tasks), e.g. `#[tokio::main]`; add `tokio` to your dependencies.
@@ -44,7 +44,7 @@
 //!   letter" is one script in one slot; the topic's dead-letter queue is their union, and
 //!   the admin calls ([`Mq::dead_letters`], [`Mq::replay_dead_letter`],
 //!   [`Mq::purge_dead_letters`]) work per topic;
-//! - [`HandleResult::Fail`] dead-letters like the seed's FAIL (error type `fail:<type>`);
+//! - [`HandleResult::Fail`] dead-letters like `DeadLetter`, with error type `fail:<type>`;
 //! - without an [`Assignment`] each member targets `ceil(partitions / live members)`, so
 //!   with more members than that split allows some members hold no partition;
 //! - the acknowledging scripts do not check the lease: a consumer that lost its lease may

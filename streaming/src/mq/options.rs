@@ -1,9 +1,8 @@
 //! Options of the message queue ([`MqOptions`]) and of one subscription
 //! ([`SubscriptionOptions`]), with builders that validate and name the offending field.
 //!
-//! The knobs mirror the seed's `MqOptions` / `SubscriptionOptions` (seed `runtime.md`, §2.2
-//! `mqOptions` and §2.1 `fromMqTopic(.., SubscriptionOptions)`: batchCount / pollTimeout,
-//! worker threads, leases, retry).
+//! The knobs: batch count and poll timeout per subscription; worker threads, leases, retry
+//! and response timeout for the queue.
 
 use std::time::Duration;
 
@@ -89,8 +88,8 @@ impl RetryPolicy {
 
 /// Where a consumer group starts when it does not exist yet.
 ///
-/// There is deliberately no implicit default that replays a whole stream (DESIGN, "Where the
-/// seed's Java design is weak": a missing group must not silently replay a stream).
+/// There is deliberately no implicit default that replays a whole stream: a missing group
+/// must not silently replay a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartPolicy {
     /// Start after the commit frontier stored for (topic, group, partition) (see
@@ -105,7 +104,7 @@ pub enum StartPolicy {
 }
 
 /// Pins a subscription to the partitions with `partition % parallelism == subtask` (the
-/// Redis engine's parallelism; seed §2.10 `updatePartitionAssignment`).
+/// Redis engine's parallelism).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Assignment {
     /// This consumer's index, `< parallelism`.
@@ -318,7 +317,7 @@ impl MqOptionsBuilder {
     }
 }
 
-/// Options of one subscription (seed: `SubscriptionOptions` batchCount / pollTimeout).
+/// Options of one subscription.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionOptions {
     /// Entries read per `XREADGROUP .. COUNT`, 1..=[`MAX_BATCH_COUNT`]. Default 100.

@@ -1,8 +1,7 @@
 //! Retry with backoff, done atomically, per consumer group.
 //!
-//! The seed acknowledges the original and then re-adds the retry: two steps, and a crash
-//! between them loses the message (DESIGN, "Where the seed's Java design is weak"). Here
-//! one Lua script (`ack_and_schedule`) does, in one slot:
+//! Acknowledging the original and then re-adding the retry would be two steps, and a crash
+//! between them would lose the message. Here one Lua script (`ack_and_schedule`) does, in one slot:
 //!
 //! 1. `XACK` the original; if it was not pending any more (already acknowledged by a
 //!    previous run of this script or by another consumer after a claim) it stops and
@@ -68,8 +67,8 @@ pub enum RetryOutcome {
     DeadLettered,
 }
 
-/// Longest error message stored in a header or dead letter, in characters (seed §2.4:
-/// `x-runtime-error-message` truncated to 512 chars).
+/// Longest error message stored in a header or dead letter, in characters
+/// (`x-runtime-error-message` is truncated to 512 chars).
 pub(crate) const MAX_ERROR_CHARS: usize = 512;
 
 /// The delay before retry number `attempt` (0-based), per [`RetryPolicy`]'s formula;

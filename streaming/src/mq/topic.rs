@@ -5,7 +5,7 @@
 //! With prefix `P` (default `mq`, [`crate::mq::MqOptions::key_prefix`]), topic `T` and
 //! partition `n`, every key of one partition carries the hash tag `{T:n}`, so they all hash
 //! to one Redis Cluster slot and the Lua scripts that touch several of them are
-//! cluster-safe (DESIGN invariant 4):
+//! cluster-safe:
 //!
 //! | key | type | content |
 //! |-----|------|---------|
@@ -35,8 +35,8 @@ use redis::{AsyncCommands, Value};
 use crate::mq::message::value_to_string;
 use crate::Error;
 
-/// Checks a topic, group or consumer name: 1..=200 chars of `[A-Za-z0-9_.-]` (the seed's
-/// rule for source ids; it keeps names free of hash-tag braces and glob characters).
+/// Checks a topic, group or consumer name: 1..=200 chars of `[A-Za-z0-9_.-]` (the rule for
+/// source ids; it keeps names free of hash-tag braces and glob characters).
 ///
 /// # Errors
 /// [`Error::InvalidConfig`] naming `field`.

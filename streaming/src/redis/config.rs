@@ -1,4 +1,4 @@
-//! [`RedisRuntimeConfig`]: the Redis engine's options, with seed defaults and validation.
+//! [`RedisRuntimeConfig`]: the Redis engine's options, with defaults and validation.
 
 use crate::mq::MqOptions;
 use crate::Error;
@@ -11,7 +11,7 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// What a write to a keyed-state hash does after the hash was found hot (seed §2.7).
+/// What a write to a keyed-state hash does after the hash was found hot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HotKeyPolicy {
     /// Log a rate-limited warning and count `keyed_state_hot_key`.
@@ -23,8 +23,7 @@ pub enum HotKeyPolicy {
     FailFast,
 }
 
-/// What happens when stored state has another schema version than the pipeline's (seed
-/// §2.2 `stateSchemaMismatchPolicy`).
+/// What happens when stored state has another schema version than the pipeline's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SchemaMismatchPolicy {
     /// Do not start the partition ([`Error::StateSchema`](crate::Error::StateSchema) in the
@@ -37,7 +36,7 @@ pub enum SchemaMismatchPolicy {
     Ignore,
 }
 
-/// What the engine does with a record whose processing failed (seed §2.4).
+/// What the engine does with a record whose processing failed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ProcessingErrorResult {
     /// Retry with the queue's backoff, then dead-letter after the last attempt.
@@ -45,11 +44,11 @@ pub enum ProcessingErrorResult {
     Retry,
     /// Dead-letter at once.
     DeadLetter,
-    /// Dead-letter at once, recorded as a failure (the seed treats it like `DeadLetter`).
+    /// Dead-letter at once, recorded as a failure (error type `fail:<type>`).
     Fail,
 }
 
-/// How a batch's input is acknowledged (DESIGN invariant 3).
+/// How a batch's input is acknowledged.
 ///
 /// The default is [`AckMode::Offset`]: measured end to end (keyed count, 4 partitions,
 /// `BENCHMARKS.md`) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
@@ -60,7 +59,7 @@ pub enum ProcessingErrorResult {
 /// or dead letter — at-least-once on the error path only).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AckMode {
-    /// The seed's semantics: entries stay in the pending-entries list until the batch's
+    /// Consumer-group semantics: entries stay in the pending-entries list until the batch's
     /// commit runs `XACK`; a dead consumer's pending entries are claimed by the next owner.
     Xack,
     /// Exclusive partition owners read with `NOACK` and write the partition's committed
@@ -69,8 +68,8 @@ pub enum AckMode {
     Offset,
 }
 
-/// The Redis engine's options (seed `RedisRuntimeConfig`, §2.2), built with
-/// [`RedisRuntimeConfig::builder`]. Defaults are the seed's.
+/// The Redis engine's options, built with
+/// [`RedisRuntimeConfig::builder`]; each field's default is on its getter.
 #[derive(Clone, Debug)]
 pub struct RedisRuntimeConfig {
     job_name: String,
@@ -154,8 +153,9 @@ getters! {
     /// the stream). Only when the partition has no frontier yet does the policy decide
     /// either way. Default `true`.
     restore_group_from_commit_frontier: bool;
-    /// Deduplicate sink writes by message id. Default `false`. Not acted on in this release
-    /// (exactly-once sinks are a later issue); accepted for seed compatibility.
+    /// Deduplicate sink writes by message id. Default `false`. Not available yet: `true`
+    /// fails [`build`](RedisRuntimeConfigBuilder::build) (a [`RedisListSink`](crate::redis::RedisListSink)
+    /// already writes exactly once per committed batch; other sinks are at-least-once).
     sink_deduplication_enabled: bool;
     /// Lifetime of dedup marks. Default 7 days.
     sink_deduplication_ttl: Duration;
@@ -163,9 +163,10 @@ getters! {
     sink_dedup_key_prefix: String;
     /// Consumer subtasks per pipeline; subtask `i` owns partitions `p % n == i`. Default 1.
     pipeline_parallelism: u32;
-    /// Threads of the seed's shared processing-time timer pool. Default 1. Accepted for
-    /// compatibility: processing-time timers fire on the subtask that owns the partition
-    /// (see the [`redis`](super) module docs, "Event time").
+    /// Threads of a shared processing-time timer pool. Default 1, and 1 is the only
+    /// value [`build`](RedisRuntimeConfigBuilder::build) accepts: processing-time timers
+    /// fire on the subtask that owns the partition (see the [`redis`](super) module docs,
+    /// "Event time"), so there is no pool to size.
     timer_threads: u32;
     /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
     /// Default `false`.
@@ -181,11 +182,11 @@ getters! {
     ack_mode: AckMode;
     /// Bound of the engine's own watermark, which every Redis pipeline starts with: per
     /// partition, after a message with timestamp `t` (ms, the message's `ts` field) the
-    /// watermark is `max(previous, t - out_of_orderness)` (seed `watermarkOutOfOrderness`).
+    /// watermark is `max(previous, t - out_of_orderness)`.
     /// A pipeline's `assign_timestamps_and_watermarks` replaces it from that point on.
     /// Default zero.
     watermark_out_of_orderness: Duration;
-    /// Idle flush (seed RT-M3): after a partition has read nothing for this long — or its
+    /// Idle flush: after a partition has read nothing for this long — or its
     /// watermark generator called `mark_idle` — its watermark flushes to `i64::MAX`,
     /// firing every due window and event-time timer of the partition; the next message
     /// starts a new watermark epoch from its own event time. `None` (default) or zero: off —
@@ -195,15 +196,13 @@ getters! {
     /// Choose it longer than any pause the producers make inside a window: a pause longer
     /// than the timeout fires the open windows early, and the records after it start new
     /// panes — a window spanning the pause is emitted in parts (Flink's idleness only
-    /// stops a partition from holding the others back; this flush is the seed's RT-M3).
-    /// (A `Duration` cannot be negative, so the seed's negative-value error cannot occur.)
+    /// stops a partition from holding the others back; this flush also fires its windows).
     watermark_idle_timeout: Option<Duration>;
-    /// Most windows that fire per record (seed `windowMaxFiresPerRecord`); windows beyond
+    /// Most windows that fire per record; windows beyond
     /// it stay due and fire before the next record, and an idle flush fires all. Default
     /// 256, at least 1.
     window_max_fires_per_record: u32;
-    /// Bound of each keyed process operator's event-time timer queue per partition (seed
-    /// `eventTimeTimerMaxSize`): a record that would exceed it fails with
+    /// Bound of each keyed process operator's event-time timer queue per partition: a record that would exceed it fails with
     /// [`Error::TimerQueueFull`] and goes to retry / dead letter. 0 = unbounded. Default
     /// 100,000.
     event_time_timer_max_size: u32;
@@ -333,7 +332,7 @@ setters! {
 }
 
 /// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
-/// partition's hash tag, DESIGN invariant 4) or whitespace.
+/// partition's hash tag) or whitespace.
 fn key_part(field: &'static str, value: &str) -> Result<(), Error> {
     if value.is_empty() {
         return Err(invalid(field, "must not be empty"));
@@ -356,9 +355,9 @@ impl RedisRuntimeConfigBuilder {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first invalid field: `job_name`,
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
-    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads`,
-    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms), `hot_key_warn_interval` (zero), `sink_deduplication_ttl` (zero while dedup is
-    /// on), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
+    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads` (0,
+    /// or above 1), `sink_deduplication_enabled` (`true`: not available yet),
+    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms), `hot_key_warn_interval` (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
     /// [`MqOptions::validate`] failed; the reason names the inner field).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
@@ -379,10 +378,19 @@ impl RedisRuntimeConfigBuilder {
         if c.hot_key_warn_interval.is_zero() {
             return Err(invalid("hot_key_warn_interval", "must be > 0"));
         }
-        if c.sink_deduplication_enabled && c.sink_deduplication_ttl.is_zero() {
+        if c.timer_threads > 1 {
             return Err(invalid(
-                "sink_deduplication_ttl",
-                "must be > 0 while sink deduplication is enabled",
+                "timer_threads",
+                format!(
+                    "must be 1, got {}: processing-time timers fire on the subtask that owns the partition; raise `pipeline_parallelism` for more threads",
+                    c.timer_threads
+                ),
+            ));
+        }
+        if c.sink_deduplication_enabled {
+            return Err(invalid(
+                "sink_deduplication_enabled",
+                "sink deduplication is not available yet; `RedisListSink` already writes exactly once per committed batch",
             ));
         }
         if !(0.0..=1.0).contains(&c.mdc_sample_rate) {
@@ -510,13 +518,11 @@ mod tests {
             "window_max_fires_per_record"
         );
         assert_eq!(
-            field(
-                b().sink_deduplication_enabled(true)
-                    .sink_deduplication_ttl(Duration::ZERO)
-                    .build()
-            ),
-            "sink_deduplication_ttl"
+            field(b().sink_deduplication_enabled(true).build()),
+            "sink_deduplication_enabled",
+            "an option the engine cannot honour is refused, not ignored"
         );
+        assert_eq!(field(b().timer_threads(4).build()), "timer_threads");
         let c = b().state_ttl(Some(Duration::ZERO)).build().unwrap();
         assert_eq!(c.state_ttl(), None, "zero TTL means no TTL");
     }

@@ -77,14 +77,14 @@ struct EnvState {
     started: bool,
 }
 
-/// The Redis engine's environment (seed `RedisStreamExecutionEnvironment`, §2.1).
+/// The Redis engine's environment.
 ///
 /// Build pipelines from [`from_mq_topic`](Self::from_mq_topic) with the same builder API as
 /// the memory engine; the terminal operation ([`DataStream::sink`]) *registers* the
 /// pipeline, and [`execute_async`](Self::execute_async) starts every registered pipeline
 /// and returns a [`JobClient`]. Cheap to clone (`Send + Sync`); clones share registrations.
 ///
-/// Registration rules (seed §2.1): registering after `execute_async` is an error; one
+/// Registration rules: registering after `execute_async` is an error; one
 /// pipeline per (topic, consumer group) — a second one on the same pair is an error (a
 /// consumer group splits messages between its consumers, so two chains would each see
 /// part of the stream and share state names; give the second chain its own group);

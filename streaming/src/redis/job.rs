@@ -1,4 +1,4 @@
-//! [`JobClient`]: a running Redis job (seed `RedisJobClient`, §2.1).
+//! [`JobClient`]: a running Redis job.
 
 use super::{AckMode, RedisRuntimeConfig};
 use crate::mq::topic::parse_xinfo_groups;

@@ -1,11 +1,11 @@
-//! The Redis engine (seed `runtime.md` §2): Redis Streams consumer groups as the source,
+//! The Redis engine: Redis Streams consumer groups as the source,
 //! keyed state in Redis hashes.
 //!
 //! Build a pipeline from a [`RedisEnv`] with the same builder API as the memory engine,
 //! end it with a sink (which registers it), then [`RedisEnv::execute_async`] starts the
 //! job and returns a [`JobClient`].
 //!
-//! Processing model (DESIGN invariant 3): each pipeline runs `pipeline_parallelism`
+//! Processing model: each pipeline runs `pipeline_parallelism`
 //! subtasks (threads); subtask `i` owns partitions `p % n == i` and builds one operator
 //! chain per owned partition from a clone of the pipeline (so state caches are per
 //! partition). Taking a partition loads its state (one script: every state hash of the
@@ -26,7 +26,7 @@
 //! The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the partition's state
 //! hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
 //!
-//! State schema versions (seed §2.2): with `state_schema_evolution_enabled` (default), each
+//! State schema versions: with `state_schema_evolution_enabled` (default), each
 //! state's fingerprint (kind, value and key types, e.g. `ValueState<u64> by String`) is
 //! kept in the hash `{state_key_prefix}:{job}:{T:n}:{group}:schema` (field
 //! `{operator}/{state}`) and checked before the stored entries are decoded (a rolling table
@@ -36,7 +36,7 @@
 //! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
 //! stored entries as the new type. See [`SchemaGate`].
 //!
-//! State size and hot keys (seed §2.7): every `state_size_report_every_n_writes` state
+//! State size and hot keys: every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the
 //! `HLEN` of the hash whose writes crossed the mark (no extra round trip); the last
 //! sampled size per hash key is in [`JobDiagnostics::state_sizes`]. With
@@ -50,14 +50,14 @@
 //! that writes to it with [`Error::HotKey`](crate::Error::HotKey) (error type `hot_key`),
 //! which follows `processing_error_result` ([`JobDiagnostics::hot_key_rejected`]).
 //!
-//! Tracing (seed §2.2 `mdcEnabled`): with `mdc_enabled`, each message runs through the
+//! Tracing: with `mdc_enabled`, each message runs through the
 //! chain inside a `tracing` span `message` with fields `job`, `topic`, `group`,
 //! `consumer`, `id`, `key` (empty without a key) and `partition`, so user functions' logs
 //! carry them. `mdc_sample_rate` picks messages deterministically by id: a message gets
 //! the span when the top 53 bits of `fmix64(FNV-1a 64)` of its id, as a fraction of 2^53, are below
 //! the rate (1.0: every message; 0.0: none).
 //!
-//! Errors (seed §2.4): a record whose user function fails or panics follows
+//! Errors: a record whose user function fails or panics follows
 //! `processing_error_result` (retry with the queue's backoff, then dead letter; or dead
 //! letter at once; a retry is addressed to the failing pipeline's group, and pipelines of
 //! other groups on the topic skip it without counting it as a record) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
@@ -80,7 +80,7 @@
 //! stall; [`JobClient::cancel`] returns within about one response timeout whatever Redis
 //! does.
 //!
-//! # Event time (seed §2.4, DESIGN invariants 2 and 7)
+//! # Event time
 //!
 //! Each partition's chain has its own watermark. Every Redis pipeline starts with the
 //! engine's watermark operator (`{source_id}/0:watermark`): event time = the message's
@@ -111,7 +111,7 @@
 //!   serde `Serialize + DeserializeOwned` on this engine;
 //! - keyed process timers (state `__timers`, field = key, value = `[[time, domain], ..]`).
 //!
-//! Idle flush ([`RedisRuntimeConfig::watermark_idle_timeout`], seed RT-M3): a partition
+//! Idle flush ([`RedisRuntimeConfig::watermark_idle_timeout`]): a partition
 //! that has read nothing for the timeout, or whose generator called `mark_idle`, flushes
 //! its watermark to `i64::MAX`, which fires every window and event-time timer; the results
 //! and the flushed state commit together, and the next message starts a new watermark
@@ -121,7 +121,7 @@
 //! event-time timers (a record exceeding it fails with [`Error::TimerQueueFull`](crate::Error)).
 //!
 //! Processing time is the wall clock (epoch ms) on this engine, unlike the memory engine
-//! (which uses the highest record timestamp, seed §1.3): a keyed process function's
+//! (which uses the highest record timestamp): a keyed process function's
 //! processing-time timers fire on the record path and, while the partition has no input,
 //! from the subtask's loop (about every 10 ms), committing what they change and emit. They
 //! are kept in Redis like event-time timers and fire after a restart. They run on the

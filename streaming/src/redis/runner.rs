@@ -1,6 +1,6 @@
 //! The batch runner: one thread per subtask, one operator chain per owned partition.
 //!
-//! Per partition and batch (DESIGN invariant 3): read up to `batch_count` entries, run them
+//! Per partition and batch: read up to `batch_count` entries, run them
 //! through the partition's chain against the in-memory state cache (loaded once when the
 //! partition was taken), hand the outputs to the sink, then write the changed state
 //! entries, the sink's buffered list appends and the acknowledgement in ONE Lua script:
@@ -10,8 +10,8 @@
 //!
 //! A record that fails (error or panic in a user function) may have changed state before
 //! failing, so the batch is rolled back: the chain is rebuilt, its state reloaded from
-//! Redis (what the last commit left), the record goes to retry / dead letter (seed §2.4,
-//! with `x-runtime-*` headers), and the batch runs again without it. State therefore
+//! Redis (what the last commit left), the record goes to retry / dead letter (with
+//! `x-runtime-*` headers), and the batch runs again without it. State therefore
 //! reflects exactly the acknowledged, successful records. A failed commit (e.g. Redis
 //! restarting) resets the partition the same way and reads again from the last commit.
 
@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Header naming the job of a retried or dead-lettered record (seed §2.4).
+/// Header naming the job of a retried or dead-lettered record.
 pub const HEADER_RUNTIME_JOB: &str = "x-runtime-job";
 /// Header naming the consumer group.
 pub const HEADER_RUNTIME_GROUP: &str = "x-runtime-group";
@@ -1222,7 +1222,7 @@ where
         Ok(())
     }
 
-    /// Idle flush (seed RT-M3): when the partition has read nothing for
+    /// Idle flush: when the partition has read nothing for
     /// `watermark_idle_timeout` (or its generator marked it idle) and its watermark epoch
     /// has begun, the watermark goes to `i64::MAX` — every due window and event-time timer
     /// fires — and the results, the state and a watermark reset to `i64::MIN` commit
@@ -1478,7 +1478,7 @@ where
         Ok(())
     }
 
-    /// Sends a failed record to retry or the dead-letter queue (seed §2.4).
+    /// Sends a failed record to retry or the dead-letter queue.
     async fn fail(
         &mut self,
         ctx: &Ctx<'_>,

@@ -1,5 +1,5 @@
-//! State schema versions (seed §2.2 `stateSchemaEvolutionEnabled` /
-//! `stateSchemaMismatchPolicy`).
+//! State schema versions (`state_schema_evolution_enabled` /
+//! `state_schema_mismatch_policy`).
 //!
 //! Each keyed state of a partition has a fingerprint: its kind and value type and its key
 //! type, as short Rust type names (module paths dropped), e.g. `ValueState<u64> by String`
