@@ -435,6 +435,17 @@ fn entries_with_huge_field_counts_are_dead_lettered() {
         let letters = s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
         assert_eq!(letters.len(), 2, "{mode:?}");
         assert!(letters.iter().all(|d| d.error_type == "malformed"));
+        // Replaying such an entry is refused with a reason, and the dead letter stays.
+        for d in &letters {
+            let err =
+                s.rt.block_on(mq.replay_dead_letter(&topic, 0, &d.dlq_id))
+                    .unwrap_err();
+            assert!(
+                err.to_string().contains("fields; replay moves at most"),
+                "{err}"
+            );
+        }
+        assert_eq!(s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap().len(), 2);
     }
 }
 

@@ -239,6 +239,19 @@ pub(crate) async fn list(
     Ok(out)
 }
 
+/// The length of a MessagePack array (`fixarray`, `array 16`, `array 32`), if `bytes` starts
+/// with one.
+fn rmp_array_len(bytes: &[u8]) -> Option<usize> {
+    match *bytes.first()? {
+        b @ 0x90..=0x9f => Some(usize::from(b & 0x0f)),
+        0xdc => Some(usize::from(u16::from_be_bytes(
+            bytes.get(1..3)?.try_into().ok()?,
+        ))),
+        0xdd => usize::try_from(u32::from_be_bytes(bytes.get(1..5)?.try_into().ok()?)).ok(),
+        _ => None,
+    }
+}
+
 pub(crate) async fn replay(
     conn: &mut ConnectionManager,
     script: &Script,
@@ -256,6 +269,19 @@ pub(crate) async fn replay(
     let Some(entry) = parse_entries(&v)?.into_iter().next() else {
         return Ok(None);
     };
+    let too_big = |n: usize| {
+        Error::Mq {
+        op: "replay_dead_letter",
+        reason: format!(
+            "dead letter {dlq_id} has {n} fields; replay moves at most {PACKED_FIELDS_OVER} (read it with `dead_letters` and send a repaired message instead)"
+        ),
+    }
+    };
+    if let Some((_, packed)) = entry.fields.iter().find(|(f, _)| f == b"dlq.fields") {
+        // The entry's fields were packed at dead-letter time because there were too many.
+        let n = rmp_array_len(packed).unwrap_or(PACKED_FIELDS_OVER * 2 + 2) / 2;
+        return Err(too_big(n));
+    }
     let original_id = text(&entry, "dlq.original_id");
     let plain = RawEntry {
         id: text(&entry, "dlq.id"),
@@ -306,6 +332,10 @@ pub(crate) async fn replay(
             op: "replay_dead_letter",
             reason: format!("dead letter {dlq_id} has no fields to replay"),
         });
+    }
+    // The script unpacks the fields onto Lua's stack (~8000 values): bound them first.
+    if fields.len() > PACKED_FIELDS_OVER {
+        return Err(too_big(fields.len()));
     }
     let mut inv = script.key(keys.dlq(topic, partition));
     inv.key(keys.stream(topic, partition)).arg(dlq_id);

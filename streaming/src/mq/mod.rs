@@ -410,7 +410,9 @@ impl Mq {
     /// no such dead letter exists (e.g. already replayed).
     ///
     /// # Errors
-    /// [`Error::Mq`] for a dead letter without fields; [`Error::Redis`].
+    /// [`Error::Mq`] for a dead letter without fields or with more than
+    /// [`PACKED_FIELDS_OVER`](crate::mq::dlq::PACKED_FIELDS_OVER) fields (a malformed entry;
+    /// the dead letter stays where it is); [`Error::Redis`].
     pub async fn replay_dead_letter(
         &self,
         topic: &str,
