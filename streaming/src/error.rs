@@ -40,7 +40,8 @@ pub enum Error {
 
     /// A record's window bounds do not fit in `i64` milliseconds: the record is rejected
     /// rather than assigned to a clamped window. The Redis engine fails such a record with
-    /// this error (retry / dead letter) when its window has no rejected-element output; the
+    /// this error when its window has no rejected-element output — a permanent error, so it
+    /// is dead-lettered at once (see [`Error::is_permanent`]); the
     /// memory engine counts it instead and never stops for it.
     #[error(
         "operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64"
@@ -214,15 +215,19 @@ impl Error {
         Error::Permanent { source: e.into() }
     }
 
-    /// Whether no retry can fix this error: it was made by [`Error::permanent`], or a
+    /// Whether no retry can fix this error: it was made by [`Error::permanent`], a
     /// message could not be decoded ([`Error::MqDecode`]: bad JSON, a payload that is not
-    /// UTF-8 where text is needed) — also when a user function returned such an error
+    /// UTF-8 where text is needed), or a record's window bounds do not fit in `i64`
+    /// ([`Error::WindowBounds`]) — also when a user function returned such an error
     /// and it is this error's source (or its source's source, ...).
     pub fn is_permanent(&self) -> bool {
         let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(e) = cur {
             if let Some(e) = e.downcast_ref::<Error>() {
-                if matches!(e, Error::Permanent { .. } | Error::MqDecode { .. }) {
+                if matches!(
+                    e,
+                    Error::Permanent { .. } | Error::MqDecode { .. } | Error::WindowBounds { .. }
+                ) {
                     return true;
                 }
             }

@@ -327,9 +327,10 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
     for (topic, with_output) in [("ev-out", true), ("ev-dlq", false)] {
         rt.block_on(mq.create_topic(topic, 1)).unwrap();
         send(&rt, &mq, topic, &input);
+        // The default error policy (retry): a rejected record is a permanent error and is
+        // dead-lettered at once, without retries.
         let env = s.env(
             s.config(&format!("bounds-{topic}"), AckMode::Offset)
-                .processing_error_result(streaming::redis::ProcessingErrorResult::DeadLetter)
                 .watermark_idle_timeout(Some(Duration::from_millis(200))),
         );
         let (out, rejected) = (CollectSink::new(), CollectSink::new());
@@ -371,6 +372,10 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
         } else {
             assert_eq!(failed, 1);
             assert!(rejected.is_empty());
+            let letters = rt.block_on(mq.dead_letters(topic, 10)).unwrap();
+            assert_eq!(letters.len(), 1, "{letters:?}");
+            assert_eq!(letters[0].error_type, "window_bounds");
+            assert_eq!(letters[0].attempts, 1);
         }
     }
 }

@@ -30,7 +30,10 @@ pub(crate) fn address(client: &redis::Client) -> String {
 /// says what is wrong in words.
 pub(crate) fn connect_error(client: &redis::Client, e: RedisError, timeout: Duration) -> Error {
     let code = e.code().unwrap_or_default();
-    let reason = if e.kind() == ErrorKind::AuthenticationFailed || code == "WRONGPASS" {
+    let reason = if e.to_string().contains("without any password configured") {
+        "the URL gives a password but the server has none set: remove it from the URL (or set `requirepass` on the server)"
+            .to_string()
+    } else if e.kind() == ErrorKind::AuthenticationFailed || code == "WRONGPASS" {
         "wrong password or user name (authentication failed); check the URL's credentials"
             .to_string()
     } else if code == "NOAUTH" {
@@ -66,12 +69,12 @@ pub(crate) async fn connection_manager(
 ) -> Result<ConnectionManager, Error> {
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(response_timeout)
-        .set_response_timeout(response_timeout + block)
+        .set_response_timeout(response_timeout.saturating_add(block))
         .set_number_of_retries(0);
     // The manager's own attempt is bounded by the connection timeout; this outer bound
     // only guards against a client that would not apply it.
     match tokio::time::timeout(
-        response_timeout * 2,
+        response_timeout.saturating_mul(2),
         client.get_connection_manager_with_config(config),
     )
     .await

@@ -152,8 +152,8 @@ pub struct MqOptions {
     /// The most partitions one subscription consumes at once (one worker task each).
     /// Default 16.
     pub worker_count: usize,
-    /// Time to live of a partition lease, default 10 s. A crashed owner's partitions are
-    /// free again after at most this long.
+    /// Time to live of a partition lease, default 10 s, from 100 ms to 1 day. A crashed
+    /// owner's partitions are free again after at most this long.
     pub lease_ttl: Duration,
     /// How often a subscription renews its leases and rebalances, default 2 s; must be
     /// less than half of `lease_ttl`.
@@ -170,8 +170,8 @@ pub struct MqOptions {
     /// every entry (default).
     pub max_len: Option<usize>,
     /// How long any one Redis call may wait for its reply — and one connection attempt
-    /// for the server's greeting — before it fails with a timeout, default 5 s, at least
-    /// 10 ms. A blocking read (`XREADGROUP .. BLOCK`) may take its block time on top. It
+    /// for the server's greeting — before it fails with a timeout, default 5 s, from
+    /// 10 ms to 1 day. A blocking read (`XREADGROUP .. BLOCK`) may take its block time on top. It
     /// bounds how long a frozen or silent server can hold a caller: the queue, the Redis
     /// engine's subtasks and its job client all use it.
     pub response_timeout: Duration,
@@ -205,9 +205,9 @@ impl MqOptions {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first invalid field: `key_prefix` (empty or
-    /// containing `{`, `}` or whitespace), `worker_count` (0), `lease_ttl` (< 100 ms),
+    /// containing `{`, `}` or whitespace), `worker_count` (0), `lease_ttl` (< 100 ms or > 1 day),
     /// `lease_renew_interval` (zero or ≥ lease_ttl / 2), `claim_idle` (zero),
-    /// `retry_poll_interval` (zero), `max_len` (0), `response_timeout` (< 10 ms) or a
+    /// `retry_poll_interval` (zero), `max_len` (0), `response_timeout` (< 10 ms or > 1 day) or a
     /// `retry.*` field.
     pub fn validate(&self) -> Result<(), Error> {
         if self.key_prefix.is_empty()
@@ -224,10 +224,13 @@ impl MqOptions {
         if self.worker_count == 0 {
             return Err(invalid("worker_count", "must be ≥ 1"));
         }
-        if self.lease_ttl < Duration::from_millis(100) {
-            return Err(invalid("lease_ttl", "must be ≥ 100 ms"));
+        if self.lease_ttl < Duration::from_millis(100) || self.lease_ttl > MAX_LEASE_TTL {
+            return Err(invalid(
+                "lease_ttl",
+                format!("must be between 100 ms and 1 day, got {:?}", self.lease_ttl),
+            ));
         }
-        if self.lease_renew_interval.is_zero() || self.lease_renew_interval * 2 > self.lease_ttl {
+        if self.lease_renew_interval.is_zero() || self.lease_renew_interval > self.lease_ttl / 2 {
             return Err(invalid(
                 "lease_renew_interval",
                 "must be > 0 and at most half of lease_ttl",
@@ -242,15 +245,27 @@ impl MqOptions {
         if self.max_len == Some(0) {
             return Err(invalid("max_len", "must be ≥ 1 when set"));
         }
-        if self.response_timeout < Duration::from_millis(10) {
+        if self.response_timeout < Duration::from_millis(10)
+            || self.response_timeout > MAX_RESPONSE_TIMEOUT
+        {
             return Err(invalid(
                 "response_timeout",
-                format!("must be ≥ 10 ms, got {:?}", self.response_timeout),
+                format!(
+                    "must be between 10 ms and 1 day, got {:?}",
+                    self.response_timeout
+                ),
             ));
         }
         self.retry.validate()
     }
 }
+
+/// The largest [`MqOptions::response_timeout`]: it bounds every wait on Redis, and a longer
+/// one would be no bound at all.
+const MAX_RESPONSE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// The largest [`MqOptions::lease_ttl`]: a dead owner's partitions wait this long.
+const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Builder of [`MqOptions`]; [`MqOptionsBuilder::build`] validates.
 #[derive(Debug, Clone)]
@@ -303,7 +318,7 @@ impl MqOptionsBuilder {
         max_len: Option<usize>
     );
     setter!(
-        /// Sets [`MqOptions::response_timeout`] (≥ 10 ms).
+        /// Sets [`MqOptions::response_timeout`] (10 ms to 1 day).
         response_timeout: Duration
     );
 
@@ -457,6 +472,24 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(field(e), "response_timeout");
+        let e = MqOptions::builder()
+            .response_timeout(Duration::MAX)
+            .build()
+            .unwrap_err();
+        assert_eq!(field(e), "response_timeout");
+        // Durations at the type's limit are judged, not overflowed.
+        let huge = MqOptions::builder()
+            .lease_ttl(Duration::MAX)
+            .lease_renew_interval(Duration::MAX)
+            .build()
+            .unwrap_err();
+        assert_eq!(field(huge), "lease_ttl");
+        let huge = MqOptions::builder()
+            .lease_ttl(Duration::from_secs(3600))
+            .lease_renew_interval(Duration::MAX)
+            .build()
+            .unwrap_err();
+        assert_eq!(field(huge), "lease_renew_interval");
         assert_eq!(
             MqOptions::default().response_timeout,
             Duration::from_secs(5)

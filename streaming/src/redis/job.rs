@@ -201,12 +201,27 @@ impl JobShared {
     }
 
     /// Whether every partition of every pipeline is taken, running, and committed up to
-    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition). Each
-    /// wait on Redis is bounded by `budget`.
-    fn caught_up(&self, budget: Duration) -> Result<bool, Error> {
+    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition). Every
+    /// wait on Redis (connect and each reply) is bounded by `budget` and ends by `end`.
+    fn caught_up(&self, budget: Duration, end: Instant) -> Result<bool, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
         let mut conn = crate::mq::blocking_connection(&self.client, budget)?;
+        // Each query gets what is left of the budget, so the whole check ends by `end`.
+        let bound = |conn: &mut redis::Connection| -> Result<(), Error> {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the wait's time ran out",
+                ))));
+            }
+            let t = Some(left.min(budget));
+            conn.set_read_timeout(t)?;
+            conn.set_write_timeout(t)?;
+            Ok(())
+        };
         for (topic, group) in &self.pipelines {
+            bound(&mut conn)?;
             let partitions: Option<u32> = redis::cmd("HGET")
                 .arg(self.keys.meta(topic))
                 .arg("partitions")
@@ -225,6 +240,7 @@ impl JobShared {
                     return Ok(false);
                 }
                 let stream = self.keys.stream(topic, p);
+                bound(&mut conn)?;
                 let (last, retries, groups, frontier): (
                     redis::Value,
                     Vec<String>,
@@ -473,7 +489,7 @@ impl JobClient {
     /// Waits until every subtask stopped (after [`cancel`](Self::cancel) or a fatal
     /// error), at most `timeout`; `true` when they all stopped.
     pub fn await_termination(&self, timeout: Duration) -> bool {
-        let end = Instant::now() + timeout;
+        let end = deadline(timeout);
         let (lock, cv) = &self.shared.done;
         let Ok(mut guard) = lock.lock() else {
             return false;
@@ -507,32 +523,47 @@ impl JobClient {
     ///
     /// It returns within `timeout` (plus at most 10 ms) whatever Redis does: each wait on
     /// Redis is bounded by the time left and by
-    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout).
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout). While
+    /// Redis is unreachable (restarting, loading its data, frozen) it keeps checking, as
+    /// the job keeps retrying; `Duration::MAX` waits without a deadline.
     ///
     /// # Errors
-    /// [`Error::Connect`] (naming the address) when a check cannot reach Redis or gets
-    /// no reply in time; [`Error::Redis`] for an unexpected reply.
+    /// [`Error::Connect`] (naming the address) when the time ran out while the last check
+    /// could not reach Redis or got no reply in time; [`Error::Redis`] for an unexpected
+    /// reply.
     pub fn await_caught_up(&self, timeout: Duration) -> Result<bool, Error> {
-        let end = Instant::now() + timeout;
+        let end = deadline(timeout);
         loop {
-            if self.check_caught_up(end)? {
-                return Ok(true);
-            }
+            let unreachable = match self.check_caught_up(end) {
+                Ok(true) => return Ok(true),
+                Ok(false) => None,
+                // Redis restarting, loading or frozen: the job keeps retrying, so does the
+                // wait, until its time is up.
+                Err(e @ Error::Connect { .. }) => Some(e),
+                Err(e) => return Err(e),
+            };
             let now = Instant::now();
             if now >= end || self.cannot_progress() {
-                return Ok(false);
+                return unreachable.map_or(Ok(false), Err);
             }
             std::thread::sleep((end - now).min(Duration::from_millis(20)));
         }
     }
 
     /// One [`JobShared::caught_up`] check, every wait bounded by the response timeout and
-    /// the time left until `end`.
+    /// the time left until `end`. Errors reaching Redis (refused, timed out, reset, still
+    /// loading its data set) are [`Error::Connect`].
     fn check_caught_up(&self, end: Instant) -> Result<bool, Error> {
         let left = end.saturating_duration_since(Instant::now());
         let budget = self.shared.response_timeout.min(left);
-        self.shared.caught_up(budget).map_err(|e| match e {
-            Error::Redis(e) if e.is_timeout() || e.is_io_error() => {
+        self.shared.caught_up(budget, end).map_err(|e| match e {
+            Error::Redis(e)
+                if e.is_timeout()
+                    || e.is_io_error()
+                    || e.is_connection_refusal()
+                    || e.is_connection_dropped()
+                    || e.kind() == redis::ErrorKind::BusyLoadingError =>
+            {
                 crate::mq::connect_error(&self.shared.client, e, budget)
             }
             other => other,
@@ -581,7 +612,7 @@ impl JobClient {
                     .into(),
             });
         }
-        let end = Instant::now() + timeout;
+        let end = deadline(timeout);
         loop {
             let left = end.saturating_duration_since(Instant::now());
             if !self.await_caught_up(left)? {
@@ -592,7 +623,8 @@ impl JobClient {
                 .progress
                 .lock()
                 .is_ok_and(|p| p.iter().all(|pr| !pr.awaiting_flush));
-            if flushed && self.check_caught_up(end)? {
+            // A failed re-check counts as not yet: the next round's wait reports it.
+            if flushed && self.check_caught_up(end).unwrap_or(false) {
                 return Ok(true);
             }
             let now = Instant::now();
@@ -664,4 +696,12 @@ impl Drop for JobClient {
     fn drop(&mut self) {
         self.cancel();
     }
+}
+
+/// `now + timeout`, or a deadline a century away when that does not fit in an `Instant`
+/// (`Duration::MAX` means "no deadline").
+fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }

@@ -745,6 +745,7 @@ fn error_type(e: &Error) -> &'static str {
         Error::MqDecode { .. } => "decode",
         Error::HotKey { .. } => "hot_key",
         Error::TimerQueueFull { .. } => "timer_queue_full",
+        Error::WindowBounds { .. } => "window_bounds",
         _ => "error",
     }
 }
