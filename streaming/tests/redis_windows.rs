@@ -1213,3 +1213,106 @@ fn the_flushed_watermark_stays_reported_until_the_next_epoch() {
     assert!(p.batches >= 2, "the timer's commit is reported: {p:?}");
     assert_eq!(p.watermark, Some(i64::MAX));
 }
+
+const DEADLINE: streaming::api::ValueStateDescriptor<i64> =
+    streaming::api::ValueStateDescriptor::persistent("deadline", i64::MIN);
+
+/// Debounce: each element deletes its key's pending event-time timer and registers one
+/// 30 ms after it; a timer emits `(key, time)`: the end of the key's burst.
+#[derive(Clone)]
+struct Debounce;
+
+impl streaming::api::KeyedProcessFunction<String, (String, i64)> for Debounce {
+    type Out = (String, i64);
+
+    fn process_element(
+        &mut self,
+        value: (String, i64),
+        ctx: &mut streaming::api::KeyedContext<'_, String>,
+        _out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let old = ctx.state(&DEADLINE)?.value();
+        if old != i64::MIN {
+            ctx.delete_event_time_timer(old);
+        }
+        ctx.register_event_time_timer(value.1 + 30);
+        ctx.state(&DEADLINE)?.update(value.1 + 30);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut streaming::api::TimerContext<'_, String>,
+        out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        out.collect((ctx.current_key().clone(), timestamp));
+        Ok(())
+    }
+}
+
+/// A deleted event-time timer never fires on either engine, also when it was deleted
+/// before a restart (the deletion commits with its batch) or registered before one.
+#[test]
+fn deleted_timers_stay_deleted_across_a_restart_on_both_engines() {
+    macro_rules! debounced {
+        ($stream:expr) => {
+            $stream
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis(0)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .process_function(Debounce)
+        };
+    }
+    let s = setup("timers-delete");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    // a at 0, 10, 20 deletes timers 30 and 40; b at 5, 15 deletes 35 | restart | b at 40
+    // deletes 45 (registered before the restart); a at 100 (seen before its watermark)
+    // deletes 50, a at 110 deletes 130; c far ahead fires the rest.
+    let input: Vec<(String, i64)> = [
+        ("a", 0),
+        ("b", 5),
+        ("a", 10),
+        ("b", 15),
+        ("a", 20),
+        ("b", 40),
+        ("a", 100),
+        ("a", 110),
+        ("c", 1000),
+    ]
+    .iter()
+    .map(|(k, t)| (k.to_string(), *t))
+    .collect();
+    let mem = debounced!(MemoryEnv::new().from_collection(input.clone()))
+        .collect_vec()
+        .unwrap();
+    let s_ = |k: &str, t: i64| (k.to_string(), t);
+    assert_eq!(
+        mem,
+        vec![s_("b", 70), s_("a", 140), s_("c", 1030)]
+    );
+    let out = CollectSink::new();
+    let run = |until: u64| {
+        let env = s.env(s.config("timers-delete", AckMode::Offset));
+        debounced!(env
+            .from_mq_topic_with_options("ev", "g", earliest(2))
+            .map(|m: Message| parse(&m)))
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("records", &job, || records(&job) == until);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+    };
+    send(&rt, &mq, "ev", &input[..5]);
+    run(5);
+    assert!(out.is_empty(), "{:?}", out.snapshot());
+    send(&rt, &mq, "ev", &input[5..]);
+    run(4);
+    // c's timer is pending (no later watermark); the rest equals the memory engine.
+    assert_eq!(out.snapshot(), mem[..2]);
+}

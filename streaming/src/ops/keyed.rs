@@ -278,6 +278,28 @@ impl<K: Hash + Eq + Clone> ProcessState<K> {
         }
     }
 
+    /// Removes timer (`time`, `domain`) of `key` if it is queued.
+    pub(crate) fn delete_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        let Some(list) = self.registered.get_mut(key) else {
+            return;
+        };
+        let before = list.len();
+        list.retain(|&t| t != (time, domain));
+        if list.len() == before {
+            return;
+        }
+        if list.is_empty() {
+            self.registered.remove(key);
+        }
+        match domain {
+            TimeDomain::EventTime => self.event_timers.remove(time, key),
+            TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
+        };
+        if let Some(d) = &mut self.timers_dirty {
+            d.insert(key.clone());
+        }
+    }
+
     fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
         if let Some(list) = self.registered.get_mut(key) {
             list.retain(|&t| t != (time, domain));
@@ -340,7 +362,7 @@ where
     PF: KeyedProcessFunction<K, T>,
     N: Operator<PF::Out>,
 {
-    /// Queues the timers the function asked for.
+    /// Applies the timer registrations and deletions the function asked for, in order.
     ///
     /// # Errors
     /// [`Error::TimerQueueFull`] when an event-time timer would exceed the queue's bound:
@@ -353,7 +375,14 @@ where
     ) -> Result<(), Error> {
         let max = state.max_event_timers;
         let mut full = false;
-        for (time, domain) in requests.drain(..) {
+        for request in requests.drain(..) {
+            let (time, domain) = match request {
+                TimerRequest::Delete(time, domain) => {
+                    state.delete_timer(key, time, domain);
+                    continue;
+                }
+                TimerRequest::Register(time, domain) => (time, domain),
+            };
             if max > 0 && domain == TimeDomain::EventTime && state.event_timers.len() >= max {
                 full = true;
                 continue;
