@@ -10,8 +10,8 @@ use std::time::Duration;
 use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig};
 use streaming::time::{
-    BoundedOutOfOrderness, EventTimeSessionWindows, SlidingEventTimeWindows, TimeWindow,
-    TumblingEventTimeWindows,
+    BoundedOutOfOrderness, ContinuousEventTimeTrigger, CountTrigger, EventTimeSessionWindows,
+    PurgingTrigger, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
 };
 use streaming::MemoryEnv;
 use support::engine::{earliest, rt, wait_until};
@@ -1315,4 +1315,134 @@ fn deleted_timers_stay_deleted_across_a_restart_on_both_engines() {
     run(4);
     // c's timer is pending (no later watermark); the rest equals the memory engine.
     assert_eq!(out.snapshot(), mem[..2]);
+}
+
+/// Runs the same pipeline tail on both engines over `input` (`(key, event time)` with a
+/// bounded-out-of-orderness watermark of `$ooo` ms; Redis: one partition, batches of 3,
+/// ended by an idle flush) and returns (memory output, Redis output), each in emission
+/// order.
+macro_rules! both_engines {
+    ($name:expr, $input:expr, $ooo:expr, |$s:ident| $tail:expr) => {{
+        let (name, input): (&str, Vec<(String, i64)>) = ($name, $input);
+        let mem = {
+            let $s = MemoryEnv::new()
+                .from_collection(input.clone())
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis($ooo)).unwrap(),
+                );
+            $tail.collect_vec().unwrap()
+        };
+        let s = setup(name);
+        let rt = rt();
+        let mq = s.mq(&rt);
+        rt.block_on(mq.create_topic("ev", 1)).unwrap();
+        send(&rt, &mq, "ev", &input);
+        let env = s.env(
+            s.config(name, AckMode::Offset)
+                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+        );
+        let out = CollectSink::new();
+        {
+            let $s = env
+                .from_mq_topic_with_options("ev", "g", earliest(3))
+                .map(|m: Message| parse(&m))
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis($ooo)).unwrap(),
+                );
+            $tail.sink(out.clone()).unwrap();
+        }
+        let job = env.execute_async().unwrap();
+        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert_eq!(records(&job), input.len() as u64);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+        (mem, out.snapshot())
+    }};
+}
+
+fn keyed_input(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
+    pairs.iter().map(|(k, t)| (k.to_string(), *t)).collect()
+}
+
+/// `PurgingTrigger::of(CountTrigger)`: every firing emits only the elements since the
+/// last one; the leftovers are emitted once when the window is cleaned up.
+#[test]
+fn purging_count_trigger_equals_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 1),
+        ("b", 2),
+        ("a", 3),
+        ("a", 5),
+        ("b", 6),
+        ("a", 7),
+        ("a", 9),
+        ("b", 120),
+    ]);
+    let (mem, redis) = both_engines!("trig-purging", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .trigger(PurgingTrigger::of(CountTrigger::of(2).unwrap()))
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, w, sum): (String, TimeWindow, i64)| (k, w.start(), sum)));
+    let s_ = |k: &str, start: i64, sum: i64| (k.to_string(), start, sum);
+    assert_eq!(
+        mem,
+        vec![
+            s_("a", 0, 4),
+            s_("b", 0, 8),
+            s_("a", 0, 12),
+            // b at 120 moves the watermark past [0, 100): a's leftover 9 is emitted once.
+            s_("a", 0, 9),
+            // End of input: b's leftover 120.
+            s_("b", 100, 120),
+        ]
+    );
+    assert_eq!(redis, mem);
+}
+
+/// `ContinuousEventTimeTrigger`: early cumulative results every interval of event time,
+/// then the final result when the watermark passes the window's end.
+#[test]
+fn continuous_event_time_trigger_equals_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 5),
+        ("a", 12),
+        ("b", 15),
+        ("a", 31),
+        ("a", 45),
+        ("b", 72),
+        ("a", 150),
+    ]);
+    let (mem, redis) = both_engines!("trig-continuous", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .trigger(ContinuousEventTimeTrigger::of(Duration::from_millis(20)).unwrap())
+        .count()
+        .map(|(k, w, n): (String, TimeWindow, u64)| (k, w.start(), n)));
+    let s_ = |k: &str, start: i64, n: u64| (k.to_string(), start, n);
+    assert_eq!(
+        mem,
+        vec![
+            // An element is counted before the watermark it moves. Watermark 31: the
+            // firings at 20 (scheduled by a at 5 and b at 15), then 40, 60, 80 as the
+            // watermark passes them, and the window's end (99).
+            s_("a", 0, 3),
+            s_("b", 0, 1),
+            s_("a", 0, 4),
+            s_("b", 0, 1),
+            s_("a", 0, 4),
+            s_("b", 0, 2),
+            s_("a", 0, 4),
+            s_("b", 0, 2),
+            s_("a", 0, 4),
+            s_("b", 0, 2),
+            // a at 150 schedules 160 (the next multiple of 20), then 180, then the end (199).
+            s_("a", 100, 1),
+            s_("a", 100, 1),
+            s_("a", 100, 1),
+        ]
+    );
+    assert_eq!(redis, mem);
 }

@@ -22,7 +22,8 @@ pub use assigner::{
     EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner,
 };
 pub use trigger::{
-    CountTrigger, EventTimeTrigger, ProcessingTimeTrigger, Trigger, TriggerContext, TriggerResult,
+    ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger, ProcessingTimeTrigger,
+    PurgingTrigger, Trigger, TriggerContext, TriggerResult,
 };
 pub use watermark::{
     AscendingTimestamps, BoundedOutOfOrderness, NoWatermarks, TimestampAssigner,
