@@ -149,6 +149,10 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
         }
     }
 
+    if !lost {
+        cx.global_windows_need_a_trigger(&p.calls);
+    }
+
     if p.calls.is_empty() {
         cx.err(
             p.env_span(),
@@ -517,6 +521,33 @@ impl Cx {
         }
     }
 
+    /// `GlobalWindows` has no default trigger (its window never ends in event time): a
+    /// window function must come after a `.trigger(..)`.
+    fn global_windows_need_a_trigger(&mut self, calls: &[Call]) {
+        let mut global: Option<&Expr> = None;
+        for call in calls {
+            let name = call.name.to_string();
+            match name.as_str() {
+                "window" => {
+                    global = call.args.exprs().first().filter(|arg| {
+                        ctor_call(arg).is_some_and(|(ty, ..)| ty == "GlobalWindows")
+                    });
+                }
+                "trigger" => global = None,
+                "allowed_lateness" | "side_output_late_data" | "side_output_rejected" => {}
+                _ => {
+                    if let Some(arg) = global.take() {
+                        self.err(
+                            arg.span(),
+                            "`GlobalWindows` has no default trigger, so its windows would never fire: \
+                             set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100))`",
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     fn trigger(&mut self, arg: &Expr) {
         let Some((ty, ctor, args)) = ctor_call(arg) else {
             return;
@@ -794,6 +825,28 @@ mod tests {
             ["source id \"my source\" must be non-empty and use only `[A-Za-z0-9_.-]`: it prefixes the ids of operators and their state"]
         );
         let p: Pipeline = parse_quote!(env.add_source_with_id(id, s).collect_vec());
+        assert!(errors(p).is_empty());
+    }
+
+    #[test]
+    fn global_windows_need_a_trigger() {
+        let p: Pipeline = parse_quote! {
+            env.from_elements([1]).key_by(|x| *x)
+                .window(GlobalWindows::create())
+                .allowed_lateness(d)
+                .sum().collect_vec()
+        };
+        assert_eq!(
+            errors(p),
+            ["`GlobalWindows` has no default trigger, so its windows would never fire: set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100))`"]
+        );
+        let p: Pipeline = parse_quote! {
+            env.from_elements([1]).key_by(|x| *x)
+                .window(GlobalWindows::create())
+                .side_output_late_data(s)
+                .trigger(CountTrigger::of(2))
+                .sum().collect_vec()
+        };
         assert!(errors(p).is_empty());
     }
 

@@ -11,7 +11,7 @@ use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptio
 use streaming::redis::{AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig};
 use streaming::time::{
     BoundedOutOfOrderness, ContinuousEventTimeTrigger, CountTrigger, EventTimeSessionWindows,
-    PurgingTrigger, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
+    GlobalWindows, PurgingTrigger, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
 };
 use streaming::MemoryEnv;
 use support::engine::{earliest, rt, wait_until};
@@ -1444,5 +1444,44 @@ fn continuous_event_time_trigger_equals_the_memory_engine() {
             s_("a", 100, 1),
         ]
     );
+    assert_eq!(redis, mem);
+}
+
+/// `GlobalWindows`: one window per key that fires only by its trigger; contents never
+/// emitted are emitted once by the final watermark (memory: end of input; Redis: the idle
+/// flush).
+#[test]
+fn global_windows_with_count_triggers_equal_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 1),
+        ("b", 2),
+        ("a", 3),
+        ("a", 4),
+        ("b", 5),
+        ("a", 6),
+        ("a", 7),
+        ("a", 8),
+    ]);
+    let (mem, redis) = both_engines!("global-count", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(GlobalWindows::create())
+        .trigger(CountTrigger::of(3).unwrap())
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, w, sum): (String, TimeWindow, i64)| {
+            assert_eq!(w, TimeWindow::GLOBAL);
+            (k, sum)
+        }));
+    let s_ = |k: &str, sum: i64| (k.to_string(), sum);
+    // Cumulative firings every 3 elements; b's 2 elements are emitted at the end.
+    assert_eq!(mem, vec![s_("a", 8), s_("a", 29), s_("b", 7)]);
+    assert_eq!(redis, mem);
+    let (mem, redis) = both_engines!("global-purging", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(GlobalWindows::create())
+        .allowed_lateness(Duration::from_millis(1))
+        .trigger(PurgingTrigger::of(CountTrigger::of(3).unwrap()))
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, _w, sum): (String, TimeWindow, i64)| (k, sum)));
+    assert_eq!(mem, vec![s_("a", 8), s_("a", 21), s_("b", 7)]);
     assert_eq!(redis, mem);
 }

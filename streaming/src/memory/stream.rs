@@ -773,16 +773,12 @@ where
     }
 }
 
+/// Configuration, also before a trigger is set (an assigner without a default trigger,
+/// [`GlobalWindows`](crate::time::GlobalWindows), needs `.trigger(..)`).
 impl<P, KF, K, A, Tr, L, E> WindowedStream<P, KF, K, A, Tr, L, E>
 where
     P: Plan,
-    P::Out: Clone + 'static,
-    K: Hash + Eq + Clone + 'static,
-    KF: FnMut(&P::Out) -> K,
     A: WindowAssigner,
-    Tr: Trigger<P::Out>,
-    L: Sink<P::Out>,
-    E: RejectedOutput<P::Out>,
 {
     /// Keeps windows for `lateness` after their end (Flink `allowedLateness`): a late
     /// element within it fires the window again with the updated result. Durations beyond
@@ -842,6 +838,20 @@ where
         }
     }
 
+}
+
+/// Window functions: they need a trigger.
+impl<P, KF, K, A, Tr, L, E> WindowedStream<P, KF, K, A, Tr, L, E>
+where
+    P: Plan,
+    P::Out: Clone + 'static,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+    A: WindowAssigner,
+    Tr: Trigger<P::Out>,
+    L: Sink<P::Out>,
+    E: RejectedOutput<P::Out>,
+{
     fn function<MF: MakeWindowFunction<K, P::Out>>(
         self,
         kind: &str,

@@ -19,7 +19,8 @@ mod watermark;
 mod window;
 
 pub use assigner::{
-    EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner,
+    EventTimeSessionWindows, GlobalWindows, SlidingEventTimeWindows, TriggerRequired,
+    TumblingEventTimeWindows, WindowAssigner,
 };
 pub use trigger::{
     ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger, ProcessingTimeTrigger,

@@ -87,6 +87,11 @@ impl TriggerContext<'_> {
 /// [`EventTimeTrigger`] (the default of every event-time assigner), [`CountTrigger`],
 /// [`ContinuousEventTimeTrigger`], [`ProcessingTimeTrigger`] and the wrapper
 /// [`PurgingTrigger`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a window trigger for elements of type `{T}`",
+    label = "not a `Trigger<{T}>`",
+    note = "`GlobalWindows` has no default trigger: set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100)?)`"
+)]
 pub trait Trigger<T>: Clone + 'static {
     /// Called for every element added to `window`, with the element's timestamp (ms).
     fn on_element(
