@@ -264,7 +264,13 @@ impl KeyedProcessFunction<&'static str, (&'static str, i64)> for Debounce {
 #[test]
 fn deleted_timers_do_not_fire() {
     let out = MemoryEnv::new()
-        .from_collection(vec![("a", 0i64), ("b", 5), ("a", 10), ("a", 20), ("b", 100)])
+        .from_collection(vec![
+            ("a", 0i64),
+            ("b", 5),
+            ("a", 10),
+            ("a", 20),
+            ("b", 100),
+        ])
         .assign_timestamps_and_watermarks_with(
             |e: &(&str, i64), _| e.1,
             BoundedOutOfOrderness::new(std::time::Duration::ZERO).unwrap(),

@@ -529,9 +529,10 @@ impl Cx {
             let name = call.name.to_string();
             match name.as_str() {
                 "window" => {
-                    global = call.args.exprs().first().filter(|arg| {
-                        ctor_call(arg).is_some_and(|(ty, ..)| ty == "GlobalWindows")
-                    });
+                    global =
+                        call.args.exprs().first().filter(|arg| {
+                            ctor_call(arg).is_some_and(|(ty, ..)| ty == "GlobalWindows")
+                        });
                 }
                 "trigger" => global = None,
                 "allowed_lateness" | "side_output_late_data" | "side_output_rejected" => {}

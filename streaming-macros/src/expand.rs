@@ -50,7 +50,12 @@ const WRAPPERS: &[(&str, &str)] = &[("PurgingTrigger", "of")];
 /// The tokens of `arg` in the chain: a fallible argument is evaluated before the chain
 /// (its error ends the pipeline's block with the error) and replaced by a variable; a
 /// wrapper of a fallible argument wraps that variable.
-fn hoist(arg: &Expr, label: &Lifetime, prelude: &mut TokenStream, hoisted: &mut usize) -> TokenStream {
+fn hoist(
+    arg: &Expr,
+    label: &Lifetime,
+    prelude: &mut TokenStream,
+    hoisted: &mut usize,
+) -> TokenStream {
     if is_fallible(arg) {
         let inner = match arg {
             Expr::Try(t) => &*t.expr,

@@ -1291,10 +1291,7 @@ fn deleted_timers_stay_deleted_across_a_restart_on_both_engines() {
         .collect_vec()
         .unwrap();
     let s_ = |k: &str, t: i64| (k.to_string(), t);
-    assert_eq!(
-        mem,
-        vec![s_("b", 70), s_("a", 140), s_("c", 1030)]
-    );
+    assert_eq!(mem, vec![s_("b", 70), s_("a", 140), s_("c", 1030)]);
     let out = CollectSink::new();
     let run = |until: u64| {
         let env = s.env(s.config("timers-delete", AckMode::Offset));
@@ -1483,5 +1480,175 @@ fn global_windows_with_count_triggers_equal_the_memory_engine() {
         .sum_by(|e: &(String, i64)| e.1)
         .map(|(k, _w, sum): (String, TimeWindow, i64)| (k, sum)));
     assert_eq!(mem, vec![s_("a", 8), s_("a", 21), s_("b", 7)]);
+    assert_eq!(redis, mem);
+}
+
+/// Keyed rolling `sum_by`, `min_by`, `max_by`: one output per element, the same on both
+/// engines (the running values live in Redis between batches).
+#[test]
+fn rolling_sum_min_max_by_equal_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 5),
+        ("b", 9),
+        ("a", 2),
+        ("a", 8),
+        ("b", 3),
+        ("a", 2),
+        ("b", 12),
+    ]);
+    let (mem, redis) = both_engines!("rolling-sum-by", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .sum_by(|e: &(String, i64)| e.1));
+    let s_ = |k: &str, v: i64| (k.to_string(), v);
+    assert_eq!(
+        mem,
+        [
+            s_("a", 5),
+            s_("b", 9),
+            s_("a", 7),
+            s_("a", 15),
+            s_("b", 12),
+            s_("a", 17),
+            s_("b", 24)
+        ]
+    );
+    assert_eq!(redis, mem);
+    // By value modulo 5: a's elements 5, 2, 8, 2 are 0, 2, 3, 2; b's 9, 3, 12 are 4, 3, 2.
+    let (mem, redis) = both_engines!("rolling-min-by", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .min_by(|e: &(String, i64)| e.1 % 5));
+    assert_eq!(
+        mem,
+        [
+            s_("a", 5),
+            s_("b", 9),
+            s_("a", 5),
+            s_("a", 5),
+            s_("b", 3),
+            s_("a", 5),
+            s_("b", 12)
+        ]
+    );
+    assert_eq!(redis, mem);
+    let (mem, redis) = both_engines!("rolling-max-by", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .max_by(|e: &(String, i64)| e.1 % 5));
+    assert_eq!(
+        mem,
+        [
+            s_("a", 5),
+            s_("b", 9),
+            s_("a", 2),
+            s_("a", 8),
+            s_("b", 9),
+            // Ties keep the earliest element.
+            s_("a", 8),
+            s_("b", 9)
+        ]
+    );
+    assert_eq!(redis, mem);
+}
+
+/// Windowed `sum_by`, `min_by`, `max_by` over tumbling windows with allowed lateness (a
+/// late-but-allowed element fires the window again).
+#[test]
+fn windowed_sum_min_max_by_equal_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 5),
+        ("b", 9),
+        ("a", 2),
+        ("a", 18),
+        ("b", 13),
+        ("a", 7),
+        ("b", 31),
+        ("a", 40),
+    ]);
+    macro_rules! windowed_by {
+        ($name:expr, $method:ident) => {
+            both_engines!($name, input.clone(), 0, |s| s
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window(TumblingEventTimeWindows::of(Duration::from_millis(10)).unwrap())
+                .allowed_lateness(Duration::from_millis(5))
+                .$method(|e: &(String, i64)| e.1 % 4))
+        };
+    }
+    let (mem, redis) = both_engines!("windowed-sum-by", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(10)).unwrap())
+        .allowed_lateness(Duration::from_millis(5))
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, w, sum): (String, TimeWindow, i64)| (k, w.start(), sum)));
+    let s_ = |k: &str, start: i64, v: i64| (k.to_string(), start, v);
+    assert_eq!(
+        mem,
+        [
+            // An element counts before the watermark it moves: b at 9 fires [0, 10).
+            s_("a", 0, 5),
+            s_("b", 0, 9),
+            // a at 2 is late but within the lateness (cleanup at 9 + 5 > watermark 9):
+            // the window fires again. a at 7 comes after watermark 18 >= 14: dropped.
+            s_("a", 0, 7),
+            // b at 31: [10, 20) of a and b.
+            s_("a", 10, 18),
+            s_("b", 10, 13),
+            s_("b", 30, 31),
+            s_("a", 40, 40),
+        ]
+    );
+    assert_eq!(redis, mem);
+    let (mem, redis) = windowed_by!("windowed-min-by", min_by);
+    assert_eq!(redis, mem);
+    assert_eq!(mem.len(), 7, "{mem:?}");
+    let (mem2, redis) = windowed_by!("windowed-max-by", max_by);
+    assert_eq!(redis, mem2);
+    // a's [0, 10) fires again with 5 and 2 (1 and 2 modulo 4): min 5, max 2.
+    assert_eq!(mem[2], ("a".to_string(), 5));
+    assert_eq!(mem2[2], ("a".to_string(), 2));
+    // b's [10, 20) holds 13 alone.
+    assert_eq!(mem[4], ("b".to_string(), 13));
+}
+
+/// The windows one element creates in sliding windows fire in descending start order on
+/// both engines: on the element (a count trigger) and on one watermark step (periodic
+/// firings at the same time).
+#[test]
+fn sliding_windows_fire_in_descending_start_order_on_both_engines() {
+    let input = keyed_input(&[("a", 25), ("a", 26), ("a", 61)]);
+    let (mem, redis) = both_engines!("sliding-order-count", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(
+            SlidingEventTimeWindows::of(Duration::from_millis(30), Duration::from_millis(10))
+                .unwrap()
+        )
+        .trigger(PurgingTrigger::of(CountTrigger::of(1).unwrap()))
+        .count()
+        .map(|(_k, w, n): (String, TimeWindow, u64)| (w.start(), n)));
+    assert_eq!(
+        mem,
+        [
+            (20, 1),
+            (10, 1),
+            (0, 1),
+            (20, 1),
+            (10, 1),
+            (0, 1),
+            (60, 1),
+            (50, 1),
+            (40, 1)
+        ]
+    );
+    assert_eq!(redis, mem);
+    let (mem, redis) = both_engines!("sliding-order-continuous", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(
+            SlidingEventTimeWindows::of(Duration::from_millis(30), Duration::from_millis(10))
+                .unwrap()
+        )
+        .trigger(ContinuousEventTimeTrigger::of(Duration::from_millis(100)).unwrap())
+        .count()
+        .map(|(_k, w, n): (String, TimeWindow, u64)| (w.start(), n)));
+    // Every window's periodic firing is capped at its end; a at 61 moves the watermark
+    // past the ends 29, 39, 49 (time order), and the final watermark fires the rest.
+    assert_eq!(mem[..3], [(0, 2), (10, 2), (20, 2)]);
     assert_eq!(redis, mem);
 }

@@ -10,9 +10,9 @@ use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
-    KeyedReduce, KeyedSum, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn, RecordTimestamp,
-    ReduceWindow, RejectedOutput, RejectedTo, SinkOp, SumByWindow, SumWindow, TryMap,
-    WatermarkStore, WindowFunction, WindowOperator,
+    KeyedReduce, KeyedSum, KeyedSumBy, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn,
+    RecordTimestamp, ReduceWindow, RejectedOutput, RejectedTo, SinkOp, SumByWindow, SumWindow,
+    TryMap, WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -139,6 +139,10 @@ stage!(
     KeyedSumStage<KF, K> { key_fn: KF, _k: PhantomData<fn() -> K> }
 );
 stage!(
+    /// The stage of [`KeyedStream::sum_by`].
+    KeyedSumByStage<KF, K, F, V> { key_fn: KF, f: F, _k: PhantomData<fn() -> (K, V)> }
+);
+stage!(
     /// The stage of [`KeyedStream::process`].
     KeyedProcessStage<KF, K, PF> { key_fn: KF, function: PF, _k: PhantomData<fn() -> K> }
 );
@@ -228,6 +232,22 @@ where
     fn build<N: Operator<(K, T)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSum::new(self.id, self.key_fn, state, next))
+    }
+}
+
+impl<R, T, K, KF, F, V> Stage<T, R> for KeyedSumByStage<KF, K, F, V>
+where
+    R: StoreFactory<KeyedTable<K, V>>,
+    V: Numeric,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&T) -> K,
+    F: FnMut(&T) -> V,
+{
+    type Out = (K, V);
+    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, N>;
+    fn build<N: Operator<(K, V)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, KeyedTable::default())?;
+        Ok(KeyedSumBy::new(self.id, self.key_fn, self.f, state, next))
     }
 }
 
@@ -669,6 +689,24 @@ where
         })
     }
 
+    /// Rolling sum per key of the number `f` extracts from each element (e.g.
+    /// `|o: &Order| o.amount`): emits `(key, sum so far)` after every element. Only numeric
+    /// values have it (see [`Numeric`]); integer overflow panics in debug builds like `+`
+    /// (the record fails).
+    pub fn sum_by<V, F>(self, f: F) -> DataStream<Then<P, KeyedSumByStage<KF, K, F, V>>>
+    where
+        V: Numeric,
+        F: FnMut(&P::Out) -> V,
+    {
+        let id = self.keyed_id("sum-by");
+        self.stream.then(KeyedSumByStage {
+            id,
+            key_fn: self.key_fn,
+            f,
+            _k: PhantomData,
+        })
+    }
+
     /// Rolling minimum per key by `f`: emits, after every element, the element with the
     /// smallest `f(element)` so far (the earliest such element on ties; Flink `minBy`).
     #[allow(clippy::type_complexity)]
@@ -837,7 +875,6 @@ where
             rejected: RejectedTo(sink),
         }
     }
-
 }
 
 /// Window functions: they need a trigger.

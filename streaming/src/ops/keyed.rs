@@ -177,6 +177,65 @@ where
     forward_watermark_lifecycle!();
 }
 
+/// Rolling sum per key of a number extracted from each element: emits `(key, sum so far)`
+/// for every element.
+pub struct KeyedSumBy<KF, K, F, V, N> {
+    id: OperatorId,
+    key_fn: KF,
+    f: F,
+    state: Shared<KeyedTable<K, V>>,
+    next: N,
+}
+
+impl<KF, K, F, V, N> KeyedSumBy<KF, K, F, V, N> {
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        f: F,
+        state: Shared<KeyedTable<K, V>>,
+        next: N,
+    ) -> Self {
+        KeyedSumBy {
+            id,
+            key_fn,
+            f,
+            state,
+            next,
+        }
+    }
+}
+
+impl<T, KF, K, F, V, N> Operator<T> for KeyedSumBy<KF, K, F, V, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone,
+    F: FnMut(&T) -> V,
+    V: Numeric,
+    N: Operator<(K, V)>,
+{
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        let v = guard(&self.id, || (self.f)(&value))?;
+        let sum = {
+            let mut table = self.state.borrow_mut();
+            table.touch(&key);
+            match table.map.get_mut(&key) {
+                Some(acc) => {
+                    *acc = guard(&self.id, || *acc + v)?;
+                    *acc
+                }
+                None => {
+                    table.map.insert(key.clone(), v);
+                    v
+                }
+            }
+        };
+        self.next.process((key, sum), timestamp)
+    }
+    forward_watermark_lifecycle!();
+}
+
 /// A closure as a [`KeyedProcessFunction`] without timer callbacks.
 pub struct ProcessFn<F, O> {
     f: F,

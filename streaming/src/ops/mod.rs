@@ -14,7 +14,9 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn, ProcessState};
+pub use keyed::{
+    KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
+};
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
 pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};

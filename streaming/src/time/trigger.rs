@@ -402,7 +402,9 @@ impl ContinuousEventTimeTrigger {
 
     /// Schedules the periodic firing after `time` (saturating), capped at the window's end.
     fn schedule(&mut self, time: i64, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
-        let next = time.saturating_add(self.interval).min(window.max_timestamp());
+        let next = time
+            .saturating_add(self.interval)
+            .min(window.max_timestamp());
         self.next_fire = Some(next);
         ctx.register_event_time_timer(next);
     }
