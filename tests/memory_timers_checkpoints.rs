@@ -208,3 +208,88 @@ fn window_state_is_checkpointed() {
     // Rerun: the window restores 1+2+3 from the checkpoint taken before 4 was added.
     assert_eq!(run(vec![10], None), vec![(0, 16)]);
 }
+
+const DEADLINE: ValueStateDescriptor<i64> = ValueStateDescriptor::new("deadline", i64::MIN);
+
+/// Debounce: every element deletes its key's pending timers and registers new ones 30 ms
+/// after it (event time and processing time); a timer reports `key@time:domain`.
+struct Debounce;
+impl KeyedProcessFunction<&'static str, (&'static str, i64)> for Debounce {
+    type Out = String;
+    fn process_element(
+        &mut self,
+        value: (&'static str, i64),
+        ctx: &mut KeyedContext<'_, &'static str>,
+        _out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let old = ctx.state(&DEADLINE)?.value();
+        if old != i64::MIN {
+            ctx.delete_event_time_timer(old);
+            ctx.delete_processing_time_timer(old);
+        }
+        // Deleting a timer that was never registered does nothing.
+        ctx.delete_event_time_timer(value.1 + 1);
+        // Register then delete in one call: no timer; delete then register: one.
+        ctx.register_event_time_timer(value.1 + 2);
+        ctx.delete_event_time_timer(value.1 + 2);
+        ctx.delete_event_time_timer(value.1 + 30);
+        ctx.register_event_time_timer(value.1 + 30);
+        ctx.register_processing_time_timer(value.1 + 30);
+        ctx.state(&DEADLINE)?.update(value.1 + 30);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, &'static str>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let d = match ctx.time_domain() {
+            TimeDomain::EventTime => "event",
+            TimeDomain::ProcessingTime => {
+                // A timer can delete another of its key: the event-time twin.
+                ctx.delete_event_time_timer(timestamp);
+                "proc"
+            }
+        };
+        out.collect(format!("{}@{timestamp}:{d}", ctx.current_key()));
+        Ok(())
+    }
+}
+
+/// `delete_event_time_timer` / `delete_processing_time_timer` (Flink `deleteEventTimeTimer`,
+/// `deleteProcessingTimeTimer`): a deleted timer never fires; requests of one call apply
+/// in order.
+#[test]
+fn deleted_timers_do_not_fire() {
+    let out = MemoryEnv::new()
+        .from_collection(vec![
+            ("a", 0i64),
+            ("b", 5),
+            ("a", 10),
+            ("a", 20),
+            ("b", 100),
+        ])
+        .assign_timestamps_and_watermarks_with(
+            |e: &(&str, i64), _| e.1,
+            BoundedOutOfOrderness::new(std::time::Duration::ZERO).unwrap(),
+        )
+        .key_by(|e| e.0)
+        .process_function(Debounce)
+        .collect_vec()
+        .unwrap();
+    assert_eq!(
+        out,
+        vec![
+            // Record b@100 moves processing time to 100: a's and b's pending processing
+            // timers (a@50 — a@30 and a@40 were deleted — and b@35) fire before it, and
+            // each deletes its event-time twin.
+            "b@35:proc",
+            "a@50:proc",
+            // End of input: b's last timers (event first).
+            "b@130:event",
+            "b@130:proc",
+        ]
+    );
+}

@@ -149,6 +149,10 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
         }
     }
 
+    if !lost {
+        cx.global_windows_need_a_trigger(&p.calls);
+    }
+
     if p.calls.is_empty() {
         cx.err(
             p.env_span(),
@@ -517,17 +521,57 @@ impl Cx {
         }
     }
 
-    fn trigger(&mut self, arg: &Expr) {
-        if let Some((ty, ctor, args)) = ctor_call(arg) {
-            if ty == "CountTrigger"
-                && ctor == "of"
-                && args.first().and_then(|a| int_lit(a)) == Some(0)
-            {
-                self.err(
-                    args[0].span(),
-                    "a count trigger needs a count of at least 1",
-                );
+    /// `GlobalWindows` has no default trigger (its window never ends in event time): a
+    /// window function must come after a `.trigger(..)`.
+    fn global_windows_need_a_trigger(&mut self, calls: &[Call]) {
+        let mut global: Option<&Expr> = None;
+        for call in calls {
+            let name = call.name.to_string();
+            match name.as_str() {
+                "window" => {
+                    global =
+                        call.args.exprs().first().filter(|arg| {
+                            ctor_call(arg).is_some_and(|(ty, ..)| ty == "GlobalWindows")
+                        });
+                }
+                "trigger" => global = None,
+                "allowed_lateness" | "side_output_late_data" | "side_output_rejected" => {}
+                _ => {
+                    if let Some(arg) = global.take() {
+                        self.err(
+                            arg.span(),
+                            "`GlobalWindows` has no default trigger, so its windows would never fire: \
+                             set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100))`",
+                        );
+                    }
+                }
             }
+        }
+    }
+
+    fn trigger(&mut self, arg: &Expr) {
+        let Some((ty, ctor, args)) = ctor_call(arg) else {
+            return;
+        };
+        match (ty.as_str(), ctor.as_str(), args.first()) {
+            ("CountTrigger", "of", Some(count)) if int_lit(count) == Some(0) => {
+                self.err(count.span(), "a count trigger needs a count of at least 1");
+            }
+            ("ContinuousEventTimeTrigger", "of", Some(interval)) => {
+                if let Some(nanos) = duration_nanos(interval) {
+                    if nanos < 1_000_000 {
+                        self.err(
+                            interval.span(),
+                            format!(
+                                "a continuous trigger's `interval` must be at least 1 ms, but this duration is {} ms",
+                                nanos / 1_000_000
+                            ),
+                        );
+                    }
+                }
+            }
+            ("PurgingTrigger", "of", Some(inner)) => self.trigger(inner),
+            _ => {}
         }
     }
 }
@@ -783,6 +827,47 @@ mod tests {
         );
         let p: Pipeline = parse_quote!(env.add_source_with_id(id, s).collect_vec());
         assert!(errors(p).is_empty());
+    }
+
+    #[test]
+    fn global_windows_need_a_trigger() {
+        let p: Pipeline = parse_quote! {
+            env.from_elements([1]).key_by(|x| *x)
+                .window(GlobalWindows::create())
+                .allowed_lateness(d)
+                .sum().collect_vec()
+        };
+        assert_eq!(
+            errors(p),
+            ["`GlobalWindows` has no default trigger, so its windows would never fire: set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100))`"]
+        );
+        let p: Pipeline = parse_quote! {
+            env.from_elements([1]).key_by(|x| *x)
+                .window(GlobalWindows::create())
+                .side_output_late_data(s)
+                .trigger(CountTrigger::of(2))
+                .sum().collect_vec()
+        };
+        assert!(errors(p).is_empty());
+    }
+
+    #[test]
+    fn literal_trigger_configuration_is_checked_inside_purging_triggers() {
+        let p: Pipeline = parse_quote! {
+            env.from_elements([1]).key_by(|x| *x)
+                .window(w)
+                .trigger(PurgingTrigger::of(CountTrigger::of(0)))
+                .trigger(ContinuousEventTimeTrigger::of(Duration::from_micros(999)))
+                .trigger(PurgingTrigger::of(ContinuousEventTimeTrigger::of(Duration::from_millis(1))))
+                .sum().collect_vec()
+        };
+        assert_eq!(
+            errors(p),
+            [
+                "a count trigger needs a count of at least 1",
+                "a continuous trigger's `interval` must be at least 1 ms, but this duration is 0 ms",
+            ]
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ const FALLIBLE: &[(&str, &str)] = &[
     ("SlidingEventTimeWindows", "with_offset"),
     ("EventTimeSessionWindows", "with_gap"),
     ("CountTrigger", "of"),
+    ("ContinuousEventTimeTrigger", "of"),
     ("BoundedOutOfOrderness", "new"),
 ];
 
@@ -40,6 +41,52 @@ fn is_fallible(arg: &Expr) -> bool {
     }
     check::ctor_call(arg)
         .is_some_and(|(ty, ctor, _)| FALLIBLE.iter().any(|(t, c)| *t == ty && *c == ctor))
+}
+
+/// Wrappers whose argument may be a fallible constructor: `PurgingTrigger::of(CountTrigger::of(2))`
+/// hoists the inner constructor and wraps its value.
+const WRAPPERS: &[(&str, &str)] = &[("PurgingTrigger", "of")];
+
+/// The tokens of `arg` in the chain: a fallible argument is evaluated before the chain
+/// (its error ends the pipeline's block with the error) and replaced by a variable; a
+/// wrapper of a fallible argument wraps that variable.
+fn hoist(
+    arg: &Expr,
+    label: &Lifetime,
+    prelude: &mut TokenStream,
+    hoisted: &mut usize,
+) -> TokenStream {
+    if is_fallible(arg) {
+        let inner = match arg {
+            Expr::Try(t) => &*t.expr,
+            e => e,
+        };
+        let var = Ident::new(
+            &format!("__config_{hoisted}"),
+            Span::mixed_site().located_at(arg.span()),
+        );
+        *hoisted += 1;
+        prelude.extend(quote_spanned! {arg.span()=>
+            let #var = match #inner {
+                ::core::result::Result::Ok(value) => value,
+                ::core::result::Result::Err(error) => {
+                    let error = ::streaming::__private::config_error(error);
+                    break #label error
+                }
+            };
+        });
+        return var.into_token_stream();
+    }
+    if let Expr::Call(call) = check::strip(arg) {
+        let wrapper = check::ctor_call(arg)
+            .is_some_and(|(ty, ctor, _)| WRAPPERS.iter().any(|(t, c)| *t == ty && *c == ctor));
+        if wrapper && call.args.len() == 1 && !matches!(arg, Expr::Try(_)) {
+            let func = &call.func;
+            let inner = hoist(&call.args[0], label, prelude, hoisted);
+            return quote_spanned! {arg.span()=> #func(#inner) };
+        }
+    }
+    arg.into_token_stream()
 }
 
 /// Expands a checked pipeline.
@@ -58,29 +105,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
         let span = name.span();
         let mut args = Vec::new();
         for arg in call.args.exprs() {
-            if is_fallible(arg) {
-                let inner = match arg {
-                    Expr::Try(t) => &*t.expr,
-                    e => e,
-                };
-                let var = Ident::new(
-                    &format!("__config_{hoisted}"),
-                    Span::mixed_site().located_at(arg.span()),
-                );
-                hoisted += 1;
-                prelude.extend(quote_spanned! {arg.span()=>
-                    let #var = match #inner {
-                        ::core::result::Result::Ok(value) => value,
-                        ::core::result::Result::Err(error) => {
-                            let error = ::streaming::__private::config_error(error);
-                            break #label error
-                        }
-                    };
-                });
-                args.push(var.into_token_stream());
-            } else {
-                args.push(arg.into_token_stream());
-            }
+            args.push(hoist(arg, &label, &mut prelude, &mut hoisted));
         }
         chain = match op.expansion {
             Expansion::Method => {

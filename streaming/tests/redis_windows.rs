@@ -10,8 +10,8 @@ use std::time::Duration;
 use streaming::mq::{Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig};
 use streaming::time::{
-    BoundedOutOfOrderness, EventTimeSessionWindows, SlidingEventTimeWindows, TimeWindow,
-    TumblingEventTimeWindows,
+    BoundedOutOfOrderness, ContinuousEventTimeTrigger, CountTrigger, EventTimeSessionWindows,
+    GlobalWindows, PurgingTrigger, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
 };
 use streaming::MemoryEnv;
 use support::engine::{earliest, rt, wait_until};
@@ -1217,4 +1217,443 @@ fn the_flushed_watermark_stays_reported_until_the_next_epoch() {
     assert_eq!(p.idle_flushes, 1);
     assert!(p.batches >= 2, "the timer's commit is reported: {p:?}");
     assert_eq!(p.watermark, Some(i64::MAX));
+}
+
+const DEADLINE: streaming::api::ValueStateDescriptor<i64> =
+    streaming::api::ValueStateDescriptor::persistent("deadline", i64::MIN);
+
+/// Debounce: each element deletes its key's pending event-time timer and registers one
+/// 30 ms after it; a timer emits `(key, time)`: the end of the key's burst.
+#[derive(Clone)]
+struct Debounce;
+
+impl streaming::api::KeyedProcessFunction<String, (String, i64)> for Debounce {
+    type Out = (String, i64);
+
+    fn process_element(
+        &mut self,
+        value: (String, i64),
+        ctx: &mut streaming::api::KeyedContext<'_, String>,
+        _out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let old = ctx.state(&DEADLINE)?.value();
+        if old != i64::MIN {
+            ctx.delete_event_time_timer(old);
+        }
+        ctx.register_event_time_timer(value.1 + 30);
+        ctx.state(&DEADLINE)?.update(value.1 + 30);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut streaming::api::TimerContext<'_, String>,
+        out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        out.collect((ctx.current_key().clone(), timestamp));
+        Ok(())
+    }
+}
+
+/// A deleted event-time timer never fires on either engine, also when it was deleted
+/// before a restart (the deletion commits with its batch) or registered before one.
+#[test]
+fn deleted_timers_stay_deleted_across_a_restart_on_both_engines() {
+    macro_rules! debounced {
+        ($stream:expr) => {
+            $stream
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis(0)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .process_function(Debounce)
+        };
+    }
+    let s = setup("timers-delete");
+    let rt = rt();
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("ev", 1)).unwrap();
+    // a at 0, 10, 20 deletes timers 30 and 40; b at 5, 15 deletes 35 | restart | b at 40
+    // deletes 45 (registered before the restart); a at 100 (seen before its watermark)
+    // deletes 50, a at 110 deletes 130; c far ahead fires the rest.
+    let input: Vec<(String, i64)> = [
+        ("a", 0),
+        ("b", 5),
+        ("a", 10),
+        ("b", 15),
+        ("a", 20),
+        ("b", 40),
+        ("a", 100),
+        ("a", 110),
+        ("c", 1000),
+    ]
+    .iter()
+    .map(|(k, t)| (k.to_string(), *t))
+    .collect();
+    let mem = debounced!(MemoryEnv::new().from_collection(input.clone()))
+        .collect_vec()
+        .unwrap();
+    let s_ = |k: &str, t: i64| (k.to_string(), t);
+    assert_eq!(mem, vec![s_("b", 70), s_("a", 140), s_("c", 1030)]);
+    let out = CollectSink::new();
+    let run = |until: u64| {
+        let env = s.env(s.config("timers-delete", AckMode::Offset));
+        debounced!(env
+            .from_mq_topic_with_options("ev", "g", earliest(2))
+            .map(|m: Message| parse(&m)))
+        .sink(out.clone())
+        .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("records", &job, || records(&job) == until);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+    };
+    send(&rt, &mq, "ev", &input[..5]);
+    run(5);
+    assert!(out.is_empty(), "{:?}", out.snapshot());
+    send(&rt, &mq, "ev", &input[5..]);
+    run(4);
+    // c's timer is pending (no later watermark); the rest equals the memory engine.
+    assert_eq!(out.snapshot(), mem[..2]);
+}
+
+/// Runs the same pipeline tail on both engines over `input` (`(key, event time)` with a
+/// bounded-out-of-orderness watermark of `$ooo` ms; Redis: one partition, batches of 3,
+/// ended by an idle flush) and returns (memory output, Redis output), each in emission
+/// order.
+macro_rules! both_engines {
+    ($name:expr, $input:expr, $ooo:expr, |$s:ident| $tail:expr) => {{
+        let (name, input): (&str, Vec<(String, i64)>) = ($name, $input);
+        let mem = {
+            let $s = MemoryEnv::new()
+                .from_collection(input.clone())
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis($ooo)).unwrap(),
+                );
+            $tail.collect_vec().unwrap()
+        };
+        let s = setup(name);
+        let rt = rt();
+        let mq = s.mq(&rt);
+        rt.block_on(mq.create_topic("ev", 1)).unwrap();
+        send(&rt, &mq, "ev", &input);
+        let env = s.env(
+            s.config(name, AckMode::Offset)
+                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+        );
+        let out = CollectSink::new();
+        {
+            let $s = env
+                .from_mq_topic_with_options("ev", "g", earliest(3))
+                .map(|m: Message| parse(&m))
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis($ooo)).unwrap(),
+                );
+            $tail.sink(out.clone()).unwrap();
+        }
+        let job = env.execute_async().unwrap();
+        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert_eq!(records(&job), input.len() as u64);
+        job.cancel();
+        assert!(job.await_termination(Duration::from_secs(10)));
+        (mem, out.snapshot())
+    }};
+}
+
+fn keyed_input(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
+    pairs.iter().map(|(k, t)| (k.to_string(), *t)).collect()
+}
+
+/// `PurgingTrigger::of(CountTrigger)`: every firing emits only the elements since the
+/// last one; the leftovers are emitted once when the window is cleaned up.
+#[test]
+fn purging_count_trigger_equals_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 1),
+        ("b", 2),
+        ("a", 3),
+        ("a", 5),
+        ("b", 6),
+        ("a", 7),
+        ("a", 9),
+        ("b", 120),
+    ]);
+    let (mem, redis) = both_engines!("trig-purging", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .trigger(PurgingTrigger::of(CountTrigger::of(2).unwrap()))
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, w, sum): (String, TimeWindow, i64)| (k, w.start(), sum)));
+    let s_ = |k: &str, start: i64, sum: i64| (k.to_string(), start, sum);
+    assert_eq!(
+        mem,
+        vec![
+            s_("a", 0, 4),
+            s_("b", 0, 8),
+            s_("a", 0, 12),
+            // b at 120 moves the watermark past [0, 100): a's leftover 9 is emitted once.
+            s_("a", 0, 9),
+            // End of input: b's leftover 120.
+            s_("b", 100, 120),
+        ]
+    );
+    assert_eq!(redis, mem);
+}
+
+/// `ContinuousEventTimeTrigger`: early cumulative results every interval of event time,
+/// then the final result when the watermark passes the window's end.
+#[test]
+fn continuous_event_time_trigger_equals_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 5),
+        ("a", 12),
+        ("b", 15),
+        ("a", 31),
+        ("a", 45),
+        ("b", 72),
+        ("a", 150),
+    ]);
+    let (mem, redis) = both_engines!("trig-continuous", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .trigger(ContinuousEventTimeTrigger::of(Duration::from_millis(20)).unwrap())
+        .count()
+        .map(|(k, w, n): (String, TimeWindow, u64)| (k, w.start(), n)));
+    let s_ = |k: &str, start: i64, n: u64| (k.to_string(), start, n);
+    assert_eq!(
+        mem,
+        vec![
+            // An element is counted before the watermark it moves. Watermark 31: the
+            // firings at 20 (scheduled by a at 5 and b at 15), then 40, 60, 80 as the
+            // watermark passes them, and the window's end (99).
+            s_("a", 0, 3),
+            s_("b", 0, 1),
+            s_("a", 0, 4),
+            s_("b", 0, 1),
+            s_("a", 0, 4),
+            s_("b", 0, 2),
+            s_("a", 0, 4),
+            s_("b", 0, 2),
+            s_("a", 0, 4),
+            s_("b", 0, 2),
+            // a at 150 schedules 160 (the next multiple of 20), then 180, then the end (199).
+            s_("a", 100, 1),
+            s_("a", 100, 1),
+            s_("a", 100, 1),
+        ]
+    );
+    assert_eq!(redis, mem);
+}
+
+/// `GlobalWindows`: one window per key that fires only by its trigger; contents never
+/// emitted are emitted once by the final watermark (memory: end of input; Redis: the idle
+/// flush).
+#[test]
+fn global_windows_with_count_triggers_equal_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 1),
+        ("b", 2),
+        ("a", 3),
+        ("a", 4),
+        ("b", 5),
+        ("a", 6),
+        ("a", 7),
+        ("a", 8),
+    ]);
+    let (mem, redis) = both_engines!("global-count", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(GlobalWindows::create())
+        .trigger(CountTrigger::of(3).unwrap())
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, w, sum): (String, TimeWindow, i64)| {
+            assert_eq!(w, TimeWindow::GLOBAL);
+            (k, sum)
+        }));
+    let s_ = |k: &str, sum: i64| (k.to_string(), sum);
+    // Cumulative firings every 3 elements; b's 2 elements are emitted at the end.
+    assert_eq!(mem, vec![s_("a", 8), s_("a", 29), s_("b", 7)]);
+    assert_eq!(redis, mem);
+    let (mem, redis) = both_engines!("global-purging", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(GlobalWindows::create())
+        .allowed_lateness(Duration::from_millis(1))
+        .trigger(PurgingTrigger::of(CountTrigger::of(3).unwrap()))
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, _w, sum): (String, TimeWindow, i64)| (k, sum)));
+    assert_eq!(mem, vec![s_("a", 8), s_("a", 21), s_("b", 7)]);
+    assert_eq!(redis, mem);
+}
+
+/// Keyed rolling `sum_by`, `min_by`, `max_by`: one output per element, the same on both
+/// engines (the running values live in Redis between batches).
+#[test]
+fn rolling_sum_min_max_by_equal_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 5),
+        ("b", 9),
+        ("a", 2),
+        ("a", 8),
+        ("b", 3),
+        ("a", 2),
+        ("b", 12),
+    ]);
+    let (mem, redis) = both_engines!("rolling-sum-by", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .sum_by(|e: &(String, i64)| e.1));
+    let s_ = |k: &str, v: i64| (k.to_string(), v);
+    assert_eq!(
+        mem,
+        [
+            s_("a", 5),
+            s_("b", 9),
+            s_("a", 7),
+            s_("a", 15),
+            s_("b", 12),
+            s_("a", 17),
+            s_("b", 24)
+        ]
+    );
+    assert_eq!(redis, mem);
+    // By value modulo 5: a's elements 5, 2, 8, 2 are 0, 2, 3, 2; b's 9, 3, 12 are 4, 3, 2.
+    let (mem, redis) = both_engines!("rolling-min-by", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .min_by(|e: &(String, i64)| e.1 % 5));
+    assert_eq!(
+        mem,
+        [
+            s_("a", 5),
+            s_("b", 9),
+            s_("a", 5),
+            s_("a", 5),
+            s_("b", 3),
+            s_("a", 5),
+            s_("b", 12)
+        ]
+    );
+    assert_eq!(redis, mem);
+    let (mem, redis) = both_engines!("rolling-max-by", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .max_by(|e: &(String, i64)| e.1 % 5));
+    assert_eq!(
+        mem,
+        [
+            s_("a", 5),
+            s_("b", 9),
+            s_("a", 2),
+            s_("a", 8),
+            s_("b", 9),
+            // Ties keep the earliest element.
+            s_("a", 8),
+            s_("b", 9)
+        ]
+    );
+    assert_eq!(redis, mem);
+}
+
+/// Windowed `sum_by`, `min_by`, `max_by` over tumbling windows with allowed lateness (a
+/// late-but-allowed element fires the window again).
+#[test]
+fn windowed_sum_min_max_by_equal_the_memory_engine() {
+    let input = keyed_input(&[
+        ("a", 5),
+        ("b", 9),
+        ("a", 2),
+        ("a", 18),
+        ("b", 13),
+        ("a", 7),
+        ("b", 31),
+        ("a", 40),
+    ]);
+    macro_rules! windowed_by {
+        ($name:expr, $method:ident) => {
+            both_engines!($name, input.clone(), 0, |s| s
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window(TumblingEventTimeWindows::of(Duration::from_millis(10)).unwrap())
+                .allowed_lateness(Duration::from_millis(5))
+                .$method(|e: &(String, i64)| e.1 % 4))
+        };
+    }
+    let (mem, redis) = both_engines!("windowed-sum-by", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(10)).unwrap())
+        .allowed_lateness(Duration::from_millis(5))
+        .sum_by(|e: &(String, i64)| e.1)
+        .map(|(k, w, sum): (String, TimeWindow, i64)| (k, w.start(), sum)));
+    let s_ = |k: &str, start: i64, v: i64| (k.to_string(), start, v);
+    assert_eq!(
+        mem,
+        [
+            // An element counts before the watermark it moves: b at 9 fires [0, 10).
+            s_("a", 0, 5),
+            s_("b", 0, 9),
+            // a at 2 is late but within the lateness (cleanup at 9 + 5 > watermark 9):
+            // the window fires again. a at 7 comes after watermark 18 >= 14: dropped.
+            s_("a", 0, 7),
+            // b at 31: [10, 20) of a and b.
+            s_("a", 10, 18),
+            s_("b", 10, 13),
+            s_("b", 30, 31),
+            s_("a", 40, 40),
+        ]
+    );
+    assert_eq!(redis, mem);
+    let (mem, redis) = windowed_by!("windowed-min-by", min_by);
+    assert_eq!(redis, mem);
+    assert_eq!(mem.len(), 7, "{mem:?}");
+    let (mem2, redis) = windowed_by!("windowed-max-by", max_by);
+    assert_eq!(redis, mem2);
+    // a's [0, 10) fires again with 5 and 2 (1 and 2 modulo 4): min 5, max 2.
+    assert_eq!(mem[2], ("a".to_string(), 5));
+    assert_eq!(mem2[2], ("a".to_string(), 2));
+    // b's [10, 20) holds 13 alone.
+    assert_eq!(mem[4], ("b".to_string(), 13));
+}
+
+/// The windows one element creates in sliding windows fire in descending start order on
+/// both engines: on the element (a count trigger) and on one watermark step (periodic
+/// firings at the same time).
+#[test]
+fn sliding_windows_fire_in_descending_start_order_on_both_engines() {
+    let input = keyed_input(&[("a", 25), ("a", 26), ("a", 61)]);
+    let (mem, redis) = both_engines!("sliding-order-count", input.clone(), 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(
+            SlidingEventTimeWindows::of(Duration::from_millis(30), Duration::from_millis(10))
+                .unwrap()
+        )
+        .trigger(PurgingTrigger::of(CountTrigger::of(1).unwrap()))
+        .count()
+        .map(|(_k, w, n): (String, TimeWindow, u64)| (w.start(), n)));
+    assert_eq!(
+        mem,
+        [
+            (20, 1),
+            (10, 1),
+            (0, 1),
+            (20, 1),
+            (10, 1),
+            (0, 1),
+            (60, 1),
+            (50, 1),
+            (40, 1)
+        ]
+    );
+    assert_eq!(redis, mem);
+    let (mem, redis) = both_engines!("sliding-order-continuous", input, 0, |s| s
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(
+            SlidingEventTimeWindows::of(Duration::from_millis(30), Duration::from_millis(10))
+                .unwrap()
+        )
+        .trigger(ContinuousEventTimeTrigger::of(Duration::from_millis(100)).unwrap())
+        .count()
+        .map(|(_k, w, n): (String, TimeWindow, u64)| (w.start(), n)));
+    // Every window's periodic firing is capped at its end; a at 61 moves the watermark
+    // past the ends 29, 39, 49 (time order), and the final watermark fires the rest.
+    assert_eq!(mem[..3], [(0, 2), (10, 2), (20, 2)]);
+    assert_eq!(redis, mem);
 }

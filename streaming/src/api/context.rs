@@ -17,8 +17,14 @@ pub enum TimeDomain {
     ProcessingTime,
 }
 
-/// A timer registration: (time in ms, domain).
-pub(crate) type TimerRequest = (i64, TimeDomain);
+/// What a process function asked of its key's timers, applied in order after the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimerRequest {
+    /// Register (time in ms, domain).
+    Register(i64, TimeDomain),
+    /// Delete (time in ms, domain) if registered.
+    Delete(i64, TimeDomain),
+}
 
 /// What a keyed process function sees for one element: its key, timestamp, the watermark,
 /// processing time, timer registration and the key's state.
@@ -55,12 +61,34 @@ impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
     /// Calls `on_timer` for this key once the watermark reaches `time` (ms). Registering
     /// the same (key, time, domain) again has no effect.
     pub fn register_event_time_timer(&mut self, time: i64) {
-        self.timers.push((time, TimeDomain::EventTime));
+        self.timers
+            .push(TimerRequest::Register(time, TimeDomain::EventTime));
     }
 
     /// Calls `on_timer` for this key once processing time reaches `time` (ms).
     pub fn register_processing_time_timer(&mut self, time: i64) {
-        self.timers.push((time, TimeDomain::ProcessingTime));
+        self.timers
+            .push(TimerRequest::Register(time, TimeDomain::ProcessingTime));
+    }
+
+    /// Deletes this key's event-time timer at `time` (ms), so `on_timer` is not called
+    /// for it (Flink `deleteEventTimeTimer`). Deleting a timer that is not registered
+    /// (never was, already fired, or of another key) does nothing. Registrations and
+    /// deletions of one call take effect in the order they were made, when the call
+    /// returns: registering then deleting the same time leaves no timer, deleting then
+    /// registering leaves one. On the Redis engine the deletion commits with the record's
+    /// batch, like a registration.
+    pub fn delete_event_time_timer(&mut self, time: i64) {
+        self.timers
+            .push(TimerRequest::Delete(time, TimeDomain::EventTime));
+    }
+
+    /// Deletes this key's processing-time timer at `time` (ms), as
+    /// [`delete_event_time_timer`](Self::delete_event_time_timer) does for event time
+    /// (Flink `deleteProcessingTimeTimer`).
+    pub fn delete_processing_time_timer(&mut self, time: i64) {
+        self.timers
+            .push(TimerRequest::Delete(time, TimeDomain::ProcessingTime));
     }
 
     /// The state described by `descriptor` for the current key: a
@@ -113,6 +141,18 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     /// Registers another processing-time timer for this key.
     pub fn register_processing_time_timer(&mut self, time: i64) {
         self.inner.register_processing_time_timer(time);
+    }
+
+    /// Deletes an event-time timer of this key; see
+    /// [`KeyedContext::delete_event_time_timer`].
+    pub fn delete_event_time_timer(&mut self, time: i64) {
+        self.inner.delete_event_time_timer(time);
+    }
+
+    /// Deletes a processing-time timer of this key; see
+    /// [`KeyedContext::delete_processing_time_timer`].
+    pub fn delete_processing_time_timer(&mut self, time: i64) {
+        self.inner.delete_processing_time_timer(time);
     }
 
     /// The key's state; see [`KeyedContext::state`].

@@ -12,9 +12,9 @@ use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
 use crate::ops::{
     AggregateWindow, ApplyWindow, AssignWatermarks, CountWindow, Filter, FlatMap, KeyedProcess,
-    KeyedReduce, KeyedSum, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn, RecordTimestamp,
-    ReduceWindow, RejectedTo, SideOutput, SinkOp, SumByWindow, SumWindow, TryMap, WatermarkStore,
-    WindowFunction, WindowOperator,
+    KeyedReduce, KeyedSum, KeyedSumBy, Map, NoRejectedOutput, Operator, OperatorId, ProcessFn,
+    RecordTimestamp, ReduceWindow, RejectedTo, SideOutput, SinkOp, SumByWindow, SumWindow, TryMap,
+    WatermarkStore, WindowFunction, WindowOperator,
 };
 use crate::time::{TimeWindow, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -141,6 +141,10 @@ stage!(
     KeyedSumStage<KF, K> { key_fn: KF, _k: PhantomData<fn() -> K> }
 );
 stage!(
+    /// The stage of [`KeyedStream::sum_by`].
+    KeyedSumByStage<KF, K, F, V> { key_fn: KF, f: F, _k: PhantomData<fn() -> (K, V)> }
+);
+stage!(
     /// The stage of [`KeyedStream::process`].
     KeyedProcessStage<KF, K, PF> { key_fn: KF, function: PF, _k: PhantomData<fn() -> K> }
 );
@@ -230,6 +234,22 @@ where
     fn build<N: Operator<(K, T)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSum::new(self.id, self.key_fn, state, next))
+    }
+}
+
+impl<R, T, K, KF, F, V> Stage<T, R> for KeyedSumByStage<KF, K, F, V>
+where
+    R: StoreFactory<KeyedTable<K, V>>,
+    V: Numeric,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&T) -> K,
+    F: FnMut(&T) -> V,
+{
+    type Out = (K, V);
+    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, N>;
+    fn build<N: Operator<(K, V)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        let state = rt.store(&self.id, KeyedTable::default())?;
+        Ok(KeyedSumBy::new(self.id, self.key_fn, self.f, state, next))
     }
 }
 
@@ -673,6 +693,24 @@ where
         })
     }
 
+    /// Rolling sum per key of the number `f` extracts from each element (e.g.
+    /// `|o: &Order| o.amount`): emits `(key, sum so far)` after every element. Only numeric
+    /// values have it (see [`Numeric`]); integer overflow panics in debug builds like `+`
+    /// (the record fails).
+    pub fn sum_by<V, F>(self, f: F) -> DataStream<Then<P, KeyedSumByStage<KF, K, F, V>>>
+    where
+        V: Numeric,
+        F: FnMut(&P::Out) -> V,
+    {
+        let id = self.keyed_id("sum-by");
+        self.stream.then(KeyedSumByStage {
+            id,
+            key_fn: self.key_fn,
+            f,
+            _k: PhantomData,
+        })
+    }
+
     /// Rolling minimum per key by `f`: emits, after every element, the element with the
     /// smallest `f(element)` so far (the earliest such element on ties; Flink `minBy`).
     #[allow(clippy::type_complexity)]
@@ -777,16 +815,12 @@ where
     }
 }
 
+/// Configuration, also before a trigger is set (an assigner without a default trigger,
+/// [`GlobalWindows`](crate::time::GlobalWindows), needs `.trigger(..)`).
 impl<P, KF, K, A, Tr, L, E> WindowedStream<P, KF, K, A, Tr, L, E>
 where
     P: Plan,
-    P::Out: Clone + 'static,
-    K: Hash + Eq + Clone + 'static,
-    KF: FnMut(&P::Out) -> K,
     A: WindowAssigner,
-    Tr: Trigger<P::Out>,
-    L: Sink<P::Out>,
-    E: BuildRejectedOutput<P::Out, Runtime>,
 {
     /// Keeps windows for `lateness` after their end (Flink `allowedLateness`): a late
     /// element within it fires the window again with the updated result. Durations beyond
@@ -845,7 +879,20 @@ where
             rejected: RejectedTo(sink),
         }
     }
+}
 
+/// Window functions: they need a trigger.
+impl<P, KF, K, A, Tr, L, E> WindowedStream<P, KF, K, A, Tr, L, E>
+where
+    P: Plan,
+    P::Out: Clone + 'static,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+    A: WindowAssigner,
+    Tr: Trigger<P::Out>,
+    L: Sink<P::Out>,
+    E: BuildRejectedOutput<P::Out, Runtime>,
+{
     fn function<MF: MakeWindowFunction<K, P::Out>>(
         self,
         kind: &str,

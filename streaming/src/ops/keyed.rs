@@ -177,6 +177,65 @@ where
     forward_watermark_lifecycle!();
 }
 
+/// Rolling sum per key of a number extracted from each element: emits `(key, sum so far)`
+/// for every element.
+pub struct KeyedSumBy<KF, K, F, V, N> {
+    id: OperatorId,
+    key_fn: KF,
+    f: F,
+    state: Shared<KeyedTable<K, V>>,
+    next: N,
+}
+
+impl<KF, K, F, V, N> KeyedSumBy<KF, K, F, V, N> {
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        f: F,
+        state: Shared<KeyedTable<K, V>>,
+        next: N,
+    ) -> Self {
+        KeyedSumBy {
+            id,
+            key_fn,
+            f,
+            state,
+            next,
+        }
+    }
+}
+
+impl<T, KF, K, F, V, N> Operator<T> for KeyedSumBy<KF, K, F, V, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone,
+    F: FnMut(&T) -> V,
+    V: Numeric,
+    N: Operator<(K, V)>,
+{
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        let v = guard(&self.id, || (self.f)(&value))?;
+        let sum = {
+            let mut table = self.state.borrow_mut();
+            table.touch(&key);
+            match table.map.get_mut(&key) {
+                Some(acc) => {
+                    *acc = guard(&self.id, || *acc + v)?;
+                    *acc
+                }
+                None => {
+                    table.map.insert(key.clone(), v);
+                    v
+                }
+            }
+        };
+        self.next.process((key, sum), timestamp)
+    }
+    forward_watermark_lifecycle!();
+}
+
 /// A closure as a [`KeyedProcessFunction`] without timer callbacks.
 pub struct ProcessFn<F, O> {
     f: F,
@@ -278,6 +337,28 @@ impl<K: Hash + Eq + Clone> ProcessState<K> {
         }
     }
 
+    /// Removes timer (`time`, `domain`) of `key` if it is queued.
+    pub(crate) fn delete_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        let Some(list) = self.registered.get_mut(key) else {
+            return;
+        };
+        let before = list.len();
+        list.retain(|&t| t != (time, domain));
+        if list.len() == before {
+            return;
+        }
+        if list.is_empty() {
+            self.registered.remove(key);
+        }
+        match domain {
+            TimeDomain::EventTime => self.event_timers.remove(time, key),
+            TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
+        };
+        if let Some(d) = &mut self.timers_dirty {
+            d.insert(key.clone());
+        }
+    }
+
     fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
         if let Some(list) = self.registered.get_mut(key) {
             list.retain(|&t| t != (time, domain));
@@ -340,7 +421,7 @@ where
     PF: KeyedProcessFunction<K, T>,
     N: Operator<PF::Out>,
 {
-    /// Queues the timers the function asked for.
+    /// Applies the timer registrations and deletions the function asked for, in order.
     ///
     /// # Errors
     /// [`Error::TimerQueueFull`] when an event-time timer would exceed the queue's bound:
@@ -353,7 +434,14 @@ where
     ) -> Result<(), Error> {
         let max = state.max_event_timers;
         let mut full = false;
-        for (time, domain) in requests.drain(..) {
+        for request in requests.drain(..) {
+            let (time, domain) = match request {
+                TimerRequest::Delete(time, domain) => {
+                    state.delete_timer(key, time, domain);
+                    continue;
+                }
+                TimerRequest::Register(time, domain) => (time, domain),
+            };
             if max > 0 && domain == TimeDomain::EventTime && state.event_timers.len() >= max {
                 full = true;
                 continue;

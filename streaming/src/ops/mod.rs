@@ -15,7 +15,9 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedTable, ProcessFn, ProcessState};
+pub use keyed::{
+    KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
+};
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
 pub use sink::SinkOp;

@@ -33,6 +33,20 @@ impl<E> TimerQueue<E> {
         self.queue.pop_first().map(|((t, _), e)| (t, e))
     }
 
+    /// Removes the timer at `time` whose entry is `entry` (the earliest registered, if
+    /// several); returns whether one was queued.
+    pub(crate) fn remove(&mut self, time: i64, entry: &E) -> bool
+    where
+        E: PartialEq,
+    {
+        let found = self
+            .queue
+            .range((time, 0)..=(time, u64::MAX))
+            .find(|(_, e)| *e == entry)
+            .map(|(&k, _)| k);
+        found.is_some_and(|k| self.queue.remove(&k).is_some())
+    }
+
     /// Whether a timer with time `<= upto` is queued.
     pub(crate) fn has_due(&self, upto: i64) -> bool {
         self.queue
@@ -63,5 +77,18 @@ mod tests {
         assert_eq!(q.pop_due(5), None);
         assert_eq!(q.len(), 1);
         assert_eq!(q.pop_due(i64::MAX), Some((9, "d")));
+    }
+
+    #[test]
+    fn removes_one_entry_at_its_time() {
+        let mut q = TimerQueue::default();
+        q.push(5, "a");
+        q.push(5, "b");
+        q.push(6, "a");
+        assert!(q.remove(5, &"a"));
+        assert!(!q.remove(5, &"a"));
+        assert!(!q.remove(7, &"b"));
+        assert_eq!(q.pop_due(10), Some((5, "b")));
+        assert_eq!(q.pop_due(10), Some((6, "a")));
     }
 }

@@ -490,7 +490,7 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, N> {
     _in: PhantomData<fn(T)>,
 }
 
-impl<KF, K, T, A, Tr, WF, L, E, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
+impl<KF, K, T, A: WindowAssigner, Tr, WF, L, E, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
 where
     WF: WindowFunction<K, T>,
 {
@@ -508,6 +508,14 @@ where
         counters: Rc<Counters>,
         next: N,
     ) -> Self {
+        // Windows that do not end in event time (global windows) are never late and are
+        // cleaned up only by the final watermark (`i64::MAX`): a lateness of `i64::MAX`
+        // saturates their cleanup time there.
+        let lateness = if assigner.is_event_time() {
+            lateness
+        } else {
+            i64::MAX
+        };
         WindowOperator {
             id,
             key_fn,

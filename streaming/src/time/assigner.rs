@@ -28,6 +28,15 @@ pub trait WindowAssigner: Clone + 'static {
 
     /// Whether windows of this assigner merge when they intersect or touch.
     fn is_merging(&self) -> bool;
+
+    /// Whether the windows end in event time (Flink `isEventTime`), true by default.
+    /// When false ([`GlobalWindows`]) no element is late, allowed lateness does not
+    /// apply, and a window is cleaned up only by the final watermark (`i64::MAX`: end of
+    /// input on the memory engine, an idle flush on the Redis engine), which first emits
+    /// contents never emitted.
+    fn is_event_time(&self) -> bool {
+        true
+    }
 }
 
 /// The start of the window of length `size` (ms) with `offset` that contains `timestamp`:
@@ -239,6 +248,54 @@ impl WindowAssigner for EventTimeSessionWindows {
 
     fn is_merging(&self) -> bool {
         true
+    }
+}
+
+/// The default trigger of an assigner that has none ([`GlobalWindows`]). It is not a
+/// [`Trigger`](super::Trigger), so a windowed stream of [`GlobalWindows`] offers no window
+/// function until `.trigger(..)` sets one: a compile error instead of windows that never
+/// fire (Flink's `GlobalWindows` defaults to a trigger that never fires).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TriggerRequired;
+
+/// One window per key holding all of its elements (Flink `GlobalWindows`). It never ends
+/// in event time, so it emits only when its trigger fires: set one with `.trigger(..)`,
+/// e.g. `CountTrigger::of(100)` or `PurgingTrigger::of(CountTrigger::of(100))` for
+/// windows of 100 elements (a pipeline without a trigger does not compile).
+///
+/// The window is `[i64::MIN, i64::MAX)` ([`TimeWindow::GLOBAL`]); results carry its
+/// `max_timestamp`, `i64::MAX - 1`. Every timestamp belongs to it, no element is late and
+/// allowed lateness has no effect. Contents never emitted are emitted once by the final
+/// watermark (`i64::MAX`): at end of input on the memory engine, at an idle flush on the
+/// Redis engine (`watermark_idle_timeout`), which then starts an empty window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalWindows;
+
+impl GlobalWindows {
+    /// The global window assigner.
+    pub fn create() -> Self {
+        GlobalWindows
+    }
+}
+
+impl WindowAssigner for GlobalWindows {
+    type DefaultTrigger = TriggerRequired;
+
+    fn assign_windows(&self, _timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
+        emit(TimeWindow::GLOBAL);
+        Ok(())
+    }
+
+    fn default_trigger(&self) -> TriggerRequired {
+        TriggerRequired
+    }
+
+    fn is_merging(&self) -> bool {
+        false
+    }
+
+    fn is_event_time(&self) -> bool {
+        false
     }
 }
 

@@ -19,10 +19,12 @@ mod watermark;
 mod window;
 
 pub use assigner::{
-    EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows, WindowAssigner,
+    EventTimeSessionWindows, GlobalWindows, SlidingEventTimeWindows, TriggerRequired,
+    TumblingEventTimeWindows, WindowAssigner,
 };
 pub use trigger::{
-    CountTrigger, EventTimeTrigger, ProcessingTimeTrigger, Trigger, TriggerContext, TriggerResult,
+    ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger, ProcessingTimeTrigger,
+    PurgingTrigger, Trigger, TriggerContext, TriggerResult,
 };
 pub use watermark::{
     AscendingTimestamps, BoundedOutOfOrderness, NoWatermarks, TimestampAssigner,

@@ -3,8 +3,9 @@
 //! Every (key, window) bucket owns its own trigger instance, cloned from the pipeline's
 //! prototype when the bucket is created, so a trigger keeps its per-window state in `self`.
 
-use super::TimeWindow;
+use super::{duration_ms, TimeWindow};
 use crate::Error;
+use std::time::Duration;
 
 /// What a window does after a trigger callback (Flink `TriggerResult`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +84,14 @@ impl TriggerContext<'_> {
 /// (the built-in ones do).
 ///
 /// `T` is the element type. Implement it for custom triggers; the built-in ones are
-/// [`EventTimeTrigger`] (the default of every event-time assigner), [`CountTrigger`] and
-/// [`ProcessingTimeTrigger`].
+/// [`EventTimeTrigger`] (the default of every event-time assigner), [`CountTrigger`],
+/// [`ContinuousEventTimeTrigger`], [`ProcessingTimeTrigger`] and the wrapper
+/// [`PurgingTrigger`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a window trigger for elements of type `{T}`",
+    label = "not a `Trigger<{T}>`",
+    note = "`GlobalWindows` has no default trigger: set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100)?)`"
+)]
 pub trait Trigger<T>: Clone + 'static {
     /// Called for every element added to `window`, with the element's timestamp (ms).
     fn on_element(
@@ -284,6 +291,183 @@ impl<T> Trigger<T> for ProcessingTimeTrigger {
     }
 }
 
+/// Makes every firing of `Tr` also purge the window (Flink `PurgingTrigger`): `Fire`
+/// becomes `FireAndPurge`, so each firing emits only the elements added since the last
+/// one. The other results, timers and merging are `Tr`'s.
+///
+/// Serialized (Redis engine) as `Tr`'s state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct PurgingTrigger<Tr> {
+    inner: Tr,
+}
+
+impl<Tr> PurgingTrigger<Tr> {
+    /// Wraps `trigger`, e.g. `PurgingTrigger::of(CountTrigger::of(100)?)`: a window of
+    /// every 100 elements.
+    pub fn of(trigger: Tr) -> Self {
+        PurgingTrigger { inner: trigger }
+    }
+
+    /// The wrapped trigger.
+    pub fn inner(&self) -> &Tr {
+        &self.inner
+    }
+}
+
+fn purging(r: TriggerResult) -> TriggerResult {
+    match r {
+        TriggerResult::Fire => TriggerResult::FireAndPurge,
+        r => r,
+    }
+}
+
+impl<T, Tr: Trigger<T>> Trigger<T> for PurgingTrigger<Tr> {
+    fn on_element(
+        &mut self,
+        element: &T,
+        timestamp: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        purging(self.inner.on_element(element, timestamp, window, ctx))
+    }
+
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        purging(self.inner.on_event_time(time, window, ctx))
+    }
+
+    fn on_processing_time(
+        &mut self,
+        time: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        purging(self.inner.on_processing_time(time, window, ctx))
+    }
+
+    fn on_merge(&mut self, other: Self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+        self.inner.on_merge(other.inner, window, ctx);
+    }
+}
+
+/// Fires a window every `interval` of event time and when the watermark passes its end
+/// (Flink `ContinuousEventTimeTrigger`), keeping the contents: early, cumulative results
+/// of a long window.
+///
+/// The first element of a window schedules a firing at the next multiple of `interval`
+/// after its timestamp (floor modulo: `-500` with interval 1000 fires at 0); each firing
+/// schedules the next one `interval` later, at most at the window's `max_timestamp`,
+/// where the window fires as with [`EventTimeTrigger`]. Firings happen when the watermark
+/// reaches them, so a watermark step over several intervals fires once per scheduled time
+/// that is due, in time order. An element for a window whose `max_timestamp` the
+/// watermark has reached (within the allowed lateness) fires it at once. Merging windows
+/// keep the earlier of their scheduled firings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ContinuousEventTimeTrigger {
+    interval: i64,
+    /// The scheduled periodic firing (ms), if any.
+    next_fire: Option<i64>,
+}
+
+impl ContinuousEventTimeTrigger {
+    /// Fires every `interval` of event time (ms precision).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `interval` when `interval` is under 1 ms or over
+    /// `i64::MAX` ms.
+    pub fn of(interval: Duration) -> Result<Self, Error> {
+        let ms = duration_ms("interval", interval)?;
+        if ms <= 0 {
+            return Err(Error::InvalidConfig {
+                field: "interval",
+                reason: format!("must be at least 1 ms, got {interval:?}"),
+            });
+        }
+        Ok(ContinuousEventTimeTrigger {
+            interval: ms,
+            next_fire: None,
+        })
+    }
+
+    /// The interval in ms.
+    pub fn interval_ms(&self) -> i64 {
+        self.interval
+    }
+
+    /// Schedules the periodic firing after `time` (saturating), capped at the window's end.
+    fn schedule(&mut self, time: i64, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+        let next = time
+            .saturating_add(self.interval)
+            .min(window.max_timestamp());
+        self.next_fire = Some(next);
+        ctx.register_event_time_timer(next);
+    }
+}
+
+impl<T> Trigger<T> for ContinuousEventTimeTrigger {
+    fn on_element(
+        &mut self,
+        _element: &T,
+        timestamp: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        if window.max_timestamp() <= ctx.current_watermark() {
+            return TriggerResult::Fire;
+        }
+        ctx.register_event_time_timer(window.max_timestamp());
+        if self.next_fire.is_none() {
+            let start = timestamp - timestamp.rem_euclid(self.interval);
+            self.schedule(start, window, ctx);
+        }
+        TriggerResult::Continue
+    }
+
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &TimeWindow,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        if time == window.max_timestamp() {
+            return TriggerResult::Fire;
+        }
+        if self.next_fire == Some(time) {
+            self.schedule(time, window, ctx);
+            return TriggerResult::Fire;
+        }
+        TriggerResult::Continue
+    }
+
+    fn on_processing_time(
+        &mut self,
+        _: i64,
+        _: &TimeWindow,
+        _: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        TriggerResult::Continue
+    }
+
+    fn on_merge(&mut self, other: Self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+        self.next_fire = match (self.next_fire, other.next_fire) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = self.next_fire {
+            ctx.register_event_time_timer(t);
+        }
+        if window.max_timestamp() > ctx.current_watermark() {
+            ctx.register_event_time_timer(window.max_timestamp());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,6 +515,70 @@ mod tests {
         assert!(matches!(
             CountTrigger::of(0),
             Err(Error::InvalidConfig { field: "count", .. })
+        ));
+    }
+
+    #[test]
+    fn purging_trigger_purges_on_every_firing() {
+        let w = TimeWindow::new(0, 100);
+        let mut timers = Vec::new();
+        let mut t = PurgingTrigger::of(CountTrigger::of(2).unwrap());
+        let results: Vec<_> = (0..3)
+            .map(|i| Trigger::<u8>::on_element(&mut t, &1, i, &w, &mut ctx(&mut timers, i64::MIN)))
+            .collect();
+        use TriggerResult::*;
+        assert_eq!(results, vec![Continue, FireAndPurge, Continue]);
+        let mut e = PurgingTrigger::of(EventTimeTrigger);
+        assert_eq!(
+            Trigger::<u8>::on_event_time(&mut e, 99, &w, &mut ctx(&mut timers, 99)),
+            FireAndPurge
+        );
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            serde_json::to_string(t.inner()).unwrap()
+        );
+    }
+
+    #[test]
+    fn continuous_trigger_fires_every_interval_and_at_the_end() {
+        let w = TimeWindow::new(0, 100);
+        let mut timers = Vec::new();
+        let mut t = ContinuousEventTimeTrigger::of(Duration::from_millis(30)).unwrap();
+        use TriggerResult::*;
+        let r = Trigger::<u8>::on_element(&mut t, &1, 35, &w, &mut ctx(&mut timers, 0));
+        assert_eq!(r, Continue);
+        assert_eq!(
+            timers,
+            vec![TimerRequest::EventTime(99), TimerRequest::EventTime(60)]
+        );
+        timers.clear();
+        // A second element schedules nothing new besides the end.
+        Trigger::<u8>::on_element(&mut t, &1, 50, &w, &mut ctx(&mut timers, 0));
+        assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
+        timers.clear();
+        let fire = |t: &mut ContinuousEventTimeTrigger, time, timers: &mut Vec<_>| {
+            Trigger::<u8>::on_event_time(t, time, &w, &mut ctx(timers, time))
+        };
+        assert_eq!(fire(&mut t, 60, &mut timers), Fire);
+        assert_eq!(timers, vec![TimerRequest::EventTime(90)]);
+        timers.clear();
+        assert_eq!(fire(&mut t, 90, &mut timers), Fire);
+        // The next periodic firing is capped at the window's end.
+        assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
+        assert_eq!(fire(&mut t, 75, &mut timers), Continue);
+        assert_eq!(fire(&mut t, 99, &mut timers), Fire);
+        // Floor modulo for negative timestamps: -500 with 1000 fires first at 0.
+        let w = TimeWindow::new(-5000, 5000);
+        let mut t = ContinuousEventTimeTrigger::of(Duration::from_secs(1)).unwrap();
+        timers.clear();
+        Trigger::<u8>::on_element(&mut t, &1, -500, &w, &mut ctx(&mut timers, i64::MIN));
+        assert_eq!(timers[1], TimerRequest::EventTime(0));
+        assert!(matches!(
+            ContinuousEventTimeTrigger::of(Duration::from_micros(10)),
+            Err(Error::InvalidConfig {
+                field: "interval",
+                ..
+            })
         ));
     }
 

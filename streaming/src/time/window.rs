@@ -38,6 +38,12 @@ impl TryFrom<RawWindow> for TimeWindow {
 }
 
 impl TimeWindow {
+    /// The window of [`GlobalWindows`](super::GlobalWindows): `[i64::MIN, i64::MAX)`.
+    pub const GLOBAL: TimeWindow = TimeWindow {
+        start: i64::MIN,
+        end: i64::MAX,
+    };
+
     /// Creates the window `[start, end)`.
     ///
     /// # Panics
