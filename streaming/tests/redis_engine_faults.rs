@@ -210,8 +210,15 @@ fn survives_restart(mode: AckMode) {
     let mut w = start_word_count(mode, Duration::from_secs(5));
     w.wait_outputs(300);
     w.redis.server().kill();
-    std::thread::sleep(Duration::from_millis(300));
-    w.redis.server().restart();
+    // A wait started while Redis is down keeps checking through the restart (as the job
+    // keeps retrying) and sees the job catch up; `Duration::MAX` is "no deadline".
+    let caught_up = std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| w.job.await_caught_up(Duration::MAX));
+        std::thread::sleep(Duration::from_millis(300));
+        w.redis.server().restart();
+        waiting.join().unwrap()
+    });
+    assert!(caught_up.unwrap(), "{mode:?}");
     w.check_exactly_once(&format!("{mode:?}"));
     assert!(
         !w.job.diagnostics().errors.is_empty(),
@@ -293,6 +300,14 @@ fn frozen_redis_does_not_hang_the_job_client() {
     let port = w.redis.server().port();
     w.redis.server().freeze();
     let frozen_at = std::time::SystemTime::now();
+    // A short wait ends by its own deadline, not by the response timeout.
+    let t = Instant::now();
+    assert!(w.job.await_caught_up(Duration::from_millis(400)).is_err());
+    let took = t.elapsed();
+    assert!(
+        took <= Duration::from_millis(600),
+        "await_caught_up(400 ms) took {took:?}"
+    );
     let t = Instant::now();
     let r = w.job.await_caught_up(Duration::from_secs(3));
     let took = t.elapsed();

@@ -206,16 +206,11 @@ impl JobShared {
     fn caught_up(&self, budget: Duration, end: Instant) -> Result<bool, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
         let mut conn = crate::mq::blocking_connection(&self.client, budget)?;
-        // Each query gets what is left of the budget, so the whole check ends by `end`.
+        // Each query gets what is left until `end` (at least 10 ms, so a zero timeout still
+        // checks once), at most the budget.
         let bound = |conn: &mut redis::Connection| -> Result<(), Error> {
             let left = end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "the wait's time ran out",
-                ))));
-            }
-            let t = Some(left.min(budget));
+            let t = Some(left.max(Duration::from_millis(10)).min(budget));
             conn.set_read_timeout(t)?;
             conn.set_write_timeout(t)?;
             Ok(())
@@ -555,8 +550,28 @@ impl JobClient {
     /// loading its data set) are [`Error::Connect`].
     fn check_caught_up(&self, end: Instant) -> Result<bool, Error> {
         let left = end.saturating_duration_since(Instant::now());
-        let budget = self.shared.response_timeout.min(left);
-        self.shared.caught_up(budget, end).map_err(|e| match e {
+        let budget = self
+            .shared
+            .response_timeout
+            .min(left)
+            .max(Duration::from_millis(10));
+        // The check runs on a thread of its own so that the wait ends by `end` whatever
+        // Redis does: a connection handshake can take its timeout once per round trip.
+        // A check still running then ends by its own timeouts and is ignored.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shared = Arc::clone(&self.shared);
+        std::thread::spawn(move || {
+            let _ = tx.send(shared.caught_up(budget, end));
+        });
+        let waited = rx
+            .recv_timeout(left.max(Duration::from_millis(10)))
+            .unwrap_or_else(|_| {
+                Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no reply before the wait's deadline",
+                ))))
+            });
+        waited.map_err(|e| match e {
             Error::Redis(e)
                 if e.is_timeout()
                     || e.is_io_error()
