@@ -712,7 +712,9 @@ where
     }
 
     /// Rolling minimum per key by `f`: emits, after every element, the element with the
-    /// smallest `f(element)` so far (the earliest such element on ties; Flink `minBy`).
+    /// smallest `f(element)` so far (on ties the one that arrived first; Flink `minBy`).
+    /// Comparison is `PartialOrd`: a value that compares with nothing (`NaN`) is kept
+    /// only while it is the first one, so filter `NaN`s out before.
     #[allow(clippy::type_complexity)]
     pub fn min_by<V, F>(
         self,
@@ -743,7 +745,9 @@ where
     }
 
     /// Rolling maximum per key by `f`: emits, after every element, the element with the
-    /// largest `f(element)` so far (the earliest such element on ties; Flink `maxBy`).
+    /// largest `f(element)` so far (on ties the one that arrived first; Flink `maxBy`).
+    /// Comparison is `PartialOrd`: a value that compares with nothing (`NaN`) is kept
+    /// only while it is the first one, so filter `NaN`s out before.
     #[allow(clippy::type_complexity)]
     pub fn max_by<V, F>(
         self,
@@ -988,8 +992,9 @@ where
         self.function("window-sum-by", WindowSumBy { f, _v: PhantomData })
     }
 
-    /// Emits, per firing, the window's element with the smallest `f(element)` (the
-    /// earliest such element on ties; Flink `minBy`).
+    /// Emits, per firing, the window's element with the smallest `f(element)` (on ties
+    /// the one that arrived first; for merged session windows, the one of the earlier
+    /// session; Flink `minBy`). Comparison is `PartialOrd`: filter `NaN`s out before.
     #[allow(clippy::type_complexity)]
     pub fn min_by<V, F>(
         self,
@@ -1017,8 +1022,9 @@ where
         )
     }
 
-    /// Emits, per firing, the window's element with the largest `f(element)` (the
-    /// earliest such element on ties; Flink `maxBy`).
+    /// Emits, per firing, the window's element with the largest `f(element)` (on ties
+    /// the one that arrived first; for merged session windows, the one of the earlier
+    /// session; Flink `maxBy`). Comparison is `PartialOrd`: filter `NaN`s out before.
     #[allow(clippy::type_complexity)]
     pub fn max_by<V, F>(
         self,

@@ -61,7 +61,9 @@ pub struct PartitionProgress {
     /// here and a recent [`last_error_at`](Self::last_error_at).
     pub last_commit_at: Option<SystemTime>,
     /// The last error the partition met and is recovering from (e.g. Redis unreachable:
-    /// the message names the address), kept after it recovered.
+    /// the message names the address). It is kept after the partition recovered: the
+    /// partition is stalled now only if [`last_error_at`](Self::last_error_at) is later
+    /// than [`last_commit_at`](Self::last_commit_at).
     pub last_error: Option<String>,
     /// When [`last_error`](Self::last_error) happened.
     pub last_error_at: Option<SystemTime>,

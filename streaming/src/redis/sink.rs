@@ -30,6 +30,8 @@ pub struct TextList;
 /// own list `{list}:{T:n}` (so `list` itself may not contain braces) — `list` followed by the partition's hash tag (see
 /// [`KeySpace::hash_tag`](crate::mq::KeySpace::hash_tag)), e.g. `totals:{orders:3}`;
 /// [`RedisListSink::key_for`] names it. Order is the output order within a partition.
+/// The key carries no job name or key prefix: two jobs (or two runs) that use the same
+/// list name on the same topic append to the same lists, so give each job its own name.
 ///
 /// Redis engine only: on the memory engine nothing drains the buffer, and `close` fails
 /// (the terminal operation returns the error) rather than dropping the records silently.
