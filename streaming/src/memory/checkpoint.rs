@@ -1,4 +1,4 @@
-//! In-memory checkpoints of keyed state (seed `InMemoryCheckpointCoordinator`).
+//! In-memory checkpoints of keyed state.
 
 use crate::ops::Shared;
 use crate::Error;

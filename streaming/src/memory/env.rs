@@ -16,7 +16,7 @@ struct EnvInner {
     sources: Cell<u32>,
 }
 
-/// The in-memory execution environment (seed `StreamExecutionEnvironment`).
+/// The in-memory execution environment.
 ///
 /// Cheap to clone: clones share checkpointing. Not `Send`: the engine is single-threaded.
 ///
@@ -229,8 +229,8 @@ impl MemoryEnv {
     /// of its operators and so keys their checkpointed state.
     ///
     /// # Panics
-    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]` (the rule of seed
-    /// §2.1 `fromMqTopicWithId`).
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]` (the rule
+    /// for every source id).
     pub fn add_source_with_id<T, S: Source<T>>(
         &self,
         source_id: impl Into<String>,

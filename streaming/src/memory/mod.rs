@@ -1,11 +1,11 @@
-//! The in-memory engine: bounded input, single thread, deterministic (seed §1).
+//! The in-memory engine: bounded input, single thread, deterministic.
 //!
 //! Build a pipeline from a [`MemoryEnv`] with the builder API; a terminal operation
 //! ([`DataStream::sink`], [`DataStream::print`], [`DataStream::collect_vec`], or iterating
 //! the stream) runs it at once, pulling the source lazily: memory is bounded by the
 //! pipeline's state, not by the input length.
 //!
-//! Semantics (seed §1.3, DESIGN invariant 2):
+//! Semantics:
 //! - records from [`MemoryEnv::from_collection`] get timestamps `0..N-1`;
 //! - [`MemoryEnv::from_collection_partitioned`] replays a collection as N partitions, one
 //!   chain (state, watermark) per partition, like the Redis engine;

@@ -51,7 +51,7 @@ pub struct JobSummary {
     pub window_bounds_rejected: u64,
 }
 
-/// A stream of `P::Out` records (seed `DataStream`). Each method adds one operator; a
+/// A stream of `P::Out` records. Each method adds one operator; a
 /// terminal operation runs the pipeline.
 #[must_use = "a stream does nothing until a terminal operation (sink, print, collect_vec) runs it"]
 pub struct DataStream<P> {
@@ -60,7 +60,7 @@ pub struct DataStream<P> {
     position: u32,
 }
 
-/// A stream partitioned by key (seed `KeyedStream`): stateful operators see one key at a time.
+/// A stream partitioned by key: stateful operators see one key at a time.
 #[must_use = "a keyed stream does nothing until a terminal operation runs it"]
 pub struct KeyedStream<P, KF, K> {
     stream: DataStream<P>,
@@ -68,7 +68,7 @@ pub struct KeyedStream<P, KF, K> {
     _key: PhantomData<fn() -> K>,
 }
 
-/// A keyed stream cut into windows (seed `WindowedStream`), before its window function.
+/// A keyed stream cut into windows, before its window function.
 #[must_use = "a windowed stream does nothing until a window function and a terminal operation run it"]
 pub struct WindowedStream<P, KF, K, A, Tr, L, E = NoRejectedOutput> {
     keyed: KeyedStream<P, KF, K>,
@@ -432,7 +432,7 @@ impl<P: Plan> DataStream<P> {
         }
     }
 
-    /// Runs the pipeline into `sink` (seed `addSink`): `open`, `invoke` per record, `close`.
+    /// Runs the pipeline into `sink`: `open`, `invoke` per record, `close`.
     ///
     /// What "runs" means depends on the engine of the pipeline's source (see [`Execute`]):
     /// the memory engine runs it to the end of its input now and returns a [`JobSummary`];
@@ -629,7 +629,7 @@ where
 }
 
 /// Runs the pipeline, then yields its records followed by the error that stopped it, if
-/// any (seed: `DataStream` is `Iterable`). The output is buffered: for large outputs prefer
+/// any. The output is buffered: for large outputs prefer
 /// [`DataStream::sink`]. Memory engine only.
 impl<P: Plan> IntoIterator for DataStream<P>
 where
@@ -778,7 +778,7 @@ where
     }
 
     /// Runs `f(element, ctx, out)` per element with the key's context: key, timestamp,
-    /// watermark, processing time, timers and keyed state (seed `process`). For `on_timer`
+    /// watermark, processing time, timers and keyed state. For `on_timer`
     /// callbacks use [`process_function`](Self::process_function).
     pub fn process<O, F>(self, f: F) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O>>
     where

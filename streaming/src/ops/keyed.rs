@@ -291,10 +291,10 @@ pub struct ProcessState<K> {
     pub(crate) registered: HashMap<K, Vec<(i64, TimeDomain)>>,
     /// Keys whose timers changed since the last drain (`Some` when the engine tracks).
     pub(crate) timers_dirty: Option<HashSet<K>>,
-    /// Most pending event-time timers (0 = unbounded; seed `eventTimeTimerMaxSize`).
+    /// Most pending event-time timers (0 = unbounded).
     pub(crate) max_event_timers: usize,
     /// Processing time is the wall clock (Redis engine) instead of the highest record
-    /// timestamp (memory engine, seed §1.3).
+    /// timestamp (memory engine).
     pub(crate) wall_clock: bool,
 }
 
@@ -375,8 +375,8 @@ impl<K: Hash + Eq + Clone> ProcessState<K> {
 /// Runs a [`KeyedProcessFunction`] with keyed state and timers.
 ///
 /// Timers are deduplicated on (key, time, domain). Event-time timers fire when the watermark
-/// reaches them; processing time advances with the record timestamps (seed §1.3: batch
-/// emulation), and due processing-time timers fire before the record that moved it. At end
+/// reaches them; processing time advances with the record timestamps (a bounded run is
+/// deterministic), and due processing-time timers fire before the record that moved it. At end
 /// of input every remaining timer fires, event time first, each domain in time order.
 pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, N> {
     id: OperatorId,

@@ -94,8 +94,8 @@ pub trait Operator<T> {
 
     /// Processing time (wall clock, epoch ms) has reached `now`: fire due processing-time
     /// timers. Only the Redis engine calls it (between batches, from the partition's
-    /// subtask); the memory engine derives processing time from record timestamps (seed
-    /// §1.3). The default does nothing: an operator with a downstream operator must forward
+    /// subtask); the memory engine derives processing time from record timestamps. The
+    /// default does nothing: an operator with a downstream operator must forward
     /// it.
     ///
     /// # Errors

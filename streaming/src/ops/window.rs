@@ -1,5 +1,5 @@
 //! The keyed window operator: assigners, triggers, allowed lateness, late side output and
-//! session merging (DESIGN invariant 2).
+//! session merging.
 
 use super::timers::TimerQueue;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
@@ -435,7 +435,7 @@ pub struct WindowState<K, Acc, Tr> {
     /// Keys whose panes changed since the last drain (`Some` when the engine tracks).
     pub(crate) dirty: Option<HashSet<K>>,
     /// Most windows fired by timers per record (0 = unlimited); due windows beyond it
-    /// fire before the next record (seed `windowMaxFiresPerRecord`).
+    /// fire before the next record.
     pub(crate) max_fires: usize,
 }
 
@@ -463,7 +463,7 @@ fn touch<K: Hash + Eq + Clone>(dirty: &mut Option<HashSet<K>>, key: &K) {
 /// output.
 ///
 /// Results carry the window's `max_timestamp` as their timestamp. Processing-time timers
-/// requested by triggers are not served by the in-memory engine (seed §1.3): such windows
+/// requested by triggers are not served by the in-memory engine: such windows
 /// emit once at cleanup.
 pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, N> {
     id: OperatorId,

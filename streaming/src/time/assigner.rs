@@ -19,8 +19,8 @@ pub trait WindowAssigner: Clone + 'static {
     /// register their timers, and so fire on one watermark step, in this order).
     ///
     /// # Errors
-    /// `Err(timestamp)` when a window bound does not fit in `i64` (DESIGN invariant 2: such
-    /// a record is rejected, not clamped).
+    /// `Err(timestamp)` when a window bound does not fit in `i64` (such a record is
+    /// rejected, not clamped).
     fn assign_windows(&self, timestamp: i64, emit: impl FnMut(TimeWindow)) -> Result<(), i64>;
 
     /// The trigger used when the pipeline sets none.

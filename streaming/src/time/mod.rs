@@ -1,8 +1,7 @@
 //! The time model shared by both engines: windows, window assigners, triggers and
 //! watermark generators.
 //!
-//! All times are epoch milliseconds in `i64`. The rules follow Flink and are stated in
-//! DESIGN.md invariant 2:
+//! All times are epoch milliseconds in `i64`. The rules follow Flink:
 //!
 //! - a [`TimeWindow`] is `[start, end)` and its [`max_timestamp`](TimeWindow::max_timestamp)
 //!   is `end - 1`;

@@ -69,8 +69,8 @@ impl TriggerContext<'_> {
     }
 
     /// Asks for [`Trigger::on_processing_time`] once processing time reaches `time` (ms).
-    /// Neither engine calls `on_processing_time` for windows yet (seed §1.3 on the memory
-    /// engine; the Redis engine serves processing-time timers of keyed process functions
+    /// Neither engine calls `on_processing_time` for windows yet (the memory engine has
+    /// no wall clock; the Redis engine serves processing-time timers of keyed process functions
     /// only): such windows emit when they are cleaned up.
     pub fn register_processing_time_timer(&mut self, time: i64) {
         self.timers.push(TimerRequest::ProcessingTime(time));

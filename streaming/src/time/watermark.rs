@@ -59,7 +59,7 @@ impl WatermarkOutput {
 /// Produces watermarks from the elements it sees (Flink `WatermarkGenerator`).
 ///
 /// Both callbacks run once per element, `on_event` first: `on_periodic_emit` is driven by
-/// elements, not by a wall clock (seed §2.4), so results do not depend on timing.
+/// elements, not by a wall clock, so results do not depend on timing.
 pub trait WatermarkGenerator<T> {
     /// Sees every element with its event timestamp (ms).
     fn on_event(&mut self, event: &T, timestamp: i64, output: &mut WatermarkOutput);
