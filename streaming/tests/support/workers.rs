@@ -287,6 +287,18 @@ pub fn lease_owners(
         .collect()
 }
 
+/// The raw values (`"{token} {consumer}"`) of the partitions' leases now.
+pub fn lease_values(conn: &mut redis::Connection, prefix: &str, partitions: u32) -> Vec<Option<String>> {
+    (0..partitions)
+        .map(|p| {
+            redis::cmd("GET")
+                .arg(format!("{prefix}:{{{TOPIC}:{p}}}:lease:g"))
+                .query(conn)
+                .unwrap()
+        })
+        .collect()
+}
+
 /// Distinct owners in `owners`.
 pub fn distinct(owners: &[Option<String>]) -> BTreeSet<String> {
     owners.iter().flatten().cloned().collect()
