@@ -74,7 +74,11 @@ impl Fixture {
     fn wait_output(&mut self, what: &str, n: usize, deadline: Duration) {
         let end = Instant::now() + deadline;
         while self.output_len() < n {
-            assert!(Instant::now() < end, "timed out waiting for {what}: {} < {n}", self.output_len());
+            assert!(
+                Instant::now() < end,
+                "timed out waiting for {what}: {} < {n}",
+                self.output_len()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -115,7 +119,10 @@ fn zombie(mode: AckMode, test: &str) {
     let (da, db) = (a.stop(), b.stop());
     check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
     // Not before A's leases expired (lease_ttl 1.5 s): A held them all.
-    assert!(b_took_over_after > Duration::from_millis(1500), "{b_took_over_after:?}");
+    assert!(
+        b_took_over_after > Duration::from_millis(1500),
+        "{b_took_over_after:?}"
+    );
     assert!(
         sum_of(&da, "fenced") >= 1,
         "A's in-flight batch was not fenced: {da}"
@@ -164,5 +171,8 @@ fn processes_on_one_host_share_partitions() {
     assert_ne!(instances[0], instances[1]);
     assert_eq!(distinct(&owners).len(), 2, "{owners:?}");
     assert!(balanced > 0, "never two partitions each");
-    assert!(sum_of(&da, "records") > 0 && sum_of(&db, "records") > 0, "{da}\n{db}");
+    assert!(
+        sum_of(&da, "records") > 0 && sum_of(&db, "records") > 0,
+        "{da}\n{db}"
+    );
 }

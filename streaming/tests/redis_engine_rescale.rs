@@ -68,7 +68,9 @@ fn rescale(mode: AckMode, test: &str) {
     let name = |seq: u32| format!("wc-{}-{seq}", w.instance);
     let (c0, c1, c2) = (name(0), name(1), name(2));
     let deadline = Duration::from_secs(60);
-    wait_for("first commits", deadline, || output(&mut conn, PARTITIONS).len() >= 100);
+    wait_for("first commits", deadline, || {
+        output(&mut conn, PARTITIONS).len() >= 100
+    });
     assert_eq!(holders(&mut conn, &prefix), BTreeSet::from([c0.clone()]));
     w.scale(3);
     wait_for("three subtasks owning partitions", deadline, || {

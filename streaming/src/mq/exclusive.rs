@@ -93,7 +93,15 @@ impl ExclusiveReader {
         let key = self.keys.lease(&self.topic, self.partition, &self.group);
         let fence = self.keys.fence(&self.topic, self.partition, &self.group);
         let kept = match held {
-            Some(l) if l.key == key && self.leases.renew(&mut self.conn, &l, self.lease_ttl).await? => Some(l),
+            Some(l)
+                if l.key == key
+                    && self
+                        .leases
+                        .renew(&mut self.conn, &l, self.lease_ttl)
+                        .await? =>
+            {
+                Some(l)
+            }
             _ => None,
         };
         let lease = match kept {

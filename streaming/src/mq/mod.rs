@@ -47,8 +47,10 @@
 //! - [`HandleResult::Fail`] dead-letters like `DeadLetter`, with error type `fail:<type>`;
 //! - without an [`Assignment`] each member targets `ceil(partitions / live members)`, so
 //!   with more members than that split allows some members hold no partition;
-//! - the acknowledging scripts do not check the lease: a consumer that lost its lease may
-//!   still acknowledge the batch it is handling (harmless under at-least-once);
+//! - the acknowledging scripts of subscriptions do not check the lease: a consumer that
+//!   lost its lease may still acknowledge the batch it is handling (harmless under
+//!   at-least-once); leases carry fencing tokens ([`ExclusiveReader::fencing_token`]) for
+//!   owners whose writes must be fenced (the Redis engine's commit checks them);
 //! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
 mod connection;

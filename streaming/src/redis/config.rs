@@ -478,7 +478,10 @@ mod tests {
         let b = RedisRuntimeConfig::default().job_instance_id();
         assert_ne!(a, b);
         assert!(a.contains(&format!("-{}-", std::process::id())), "{a}");
-        assert!(RedisRuntimeConfig::builder().job_instance_id(a).build().is_ok());
+        assert!(RedisRuntimeConfig::builder()
+            .job_instance_id(a)
+            .build()
+            .is_ok());
     }
 
     #[test]

@@ -689,7 +689,12 @@ impl Membership {
         pipe.atomic();
         if std::mem::take(&mut self.first) {
             for s in &self.siblings {
-                pipe.cmd("ZADD").arg(&self.key).arg("NX").arg(expiry).arg(s).ignore();
+                pipe.cmd("ZADD")
+                    .arg(&self.key)
+                    .arg("NX")
+                    .arg(expiry)
+                    .arg(s)
+                    .ignore();
             }
         }
         pipe.cmd("ZADD")
@@ -720,7 +725,9 @@ impl Membership {
     }
 
     fn assigned(&self) -> Vec<u32> {
-        (0..self.partitions).filter(|p| self.is_assigned(*p)).collect()
+        (0..self.partitions)
+            .filter(|p| self.is_assigned(*p))
+            .collect()
     }
 
     /// Deregisters, so that the others take over at their next heartbeat.
@@ -820,15 +827,25 @@ where
                 self.stopped = true;
             }
             Err(e) if e.is_fenced() => {
-                job.partition_error(&spec.topic, &spec.group, p, format!("{e}: dropped from memory until its lease is won again"));
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!("{e}: dropped from memory until its lease is won again"),
+                );
                 job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
                 self.forget(plan, ctx);
             }
             Err(e) => {
-                job.partition_error(&spec.topic, &spec.group, p, format!(
-                    "partition {p} of {}: {what}, reading again from the last commit: {e}",
-                    spec.topic
-                ));
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!(
+                        "partition {p} of {}: {what}, reading again from the last commit: {e}",
+                        spec.topic
+                    ),
+                );
                 self.needs_reset = true;
                 self.retry_at = Instant::now() + self.backoff.next_delay();
             }
@@ -861,10 +878,15 @@ where
             }
             Err(e) => {
                 let delay = self.backoff.next_delay();
-                job.partition_error(&spec.topic, &spec.group, p, format!(
-                    "partition {p} of {}: taking it again failed, retrying in {delay:?}: {e}",
-                    spec.topic
-                ));
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!(
+                        "partition {p} of {}: taking it again failed, retrying in {delay:?}: {e}",
+                        spec.topic
+                    ),
+                );
                 self.retry_at = Instant::now() + delay;
             }
         }
@@ -894,7 +916,9 @@ where
         self.retry_at = Instant::now();
         let spec = ctx.spec;
         ctx.job
-            .progress(&spec.topic, &spec.group, self.partition, |pr| pr.owned = false);
+            .progress(&spec.topic, &spec.group, self.partition, |pr| {
+                pr.owned = false
+            });
     }
 
     /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
@@ -996,7 +1020,10 @@ where
                     )
                     .await
                     .map_err(|e| match e {
-                        Error::Mq { op: "exclusive_reader", .. } => leased_elsewhere(p),
+                        Error::Mq {
+                            op: "exclusive_reader",
+                            ..
+                        } => leased_elsewhere(p),
                         e => e,
                     })?;
                 self.reader = Some(Reader::Offset(Box::new(reader)));
@@ -1546,7 +1573,11 @@ where
         let ttl = config.state_ttl().map_or(0, |d| {
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
         });
-        inv.arg(mode).arg(g).arg(ttl).arg(&lease.value).arg(ids.len());
+        inv.arg(mode)
+            .arg(g)
+            .arg(ttl)
+            .arg(&lease.value)
+            .arg(ids.len());
         for id in ids {
             inv.arg(id);
         }
@@ -1793,7 +1824,13 @@ fn leased_elsewhere(p: u32) -> Error {
 /// Whether a take failed only because another owner holds the lease (not an error of
 /// this process: the partition is someone else's for now).
 fn is_leased_elsewhere(e: &Error) -> bool {
-    matches!(e, Error::Mq { op: "take partition", .. })
+    matches!(
+        e,
+        Error::Mq {
+            op: "take partition",
+            ..
+        }
+    )
 }
 
 /// Moves every pending entry of `group` to `consumer` (the partition's new exclusive

@@ -210,7 +210,9 @@ pub fn sum_of(diagnostics: &str, field: &str) -> u64 {
         .match_indices(&pat)
         .filter_map(|(i, _)| {
             let rest = &diagnostics[i + pat.len()..];
-            let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
             rest[..end].parse::<u64>().ok()
         })
         .sum()
@@ -245,11 +247,21 @@ pub fn check_exactly_once(out: &[String], n: usize) {
         let mut it = line.split('|');
         let (id, w, c) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
         *seen.entry(id.to_string()).or_default() += 1;
-        counts.entry(w.to_string()).or_default().push(c.parse().unwrap());
+        counts
+            .entry(w.to_string())
+            .or_default()
+            .push(c.parse().unwrap());
     }
     let dup: Vec<_> = seen.iter().filter(|(_, c)| **c > 1).take(10).collect();
-    assert!(dup.is_empty(), "duplicated output ({} lines for {n} messages), e.g. {dup:?}", out.len());
-    let missing: Vec<usize> = (0..n).filter(|i| !seen.contains_key(&format!("m{i}"))).take(10).collect();
+    assert!(
+        dup.is_empty(),
+        "duplicated output ({} lines for {n} messages), e.g. {dup:?}",
+        out.len()
+    );
+    let missing: Vec<usize> = (0..n)
+        .filter(|i| !seen.contains_key(&format!("m{i}")))
+        .take(10)
+        .collect();
     assert!(missing.is_empty(), "lost messages, e.g. {missing:?}");
     assert_eq!(seen.len(), n);
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();
@@ -288,7 +300,11 @@ pub fn lease_owners(
 }
 
 /// The raw values (`"{token} {consumer}"`) of the partitions' leases now.
-pub fn lease_values(conn: &mut redis::Connection, prefix: &str, partitions: u32) -> Vec<Option<String>> {
+pub fn lease_values(
+    conn: &mut redis::Connection,
+    prefix: &str,
+    partitions: u32,
+) -> Vec<Option<String>> {
     (0..partitions)
         .map(|p| {
             redis::cmd("GET")
