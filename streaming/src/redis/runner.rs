@@ -590,7 +590,7 @@ where
     let mut members = Membership::new(&ctx, siblings, partitions);
     let mut parts: BTreeMap<u32, Part<_, S, _>> = BTreeMap::new();
     let idle = ctx.spec.options.poll_timeout.min(Duration::from_millis(10));
-    while !job.is_cancelled() && !members.leaving(job) {
+    while !job.is_cancelled() && !members.leaving() {
         if members.due() {
             if let Err(e) = members.heartbeat(&ctx, &mut conn).await {
                 job.error(format!(
@@ -599,8 +599,8 @@ where
                 ));
             }
             for p in members.assigned() {
-                if !parts.contains_key(&p) {
-                    parts.insert(p, new_part(p)?);
+                if let std::collections::btree_map::Entry::Vacant(e) = parts.entry(p) {
+                    e.insert(new_part(p)?);
                 }
             }
             let leaving: Vec<u32> = (parts.keys().copied())
@@ -670,7 +670,7 @@ impl Membership {
         Instant::now() >= self.next
     }
 
-    fn leaving(&self, _job: &JobShared) -> bool {
+    fn leaving(&self) -> bool {
         self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
     }
 
