@@ -204,9 +204,31 @@ pub enum Error {
         /// Why, and what to do about it.
         reason: String,
     },
+
+    /// A partition owner's write was refused because its lease is no longer held under its
+    /// fencing token (it expired and another owner took the partition): nothing was
+    /// written. The owner drops what it had in memory for the partition and takes it
+    /// again from the last commit once the lease is free.
+    #[error("partition {partition} of `{topic}` (group `{group}`): fenced, lease token {token} is no longer the owner's; nothing was written")]
+    Fenced {
+        /// The topic.
+        topic: String,
+        /// The consumer group.
+        group: String,
+        /// The partition.
+        partition: u32,
+        /// The stale fencing token.
+        token: u64,
+    },
 }
 
 impl Error {
+    /// Whether a write was refused because the writer no longer owns the partition
+    /// ([`Error::Fenced`]).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, Error::Fenced { .. })
+    }
+
     /// Marks `e` as permanent: return it (converted into a [`BoxError`], e.g. with `?` or
     /// `.into()`) from a user function (`try_map`, `process`, a message handler) and the
     /// record is dead-lettered at once, whatever the retry policy. Other errors follow the

@@ -433,7 +433,7 @@ fn entries_with_huge_field_counts_are_dead_lettered() {
         let frontier = s.rt.block_on(mq.commit_frontier(&topic, "g", 0)).unwrap();
         assert_eq!(frontier.as_deref(), Some(last_id.as_str()), "{mode:?}");
         let letters = s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
-        assert_eq!(letters.len(), 2, "{mode:?}");
+        assert_eq!(letters.len(), 2, "{mode:?}: {:?}", job.diagnostics().errors);
         assert!(letters.iter().all(|d| d.error_type == "malformed"));
         // Replaying such an entry is refused with a reason, and the dead letter stays.
         for d in &letters {

@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
-use crate::mq::lease::LeaseScripts;
+use crate::mq::lease::{Lease, LeaseScripts};
 use crate::mq::options::Assignment;
 use crate::mq::topic::now_ms;
 use crate::mq::worker::{self, Control, Shared};
@@ -142,6 +142,7 @@ impl Drop for Subscription {
 struct Worker {
     stop: watch::Sender<bool>,
     handle: JoinHandle<()>,
+    lease: Lease,
 }
 
 pub(crate) fn start<H: MessageHandler>(
@@ -192,7 +193,7 @@ async fn coordinate<H: MessageHandler>(
     }
     for (p, w) in std::mem::take(&mut workers) {
         let _ = w.handle.await;
-        release(&sh, &mut conn, &leases, p).await;
+        release(&sh, &mut conn, &leases, p, &w.lease).await;
     }
     for (_, w) in std::mem::take(&mut lost) {
         let _ = w.handle.await;
@@ -208,9 +209,14 @@ fn publish_owned<H>(sh: &Shared<H>, workers: &BTreeMap<u32, Worker>) {
     *sh.ctl.owned.lock().unwrap_or_else(|e| e.into_inner()) = workers.keys().copied().collect();
 }
 
-async fn release<H>(sh: &Shared<H>, conn: &mut ConnectionManager, leases: &LeaseScripts, p: u32) {
-    let key = sh.keys.lease(&sh.topic, p, &sh.group);
-    if let Err(e) = leases.release(conn, &key, &sh.ctl.consumer).await {
+async fn release<H>(
+    sh: &Shared<H>,
+    conn: &mut ConnectionManager,
+    leases: &LeaseScripts,
+    p: u32,
+    lease: &Lease,
+) {
+    if let Err(e) = leases.release(conn, lease).await {
         warn!(topic = %sh.topic, partition = p, error = %e, "lease release failed; it expires by TTL");
     }
 }
@@ -225,7 +231,7 @@ async fn stop_worker<H>(
     if let Some(w) = workers.remove(&p) {
         w.stop.send_replace(true);
         let _ = w.handle.await;
-        release(sh, conn, leases, p).await;
+        release(sh, conn, leases, p, &w.lease).await;
         debug!(topic = %sh.topic, partition = p, "partition released");
     }
 }
@@ -258,10 +264,9 @@ async fn rebalance<H: MessageHandler>(
         stop_worker(sh, conn, leases, workers, p).await;
     }
     // Renew; a lost lease stops its worker without releasing (it is someone else's now).
-    let owned: Vec<u32> = workers.keys().copied().collect();
-    for p in owned {
-        let key = sh.keys.lease(t, p, g);
-        if !leases.renew(conn, &key, &sh.ctl.consumer, ttl).await? {
+    let owned: Vec<(u32, Lease)> = workers.iter().map(|(p, w)| (*p, w.lease.clone())).collect();
+    for (p, lease) in owned {
+        if !leases.renew(conn, &lease, ttl).await? {
             warn!(
                 topic = t,
                 partition = p,
@@ -313,7 +318,11 @@ async fn rebalance<H: MessageHandler>(
             continue;
         }
         let key = sh.keys.lease(t, p, g);
-        if leases.acquire(conn, &key, &sh.ctl.consumer, ttl).await? {
+        let fence = sh.keys.fence(t, p, g);
+        if let Some(lease) = leases
+            .acquire(conn, &key, &fence, &sh.ctl.consumer, ttl)
+            .await?
+        {
             info!(topic = t, partition = p, group = g, consumer = %sh.ctl.consumer, "partition acquired");
             let (stop_tx, stop_rx) = watch::channel(false);
             let handle = tokio::spawn(worker::run(sh.clone(), p, stop_rx));
@@ -326,6 +335,7 @@ async fn rebalance<H: MessageHandler>(
                 Worker {
                     stop: stop_tx,
                     handle,
+                    lease,
                 },
             );
         }

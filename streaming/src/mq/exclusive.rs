@@ -28,7 +28,7 @@ use tracing::{debug, warn};
 
 use crate::mq::group::{ensure_group, set_group_id};
 use crate::mq::handler::Failure;
-use crate::mq::lease::LeaseScripts;
+use crate::mq::lease::{Lease, LeaseScripts};
 use crate::mq::message::{parse_read_reply, Message};
 use crate::mq::options::{RetryPolicy, StartPolicy};
 use crate::mq::retry::{self, backoff, truncate, RetryOutcome};
@@ -60,6 +60,8 @@ pub struct ExclusiveReader {
     pub(crate) consumer: String,
     pub(crate) lease_ttl: Duration,
     pub(crate) leases: LeaseScripts,
+    /// The lease held (set by `open`).
+    pub(crate) lease: Option<Lease>,
     pub(crate) retry: RetryPolicy,
     pub(crate) retry_poll_interval: Duration,
     pub(crate) max_len: Option<usize>,
@@ -80,18 +82,37 @@ impl std::fmt::Debug for ExclusiveReader {
 }
 
 impl ExclusiveReader {
-    /// Takes the lease and positions the group; see [`crate::mq::Mq::exclusive_reader`].
+    /// Takes the lease (or keeps `held`, a lease of this partition still ours) and
+    /// positions the group; see [`crate::mq::Mq::exclusive_reader`].
     pub(crate) async fn open(
         mut self,
         committed: Option<&str>,
         start: StartPolicy,
+        held: Option<Lease>,
     ) -> Result<Self, Error> {
         let key = self.keys.lease(&self.topic, self.partition, &self.group);
-        if !self
-            .leases
-            .acquire(&mut self.conn, &key, &self.consumer, self.lease_ttl)
-            .await?
-        {
+        let fence = self.keys.fence(&self.topic, self.partition, &self.group);
+        let kept = match held {
+            Some(l)
+                if l.key == key
+                    && self
+                        .leases
+                        .renew(&mut self.conn, &l, self.lease_ttl)
+                        .await? =>
+            {
+                Some(l)
+            }
+            _ => None,
+        };
+        let lease = match kept {
+            Some(l) => Some(l),
+            None => {
+                self.leases
+                    .acquire(&mut self.conn, &key, &fence, &self.consumer, self.lease_ttl)
+                    .await?
+            }
+        };
+        let Some(lease) = lease else {
             return Err(Error::Mq {
                 op: "exclusive_reader",
                 reason: format!(
@@ -99,7 +120,8 @@ impl ExclusiveReader {
                     self.partition, self.topic, self.group
                 ),
             });
-        }
+        };
+        self.lease = Some(lease);
         match committed {
             Some(id) => {
                 set_group_id(
@@ -131,6 +153,17 @@ impl ExclusiveReader {
     /// The partition read.
     pub fn partition(&self) -> u32 {
         self.partition
+    }
+
+    /// The fencing token of the lease held: it grows with every acquisition of the
+    /// partition's lease, so a larger token is a later owner.
+    pub fn fencing_token(&self) -> u64 {
+        self.lease.as_ref().map_or(0, |l| l.token)
+    }
+
+    /// The lease held (what fenced writes compare).
+    pub(crate) fn lease(&self) -> Option<&Lease> {
+        self.lease.as_ref()
     }
 
     /// Reads up to `count` new entries, blocking up to `block` (1 ms to 1 s: the
@@ -308,9 +341,11 @@ impl ExclusiveReader {
     /// # Errors
     /// [`Error::Redis`] on a failed command.
     pub async fn renew(&mut self) -> Result<bool, Error> {
-        let key = self.keys.lease(&self.topic, self.partition, &self.group);
+        let Some(lease) = self.lease.as_ref() else {
+            return Ok(false);
+        };
         self.leases
-            .renew(&mut self.conn, &key, &self.consumer, self.lease_ttl)
+            .renew(&mut self.conn, lease, self.lease_ttl)
             .await
     }
 
@@ -319,10 +354,9 @@ impl ExclusiveReader {
     /// # Errors
     /// [`Error::Redis`] on a failed command (the lease then expires by TTL).
     pub async fn release(mut self) -> Result<(), Error> {
-        let key = self.keys.lease(&self.topic, self.partition, &self.group);
-        self.leases
-            .release(&mut self.conn, &key, &self.consumer)
-            .await?;
+        if let Some(lease) = self.lease.take() {
+            self.leases.release(&mut self.conn, &lease).await?;
+        }
         Ok(())
     }
 }

@@ -1,10 +1,13 @@
-//! Partition leases: one owner per (topic, partition, group) at a time.
+//! Partition leases with fencing tokens: one owner per (topic, partition, group) at a time.
 //!
-//! The lease is the string key `P:{T:n}:lease:G` holding the owner's consumer name with a
-//! TTL ([`crate::mq::MqOptions::lease_ttl`]); the owner renews it every
-//! `lease_renew_interval` and deletes it when it stops. Renewal and release compare the
-//! owner first (Lua), so a consumer whose lease expired and was taken cannot extend or drop
-//! the new owner's lease.
+//! The lease is the string key `P:{T:n}:lease:G` holding `"{token} {owner}"` with a TTL
+//! ([`crate::mq::MqOptions::lease_ttl`]). Every acquisition draws a new fencing token from
+//! the counter `P:{T:n}:fence:G` (`INCR`, in the partition's hash slot), so the value of a
+//! lease is never the same twice: two acquisitions by consumers of the same name still
+//! hold different leases. A lease is taken only when the key is absent; a name never
+//! matches its way in. Renewal, release and every write an owner makes compare the whole
+//! value, so a consumer whose lease expired and was taken cannot extend or drop the new
+//! owner's lease, nor write for the partition (it is *fenced*).
 
 use std::time::Duration;
 
@@ -14,14 +17,16 @@ use redis::Script;
 use crate::Error;
 
 const LUA_ACQUIRE: &str = r#"
--- KEYS: lease; ARGV: owner, ttl ms. Takes a free lease or re-takes our own.
-local cur = redis.call('GET', KEYS[1])
-if cur and cur ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
+-- KEYS: lease, fencing counter; ARGV: owner, ttl ms.
+-- Takes a free lease under a new fencing token; returns the token, or 0 when held.
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], token .. ' ' .. ARGV[1], 'PX', ARGV[2])
+return token
 "#;
 
 const LUA_RENEW: &str = r#"
+-- KEYS: lease; ARGV: held value, ttl ms.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
@@ -29,9 +34,19 @@ return 0
 "#;
 
 const LUA_RELEASE: &str = r#"
+-- KEYS: lease; ARGV: held value.
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 "#;
+
+/// A lease held: its key and its value `"{token} {owner}"` (what every fenced write
+/// compares).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub(crate) key: String,
+    pub(crate) value: String,
+    pub(crate) token: u64,
+}
 
 /// The three lease scripts, loaded once per subscription.
 pub(crate) struct LeaseScripts {
@@ -53,50 +68,59 @@ impl LeaseScripts {
         }
     }
 
-    /// Takes the lease if free (or already ours); `true` when we hold it now.
+    /// Takes the lease `key` if nobody holds it, under a new token drawn from `fence`.
     pub(crate) async fn acquire(
         &self,
         conn: &mut ConnectionManager,
         key: &str,
+        fence: &str,
         owner: &str,
         ttl: Duration,
-    ) -> Result<bool, Error> {
-        let n: i64 = self
+    ) -> Result<Option<Lease>, Error> {
+        let token: u64 = self
             .acquire
             .key(key)
+            .key(fence)
             .arg(owner)
             .arg(ms(ttl))
             .invoke_async(conn)
             .await?;
-        Ok(n == 1)
+        Ok((token > 0).then(|| Lease {
+            key: key.to_string(),
+            value: format!("{token} {owner}"),
+            token,
+        }))
     }
 
-    /// Extends our lease; `false` when it is not ours any more.
+    /// Extends `lease`; `false` when it is not held any more (expired, maybe taken).
     pub(crate) async fn renew(
         &self,
         conn: &mut ConnectionManager,
-        key: &str,
-        owner: &str,
+        lease: &Lease,
         ttl: Duration,
     ) -> Result<bool, Error> {
         let n: i64 = self
             .renew
-            .key(key)
-            .arg(owner)
+            .key(&lease.key)
+            .arg(&lease.value)
             .arg(ms(ttl))
             .invoke_async(conn)
             .await?;
         Ok(n == 1)
     }
 
-    /// Deletes our lease; `false` when it was not ours.
+    /// Deletes `lease`; `false` when it was not held any more.
     pub(crate) async fn release(
         &self,
         conn: &mut ConnectionManager,
-        key: &str,
-        owner: &str,
+        lease: &Lease,
     ) -> Result<bool, Error> {
-        let n: i64 = self.release.key(key).arg(owner).invoke_async(conn).await?;
+        let n: i64 = self
+            .release
+            .key(&lease.key)
+            .arg(&lease.value)
+            .invoke_async(conn)
+            .await?;
         Ok(n == 1)
     }
 }

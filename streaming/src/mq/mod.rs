@@ -47,8 +47,10 @@
 //! - [`HandleResult::Fail`] dead-letters like `DeadLetter`, with error type `fail:<type>`;
 //! - without an [`Assignment`] each member targets `ceil(partitions / live members)`, so
 //!   with more members than that split allows some members hold no partition;
-//! - the acknowledging scripts do not check the lease: a consumer that lost its lease may
-//!   still acknowledge the batch it is handling (harmless under at-least-once);
+//! - the acknowledging scripts of subscriptions do not check the lease: a consumer that
+//!   lost its lease may still acknowledge the batch it is handling (harmless under
+//!   at-least-once); leases carry fencing tokens ([`ExclusiveReader::fencing_token`]) for
+//!   owners whose writes must be fenced (the Redis engine's commit checks them);
 //! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
 mod connection;
@@ -287,6 +289,23 @@ impl Mq {
         committed: Option<&str>,
         start: StartPolicy,
     ) -> Result<ExclusiveReader, Error> {
+        self.exclusive_reader_keeping(topic, group, partition, consumer, committed, start, None)
+            .await
+    }
+
+    /// [`Self::exclusive_reader`] that keeps `held` when it is still this partition's
+    /// lease (a re-take by the same owner keeps its fencing token).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn exclusive_reader_keeping(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        consumer: &str,
+        committed: Option<&str>,
+        start: StartPolicy,
+        held: Option<lease::Lease>,
+    ) -> Result<ExclusiveReader, Error> {
         validate_name("topic", topic)?;
         validate_name("group", group)?;
         validate_name("consumer", consumer)?;
@@ -308,6 +327,7 @@ impl Mq {
             consumer: consumer.to_owned(),
             lease_ttl: self.opts.lease_ttl,
             leases: lease::LeaseScripts::new(),
+            lease: None,
             retry: self.opts.retry.clone(),
             retry_poll_interval: self.opts.retry_poll_interval,
             max_len: self.opts.max_len,
@@ -315,7 +335,7 @@ impl Mq {
             schedule: retry::schedule_noack_script(),
             next_promote: tokio::time::Instant::now(),
         };
-        reader.open(committed, start).await
+        reader.open(committed, start, held).await
     }
 
     /// Creates `group` on every partition of `topic` where it is missing, at the id `start`

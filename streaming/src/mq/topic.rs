@@ -17,14 +17,16 @@
 //! entry's id ([`crate::mq::retry::retry_token`]); retries are per group
 //! ([`crate::mq::retry`]). Groups share the stream and the schedule keys.
 //! | `P:{T:n}:dlq` | stream | dead letters of this partition ([`crate::mq::dlq`]) |
-//! | `P:{T:n}:lease:G` | string | owner consumer of the partition in group `G`, with TTL |
+//! | `P:{T:n}:lease:G` | string | `"{token} {owner}"`: the partition's owner in group `G` and its fencing token, with TTL ([`crate::mq::lease`]) |
+//! | `P:{T:n}:fence:G` | string | the last fencing token drawn for the partition in group `G` |
 //! | `P:{T:n}:frontier:G` | string | commit frontier of group `G` ([`crate::mq::frontier`]) |
 //! | `P:{T:n}:acked:G` | set | ids acknowledged above the frontier |
 //!
 //! Topic-level keys (no hash tag; never used together with partition keys in a script):
 //! `P:topics` (set of topic names), `P:topic:T` (hash: `partitions`, `created_ms`),
 //! `P:topic:T:groups` (set of group names), `P:topic:T:members:G` (sorted set: live
-//! consumers of `G` → heartbeat expiry, epoch ms).
+//! consumers of `G` → heartbeat expiry, epoch ms), `P:topic:T:runners:G` (the same for
+//! the Redis engine's subtasks reading `G`).
 //!
 //! The topic's dead-letter "stream" is the union of its partitions' `dlq` streams: keeping
 //! them per partition lets "acknowledge + dead-letter" be one script in one slot.
@@ -100,6 +102,10 @@ impl KeySpace {
     pub fn lease(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("lease:{group}"))
     }
+    /// The fencing-token counter of `group` on the partition, `P:{T:n}:fence:G`.
+    pub fn fence(&self, topic: &str, partition: u32, group: &str) -> String {
+        self.part(topic, partition, &format!("fence:{group}"))
+    }
     /// The commit frontier of `group`, `P:{T:n}:frontier:G`.
     pub fn frontier(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("frontier:{group}"))
@@ -123,6 +129,11 @@ impl KeySpace {
     /// Live consumers of `group`, `P:topic:T:members:G`.
     pub fn members(&self, topic: &str, group: &str) -> String {
         format!("{}:topic:{topic}:members:{group}", self.prefix)
+    }
+    /// Live subtasks of the Redis engine's jobs reading `group`,
+    /// `P:topic:T:runners:G` (sorted set: consumer name → heartbeat expiry, epoch ms).
+    pub fn runners(&self, topic: &str, group: &str) -> String {
+        format!("{}:topic:{topic}:runners:{group}", self.prefix)
     }
 }
 
@@ -245,6 +256,7 @@ pub(crate) async fn delete_topic(
         ];
         for g in &groups {
             del.push(keys.lease(topic, p, g));
+            del.push(keys.fence(topic, p, g));
             del.push(keys.frontier(topic, p, g));
             del.push(keys.acked(topic, p, g));
         }
@@ -254,6 +266,7 @@ pub(crate) async fn delete_topic(
     let mut del = vec![keys.meta(topic), keys.groups(topic)];
     for g in &groups {
         del.push(keys.members(topic, g));
+        del.push(keys.runners(topic, g));
     }
     for k in del {
         let _: () = conn.del(k).await?;

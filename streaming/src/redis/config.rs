@@ -118,8 +118,12 @@ getters! {
     /// id coincide, and their schema fingerprints — give every job its own name. Instances
     /// of one job (restarts, takeover) must keep the same name to find their state.
     job_name: String;
-    /// Part of the stable consumer names `{job}-{instance}-{n}`. Default: the host name,
-    /// `local` when it cannot be read.
+    /// Part of the consumer names `{job}-{instance}-{seq}` (`seq` counts the subtasks this
+    /// process started, so a name is never used twice by one process). Default:
+    /// `{host}-{pid}-{random hex}`, unique per process (the host name is `local` when it
+    /// cannot be read). Partition ownership never depends on it: leases are held under
+    /// fencing tokens, so two processes given the same id still never own a partition at
+    /// the same time.
     job_instance_id: String;
     /// Prefix of keyed-state keys. Default `streaming:runtime`.
     state_key_prefix: String;
@@ -212,7 +216,7 @@ impl Default for RedisRuntimeConfig {
     fn default() -> Self {
         RedisRuntimeConfig {
             job_name: "redis-streaming-job".into(),
-            job_instance_id: host_name(),
+            job_instance_id: process_instance_id(),
             state_key_prefix: "streaming:runtime".into(),
             state_ttl: None,
             state_size_report_every_n_writes: 0,
@@ -240,6 +244,26 @@ impl Default for RedisRuntimeConfig {
             event_time_timer_max_size: 100_000,
         }
     }
+}
+
+/// `{host}-{pid}-{random}`: unique per process, so two processes of a job on one host
+/// (or a restart that reuses a pid) never share consumer names.
+fn process_instance_id() -> String {
+    let host: String = host_name()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }
 
 fn host_name() -> String {
@@ -446,6 +470,18 @@ mod tests {
         assert_eq!(c.job_instance_id(), "pod-7");
         assert_eq!(c.state_key_prefix(), "app:state");
         assert_eq!(c.sink_dedup_key_prefix(), "app:dedup:");
+    }
+
+    #[test]
+    fn default_instance_ids_are_unique_per_config_and_carry_the_pid() {
+        let a = RedisRuntimeConfig::default().job_instance_id();
+        let b = RedisRuntimeConfig::default().job_instance_id();
+        assert_ne!(a, b);
+        assert!(a.contains(&format!("-{}-", std::process::id())), "{a}");
+        assert!(RedisRuntimeConfig::builder()
+            .job_instance_id(a)
+            .build()
+            .is_ok());
     }
 
     #[test]

@@ -302,7 +302,8 @@ impl RedisEnv {
     }
 
     /// Starts every registered pipeline: per pipeline `pipeline_parallelism` subtasks, each
-    /// a thread owning the partitions `p % n == subtask`.
+    /// a thread owning its share of the partitions (shared with the job's other processes;
+    /// see the [`redis`](super) module docs).
     ///
     /// It first proves the server (a blocking `PING` and version check, each wait bounded
     /// by [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)), so an

@@ -41,6 +41,16 @@ pub struct PartitionProgress {
     pub stopped: Option<String>,
     /// Whether its subtask has taken it (lease, read position and state) at least once.
     pub taken: bool,
+    /// Whether this process holds the partition's lease now (with several processes of
+    /// one job each holds its share; see the [`redis`](super) module docs).
+    pub owned: bool,
+    /// Commits (batches, timers, idle flushes) refused because the lease had passed to
+    /// another owner meanwhile ([`Error::Fenced`]): each wrote nothing, and the partition
+    /// was dropped from memory until its lease is won again.
+    pub fenced: u64,
+    /// Times this process took the partition (first take and every take-over after a
+    /// loss or a rebalance).
+    pub takes: u64,
     /// The partition's watermark (ms) as of its last commit: the one its last watermark
     /// operator emitted (`i64::MIN` before the first; `i64::MAX` after an idle flush, until
     /// a record starts the next watermark epoch; `None` until the partition has committed).
@@ -81,8 +91,13 @@ pub struct JobDiagnostics {
     pub job_name: String,
     /// The configured instance id.
     pub job_instance_id: String,
-    /// Subtasks per pipeline.
+    /// Subtasks per pipeline as configured when the job started.
     pub parallelism: u32,
+    /// Subtasks per pipeline now (after [`JobClient::scale_parallelism`]).
+    pub live_parallelism: u32,
+    /// Partitions this process holds now, over all pipelines (see
+    /// [`PartitionProgress::owned`]).
+    pub owned_partitions: usize,
     /// Whether the job is paused.
     pub paused: bool,
     /// Records read and not yet committed.
@@ -113,6 +128,18 @@ pub(crate) struct HotStats {
     pub(crate) sizes: BTreeMap<String, u64>,
 }
 
+/// Starts one more subtask of a pipeline: (job, subtask index, the consumer names started
+/// together, of which the subtask's is at its index).
+pub(crate) type Spawner =
+    Box<dyn Fn(&Arc<JobShared>, u32, Vec<String>) -> Option<JoinHandle<()>> + Send>;
+
+/// A pipeline's running subtasks and how to start more.
+struct PipelineSubtasks {
+    /// Consumer names of its live subtasks, in subtask order.
+    live: Vec<String>,
+    spawn: Spawner,
+}
+
 pub(crate) struct JobShared {
     pub(crate) cancelled: AtomicBool,
     pub(crate) paused: AtomicBool,
@@ -127,6 +154,13 @@ pub(crate) struct JobShared {
     job_name: String,
     job_instance_id: String,
     parallelism: u32,
+    /// The next subtask's sequence number in its consumer name (never reused).
+    next_seq: AtomicU64,
+    /// Per pipeline, its live subtasks (what [`JobClient::scale_parallelism`] changes).
+    subtasks: Mutex<Vec<PipelineSubtasks>>,
+    /// Stop flags of the running subtasks, by consumer name (set when scaled away).
+    stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    live_parallelism: AtomicU64,
     /// What [`JobClient::await_caught_up`] checks.
     client: redis::Client,
     /// Bound of every wait on Redis (`mq_options.response_timeout`).
@@ -162,6 +196,10 @@ impl JobShared {
             job_name: config.job_name(),
             job_instance_id: config.job_instance_id(),
             parallelism: config.pipeline_parallelism(),
+            next_seq: AtomicU64::new(0),
+            subtasks: Mutex::default(),
+            stops: Mutex::default(),
+            live_parallelism: AtomicU64::new(u64::from(config.pipeline_parallelism())),
             client,
             response_timeout: config.mq_options().response_timeout,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
@@ -169,6 +207,66 @@ impl JobShared {
             pipelines,
             taken_at: Mutex::default(),
         }
+    }
+
+    /// A consumer name for a new subtask, `{job}-{instance}-{seq}`: `seq` grows with every
+    /// subtask this job starts, so a name is never used twice.
+    pub(crate) fn consumer_name(&self) -> String {
+        let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        format!("{}-{}-{seq}", self.job_name, self.job_instance_id)
+    }
+
+    /// Registers a started pipeline: its subtasks' consumer names and its spawner.
+    pub(crate) fn add_pipeline(&self, live: Vec<String>, spawn: Spawner) {
+        if let Ok(mut p) = self.subtasks.lock() {
+            p.push(PipelineSubtasks { live, spawn });
+        }
+    }
+
+    /// Registers a starting subtask's stop flag.
+    pub(crate) fn register_subtask(&self, consumer: &str) {
+        if let Ok(mut s) = self.stops.lock() {
+            s.insert(consumer.to_string(), Arc::new(AtomicBool::new(false)));
+        }
+    }
+
+    /// The stop flag of the subtask named `consumer`.
+    pub(crate) fn subtask_stop(&self, consumer: &str) -> Option<Arc<AtomicBool>> {
+        self.stops.lock().ok()?.get(consumer).cloned()
+    }
+
+    /// Forgets an ended subtask's stop flag.
+    pub(crate) fn subtask_left(&self, consumer: &str) {
+        if let Ok(mut s) = self.stops.lock() {
+            s.remove(consumer);
+        }
+    }
+
+    /// Brings every pipeline to `n` subtasks: starts new ones (new consumer names), or
+    /// tells the last ones to hand their partitions over and stop. Returns the threads
+    /// started.
+    fn scale(self: &Arc<Self>, n: u32) -> Vec<JoinHandle<()>> {
+        let mut threads = Vec::new();
+        let Ok(mut pipelines) = self.subtasks.lock() else {
+            return threads;
+        };
+        for pipeline in pipelines.iter_mut() {
+            while pipeline.live.len() > n as usize {
+                if let Some(name) = pipeline.live.pop() {
+                    if let Some(stop) = self.subtask_stop(&name) {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            let first = pipeline.live.len();
+            let names: Vec<String> = (first..n as usize).map(|_| self.consumer_name()).collect();
+            for (i, name) in names.iter().enumerate() {
+                threads.extend((pipeline.spawn)(self, i as u32, names.clone()));
+                pipeline.live.push(name.clone());
+            }
+        }
+        self.live_parallelism.store(u64::from(n), Ordering::SeqCst);
+        threads
     }
 
     /// Records that partition `partition` of (topic, group) was taken; in
@@ -198,7 +296,11 @@ impl JobShared {
                 }
             }
         }
-        self.progress(topic, group, partition, |p| p.taken = true);
+        self.progress(topic, group, partition, |p| {
+            p.taken = true;
+            p.owned = true;
+            p.takes += 1;
+        });
         Ok(())
     }
 
@@ -652,6 +754,38 @@ impl JobClient {
         }
     }
 
+    /// Changes the number of subtasks of every pipeline of the running job to `n` (≥ 1)
+    /// without stopping the others. New subtasks get new consumer names and join the
+    /// partition assignment; removed ones finish their batch, release their leases and
+    /// stop, and the remaining subtasks (of this or another process) take those
+    /// partitions at their next heartbeat, from the last commit. State and Redis sinks
+    /// stay exactly-once across the handover (state keys carry no subtask); other side
+    /// effects are at-least-once. See [`JobDiagnostics::live_parallelism`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `parallelism`) for `n == 0`; [`Error::Engine`]
+    /// once the job was cancelled.
+    pub fn scale_parallelism(&self, n: u32) -> Result<(), Error> {
+        if n == 0 {
+            return Err(Error::InvalidConfig {
+                field: "parallelism",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let mut threads = self.threads.lock().map_err(|_| Error::Engine {
+            op: "scale_parallelism",
+            reason: "poisoned".into(),
+        })?;
+        if self.shared.is_cancelled() {
+            return Err(Error::Engine {
+                op: "scale_parallelism",
+                reason: "the job was cancelled".into(),
+            });
+        }
+        threads.extend(self.shared.scale(n));
+        Ok(())
+    }
+
     /// Stops reading new batches (the batch in progress completes).
     pub fn pause(&self) {
         self.shared.paused.store(true, Ordering::SeqCst);
@@ -691,6 +825,9 @@ impl JobClient {
             job_name: self.shared.job_name.clone(),
             job_instance_id: self.shared.job_instance_id.clone(),
             parallelism: self.shared.parallelism,
+            live_parallelism: u32::try_from(self.shared.live_parallelism.load(Ordering::SeqCst))
+                .unwrap_or(u32::MAX),
+            owned_partitions: partitions.iter().filter(|p| p.owned).count(),
             paused: self.shared.paused.load(Ordering::SeqCst),
             in_flight: self.in_flight(),
             running_subtasks: self.shared.running.load(Ordering::SeqCst),

@@ -6,12 +6,46 @@
 //! job and returns a [`JobClient`].
 //!
 //! Processing model: each pipeline runs `pipeline_parallelism`
-//! subtasks (threads); subtask `i` owns partitions `p % n == i` and builds one operator
-//! chain per owned partition from a clone of the pipeline (so state caches are per
-//! partition). Taking a partition loads its state (one script: every state hash of the
+//! subtasks (threads) per process and builds one operator chain per owned partition
+//! from a clone of the pipeline (so state caches are per partition). Taking a partition loads its state (one script: every state hash of the
 //! partition); each batch runs against that in-memory cache, and its changed entries, the
 //! [`RedisListSink`] appends and the acknowledgement are written in one Lua script (see
 //! the runner's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
+//!
+//! Ownership across processes (a job may run as several processes against one Redis):
+//! - *Membership.* Every subtask heartbeats its consumer name into the sorted set
+//!   `{mq prefix}:topic:{T}:runners:{group}` every `lease_renew_interval` (score: expiry,
+//!   now + `lease_ttl`) and drops expired names. A subtask's share is computed from the
+//!   sorted live names: partition `p` belongs to the `p % live`-th name. With one process
+//!   and `n` subtasks this pins each partition to one subtask; with several processes of
+//!   equal parallelism each holds about `partitions / processes`.
+//! - *Leases and fencing tokens.* A subtask takes a partition of its share only when the
+//!   partition's lease is free; each acquisition draws a new, larger fencing token, and the
+//!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Every write an
+//!   owner makes for the partition — the batch commit, processing-time timers, the idle
+//!   flush — runs in the commit script, which first checks that the lease still holds
+//!   this exact value; otherwise it writes nothing and the owner gets
+//!   [`Error::Fenced`](crate::Error::Fenced), drops the partition's chain and state cache,
+//!   and takes it again (from the last commit) once it wins the lease. A lease never
+//!   passes because a consumer name matches, so views of the membership may disagree for a
+//!   moment without two owners ever committing for one partition.
+//! - *Handover.* A partition leaving a subtask's share (a member joined, a subtask was
+//!   scaled away, the job is cancelled) is released at a batch boundary, so the next owner
+//!   takes it at its next attempt (within one renew interval). A process that dies or
+//!   stalls loses its leases and its membership after `lease_ttl`; the others take its
+//!   partitions within `lease_ttl` plus one renew interval. Handover re-reads from the
+//!   last commit: state and Redis sinks stay exactly-once, other side effects are
+//!   at-least-once.
+//! - *Identity.* The default `job_instance_id` is `{host}-{pid}-{random}`, and consumer
+//!   names are `{job}-{instance}-{seq}` with `seq` counting the subtasks the process
+//!   started (never reused, also across [`JobClient::scale_parallelism`]).
+//! - *Rescaling.* [`JobClient::scale_parallelism`] adds or removes subtasks of a running
+//!   job; removed subtasks release their leases and leave the membership, and every
+//!   subtask recomputes its share at its next heartbeat. State keys carry no subtask, so a
+//!   job restarted or rescaled with another parallelism finds its state.
+//! - Membership expiry uses each process's clock: keep the hosts' clocks within a fraction
+//!   of `lease_ttl`. [`JobClient::await_caught_up`] and the per-partition diagnostics
+//!   describe this process only (partitions owned elsewhere are never "taken" here).
 //!
 //! State layout (readable with any Redis client): one hash per (job, topic, group,
 //! partition, operator, state): `{state_key_prefix}:{job}:{T:n}:{group}:{operator}:{state}`

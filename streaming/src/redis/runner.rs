@@ -24,7 +24,7 @@ use crate::api::Sink;
 use crate::memory::Plan;
 use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
 use crate::mq::frontier::LUA_ADVANCE;
-use crate::mq::lease::LeaseScripts;
+use crate::mq::lease::{Lease, LeaseScripts};
 use crate::mq::message::{encode_fields, parse_read_reply, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due, promote_script, schedule_script};
 use crate::mq::{ExclusiveReader, Failure, KeySpace, Message, Mq, SubscriptionOptions};
@@ -34,7 +34,7 @@ use crate::Error;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -71,11 +71,12 @@ return out
 
 const LUA_COMMIT: &str = r#"
 -- KEYS: stream, acked set, frontier (= committed offset in Offset mode), state index,
---       state hashes..., sink lists...
--- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), n ids, ids...,
+--       lease, state hashes..., sink lists...
+-- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), lease value held, n ids, ids...,
 --       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
 --       n lists, per list: n, value, ...
--- Returns per hash its HLEN after the writes when sampled, else -1.
+-- Returns per hash its HLEN after the writes when sampled, else -1; or the string
+-- 'fenced' (and writes nothing) when the lease is not held with this value any more.
 -- ARGV[from..to] without copying them into a table first.
 local function chunked_argv(cmd, key, from, to)
   local i = from
@@ -85,7 +86,8 @@ local function chunked_argv(cmd, key, from, to)
     i = j + 1
   end
 end
-local i = 4
+if redis.call('GET', KEYS[5]) ~= ARGV[4] then return 'fenced' end
+local i = 5
 local nids = tonumber(ARGV[i]); i = i + 1
 local ids = {}
 for j = 1, nids do ids[j] = ARGV[i]; i = i + 1 end
@@ -93,7 +95,7 @@ local ttl = tonumber(ARGV[3])
 local nh = tonumber(ARGV[i]); i = i + 1
 local sizes = {}
 for h = 1, nh do
-  local key = KEYS[4 + h]
+  local key = KEYS[5 + h]
   local nset = tonumber(ARGV[i]); i = i + 1
   if nset > 0 then
     chunked_argv('HSET', key, i, i + 2 * nset - 1)
@@ -111,7 +113,7 @@ for h = 1, nh do
 end
 local nl = tonumber(ARGV[i]); i = i + 1
 for l = 1, nl do
-  local key = KEYS[4 + nh + l]
+  local key = KEYS[5 + nh + l]
   local n = tonumber(ARGV[i]); i = i + 1
   if n > 0 then chunked_argv('RPUSH', key, i, i + n - 1) end
   i = i + n
@@ -282,7 +284,8 @@ fn effective_watermark(stores: &Stores) -> Option<(i64, bool)> {
     stores.iter().find_map(|(_, s)| s.borrow().watermark())
 }
 
-/// Starts the subtasks of one pipeline.
+/// Starts the subtasks of one pipeline and registers how to start more
+/// ([`JobShared::scale`]).
 pub(crate) fn start<P, S>(
     plan: P,
     sink: S,
@@ -294,10 +297,11 @@ where
     S: Sink<<P as Plan<RedisRuntime>>::Out> + Clone + Send + 'static,
 {
     let n = spec.env.config.pipeline_parallelism();
-    let mut threads = Vec::new();
-    for subtask in 0..n {
-        let (plan, sink, spec, job) = (plan.clone(), sink.clone(), spec.clone(), Arc::clone(&job));
+    let spawn = move |job: &Arc<JobShared>, subtask: u32, siblings: Vec<String>| {
+        let (plan, sink, spec, job) = (plan.clone(), sink.clone(), spec.clone(), Arc::clone(job));
         job.subtask_started();
+        let consumer = siblings[subtask as usize % siblings.len()].clone();
+        job.register_subtask(&consumer);
         let name = format!("streaming-{}-{subtask}", spec.topic);
         let job2 = Arc::clone(&job);
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
@@ -310,7 +314,7 @@ where
                 })
                 .and_then(|rt| {
                     rt.block_on(bounded_by_cancel(
-                        run_subtask(plan, sink, &spec, subtask, n, &job),
+                        run_subtask(plan, sink, &spec, subtask, &consumer, &siblings, &job),
                         &job,
                     ))
                 });
@@ -320,16 +324,23 @@ where
                     spec.topic, spec.group
                 ));
             }
+            job.subtask_left(&consumer);
             job.subtask_ended();
         });
         match spawned {
-            Ok(t) => threads.push(t),
+            Ok(t) => Some(t),
             Err(e) => {
                 job2.error(format!("cannot spawn subtask {subtask}: {e}"));
                 job2.subtask_ended();
+                None
             }
         }
-    }
+    };
+    let names: Vec<String> = (0..n).map(|_| job.consumer_name()).collect();
+    let threads = (0..n)
+        .filter_map(|subtask| spawn(&job, subtask, names.clone()))
+        .collect();
+    job.add_pipeline(names, Box::new(spawn));
     threads
 }
 
@@ -471,6 +482,8 @@ struct Part<C, S, O> {
     out: Rc<RefCell<Vec<O>>>,
     sink: S,
     reader: Option<Reader>,
+    /// The partition's lease in [`AckMode::Xack`] (in Offset mode the reader holds it).
+    lease: Option<Lease>,
     next_renew: Instant,
     needs_reset: bool,
     /// Pause before the next re-take after a failure (bounded, jittered).
@@ -495,7 +508,8 @@ async fn run_subtask<P, S>(
     sink: S,
     spec: &PipelineSpec,
     subtask: u32,
-    n: u32,
+    consumer: &str,
+    siblings: &[String],
     job: &JobShared,
 ) -> Result<(), Error>
 where
@@ -519,11 +533,7 @@ where
             dead_letter: dead_letter_script(),
             promote: promote_script(),
         },
-        consumer: format!(
-            "{}-{}-{subtask}",
-            config.job_name(),
-            config.job_instance_id()
-        ),
+        consumer: consumer.to_string(),
         subtask,
         job_name: config.job_name(),
     };
@@ -535,8 +545,7 @@ where
     };
     let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits);
     let plan = &make;
-    let mut parts = Vec::new();
-    for p in (0..partitions).filter(|p| p % n == subtask) {
+    let new_part = |p: u32| {
         let out = Rc::new(RefCell::new(Vec::new()));
         let (chain, stores, counters, side_outputs) = plan(&out)?;
         let tag = ctx.keys.hash_tag(&spec.topic, p);
@@ -561,6 +570,7 @@ where
             out,
             sink: sink.clone(),
             reader: None,
+            lease: None,
             next_renew: Instant::now(),
             needs_reset: true,
             backoff: crate::mq::Backoff::new(Duration::from_millis(50), MAX_BACKOFF),
@@ -574,158 +584,161 @@ where
         };
         guarded(&ctx, "open sink", part.sink.open())?;
         job.progress(&spec.topic, &spec.group, p, |pr| pr.subtask = subtask);
-        // Take the partition: lease, group position, state.
-        while !job.is_cancelled() {
-            match part.take(plan, &ctx, &mut conn).await {
-                Ok(()) => break,
-                Err(e) if super::schema::stops_partition(&e) => {
-                    super::schema::stopped(job, &spec.topic, &spec.group, p, &e);
-                    part.stopped = true;
-                    break;
+        Ok::<_, Error>(part)
+    };
+    let renew_every = config.mq_options().lease_renew_interval;
+    let mut members = Membership::new(&ctx, siblings, partitions);
+    let mut parts: BTreeMap<u32, Part<_, S, _>> = BTreeMap::new();
+    let idle = ctx.spec.options.poll_timeout.min(Duration::from_millis(10));
+    while !job.is_cancelled() && !members.leaving() {
+        if members.due() {
+            if let Err(e) = members.heartbeat(&ctx, &mut conn).await {
+                job.error(format!(
+                    "subtask {subtask} of {}/{}: membership heartbeat failed: {e}",
+                    spec.topic, spec.group
+                ));
+            }
+            for p in members.assigned() {
+                if let std::collections::btree_map::Entry::Vacant(e) = parts.entry(p) {
+                    e.insert(new_part(p)?);
                 }
-                Err(e) => {
-                    job.partition_error(
-                        &spec.topic,
-                        &spec.group,
-                        p,
-                        format!(
-                            "partition {p} of {}: cannot take it, retrying: {e}",
-                            spec.topic
-                        ),
-                    );
-                    tokio::time::sleep(part.backoff.next_delay()).await;
+            }
+            let leaving: Vec<u32> = (parts.keys().copied())
+                .filter(|p| !members.is_assigned(*p))
+                .collect();
+            for p in leaving {
+                if let Some(part) = parts.remove(&p) {
+                    part.hand_over(&ctx, &mut conn).await;
                 }
             }
         }
-        parts.push(part);
-    }
-    let renew_every = config.mq_options().lease_renew_interval;
-    let idle = ctx.spec.options.poll_timeout.min(Duration::from_millis(10));
-    while !job.is_cancelled() {
         if job.paused.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
         }
         let mut busy = false;
-        for part in &mut parts {
+        for part in parts.values_mut() {
             if job.is_cancelled() || part.stopped {
                 continue;
             }
-            let now = Instant::now();
-            if now >= part.next_renew && !part.needs_reset {
-                part.next_renew = now + renew_every;
-                match part.renew(&ctx, &mut conn).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        // Expired (e.g. Redis was down longer than the TTL) or taken: take
-                        // the partition again from its last commit, waiting while another
-                        // consumer holds it.
-                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
-                            "partition {} of {}: lease lost, taking the partition again from its last commit",
-                            part.partition, spec.topic
-                        ));
-                        part.needs_reset = true;
-                        part.retry_at = Instant::now();
-                        continue;
-                    }
-                    Err(e) => {
-                        job.partition_error(
-                            &spec.topic,
-                            &spec.group,
-                            part.partition,
-                            format!("partition {}: lease renewal failed: {e}", part.partition),
-                        );
-                    }
-                }
-            }
-            if part.needs_reset {
-                if Instant::now() < part.retry_at {
-                    continue;
-                }
-                match part.take(plan, &ctx, &mut conn).await {
-                    Ok(()) => {
-                        part.needs_reset = false;
-                        part.backoff.reset();
-                    }
-                    Err(e) if super::schema::stops_partition(&e) => {
-                        super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
-                        part.stopped = true;
-                    }
-                    Err(e) => {
-                        let delay = part.backoff.next_delay();
-                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
-                            "partition {} of {}: taking it again failed, retrying in {delay:?}: {e}",
-                            part.partition, spec.topic
-                        ));
-                        part.retry_at = Instant::now() + delay;
-                    }
-                }
-                continue;
-            }
-            match part.step(plan, &ctx, &mut conn).await {
-                Ok(0) => {
-                    if let Err(e) = part.fire_processing_timers(plan, &ctx, &mut conn).await {
-                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
-                            "partition {} of {}: processing-time timers not committed, reading again from the last commit: {e}",
-                            part.partition, spec.topic
-                        ));
-                        part.needs_reset = true;
-                        part.retry_at = Instant::now() + part.backoff.next_delay();
-                        continue;
-                    }
-                    if let Err(e) = part.maybe_flush_idle(plan, &ctx, &mut conn).await {
-                        job.partition_error(&spec.topic, &spec.group, part.partition, format!(
-                            "partition {} of {}: idle flush not committed, reading again from the last commit: {e}",
-                            part.partition, spec.topic
-                        ));
-                        part.needs_reset = true;
-                        part.retry_at = Instant::now() + part.backoff.next_delay();
-                    }
-                }
-                Ok(_) => busy = true,
-                Err(e) if super::schema::stops_partition(&e) => {
-                    super::schema::stopped(job, &spec.topic, &spec.group, part.partition, &e);
-                    part.stopped = true;
-                }
-                Err(e) => {
-                    job.partition_error(&spec.topic, &spec.group, part.partition, format!(
-                        "partition {} of {}: batch not committed, reading again from the last commit: {e}",
-                        part.partition, spec.topic
-                    ));
-                    part.needs_reset = true;
-                    part.retry_at = Instant::now() + part.backoff.next_delay();
-                }
-            }
+            busy |= part.turn(plan, &ctx, &mut conn, renew_every).await;
         }
         if !busy {
             tokio::time::sleep(idle).await;
         }
     }
-    for mut part in parts {
-        if let Err(e) = part.chain.close() {
-            job.error(format!(
-                "closing chain of partition {}: {e}",
-                part.partition
-            ));
-        }
-        if let Err(e) = guarded(&ctx, "close sink", part.sink.close()) {
-            job.error(format!("closing sink of partition {}: {e}", part.partition));
-        }
-        let lease = ctx.keys.lease(&spec.topic, part.partition, &spec.group);
-        match part.reader.take() {
-            Some(Reader::Offset(r)) => {
-                let _ = r.release().await;
-            }
-            _ => {
-                let _ = ctx
-                    .scripts
-                    .leases
-                    .release(&mut conn, &lease, &ctx.consumer)
-                    .await;
-            }
+    for part in std::mem::take(&mut parts).into_values() {
+        part.hand_over(&ctx, &mut conn).await;
+    }
+    members.leave(&ctx, &mut conn).await;
+    Ok(())
+}
+
+/// A subtask's view of the live subtasks reading its (topic, group), from every process
+/// of the job: each heartbeats its consumer name into the runners sorted set (score =
+/// expiry) every `lease_renew_interval`; the live names, sorted, give each its share:
+/// partition `p` belongs to the `p % live`-th name.
+struct Membership {
+    key: String,
+    consumer: String,
+    /// The consumer names of the subtasks this process starts with: registered with the
+    /// first heartbeat, so that siblings do not take each other's partitions at start.
+    siblings: Vec<String>,
+    partitions: u32,
+    live: Vec<String>,
+    next: Instant,
+    first: bool,
+    /// The subtask was asked to stop (scaled away): it hands its partitions over.
+    stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Membership {
+    fn new(ctx: &Ctx<'_>, siblings: &[String], partitions: u32) -> Self {
+        Membership {
+            key: ctx.keys.runners(&ctx.spec.topic, &ctx.spec.group),
+            consumer: ctx.consumer.clone(),
+            siblings: siblings.to_vec(),
+            partitions,
+            live: Vec::new(),
+            next: Instant::now(),
+            first: true,
+            stop: ctx.job.subtask_stop(&ctx.consumer),
         }
     }
-    Ok(())
+
+    fn due(&self) -> bool {
+        Instant::now() >= self.next
+    }
+
+    fn leaving(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
+    }
+
+    /// Registers (renews) this subtask and reads the live names.
+    async fn heartbeat(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let opts = ctx.spec.env.config.mq_options();
+        self.next = Instant::now() + opts.lease_renew_interval;
+        let now = crate::mq::topic::now_ms();
+        let ttl = i64::try_from(opts.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let expiry = now.saturating_add(ttl);
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        if std::mem::take(&mut self.first) {
+            for s in &self.siblings {
+                pipe.cmd("ZADD")
+                    .arg(&self.key)
+                    .arg("NX")
+                    .arg(expiry)
+                    .arg(s)
+                    .ignore();
+            }
+        }
+        pipe.cmd("ZADD")
+            .arg(&self.key)
+            .arg(expiry)
+            .arg(&self.consumer)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&self.key)
+            .arg("-inf")
+            .arg(now)
+            .ignore()
+            .cmd("ZRANGE")
+            .arg(&self.key)
+            .arg(0)
+            .arg(-1);
+        let (mut live,): (Vec<String>,) = pipe.query_async(conn).await?;
+        live.sort();
+        self.live = live;
+        Ok(())
+    }
+
+    fn is_assigned(&self, p: u32) -> bool {
+        match self.live.iter().position(|c| *c == self.consumer) {
+            Some(i) => p as usize % self.live.len() == i,
+            None => false,
+        }
+    }
+
+    fn assigned(&self) -> Vec<u32> {
+        (0..self.partitions)
+            .filter(|p| self.is_assigned(*p))
+            .collect()
+    }
+
+    /// Deregisters, so that the others take over at their next heartbeat.
+    async fn leave(&self, ctx: &Ctx<'_>, conn: &mut ConnectionManager) {
+        let _: Result<(), _> = redis::cmd("ZREM")
+            .arg(&self.key)
+            .arg(&self.consumer)
+            .query_async(conn)
+            .await;
+        ctx.job.subtask_left(&self.consumer);
+    }
 }
 
 fn guarded<T>(ctx: &Ctx<'_>, what: &str, r: Result<T, crate::BoxError>) -> Result<T, Error> {
@@ -755,6 +768,186 @@ where
     C: Operator<Message>,
     S: Sink<O>,
 {
+    /// One turn of the subtask loop for this partition: renew the lease when due, take the
+    /// partition when it needs it, else run a batch (or timers and the idle flush when
+    /// there is no input). `true` when a batch read entries.
+    async fn turn<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        renew_every: Duration,
+    ) -> bool {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        let now = Instant::now();
+        if now >= self.next_renew && !self.needs_reset {
+            self.next_renew = now + renew_every;
+            match self.renew(ctx, conn).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Expired (e.g. this process stalled or Redis was down longer than the
+                    // TTL), maybe taken: drop it and take it again when its lease is free.
+                    job.partition_error(&spec.topic, &spec.group, p, format!(
+                        "partition {p} of {}: lease lost, taking the partition again from its last commit",
+                        spec.topic
+                    ));
+                    self.forget(plan, ctx);
+                    return false;
+                }
+                Err(e) => {
+                    job.partition_error(
+                        &spec.topic,
+                        &spec.group,
+                        p,
+                        format!("partition {p}: lease renewal failed: {e}"),
+                    );
+                }
+            }
+        }
+        if self.needs_reset {
+            if Instant::now() >= self.retry_at {
+                self.retake(plan, ctx, conn, renew_every).await;
+            }
+            return false;
+        }
+        let (what, r) = match self.step(plan, ctx, conn).await {
+            Ok(0) => match self.fire_processing_timers(plan, ctx, conn).await {
+                Ok(()) => (
+                    "idle flush not committed",
+                    self.maybe_flush_idle(plan, ctx, conn).await,
+                ),
+                Err(e) => ("processing-time timers not committed", Err(e)),
+            },
+            Ok(_) => return true,
+            Err(e) => ("batch not committed", Err(e)),
+        };
+        match r {
+            Ok(()) => {}
+            Err(e) if super::schema::stops_partition(&e) => {
+                super::schema::stopped(job, &spec.topic, &spec.group, p, &e);
+                self.stopped = true;
+            }
+            Err(e) if e.is_fenced() => {
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!("{e}: dropped from memory until its lease is won again"),
+                );
+                job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
+                self.forget(plan, ctx);
+            }
+            Err(e) => {
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!(
+                        "partition {p} of {}: {what}, reading again from the last commit: {e}",
+                        spec.topic
+                    ),
+                );
+                self.needs_reset = true;
+                self.retry_at = Instant::now() + self.backoff.next_delay();
+            }
+        }
+        false
+    }
+
+    /// Takes the partition again (after a failure, a loss, or when newly assigned).
+    async fn retake<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        renew_every: Duration,
+    ) {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        match self.take(plan, ctx, conn).await {
+            Ok(()) => {
+                self.needs_reset = false;
+                self.backoff.reset();
+            }
+            Err(e) if super::schema::stops_partition(&e) => {
+                super::schema::stopped(job, &spec.topic, &spec.group, p, &e);
+                self.stopped = true;
+            }
+            Err(e) if is_leased_elsewhere(&e) => {
+                // Its owner hands it over at a batch boundary, or its lease expires.
+                tracing::debug!(topic = %spec.topic, partition = p, "partition leased elsewhere; waiting");
+                self.retry_at = Instant::now() + renew_every / 2;
+            }
+            Err(e) => {
+                let delay = self.backoff.next_delay();
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!(
+                        "partition {p} of {}: taking it again failed, retrying in {delay:?}: {e}",
+                        spec.topic
+                    ),
+                );
+                self.retry_at = Instant::now() + delay;
+            }
+        }
+    }
+
+    /// Drops what the partition holds in memory (state cache, chain, outputs, reader,
+    /// lease) after its lease was lost: the next take reloads what the last commit left.
+    fn forget<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>) {
+        let _ = self.chain.close();
+        self.out.borrow_mut().clear();
+        let _ = self.sink.take_commit_writes();
+        match plan(&self.out) {
+            Ok((chain, stores, counters, side_outputs)) => {
+                self.chain = chain;
+                self.stores = stores;
+                self.counters = counters;
+                self.side_outputs = side_outputs;
+            }
+            Err(e) => ctx.job.error(format!("rebuilding a chain: {e}")),
+        }
+        self.reader = None;
+        self.lease = None;
+        if let Some(u) = self.unconfirmed.take() {
+            ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
+        }
+        self.needs_reset = true;
+        self.retry_at = Instant::now();
+        let spec = ctx.spec;
+        ctx.job
+            .progress(&spec.topic, &spec.group, self.partition, |pr| {
+                pr.owned = false
+            });
+    }
+
+    /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
+    /// chain and sink and releases its lease, so the next owner takes it at once.
+    async fn hand_over(mut self, ctx: &Ctx<'_>, conn: &mut ConnectionManager) {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        if let Err(e) = self.chain.close() {
+            job.error(format!("closing chain of partition {p}: {e}"));
+        }
+        if let Err(e) = guarded(ctx, "close sink", self.sink.close()) {
+            job.error(format!("closing sink of partition {p}: {e}"));
+        }
+        if let Some(u) = self.unconfirmed.take() {
+            job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
+        }
+        match self.reader.take() {
+            Some(Reader::Offset(r)) => {
+                let _ = r.release().await;
+            }
+            _ => {
+                if let Some(lease) = self.lease.take() {
+                    let _ = ctx.scripts.leases.release(conn, &lease).await;
+                }
+            }
+        }
+        job.progress(&spec.topic, &spec.group, p, |pr| pr.owned = false);
+    }
+
     /// Takes (or re-takes after a failure) the partition: lease and read position, a fresh
     /// chain, and the state the last commit left.
     async fn take<F: Make<C, O>>(
@@ -767,19 +960,25 @@ where
         let config = &spec.env.config;
         match config.ack_mode() {
             AckMode::Xack => {
-                let lease = ctx.keys.lease(&spec.topic, p, &spec.group);
                 let ttl = config.mq_options().lease_ttl;
-                if !ctx
-                    .scripts
-                    .leases
-                    .acquire(conn, &lease, &ctx.consumer, ttl)
-                    .await?
-                {
-                    return Err(Error::Mq {
-                        op: "take partition",
-                        reason: format!("partition {p} is leased by another consumer"),
-                    });
-                }
+                let kept = match self.lease.take() {
+                    Some(l) if ctx.scripts.leases.renew(conn, &l, ttl).await? => Some(l),
+                    _ => None,
+                };
+                let lease = match kept {
+                    Some(l) => l,
+                    None => {
+                        let key = ctx.keys.lease(&spec.topic, p, &spec.group);
+                        let fence = ctx.keys.fence(&spec.topic, p, &spec.group);
+                        let acquired = ctx
+                            .scripts
+                            .leases
+                            .acquire(conn, &key, &fence, &ctx.consumer, ttl)
+                            .await?;
+                        acquired.ok_or_else(|| leased_elsewhere(p))?
+                    }
+                };
+                self.lease = Some(lease);
                 crate::mq::group::ensure_group(
                     conn,
                     &ctx.keys,
@@ -803,22 +1002,31 @@ where
                 });
             }
             AckMode::Offset => {
-                if let Some(Reader::Offset(old)) = self.reader.take() {
-                    // Keep the lease (same consumer); the new reader re-takes it.
-                    drop(old);
-                }
+                // A lease still held is kept (same token); else a new one is taken.
+                let held = match self.reader.take() {
+                    Some(Reader::Offset(old)) => old.lease().cloned(),
+                    _ => None,
+                };
                 let committed = ctx.mq.commit_frontier(&spec.topic, &spec.group, p).await?;
                 let reader = ctx
                     .mq
-                    .exclusive_reader(
+                    .exclusive_reader_keeping(
                         &spec.topic,
                         &spec.group,
                         p,
                         &ctx.consumer,
                         committed.as_deref(),
                         spec.options.start,
+                        held,
                     )
-                    .await?;
+                    .await
+                    .map_err(|e| match e {
+                        Error::Mq {
+                            op: "exclusive_reader",
+                            ..
+                        } => leased_elsewhere(p),
+                        e => e,
+                    })?;
                 self.reader = Some(Reader::Offset(Box::new(reader)));
             }
         }
@@ -920,18 +1128,15 @@ where
         let spec = ctx.spec;
         match &mut self.reader {
             Some(Reader::Offset(r)) => r.renew().await,
-            _ => {
-                let lease = ctx.keys.lease(&spec.topic, self.partition, &spec.group);
-                ctx.scripts
-                    .leases
-                    .renew(
-                        conn,
-                        &lease,
-                        &ctx.consumer,
-                        spec.env.config.mq_options().lease_ttl,
-                    )
-                    .await
-            }
+            _ => match &self.lease {
+                Some(lease) => {
+                    ctx.scripts
+                        .leases
+                        .renew(conn, lease, spec.env.config.mq_options().lease_ttl)
+                        .await
+                }
+                None => Ok(false),
+            },
         }
     }
 
@@ -1106,6 +1311,11 @@ where
         };
         let processed = (msgs.len() - skip.len()) as u64;
         if let Err(e) = self.commit(ctx, conn, pending, &ids).await {
+            if e.is_fenced() {
+                // Refused in the script: nothing was applied.
+                self.skipped = 0;
+                return Err(e);
+            }
             self.unconfirmed = last_id.map(|last_id| Unconfirmed {
                 last_id,
                 processed,
@@ -1345,10 +1555,12 @@ where
             .filter(|w| !w.values.is_empty())
             .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
             .collect();
+        let lease = self.fenced_unless_held(ctx)?;
         let mut inv = ctx.scripts.commit.key(ctx.keys.stream(t, p));
         inv.key(ctx.keys.acked(t, p, g))
             .key(ctx.keys.frontier(t, p, g))
-            .key(self.state_keys.index());
+            .key(self.state_keys.index())
+            .key(&lease.key);
         for h in &pending.hashes {
             inv.key(&h.key);
         }
@@ -1362,7 +1574,11 @@ where
         let ttl = config.state_ttl().map_or(0, |d| {
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
         });
-        inv.arg(mode).arg(g).arg(ttl).arg(ids.len());
+        inv.arg(mode)
+            .arg(g)
+            .arg(ttl)
+            .arg(&lease.value)
+            .arg(ids.len());
         for id in ids {
             inv.arg(id);
         }
@@ -1390,13 +1606,41 @@ where
                 inv.arg(v);
             }
         }
-        let sizes: Vec<i64> = inv.invoke_async(conn).await?;
+        let reply: Value = inv.invoke_async(conn).await?;
+        let Value::Array(_) = reply else {
+            return Err(self.fenced_error(ctx, lease.token));
+        };
+        let sizes: Vec<i64> = redis::from_redis_value(&reply)?;
         for (h, size) in pending.hashes.iter().zip(sizes) {
             if let Ok(size) = u64::try_from(size) {
                 self.sampled_size(ctx, h, size);
             }
         }
         Ok(())
+    }
+
+    /// The lease held for the partition (its value goes into every fenced write).
+    fn held_lease(&self) -> Option<&Lease> {
+        match &self.reader {
+            Some(Reader::Offset(r)) => r.lease(),
+            _ => self.lease.as_ref(),
+        }
+    }
+
+    /// The lease held, or [`Error::Fenced`] when there is none.
+    fn fenced_unless_held(&self, ctx: &Ctx<'_>) -> Result<Lease, Error> {
+        self.held_lease()
+            .cloned()
+            .ok_or_else(|| self.fenced_error(ctx, 0))
+    }
+
+    fn fenced_error(&self, ctx: &Ctx<'_>, token: u64) -> Error {
+        Error::Fenced {
+            topic: ctx.spec.topic.clone(),
+            group: ctx.spec.group.clone(),
+            partition: self.partition,
+            token,
+        }
     }
 
     fn is_armed(&self, key: &str) -> bool {
@@ -1568,6 +1812,26 @@ where
         }
         Ok(())
     }
+}
+
+/// The error of a take that found the partition's lease held by another owner.
+fn leased_elsewhere(p: u32) -> Error {
+    Error::Mq {
+        op: "take partition",
+        reason: format!("partition {p} is leased by another consumer"),
+    }
+}
+
+/// Whether a take failed only because another owner holds the lease (not an error of
+/// this process: the partition is someone else's for now).
+fn is_leased_elsewhere(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Mq {
+            op: "take partition",
+            ..
+        }
+    )
 }
 
 /// Moves every pending entry of `group` to `consumer` (the partition's new exclusive

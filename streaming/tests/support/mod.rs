@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod redis_server;
+pub mod workers;
 
 use std::future::Future;
 use std::time::Duration;

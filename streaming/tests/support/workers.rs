@@ -1,0 +1,321 @@
+//! Several OS processes of one Redis job: the test binary starts copies of itself that run
+//! a word-count job (keyed `ValueState` count, a `RedisListSink`), and checks the list
+//! output for exactly-once and exact counts.
+//!
+//! A test file using it declares `#[test] fn worker() { support::workers::serve() }`:
+//! in a child started by [`Worker::spawn`] (environment `STREAMING_WORKER=1`) that test
+//! runs the job until its stdin closes; everywhere else it returns at once. The child
+//! reads `scale N` lines on stdin and prints `INSTANCE <id>` when started and
+//! `FINAL <diagnostics>` when stopped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use streaming::api::ValueStateDescriptor;
+use streaming::mq::{Message, StartPolicy, SubscriptionOptions};
+use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig};
+
+const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+
+/// The topic, group and output list of the job.
+pub const TOPIC: &str = "t";
+/// The output list (one per partition, [`RedisListSink::key_for`]).
+pub const LIST: &str = "out";
+
+/// What a worker process runs with.
+#[derive(Clone, Debug)]
+pub struct WorkerSpec {
+    pub url: String,
+    pub prefix: String,
+    pub mode: AckMode,
+    pub parallelism: u32,
+    /// Per-record processing time (widens the window in which a batch is in flight).
+    pub record_delay: Duration,
+}
+
+/// The child side: runs the job while stdin is open, when started as a worker.
+pub fn serve() {
+    if std::env::var("STREAMING_WORKER").as_deref() != Ok("1") {
+        return;
+    }
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
+    let mode = if var("W_MODE") == "xack" {
+        AckMode::Xack
+    } else {
+        AckMode::Offset
+    };
+    let delay = Duration::from_micros(var("W_DELAY_US").parse().unwrap());
+    let opts = super::fast_options("w")
+        .key_prefix(var("W_PREFIX"))
+        .build()
+        .unwrap();
+    // Default job_instance_id: every worker of a test runs on this host.
+    let config = RedisRuntimeConfig::builder()
+        .job_name("wc")
+        .mq_options(opts)
+        .ack_mode(mode)
+        .pipeline_parallelism(var("W_PAR").parse().unwrap())
+        .build()
+        .unwrap();
+    println!("INSTANCE {}", config.job_instance_id());
+    let env = RedisEnv::create_with_config(var("W_URL").as_str(), config).unwrap();
+    env.from_mq_topic_with_options(
+        TOPIC,
+        "g",
+        SubscriptionOptions::builder()
+            .start(StartPolicy::Earliest)
+            .batch_count(20)
+            .build()
+            .unwrap(),
+    )
+    .map(|m: Message| {
+        (
+            m.key.clone().unwrap_or_default(),
+            m.text().unwrap().to_string(),
+        )
+    })
+    .key_by(|(w, _): &(String, String)| w.clone())
+    .process(move |(w, id): (String, String), ctx, out| {
+        std::thread::sleep(delay);
+        let mut c = ctx.state(&COUNT)?;
+        let n = c.value() + 1;
+        c.update(n);
+        out.collect(format!("{id}|{w}|{n}"));
+        Ok(())
+    })
+    .sink(RedisListSink::<String>::text(LIST))
+    .unwrap();
+    let job = env.execute_async().unwrap();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if let Some(n) = line.strip_prefix("scale ") {
+            scale(&job, n.trim().parse().unwrap());
+        }
+    }
+    job.cancel();
+    println!("FINAL {:?}", job.diagnostics());
+    std::io::stdout().flush().unwrap();
+    std::process::exit(0);
+}
+
+fn scale(job: &streaming::redis::JobClient, n: u32) {
+    job.scale_parallelism(n).unwrap();
+}
+
+/// A worker process of the job.
+pub struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: Arc<Mutex<Vec<String>>>,
+    pub instance: String,
+}
+
+impl Worker {
+    /// Starts a copy of the running test binary as a worker (its test `worker`).
+    pub fn spawn(spec: &WorkerSpec) -> Worker {
+        let exe = std::env::current_exe().unwrap();
+        let mut child = Command::new(exe)
+            .args(["worker", "--exact", "--nocapture", "--test-threads", "1"])
+            .env("STREAMING_WORKER", "1")
+            .env("W_URL", &spec.url)
+            .env("W_PREFIX", &spec.prefix)
+            .env(
+                "W_MODE",
+                if spec.mode == AckMode::Xack {
+                    "xack"
+                } else {
+                    "offset"
+                },
+            )
+            .env("W_PAR", spec.parallelism.to_string())
+            .env("W_DELAY_US", spec.record_delay.as_micros().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let lines = Arc::clone(&out);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // libtest may print `test worker ... ` before it on the same line.
+                if let Some(i) = line.find("INSTANCE ") {
+                    let _ = tx.send(line[i + "INSTANCE ".len()..].trim().to_string());
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let instance = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        Worker {
+            child,
+            stdin,
+            out,
+            instance,
+        }
+    }
+
+    /// Sends `sig` (`STOP`, `CONT`, `KILL`) to the process.
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{sig} failed");
+    }
+
+    /// Asks the job to run `n` subtasks.
+    pub fn scale(&mut self, n: u32) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "scale {n}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Stops the job (cancel) and returns its final diagnostics line.
+    pub fn stop(mut self) -> String {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(50));
+        let out = self.out.lock().unwrap();
+        out.iter()
+            .find_map(|l| l.find("FINAL ").map(|i| l[i..].to_string()))
+            .unwrap_or_default()
+    }
+
+    /// Kills the process (`SIGKILL`) and reaps it.
+    pub fn kill(mut self) {
+        self.signal("KILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sum of a counter (e.g. `fenced`) over the partitions of a `FINAL` diagnostics line.
+pub fn sum_of(diagnostics: &str, field: &str) -> u64 {
+    let pat = format!("{field}: ");
+    diagnostics
+        .match_indices(&pat)
+        .filter_map(|(i, _)| {
+            let rest = &diagnostics[i + pat.len()..];
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..end].parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// The words of message `i` of the input.
+pub fn word(i: usize) -> String {
+    format!("w{}", i % 17)
+}
+
+/// Every output line of the job, over all partitions.
+pub fn output(conn: &mut redis::Connection, partitions: u32) -> Vec<String> {
+    let mut all = Vec::new();
+    for p in 0..partitions {
+        let v: Vec<String> = redis::cmd("LRANGE")
+            .arg(RedisListSink::<String>::key_for(LIST, TOPIC, p))
+            .arg(0)
+            .arg(-1)
+            .query(conn)
+            .unwrap();
+        all.extend(v);
+    }
+    all
+}
+
+/// Asserts that the output has every message `m0..m{n}` exactly once and that each word's
+/// counts are exactly 1..=its occurrences.
+pub fn check_exactly_once(out: &[String], n: usize) {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counts: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for line in out {
+        let mut it = line.split('|');
+        let (id, w, c) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+        *seen.entry(id.to_string()).or_default() += 1;
+        counts
+            .entry(w.to_string())
+            .or_default()
+            .push(c.parse().unwrap());
+    }
+    let dup: Vec<_> = seen.iter().filter(|(_, c)| **c > 1).take(10).collect();
+    assert!(
+        dup.is_empty(),
+        "duplicated output ({} lines for {n} messages), e.g. {dup:?}",
+        out.len()
+    );
+    let missing: Vec<usize> = (0..n)
+        .filter(|i| !seen.contains_key(&format!("m{i}")))
+        .take(10)
+        .collect();
+    assert!(missing.is_empty(), "lost messages, e.g. {missing:?}");
+    assert_eq!(seen.len(), n);
+    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    for i in 0..n {
+        *expected.entry(word(i)).or_default() += 1;
+    }
+    for (w, mut got) in counts {
+        got.sort_unstable();
+        let want: Vec<u64> = (1..=expected[&w]).collect();
+        assert_eq!(got, want, "counts of {w}");
+    }
+}
+
+/// The owners (instance ids) of the partitions' leases now, `None` for a free lease.
+pub fn lease_owners(
+    conn: &mut redis::Connection,
+    prefix: &str,
+    partitions: u32,
+    instances: &[String],
+) -> Vec<Option<String>> {
+    (0..partitions)
+        .map(|p| {
+            let v: Option<String> = redis::cmd("GET")
+                .arg(format!("{prefix}:{{{TOPIC}:{p}}}:lease:g"))
+                .query(conn)
+                .unwrap();
+            v.map(|v| {
+                instances
+                    .iter()
+                    .find(|i| v.contains(i.as_str()))
+                    .cloned()
+                    .unwrap_or(v)
+            })
+        })
+        .collect()
+}
+
+/// The raw values (`"{token} {consumer}"`) of the partitions' leases now.
+pub fn lease_values(
+    conn: &mut redis::Connection,
+    prefix: &str,
+    partitions: u32,
+) -> Vec<Option<String>> {
+    (0..partitions)
+        .map(|p| {
+            redis::cmd("GET")
+                .arg(format!("{prefix}:{{{TOPIC}:{p}}}:lease:g"))
+                .query(conn)
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Distinct owners in `owners`.
+pub fn distinct(owners: &[Option<String>]) -> BTreeSet<String> {
+    owners.iter().flatten().cloned().collect()
+}
