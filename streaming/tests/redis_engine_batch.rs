@@ -746,3 +746,53 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
         assert_eq!(records(&job), 50, "{mode:?}");
     }
 }
+
+/// A batch that takes longer than `lease_ttl` in a job nobody competes with commits: the
+/// lease expired but no other owner took it (the fencing token is still ours), so the
+/// commit takes it back instead of being fenced and read again forever.
+#[test]
+fn a_batch_longer_than_the_lease_commits_when_nobody_took_the_partition() {
+    let s = setup("batch-slow");
+    let mq = s.mq();
+    let opts = fast_options("batch-slow")
+        .key_prefix(s.mq_opts.key_prefix.clone())
+        .lease_ttl(Duration::from_millis(200))
+        .lease_renew_interval(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    for mode in [AckMode::Xack, AckMode::Offset] {
+        let topic = format!("slow-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        s.send(&topic, &["a", "slow", "b"]);
+        let env = s.env(s.config(&topic, mode).mq_options(opts.clone()));
+        env.from_mq_topic_with_options(&topic, "g", earliest(16))
+            .map(|m: Message| {
+                let text = m.text().unwrap().to_string();
+                if text == "slow" {
+                    // Longer than lease_ttl: the lease expires inside the batch.
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                text
+            })
+            .sink(RedisListSink::<String>::text("slow-out"))
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        assert!(
+            job.await_caught_up(Duration::from_secs(30)).unwrap(),
+            "{mode:?}: {:?}",
+            job.diagnostics()
+        );
+        job.cancel();
+        let d = job.diagnostics();
+        assert_eq!(d.partitions[0].fenced, 0, "{mode:?}: {d:?}");
+        let mut conn = s.conn();
+        let list: Vec<String> =
+            s.rt.block_on(conn.lrange(
+                RedisListSink::<String>::key_for("slow-out", &topic, 0),
+                0,
+                -1,
+            ))
+            .unwrap();
+        assert_eq!(list, ["a", "slow", "b"], "{mode:?}: exactly once");
+    }
+}

@@ -26,9 +26,16 @@ return token
 "#;
 
 const LUA_RENEW: &str = r#"
--- KEYS: lease; ARGV: held value, ttl ms.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+-- KEYS: lease, fencing counter; ARGV: held value "{token} {owner}", ttl ms.
+-- Extends the lease; an expired lease that nobody took since (the counter still holds our
+-- token) is taken back under the same token. Returns 1 when held now, else 0.
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if (not held) and redis.call('GET', KEYS[2]) == string.match(ARGV[1], '^(%d+) ') then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
 end
 return 0
 "#;
@@ -44,6 +51,9 @@ return 0
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Lease {
     pub(crate) key: String,
+    /// The partition's fencing-token counter (an expired lease whose token is still the
+    /// counter's value was taken by nobody since, and may be taken back).
+    pub(crate) fence: String,
     pub(crate) value: String,
     pub(crate) token: u64,
 }
@@ -87,12 +97,14 @@ impl LeaseScripts {
             .await?;
         Ok((token > 0).then(|| Lease {
             key: key.to_string(),
+            fence: fence.to_string(),
             value: format!("{token} {owner}"),
             token,
         }))
     }
 
-    /// Extends `lease`; `false` when it is not held any more (expired, maybe taken).
+    /// Extends `lease` (taking it back if it expired and nobody took it since: the token
+    /// decides); `false` when another owner took it.
     pub(crate) async fn renew(
         &self,
         conn: &mut ConnectionManager,
@@ -102,6 +114,7 @@ impl LeaseScripts {
         let n: i64 = self
             .renew
             .key(&lease.key)
+            .key(&lease.fence)
             .arg(&lease.value)
             .arg(ms(ttl))
             .invoke_async(conn)

@@ -71,12 +71,15 @@ return out
 
 const LUA_COMMIT: &str = r#"
 -- KEYS: stream, acked set, frontier (= committed offset in Offset mode), state index,
---       lease, state hashes..., sink lists...
--- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), lease value held, n ids, ids...,
+--       lease, fencing counter, state hashes..., sink lists...
+-- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), lease value held "{token} {owner}",
+--       lease ttl ms, n ids, ids...,
 --       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
 --       n lists, per list: n, value, ...
 -- Returns per hash its HLEN after the writes when sampled, else -1; or the string
--- 'fenced' (and writes nothing) when the lease is not held with this value any more.
+-- 'fenced' (and writes nothing) when another owner took the lease since. A lease that
+-- expired during a long batch and that nobody took (the counter still holds our token) is
+-- taken back; a held lease is extended: a commit renews the lease.
 -- ARGV[from..to] without copying them into a table first.
 local function chunked_argv(cmd, key, from, to)
   local i = from
@@ -86,8 +89,15 @@ local function chunked_argv(cmd, key, from, to)
     i = j + 1
   end
 end
-if redis.call('GET', KEYS[5]) ~= ARGV[4] then return 'fenced' end
-local i = 5
+local held = redis.call('GET', KEYS[5])
+if held == ARGV[4] then
+  redis.call('PEXPIRE', KEYS[5], ARGV[5])
+elseif (not held) and redis.call('GET', KEYS[6]) == string.match(ARGV[4], '^(%d+) ') then
+  redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
+else
+  return 'fenced'
+end
+local i = 6
 local nids = tonumber(ARGV[i]); i = i + 1
 local ids = {}
 for j = 1, nids do ids[j] = ARGV[i]; i = i + 1 end
@@ -95,7 +105,7 @@ local ttl = tonumber(ARGV[3])
 local nh = tonumber(ARGV[i]); i = i + 1
 local sizes = {}
 for h = 1, nh do
-  local key = KEYS[5 + h]
+  local key = KEYS[6 + h]
   local nset = tonumber(ARGV[i]); i = i + 1
   if nset > 0 then
     chunked_argv('HSET', key, i, i + 2 * nset - 1)
@@ -113,7 +123,7 @@ for h = 1, nh do
 end
 local nl = tonumber(ARGV[i]); i = i + 1
 for l = 1, nl do
-  local key = KEYS[5 + nh + l]
+  local key = KEYS[6 + nh + l]
   local n = tonumber(ARGV[i]); i = i + 1
   if n > 0 then chunked_argv('RPUSH', key, i, i + n - 1) end
   i = i + n
@@ -1560,7 +1570,8 @@ where
         inv.key(ctx.keys.acked(t, p, g))
             .key(ctx.keys.frontier(t, p, g))
             .key(self.state_keys.index())
-            .key(&lease.key);
+            .key(&lease.key)
+            .key(&lease.fence);
         for h in &pending.hashes {
             inv.key(&h.key);
         }
@@ -1574,10 +1585,16 @@ where
         let ttl = config.state_ttl().map_or(0, |d| {
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
         });
+        let lease_ttl = config.mq_options().lease_ttl;
         inv.arg(mode)
             .arg(g)
             .arg(ttl)
             .arg(&lease.value)
+            .arg(
+                u64::try_from(lease_ttl.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1),
+            )
             .arg(ids.len());
         for id in ids {
             inv.arg(id);
