@@ -448,7 +448,10 @@ async fn a_lost_lease_stops_the_partition_and_a_free_one_is_taken_back() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(holder, s.consumer_name());
+    // The lease holds "{fencing token} {owner}".
+    let (token, owner) = holder.split_once(' ').unwrap();
+    assert!(token.parse::<u64>().unwrap() >= 1, "{holder}");
+    assert_eq!(owner, s.consumer_name());
     // Someone else takes the lease (as if ours had expired during a long pause).
     let _: () = redis::cmd("SET")
         .arg(&lease)
