@@ -713,8 +713,8 @@ where
 
     /// Rolling minimum per key by `f`: emits, after every element, the element with the
     /// smallest `f(element)` so far (on ties the one that arrived first; Flink `minBy`).
-    /// Comparison is `PartialOrd`: a value that compares with nothing (`NaN`) is kept
-    /// only while it is the first one, so filter `NaN`s out before.
+    /// Comparison is `PartialOrd`: a `NaN` that arrives first stays the result (nothing
+    /// compares past it) and a later one is never chosen, so filter `NaN`s out before.
     #[allow(clippy::type_complexity)]
     pub fn min_by<V, F>(
         self,
@@ -746,8 +746,8 @@ where
 
     /// Rolling maximum per key by `f`: emits, after every element, the element with the
     /// largest `f(element)` so far (on ties the one that arrived first; Flink `maxBy`).
-    /// Comparison is `PartialOrd`: a value that compares with nothing (`NaN`) is kept
-    /// only while it is the first one, so filter `NaN`s out before.
+    /// Comparison is `PartialOrd`: a `NaN` that arrives first stays the result (nothing
+    /// compares past it) and a later one is never chosen, so filter `NaN`s out before.
     #[allow(clippy::type_complexity)]
     pub fn max_by<V, F>(
         self,
