@@ -310,11 +310,11 @@ impl JobShared {
     fn caught_up(&self, budget: Duration, end: Instant) -> Result<bool, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
         let mut conn = crate::mq::blocking_connection(&self.client, budget)?;
-        // Each query gets what is left until `end` (at least 10 ms, so a zero timeout still
-        // checks once), at most the budget.
+        // Each query gets what is left until `end` (at least `MIN_CHECK`, so a zero timeout
+        // still checks once), at most the budget.
         let bound = |conn: &mut redis::Connection| -> Result<(), Error> {
             let left = end.saturating_duration_since(Instant::now());
-            let t = Some(left.max(Duration::from_millis(10)).min(budget));
+            let t = Some(left.max(MIN_CHECK).min(budget));
             conn.set_read_timeout(t)?;
             conn.set_write_timeout(t)?;
             Ok(())
@@ -620,7 +620,8 @@ impl JobClient {
     ///
     /// Producers still writing move the end: it is the end as of each check.
     ///
-    /// It returns within `timeout` (plus at most 10 ms) whatever Redis does: each wait on
+    /// It returns within `timeout` — or 250 ms, the time one check may always take (so
+    /// `Duration::ZERO` checks once) — whatever Redis does: each wait on
     /// Redis is bounded by the time left and by
     /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout). While
     /// Redis is unreachable (restarting, loading its data, frozen) it keeps checking, as
@@ -654,11 +655,7 @@ impl JobClient {
     /// loading its data set) are [`Error::Connect`].
     fn check_caught_up(&self, end: Instant) -> Result<bool, Error> {
         let left = end.saturating_duration_since(Instant::now());
-        let budget = self
-            .shared
-            .response_timeout
-            .min(left)
-            .max(Duration::from_millis(10));
+        let budget = self.shared.response_timeout.min(left).max(MIN_CHECK);
         // The check runs on a thread of its own so that the wait ends by `end` whatever
         // Redis does: a connection handshake can take its timeout once per round trip.
         // A check still running then ends by its own timeouts and is ignored.
@@ -667,14 +664,12 @@ impl JobClient {
         std::thread::spawn(move || {
             let _ = tx.send(shared.caught_up(budget, end));
         });
-        let waited = rx
-            .recv_timeout(left.max(Duration::from_millis(10)))
-            .unwrap_or_else(|_| {
-                Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no reply before the wait's deadline",
-                ))))
-            });
+        let waited = rx.recv_timeout(left.max(MIN_CHECK)).unwrap_or_else(|_| {
+            Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no reply before the wait's deadline",
+            ))))
+        });
         waited.map_err(|e| match e {
             Error::Redis(e)
                 if e.is_timeout()
@@ -720,7 +715,7 @@ impl JobClient {
     /// # Errors
     /// [`Error::InvalidConfig`] (field `watermark_idle_timeout`) when the job has no idle
     /// timeout (nothing would ever flush); [`Error::Connect`] when a check cannot reach
-    /// Redis in time (it returns within `timeout` plus at most 10 ms, as
+    /// Redis in time (it returns within `timeout` or 250 ms, as
     /// [`await_caught_up`](Self::await_caught_up)).
     pub fn await_flushed(&self, timeout: Duration) -> Result<bool, Error> {
         if self.shared.idle_timeout.is_none() {
@@ -859,3 +854,7 @@ fn deadline(timeout: Duration) -> Instant {
     now.checked_add(timeout)
         .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
+
+/// How long one caught-up check may always take, however short the wait's timeout: a
+/// zero timeout still checks once against a healthy but busy server.
+const MIN_CHECK: Duration = Duration::from_millis(250);
