@@ -6,8 +6,8 @@ use std::time::Duration;
 use streaming::api::RejectedElement;
 use streaming::time::{
     AscendingTimestamps, BoundedOutOfOrderness, CountTrigger, EventTimeSessionWindows,
-    SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, Trigger, TriggerContext,
-    TriggerResult, WatermarkGenerator, WatermarkOutput,
+    SlidingEventTimeWindows, TimeWindow, Trigger, TriggerContext, TriggerResult,
+    TumblingEventTimeWindows, WatermarkGenerator, WatermarkOutput,
 };
 use streaming::MemoryEnv;
 

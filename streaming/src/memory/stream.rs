@@ -393,7 +393,9 @@ impl<P: Plan> DataStream<P> {
     /// Lets `generator` own the watermark from here on, keeping record timestamps.
     ///
     /// Per element: `on_event`, then `on_periodic_emit`, then the element goes on, then the
-    /// watermark if it rose (so an element is judged against the watermark before it).
+    /// watermark if it rose (so an element is judged against the watermark before it). An
+    /// element a window rejects (window bounds outside `i64`) leaves the generator and the
+    /// watermark as they were before it; the generator is `Clone` for that.
     pub fn assign_timestamps_and_watermarks<G: WatermarkGenerator<P::Out> + Clone>(
         self,
         generator: G,

@@ -731,7 +731,6 @@ where
         Ok(false)
     }
 
-
     fn process_aligned(&mut self, key: K, value: T, timestamp: i64) -> Result<(), Error> {
         let watermark = self.watermark;
         let live = self
