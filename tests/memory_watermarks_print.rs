@@ -9,6 +9,7 @@ use streaming::MemoryEnv;
 /// Raises the watermark only on "tick" elements, to the tick's timestamp, and tries to
 /// lower it on "rewind" elements (ignored: watermarks are monotone). `on_periodic_emit` runs
 /// once per element and counts calls.
+#[derive(Clone)]
 struct Punctuated {
     periodic_calls: Arc<Mutex<u32>>,
 }

@@ -3,9 +3,11 @@
 //! arrival order of merged session panes.
 
 use std::time::Duration;
+use streaming::api::RejectedElement;
 use streaming::time::{
-    BoundedOutOfOrderness, CountTrigger, EventTimeSessionWindows, SlidingEventTimeWindows,
-    TimeWindow, Trigger, TriggerContext, TriggerResult,
+    AscendingTimestamps, BoundedOutOfOrderness, CountTrigger, EventTimeSessionWindows,
+    SlidingEventTimeWindows, TimeWindow, Trigger, TriggerContext, TriggerResult,
+    TumblingEventTimeWindows, WatermarkGenerator, WatermarkOutput,
 };
 use streaming::MemoryEnv;
 
@@ -197,4 +199,106 @@ fn field_aggregations_sum_min_and_max_by_a_field() {
         .collect_vec()
         .unwrap();
     assert_eq!(rolling_max, vec![1, 1, 3, 3, 3]);
+}
+
+/// Input with a record whose window bounds overflow between two on-time records.
+fn around_a_rejected_record() -> Vec<(&'static str, i64)> {
+    vec![("a", 5), ("a", i64::MAX), ("a", 7)]
+}
+
+/// A record the window rejects does not move the watermark: the record after it is judged
+/// against the watermark before the rejected one, with or without a rejected-element
+/// output.
+#[test]
+fn a_rejected_record_does_not_move_the_watermark() {
+    for with_output in [false, true] {
+        let (mut out, mut late, mut rejected) = (Vec::new(), Vec::new(), Vec::new());
+        let windowed = MemoryEnv::new()
+            .from_collection(around_a_rejected_record())
+            .assign_timestamps_and_watermarks_with(|e: &(&str, i64), _| e.1, AscendingTimestamps)
+            .key_by(|e| e.0)
+            .window(TumblingEventTimeWindows::of(ms(10)).unwrap())
+            .side_output_late_data(|e: (&str, i64)| late.push(e.1));
+        let sink = |(_, w, n): (&str, TimeWindow, u64)| out.push((w.start(), w.end(), n));
+        let summary = if with_output {
+            windowed
+                .side_output_rejected(|r: RejectedElement<(&str, i64)>| rejected.push(r.timestamp))
+                .count()
+                .sink(sink)
+                .unwrap()
+        } else {
+            windowed.count().sink(sink).unwrap()
+        };
+        assert_eq!(out, vec![(0, 10, 2)], "with_output {with_output}");
+        assert_eq!(late, Vec::<i64>::new(), "with_output {with_output}");
+        assert_eq!(summary.late_elements, 0);
+        assert_eq!(summary.window_bounds_rejected, 1);
+        let want = if with_output { vec![i64::MAX] } else { vec![] };
+        assert_eq!(rejected, want);
+    }
+}
+
+/// Keeps the highest timestamp itself and emits it in `on_periodic_emit` (as Flink's
+/// periodic generators do): a rejected record must not leave its timestamp behind.
+#[derive(Clone, Default)]
+struct MaxSeen(Option<i64>);
+
+impl<T> WatermarkGenerator<T> for MaxSeen {
+    fn on_event(&mut self, _: &T, timestamp: i64, _: &mut WatermarkOutput) {
+        self.0 = Some(self.0.map_or(timestamp, |m| m.max(timestamp)));
+    }
+
+    fn on_periodic_emit(&mut self, output: &mut WatermarkOutput) {
+        if let Some(m) = self.0 {
+            output.raise(m);
+        }
+    }
+}
+
+/// A generator's own state goes back too: the next element's `on_periodic_emit` does not
+/// emit the rejected record's timestamp.
+#[test]
+fn a_rejected_record_leaves_the_generator_state_as_before() {
+    let mut late = Vec::new();
+    let out = MemoryEnv::new()
+        .from_collection(around_a_rejected_record())
+        .assign_timestamps_and_watermarks_with(|e: &(&str, i64), _| e.1, MaxSeen::default())
+        .key_by(|e| e.0)
+        .window(TumblingEventTimeWindows::of(ms(10)).unwrap())
+        .side_output_late_data(|e: (&str, i64)| late.push(e.1))
+        .count()
+        .map(|(_, w, n): (&str, TimeWindow, u64)| (w.start(), n))
+        .collect_vec()
+        .unwrap();
+    assert_eq!(out, vec![(0, 2)]);
+    assert!(late.is_empty(), "{late:?}");
+}
+
+/// Only a rejection of the record itself holds the watermark: a result of the first window
+/// that a second window rejects (its 1 s window would end past `i64::MAX`) leaves the
+/// record's watermark in place, so the record after it is late for the first window.
+#[test]
+fn a_rejected_window_result_does_not_hold_back_the_record_watermark() {
+    let near_max = i64::MAX - 5;
+    let (mut late, mut rejected) = (Vec::new(), Vec::new());
+    let out = MemoryEnv::new()
+        .from_collection(vec![("a", 5), ("a", near_max), ("a", 7)])
+        .assign_timestamps_and_watermarks_with(|e: &(&str, i64), _| e.1, AscendingTimestamps)
+        .key_by(|e| e.0)
+        .window(TumblingEventTimeWindows::of(ms(1)).unwrap())
+        .trigger(CountTrigger::of(1).unwrap())
+        .side_output_late_data(|e: (&str, i64)| late.push(e.1))
+        .count()
+        .key_by(|r: &(&str, TimeWindow, u64)| r.0)
+        .window(TumblingEventTimeWindows::of(ms(1000)).unwrap())
+        .side_output_rejected(|r: RejectedElement<(&str, TimeWindow, u64)>| {
+            rejected.push(r.timestamp)
+        })
+        .count()
+        .map(|(_, w, n): (&str, TimeWindow, u64)| (w.start(), n))
+        .collect_vec()
+        .unwrap();
+    assert_eq!(rejected, vec![near_max]);
+    assert_eq!(late, vec![7]);
+    assert_eq!(out, vec![(0, 1)]);
 }

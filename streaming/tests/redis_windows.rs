@@ -285,13 +285,17 @@ fn merged_sessions_keep_arrival_order_on_both_engines() {
 
 /// A record whose window bounds do not fit in `i64` is rejected and the others go on:
 /// with a rejected-element output it arrives there on both engines; without one the
-/// memory engine counts it and the Redis engine dead-letters it. Windows are the same.
+/// memory engine counts it and the Redis engine dead-letters it. A rejected record does
+/// not move the watermark (the user's generator's nor the engine's own, which is what the
+/// partition persists): the records after `i64::MAX` are on time. Windows are the same.
 #[test]
 fn overflowing_window_bounds_reject_the_record_on_both_engines() {
     let input: Vec<(String, i64)> = vec![
         ("a".into(), 10),
         ("a".into(), i64::MIN),
         ("a".into(), 20),
+        ("a".into(), i64::MAX),
+        ("a".into(), 30),
         ("a".into(), 150),
     ];
     let assigner = TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap();
@@ -304,7 +308,7 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
     assert_eq!(
         mem,
         vec![
-            ("a".into(), TimeWindow::new(0, 100), 2),
+            ("a".into(), TimeWindow::new(0, 100), 3),
             ("a".into(), TimeWindow::new(100, 200), 1)
         ]
     );
@@ -320,39 +324,69 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
         .count()
         .for_each(|_| {})
         .unwrap();
-    assert_eq!(summary.window_bounds_rejected, 1);
+    assert_eq!(summary.window_bounds_rejected, 2);
+    assert_eq!(summary.late_elements, 0);
     let s = setup("win-bounds");
     let rt = rt();
     let mq = s.mq(&rt);
-    for (topic, with_output) in [("ev-out", true), ("ev-dlq", false)] {
+    // (topic, with a rejected-element output, with the user's generator after the
+    // engine's own watermark operator)
+    for (topic, with_output, user_generator) in [
+        ("ev-out", true, true),
+        ("ev-dlq", false, true),
+        ("ev-head", true, false),
+    ] {
         rt.block_on(mq.create_topic(topic, 1)).unwrap();
         send(&rt, &mq, topic, &input);
         // The default error policy (retry): a rejected record is a permanent error and is
-        // dead-lettered at once, without retries.
+        // dead-lettered at once, without retries. The idle timeout leaves time to read the
+        // watermark before the idle flush raises it to `i64::MAX`.
         let env = s.env(
             s.config(&format!("bounds-{topic}"), AckMode::Offset)
-                .watermark_idle_timeout(Some(Duration::from_millis(200))),
+                .watermark_out_of_orderness(Duration::from_millis(25))
+                .watermark_idle_timeout(Some(Duration::from_millis(1500))),
         );
         let (out, rejected) = (CollectSink::new(), CollectSink::new());
-        let windowed = env
+        let parsed = env
             .from_mq_topic_with_options(topic, "g", earliest(7))
-            .map(|m: Message| parse(&m))
-            .assign_timestamps_and_watermarks_with(
-                |e: &(String, i64), _ts: i64| e.1,
-                BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
-            )
-            .key_by(|e: &(String, i64)| e.0.clone())
-            .window(assigner);
-        if with_output {
-            windowed
+            .map(|m: Message| parse(&m));
+        match (with_output, user_generator) {
+            (true, true) => parsed
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window(assigner)
                 .side_output_rejected(rejected.clone())
                 .count()
                 .sink(out.clone())
-                .unwrap();
-        } else {
-            windowed.count().sink(out.clone()).unwrap();
+                .unwrap(),
+            (false, true) => parsed
+                .assign_timestamps_and_watermarks_with(
+                    |e: &(String, i64), _ts: i64| e.1,
+                    BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+                )
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window(assigner)
+                .count()
+                .sink(out.clone())
+                .unwrap(),
+            (_, false) => parsed
+                .key_by(|e: &(String, i64)| e.0.clone())
+                .window(assigner)
+                .side_output_rejected(rejected.clone())
+                .count()
+                .sink(out.clone())
+                .unwrap(),
         }
         let job = env.execute_async().unwrap();
+        if with_output {
+            wait_until("all records", &job, || records(&job) == 6);
+            let d = job.diagnostics();
+            assert_eq!(d.partitions[0].watermark, Some(150 - 25), "{topic}");
+            assert_eq!(d.partitions[0].window_late_dropped, 0, "{topic}");
+        }
         assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
         job.cancel();
         assert!(job.await_termination(Duration::from_secs(10)));
@@ -362,20 +396,25 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
             assert_eq!(failed, 0);
             let got: Vec<streaming::api::RejectedElement<(String, i64)>> = rejected.snapshot();
             let want = mem_rejected.snapshot();
-            assert_eq!(got.len(), 1);
-            assert_eq!(
-                (&got[0].element, got[0].timestamp),
-                (&want[0].element, want[0].timestamp)
-            );
+            assert_eq!(got.len(), 2, "{topic}");
+            for (got, want) in got.iter().zip(&want) {
+                assert_eq!(
+                    (&got.element, got.timestamp),
+                    (&want.element, want.timestamp)
+                );
+                assert!(got.operator.ends_with(":window-count"), "{got:?}");
+            }
             assert_eq!(got[0].element, ("a".to_string(), i64::MIN));
-            assert!(got[0].operator.ends_with(":window-count"), "{got:?}");
+            assert_eq!(got[1].element, ("a".to_string(), i64::MAX));
         } else {
-            assert_eq!(failed, 1);
+            assert_eq!(failed, 2);
             assert!(rejected.is_empty());
             let letters = rt.block_on(mq.dead_letters(topic, 10)).unwrap();
-            assert_eq!(letters.len(), 1, "{letters:?}");
-            assert_eq!(letters[0].error_type, "window_bounds");
-            assert_eq!(letters[0].attempts, 1);
+            assert_eq!(letters.len(), 2, "{letters:?}");
+            for letter in &letters {
+                assert_eq!(letter.error_type, "window_bounds");
+                assert_eq!(letter.attempts, 1);
+            }
         }
     }
 }

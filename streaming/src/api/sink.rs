@@ -59,9 +59,10 @@ impl<T, F: FnMut(T)> Sink<T> for F {
 /// An element a window operator rejected because the bounds of a window it belongs to do
 /// not fit in `i64` milliseconds (e.g. a timestamp near `i64::MAX`): what the window's
 /// rejected-element side output receives. The element took no part in any window; the
-/// pipeline went on with the next element. A watermark generator placed before the window
-/// has already seen its timestamp, so it may have moved that watermark (a timestamp near
-/// `i64::MAX` makes the elements after it late).
+/// pipeline went on with the next element. It does not move the watermark: the watermark
+/// generators before the window go back to their state before it, so the elements after it
+/// are judged against the watermark before it (a timestamp near `i64::MAX` makes nothing
+/// late).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RejectedElement<T> {
     /// The element as it reached the window.

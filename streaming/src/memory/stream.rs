@@ -188,9 +188,11 @@ impl<R, T, I: IntoIterator, F: FnMut(T) -> I> Stage<T, R> for FlatMapStage<F, I>
     }
 }
 
-impl<R, T, TA: TimestampAssigner<T>, G: WatermarkGenerator<T>> Stage<T, R> for WatermarkStage<TA, G>
+impl<R, T, TA, G> Stage<T, R> for WatermarkStage<TA, G>
 where
     R: WatermarkStore,
+    TA: TimestampAssigner<T>,
+    G: WatermarkGenerator<T> + Clone,
 {
     type Out = T;
     type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
@@ -201,6 +203,7 @@ where
             self.assigner,
             self.generator,
             state,
+            rt.window_counters(),
             next,
         ))
     }
@@ -390,8 +393,10 @@ impl<P: Plan> DataStream<P> {
     /// Lets `generator` own the watermark from here on, keeping record timestamps.
     ///
     /// Per element: `on_event`, then `on_periodic_emit`, then the element goes on, then the
-    /// watermark if it rose (so an element is judged against the watermark before it).
-    pub fn assign_timestamps_and_watermarks<G: WatermarkGenerator<P::Out>>(
+    /// watermark if it rose (so an element is judged against the watermark before it). An
+    /// element a window rejects (window bounds outside `i64`) leaves the generator and the
+    /// watermark as they were before it; the generator is `Clone` for that.
+    pub fn assign_timestamps_and_watermarks<G: WatermarkGenerator<P::Out> + Clone>(
         self,
         generator: G,
     ) -> DataStream<Then<P, WatermarkStage<RecordTimestamp, G>>> {
@@ -407,7 +412,7 @@ impl<P: Plan> DataStream<P> {
     ) -> DataStream<Then<P, WatermarkStage<TA, G>>>
     where
         TA: TimestampAssigner<P::Out>,
-        G: WatermarkGenerator<P::Out>,
+        G: WatermarkGenerator<P::Out> + Clone,
     {
         let id = self.next_id("watermarks");
         self.then(WatermarkStage {

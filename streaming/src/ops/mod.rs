@@ -207,6 +207,13 @@ pub struct Counters {
     /// with [`Error::WindowBounds`] (the Redis engine dead-letters it) instead of being
     /// counted and logged (the memory engine).
     pub(crate) window_bounds_fail_record: bool,
+    /// Set by a window operator that rejects the record it was handed (window bounds
+    /// overflow); an [`AssignWatermarks`] upstream reads it after pushing the record and
+    /// then leaves its generator and watermark as they were before that record.
+    pub(crate) record_rejected: std::cell::Cell<bool>,
+    /// Set when a window operator (which may reject records) is built: only then does an
+    /// [`AssignWatermarks`] keep a copy of its generator to undo a rejected record.
+    pub(crate) may_reject_records: std::cell::Cell<bool>,
 }
 
 impl Counters {

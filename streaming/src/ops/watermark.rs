@@ -1,6 +1,6 @@
 //! Timestamp assignment and watermark generation.
 
-use super::{guard, Operator, OperatorId, Shared};
+use super::{guard, Counters, Operator, OperatorId, Shared};
 use crate::time::{
     TimestampAssigner, WatermarkGenerator, WatermarkOutput, MAX_WATERMARK, MIN_WATERMARK,
 };
@@ -57,11 +57,18 @@ impl WatermarkState {
 pub trait WatermarkStore {
     /// The state of `operator`.
     fn watermark_state(&self, operator: &OperatorId) -> Shared<WatermarkState>;
+
+    /// The counters the chain's window operators share (they flag a rejected record).
+    fn window_counters(&self) -> Rc<Counters>;
 }
 
 impl WatermarkStore for crate::memory::Runtime {
     fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState> {
         Rc::new(RefCell::new(WatermarkState::default()))
+    }
+
+    fn window_counters(&self) -> Rc<Counters> {
+        Rc::clone(&self.counters)
     }
 }
 
@@ -82,6 +89,13 @@ impl<T> TimestampAssigner<T> for RecordTimestamp {
 /// element, then forwards the watermark if it rose. Watermarks from upstream are dropped,
 /// except the end-of-input watermark (Flink's `TimestampsAndWatermarksOperator`).
 ///
+/// An element a window downstream rejects (its window bounds do not fit in `i64`) does
+/// not move the watermark: the generator and its output go back to their state before
+/// that element (from a copy taken before `on_event` whenever the pipeline has a window),
+/// so the generator must be `Clone`. Flink's operator feeds the generator after emitting
+/// the element; feeding it first and undoing a rejection is the same without cloning the
+/// element.
+///
 /// The emitted watermark lives in a [`WatermarkState`]; when the operator starts with a
 /// restored watermark above `i64::MIN` (Redis engine, after a restart or a rollback) it
 /// raises its output to it and forwards it downstream before its first element, so
@@ -94,16 +108,19 @@ pub struct AssignWatermarks<TA, G, N> {
     emitted: i64,
     restored: bool,
     state: Shared<WatermarkState>,
+    counters: Rc<Counters>,
     next: N,
 }
 
 impl<TA, G, N> AssignWatermarks<TA, G, N> {
-    /// An assigner operator with id `id` feeding `next`, keeping its watermark in `state`.
+    /// An assigner operator with id `id` feeding `next`, keeping its watermark in `state`;
+    /// `counters` are those of the chain's window operators.
     pub fn new(
         id: OperatorId,
         assigner: TA,
         generator: G,
         state: Shared<WatermarkState>,
+        counters: Rc<Counters>,
         next: N,
     ) -> Self {
         AssignWatermarks {
@@ -114,6 +131,7 @@ impl<TA, G, N> AssignWatermarks<TA, G, N> {
             emitted: MIN_WATERMARK,
             restored: false,
             state,
+            counters,
             next,
         }
     }
@@ -141,7 +159,7 @@ impl<TA, G, N> AssignWatermarks<TA, G, N> {
 impl<T, TA, G, N> Operator<T> for AssignWatermarks<TA, G, N>
 where
     TA: TimestampAssigner<T>,
-    G: WatermarkGenerator<T>,
+    G: WatermarkGenerator<T> + Clone,
     N: Operator<T>,
 {
     fn open(&mut self) -> Result<(), Error> {
@@ -151,16 +169,30 @@ where
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         self.restore()?;
+        let keep = self.counters.may_reject_records.get();
         let (assigner, generator, output) =
             (&mut self.assigner, &mut self.generator, &mut self.output);
-        let ts = guard(&self.id, || {
+        let (ts, before) = guard(&self.id, || {
             let ts = assigner.extract_timestamp(&value, timestamp);
+            let before = keep.then(|| (generator.clone(), *output));
             generator.on_event(&value, ts, output);
             generator.on_periodic_emit(output);
-            ts
+            (ts, before)
         })?;
-        // The element is judged against the watermark in force before it.
-        self.next.process(value, ts)?;
+        // The element is judged against the watermark in force before it. A rejection
+        // flagged further up (another record of the same input) is kept for the operator
+        // there.
+        let upstream = self.counters.record_rejected.replace(false);
+        let pushed = self.next.process(value, ts);
+        let rejected = self.counters.record_rejected.get();
+        if rejected {
+            if let Some((generator, output)) = before {
+                self.generator = generator;
+                self.output = output;
+            }
+        }
+        self.counters.record_rejected.set(upstream || rejected);
+        pushed?;
         let current = self.output.current();
         let idle = self.output.is_idle();
         if current > self.emitted {
@@ -170,6 +202,8 @@ where
         } else if idle != self.state.borrow().idle {
             self.state.borrow_mut().set(self.emitted, idle);
         }
+        // Windows firing on that watermark may have flagged their results; not this record.
+        self.counters.record_rejected.set(upstream || rejected);
         Ok(())
     }
 

@@ -516,6 +516,7 @@ where
         } else {
             i64::MAX
         };
+        counters.may_reject_records.set(true);
         WindowOperator {
             id,
             key_fn,
@@ -688,6 +689,46 @@ where
                 Ok(())
             }
         }
+    }
+
+    /// Handles one record; `Ok(true)` when it was rejected (window bounds overflow).
+    fn process_record(&mut self, value: T, timestamp: i64) -> Result<bool, Error> {
+        self.fired = 0;
+        if self.carry {
+            // Windows left due by the per-record cap: up to the cap fire before this
+            // record, and every due window of this record's key.
+            self.fire_timers(self.watermark)?;
+            self.drain()?;
+        }
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        if self.carry {
+            self.fire_key_due(&key)?;
+            self.drain()?;
+        }
+        self.windows.clear();
+        let windows = &mut self.windows;
+        if self
+            .assigner
+            .assign_windows(timestamp, |w| windows.push(w))
+            .is_err()
+        {
+            return self.rejected_element(value, timestamp).map(|()| true);
+        }
+        if self.windows.is_empty() {
+            // Between two windows (sliding windows with `slide > size`): late elements go
+            // to the late output as usual, the others are dropped and counted.
+            if timestamp.saturating_add(self.lateness) <= self.watermark {
+                return self.late_element(value).map(|()| false);
+            }
+            self.counters.add_gap_dropped();
+            return Ok(false);
+        }
+        if self.assigner.is_merging() {
+            self.process_merging(key, value, timestamp)?;
+        } else {
+            self.process_aligned(key, value, timestamp)?;
+        }
+        Ok(false)
     }
 
     fn process_aligned(&mut self, key: K, value: T, timestamp: i64) -> Result<(), Error> {
@@ -987,41 +1028,13 @@ where
     }
 
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        self.fired = 0;
-        if self.carry {
-            // Windows left due by the per-record cap: up to the cap fire before this
-            // record, and every due window of this record's key.
-            self.fire_timers(self.watermark)?;
-            self.drain()?;
-        }
-        let key = guard(&self.id, || (self.key_fn)(&value))?;
-        if self.carry {
-            self.fire_key_due(&key)?;
-            self.drain()?;
-        }
-        self.windows.clear();
-        let windows = &mut self.windows;
-        if self
-            .assigner
-            .assign_windows(timestamp, |w| windows.push(w))
-            .is_err()
-        {
-            return self.rejected_element(value, timestamp);
-        }
-        if self.windows.is_empty() {
-            // Between two windows (sliding windows with `slide > size`): late elements go
-            // to the late output as usual, the others are dropped and counted.
-            if timestamp.saturating_add(self.lateness) <= self.watermark {
-                return self.late_element(value);
-            }
-            self.counters.add_gap_dropped();
-            return Ok(());
-        }
-        if self.assigner.is_merging() {
-            self.process_merging(key, value, timestamp)
-        } else {
-            self.process_aligned(key, value, timestamp)
-        }
+        // Flag this record if it is rejected here. Results this window emits meanwhile may
+        // be rejected by a window further down: that does not reject this record.
+        let flagged = self.counters.record_rejected.get();
+        let result = self.process_record(value, timestamp);
+        let rejected = matches!(result, Ok(true));
+        self.counters.record_rejected.set(flagged || rejected);
+        result.map(|_| ())
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {

@@ -401,7 +401,14 @@ impl<R: WatermarkStore> Plan<R> for MqTopicSource {
         let id = OperatorId::new(&self.source_id, 0, "watermark");
         let generator = BoundedOutOfOrderness::new(self.env.config().watermark_out_of_orderness())?;
         let state = rt.watermark_state(&id);
-        let head = AssignWatermarks::new(id, RecordTimestamp, generator, state, downstream);
+        let head = AssignWatermarks::new(
+            id,
+            RecordTimestamp,
+            generator,
+            state,
+            rt.window_counters(),
+            downstream,
+        );
         Ok((self, head))
     }
 }

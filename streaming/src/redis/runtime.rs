@@ -110,6 +110,10 @@ impl WatermarkStore for RedisRuntime {
     fn watermark_state(&self, operator: &OperatorId) -> Rc<RefCell<WatermarkState>> {
         self.register(operator, WatermarkState::default())
     }
+
+    fn window_counters(&self) -> Rc<Counters> {
+        Rc::clone(&self.counters)
+    }
 }
 
 /// The state keys of one (job, topic, group, partition).

@@ -60,6 +60,12 @@ impl WatermarkOutput {
 ///
 /// Both callbacks run once per element, `on_event` first: `on_periodic_emit` is driven by
 /// elements, not by a wall clock, so results do not depend on timing.
+///
+/// `assign_timestamps_and_watermarks` needs the generator to be `Clone`: when a window
+/// downstream rejects an element (its window bounds do not fit in `i64`), the generator
+/// goes back to a copy taken before that element, so the element does not move the
+/// watermark. Keep the generator cheap to clone; it is copied before each element when the
+/// pipeline has a window.
 pub trait WatermarkGenerator<T> {
     /// Sees every element with its event timestamp (ms).
     fn on_event(&mut self, event: &T, timestamp: i64, output: &mut WatermarkOutput);
