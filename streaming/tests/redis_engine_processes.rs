@@ -178,6 +178,38 @@ fn processes_on_one_host_share_partitions() {
     );
 }
 
+/// With two processes sharing the partitions, either one's `await_caught_up` answers for
+/// the whole job: `true` once every partition (its own and the other's) committed up to
+/// its stream's end, and by then the output has every message.
+#[test]
+fn await_caught_up_answers_for_partitions_of_other_processes() {
+    const N: usize = 2000;
+    let mut f = fixture("caught-up", AckMode::Offset, N);
+    f.spec.record_delay = Duration::ZERO;
+    let mut a = Worker::spawn(&f.spec);
+    let b = Worker::spawn(&f.spec);
+    let instances = [a.instance.clone(), b.instance.clone()];
+    let prefix = f.spec.prefix.clone();
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &instances);
+        if distinct(&owners).len() == 2 && owners.iter().all(Option::is_some) {
+            break;
+        }
+        assert!(Instant::now() < end, "never shared: {owners:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(a.await_caught_up(Duration::from_secs(60)));
+    assert_eq!(
+        f.output_len(),
+        N,
+        "caught up before every message was committed"
+    );
+    let (_, db) = (a.stop(), b.stop());
+    assert!(sum_of(&db, "records") > 0, "B processed nothing: {db}");
+    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
+}
+
 /// One process slot of the chaos test.
 enum Slot {
     Running(Worker),

@@ -49,8 +49,10 @@
 //!   subtask recomputes its share at its next heartbeat. State keys carry no subtask, so a
 //!   job restarted or rescaled with another parallelism finds its state.
 //! - Membership expiry uses each process's clock: keep the hosts' clocks within a fraction
-//!   of `lease_ttl`. [`JobClient::await_caught_up`] and the per-partition diagnostics
-//!   describe this process only (partitions owned elsewhere are never "taken" here).
+//!   of `lease_ttl`. The per-partition diagnostics describe this process only
+//!   (partitions owned elsewhere are never "taken" here); [`JobClient::await_caught_up`]
+//!   answers for the whole job, judging partitions held by other processes by their
+//!   committed position in Redis.
 //!
 //! State layout (readable with any Redis client): one hash per (job, topic, group,
 //! partition, operator, state): `{state_key_prefix}:{job}:{T:n}:{group}:{operator}:{state}`
