@@ -427,6 +427,77 @@ async fn exclusive_reader_retries_then_dead_letters() {
     r.release().await.unwrap();
 }
 
+/// A reader whose lease expired and was taken by another owner (a new fencing token)
+/// writes nothing: its dead letter, retry, promotion and read are refused in the script, and
+/// the new owner reads every entry once.
+#[tokio::test]
+async fn a_stale_exclusive_reader_is_fenced_and_writes_nothing() {
+    let redis = TestRedis::shared();
+    let policy = streaming::mq::RetryPolicy {
+        max_retries: 3,
+        initial_backoff: Duration::from_millis(10),
+        multiplier: 1.0,
+        max_backoff: Duration::from_millis(10),
+        jitter: 0.0,
+    };
+    let opts = fast_options("noack-fenced")
+        .lease_ttl(Duration::from_millis(300))
+        .lease_renew_interval(Duration::from_millis(100))
+        .retry(policy)
+        .build()
+        .unwrap();
+    let mq = connect(redis.url(), opts).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let msgs: Vec<OutgoingMessage> = (0..6)
+        .map(|i| OutgoingMessage::new(i.to_string()))
+        .collect();
+    mq.producer().send_batch("t", &msgs).await.unwrap();
+    let mut a = mq
+        .exclusive_reader("t", "engine", 0, "owner-a", None, StartPolicy::Earliest)
+        .await
+        .unwrap();
+    let first = a.read(2, Duration::from_millis(10)).await.unwrap();
+    let failed = first.messages[0].clone();
+    let committed = first.last_id.clone().unwrap();
+    // A stalls past its lease; B takes the partition under a larger token.
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let mut b = mq
+        .exclusive_reader(
+            "t",
+            "engine",
+            0,
+            "owner-b",
+            Some(&committed),
+            StartPolicy::Latest,
+        )
+        .await
+        .unwrap();
+    assert!(b.fencing_token() > a.fencing_token());
+
+    let fail = streaming::mq::Failure::new("io", "disk full");
+    let e = a.dead_letter(&failed, &fail).await.unwrap_err();
+    assert!(e.is_fenced(), "{e}");
+    let e = a.retry_or_dead_letter(&failed, &fail).await.unwrap_err();
+    assert!(e.is_fenced(), "{e}");
+    let e = a.read(10, Duration::from_millis(10)).await.unwrap_err();
+    assert!(e.is_fenced(), "a stale read moves nothing: {e}");
+    assert!(!a.renew().await.unwrap());
+
+    assert!(mq.dead_letters("t", 10).await.unwrap().is_empty());
+    let mut texts = Vec::new();
+    let end = tokio::time::Instant::now() + Duration::from_millis(500);
+    while tokio::time::Instant::now() < end {
+        let batch = b.read(10, Duration::from_millis(20)).await.unwrap();
+        texts.extend(batch.messages.iter().map(|m| m.text().unwrap().to_owned()));
+    }
+    assert_eq!(
+        texts,
+        ["2", "3", "4", "5"],
+        "the new owner reads every entry after the commit once, and no retry was scheduled"
+    );
+    b.release().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_stops_the_partition_and_a_free_one_is_taken_back() {
     let redis = TestRedis::shared();

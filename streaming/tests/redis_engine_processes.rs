@@ -1,7 +1,8 @@
 //! Several OS processes of one job against one Redis: partition ownership is fenced (a
 //! stalled process that lost its partitions writes nothing when it wakes up), processes on
-//! one host with the default config share the partitions, and the output stays
-//! exactly-once with exact keyed counts.
+//! one host with the default config share the partitions, random kills, stops and restarts
+//! (chaos) lose and duplicate nothing, and the output stays exactly-once with exact keyed
+//! counts.
 
 mod support;
 
@@ -175,4 +176,200 @@ fn processes_on_one_host_share_partitions() {
         sum_of(&da, "records") > 0 && sum_of(&db, "records") > 0,
         "{da}\n{db}"
     );
+}
+
+/// With two processes sharing the partitions, either one's `await_caught_up` answers for
+/// the whole job: `true` once every partition (its own and the other's) committed up to
+/// its stream's end, and by then the output has every message.
+#[test]
+fn await_caught_up_answers_for_partitions_of_other_processes() {
+    const N: usize = 2000;
+    let mut f = fixture("caught-up", AckMode::Offset, N);
+    f.spec.record_delay = Duration::ZERO;
+    let mut a = Worker::spawn(&f.spec);
+    let b = Worker::spawn(&f.spec);
+    let instances = [a.instance.clone(), b.instance.clone()];
+    let prefix = f.spec.prefix.clone();
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &instances);
+        if distinct(&owners).len() == 2 && owners.iter().all(Option::is_some) {
+            break;
+        }
+        assert!(Instant::now() < end, "never shared: {owners:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(a.await_caught_up(Duration::from_secs(60)));
+    assert_eq!(
+        f.output_len(),
+        N,
+        "caught up before every message was committed"
+    );
+    let (_, db) = (a.stop(), b.stop());
+    assert!(sum_of(&db, "records") > 0, "B processed nothing: {db}");
+    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
+}
+
+/// One process slot of the chaos test.
+enum Slot {
+    Running(Worker),
+    Stopped(Worker),
+    Dead,
+}
+
+/// A partition whose owner died or stopped at `since`, waiting for another process's first
+/// commit on it.
+struct Takeover {
+    partition: u32,
+    from: String,
+    since: Instant,
+    output_then: usize,
+}
+
+fn partition_len(conn: &mut redis::Connection, p: u32) -> usize {
+    redis::cmd("LLEN")
+        .arg(streaming::redis::RedisListSink::<String>::key_for(
+            support::workers::LIST,
+            TOPIC,
+            p,
+        ))
+        .query(conn)
+        .unwrap()
+}
+
+/// Chaos: 3 worker processes over 20,000 messages; every 0.5–2 s (seeded RNG: the seed is
+/// printed, set `CHAOS_SEED` to replay it) a random process is killed (`SIGKILL`),
+/// restarted, stopped (`SIGSTOP`) or continued (`SIGCONT`), for 15 s; then every process
+/// resumes. The output is exactly-once with exact keyed counts. Prints the takeover times
+/// (a process's death or stop to another process's first commit on a partition it owned).
+fn chaos(mode: AckMode, test: &str) {
+    use rand::{Rng, SeedableRng};
+    const N: usize = 20_000;
+    const CHAOS: Duration = Duration::from_secs(15);
+    let seed: u64 = std::env::var("CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    println!("{test}: CHAOS_SEED={seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut f = fixture(test, mode, N);
+    f.spec.record_delay = Duration::from_millis(1);
+    let mut slots: Vec<Slot> = (0..3)
+        .map(|_| Slot::Running(Worker::spawn(&f.spec)))
+        .collect();
+    let prefix = f.spec.prefix.clone();
+    let instances = |slots: &[Slot]| -> Vec<String> {
+        slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Running(w) | Slot::Stopped(w) => Some(w.instance.clone()),
+                Slot::Dead => None,
+            })
+            .collect()
+    };
+    let mut pending: Vec<Takeover> = Vec::new();
+    let mut takeovers: Vec<Duration> = Vec::new();
+    let mut events = Vec::new();
+    let start = Instant::now();
+    let mut next = start;
+    while start.elapsed() < CHAOS {
+        // Settle measurements: the partition's lease is another process's and its output
+        // grew since (only a live owner commits).
+        let known = instances(&slots);
+        let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &known);
+        pending.retain(|t| {
+            let owner = owners[t.partition as usize].as_ref();
+            let moved = owner.is_some_and(|o| *o != t.from);
+            if moved && partition_len(&mut f.conn, t.partition) > t.output_then {
+                takeovers.push(t.since.elapsed());
+                return false;
+            }
+            true
+        });
+        if Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        next = Instant::now() + Duration::from_millis(rng.random_range(500..=2000));
+        let i = rng.random_range(0..slots.len());
+        let slot = std::mem::replace(&mut slots[i], Slot::Dead);
+        let lost = |w: &Worker, f: &mut Fixture, pending: &mut Vec<Takeover>| {
+            for (p, o) in owners.iter().enumerate() {
+                if o.as_deref() == Some(w.instance.as_str()) {
+                    let p = p as u32;
+                    pending.push(Takeover {
+                        partition: p,
+                        from: w.instance.clone(),
+                        since: Instant::now(),
+                        output_then: partition_len(&mut f.conn, p),
+                    });
+                }
+            }
+        };
+        slots[i] = match slot {
+            Slot::Running(w) if rng.random_bool(0.5) => {
+                events.push(format!("kill {i}"));
+                lost(&w, &mut f, &mut pending);
+                w.kill();
+                Slot::Dead
+            }
+            Slot::Running(w) => {
+                events.push(format!("stop {i}"));
+                lost(&w, &mut f, &mut pending);
+                w.signal("STOP");
+                Slot::Stopped(w)
+            }
+            Slot::Stopped(w) => {
+                events.push(format!("cont {i}"));
+                // Resumed before anyone took over: its partitions never moved.
+                pending.retain(|t| t.from != w.instance);
+                w.signal("CONT");
+                Slot::Running(w)
+            }
+            Slot::Dead => {
+                events.push(format!("restart {i}"));
+                Slot::Running(Worker::spawn(&f.spec))
+            }
+        };
+    }
+    println!(
+        "{test}: events {events:?}; {} of {N} output lines when the chaos ended",
+        f.output_len()
+    );
+    for slot in &mut slots {
+        *slot = match std::mem::replace(slot, Slot::Dead) {
+            Slot::Stopped(w) => {
+                w.signal("CONT");
+                Slot::Running(w)
+            }
+            Slot::Dead => Slot::Running(Worker::spawn(&f.spec)),
+            running => running,
+        };
+    }
+    f.wait_done(N);
+    for slot in slots {
+        if let Slot::Running(w) = slot {
+            w.stop();
+        }
+    }
+    takeovers.sort_unstable();
+    if !takeovers.is_empty() {
+        println!(
+            "{test}: TAKEOVER n={} median={:?} max={:?}",
+            takeovers.len(),
+            takeovers[takeovers.len() / 2],
+            takeovers[takeovers.len() - 1]
+        );
+    }
+    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
+}
+
+#[test]
+fn chaos_kill_stop_restart_is_exactly_once_offset_mode() {
+    chaos(AckMode::Offset, "chaos-offset");
+}
+
+#[test]
+fn chaos_kill_stop_restart_is_exactly_once_xack_mode() {
+    chaos(AckMode::Xack, "chaos-xack");
 }

@@ -7,8 +7,8 @@
 //! entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
 //! [`crate::mq::message`]; a retry's `rg` is not kept, `dlq.group` names the group; for a
 //! malformed entry: whatever fields it had; one with more than [`PACKED_FIELDS_OVER`] fields
-//! keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`,
-//! when the dead letter is written by a script, i.e. in XACK mode) plus:
+//! keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`)
+//! plus:
 //!
 //! | field | content |
 //! |-------|---------|
@@ -34,6 +34,7 @@ use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;
+use crate::mq::lease::{Fence, LUA_LEASE_HELD};
 use crate::mq::message::{
     encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, F_RETRY_GROUP, HEADER_ORIGINAL_ID,
 };
@@ -42,26 +43,32 @@ use crate::mq::topic::{now_ms, KeySpace};
 use crate::Error;
 
 const LUA_DEAD_LETTER: &str = r#"
--- KEYS: stream, acked, frontier, dlq
--- ARGV: group, id, limit, n, the entry's field, value, ... (n values), dlq.* field, value, ...
+-- KEYS: stream, acked, frontier, dlq, lease, fencing counter
+-- ARGV: lease value held ('' = none), lease ttl ms, ack ('1': acknowledge the entry for the
+--       group and advance the frontier; '0': NOACK reader, nothing to acknowledge), group,
+--       id, limit, n, the entry's field, value, ... (n values), dlq.* field, value, ...
 -- More than `limit` entry values are packed into one `dlq.fields` value (MessagePack array),
 -- so no `unpack` here grows with the entry (Lua's stack holds ~8000 values).
-if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-local limit, n = tonumber(ARGV[3]), tonumber(ARGV[4])
+if not lease_held(KEYS[5], KEYS[6], ARGV[1], ARGV[2]) then return 'fenced' end
+local ack = ARGV[3] == '1'
+if ack and redis.call('XACK', KEYS[1], ARGV[4], ARGV[5]) == 0 then return 0 end
+local limit, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local args = {}
 if n <= limit then
-  for j = 5, 4 + n do args[#args + 1] = ARGV[j] end
+  for j = 8, 7 + n do args[#args + 1] = ARGV[j] end
 else
   local packed = {}
-  for j = 5, 4 + n do packed[#packed + 1] = ARGV[j] end
+  for j = 8, 7 + n do packed[#packed + 1] = ARGV[j] end
   args[1] = 'dlq.fields'
   args[2] = cmsgpack.pack(packed)
 end
-for j = 5 + n, #ARGV do args[#args + 1] = ARGV[j] end
+for j = 8 + n, #ARGV do args[#args + 1] = ARGV[j] end
 redis.call('XADD', KEYS[4], '*', unpack(args))
-local newly = {}
-newly[ARGV[2]] = true
-advance(KEYS[1], KEYS[2], KEYS[3], newly)
+if ack then
+  local newly = {}
+  newly[ARGV[5]] = true
+  advance(KEYS[1], KEYS[2], KEYS[3], newly)
+end
 return 1
 "#;
 
@@ -76,7 +83,9 @@ return redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
 pub const PACKED_FIELDS_OVER: usize = 1000;
 
 pub(crate) fn dead_letter_script() -> Script {
-    Script::new(&format!("{LUA_ADVANCE}\n{LUA_DEAD_LETTER}"))
+    Script::new(&format!(
+        "{LUA_ADVANCE}\n{LUA_LEASE_HELD}\n{LUA_DEAD_LETTER}"
+    ))
 }
 
 pub(crate) fn replay_script() -> Script {
@@ -96,11 +105,45 @@ pub(crate) struct DeadLetterCause<'a> {
 }
 
 /// Acknowledges entry `cause.id` and appends `fields` + the `dlq.*` fields to the dead-letter
-/// stream, atomically. Returns `false` when the entry was no longer pending.
+/// stream, atomically, if `fence` still holds the partition's lease. Returns `false` when
+/// the entry was no longer pending.
+///
+/// # Errors
+/// [`Error::Fenced`] (nothing written) when another owner took the lease.
 pub(crate) async fn ack_and_dead_letter(
     conn: &mut ConnectionManager,
     script: &Script,
     keys: &KeySpace,
+    fence: Fence<'_>,
+    cause: &DeadLetterCause<'_>,
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<bool, Error> {
+    write_dead_letter(conn, script, keys, fence, true, cause, fields).await
+}
+
+/// Appends `fields` + the `dlq.*` fields to the dead-letter stream without acknowledging
+/// (NOACK readers), if `fence` still holds the partition's lease.
+///
+/// # Errors
+/// [`Error::Fenced`] (nothing written) when another owner took the lease.
+pub(crate) async fn dead_letter_without_ack(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    fence: Fence<'_>,
+    cause: &DeadLetterCause<'_>,
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<(), Error> {
+    write_dead_letter(conn, script, keys, fence, false, cause, fields).await?;
+    Ok(())
+}
+
+async fn write_dead_letter(
+    conn: &mut ConnectionManager,
+    script: &Script,
+    keys: &KeySpace,
+    fence: Fence<'_>,
+    ack: bool,
     cause: &DeadLetterCause<'_>,
     fields: Vec<(Vec<u8>, Vec<u8>)>,
 ) -> Result<bool, Error> {
@@ -108,7 +151,9 @@ pub(crate) async fn ack_and_dead_letter(
     let mut inv = script.key(keys.stream(t, p));
     inv.key(keys.acked(t, p, g))
         .key(keys.frontier(t, p, g))
-        .key(keys.dlq(t, p))
+        .key(keys.dlq(t, p));
+    fence.push(&mut inv);
+    inv.arg(if ack { "1" } else { "0" })
         .arg(g)
         .arg(cause.id)
         .arg(PACKED_FIELDS_OVER * 2);
@@ -138,8 +183,8 @@ pub(crate) async fn ack_and_dead_letter(
         .arg(truncate(cause.error))
         .arg("dlq.failed_ms")
         .arg(now_ms());
-    let n: i64 = inv.invoke_async(conn).await?;
-    Ok(n == 1)
+    let v: Value = inv.invoke_async(conn).await?;
+    Ok(fence.int_reply(&v)? == 1)
 }
 
 /// One dead-letter entry as listed by [`crate::mq::Mq::dead_letters`].

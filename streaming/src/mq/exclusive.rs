@@ -26,13 +26,14 @@ use redis::aio::ConnectionManager;
 use redis::Value;
 use tracing::{debug, warn};
 
-use crate::mq::group::{ensure_group, set_group_id};
+use crate::mq::dlq::{dead_letter_without_ack, DeadLetterCause};
+use crate::mq::group::{ensure_group, OwnerScripts};
 use crate::mq::handler::Failure;
-use crate::mq::lease::{Lease, LeaseScripts};
+use crate::mq::lease::{Fence, Lease, LeaseScripts};
 use crate::mq::message::{parse_read_reply, Message};
 use crate::mq::options::{RetryPolicy, StartPolicy};
-use crate::mq::retry::{self, backoff, truncate, RetryOutcome};
-use crate::mq::topic::{now_ms, KeySpace};
+use crate::mq::retry::{self, backoff, RetryOutcome};
+use crate::mq::topic::KeySpace;
 use crate::Error;
 
 /// One read of an [`ExclusiveReader`].
@@ -67,6 +68,8 @@ pub struct ExclusiveReader {
     pub(crate) max_len: Option<usize>,
     pub(crate) promote: redis::Script,
     pub(crate) schedule: redis::Script,
+    pub(crate) dead_letter: redis::Script,
+    pub(crate) owner: OwnerScripts,
     pub(crate) next_promote: Instant,
 }
 
@@ -124,15 +127,18 @@ impl ExclusiveReader {
         self.lease = Some(lease);
         match committed {
             Some(id) => {
-                set_group_id(
-                    &mut self.conn,
-                    &self.keys,
-                    &self.topic,
-                    self.partition,
-                    &self.group,
-                    id,
-                )
-                .await?;
+                let fence = self.fence()?;
+                let stream = self.keys.stream(&self.topic, self.partition);
+                let groups = self.keys.groups(&self.topic);
+                self.owner
+                    .set_group_id(
+                        &mut self.conn.clone(),
+                        fence,
+                        (&stream, &groups),
+                        &self.group,
+                        id,
+                    )
+                    .await?;
             }
             None => {
                 ensure_group(
@@ -166,46 +172,73 @@ impl ExclusiveReader {
         self.lease.as_ref()
     }
 
-    /// Reads up to `count` new entries, blocking up to `block` (1 ms to 1 s: the
-    /// connection allows 1 s of blocking on top of the response timeout) when none are
-    /// there (`XREADGROUP GROUP g c COUNT count BLOCK block NOACK STREAMS s >`).
+    /// The fence of every write this reader makes: its lease, or [`Error::Fenced`] when it
+    /// holds none (released).
+    fn fence(&self) -> Result<Fence<'_>, Error> {
+        let at = (self.topic.as_str(), self.partition, self.group.as_str());
+        match &self.lease {
+            Some(lease) => Ok(Fence::held(&self.keys, at, lease, self.lease_ttl)),
+            None => Err(Error::Fenced {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                partition: self.partition,
+                token: 0,
+            }),
+        }
+    }
+
+    /// Reads up to `count` new entries with `XREADGROUP .. COUNT count NOACK STREAMS s >`,
+    /// in a script that first checks the lease (a reader whose lease was taken moves
+    /// nothing). When none are there it waits up to `block` (at most 1 s: the connection
+    /// allows 1 s of blocking on top of the response timeout; below 2 ms it does not wait)
+    /// for the stream to grow and reads once more.
     ///
     /// # Errors
+    /// [`Error::Fenced`] when another owner took the lease (nothing read);
     /// [`Error::Redis`] on a failed command (the caller may retry; nothing was lost, since
     /// the group position only matters up to the caller's committed offset).
     pub async fn read(&mut self, count: usize, block: Duration) -> Result<ExclusiveBatch, Error> {
-        if Instant::now() >= self.next_promote {
+        let mut conn = self.conn.clone();
+        let promote = Instant::now() >= self.next_promote;
+        if promote {
+            self.next_promote = Instant::now() + self.retry_poll_interval;
+        }
+        let fence = self.fence()?;
+        if promote {
             retry::promote_due(
-                &mut self.conn,
+                &mut conn,
                 &self.promote,
                 &self.keys,
-                &self.topic,
-                self.partition,
+                fence,
+                (&self.topic, self.partition),
                 count.max(1),
                 self.max_len,
             )
             .await?;
-            self.next_promote = Instant::now() + self.retry_poll_interval;
         }
         let stream = self.keys.stream(&self.topic, self.partition);
-        let v: Value = redis::cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(&self.group)
-            .arg(&self.consumer)
-            .arg("COUNT")
-            .arg(count.max(1))
-            .arg("BLOCK")
-            .arg(
-                block
-                    .clamp(Duration::from_millis(1), super::EXCLUSIVE_BLOCK)
-                    .as_millis() as u64,
-            )
-            .arg("NOACK")
-            .arg("STREAMS")
-            .arg(&stream)
-            .arg(">")
-            .query_async(&mut self.conn)
+        let who = (self.group.as_str(), self.consumer.as_str());
+        let mut v = (self.owner)
+            .read(&mut conn, fence, &stream, who, count, ">", true)
             .await?;
+        let block = block.min(super::EXCLUSIVE_BLOCK);
+        if matches!(v, Value::Nil) && block >= Duration::from_millis(2) {
+            // Wait without reading for the group (a plain XREAD moves nothing), then read
+            // under the lease check again.
+            let _: Value = redis::cmd("XREAD")
+                .arg("COUNT")
+                .arg(1)
+                .arg("BLOCK")
+                .arg(block.as_millis() as u64)
+                .arg("STREAMS")
+                .arg(&stream)
+                .arg("$")
+                .query_async(&mut conn)
+                .await?;
+            v = (self.owner)
+                .read(&mut conn, fence, &stream, who, count, ">", true)
+                .await?;
+        }
         let entries = parse_read_reply(&v)?;
         let last_id = entries.last().map(|e| e.id.clone());
         let mut messages = Vec::with_capacity(entries.len());
@@ -244,42 +277,38 @@ impl ExclusiveReader {
         attempts: u32,
         error_type: &str,
         error: &str,
-    ) -> Result<String, Error> {
-        let mut cmd = redis::cmd("XADD");
-        cmd.arg(self.keys.dlq(&self.topic, self.partition)).arg("*");
-        for (f, v) in &fields {
-            if !f.starts_with(b"dlq.") {
-                cmd.arg(f).arg(v);
-            }
-        }
-        cmd.arg("dlq.topic")
-            .arg(&self.topic)
-            .arg("dlq.partition")
-            .arg(self.partition)
-            .arg("dlq.id")
-            .arg(id)
-            .arg("dlq.original_id")
-            .arg(original_id)
-            .arg("dlq.group")
-            .arg(&self.group)
-            .arg("dlq.attempts")
-            .arg(attempts)
-            .arg("dlq.error_type")
-            .arg(truncate(error_type))
-            .arg("dlq.error")
-            .arg(truncate(error))
-            .arg("dlq.failed_ms")
-            .arg(now_ms());
-        Ok(cmd.query_async(&mut self.conn).await?)
+    ) -> Result<(), Error> {
+        let cause = DeadLetterCause {
+            topic: &self.topic,
+            partition: self.partition,
+            group: &self.group,
+            id,
+            original_id,
+            attempts,
+            error_type,
+            error,
+        };
+        let fence = self.fence()?;
+        let mut conn = self.conn.clone();
+        dead_letter_without_ack(
+            &mut conn,
+            &self.dead_letter,
+            &self.keys,
+            fence,
+            &cause,
+            fields,
+        )
+        .await
     }
 
     /// Appends `msg` to the partition's dead-letter stream (fields as in
-    /// [`crate::mq::dlq`]). Nothing is acknowledged (NOACK); commit the offset past `msg` as
-    /// usual. Returns the dead-letter entry id.
+    /// [`crate::mq::dlq`]), if the lease still holds. Nothing is acknowledged (NOACK);
+    /// commit the offset past `msg` as usual.
     ///
     /// # Errors
+    /// [`Error::Fenced`] when another owner took the lease (nothing written);
     /// [`Error::Redis`] on a failed command.
-    pub async fn dead_letter(&mut self, msg: &Message, failure: &Failure) -> Result<String, Error> {
+    pub async fn dead_letter(&mut self, msg: &Message, failure: &Failure) -> Result<(), Error> {
         let fields = msg.entry_fields();
         self.append_dead_letter(
             fields,
@@ -302,6 +331,7 @@ impl ExclusiveReader {
     /// first one was delivered (at-least-once).
     ///
     /// # Errors
+    /// [`Error::Fenced`] when another owner took the lease (nothing written);
     /// [`Error::Redis`] on a failed command.
     pub async fn retry_or_dead_letter(
         &mut self,
@@ -318,10 +348,12 @@ impl ExclusiveReader {
             return Ok(RetryOutcome::DeadLettered);
         }
         let delay = backoff(&self.retry, msg.retry_count);
+        let fence = self.fence()?;
         let scheduled = retry::schedule_without_ack(
-            &mut self.conn,
+            &mut self.conn.clone(),
             &self.schedule,
             &self.keys,
+            fence,
             &self.group,
             msg,
             delay,

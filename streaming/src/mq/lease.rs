@@ -12,9 +12,116 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
-use redis::Script;
+use redis::{Script, ScriptInvocation, Value};
 
+use crate::mq::topic::KeySpace;
 use crate::Error;
+
+/// Lua prelude of every script that writes for a partition owner: `lease_held(lease,
+/// fence, value, ttl)` is true when the lease holds `value` (extended by `ttl` ms) or
+/// expired and nobody took it since (the counter still holds our token: taken back under
+/// it), and false when another owner took it — the script then writes nothing and returns
+/// `'fenced'`. An empty `value` is a caller that holds no lease (not fenced).
+pub(crate) const LUA_LEASE_HELD: &str = r#"
+local function lease_held(lease, fence, value, ttl)
+  if value == '' then return true end
+  local held = redis.call('GET', lease)
+  if held == value then
+    redis.call('PEXPIRE', lease, ttl)
+    return true
+  end
+  if (not held) and redis.call('GET', fence) == string.match(value, '^(%d+) ') then
+    redis.call('SET', lease, value, 'PX', ttl)
+    return true
+  end
+  return false
+end
+"#;
+
+/// The lease a fenced script checks for one partition of a group: its lease and counter
+/// keys (passed even without a lease, so a script always has the same keys, all in the
+/// partition's slot) and the value held, if any.
+#[derive(Clone, Copy)]
+pub(crate) struct Fence<'a> {
+    keys: &'a KeySpace,
+    topic: &'a str,
+    partition: u32,
+    group: &'a str,
+    lease: Option<&'a Lease>,
+    ttl: Duration,
+}
+
+impl<'a> Fence<'a> {
+    /// `lease` (of `group` on the partition) checked and extended by `ttl`.
+    pub(crate) fn held(
+        keys: &'a KeySpace,
+        (topic, partition, group): (&'a str, u32, &'a str),
+        lease: &'a Lease,
+        ttl: Duration,
+    ) -> Self {
+        Self {
+            keys,
+            topic,
+            partition,
+            group,
+            lease: Some(lease),
+            ttl,
+        }
+    }
+
+    /// No lease held (a subscription's write): the script checks nothing.
+    pub(crate) fn unfenced(
+        keys: &'a KeySpace,
+        (topic, partition, group): (&'a str, u32, &'a str),
+    ) -> Self {
+        Self {
+            keys,
+            topic,
+            partition,
+            group,
+            lease: None,
+            ttl: Duration::from_millis(1),
+        }
+    }
+
+    /// Appends the lease and counter keys to `inv`'s keys and the held value and ttl to
+    /// its arguments: call it after the script's own keys and before its own arguments
+    /// (the script calls `lease_held(KEYS[n+1], KEYS[n+2], ARGV[1], ARGV[2])`).
+    pub(crate) fn push(&self, inv: &mut ScriptInvocation<'_>) {
+        let (t, p, g) = (self.topic, self.partition, self.group);
+        inv.key(self.keys.lease(t, p, g))
+            .key(self.keys.fence(t, p, g))
+            .arg(self.lease.map_or("", |l| l.value.as_str()))
+            .arg(ms(self.ttl));
+    }
+
+    /// The error of a write this fence refused.
+    pub(crate) fn error(&self) -> Error {
+        Error::Fenced {
+            topic: self.topic.to_string(),
+            group: self.group.to_string(),
+            partition: self.partition,
+            token: self.lease.map_or(0, |l| l.token),
+        }
+    }
+
+    /// The integer reply of a fenced script, or [`Error::Fenced`] when it refused.
+    pub(crate) fn int_reply(&self, v: &Value) -> Result<i64, Error> {
+        if is_fenced_reply(v) {
+            return Err(self.error());
+        }
+        Ok(redis::from_redis_value(v)?)
+    }
+}
+
+/// Whether a fenced script's reply is its refusal (`'fenced'`).
+pub(crate) fn is_fenced_reply(v: &Value) -> bool {
+    match v {
+        Value::BulkString(b) => b == b"fenced",
+        Value::SimpleString(s) => s == "fenced",
+        _ => false,
+    }
+}
 
 const LUA_ACQUIRE: &str = r#"
 -- KEYS: lease, fencing counter; ARGV: owner, ttl ms.
@@ -29,14 +136,7 @@ const LUA_RENEW: &str = r#"
 -- KEYS: lease, fencing counter; ARGV: held value "{token} {owner}", ttl ms.
 -- Extends the lease; an expired lease that nobody took since (the counter still holds our
 -- token) is taken back under the same token. Returns 1 when held now, else 0.
-local held = redis.call('GET', KEYS[1])
-if held == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-if (not held) and redis.call('GET', KEYS[2]) == string.match(ARGV[1], '^(%d+) ') then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
+if ARGV[1] ~= '' and lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 1 end
 return 0
 "#;
 
@@ -73,7 +173,7 @@ impl LeaseScripts {
     pub(crate) fn new() -> Self {
         Self {
             acquire: Script::new(LUA_ACQUIRE),
-            renew: Script::new(LUA_RENEW),
+            renew: Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_RENEW}")),
             release: Script::new(LUA_RELEASE),
         }
     }

@@ -50,7 +50,10 @@
 //! - the acknowledging scripts of subscriptions do not check the lease: a consumer that
 //!   lost its lease may still acknowledge the batch it is handling (harmless under
 //!   at-least-once); leases carry fencing tokens ([`ExclusiveReader::fencing_token`]) for
-//!   owners whose writes must be fenced (the Redis engine's commit checks them);
+//!   owners whose writes must be fenced: an [`ExclusiveReader`] positions the group, reads,
+//!   promotes retries, schedules retries and dead-letters only while its lease holds
+//!   (each in one script that checks the lease first), else fails with
+//!   [`Error::Fenced`](crate::Error::Fenced) having written nothing;
 //! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
 mod connection;
@@ -333,6 +336,8 @@ impl Mq {
             max_len: self.opts.max_len,
             promote: retry::promote_script(),
             schedule: retry::schedule_noack_script(),
+            dead_letter: dlq::dead_letter_script(),
+            owner: group::OwnerScripts::new(),
             next_promote: tokio::time::Instant::now(),
         };
         reader.open(committed, start, held).await

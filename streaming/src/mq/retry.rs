@@ -34,6 +34,13 @@
 //! one retry each instead of overwriting each other (or, for `NOACK` readers, the second
 //! being dropped as "already scheduled").
 //!
+//! # Fencing
+//!
+//! For an owner holding the partition's lease (an [`crate::mq::ExclusiveReader`], the
+//! Redis engine), scheduling, promotion and dead-lettering first check the lease in the
+//! same script; a stale owner's call writes nothing and fails with
+//! [`Error::Fenced`](crate::Error::Fenced). Subscriptions call them without a lease.
+//!
 //! Retries scheduled by an older version (token = bare entry id, no `rg` field) are
 //! still promoted, as entries every group reads.
 
@@ -41,9 +48,10 @@ use std::time::Duration;
 
 use rand::Rng;
 use redis::aio::ConnectionManager;
-use redis::Script;
+use redis::{Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;
+use crate::mq::lease::{Fence, LUA_LEASE_HELD};
 use crate::mq::message::{
     encode_fields, Message, F_RETRY_GROUP, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE,
     HEADER_ORIGINAL_ID,
@@ -100,35 +108,39 @@ pub(crate) fn truncate(s: &str) -> String {
 }
 
 const LUA_SCHEDULE: &str = r#"
--- KEYS: stream, acked, frontier, due zset, data hash
--- ARGV: group, failed entry id, token (group + '\n' + id), delay ms, field, value, ...
+-- KEYS: stream, acked, frontier, due zset, data hash, lease, fencing counter
+-- ARGV: lease value held ('' = none), lease ttl ms, group, failed entry id,
+--       token (group + '\n' + id), delay ms, field, value, ...
 -- (the fields include `rg` = group)
-if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+if not lease_held(KEYS[6], KEYS[7], ARGV[1], ARGV[2]) then return 'fenced' end
+if redis.call('XACK', KEYS[1], ARGV[3], ARGV[4]) == 0 then return 0 end
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[5], ARGV[3], cmsgpack.pack(fields))
-redis.call('ZADD', KEYS[4], now + tonumber(ARGV[4]), ARGV[3])
+redis.call('HSET', KEYS[5], ARGV[5], cmsgpack.pack(fields))
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[6]), ARGV[5])
 local newly = {}
-newly[ARGV[2]] = true
+newly[ARGV[4]] = true
 advance(KEYS[1], KEYS[2], KEYS[3], newly)
 return 1
 "#;
 
 const LUA_PROMOTE: &str = r#"
--- KEYS: stream, due zset, data hash; ARGV: limit, maxlen (0 = none)
+-- KEYS: stream, due zset, data hash, lease, fencing counter
+-- ARGV: lease value held ('' = none), lease ttl ms, limit, maxlen (0 = none)
 -- The stored fields carry `rg` (the group the retry is addressed to), so the new entry
 -- does too.
+if not lease_held(KEYS[4], KEYS[5], ARGV[1], ARGV[2]) then return 'fenced' end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 for _, tok in ipairs(tokens) do
   local packed = redis.call('HGET', KEYS[3], tok)
   if packed then
     local fields = cmsgpack.unpack(packed)
-    if tonumber(ARGV[2]) > 0 then
-      redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(fields))
+    if tonumber(ARGV[4]) > 0 then
+      redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', unpack(fields))
     else
       redis.call('XADD', KEYS[1], '*', unpack(fields))
     end
@@ -140,30 +152,32 @@ return #tokens
 "#;
 
 const LUA_SCHEDULE_NOACK: &str = r#"
--- KEYS: due zset, data hash; ARGV: token (group + '\n' + id), delay ms, field, value, ...
--- (the fields include `rg` = group)
+-- KEYS: due zset, data hash, lease, fencing counter
+-- ARGV: lease value held ('' = none), lease ttl ms, token (group + '\n' + id), delay ms,
+--       field, value, ... (the fields include `rg` = group)
 -- For NOACK readers: nothing to acknowledge; a token already scheduled (by this group) is
 -- not scheduled twice.
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+if not lease_held(KEYS[3], KEYS[4], ARGV[1], ARGV[2]) then return 'fenced' end
+if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then return 0 end
 local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[2], ARGV[1], cmsgpack.pack(fields))
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[3], cmsgpack.pack(fields))
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
 return 1
 "#;
 
 pub(crate) fn schedule_noack_script() -> Script {
-    Script::new(LUA_SCHEDULE_NOACK)
+    Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_SCHEDULE_NOACK}"))
 }
 
 pub(crate) fn schedule_script() -> Script {
-    Script::new(&format!("{LUA_ADVANCE}\n{LUA_SCHEDULE}"))
+    Script::new(&format!("{LUA_ADVANCE}\n{LUA_LEASE_HELD}\n{LUA_SCHEDULE}"))
 }
 
 pub(crate) fn promote_script() -> Script {
-    Script::new(LUA_PROMOTE)
+    Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_PROMOTE}"))
 }
 
 /// The fields of `group`'s retry entry of `msg`: same key, payload, timestamp, max retries
@@ -198,13 +212,17 @@ fn delay_ms(delay: Duration) -> u64 {
 }
 
 /// Acknowledges `msg` for `group` and schedules `group`'s retry of it after `delay`,
-/// atomically. Returns `false` when the original was no longer pending (nothing
-/// scheduled).
+/// atomically, if `fence` still holds the partition's lease. Returns `false` when the
+/// original was no longer pending (nothing scheduled).
+///
+/// # Errors
+/// [`Error::Fenced`] (nothing written) when another owner took the lease.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn ack_and_schedule(
     conn: &mut ConnectionManager,
     script: &Script,
     keys: &KeySpace,
+    fence: Fence<'_>,
     group: &str,
     msg: &Message,
     delay: Duration,
@@ -216,24 +234,31 @@ pub(crate) async fn ack_and_schedule(
     inv.key(keys.acked(t, p, group))
         .key(keys.frontier(t, p, group))
         .key(keys.retry_due(t, p))
-        .key(keys.retry_data(t, p))
-        .arg(group)
+        .key(keys.retry_data(t, p));
+    fence.push(&mut inv);
+    inv.arg(group)
         .arg(&msg.id)
         .arg(retry_token(group, &msg.id))
         .arg(delay_ms(delay));
     for (f, v) in retry_fields(msg, group, error_type, error) {
         inv.arg(f).arg(v);
     }
-    let n: i64 = inv.invoke_async(conn).await?;
-    Ok(n == 1)
+    let v: Value = inv.invoke_async(conn).await?;
+    Ok(fence.int_reply(&v)? == 1)
 }
 
 /// Schedules `group`'s retry of `msg` after `delay` without acknowledging (NOACK
-/// readers). Returns `false` when `group`'s retry of this entry is already scheduled.
+/// readers), if `fence` still holds the partition's lease. Returns `false` when `group`'s
+/// retry of this entry is already scheduled.
+///
+/// # Errors
+/// [`Error::Fenced`] (nothing written) when another owner took the lease.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn schedule_without_ack(
     conn: &mut ConnectionManager,
     script: &Script,
     keys: &KeySpace,
+    fence: Fence<'_>,
     group: &str,
     msg: &Message,
     delay: Duration,
@@ -241,35 +266,39 @@ pub(crate) async fn schedule_without_ack(
 ) -> Result<bool, Error> {
     let (t, p) = (msg.topic.as_str(), msg.partition);
     let mut inv = script.key(keys.retry_due(t, p));
-    inv.key(keys.retry_data(t, p))
-        .arg(retry_token(group, &msg.id))
-        .arg(delay_ms(delay));
+    inv.key(keys.retry_data(t, p));
+    fence.push(&mut inv);
+    inv.arg(retry_token(group, &msg.id)).arg(delay_ms(delay));
     for (f, v) in retry_fields(msg, group, failure.0, failure.1) {
         inv.arg(f).arg(v);
     }
-    let n: i64 = inv.invoke_async(conn).await?;
-    Ok(n == 1)
+    let v: Value = inv.invoke_async(conn).await?;
+    Ok(fence.int_reply(&v)? == 1)
 }
 
-/// Moves up to `limit` due retries of a partition back into its stream; returns how many.
+/// Moves up to `limit` due retries of a partition back into its stream, if `fence` (a
+/// lease of the retrying group) still holds the partition; returns how many.
+///
+/// # Errors
+/// [`Error::Fenced`] (nothing moved) when another owner took the lease.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn promote_due(
     conn: &mut ConnectionManager,
     script: &Script,
     keys: &KeySpace,
-    topic: &str,
-    partition: u32,
+    fence: Fence<'_>,
+    (topic, partition): (&str, u32),
     limit: usize,
     max_len: Option<usize>,
 ) -> Result<u64, Error> {
-    let n: u64 = script
-        .key(keys.stream(topic, partition))
-        .key(keys.retry_due(topic, partition))
-        .key(keys.retry_data(topic, partition))
-        .arg(limit)
-        .arg(max_len.unwrap_or(0))
-        .invoke_async(conn)
-        .await?;
-    Ok(n)
+    let mut inv = script.key(keys.stream(topic, partition));
+    inv.key(keys.retry_due(topic, partition))
+        .key(keys.retry_data(topic, partition));
+    fence.push(&mut inv);
+    inv.arg(limit).arg(max_len.unwrap_or(0));
+    let v: Value = inv.invoke_async(conn).await?;
+    let n = fence.int_reply(&v)?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ use tracing::{debug, error, warn};
 use crate::mq::dlq::{ack_and_dead_letter, DeadLetterCause};
 use crate::mq::group::ensure_group;
 use crate::mq::handler::{CatchUnwind, Failure, HandleResult, MessageHandler};
+use crate::mq::lease::Fence;
 use crate::mq::message::{parse_entries, parse_read_reply, value_to_string, Message, RawEntry};
 use crate::mq::options::{Assignment, MqOptions, SubscriptionOptions};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due};
@@ -195,8 +196,8 @@ async fn step<H: MessageHandler>(
             conn,
             &sh.scripts.promote,
             &sh.keys,
-            t,
-            partition,
+            Fence::unfenced(&sh.keys, (t, partition, g)),
+            (t, partition),
             sh.sub.batch_count,
             sh.opts.max_len,
         )
@@ -381,6 +382,7 @@ async fn handle_batch<H: MessageHandler>(
                     conn,
                     &sh.scripts.dead_letter,
                     &sh.keys,
+                    Fence::unfenced(&sh.keys, (t, partition, g)),
                     &cause,
                     entry.fields,
                 )
@@ -463,6 +465,7 @@ async fn retry_or_dead_letter<H: MessageHandler>(
         conn,
         &sh.scripts.schedule,
         &sh.keys,
+        Fence::unfenced(&sh.keys, (&msg.topic, msg.partition, &sh.group)),
         &sh.group,
         msg,
         delay,
@@ -493,6 +496,15 @@ async fn dead_letter<H: MessageHandler>(
         error_type,
         error,
     };
-    ack_and_dead_letter(conn, &sh.scripts.dead_letter, &sh.keys, &cause, fields).await?;
+    let fence = Fence::unfenced(&sh.keys, (&msg.topic, msg.partition, &sh.group));
+    ack_and_dead_letter(
+        conn,
+        &sh.scripts.dead_letter,
+        &sh.keys,
+        fence,
+        &cause,
+        fields,
+    )
+    .await?;
     Ok(())
 }

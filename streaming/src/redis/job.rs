@@ -329,21 +329,22 @@ impl JobShared {
                 return Ok(false);
             };
             for p in 0..partitions {
-                let Some(pr) = progress
+                // A partition this process does not hold (another process's share, or not
+                // taken yet) is judged by what Redis shows committed, like the others.
+                let mine = progress
                     .iter()
-                    .find(|x| x.partition == p && &x.topic == topic && &x.group == group)
-                else {
-                    return Ok(false);
-                };
-                if !pr.taken || pr.stopped.is_some() {
+                    .find(|x| x.partition == p && &x.topic == topic && &x.group == group);
+                if mine.is_some_and(|x| x.stopped.is_some()) {
                     return Ok(false);
                 }
+                let here = mine.filter(|x| x.owned);
                 let stream = self.keys.stream(topic, p);
                 bound(&mut conn)?;
-                let (last, retries, groups, frontier): (
+                let (last, retries, groups, frontier, lease): (
                     redis::Value,
                     Vec<String>,
                     redis::Value,
+                    Option<String>,
                     Option<String>,
                 ) = redis::pipe()
                     .atomic()
@@ -362,7 +363,13 @@ impl JobShared {
                     .arg(&stream)
                     .cmd("GET")
                     .arg(self.keys.frontier(topic, p, group))
+                    .cmd("GET")
+                    .arg(self.keys.lease(topic, p, group))
                     .query(&mut conn)?;
+                if here.is_none() && lease.is_none() {
+                    // Neither this process nor another holds it: not taken (yet, or any more).
+                    return Ok(false);
+                }
                 // Retry tokens are `{group}\n{id}` (a bare id: an older retry for every group).
                 let mine = format!("{group}\n");
                 if retries
@@ -383,12 +390,12 @@ impl JobShared {
                 let done = match self.ack_mode {
                     AckMode::Xack => g.pending == 0 && id_at_least(&g.last_delivered_id, &last),
                     AckMode::Offset => {
-                        let at_take = self
-                            .taken_at
-                            .lock()
-                            .ok()
-                            .and_then(|t| t.get(&(topic.clone(), group.clone(), p)).cloned());
-                        [frontier, at_take, pr.last_committed_id.clone()]
+                        let at_take = here.and_then(|_| {
+                            let t = self.taken_at.lock().ok()?;
+                            t.get(&(topic.clone(), group.clone(), p)).cloned()
+                        });
+                        let committed_here = here.and_then(|x| x.last_committed_id.clone());
+                        [frontier, at_take, committed_here]
                             .into_iter()
                             .flatten()
                             .any(|c| id_at_least(&c, &last))
@@ -607,16 +614,19 @@ impl JobClient {
     }
 
     /// Waits until the job has caught up with its streams, at most `timeout`: `true` once,
-    /// for every partition of every pipeline, the partition was taken (so never before the
-    /// job took all its partitions), did not stop, has no retry of its group scheduled, and
-    /// its committed position has reached
-    /// the stream's last entry as it was when checked — in [`AckMode::Xack`] the group
-    /// has delivered up to it and nothing is pending; in [`AckMode::Offset`] the committed
-    /// offset (or, before the first commit, the position the partition was taken at) is
-    /// at or past it. `false` on timeout, or at once when every subtask has stopped and the
-    /// job is not caught up. Checks every 20 ms over a blocking connection of its own; when
-    /// it returns `true`, nothing is in flight and [`diagnostics`](Self::diagnostics)
-    /// already counts every committed record.
+    /// for every partition of every pipeline, the partition is held by this process or by
+    /// another process of the job (its lease is held: so never before the job's partitions
+    /// were all taken), did not stop here, has no retry of its group scheduled, and its
+    /// committed position in Redis has reached the stream's last entry as it was when
+    /// checked — in [`AckMode::Xack`] the group has delivered up to it and nothing is
+    /// pending; in [`AckMode::Offset`] the committed offset (or, for a partition held
+    /// here, before its first commit, the position it was taken at) is at or past it.
+    /// With several processes, any of them answers for the whole job. `false` on timeout,
+    /// or at once when every subtask of this process has stopped and the job is not
+    /// caught up. Checks every 20 ms over a blocking connection of its own; when it
+    /// returns `true`, nothing is in flight in this process and
+    /// [`diagnostics`](Self::diagnostics) already counts every record this process
+    /// committed (other processes' counts are in their own diagnostics).
     ///
     /// Producers still writing move the end: it is the end as of each check.
     ///

@@ -22,9 +22,14 @@
 //! - *Leases and fencing tokens.* A subtask takes a partition of its share only when the
 //!   partition's lease is free; each acquisition draws a new, larger fencing token, and the
 //!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Every write an
-//!   owner makes for the partition — the batch commit, processing-time timers, the idle
-//!   flush — runs in the commit script, which first checks that the lease still holds
-//!   this exact value; otherwise it writes nothing and the owner gets
+//!   owner makes for the partition — the batch commit (with processing-time timers and the
+//!   idle flush), the retry schedule and dead letter of a failed or malformed record, the
+//!   promotion of due retries, the state schema write, and on the read side the take's
+//!   `XAUTOCLAIM` / `XGROUP SETID` and every `XREADGROUP` (which move the group's
+//!   position or pending list) — runs in a script that first checks that the lease still
+//!   holds this exact value (or expired with nobody taking it since: the fencing counter
+//!   still holds our token, and the lease is taken back); otherwise it writes nothing and
+//!   the owner gets
 //!   [`Error::Fenced`](crate::Error::Fenced), drops the partition's chain and state cache,
 //!   and takes it again (from the last commit) once it wins the lease. A lease never
 //!   passes because a consumer name matches, so views of the membership may disagree for a
@@ -44,8 +49,10 @@
 //!   subtask recomputes its share at its next heartbeat. State keys carry no subtask, so a
 //!   job restarted or rescaled with another parallelism finds its state.
 //! - Membership expiry uses each process's clock: keep the hosts' clocks within a fraction
-//!   of `lease_ttl`. [`JobClient::await_caught_up`] and the per-partition diagnostics
-//!   describe this process only (partitions owned elsewhere are never "taken" here).
+//!   of `lease_ttl`. The per-partition diagnostics describe this process only
+//!   (partitions owned elsewhere are never "taken" here); [`JobClient::await_caught_up`]
+//!   answers for the whole job, judging partitions held by other processes by their
+//!   committed position in Redis.
 //!
 //! State layout (readable with any Redis client): one hash per (job, topic, group,
 //! partition, operator, state): `{state_key_prefix}:{job}:{T:n}:{group}:{operator}:{state}`

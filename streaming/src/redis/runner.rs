@@ -24,7 +24,8 @@ use crate::api::Sink;
 use crate::memory::Plan;
 use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
 use crate::mq::frontier::LUA_ADVANCE;
-use crate::mq::lease::{Lease, LeaseScripts};
+use crate::mq::group::OwnerScripts;
+use crate::mq::lease::{Fence, Lease, LeaseScripts, LUA_LEASE_HELD};
 use crate::mq::message::{encode_fields, parse_read_reply, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due, promote_script, schedule_script};
 use crate::mq::{ExclusiveReader, Failure, KeySpace, Message, Mq, SubscriptionOptions};
@@ -89,14 +90,7 @@ local function chunked_argv(cmd, key, from, to)
     i = j + 1
   end
 end
-local held = redis.call('GET', KEYS[5])
-if held == ARGV[4] then
-  redis.call('PEXPIRE', KEYS[5], ARGV[5])
-elseif (not held) and redis.call('GET', KEYS[6]) == string.match(ARGV[4], '^(%d+) ') then
-  redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
-else
-  return 'fenced'
-end
+if not lease_held(KEYS[5], KEYS[6], ARGV[4], ARGV[5]) then return 'fenced' end
 local i = 6
 local nids = tonumber(ARGV[i]); i = i + 1
 local ids = {}
@@ -151,6 +145,7 @@ struct Scripts {
     load: Script,
     commit: Script,
     leases: LeaseScripts,
+    owner: OwnerScripts,
     schedule: Script,
     dead_letter: Script,
     promote: Script,
@@ -537,8 +532,9 @@ where
         mq,
         scripts: Scripts {
             load: Script::new(LUA_LOAD),
-            commit: Script::new(&format!("{LUA_ADVANCE}\n{LUA_COMMIT}")),
+            commit: Script::new(&format!("{LUA_ADVANCE}\n{LUA_LEASE_HELD}\n{LUA_COMMIT}")),
             leases: LeaseScripts::new(),
+            owner: OwnerScripts::new(),
             schedule: schedule_script(),
             dead_letter: dead_letter_script(),
             promote: promote_script(),
@@ -988,7 +984,6 @@ where
                         acquired.ok_or_else(|| leased_elsewhere(p))?
                     }
                 };
-                self.lease = Some(lease);
                 crate::mq::group::ensure_group(
                     conn,
                     &ctx.keys,
@@ -999,13 +994,13 @@ where
                     config.restore_group_from_commit_frontier(),
                 )
                 .await?;
-                claim_all(
-                    conn,
-                    &ctx.keys.stream(&spec.topic, p),
-                    &spec.group,
-                    &ctx.consumer,
-                )
-                .await?;
+                let at = (spec.topic.as_str(), p, spec.group.as_str());
+                let fence = Fence::held(&ctx.keys, at, &lease, ttl);
+                let stream = ctx.keys.stream(&spec.topic, p);
+                (ctx.scripts.owner)
+                    .claim_all(conn, fence, &stream, &spec.group, &ctx.consumer)
+                    .await?;
+                self.lease = Some(lease);
                 self.reader = Some(Reader::Xack {
                     replaying: true,
                     next_promote: Instant::now(),
@@ -1130,7 +1125,9 @@ where
                 }
             }
         }
-        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys).await?;
+        let lease = self.fenced_unless_held(ctx)?;
+        let fence = self.fence(ctx, &lease);
+        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
         Ok(())
     }
 
@@ -1167,13 +1164,18 @@ where
                 replaying,
                 next_promote,
             }) => {
+                let Some(lease) = self.lease.as_ref() else {
+                    return Err(self.fenced_error(ctx, 0));
+                };
+                let at = (spec.topic.as_str(), p, spec.group.as_str());
+                let fence = Fence::held(&ctx.keys, at, lease, config.mq_options().lease_ttl);
                 if Instant::now() >= *next_promote {
                     promote_due(
                         conn,
                         &ctx.scripts.promote,
                         &ctx.keys,
-                        &spec.topic,
-                        p,
+                        fence,
+                        (&spec.topic, p),
                         count,
                         config.mq_options().max_len,
                     )
@@ -1182,16 +1184,10 @@ where
                 }
                 let stream = ctx.keys.stream(&spec.topic, p);
                 let from = if *replaying { "0" } else { ">" };
-                let v: Value = redis::cmd("XREADGROUP")
-                    .arg("GROUP")
-                    .arg(&spec.group)
-                    .arg(&ctx.consumer)
-                    .arg("COUNT")
-                    .arg(count)
-                    .arg("STREAMS")
-                    .arg(&stream)
-                    .arg(from)
-                    .query_async(conn)
+                // Under the lease check: a stale owner takes no entry into its pending list.
+                let who = (spec.group.as_str(), ctx.consumer.as_str());
+                let v = (ctx.scripts.owner)
+                    .read(conn, fence, &stream, who, count, from, false)
                     .await?;
                 let entries = parse_read_reply(&v)?;
                 if *replaying && entries.is_empty() {
@@ -1529,7 +1525,9 @@ where
             }
             tokio::time::sleep(config.hot_key_throttle_max()).await;
         }
-        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys).await?;
+        let lease = self.fenced_unless_held(ctx)?;
+        let fence = self.fence(ctx, &lease);
+        super::schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
         // 4. Commit state + sink lists + acknowledgement atomically.
         let (t, p, g) = (spec.topic.as_str(), self.partition, spec.group.as_str());
         pending.hashes.retain(|h| !h.fields.is_empty());
@@ -1565,7 +1563,6 @@ where
             .filter(|w| !w.values.is_empty())
             .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
             .collect();
-        let lease = self.fenced_unless_held(ctx)?;
         let mut inv = ctx.scripts.commit.key(ctx.keys.stream(t, p));
         inv.key(ctx.keys.acked(t, p, g))
             .key(ctx.keys.frontier(t, p, g))
@@ -1642,6 +1639,13 @@ where
             Some(Reader::Offset(r)) => r.lease(),
             _ => self.lease.as_ref(),
         }
+    }
+
+    /// The fence of the partition's writes under `lease`.
+    fn fence<'a>(&self, ctx: &'a Ctx<'_>, lease: &'a Lease) -> Fence<'a> {
+        let spec = ctx.spec;
+        let at = (spec.topic.as_str(), self.partition, spec.group.as_str());
+        Fence::held(&ctx.keys, at, lease, spec.env.config.mq_options().lease_ttl)
     }
 
     /// The lease held, or [`Error::Fenced`] when there is none.
@@ -1736,7 +1740,17 @@ where
             error_type: "malformed",
             error: reason,
         };
-        ack_and_dead_letter(conn, &ctx.scripts.dead_letter, &ctx.keys, &cause, e.fields).await?;
+        let lease = self.fenced_unless_held(ctx)?;
+        let fence = self.fence(ctx, &lease);
+        ack_and_dead_letter(
+            conn,
+            &ctx.scripts.dead_letter,
+            &ctx.keys,
+            fence,
+            &cause,
+            e.fields,
+        )
+        .await?;
         Ok(())
     }
 
@@ -1781,6 +1795,8 @@ where
                 }
             }
             _ => {
+                let lease = self.fenced_unless_held(ctx)?;
+                let fence = self.fence(ctx, &lease);
                 let max = m.max_retries.unwrap_or(policy.max_retries);
                 if retry && m.retry_count < max {
                     let delay = backoff(&policy, m.retry_count);
@@ -1788,6 +1804,7 @@ where
                         conn,
                         &ctx.scripts.schedule,
                         &ctx.keys,
+                        fence,
                         &spec.group,
                         &m,
                         delay,
@@ -1822,8 +1839,8 @@ where
                         error_type: &et,
                         error: &text,
                     };
-                    ack_and_dead_letter(conn, &ctx.scripts.dead_letter, &ctx.keys, &cause, fields)
-                        .await?;
+                    let dlq = &ctx.scripts.dead_letter;
+                    ack_and_dead_letter(conn, dlq, &ctx.keys, fence, &cause, fields).await?;
                 }
             }
         }
@@ -1849,39 +1866,4 @@ fn is_leased_elsewhere(e: &Error) -> bool {
             ..
         }
     )
-}
-
-/// Moves every pending entry of `group` to `consumer` (the partition's new exclusive
-/// owner), so it is processed again before new entries.
-async fn claim_all(
-    conn: &mut ConnectionManager,
-    stream: &str,
-    group: &str,
-    consumer: &str,
-) -> Result<(), Error> {
-    let mut cursor = "0-0".to_string();
-    for _ in 0..100_000 {
-        let v: Value = redis::cmd("XAUTOCLAIM")
-            .arg(stream)
-            .arg(group)
-            .arg(consumer)
-            .arg(0)
-            .arg(&cursor)
-            .arg("COUNT")
-            .arg(1000)
-            .arg("JUSTID")
-            .query_async(conn)
-            .await?;
-        let next = match &v {
-            Value::Array(items) if !items.is_empty() => {
-                redis::from_redis_value::<String>(&items[0])?
-            }
-            _ => break,
-        };
-        if next == "0-0" {
-            break;
-        }
-        cursor = next;
-    }
-    Ok(())
 }

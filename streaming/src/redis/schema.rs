@@ -23,6 +23,7 @@ use super::config::SchemaMismatchPolicy;
 use super::job::JobShared;
 use super::runtime::{DynStore, StateKeys};
 use super::RedisRuntimeConfig;
+use crate::mq::lease::{Fence, LUA_LEASE_HELD};
 use crate::ops::OperatorId;
 use crate::Error;
 use redis::aio::ConnectionManager;
@@ -146,13 +147,15 @@ pub(crate) async fn open(
 }
 
 const LUA_FLUSH: &str = r#"
--- KEYS: state index, schema hash
--- ARGV: n prefixes, prefix..., field, fingerprint, ...
--- Deletes the index's hashes named `prefix` or `prefix:s<i>` and writes the fingerprints.
-local n = tonumber(ARGV[1])
+-- KEYS: state index, schema hash, lease, fencing counter
+-- ARGV: lease value held, lease ttl ms, n prefixes, prefix..., field, fingerprint, ...
+-- Deletes the index's hashes named `prefix` or `prefix:s<i>` and writes the fingerprints,
+-- if the partition's lease is still ours.
+if not lease_held(KEYS[3], KEYS[4], ARGV[1], ARGV[2]) then return 'fenced' end
+local n = tonumber(ARGV[3])
 if n > 0 then
   for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-    for j = 2, n + 1 do
+    for j = 4, n + 3 do
       local p = ARGV[j]
       if k == p or (string.sub(k, 1, #p + 2) == p .. ':s' and string.match(string.sub(k, #p + 3), '^%d+$')) then
         redis.call('DEL', k)
@@ -162,20 +165,22 @@ if n > 0 then
   end
 end
 local args = {}
-for j = n + 2, #ARGV do args[#args + 1] = ARGV[j] end
+for j = n + 4, #ARGV do args[#args + 1] = ARGV[j] end
 if #args > 0 then redis.call('HSET', KEYS[2], unpack(args)) end
 return 0
 "#;
 
 /// Writes what the gate decided since the last flush: deletes cleared states' hashes and
-/// writes new fingerprints (one script; nothing when there is nothing to write).
+/// writes new fingerprints (one script that first checks the partition's lease in
+/// `fence`; nothing when there is nothing to write).
 ///
 /// # Errors
-/// [`Error::Redis`].
+/// [`Error::Redis`]; [`Error::Fenced`] (nothing written) when another owner took the lease.
 pub(crate) async fn flush(
     gate: Option<&SchemaGate>,
     conn: &mut ConnectionManager,
     keys: &StateKeys,
+    fence: Fence<'_>,
 ) -> Result<(), Error> {
     let Some(gate) = gate else { return Ok(()) };
     let (clears, writes) = {
@@ -185,16 +190,19 @@ pub(crate) async fn flush(
     if clears.is_empty() && writes.is_empty() {
         return Ok(());
     }
-    let script = redis::Script::new(LUA_FLUSH);
+    let script = redis::Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_FLUSH}"));
     let mut inv = script.key(keys.index());
-    inv.key(keys.schema()).arg(clears.len());
+    inv.key(keys.schema());
+    fence.push(&mut inv);
+    inv.arg(clears.len());
     for (op, state) in &clears {
         inv.arg(keys.unsharded(op, state));
     }
     for (f, fp) in &writes {
         inv.arg(f).arg(fp);
     }
-    let _: i64 = inv.invoke_async(conn).await?;
+    let v: redis::Value = inv.invoke_async(conn).await?;
+    fence.int_reply(&v)?;
     Ok(())
 }
 

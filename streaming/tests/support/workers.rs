@@ -5,7 +5,8 @@
 //! A test file using it declares `#[test] fn worker() { support::workers::serve() }`:
 //! in a child started by [`Worker::spawn`] (environment `STREAMING_WORKER=1`) that test
 //! runs the job until its stdin closes; everywhere else it returns at once. The child
-//! reads `scale N` lines on stdin and prints `INSTANCE <id>` when started and
+//! reads `scale N` and `caught_up <timeout ms>` lines on stdin and prints `INSTANCE <id>`
+//! when started, `CAUGHT_UP <bool>` (what `await_caught_up` returned) and
 //! `FINAL <diagnostics>` when stopped.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -95,6 +96,10 @@ pub fn serve() {
         if let Some(n) = line.strip_prefix("scale ") {
             scale(&job, n.trim().parse().unwrap());
         }
+        if let Some(ms) = line.strip_prefix("caught_up ") {
+            let timeout = Duration::from_millis(ms.trim().parse().unwrap());
+            println!("CAUGHT_UP {}", job.await_caught_up(timeout).unwrap());
+        }
     }
     job.cancel();
     println!("FINAL {:?}", job.diagnostics());
@@ -176,6 +181,25 @@ impl Worker {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "scale {n}").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// Asks the job's `await_caught_up(timeout)` and returns its answer.
+    pub fn await_caught_up(&mut self, timeout: Duration) -> bool {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "caught_up {}", timeout.as_millis()).unwrap();
+        stdin.flush().unwrap();
+        let end = std::time::Instant::now() + timeout + Duration::from_secs(30);
+        loop {
+            let answer = self.out.lock().unwrap().iter().find_map(|l| {
+                l.find("CAUGHT_UP ")
+                    .map(|i| l[i + "CAUGHT_UP ".len()..].trim() == "true")
+            });
+            if let Some(a) = answer {
+                return a;
+            }
+            assert!(std::time::Instant::now() < end, "no CAUGHT_UP answer");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Stops the job (cancel) and returns its final diagnostics line.
