@@ -526,3 +526,59 @@ fn await_caught_up_waits_for_a_scheduled_retry() {
     );
     job.cancel();
 }
+
+/// Two jobs given the same explicit `job_instance_id` (two pods with one config) still
+/// get distinct consumer names — the sequence is drawn from Redis — so they share the
+/// partitions instead of both claiming every one under one membership entry; a restart
+/// with that id gets a new name too.
+#[test]
+fn the_same_explicit_instance_id_twice_still_shares_the_partitions() {
+    let s = setup("same-instance");
+    let topic = "same-id";
+    s.create(topic, 4);
+    let start = || {
+        let config = s
+            .config("same-id-job")
+            .job_instance_id("pod-a")
+            .build()
+            .unwrap();
+        let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+        env.from_mq_topic_with_options(topic, "g", earliest(8))
+            .map(|m: Message| m.text().unwrap().to_string())
+            .sink(CollectSink::new())
+            .unwrap();
+        env.execute_async().unwrap()
+    };
+    let (a, b) = (start(), start());
+    let lease_owners = || -> BTreeMap<u32, String> {
+        let mq = s.mq();
+        let mut conn = s.conn();
+        (0..4)
+            .filter_map(|p| {
+                let v: Option<String> = conn.get(mq.keys().lease(topic, p, "g")).ok()?;
+                Some((p, v?.split_once(' ')?.1.to_string()))
+            })
+            .collect()
+    };
+    wait_until("an even split", &a, || {
+        a.diagnostics().owned_partitions == 2 && b.diagnostics().owned_partitions == 2
+    });
+    let names: std::collections::BTreeSet<String> = lease_owners().into_values().collect();
+    assert_eq!(
+        names,
+        ["same-id-job-pod-a-0", "same-id-job-pod-a-1"]
+            .map(String::from)
+            .into(),
+        "two names, one per process"
+    );
+    a.cancel();
+    b.cancel();
+    // A restart with the same id does not reuse either name.
+    let c = start();
+    wait_until("the restarted job owns everything", &c, || {
+        c.diagnostics().owned_partitions == 4
+    });
+    let names: std::collections::BTreeSet<String> = lease_owners().into_values().collect();
+    assert_eq!(names, ["same-id-job-pod-a-2".to_string()].into());
+    c.cancel();
+}

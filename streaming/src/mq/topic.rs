@@ -130,6 +130,11 @@ impl KeySpace {
     pub fn members(&self, topic: &str, group: &str) -> String {
         format!("{}:topic:{topic}:members:{group}", self.prefix)
     }
+    /// The counter the Redis engine draws consumer-name sequence numbers from, for job
+    /// `job` and instance `instance`: `P:job:J:I:seq`.
+    pub fn consumer_seq(&self, job: &str, instance: &str) -> String {
+        format!("{}:job:{job}:{instance}:seq", self.prefix)
+    }
     /// Live subtasks of the Redis engine's jobs reading `group`,
     /// `P:topic:T:runners:G` (sorted set: consumer name → heartbeat expiry, epoch ms).
     pub fn runners(&self, topic: &str, group: &str) -> String {

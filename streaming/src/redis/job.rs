@@ -44,9 +44,11 @@ pub struct PartitionProgress {
     /// Whether this process holds the partition's lease now (with several processes of
     /// one job each holds its share; see the [`redis`](super) module docs).
     pub owned: bool,
-    /// Commits (batches, timers, idle flushes) refused because the lease had passed to
-    /// another owner meanwhile ([`Error::Fenced`]): each wrote nothing, and the partition
-    /// was dropped from memory until its lease is won again.
+    /// Times this process found the partition's lease passed to another owner: a write
+    /// (batch, timers, idle flush, retry, dead letter) refused with [`Error::Fenced`], or a
+    /// lease renewal that found another owner (a stall — GC pause, `SIGSTOP`, a slow
+    /// network, or one user function call longer than `lease_ttl`). Each time nothing was
+    /// written, and the partition was dropped from memory until its lease is won again.
     pub fenced: u64,
     /// Times this process took the partition (first take and every take-over after a
     /// loss or a rebalance).
@@ -209,10 +211,22 @@ impl JobShared {
         }
     }
 
-    /// A consumer name for a new subtask, `{job}-{instance}-{seq}`: `seq` grows with every
-    /// subtask this job starts, so a name is never used twice.
+    /// A consumer name for a new subtask, `{job}-{instance}-{seq}`: `seq` is drawn from a
+    /// counter in Redis per (job, instance), so a name is never used twice — not across
+    /// restarts, rescales, nor by two processes given the same `job_instance_id`. When
+    /// Redis cannot be reached, `seq` is this process's own counter with a random suffix.
     pub(crate) fn consumer_name(&self) -> String {
-        let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let local = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let key = self
+            .keys
+            .consumer_seq(&self.job_name, &self.job_instance_id);
+        let drawn = crate::mq::blocking_connection(&self.client, self.response_timeout)
+            .ok()
+            .and_then(|mut conn| redis::cmd("INCR").arg(&key).query::<u64>(&mut conn).ok());
+        let seq = match drawn {
+            Some(n) => n.saturating_sub(1).to_string(),
+            None => format!("{local}-{:08x}", rand::random::<u32>()),
+        };
         format!("{}-{}-{seq}", self.job_name, self.job_instance_id)
     }
 

@@ -794,9 +794,10 @@ where
                     // Expired (e.g. this process stalled or Redis was down longer than the
                     // TTL), maybe taken: drop it and take it again when its lease is free.
                     job.partition_error(&spec.topic, &spec.group, p, format!(
-                        "partition {p} of {}: lease lost, taking the partition again from its last commit",
-                        spec.topic
+                        "partition {p} of `{}` (group `{}`): fenced, the lease passed to another owner while this process stalled; nothing more is written: dropped from memory until its lease is won again",
+                        spec.topic, spec.group
                     ));
+                    job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
                     self.forget(plan, ctx);
                     return false;
                 }
