@@ -1,7 +1,7 @@
 //! Helpers the `pipeline!` expansion calls. Not part of the public API.
 
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
-use crate::memory::{KeyedProcessOutput, KeyedStream, Plan};
+use crate::dataflow::{KeyedProcessOutput, KeyedStream, Plan};
 use crate::BoxError;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -117,7 +117,7 @@ pub trait FromMqTopic<S> {
 }
 
 /// The stream a message-queue source starts on the Redis engine.
-type MqStream = crate::memory::DataStream<crate::redis::MqTopicSource>;
+type MqStream = crate::dataflow::DataStream<crate::redis::MqTopicSource>;
 
 impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
     fn from_mq_topic(&self, topic: &str, group: &str) -> MqStream {

@@ -153,11 +153,13 @@ pub mod redis;
 pub use error::{BoxError, Error};
 
 pub mod api;
+pub mod dataflow;
 pub mod memory;
 pub mod ops;
 pub mod time;
 
-pub use memory::{DataStream, KeyedStream, MemoryEnv, WindowedStream};
+pub use dataflow::{DataStream, KeyedStream, WindowedStream};
+pub use memory::{JobSummary, MemoryEnv};
 
 pub use streaming_macros::pipeline;
 

@@ -1,7 +1,9 @@
 //! The in-memory engine: bounded input, single thread, deterministic.
 //!
 //! Build a pipeline from a [`MemoryEnv`] with the builder API; a terminal operation
-//! ([`DataStream::sink`], [`DataStream::print`], [`DataStream::collect_vec`], or iterating
+//! ([`DataStream::sink`](crate::DataStream::sink),
+//! [`DataStream::print`](crate::DataStream::print),
+//! [`DataStream::collect_vec`](crate::DataStream::collect_vec), or iterating
 //! the stream) runs it at once, pulling the source lazily: memory is bounded by the
 //! pipeline's state, not by the input length.
 //!
@@ -20,16 +22,12 @@
 mod checkpoint;
 mod env;
 mod partition;
-mod plan;
-mod stream;
+mod run;
+mod runtime;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
 pub use partition::PartitionedSource;
-pub use plan::{BuildRejectedOutput, Plan, Runtime, SideOutputFactory, Stage, StoreFactory, Then};
-pub use stream::{
-    CountLateOnly, DataStream, Execute, JobSummary, KeyedProcessOutput, KeyedStream,
-    MakeWindowFunction, MemoryRoot, PerPartition, PrintSink, RunMemory, SingleChain,
-    WindowAggregate, WindowApply, WindowCount, WindowOutput, WindowReduce, WindowSum, WindowSumBy,
-    WindowedStream,
-};
+pub use run::{JobSummary, MemoryRoot, PerPartition, RunMemory, SingleChain};
+pub(crate) use runtime::drive;
+pub use runtime::MemoryRuntime;

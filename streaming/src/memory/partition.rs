@@ -1,14 +1,113 @@
 //! [`PartitionedSource`]: a collection replayed as N partitions, one chain per partition
 //! (the Redis engine's execution model on the memory engine).
 
-use super::env::MemoryEnv;
-use super::plan::{drive, Plan, Runtime};
-use super::stream::{JobSummary, MemoryRoot, PerPartition, RunMemory};
+use super::env::{check_source_id, MemoryEnv};
+use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
+use super::{drive, MemoryRuntime};
+use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
 use crate::ops::{guard, Operator, OperatorId};
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
+
+impl MemoryEnv {
+    /// A stream of the items of `items` replayed as `partitions` partitions, the way the
+    /// Redis engine runs a topic with that many partitions: each partition gets its own
+    /// copy of the pipeline (its own operator chain, keyed state and watermark), and the
+    /// pipeline's output is the union of the partitions' outputs. The source id is
+    /// `source-{n}` for the environment's n-th source.
+    ///
+    /// Partition of an item: `key(item)` = `Some(k)` → [`partition_for_key`]`(k, partitions)`
+    /// (FNV-1a, what the Redis producer uses for a message with key `k`); `None` → round
+    /// robin over the keyless items in input order (the i-th keyless item, from 0, goes to
+    /// partition `i % partitions`, as from a fresh producer). Each item keeps its timestamp
+    /// of [`from_collection`](Self::from_collection): its index (ms) in the whole input.
+    /// Within a partition items keep their input order.
+    ///
+    /// Running: partitions run one after another (0, 1, …), each to the end of its input
+    /// (watermark `i64::MAX`, `finish`), so a partition's watermark never depends on
+    /// another partition's items. The sink opens once, receives partition 0's records, then
+    /// partition 1's, …, and closes once. With `partitions = 1` the run equals
+    /// [`from_collection`](Self::from_collection)'s. With more partitions the input is
+    /// buffered (split into the partitions) before the first partition runs, and the
+    /// pipeline must be `Clone` (its functions, window functions, late-data sinks), like a
+    /// Redis pipeline: each partition runs its own clone, so a function's own mutable state
+    /// is per partition. A run's [`JobSummary`](super::JobSummary) adds up all partitions.
+    ///
+    /// Results can depend on `partitions` whenever order matters across keys: which
+    /// elements are late, when sessions merge. When every key lands in one partition (the
+    /// pipeline keys by the partition key), per-key results of rolling operators do not.
+    ///
+    /// # Panics
+    /// If `partitions` is 0.
+    ///
+    /// # Errors
+    /// The terminal operation returns [`Error::InvalidConfig`] (field `partitions`) when
+    /// checkpointing is enabled and `partitions > 1`: state is checkpointed by operator id,
+    /// which all partitions share.
+    ///
+    /// ```
+    /// use streaming::MemoryEnv;
+    /// let env = MemoryEnv::new();
+    /// let words = ["a", "b", "a", "c", "b", "a"];
+    /// let out = env
+    ///     .from_collection_partitioned(words, 4, |w: &&str| Some(*w))
+    ///     .map(|w| (w, 1u64))
+    ///     .key_by(|p: &(&str, u64)| p.0)
+    ///     .reduce(|a, b| (a.0, a.1 + b.1))
+    ///     .collect_vec()?;
+    /// // "a" → partition 0, "b" → 1, "c" → 2 (of 4): partition 0's records come first.
+    /// let expected = [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("c", 1)];
+    /// assert_eq!(out, expected);
+    /// # Ok::<(), streaming::Error>(())
+    /// ```
+    ///
+    /// [`partition_for_key`]: crate::mq::partition_for_key
+    pub fn from_collection_partitioned<I, KF, K>(
+        &self,
+        items: I,
+        partitions: u32,
+        key: KF,
+    ) -> DataStream<PartitionedSource<I, KF>>
+    where
+        I: IntoIterator,
+        KF: FnMut(&I::Item) -> Option<K>,
+        K: AsRef<str>,
+    {
+        let id = self.next_source_id();
+        self.from_collection_partitioned_with_id(id, items, partitions, key)
+    }
+
+    /// Like [`from_collection_partitioned`](Self::from_collection_partitioned) with an
+    /// explicit source id, which prefixes the ids of its operators.
+    ///
+    /// # Panics
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`, or
+    /// `partitions` is 0.
+    ///
+    /// # Errors
+    /// As [`from_collection_partitioned`](Self::from_collection_partitioned).
+    pub fn from_collection_partitioned_with_id<I, KF, K>(
+        &self,
+        source_id: impl Into<String>,
+        items: I,
+        partitions: u32,
+        key: KF,
+    ) -> DataStream<PartitionedSource<I, KF>>
+    where
+        I: IntoIterator,
+        KF: FnMut(&I::Item) -> Option<K>,
+        K: AsRef<str>,
+    {
+        let id = source_id.into();
+        check_source_id(&id);
+        DataStream::new(
+            PartitionedSource::new(self.clone(), id.clone(), items, partitions, key),
+            id,
+        )
+    }
+}
 
 /// The plan of [`MemoryEnv::from_collection_partitioned`].
 ///
@@ -63,10 +162,12 @@ impl<I: IntoIterator, KF> Plan for PartitionedSource<I, KF> {
     fn root(&self) -> &Self {
         self
     }
+}
 
+impl<I: IntoIterator, KF> BuildPlan<MemoryRuntime> for PartitionedSource<I, KF> {
     fn build<O: Operator<I::Item>>(
         self,
-        _rt: &Runtime,
+        _rt: &MemoryRuntime,
         downstream: O,
     ) -> Result<(Self, impl Operator<I::Item> + use<I, KF, O>), Error> {
         Ok((self, downstream))
@@ -77,7 +178,7 @@ impl<I: IntoIterator, KF> MemoryRoot for PartitionedSource<I, KF> {
     type Item = I::Item;
     type Runner = PerPartition;
 
-    fn runtime(&self) -> Runtime {
+    fn runtime(&self) -> MemoryRuntime {
         self.env.runtime()
     }
 
@@ -155,7 +256,7 @@ impl<T, O: Operator<T>> Operator<T> for PartitionOutput<'_, O> {
 
 impl<P, I, KF, K> RunMemory<PerPartition> for P
 where
-    P: Plan<Root = PartitionedSource<I, KF>, Head = I::Item> + Clone,
+    P: BuildPlan<MemoryRuntime> + Plan<Root = PartitionedSource<I, KF>, Head = I::Item> + Clone,
     I: IntoIterator,
     KF: FnMut(&I::Item) -> Option<K>,
     K: AsRef<str>,

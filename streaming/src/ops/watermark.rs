@@ -5,7 +5,6 @@ use crate::time::{
     TimestampAssigner, WatermarkGenerator, WatermarkOutput, MAX_WATERMARK, MIN_WATERMARK,
 };
 use crate::Error;
-use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The watermark an [`AssignWatermarks`] operator has emitted, kept as operator state.
@@ -60,16 +59,6 @@ pub trait WatermarkStore {
 
     /// The counters the chain's window operators share (they flag a rejected record).
     fn window_counters(&self) -> Rc<Counters>;
-}
-
-impl WatermarkStore for crate::memory::Runtime {
-    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState> {
-        Rc::new(RefCell::new(WatermarkState::default()))
-    }
-
-    fn window_counters(&self) -> Rc<Counters> {
-        Rc::clone(&self.counters)
-    }
 }
 
 /// Keeps each record's current timestamp (the assigner of

@@ -4,7 +4,7 @@ use super::job::{JobClient, JobShared};
 use super::runner::{self, PipelineSpec};
 use super::{RedisRuntime, RedisRuntimeConfig};
 use crate::api::Sink;
-use crate::memory::{DataStream, Execute, Plan};
+use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
 use crate::mq::{Message, SubscriptionOptions};
 use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp, WatermarkStore};
 use crate::time::BoundedOutOfOrderness;
@@ -20,6 +20,16 @@ use std::sync::{Arc, Mutex};
     note = "user functions and sinks of a Redis pipeline must be `Clone + Send + 'static`: one copy runs per partition, on its subtask's thread (capture `Arc`s, not references or `Rc`s)"
 )]
 pub trait RedisPortable: Clone + Send + 'static {}
+
+impl Plan for MqTopicSource {
+    type Out = Message;
+    type Root = Self;
+    type Head = Message;
+
+    fn root(&self) -> &Self {
+        self
+    }
+}
 
 impl<T: Clone + Send + 'static> RedisPortable for T {}
 
@@ -44,8 +54,8 @@ struct Def<P, S> {
 
 impl<P, S> PipelineDef for Def<P, S>
 where
-    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + RedisPortable,
-    S: Sink<<P as Plan<RedisRuntime>>::Out> + RedisPortable,
+    P: BuildPlan<RedisRuntime> + Plan<Root = MqTopicSource, Head = Message> + RedisPortable,
+    S: Sink<<P as Plan>::Out> + RedisPortable,
 {
     fn topic(&self) -> &str {
         &self.topic
@@ -384,15 +394,7 @@ pub struct MqTopicSource {
 /// The chain of a topic partition starts with the engine's own watermark operator (id
 /// `{source_id}/0:watermark`): event time = the message timestamp, watermark =
 /// `max(previous, t - watermark_out_of_orderness)` per partition.
-impl<R: WatermarkStore> Plan<R> for MqTopicSource {
-    type Out = Message;
-    type Root = Self;
-    type Head = Message;
-
-    fn root(&self) -> &Self {
-        self
-    }
-
+impl<R: WatermarkStore> BuildPlan<R> for MqTopicSource {
     fn build<O: Operator<Message>>(
         self,
         rt: &R,
@@ -416,8 +418,8 @@ impl<R: WatermarkStore> Plan<R> for MqTopicSource {
 /// A Redis pipeline's terminal operation registers it with its [`RedisEnv`].
 impl<P, S> Execute<P, S> for MqTopicSource
 where
-    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + RedisPortable,
-    S: Sink<<P as Plan<RedisRuntime>>::Out> + RedisPortable,
+    P: BuildPlan<RedisRuntime> + Plan<Root = MqTopicSource, Head = Message> + RedisPortable,
+    S: Sink<<P as Plan>::Out> + RedisPortable,
 {
     type Output = Result<(), Error>;
 

@@ -21,7 +21,7 @@ use super::persist::{StateLimits, WATERMARK_STATE};
 use super::runtime::{mdc_sampled, DynSideOutput, DynStore, StateKeys};
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
-use crate::memory::Plan;
+use crate::dataflow::{BuildPlan, Plan};
 use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
 use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::group::OwnerScripts;
@@ -269,7 +269,7 @@ fn build_chain<P, O>(
     limits: StateLimits,
 ) -> Result<Built<impl Operator<Message> + use<P, O>>, Error>
 where
-    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message, Out = O> + Clone,
+    P: BuildPlan<RedisRuntime> + Plan<Root = MqTopicSource, Head = Message, Out = O> + Clone,
 {
     let rt = RedisRuntime::new(limits);
     let (_root, mut chain) = plan.clone().build(
@@ -298,8 +298,12 @@ pub(crate) fn start<P, S>(
     job: Arc<JobShared>,
 ) -> Vec<std::thread::JoinHandle<()>>
 where
-    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + Clone + Send + 'static,
-    S: Sink<<P as Plan<RedisRuntime>>::Out> + Clone + Send + 'static,
+    P: BuildPlan<RedisRuntime>
+        + Plan<Root = MqTopicSource, Head = Message>
+        + Clone
+        + Send
+        + 'static,
+    S: Sink<<P as Plan>::Out> + Clone + Send + 'static,
 {
     let n = spec.env.config.pipeline_parallelism();
     let spawn = move |job: &Arc<JobShared>, subtask: u32, siblings: Vec<String>| {
@@ -518,8 +522,8 @@ async fn run_subtask<P, S>(
     job: &JobShared,
 ) -> Result<(), Error>
 where
-    P: Plan<RedisRuntime, Root = MqTopicSource, Head = Message> + Clone,
-    S: Sink<<P as Plan<RedisRuntime>>::Out> + Clone,
+    P: BuildPlan<RedisRuntime> + Plan<Root = MqTopicSource, Head = Message> + Clone,
+    S: Sink<<P as Plan>::Out> + Clone,
 {
     let config = &spec.env.config;
     let Some((mq, partitions)) = open_queue(spec, subtask, job).await? else {

@@ -2,7 +2,7 @@
 
 use super::persist::{Persist, StateLimits};
 use crate::api::Sink;
-use crate::memory::{SideOutputFactory, StoreFactory};
+use crate::dataflow::{SideOutputFactory, StoreFactory};
 use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState, WatermarkStore};
 use crate::Error;
 use std::cell::RefCell;

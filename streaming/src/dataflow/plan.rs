@@ -1,32 +1,23 @@
 //! How a built pipeline becomes a chain of operators.
 //!
 //! A pipeline is a [`Plan`]: a root (the source, which also knows its engine) followed by
-//! [`Stage`]s. [`Plan::build`] connects the stages' operators in front of a downstream
+//! [`Stage`]s. [`BuildPlan::build`] connects the stages' operators in front of a downstream
 //! operator and hands back the root with the built chain; the engine then drives the chain
 //! (the memory engine pulls its source through it once; the Redis engine builds one chain
-//! per owned partition). Stateful stages get their state from the runtime through
+//! per owned partition). Stateful stages get their state from the engine's runtime through
 //! [`StoreFactory`], so each engine decides which state types it can keep.
 
-use super::CheckpointCoordinator;
 use crate::api::{RejectedElement, Sink};
 use crate::ops::{
-    Counters, NoRejectedOutput, Operator, OperatorId, RejectedOutput, RejectedTo, Shared,
-    SideOutput,
+    Counters, NoRejectedOutput, Operator, OperatorId, RejectedOutput, RejectedTo, SideOutput,
 };
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// What a stage may use while its operator is built on the memory engine: the checkpoint
-/// coordinator (to register keyed state) and the run's counters.
-pub struct Runtime {
-    pub(crate) coordinator: Option<CheckpointCoordinator>,
-    pub(crate) counters: Rc<Counters>,
-}
-
 /// Creates the state store of a stateful operator. Each engine's runtime implements it for
-/// the state types it can keep: the memory [`Runtime`] for every `Clone + 'static` state,
-/// the Redis runtime only for state it can persist ([`Persist`](crate::redis::Persist)).
+/// the state types it can keep: the memory engine's for every `Clone + 'static` state, the
+/// Redis engine's only for state it can persist (serde `Serialize + DeserializeOwned`).
 #[diagnostic::on_unimplemented(
     message = "this operator's state cannot be kept by `{Self}`",
     label = "state type `{S}` is not supported here",
@@ -46,7 +37,7 @@ pub trait StoreFactory<S> {
     fn counters(&self) -> Rc<Counters>;
 }
 
-/// Wraps a side-output sink (a window's late data) for the engine: the memory [`Runtime`]
+/// Wraps a side-output sink (a window's late data) for the engine: the memory runtime
 /// delivers each record at once; the Redis runtime buffers them and delivers them with the
 /// batch that produced them, so a rolled-back batch delivers nothing.
 pub trait SideOutputFactory<T, L> {
@@ -83,43 +74,9 @@ where
     }
 }
 
-impl<T, L> SideOutputFactory<T, L> for Runtime {
-    fn side_output(&self, sink: L) -> SideOutput<T, L> {
-        SideOutput::direct(sink)
-    }
-}
-
-impl Runtime {
-    /// The run's counters as a [`JobSummary`](super::JobSummary).
-    pub(crate) fn summary(&self) -> super::JobSummary {
-        super::JobSummary {
-            late_elements: self.counters.late_elements.get(),
-            window_firings: self.counters.window_firings.get(),
-            window_gap_dropped: self.counters.window_gap_dropped.get(),
-            window_bounds_rejected: self.counters.window_bounds_rejected.get(),
-        }
-    }
-}
-
-impl<S: Clone + 'static> StoreFactory<S> for Runtime {
-    /// A new state store for `operator`, registered for checkpoints when they are enabled
-    /// (and then possibly restored from the newest one).
-    fn store(&self, operator: &OperatorId, init: S) -> Result<Shared<S>, Error> {
-        let store = Rc::new(RefCell::new(init));
-        if let Some(c) = &self.coordinator {
-            c.register(operator.as_str(), &store)?;
-        }
-        Ok(store)
-    }
-
-    fn counters(&self) -> Rc<Counters> {
-        Rc::clone(&self.counters)
-    }
-}
-
-/// A pipeline up to some point, for runtime `R` (the memory engine's [`Runtime`] by
-/// default): it can be built in front of any downstream operator that accepts its output.
-pub trait Plan<R = Runtime> {
+/// A pipeline up to some point: the element type it produces and its root. What it
+/// needs to be built depends on the engine ([`BuildPlan`]).
+pub trait Plan {
     /// The element type produced at this point.
     type Out;
     /// The pipeline's root: its source, which knows the engine that runs it.
@@ -129,7 +86,11 @@ pub trait Plan<R = Runtime> {
 
     /// The root, to pick the engine before building.
     fn root(&self) -> &Self::Root;
+}
 
+/// A [`Plan`] that engine runtime `R` can build in front of any downstream operator that
+/// accepts its output.
+pub trait BuildPlan<R>: Plan {
     /// Builds the operators of this plan in front of `downstream`; returns the root and the
     /// chain it feeds (nothing runs yet).
     ///
@@ -142,10 +103,14 @@ pub trait Plan<R = Runtime> {
     ) -> Result<(Self::Root, impl Operator<Self::Head> + use<Self, R, O>), Error>;
 }
 
-/// One operator of a pipeline, not yet connected to its downstream.
-pub trait Stage<In, R = Runtime> {
+/// One operator of a pipeline, not yet connected to its downstream: what it emits.
+pub trait Stage<In> {
     /// The element type the operator emits.
     type Out;
+}
+
+/// A [`Stage`] that engine runtime `R` can build.
+pub trait BuildStage<In, R>: Stage<In> {
     /// The operator, connected to downstream `N`.
     type Op<N: Operator<Self::Out>>: Operator<In>;
 
@@ -163,7 +128,7 @@ pub struct Then<P, S> {
     pub(crate) stage: S,
 }
 
-impl<R, P: Plan<R>, S: Stage<P::Out, R>> Plan<R> for Then<P, S> {
+impl<P: Plan, S: Stage<P::Out>> Plan for Then<P, S> {
     type Out = S::Out;
     type Root = P::Root;
     type Head = P::Head;
@@ -171,7 +136,9 @@ impl<R, P: Plan<R>, S: Stage<P::Out, R>> Plan<R> for Then<P, S> {
     fn root(&self) -> &P::Root {
         self.plan.root()
     }
+}
 
+impl<R, P: BuildPlan<R>, S: BuildStage<P::Out, R>> BuildPlan<R> for Then<P, S> {
     #[inline]
     fn build<O: Operator<S::Out>>(
         self,
@@ -181,18 +148,4 @@ impl<R, P: Plan<R>, S: Stage<P::Out, R>> Plan<R> for Then<P, S> {
         let op = self.stage.build(rt, downstream)?;
         self.plan.build(rt, op)
     }
-}
-
-/// Runs `body` between `open` and the end of input, and always closes `op`.
-pub(crate) fn drive<T, O: Operator<T>>(
-    op: &mut O,
-    body: impl FnOnce(&mut O) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let result = op
-        .open()
-        .and_then(|()| body(op))
-        .and_then(|()| op.on_watermark(crate::time::MAX_WATERMARK))
-        .and_then(|()| op.finish());
-    let closed = op.close();
-    result.and(closed)
 }

@@ -1,0 +1,190 @@
+//! [`KeyedStream`]: a stream partitioned by key and its keyed operators.
+
+use super::plan::{Plan, Then};
+use super::stages::*;
+use super::stream::{DataStream, KeyedProcessOutput};
+use super::windowed::{CountLateOnly, WindowedStream};
+use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric};
+use crate::ops::{NoRejectedOutput, OperatorId, ProcessFn};
+use crate::time::WindowAssigner;
+use crate::BoxError;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// A stream partitioned by key: stateful operators see one key at a time.
+#[must_use = "a keyed stream does nothing until a terminal operation runs it"]
+pub struct KeyedStream<P, KF, K> {
+    pub(crate) stream: DataStream<P>,
+    pub(crate) key_fn: KF,
+    pub(crate) _key: PhantomData<fn() -> K>,
+}
+
+impl<P, KF, K> KeyedStream<P, KF, K>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+{
+    pub(crate) fn keyed_id(&self, kind: &str) -> OperatorId {
+        self.stream.next_id(kind)
+    }
+
+    /// Transforms every element (Flink `KeyedStream.map`: the result is not keyed).
+    pub fn map<U, F: FnMut(P::Out) -> U>(self, f: F) -> DataStream<Then<P, MapStage<F, U>>> {
+        self.stream.map(f)
+    }
+
+    /// Rolling reduce per key: emits the reduced value after every element.
+    pub fn reduce<F>(self, f: F) -> DataStream<Then<P, KeyedReduceStage<KF, K, F>>>
+    where
+        P::Out: Clone + 'static,
+        F: FnMut(P::Out, P::Out) -> P::Out,
+    {
+        let id = self.keyed_id("reduce");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f,
+            _k: PhantomData,
+        })
+    }
+
+    /// Rolling sum per key: emits `(key, sum so far)` after every element. Only numeric
+    /// element types have it (a compile error otherwise: see [`Numeric`]).
+    pub fn sum(self) -> DataStream<Then<P, KeyedSumStage<KF, K>>>
+    where
+        P::Out: Numeric,
+    {
+        let id = self.keyed_id("sum");
+        self.stream.then(KeyedSumStage {
+            id,
+            key_fn: self.key_fn,
+            _k: PhantomData,
+        })
+    }
+
+    /// Rolling sum per key of the number `f` extracts from each element (e.g.
+    /// `|o: &Order| o.amount`): emits `(key, sum so far)` after every element. Only numeric
+    /// values have it (see [`Numeric`]); integer overflow panics in debug builds like `+`
+    /// (the record fails).
+    pub fn sum_by<V, F>(self, f: F) -> DataStream<Then<P, KeyedSumByStage<KF, K, F, V>>>
+    where
+        V: Numeric,
+        F: FnMut(&P::Out) -> V,
+    {
+        let id = self.keyed_id("sum-by");
+        self.stream.then(KeyedSumByStage {
+            id,
+            key_fn: self.key_fn,
+            f,
+            _k: PhantomData,
+        })
+    }
+
+    /// Rolling minimum per key by `f`: emits, after every element, the element with the
+    /// smallest `f(element)` so far (on ties the one that arrived first; Flink `minBy`).
+    /// Comparison is `PartialOrd`: a `NaN` that arrives first stays the result (nothing
+    /// compares past it) and a later one is never chosen, so filter `NaN`s out before.
+    #[allow(clippy::type_complexity)]
+    pub fn min_by<V, F>(
+        self,
+        f: F,
+    ) -> DataStream<
+        Then<
+            P,
+            KeyedReduceStage<
+                KF,
+                K,
+                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
+            >,
+        >,
+    >
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        let id = self.keyed_id("min-by");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f: move |a, b| if f(&b) < f(&a) { b } else { a },
+            _k: PhantomData,
+        })
+    }
+
+    /// Rolling maximum per key by `f`: emits, after every element, the element with the
+    /// largest `f(element)` so far (on ties the one that arrived first; Flink `maxBy`).
+    /// Comparison is `PartialOrd`: a `NaN` that arrives first stays the result (nothing
+    /// compares past it) and a later one is never chosen, so filter `NaN`s out before.
+    #[allow(clippy::type_complexity)]
+    pub fn max_by<V, F>(
+        self,
+        f: F,
+    ) -> DataStream<
+        Then<
+            P,
+            KeyedReduceStage<
+                KF,
+                K,
+                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
+            >,
+        >,
+    >
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let mut f = f;
+        let id = self.keyed_id("max-by");
+        self.stream.then(KeyedReduceStage {
+            id,
+            key_fn: self.key_fn,
+            f: move |a, b| if f(&b) > f(&a) { b } else { a },
+            _k: PhantomData,
+        })
+    }
+
+    /// Runs `f(element, ctx, out)` per element with the key's context: key, timestamp,
+    /// watermark, processing time, timers and keyed state. For `on_timer`
+    /// callbacks use [`process_function`](Self::process_function).
+    pub fn process<O, F>(self, f: F) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O>>
+    where
+        F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    {
+        self.process_function(ProcessFn::new(f))
+    }
+
+    /// Runs a [`KeyedProcessFunction`], with timer callbacks.
+    pub fn process_function<PF>(self, function: PF) -> KeyedProcessOutput<P, KF, K, PF>
+    where
+        PF: KeyedProcessFunction<K, P::Out>,
+    {
+        let id = self.keyed_id("process");
+        self.stream.then(KeyedProcessStage {
+            id,
+            key_fn: self.key_fn,
+            function,
+            _k: PhantomData,
+        })
+    }
+
+    /// Cuts each key's elements into the windows of `assigner`, with its default trigger,
+    /// no allowed lateness and no late side output.
+    pub fn window<A: WindowAssigner>(
+        self,
+        assigner: A,
+    ) -> WindowedStream<P, KF, K, A, A::DefaultTrigger, CountLateOnly> {
+        let trigger = assigner.default_trigger();
+        WindowedStream {
+            keyed: self,
+            assigner,
+            trigger,
+            lateness: 0,
+            late: CountLateOnly,
+            rejected: NoRejectedOutput,
+        }
+    }
+}

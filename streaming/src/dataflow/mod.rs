@@ -1,0 +1,29 @@
+//! The engine-neutral builder: [`DataStream`], [`KeyedStream`], [`WindowedStream`], the
+//! plan they build and how an engine runs it.
+//!
+//! A builder chain is a [`Plan`] (a root, the source, then one [`Stage`] per operator). The
+//! source decides the engine: a terminal operation ([`DataStream::sink`] and friends) hands
+//! the plan to the root's [`Execute`] implementation, which builds the operator chain with
+//! the engine's runtime ([`BuildPlan`], [`StoreFactory`]) and runs or registers it.
+
+mod keyed;
+mod plan;
+mod stages;
+mod stream;
+mod window_fn;
+mod windowed;
+
+pub use keyed::KeyedStream;
+pub use plan::{
+    BuildPlan, BuildRejectedOutput, BuildStage, Plan, SideOutputFactory, Stage, StoreFactory, Then,
+};
+pub use stages::{
+    FilterStage, FlatMapStage, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage, KeyedSumStage,
+    MapStage, TryMapStage, WatermarkStage, WindowStage,
+};
+pub use stream::{DataStream, Execute, KeyedProcessOutput, PrintSink, WindowOutput};
+pub use window_fn::{
+    MakeWindowFunction, WindowAggregate, WindowApply, WindowCount, WindowReduce, WindowSum,
+    WindowSumBy,
+};
+pub use windowed::{CountLateOnly, WindowedStream};

@@ -1,0 +1,252 @@
+//! [`DataStream`]: a stream of records and the operators that keep it a stream; the
+//! terminal operations that run it.
+
+use super::keyed::KeyedStream;
+use super::plan::{Plan, Stage, Then};
+use super::stages::*;
+use crate::api::Sink;
+use crate::ops::{OperatorId, RecordTimestamp};
+use crate::time::{TimestampAssigner, WatermarkGenerator};
+use crate::BoxError;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// The stream a window function on a [`WindowedStream`] returns.
+pub type WindowOutput<P, KF, K, A, Tr, WF, L, E> =
+    DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L, E>>>;
+
+/// The stream [`KeyedStream::process`] returns.
+pub type KeyedProcessOutput<P, KF, K, PF> = DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>;
+
+/// A stream of `P::Out` records. Each method adds one operator; a
+/// terminal operation runs the pipeline.
+#[must_use = "a stream does nothing until a terminal operation (sink, print, collect_vec) runs it"]
+pub struct DataStream<P> {
+    pub(crate) plan: P,
+    source_id: std::rc::Rc<str>,
+    position: u32,
+}
+
+impl<P: Plan> DataStream<P> {
+    pub(crate) fn new(plan: P, source_id: String) -> Self {
+        DataStream {
+            plan,
+            source_id: source_id.into(),
+            position: 0,
+        }
+    }
+
+    pub(crate) fn next_id(&self, kind: &str) -> OperatorId {
+        OperatorId::new(&self.source_id, self.position + 1, kind)
+    }
+
+    pub(crate) fn then<S: Stage<P::Out>>(self, stage: S) -> DataStream<Then<P, S>> {
+        DataStream {
+            plan: Then {
+                plan: self.plan,
+                stage,
+            },
+            source_id: self.source_id,
+            position: self.position + 1,
+        }
+    }
+
+    /// The id the next operator added to this stream gets (for logs and tests).
+    pub fn next_operator_id(&self, kind: &str) -> String {
+        self.next_id(kind).to_string()
+    }
+
+    /// Transforms every element with `f`.
+    pub fn map<U, F: FnMut(P::Out) -> U>(self, f: F) -> DataStream<Then<P, MapStage<F, U>>> {
+        let id = self.next_id("map");
+        self.then(MapStage {
+            id,
+            f,
+            _u: PhantomData,
+        })
+    }
+
+    /// Transforms every element with a fallible `f`.
+    ///
+    /// The first `Err` stops the pipeline: the terminal operation returns
+    /// [`Error::UserFunction`] naming this operator.
+    pub fn try_map<U, E, F>(self, f: F) -> DataStream<Then<P, TryMapStage<F, U, E>>>
+    where
+        E: Into<BoxError>,
+        F: FnMut(P::Out) -> Result<U, E>,
+    {
+        let id = self.next_id("try_map");
+        self.then(TryMapStage {
+            id,
+            f,
+            _u: PhantomData,
+        })
+    }
+
+    /// Keeps the elements for which `f` returns `true`.
+    pub fn filter<F: FnMut(&P::Out) -> bool>(self, f: F) -> DataStream<Then<P, FilterStage<F>>> {
+        let id = self.next_id("filter");
+        self.then(FilterStage { id, f })
+    }
+
+    /// Replaces every element with the items `f` returns (any `IntoIterator`: a `Vec`, an
+    /// array, an `Option`, an iterator), each with the element's timestamp.
+    pub fn flat_map<I: IntoIterator, F: FnMut(P::Out) -> I>(
+        self,
+        f: F,
+    ) -> DataStream<Then<P, FlatMapStage<F, I>>> {
+        let id = self.next_id("flat_map");
+        self.then(FlatMapStage {
+            id,
+            f,
+            _i: PhantomData,
+        })
+    }
+
+    /// Lets `generator` own the watermark from here on, keeping record timestamps.
+    ///
+    /// Per element: `on_event`, then `on_periodic_emit`, then the element goes on, then the
+    /// watermark if it rose (so an element is judged against the watermark before it). An
+    /// element a window rejects (window bounds outside `i64`) leaves the generator and the
+    /// watermark as they were before it; the generator is `Clone` for that.
+    pub fn assign_timestamps_and_watermarks<G: WatermarkGenerator<P::Out> + Clone>(
+        self,
+        generator: G,
+    ) -> DataStream<Then<P, WatermarkStage<RecordTimestamp, G>>> {
+        self.assign_timestamps_and_watermarks_with(RecordTimestamp, generator)
+    }
+
+    /// Sets each element's event time with `assigner` (e.g. `|f: &Flight, _| f.departure_ms`)
+    /// and lets `generator` own the watermark from here on.
+    pub fn assign_timestamps_and_watermarks_with<TA, G>(
+        self,
+        assigner: TA,
+        generator: G,
+    ) -> DataStream<Then<P, WatermarkStage<TA, G>>>
+    where
+        TA: TimestampAssigner<P::Out>,
+        G: WatermarkGenerator<P::Out> + Clone,
+    {
+        let id = self.next_id("watermarks");
+        self.then(WatermarkStage {
+            id,
+            assigner,
+            generator,
+        })
+    }
+
+    /// Partitions the stream by the key `key_fn` extracts.
+    pub fn key_by<K, KF>(self, key_fn: KF) -> KeyedStream<P, KF, K>
+    where
+        K: Hash + Eq + Clone + 'static,
+        KF: FnMut(&P::Out) -> K,
+    {
+        let mut stream = self;
+        stream.position += 1;
+        KeyedStream {
+            stream,
+            key_fn,
+            _key: PhantomData,
+        }
+    }
+
+    /// Runs the pipeline into `sink`: `open`, `invoke` per record, `close`.
+    ///
+    /// What "runs" means depends on the engine of the pipeline's source (see [`Execute`]):
+    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`];
+    /// a Redis pipeline ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic))
+    /// is registered with its environment and starts with
+    /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
+    ///
+    /// A closure works as a sink, but its argument type is not inferred through the
+    /// [`Sink`] trait: annotate it (`|x: u64| …`) or use [`for_each`](Self::for_each).
+    ///
+    /// # Errors
+    /// Memory engine: the first error of the source, an operator (user function error or
+    /// panic, naming the operator) or the sink. The sink and the source are closed in every
+    /// case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
+    pub fn sink<S, O>(self, sink: S) -> O
+    where
+        P::Root: Execute<P, S, Output = O>,
+    {
+        let id = self.next_id("sink");
+        <P::Root as Execute<P, S>>::execute(self.plan, sink, id)
+    }
+
+    /// Runs the pipeline, calling `f` for every record (like [`sink`](Self::sink) with a
+    /// closure, but the closure's argument type is inferred).
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn for_each<F: FnMut(P::Out)>(self, f: F) -> <P::Root as Execute<P, F>>::Output
+    where
+        P::Root: Execute<P, F>,
+    {
+        self.sink(f)
+    }
+
+    /// Runs the pipeline and logs every record through `tracing` at INFO (target
+    /// `streaming::print`), as `{record:?}`.
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn print(self) -> <P::Root as Execute<P, PrintSink>>::Output
+    where
+        P::Out: Debug,
+        P::Root: Execute<P, PrintSink>,
+    {
+        self.sink(PrintSink { prefix: None })
+    }
+
+    /// Like [`print`](Self::print), each line as `{prefix}> {record:?}`.
+    ///
+    /// # Errors
+    /// As [`sink`](Self::sink).
+    pub fn print_with_prefix(self, prefix: &str) -> <P::Root as Execute<P, PrintSink>>::Output
+    where
+        P::Out: Debug,
+        P::Root: Execute<P, PrintSink>,
+    {
+        self.sink(PrintSink {
+            prefix: Some(prefix.into()),
+        })
+    }
+}
+
+/// The sink of [`DataStream::print`]: logs `{record:?}` (or `{prefix}> {record:?}`) at INFO,
+/// target `streaming::print`.
+#[derive(Clone, Debug)]
+pub struct PrintSink {
+    prefix: Option<Arc<str>>,
+}
+
+impl<T: Debug> Sink<T> for PrintSink {
+    fn invoke(&mut self, v: T) -> Result<(), BoxError> {
+        match &self.prefix {
+            None => tracing::info!(target: "streaming::print", "{v:?}"),
+            Some(prefix) => tracing::info!(target: "streaming::print", "{prefix}> {v:?}"),
+        }
+        Ok(())
+    }
+}
+
+/// How a terminal operation runs a pipeline: implemented by each engine's roots (sources).
+///
+/// Memory roots ([`MemoryEnv`](crate::MemoryEnv)'s sources) run the pipeline at once and
+/// return `Result<JobSummary, Error>`; the Redis root registers the pipeline with its
+/// [`RedisEnv`](crate::redis::RedisEnv) and returns `Result<(), Error>`.
+#[diagnostic::on_unimplemented(
+    message = "this pipeline cannot run on the engine of its source `{Self}` with this sink",
+    label = "the pipeline or its sink does not fit the engine",
+    note = "memory engine: the sink must implement `Sink` of the stream's element type",
+    note = "Redis engine: user functions and the sink must be `Clone + Send + 'static` (one copy runs per partition); keyed state keys and values must be serde `Serialize + DeserializeOwned`; window keys, accumulators and custom triggers too"
+)]
+pub trait Execute<P, S> {
+    /// What the terminal operation returns.
+    type Output;
+
+    /// Runs (or registers) `plan` with `sink` as its end; `sink_id` is the sink's operator id.
+    fn execute(plan: P, sink: S, sink_id: OperatorId) -> Self::Output;
+}

@@ -1,0 +1,75 @@
+//! The memory engine's runtime: what its stages are built with.
+
+use super::{CheckpointCoordinator, JobSummary};
+use crate::dataflow::{SideOutputFactory, StoreFactory};
+use crate::ops::{
+    Counters, Operator, OperatorId, Shared, SideOutput, WatermarkState, WatermarkStore,
+};
+use crate::Error;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// What a stage may use while its operator is built on the memory engine: the checkpoint
+/// coordinator (to register keyed state) and the run's counters.
+pub struct MemoryRuntime {
+    pub(crate) coordinator: Option<CheckpointCoordinator>,
+    pub(crate) counters: Rc<Counters>,
+}
+
+impl<T, L> SideOutputFactory<T, L> for MemoryRuntime {
+    fn side_output(&self, sink: L) -> SideOutput<T, L> {
+        SideOutput::direct(sink)
+    }
+}
+
+impl MemoryRuntime {
+    /// The run's counters as a [`JobSummary`](JobSummary).
+    pub(crate) fn summary(&self) -> JobSummary {
+        JobSummary {
+            late_elements: self.counters.late_elements.get(),
+            window_firings: self.counters.window_firings.get(),
+            window_gap_dropped: self.counters.window_gap_dropped.get(),
+            window_bounds_rejected: self.counters.window_bounds_rejected.get(),
+        }
+    }
+}
+
+impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
+    /// A new state store for `operator`, registered for checkpoints when they are enabled
+    /// (and then possibly restored from the newest one).
+    fn store(&self, operator: &OperatorId, init: S) -> Result<Shared<S>, Error> {
+        let store = Rc::new(RefCell::new(init));
+        if let Some(c) = &self.coordinator {
+            c.register(operator.as_str(), &store)?;
+        }
+        Ok(store)
+    }
+
+    fn counters(&self) -> Rc<Counters> {
+        Rc::clone(&self.counters)
+    }
+}
+
+impl WatermarkStore for MemoryRuntime {
+    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState> {
+        Rc::new(RefCell::new(WatermarkState::default()))
+    }
+
+    fn window_counters(&self) -> Rc<Counters> {
+        Rc::clone(&self.counters)
+    }
+}
+
+/// Runs `body` between `open` and the end of input, and always closes `op`.
+pub(crate) fn drive<T, O: Operator<T>>(
+    op: &mut O,
+    body: impl FnOnce(&mut O) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let result = op
+        .open()
+        .and_then(|()| body(op))
+        .and_then(|()| op.on_watermark(crate::time::MAX_WATERMARK))
+        .and_then(|()| op.finish());
+    let closed = op.close();
+    result.and(closed)
+}
