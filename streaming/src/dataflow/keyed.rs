@@ -2,22 +2,13 @@
 
 use super::plan::{Plan, Then};
 use super::stages::*;
-use super::stream::{DataStream, KeyedProcessOutput};
-use super::windowed::{CountLateOnly, WindowedStream};
+use super::types::{CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowedStream};
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric};
 use crate::ops::{NoRejectedOutput, OperatorId, ProcessFn};
 use crate::time::WindowAssigner;
 use crate::BoxError;
 use std::hash::Hash;
 use std::marker::PhantomData;
-
-/// A stream partitioned by key: stateful operators see one key at a time.
-#[must_use = "a keyed stream does nothing until a terminal operation runs it"]
-pub struct KeyedStream<P, KF, K> {
-    pub(crate) stream: DataStream<P>,
-    pub(crate) key_fn: KF,
-    pub(crate) _key: PhantomData<fn() -> K>,
-}
 
 impl<P, KF, K> KeyedStream<P, KF, K>
 where

@@ -10,10 +10,10 @@ mod keyed;
 mod plan;
 mod stages;
 mod stream;
+mod types;
 mod window_fn;
 mod windowed;
 
-pub use keyed::KeyedStream;
 pub use plan::{
     BuildPlan, BuildRejectedOutput, BuildStage, Plan, SideOutputFactory, Stage, StoreFactory, Then,
 };
@@ -21,9 +21,11 @@ pub use stages::{
     FilterStage, FlatMapStage, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage, KeyedSumStage,
     MapStage, TryMapStage, WatermarkStage, WindowStage,
 };
-pub use stream::{DataStream, Execute, KeyedProcessOutput, PrintSink, WindowOutput};
+pub use stream::{Execute, PrintSink};
+pub use types::{
+    CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
+};
 pub use window_fn::{
     MakeWindowFunction, WindowAggregate, WindowApply, WindowCount, WindowReduce, WindowSum,
     WindowSumBy,
 };
-pub use windowed::{CountLateOnly, WindowedStream};

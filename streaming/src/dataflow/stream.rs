@@ -1,9 +1,9 @@
 //! [`DataStream`]: a stream of records and the operators that keep it a stream; the
 //! terminal operations that run it.
 
-use super::keyed::KeyedStream;
 use super::plan::{Plan, Stage, Then};
 use super::stages::*;
+use super::types::{DataStream, KeyedStream};
 use crate::api::Sink;
 use crate::ops::{OperatorId, RecordTimestamp};
 use crate::time::{TimestampAssigner, WatermarkGenerator};
@@ -12,22 +12,6 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
-
-/// The stream a window function on a [`WindowedStream`] returns.
-pub type WindowOutput<P, KF, K, A, Tr, WF, L, E> =
-    DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L, E>>>;
-
-/// The stream [`KeyedStream::process`] returns.
-pub type KeyedProcessOutput<P, KF, K, PF> = DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>;
-
-/// A stream of `P::Out` records. Each method adds one operator; a
-/// terminal operation runs the pipeline.
-#[must_use = "a stream does nothing until a terminal operation (sink, print, collect_vec) runs it"]
-pub struct DataStream<P> {
-    pub(crate) plan: P,
-    source_id: std::rc::Rc<str>,
-    position: u32,
-}
 
 impl<P: Plan> DataStream<P> {
     pub(crate) fn new(plan: P, source_id: String) -> Self {

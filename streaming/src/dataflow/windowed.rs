@@ -1,40 +1,18 @@
 //! [`WindowedStream`]: a keyed stream cut into windows, its configuration and its window
 //! functions.
 
-use super::keyed::KeyedStream;
 use super::plan::Plan;
 use super::stages::WindowStage;
-use super::stream::WindowOutput;
+use super::types::{KeyedStream, WindowOutput, WindowedStream};
 use super::window_fn::*;
 use crate::api::{AggregateFunction, Collector, Numeric, RejectedElement, Sink};
-use crate::ops::{NoRejectedOutput, RejectedTo};
+use crate::ops::RejectedTo;
 use crate::time::{TimeWindow, Trigger, WindowAssigner};
 use crate::BoxError;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-/// A keyed stream cut into windows, before its window function.
-#[must_use = "a windowed stream does nothing until a window function and a terminal operation run it"]
-pub struct WindowedStream<P, KF, K, A, Tr, L, E = NoRejectedOutput> {
-    pub(crate) keyed: KeyedStream<P, KF, K>,
-    pub(crate) assigner: A,
-    pub(crate) trigger: Tr,
-    pub(crate) lateness: i64,
-    pub(crate) late: L,
-    pub(crate) rejected: E,
-}
-
-/// The late output of a window without [`WindowedStream::side_output_late_data`]: late
-/// elements are only counted in [`JobSummary::late_elements`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CountLateOnly;
-
-impl<T> Sink<T> for CountLateOnly {
-    fn invoke(&mut self, _value: T) -> Result<(), BoxError> {
-        Ok(())
-    }
-}
 /// Configuration, also before a trigger is set (an assigner without a default trigger,
 /// [`GlobalWindows`](crate::time::GlobalWindows), needs `.trigger(..)`).
 impl<P, KF, K, A, Tr, L, E> WindowedStream<P, KF, K, A, Tr, L, E>

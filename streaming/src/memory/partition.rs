@@ -268,7 +268,7 @@ where
         if n == 1 {
             let (root, chain) = self.build(&rt, op)?;
             root.drive(chain)?;
-            return Ok(rt.summary());
+            return Ok(JobSummary::from_counters(&rt.counters));
         }
         if rt.coordinator.is_some() {
             return Err(Error::InvalidConfig {
@@ -305,6 +305,6 @@ where
         });
         let closed = op.close();
         result.and(closed)?;
-        Ok(rt.summary())
+        Ok(JobSummary::from_counters(&rt.counters))
     }
 }

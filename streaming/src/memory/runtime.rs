@@ -1,6 +1,6 @@
 //! The memory engine's runtime: what its stages are built with.
 
-use super::{CheckpointCoordinator, JobSummary};
+use super::CheckpointCoordinator;
 use crate::dataflow::{SideOutputFactory, StoreFactory};
 use crate::ops::{
     Counters, Operator, OperatorId, Shared, SideOutput, WatermarkState, WatermarkStore,
@@ -19,18 +19,6 @@ pub struct MemoryRuntime {
 impl<T, L> SideOutputFactory<T, L> for MemoryRuntime {
     fn side_output(&self, sink: L) -> SideOutput<T, L> {
         SideOutput::direct(sink)
-    }
-}
-
-impl MemoryRuntime {
-    /// The run's counters as a [`JobSummary`](JobSummary).
-    pub(crate) fn summary(&self) -> JobSummary {
-        JobSummary {
-            late_elements: self.counters.late_elements.get(),
-            window_firings: self.counters.window_firings.get(),
-            window_gap_dropped: self.counters.window_gap_dropped.get(),
-            window_bounds_rejected: self.counters.window_bounds_rejected.get(),
-        }
     }
 }
 

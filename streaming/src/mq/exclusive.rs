@@ -36,6 +36,10 @@ use crate::mq::retry::{self, backoff, RetryOutcome};
 use crate::mq::topic::KeySpace;
 use crate::Error;
 
+/// The `BLOCK` time an [`ExclusiveReader`]'s connection allows on top of the response
+/// timeout: a longer block in [`ExclusiveReader::read`] may time out.
+pub(crate) const EXCLUSIVE_BLOCK: Duration = Duration::from_secs(1);
+
 /// One read of an [`ExclusiveReader`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExclusiveBatch {
@@ -221,7 +225,7 @@ impl ExclusiveReader {
         let mut v = (self.owner)
             .read(&mut conn, fence, &stream, who, count, ">", true)
             .await?;
-        let block = block.min(super::EXCLUSIVE_BLOCK);
+        let block = block.min(EXCLUSIVE_BLOCK);
         if matches!(v, Value::Nil) && block >= Duration::from_millis(2) {
             // Wait without reading for the group (a plain XREAD moves nothing), then read
             // under the lease check again.

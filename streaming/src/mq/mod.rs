@@ -97,10 +97,6 @@ pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
 use crate::Error;
 use topic::validate_name;
 
-/// The `BLOCK` time an [`ExclusiveReader`]'s connection allows on top of the response
-/// timeout: a longer block in [`ExclusiveReader::read`] may time out.
-const EXCLUSIVE_BLOCK: Duration = Duration::from_secs(1);
-
 /// A handle on the queue: one Redis client, options, and a shared multiplexed connection
 /// for admin and producing. Cheap to clone.
 #[derive(Clone)]
@@ -321,8 +317,12 @@ impl Mq {
         }
         let reader = ExclusiveReader {
             // Its reads block at most as long as the caller asks: the engine asks 1 ms.
-            conn: connection_manager(&self.client, self.opts.response_timeout, EXCLUSIVE_BLOCK)
-                .await?,
+            conn: connection_manager(
+                &self.client,
+                self.opts.response_timeout,
+                exclusive::EXCLUSIVE_BLOCK,
+            )
+            .await?,
             keys: self.keys.clone(),
             topic: topic.to_owned(),
             group: group.to_owned(),
