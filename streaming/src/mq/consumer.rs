@@ -243,17 +243,7 @@ async fn rebalance<H: MessageHandler>(
     workers: &mut BTreeMap<u32, Worker>,
     lost: &mut BTreeMap<u32, Worker>,
 ) -> Result<(), Error> {
-    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
-    let ttl = sh.opts.lease_ttl;
-    let now = now_ms();
-    let members = sh.keys.members(t, g);
-    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-    let _: () = conn
-        .zadd(&members, &sh.ctl.consumer, now.saturating_add(ttl_ms))
-        .await?;
-    let _: () = conn.zrembyscore(&members, "-inf", now).await?;
-    let live: u32 = conn.zcard(&members).await?;
-
+    let live = heartbeat(sh, conn).await?;
     // Workers that ended on their own (should not happen) give their partition back.
     let finished: Vec<u32> = workers
         .iter()
@@ -263,10 +253,50 @@ async fn rebalance<H: MessageHandler>(
     for p in finished {
         stop_worker(sh, conn, leases, workers, p).await;
     }
-    // Renew; a lost lease stops its worker without releasing (it is someone else's now).
+    renew_leases(sh, conn, leases, workers, lost).await?;
+    let assignment = *sh.ctl.assignment.lock().unwrap_or_else(|e| e.into_inner());
+    let eligible: Vec<u32> = (0..sh.partitions)
+        .filter(|p| assignment.is_none_or(|a| a.accepts(*p)))
+        .collect();
+    let target = if assignment.is_some() {
+        eligible.len()
+    } else {
+        eligible.len().div_ceil(live.max(1) as usize)
+    }
+    .min(sh.opts.worker_count);
+    give_up_partitions(sh, conn, leases, workers, &eligible, target).await;
+    acquire_partitions(sh, conn, leases, workers, lost, &eligible, target).await
+}
+
+/// Registers this consumer in the group's member set (expiring after one lease TTL),
+/// drops expired members and returns how many are live.
+async fn heartbeat<H: MessageHandler>(
+    sh: &Arc<Shared<H>>,
+    conn: &mut ConnectionManager,
+) -> Result<u32, Error> {
+    let now = now_ms();
+    let members = sh.keys.members(&sh.topic, &sh.group);
+    let ttl_ms = i64::try_from(sh.opts.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+    let _: () = conn
+        .zadd(&members, &sh.ctl.consumer, now.saturating_add(ttl_ms))
+        .await?;
+    let _: () = conn.zrembyscore(&members, "-inf", now).await?;
+    Ok(conn.zcard(&members).await?)
+}
+
+/// Renews every held lease; a lost lease stops its worker without releasing (it is someone
+/// else's now) and parks it in `lost`.
+async fn renew_leases<H: MessageHandler>(
+    sh: &Arc<Shared<H>>,
+    conn: &mut ConnectionManager,
+    leases: &LeaseScripts,
+    workers: &mut BTreeMap<u32, Worker>,
+    lost: &mut BTreeMap<u32, Worker>,
+) -> Result<(), Error> {
+    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
     let owned: Vec<(u32, Lease)> = workers.iter().map(|(p, w)| (*p, w.lease.clone())).collect();
     for (p, lease) in owned {
-        if !leases.renew(conn, &lease, ttl).await? {
+        if !leases.renew(conn, &lease, sh.opts.lease_ttl).await? {
             warn!(
                 topic = t,
                 partition = p,
@@ -279,10 +309,19 @@ async fn rebalance<H: MessageHandler>(
             }
         }
     }
-    let assignment = *sh.ctl.assignment.lock().unwrap_or_else(|e| e.into_inner());
-    let eligible: Vec<u32> = (0..sh.partitions)
-        .filter(|p| assignment.is_none_or(|a| a.accepts(*p)))
-        .collect();
+    Ok(())
+}
+
+/// Stops the workers of partitions this consumer may no longer hold, then the highest ones
+/// until at most `target` are left.
+async fn give_up_partitions<H: MessageHandler>(
+    sh: &Arc<Shared<H>>,
+    conn: &mut ConnectionManager,
+    leases: &LeaseScripts,
+    workers: &mut BTreeMap<u32, Worker>,
+    eligible: &[u32],
+    target: usize,
+) {
     let leaving: Vec<u32> = workers
         .keys()
         .copied()
@@ -291,26 +330,33 @@ async fn rebalance<H: MessageHandler>(
     for p in leaving {
         stop_worker(sh, conn, leases, workers, p).await;
     }
-    let target = if assignment.is_some() {
-        eligible.len()
-    } else {
-        eligible.len().div_ceil(live.max(1) as usize)
-    }
-    .min(sh.opts.worker_count);
     while workers.len() > target {
         let Some(&p) = workers.keys().next_back() else {
             break;
         };
         info!(
-            topic = t,
+            topic = %sh.topic,
             partition = p,
-            group = g,
+            group = %sh.group,
             target,
             "rebalancing: giving a partition up"
         );
         stop_worker(sh, conn, leases, workers, p).await;
     }
-    for p in eligible {
+}
+
+/// Takes free leases of eligible partitions and starts their workers, up to `target`.
+async fn acquire_partitions<H: MessageHandler>(
+    sh: &Arc<Shared<H>>,
+    conn: &mut ConnectionManager,
+    leases: &LeaseScripts,
+    workers: &mut BTreeMap<u32, Worker>,
+    lost: &BTreeMap<u32, Worker>,
+    eligible: &[u32],
+    target: usize,
+) -> Result<(), Error> {
+    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
+    for &p in eligible {
         if workers.len() >= target {
             break;
         }
@@ -319,26 +365,25 @@ async fn rebalance<H: MessageHandler>(
         }
         let key = sh.keys.lease(t, p, g);
         let fence = sh.keys.fence(t, p, g);
-        if let Some(lease) = leases
-            .acquire(conn, &key, &fence, &sh.ctl.consumer, ttl)
+        let Some(lease) = leases
+            .acquire(conn, &key, &fence, &sh.ctl.consumer, sh.opts.lease_ttl)
             .await?
-        {
-            info!(topic = t, partition = p, group = g, consumer = %sh.ctl.consumer, "partition acquired");
-            let (stop_tx, stop_rx) = watch::channel(false);
-            let handle = tokio::spawn(worker::run(sh.clone(), p, stop_rx));
-            let mut aborts = sh.ctl.aborts.lock().unwrap_or_else(|e| e.into_inner());
-            aborts.retain(|a| !a.is_finished());
-            aborts.push(handle.abort_handle());
-            drop(aborts);
-            workers.insert(
-                p,
-                Worker {
-                    stop: stop_tx,
-                    handle,
-                    lease,
-                },
-            );
-        }
+        else {
+            continue;
+        };
+        info!(topic = t, partition = p, group = g, consumer = %sh.ctl.consumer, "partition acquired");
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let handle = tokio::spawn(worker::run(sh.clone(), p, stop_rx));
+        let mut aborts = sh.ctl.aborts.lock().unwrap_or_else(|e| e.into_inner());
+        aborts.retain(|a| !a.is_finished());
+        aborts.push(handle.abort_handle());
+        drop(aborts);
+        let worker = Worker {
+            stop: stop_tx,
+            handle,
+            lease,
+        };
+        workers.insert(p, worker);
     }
     Ok(())
 }

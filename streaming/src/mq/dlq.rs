@@ -314,22 +314,65 @@ pub(crate) async fn replay(
     let Some(entry) = parse_entries(&v)?.into_iter().next() else {
         return Ok(None);
     };
-    let too_big = |n: usize| {
-        Error::Mq {
+    let fields = replay_fields(&entry, topic, partition, dlq_id)?;
+    let mut inv = script.key(keys.dlq(topic, partition));
+    inv.key(keys.stream(topic, partition)).arg(dlq_id);
+    for (f, v) in fields {
+        inv.arg(f).arg(v);
+    }
+    Ok(inv.invoke_async(conn).await?)
+}
+
+/// The error of a replay that would move more than [`PACKED_FIELDS_OVER`] fields.
+fn too_many_fields(dlq_id: &str, n: usize) -> Error {
+    Error::Mq {
         op: "replay_dead_letter",
         reason: format!(
             "dead letter {dlq_id} has {n} fields; replay moves at most {PACKED_FIELDS_OVER} (read it with `dead_letters` and send a repaired message instead)"
         ),
     }
-    };
+}
+
+/// The stream fields that replaying dead letter `entry` appends: the original message's
+/// fields (with its original id as a header), addressed to the group that dead-lettered it.
+fn replay_fields(
+    entry: &RawEntry,
+    topic: &str,
+    partition: u32,
+    dlq_id: &str,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
     if let Some((_, packed)) = entry.fields.iter().find(|(f, _)| f == b"dlq.fields") {
         // The entry's fields were packed at dead-letter time because there were too many.
         let n = rmp_array_len(packed).unwrap_or(PACKED_FIELDS_OVER * 2 + 2) / 2;
-        return Err(too_big(n));
+        return Err(too_many_fields(dlq_id, n));
     }
-    let original_id = text(&entry, "dlq.original_id");
+    let mut fields = original_fields(entry, topic, partition);
+    // The replay is addressed to the group that dead-lettered the message: groups that
+    // already processed the original skip it (as they skip that group's retries).
+    let group = text(entry, "dlq.group");
+    if !fields.is_empty() && !group.is_empty() {
+        fields.retain(|(f, _)| f != F_RETRY_GROUP.as_bytes());
+        fields.push((F_RETRY_GROUP.as_bytes().to_vec(), group.into_bytes()));
+    }
+    if fields.is_empty() {
+        return Err(Error::Mq {
+            op: "replay_dead_letter",
+            reason: format!("dead letter {dlq_id} has no fields to replay"),
+        });
+    }
+    // The script unpacks the fields onto Lua's stack (~8000 values): bound them first.
+    if fields.len() > PACKED_FIELDS_OVER {
+        return Err(too_many_fields(dlq_id, fields.len()));
+    }
+    Ok(fields)
+}
+
+/// The original message's fields of dead letter `entry`, re-encoded with a zero retry
+/// count; a malformed entry's fields as they were (without the retry count).
+fn original_fields(entry: &RawEntry, topic: &str, partition: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let original_id = text(entry, "dlq.original_id");
     let plain = RawEntry {
-        id: text(&entry, "dlq.id"),
+        id: text(entry, "dlq.id"),
         fields: entry
             .fields
             .iter()
@@ -337,7 +380,7 @@ pub(crate) async fn replay(
             .cloned()
             .collect(),
     };
-    let fields: Vec<(Vec<u8>, Vec<u8>)> = match plain.decode(topic, partition) {
+    match plain.decode(topic, partition) {
         Ok(m) => {
             let mut headers = m.headers.clone();
             if !original_id.is_empty() {
@@ -357,37 +400,12 @@ pub(crate) async fn replay(
             .map(|(f, v)| (f.as_bytes().to_vec(), v))
             .collect()
         }
-        // A malformed entry is replayed as it was (without the retry count).
         Err(_) => plain
             .fields
             .into_iter()
             .filter(|(f, _)| f != F_RETRY_COUNT.as_bytes())
             .collect(),
-    };
-    let mut fields = fields;
-    // The replay is addressed to the group that dead-lettered the message: groups that
-    // already processed the original skip it (as they skip that group's retries).
-    let group = text(&entry, "dlq.group");
-    if !fields.is_empty() && !group.is_empty() {
-        fields.retain(|(f, _)| f != F_RETRY_GROUP.as_bytes());
-        fields.push((F_RETRY_GROUP.as_bytes().to_vec(), group.into_bytes()));
     }
-    if fields.is_empty() {
-        return Err(Error::Mq {
-            op: "replay_dead_letter",
-            reason: format!("dead letter {dlq_id} has no fields to replay"),
-        });
-    }
-    // The script unpacks the fields onto Lua's stack (~8000 values): bound them first.
-    if fields.len() > PACKED_FIELDS_OVER {
-        return Err(too_big(fields.len()));
-    }
-    let mut inv = script.key(keys.dlq(topic, partition));
-    inv.key(keys.stream(topic, partition)).arg(dlq_id);
-    for (f, v) in fields {
-        inv.arg(f).arg(v);
-    }
-    Ok(inv.invoke_async(conn).await?)
 }
 
 pub(crate) async fn purge(

@@ -190,88 +190,131 @@ async fn step<H: MessageHandler>(
     timers: &mut Timers,
 ) -> Result<(), Error> {
     let now = Instant::now();
-    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
     if now >= timers.next_promote {
-        let moved = promote_due(
-            conn,
-            &sh.scripts.promote,
-            &sh.keys,
-            Fence::unfenced(&sh.keys, (t, partition, g)),
-            (t, partition),
-            sh.sub.batch_count,
-            sh.opts.max_len,
-        )
-        .await?;
-        let waiting: u64 = redis::cmd("ZCARD")
-            .arg(sh.keys.retry_due(t, partition))
-            .query_async(conn)
-            .await?;
-        timers.retries_waiting = waiting > 0;
-        timers.next_promote = now + sh.opts.retry_poll_interval;
-        if moved > 0 {
-            debug!(topic = t, partition, moved, "promoted due retries");
-        }
+        promote_retries(sh, partition, conn, timers, now).await?;
     }
     let mut entries = Vec::new();
     let mut deliveries = HashMap::new();
     if now >= timers.next_claim {
-        let mut cmd = redis::cmd("XAUTOCLAIM");
-        cmd.arg(sh.keys.stream(t, partition))
-            .arg(g)
-            .arg(&sh.ctl.consumer)
-            .arg(ms(sh.opts.claim_idle))
-            .arg("0-0")
-            .arg("COUNT")
-            .arg(sh.sub.batch_count);
-        let Some(v) = query_or_regroup(sh, partition, conn, &cmd).await? else {
+        let Some(claimed) = claim_idle(sh, partition, conn, timers, now).await? else {
             return Ok(());
         };
-        let (more, claimed) = parse_autoclaim(&v)?;
-        if !claimed.is_empty() {
-            debug!(
-                topic = t,
-                partition,
-                n = claimed.len(),
-                "claimed idle pending entries"
-            );
-        }
-        if let (Some(first), Some(last)) = (claimed.first(), claimed.last()) {
-            deliveries =
-                delivery_counts(sh, partition, conn, &first.id, &last.id, claimed.len()).await?;
-        }
-        entries = claimed;
-        timers.next_claim = if more {
-            now
-        } else {
-            now + claim_interval(&sh.opts)
-        };
+        (entries, deliveries) = claimed;
     }
     if entries.is_empty() {
-        let block = if timers.retries_waiting {
-            sh.sub.poll_timeout.min(sh.opts.retry_poll_interval)
-        } else {
-            sh.sub.poll_timeout
-        };
-        let mut cmd = redis::cmd("XREADGROUP");
-        cmd.arg("GROUP")
-            .arg(g)
-            .arg(&sh.ctl.consumer)
-            .arg("COUNT")
-            .arg(sh.sub.batch_count)
-            .arg("BLOCK")
-            .arg(ms(block).max(1))
-            .arg("STREAMS")
-            .arg(sh.keys.stream(t, partition))
-            .arg(">");
-        let Some(v) = query_or_regroup(sh, partition, conn, &cmd).await? else {
+        let Some(read) = read_new(sh, partition, conn, timers).await? else {
             return Ok(());
         };
-        entries = parse_read_reply(&v)?;
+        entries = read;
     }
     if entries.is_empty() {
         return Ok(());
     }
     handle_batch(sh, partition, conn, entries, &deliveries).await
+}
+
+/// Moves due retries back into the stream and notes whether more are waiting.
+async fn promote_retries<H: MessageHandler>(
+    sh: &Shared<H>,
+    partition: u32,
+    conn: &mut ConnectionManager,
+    timers: &mut Timers,
+    now: Instant,
+) -> Result<(), Error> {
+    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
+    let moved = promote_due(
+        conn,
+        &sh.scripts.promote,
+        &sh.keys,
+        Fence::unfenced(&sh.keys, (t, partition, g)),
+        (t, partition),
+        sh.sub.batch_count,
+        sh.opts.max_len,
+    )
+    .await?;
+    let waiting: u64 = redis::cmd("ZCARD")
+        .arg(sh.keys.retry_due(t, partition))
+        .query_async(conn)
+        .await?;
+    timers.retries_waiting = waiting > 0;
+    timers.next_promote = now + sh.opts.retry_poll_interval;
+    if moved > 0 {
+        debug!(topic = t, partition, moved, "promoted due retries");
+    }
+    Ok(())
+}
+
+/// Claims pending entries idle for longer than `claim_idle` (`XAUTOCLAIM`), with their
+/// delivery counts; `None` when the group had to be re-created.
+async fn claim_idle<H: MessageHandler>(
+    sh: &Shared<H>,
+    partition: u32,
+    conn: &mut ConnectionManager,
+    timers: &mut Timers,
+    now: Instant,
+) -> Result<Option<(Vec<RawEntry>, HashMap<String, u64>)>, Error> {
+    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
+    let mut cmd = redis::cmd("XAUTOCLAIM");
+    cmd.arg(sh.keys.stream(t, partition))
+        .arg(g)
+        .arg(&sh.ctl.consumer)
+        .arg(ms(sh.opts.claim_idle))
+        .arg("0-0")
+        .arg("COUNT")
+        .arg(sh.sub.batch_count);
+    let Some(v) = query_or_regroup(sh, partition, conn, &cmd).await? else {
+        return Ok(None);
+    };
+    let (more, claimed) = parse_autoclaim(&v)?;
+    if !claimed.is_empty() {
+        debug!(
+            topic = t,
+            partition,
+            n = claimed.len(),
+            "claimed idle pending entries"
+        );
+    }
+    let mut deliveries = HashMap::new();
+    if let (Some(first), Some(last)) = (claimed.first(), claimed.last()) {
+        deliveries =
+            delivery_counts(sh, partition, conn, &first.id, &last.id, claimed.len()).await?;
+    }
+    timers.next_claim = if more {
+        now
+    } else {
+        now + claim_interval(&sh.opts)
+    };
+    Ok(Some((claimed, deliveries)))
+}
+
+/// Reads new entries (`XREADGROUP ... >`), blocking up to the poll timeout (shorter while
+/// retries wait); `None` when the group had to be re-created.
+async fn read_new<H: MessageHandler>(
+    sh: &Shared<H>,
+    partition: u32,
+    conn: &mut ConnectionManager,
+    timers: &Timers,
+) -> Result<Option<Vec<RawEntry>>, Error> {
+    let block = if timers.retries_waiting {
+        sh.sub.poll_timeout.min(sh.opts.retry_poll_interval)
+    } else {
+        sh.sub.poll_timeout
+    };
+    let mut cmd = redis::cmd("XREADGROUP");
+    cmd.arg("GROUP")
+        .arg(&sh.group)
+        .arg(&sh.ctl.consumer)
+        .arg("COUNT")
+        .arg(sh.sub.batch_count)
+        .arg("BLOCK")
+        .arg(ms(block).max(1))
+        .arg("STREAMS")
+        .arg(sh.keys.stream(&sh.topic, partition))
+        .arg(">");
+    let Some(v) = query_or_regroup(sh, partition, conn, &cmd).await? else {
+        return Ok(None);
+    };
+    Ok(Some(parse_read_reply(&v)?))
 }
 
 /// Delivery counts of our pending entries in `[first, last]` (`XPENDING .. consumer`).
@@ -367,26 +410,7 @@ async fn handle_batch<H: MessageHandler>(
         let msg = match entry.decode(t, partition) {
             Ok(m) => m,
             Err(reason) => {
-                warn!(topic = t, partition, id = %entry.id, %reason, "malformed entry → dead letter");
-                let cause = DeadLetterCause {
-                    topic: t,
-                    partition,
-                    group: g,
-                    id: &entry.id,
-                    original_id: &entry.id,
-                    attempts: 1,
-                    error_type: "malformed",
-                    error: &reason,
-                };
-                ack_and_dead_letter(
-                    conn,
-                    &sh.scripts.dead_letter,
-                    &sh.keys,
-                    Fence::unfenced(&sh.keys, (t, partition, g)),
-                    &cause,
-                    entry.fields,
-                )
-                .await?;
+                dead_letter_malformed(sh, partition, conn, entry, &reason).await?;
                 continue;
             }
         };
@@ -411,36 +435,77 @@ async fn handle_batch<H: MessageHandler>(
                 continue;
             }
         }
-        let mut fut = std::pin::pin!(sh.handler.handle(msg.clone()));
-        let verdict = match CatchUnwind(fut.as_mut()).await {
-            Ok(v) => v,
-            Err(panic) => {
-                warn!(topic = t, partition, id = %msg.id, %panic, "handler panicked");
-                HandleResult::Retry(Failure::new("panic", panic))
-            }
-        };
-        match verdict {
-            HandleResult::Success => acks.push(msg.id),
-            HandleResult::Retry(f) => retry_or_dead_letter(sh, conn, &msg, &f).await?,
-            HandleResult::DeadLetter(f) => {
-                dead_letter(sh, conn, &msg, &f.error_type, &f.message).await?;
-            }
-            HandleResult::Fail(f) => {
-                error!(topic = t, partition, id = %msg.id, error_type = %f.error_type,
-                       error = %f.message, "handler failed; message dead-lettered");
-                dead_letter(
-                    sh,
-                    conn,
-                    &msg,
-                    &format!("fail:{}", f.error_type),
-                    &f.message,
-                )
-                .await?;
-            }
+        if handle_message(sh, partition, conn, &msg).await? {
+            acks.push(msg.id);
         }
     }
     frontier::ack(conn, &sh.scripts.ack, &sh.keys, t, partition, g, &acks).await?;
     Ok(())
+}
+
+/// Acknowledges and dead-letters an entry that does not decode as a message.
+async fn dead_letter_malformed<H: MessageHandler>(
+    sh: &Shared<H>,
+    partition: u32,
+    conn: &mut ConnectionManager,
+    entry: RawEntry,
+    reason: &str,
+) -> Result<(), Error> {
+    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
+    warn!(topic = t, partition, id = %entry.id, %reason, "malformed entry → dead letter");
+    let cause = DeadLetterCause {
+        topic: t,
+        partition,
+        group: g,
+        id: &entry.id,
+        original_id: &entry.id,
+        attempts: 1,
+        error_type: "malformed",
+        error: reason,
+    };
+    ack_and_dead_letter(
+        conn,
+        &sh.scripts.dead_letter,
+        &sh.keys,
+        Fence::unfenced(&sh.keys, (t, partition, g)),
+        &cause,
+        entry.fields,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Calls the handler on `msg` (a panic counts as a retryable failure) and carries out its
+/// verdict; `true` when the message is to be acknowledged.
+async fn handle_message<H: MessageHandler>(
+    sh: &Shared<H>,
+    partition: u32,
+    conn: &mut ConnectionManager,
+    msg: &Message,
+) -> Result<bool, Error> {
+    let t = sh.topic.as_str();
+    let mut fut = std::pin::pin!(sh.handler.handle(msg.clone()));
+    let verdict = match CatchUnwind(fut.as_mut()).await {
+        Ok(v) => v,
+        Err(panic) => {
+            warn!(topic = t, partition, id = %msg.id, %panic, "handler panicked");
+            HandleResult::Retry(Failure::new("panic", panic))
+        }
+    };
+    match verdict {
+        HandleResult::Success => return Ok(true),
+        HandleResult::Retry(f) => retry_or_dead_letter(sh, conn, msg, &f).await?,
+        HandleResult::DeadLetter(f) => {
+            dead_letter(sh, conn, msg, &f.error_type, &f.message).await?;
+        }
+        HandleResult::Fail(f) => {
+            error!(topic = t, partition, id = %msg.id, error_type = %f.error_type,
+                   error = %f.message, "handler failed; message dead-lettered");
+            let error_type = format!("fail:{}", f.error_type);
+            dead_letter(sh, conn, msg, &error_type, &f.message).await?;
+        }
+    }
+    Ok(false)
 }
 
 async fn retry_or_dead_letter<H: MessageHandler>(
