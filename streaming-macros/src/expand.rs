@@ -12,10 +12,14 @@
 //!     env.from_elements(..).key_by(..).window(__config_0).reduce(..).collect_vec()
 //! }
 //! ```
+//!
+//! `::streaming` stands for the path [`CratePath`] finds (the user may have renamed the
+//! dependency).
 
 use crate::check::{self, Checked, Step};
 use crate::ops::{Engine, Expansion};
 use crate::parse::{Args, StateDecl};
+use crate::runtime::CratePath;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
@@ -52,6 +56,7 @@ const WRAPPERS: &[(&str, &str)] = &[("PurgingTrigger", "of")];
 /// wrapper of a fallible argument wraps that variable.
 fn hoist(
     arg: &Expr,
+    krate: &CratePath,
     label: &Lifetime,
     prelude: &mut TokenStream,
     hoisted: &mut usize,
@@ -66,11 +71,12 @@ fn hoist(
             Span::mixed_site().located_at(arg.span()),
         );
         *hoisted += 1;
+        let krate = krate.at(arg.span());
         prelude.extend(quote_spanned! {arg.span()=>
             let #var = match #inner {
                 ::core::result::Result::Ok(value) => value,
                 ::core::result::Result::Err(error) => {
-                    let error = ::streaming::__private::config_error(error);
+                    let error = #krate::__private::config_error(error);
                     break #label error
                 }
             };
@@ -82,15 +88,15 @@ fn hoist(
             .is_some_and(|(ty, ctor, _)| WRAPPERS.iter().any(|(t, c)| *t == ty && *c == ctor));
         if wrapper && call.args.len() == 1 && !matches!(arg, Expr::Try(_)) {
             let func = &call.func;
-            let inner = hoist(&call.args[0], label, prelude, hoisted);
+            let inner = hoist(&call.args[0], krate, label, prelude, hoisted);
             return quote_spanned! {arg.span()=> #func(#inner) };
         }
     }
     arg.into_token_stream()
 }
 
-/// Expands a checked pipeline.
-pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
+/// Expands a checked pipeline; `krate` is the runtime crate.
+pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
     let label = Lifetime {
         apostrophe: Span::mixed_site(),
         ident: Ident::new("__streaming_pipeline", Span::mixed_site()),
@@ -105,7 +111,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
         let span = name.span();
         let mut args = Vec::new();
         for arg in call.args.exprs() {
-            args.push(hoist(arg, &label, &mut prelude, &mut hoisted));
+            args.push(hoist(arg, krate, &label, &mut prelude, &mut hoisted));
         }
         chain = match op.expansion {
             Expansion::Method => {
@@ -113,8 +119,9 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
                 if let Some(timer) = on_timer {
                     let timer_fn = timer.call.args.exprs();
                     let tspan = timer.call.name.span();
+                    let krate = krate.at(tspan);
                     quote_spanned! {tspan=>
-                        ::streaming::__private::process_with_timers(#chain, #(#args,)* #(#timer_fn),*)
+                        #krate::__private::process_with_timers(#chain, #(#args,)* #(#timer_fn),*)
                     }
                 } else {
                     let turbofish = &call.turbofish;
@@ -126,7 +133,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
                     // The Redis engine keeps state in Redis: its descriptors need a codec.
                     let persistent = !c.engines.contains(&Engine::Memory);
                     for decl in decls {
-                        prelude.extend(state_binding(decl, persistent));
+                        prelude.extend(state_binding(decl, persistent, krate));
                     }
                 }
                 chain
@@ -134,7 +141,8 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
             // Consumed with the `process` before it (check guarantees the order).
             Expansion::OnTimer => chain,
             Expansion::EngineFunction => {
-                quote_spanned! {span=> ::streaming::__private::#name(&#chain, #(#args),*) }
+                let krate = krate.at(span);
+                quote_spanned! {span=> #krate::__private::#name(&#chain, #(#args),*) }
             }
         };
     }
@@ -147,7 +155,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
 
 /// `name: ValueState<T> = d` → `let name = &::streaming::api::ValueStateDescriptor::<T>::new("name", d);`
 /// (`persistent` instead of `new` on the Redis engine, which stores values as JSON).
-fn state_binding(decl: &StateDecl, persistent: bool) -> TokenStream {
+fn state_binding(decl: &StateDecl, persistent: bool, krate: &CratePath) -> TokenStream {
     let ctor = Ident::new(
         if persistent { "persistent" } else { "new" },
         decl.name.span(),
@@ -169,11 +177,12 @@ fn state_binding(decl: &StateDecl, persistent: bool) -> TokenStream {
         _ => TokenStream::new(),
     };
     let span = decl.ty.span();
+    let krate = krate.at(span);
     let value = match &decl.default {
         Some(default) => {
-            quote_spanned! {span=> ::streaming::api::#descriptor #generics::#ctor(#text, #default) }
+            quote_spanned! {span=> #krate::api::#descriptor #generics::#ctor(#text, #default) }
         }
-        None => quote_spanned! {span=> ::streaming::api::#descriptor #generics::#ctor(#text) },
+        None => quote_spanned! {span=> #krate::api::#descriptor #generics::#ctor(#text) },
     };
     if persistent {
         // A Redis pipeline's functions are `'static` (one copy runs per partition, on its
