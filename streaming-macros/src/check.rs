@@ -423,7 +423,7 @@ impl Cx {
                 }
                 ArgKind::Assigner => self.assigner(arg),
                 ArgKind::Trigger => self.trigger(arg),
-                ArgKind::Expr | ArgKind::StateDecls => {}
+                ArgKind::Expr | ArgKind::Generator | ArgKind::StateDecls => {}
             }
         }
     }

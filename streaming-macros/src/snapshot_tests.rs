@@ -1,4 +1,4 @@
-//! Expansion snapshots of two representative pipelines, kept in `expansions/` so a reviewer
+//! Expansion snapshots of representative pipelines, kept in `expansions/` so a reviewer
 //! can read the generated code. `UPDATE_EXPANSIONS=1 cargo test -p streaming-macros`
 //! rewrites them.
 
@@ -36,6 +36,22 @@ fn keyed_window() {
                 .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
                 .allowed_lateness(Duration::from_secs(5))
                 .reduce(|a, b| (a.0, a.1 + b.1))
+                .collect_vec()
+        },
+    );
+}
+
+#[test]
+fn configuration_arguments() {
+    snapshot(
+        "configuration_arguments",
+        parse_quote! {
+            env.from_elements([1, 2, 3])
+                .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::from_millis(10)))
+                .key_by(|_: &i32| ())
+                .window(SlidingEventTimeWindows::of(size, slide)?)
+                .trigger(PurgingTrigger::of(CountTrigger::of(2)))
+                .reduce(|a, b| a + b)
                 .collect_vec()
         },
     );

@@ -6,7 +6,7 @@ use super::prelude::*;
 pub(crate) const SPEC: OpSpec = OpSpec {
     name: "assign_timestamps_and_watermarks",
     role: Role::Transform,
-    args: &[arg("generator: impl WatermarkGenerator<T> + Clone", Expr)],
+    args: &[arg("generator: impl WatermarkGenerator<T> + Clone", Generator)],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("watermarks"))],
     engines: BOTH,
     expansion: Expansion::Method,

@@ -156,8 +156,21 @@ pub(crate) enum ArgKind {
     Assigner,
     /// A trigger: a literal `CountTrigger::of(0)` is rejected.
     Trigger,
+    /// A watermark generator.
+    Generator,
     /// State declarations `name: ValueState<T> = default, name: ListState<T>, ..`.
     StateDecls,
+}
+
+impl ArgKind {
+    /// Whether the argument is a configuration value the expansion evaluates before the
+    /// chain, classified by its type: a `Result` is unwrapped, its error is the pipeline's.
+    pub(crate) fn is_config(self) -> bool {
+        matches!(
+            self,
+            ArgKind::Assigner | ArgKind::Trigger | ArgKind::Generator
+        )
+    }
 }
 
 /// One argument of an operator.
