@@ -224,8 +224,10 @@ pub(crate) struct OpSpec {
     pub(crate) expansion: Expansion,
     /// One line of documentation.
     pub(crate) summary: &'static str,
-    /// A doctested example: statements with `env: MemoryEnv` in scope, in a function
-    /// returning `Result<(), streaming::Error>`. Empty when no engine of this release runs it.
+    /// A doctested example: statements in a function returning
+    /// `Result<(), streaming::Error>`, with `env` in scope: a `MemoryEnv`, or for an
+    /// operator only the Redis engine runs a `RedisEnv` (that doctest is compiled, not run:
+    /// it needs a server).
     pub(crate) example: &'static str,
 }
 
