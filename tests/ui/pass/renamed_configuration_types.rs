@@ -5,7 +5,7 @@
 use std::time::Duration;
 use streaming::time::{
     BoundedOutOfOrderness as Bounded, CountTrigger as Count, PurgingTrigger as Purging,
-    TimeWindow, TumblingEventTimeWindows as Tumbling,
+    TimeWindow, Trigger, TumblingEventTimeWindows as Tumbling, WindowAssigner,
 };
 use streaming::{pipeline, Error, MemoryEnv};
 
@@ -13,6 +13,21 @@ type Sessions = streaming::time::EventTimeSessionWindows;
 
 fn window_of(ms: u64) -> Result<Tumbling, Error> {
     Tumbling::of(Duration::from_millis(ms))
+}
+
+/// A generic assigner is a plain value.
+fn sums<W>(env: &MemoryEnv, assigner: W) -> Result<Vec<i32>, Error>
+where
+    W: WindowAssigner,
+    W::DefaultTrigger: Trigger<i32>,
+{
+    pipeline! {
+        env.from_elements([1, 2])
+            .key_by(|_: &i32| ())
+            .window(assigner)
+            .reduce(|a, b| a + b)
+            .collect_vec()
+    }
 }
 
 fn main() {
@@ -47,6 +62,7 @@ fn main() {
             .collect_vec()
     };
     assert_eq!(out.unwrap(), [3]);
+    assert_eq!(sums(&env, window_of(1_000).unwrap()).unwrap(), [3]);
 
     let err = pipeline! {
         env.from_elements([1])
