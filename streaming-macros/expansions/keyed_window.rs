@@ -10,18 +10,25 @@
 // engines: memory
 fn pipeline() {
     let _ = '__streaming_pipeline: {
-        let __config_0 = match TumblingEventTimeWindows::of(Duration::from_secs(60)) {
-            ::core::result::Result::Ok(value) => value,
-            ::core::result::Result::Err(error) => {
-                let error = ::streaming::__private::config_error(error);
-                break '__streaming_pipeline error;
-            }
-        };
+        use ::streaming::__private::{FallibleConfigKind as _, InfallibleConfigKind as _};
+        let __config_0 = (
+            match TumblingEventTimeWindows::of(Duration::from_secs(60)) {
+                arg => {
+                    match (&arg).__config_kind().config(arg) {
+                        ::core::result::Result::Ok(value) => value,
+                        ::core::result::Result::Err(error) => {
+                            let error = ::streaming::__private::config_error(error);
+                            break '__streaming_pipeline error;
+                        }
+                    }
+                }
+            },
+        );
         env.add_source_with_id("words", lines)
             .flat_map(|l: String| l.split(' ').map(String::from).collect::<Vec<_>>())
             .map(|w| (w, 1u64))
             .key_by(|p: &(String, u64)| p.0.clone())
-            .window(__config_0)
+            .window(__config_0.0)
             .allowed_lateness(Duration::from_secs(5))
             .reduce(|a, b| (a.0, a.1 + b.1))
             .collect_vec()

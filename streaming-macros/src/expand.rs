@@ -6,115 +6,157 @@
 //! span, so a type error between stages is reported at the user's closure or operator.
 //!
 //! ```text
-//! '__streaming_pipeline: {                        // only when a configuration can fail
-//!     let __config_0 = match <fallible argument> { Ok(v) => v, Err(e) => break .. config_error(e) };
+//! '__streaming_pipeline: {            // only with a configuration argument or a `?`
+//!     use ::streaming::__private::{FallibleConfigKind as _, InfallibleConfigKind as _};
+//!     let __config_0 = (match <assigner> {  // classified by type: a `Result` is unwrapped
+//!         arg => match (&arg).__config_kind().config(arg) {
+//!             Ok(value) => value, Err(error) => break .. config_error(error),
+//!         },
+//!     },);
 //!     let count = &::streaming::api::ValueStateDescriptor::<u64>::new("count", 0);  // state(..)
-//!     env.from_elements(..).key_by(..).window(__config_0).reduce(..).collect_vec()
+//!     env.from_elements(..).key_by(..).window(__config_0.0).reduce(..).collect_vec()
 //! }
 //! ```
+//!
+//! `::streaming` stands for the path [`CratePath`] finds (the user may have renamed the
+//! dependency).
 
-use crate::check::{self, Checked, Step};
-use crate::ops::{Engine, Expansion};
+use crate::check::{Checked, Step};
+use crate::ops::{ArgKind, Engine, Expansion};
 use crate::parse::{Args, StateDecl};
+use crate::runtime::CratePath;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Expr, Lifetime};
 
-/// Constructors whose `Result` the expansion propagates into the pipeline's result.
-const FALLIBLE: &[(&str, &str)] = &[
-    ("TumblingEventTimeWindows", "of"),
-    ("TumblingEventTimeWindows", "with_offset"),
-    ("SlidingEventTimeWindows", "of"),
-    ("SlidingEventTimeWindows", "with_offset"),
-    ("EventTimeSessionWindows", "with_gap"),
-    ("CountTrigger", "of"),
-    ("ContinuousEventTimeTrigger", "of"),
-    ("BoundedOutOfOrderness", "new"),
-];
-
-/// Whether `arg` is evaluated before the chain and its error returned as the pipeline's:
-/// a trailing `?`, or a call of a fallible constructor of the crate.
-fn is_fallible(arg: &Expr) -> bool {
-    if matches!(arg, Expr::Try(_)) {
-        return true;
-    }
-    check::ctor_call(arg)
-        .is_some_and(|(ty, ctor, _)| FALLIBLE.iter().any(|(t, c)| *t == ty && *c == ctor))
+/// What the expansion of one pipeline carries from argument to argument.
+struct Cx<'k> {
+    /// The runtime crate.
+    krate: &'k CratePath,
+    /// The label of the pipeline's block, which a failed configuration breaks with its error.
+    label: Lifetime,
+    /// The bindings evaluated before the chain.
+    prelude: TokenStream,
+    /// How many configuration values are bound so far.
+    hoisted: usize,
+    /// Whether an argument is classified by its type (the kind traits must be in scope).
+    classified: bool,
 }
 
-/// Wrappers whose argument may be a fallible constructor: `PurgingTrigger::of(CountTrigger::of(2))`
-/// hoists the inner constructor and wraps its value.
-const WRAPPERS: &[(&str, &str)] = &[("PurgingTrigger", "of")];
+impl Cx<'_> {
+    /// Binds `value` before the chain; `__config_n.0` stands for it in the chain.
+    ///
+    /// The binding is a 1-tuple so that the expression in the chain has two tokens, spanned
+    /// at the first and the last token of `arg`: rustc then reports a type error of the
+    /// value (`.window(Duration::from_secs(1))`) under the whole argument, as if the user's
+    /// tokens stood there.
+    fn bind(&mut self, arg: &Expr, value: TokenStream) -> TokenStream {
+        let first = arg.span();
+        let last = arg
+            .to_token_stream()
+            .into_iter()
+            .last()
+            .map_or(first, |t| t.span());
+        let var = Ident::new(&format!("__config_{}", self.hoisted), first);
+        self.hoisted += 1;
+        self.prelude
+            .extend(quote_spanned! {first=> let #var = (#value,); });
+        let mut field = proc_macro2::Literal::usize_unsuffixed(0);
+        field.set_span(last);
+        quote_spanned! {last=> #var.#field }
+    }
 
-/// The tokens of `arg` in the chain: a fallible argument is evaluated before the chain
-/// (its error ends the pipeline's block with the error) and replaced by a variable; a
-/// wrapper of a fallible argument wraps that variable.
-fn hoist(
-    arg: &Expr,
-    label: &Lifetime,
-    prelude: &mut TokenStream,
-    hoisted: &mut usize,
-) -> TokenStream {
-    if is_fallible(arg) {
-        let inner = match arg {
-            Expr::Try(t) => &*t.expr,
-            e => e,
-        };
-        let var = Ident::new(
-            &format!("__config_{hoisted}"),
-            Span::mixed_site().located_at(arg.span()),
-        );
-        *hoisted += 1;
-        prelude.extend(quote_spanned! {arg.span()=>
-            let #var = match #inner {
+    /// `match result { Ok(value) => value, Err(error) => break 'label <error> }`.
+    fn unwrap_or_break(&self, arg: &Expr, result: TokenStream) -> TokenStream {
+        let krate = self.krate.at(arg.span());
+        let label = &self.label;
+        quote_spanned! {arg.span()=>
+            match #result {
                 ::core::result::Result::Ok(value) => value,
                 ::core::result::Result::Err(error) => {
-                    let error = ::streaming::__private::config_error(error);
+                    let error = #krate::__private::config_error(error);
                     break #label error
                 }
-            };
-        });
-        return var.into_token_stream();
-    }
-    if let Expr::Call(call) = check::strip(arg) {
-        let wrapper = check::ctor_call(arg)
-            .is_some_and(|(ty, ctor, _)| WRAPPERS.iter().any(|(t, c)| *t == ty && *c == ctor));
-        if wrapper && call.args.len() == 1 && !matches!(arg, Expr::Try(_)) {
-            let func = &call.func;
-            let inner = hoist(&call.args[0], label, prelude, hoisted);
-            return quote_spanned! {arg.span()=> #func(#inner) };
+            }
         }
     }
-    arg.into_token_stream()
 }
 
-/// Expands a checked pipeline.
-pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
-    let label = Lifetime {
-        apostrophe: Span::mixed_site(),
-        ident: Ident::new("__streaming_pipeline", Span::mixed_site()),
+/// The tokens of `arg` in the chain. A trailing `?` (any argument) and a configuration
+/// argument are evaluated before the chain and replaced by a variable: a `?` unwraps the
+/// `Result`, a configuration argument is classified by its type (a `Result` is unwrapped,
+/// any other value is kept), and either error ends the pipeline's block with it.
+fn argument(cx: &mut Cx<'_>, arg: &Expr, kind: ArgKind) -> TokenStream {
+    if let Expr::Try(t) = arg {
+        let value = cx.unwrap_or_break(arg, t.expr.to_token_stream());
+        return cx.bind(arg, value);
+    }
+    if !kind.is_config() {
+        return arg.into_token_stream();
+    }
+    let value = match wrapped(arg).filter(|_| kind == ArgKind::Trigger) {
+        // A trigger wrapping a trigger (`PurgingTrigger::of(CountTrigger::of(2))`, under
+        // any name): the inner argument is classified too, before the wrapper.
+        Some((func, inner)) => {
+            let inner = argument(cx, inner, kind);
+            quote_spanned! {arg.span()=> #func(#inner) }
+        }
+        None => arg.into_token_stream(),
     };
-    let mut prelude = TokenStream::new();
-    let mut hoisted = 0usize;
+    cx.classified = true;
+    let classified = quote_spanned! {arg.span()=> (&arg).__config_kind().config(arg) };
+    let unwrapped = cx.unwrap_or_break(arg, classified);
+    cx.bind(
+        arg,
+        quote_spanned! {arg.span()=> match #value { arg => #unwrapped } },
+    )
+}
+
+/// `f(inner)` where `inner` is a call or ends in `?`: the function and `inner`.
+fn wrapped(arg: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Call(call) = arg else {
+        return None;
+    };
+    let [inner] = call.args.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    matches!(inner, Expr::Call(_) | Expr::Try(_)).then_some((&*call.func, inner))
+}
+
+/// Expands a checked pipeline; `krate` is the path of the runtime crate.
+pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
+    let mut cx = Cx {
+        krate,
+        label: Lifetime {
+            apostrophe: Span::mixed_site(),
+            ident: Ident::new("__streaming_pipeline", Span::mixed_site()),
+        },
+        prelude: TokenStream::new(),
+        hoisted: 0,
+        classified: false,
+    };
     let mut chain = c.pipeline.env_tokens();
     let mut steps = c.steps.iter().peekable();
     while let Some(step) = steps.next() {
         let Step { call, op, .. } = step;
         let name = &call.name;
         let span = name.span();
-        let mut args = Vec::new();
-        for arg in call.args.exprs() {
-            args.push(hoist(arg, &label, &mut prelude, &mut hoisted));
-        }
+        let args: Vec<TokenStream> = op
+            .args
+            .iter()
+            .zip(call.args.exprs())
+            .map(|(spec, arg)| argument(&mut cx, arg, spec.kind))
+            .collect();
         chain = match op.expansion {
             Expansion::Method => {
                 let on_timer = steps.next_if(|next| next.op.expansion == Expansion::OnTimer);
                 if let Some(timer) = on_timer {
                     let timer_fn = timer.call.args.exprs();
                     let tspan = timer.call.name.span();
+                    let krate = krate.at(tspan);
                     quote_spanned! {tspan=>
-                        ::streaming::__private::process_with_timers(#chain, #(#args,)* #(#timer_fn),*)
+                        #krate::__private::process_with_timers(#chain, #(#args,)* #(#timer_fn),*)
                     }
                 } else {
                     let turbofish = &call.turbofish;
@@ -126,7 +168,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
                     // The Redis engine keeps state in Redis: its descriptors need a codec.
                     let persistent = !c.engines.contains(&Engine::Memory);
                     for decl in decls {
-                        prelude.extend(state_binding(decl, persistent));
+                        cx.prelude.extend(state_binding(decl, persistent, krate));
                     }
                 }
                 chain
@@ -134,8 +176,24 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
             // Consumed with the `process` before it (check guarantees the order).
             Expansion::OnTimer => chain,
             Expansion::EngineFunction => {
-                quote_spanned! {span=> ::streaming::__private::#name(&#chain, #(#args),*) }
+                let krate = krate.at(span);
+                quote_spanned! {span=> #krate::__private::#name(&#chain, #(#args),*) }
             }
+        };
+    }
+    let Cx {
+        label,
+        mut prelude,
+        hoisted,
+        classified,
+        ..
+    } = cx;
+    if classified {
+        // `as _`: the methods of the kind traits, no names.
+        let krate = krate.at(Span::call_site());
+        prelude = quote! {
+            use #krate::__private::{FallibleConfigKind as _, InfallibleConfigKind as _};
+            #prelude
         };
     }
     if hoisted > 0 {
@@ -147,7 +205,7 @@ pub(crate) fn expand(c: &Checked<'_>) -> TokenStream {
 
 /// `name: ValueState<T> = d` → `let name = &::streaming::api::ValueStateDescriptor::<T>::new("name", d);`
 /// (`persistent` instead of `new` on the Redis engine, which stores values as JSON).
-fn state_binding(decl: &StateDecl, persistent: bool) -> TokenStream {
+fn state_binding(decl: &StateDecl, persistent: bool, krate: &CratePath) -> TokenStream {
     let ctor = Ident::new(
         if persistent { "persistent" } else { "new" },
         decl.name.span(),
@@ -169,11 +227,12 @@ fn state_binding(decl: &StateDecl, persistent: bool) -> TokenStream {
         _ => TokenStream::new(),
     };
     let span = decl.ty.span();
+    let krate = krate.at(span);
     let value = match &decl.default {
         Some(default) => {
-            quote_spanned! {span=> ::streaming::api::#descriptor #generics::#ctor(#text, #default) }
+            quote_spanned! {span=> #krate::api::#descriptor #generics::#ctor(#text, #default) }
         }
-        None => quote_spanned! {span=> ::streaming::api::#descriptor #generics::#ctor(#text) },
+        None => quote_spanned! {span=> #krate::api::#descriptor #generics::#ctor(#text) },
     };
     if persistent {
         // A Redis pipeline's functions are `'static` (one copy runs per partition, on its

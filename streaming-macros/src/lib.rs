@@ -13,18 +13,20 @@ mod expand;
 mod ops;
 mod parse;
 mod reference;
+mod runtime;
 
 /// A stream-processing pipeline, checked at compile time and expanded to the fused builder
 /// chain. See the DSL reference in the `streaming` crate docs.
 #[proc_macro]
 pub fn pipeline(input: TokenStream) -> TokenStream {
+    let krate = runtime::CratePath::find();
     let pipeline = match syn::parse::<parse::Pipeline>(input) {
         Ok(p) => p,
-        Err(e) => return placeholder(&[e], None, false).into(),
+        Err(e) => return placeholder(&[e], None, false, &krate).into(),
     };
     match check::check(&pipeline) {
         Ok(checked) => {
-            let out = expand::expand(&checked);
+            let out = expand::expand(&checked, &krate);
             debug(&checked, &out);
             // Reading the variable through `option_env!` makes rustc record it in the
             // dep-info, so cargo rebuilds (and prints again) when it changes.
@@ -43,7 +45,7 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
                 })
             });
             let last = pipeline.calls.last().map(|c| c.name.to_string());
-            placeholder(&errors, last, redis).into()
+            placeholder(&errors, last, redis, &krate).into()
         }
     }
 }
@@ -80,24 +82,27 @@ pub fn __dsl_reference(_input: TokenStream) -> TokenStream {
 }
 
 /// The errors, then a value of the type a valid pipeline with this sink would have, so the
-/// code around the macro type-checks and one mistake gives one error.
+/// code around the macro type-checks and one mistake gives one error; `krate` is the path
+/// of the runtime crate.
 fn placeholder(
     errors: &[syn::Error],
     last: Option<String>,
     redis: bool,
+    krate: &runtime::CratePath,
 ) -> proc_macro2::TokenStream {
+    let krate = krate.at(proc_macro2::Span::call_site());
     let errors = errors.iter().map(syn::Error::to_compile_error);
     let output = match last.as_deref() {
         Some("collect_vec") => quote::quote!(::std::vec::Vec<_>),
         Some("sink" | "for_each" | "print" | "print_with_prefix") if redis => quote::quote!(()),
         Some("sink" | "for_each" | "print" | "print_with_prefix") => {
-            quote::quote!(::streaming::memory::JobSummary)
+            quote::quote!(#krate::memory::JobSummary)
         }
         _ => quote::quote!(_),
     };
     quote::quote! {{
         #(#errors)*
-        ::streaming::__private::placeholder::<::core::result::Result<#output, ::streaming::Error>>()
+        #krate::__private::placeholder::<::core::result::Result<#output, #krate::Error>>()
     }}
 }
 

@@ -1,10 +1,12 @@
 //! The operator part of the DSL reference, generated from the operator table so the docs
 //! cannot drift from what the macro accepts. Rendered into the `streaming` crate docs by
-//! `#![doc = streaming_macros::__dsl_reference!()]`; every example is a doctest there.
+//! `#![doc = streaming_macros::__dsl_reference!()]`; every example is a doctest there
+//! (`cargo test -p streaming --doc`).
 
-use crate::ops::{IdKind, Role, Stage, TABLE};
+use crate::ops::{Engine, IdKind, OpSpec, Role, Stage, TABLE};
 
-const PRELUDE: &str = "\
+/// The hidden lines before an example on the memory engine.
+const MEMORY_PRELUDE: &str = "\
 # #![allow(unused_imports)]
 # use std::time::Duration;
 # use streaming::api::*;
@@ -14,39 +16,61 @@ const PRELUDE: &str = "\
 # let env = MemoryEnv::new();
 ";
 
+/// The hidden lines before an example on the Redis engine.
+const REDIS_PRELUDE: &str = "\
+# #![allow(unused_imports)]
+# use std::time::Duration;
+# use streaming::mq::{Message, StartPolicy, SubscriptionOptions};
+# use streaming::redis::{CollectSink, RedisEnv};
+# use streaming::time::*;
+# use streaming::{pipeline, Error};
+# fn main() -> Result<(), Error> {
+# let env = RedisEnv::create(\"redis://127.0.0.1:6379/\")?;
+";
+
 const POSTLUDE: &str = "# Ok(())\n# }\n";
+
+type Member = fn(&OpSpec) -> bool;
+
+/// The sections of the reference and the operators each lists.
+const GROUPS: [(&str, Member); 5] = [
+    ("Sources", |o| o.role == Role::Source),
+    ("Stream operators", |o| {
+        o.role == Role::Transform && o.variants.iter().any(|v| v.applies == Stage::Stream)
+    }),
+    ("Keyed operators", |o| {
+        o.role == Role::Transform
+            && !o.variants.iter().any(|v| v.applies == Stage::Stream)
+            && o.variants.iter().any(|v| {
+                matches!(
+                    v.applies,
+                    Stage::Keyed | Stage::KeyedState | Stage::Processed
+                )
+            })
+    }),
+    ("Window operators", |o| {
+        o.role == Role::Transform && o.variants.iter().all(|v| v.applies == Stage::Windowed)
+    }),
+    ("Sinks", |o| o.role == Role::Sink),
+];
 
 /// The reference of every operator, as Markdown.
 pub(crate) fn markdown() -> String {
-    let mut out = String::new();
-    type Member = fn(&crate::ops::OpSpec) -> bool;
-    let groups: [(&str, Member); 5] = [
-        ("Sources", |o| o.role == Role::Source),
-        ("Stream operators", |o| {
-            o.role == Role::Transform && o.variants.iter().any(|v| v.applies == Stage::Stream)
-        }),
-        ("Keyed operators", |o| {
-            o.role == Role::Transform
-                && !o.variants.iter().any(|v| v.applies == Stage::Stream)
-                && o.variants.iter().any(|v| {
-                    matches!(
-                        v.applies,
-                        Stage::Keyed | Stage::KeyedState | Stage::Processed
-                    )
-                })
-        }),
-        ("Window operators", |o| {
-            o.role == Role::Transform && o.variants.iter().all(|v| v.applies == Stage::Windowed)
-        }),
-        ("Sinks", |o| o.role == Role::Sink),
-    ];
-    out.push_str("\n| operator | takes → gives | id kind | engines |\n|---|---|---|---|\n");
+    let mut out = table();
+    for (title, member) in GROUPS {
+        out.push_str(&format!("\n## {title}\n"));
+        for op in TABLE.iter().filter(|o| member(o)) {
+            out.push_str(&section(op));
+        }
+    }
+    out
+}
+
+/// The summary table: one row per operator.
+fn table() -> String {
+    let mut out =
+        String::from("\n| operator | takes → gives | id kind | engines |\n|---|---|---|---|\n");
     for op in TABLE {
-        let stages: Vec<String> = op
-            .variants
-            .iter()
-            .map(|v| format!("{} → {}", v.applies.noun(), v.produces.noun()))
-            .collect();
         let mut ids: Vec<String> = Vec::new();
         for v in op.variants {
             let id = match v.id {
@@ -58,55 +82,59 @@ pub(crate) fn markdown() -> String {
                 ids.push(id);
             }
         }
-        let engines: Vec<_> = op.engines.iter().map(|e| e.name()).collect();
         out.push_str(&format!(
             "| [`{}`](#{}) | {} | {} | {} |\n",
             op.signature().replace('|', "\\|"),
             op.name,
-            stages.join("; ").replace('`', "").replace('|', "\\|"),
+            stages(op).replace('`', "").replace('|', "\\|"),
             ids.join(", "),
-            engines.join(", ")
+            engines(op)
         ));
     }
-    for (title, member) in groups {
-        out.push_str(&format!("\n## {title}\n"));
-        for op in TABLE.iter().filter(|o| member(o)) {
-            out.push_str(&format!(
-                "\n### `{}`\n\n`{}`\n\n{}\n\n",
-                op.name,
-                op.signature(),
-                op.summary
-            ));
-            let stages: Vec<String> = op
-                .variants
-                .iter()
-                .map(|v| format!("{} → {}", v.applies.noun(), v.produces.noun()))
-                .collect();
-            let engines: Vec<_> = op.engines.iter().map(|e| e.name()).collect();
-            out.push_str(&format!(
-                "- **Stage:** {}\n- **Engines:** {}\n\n",
-                stages.join("; "),
-                engines.join(", ")
-            ));
-            if op.example.is_empty() {
-                out.push_str("(No example: no engine of this release runs it.)\n");
-            } else {
-                out.push_str("```rust\n");
-                out.push_str(PRELUDE);
-                out.push_str(op.example);
-                out.push('\n');
-                out.push_str(POSTLUDE);
-                out.push_str("```\n");
-            }
-        }
-    }
     out
+}
+
+/// The section of one operator: signature, summary, stages, engines and its example.
+fn section(op: &OpSpec) -> String {
+    let redis_only = op.engines == [Engine::Redis];
+    let (fence, prelude) = if redis_only {
+        ("```rust,no_run\n", REDIS_PRELUDE)
+    } else {
+        ("```rust\n", MEMORY_PRELUDE)
+    };
+    format!(
+        "\n### `{}`\n\n`{}`\n\n{}\n\n- **Stage:** {}\n- **Engines:** {}\n\n{fence}{prelude}{}\n{POSTLUDE}```\n",
+        op.name,
+        op.signature(),
+        op.summary,
+        stages(op),
+        engines(op),
+        op.example.trim_matches('\n'),
+    )
+}
+
+/// "a stream → a keyed stream; …"
+fn stages(op: &OpSpec) -> String {
+    op.variants
+        .iter()
+        .map(|v| format!("{} → {}", v.applies.noun(), v.produces.noun()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// "memory, redis"
+fn engines(op: &OpSpec) -> String {
+    op.engines
+        .iter()
+        .map(|e| e.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn every_operator_is_documented_once() {
+    fn every_operator_is_documented_once_with_an_example() {
         let md = super::markdown();
         for op in crate::ops::TABLE {
             assert_eq!(
@@ -115,6 +143,7 @@ mod tests {
                 "{}",
                 op.name
             );
+            assert!(!op.example.trim().is_empty(), "{} has no example", op.name);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Expansion snapshots of two representative pipelines, kept in `expansions/` so a reviewer
+//! Expansion snapshots of representative pipelines, kept in `expansions/` so a reviewer
 //! can read the generated code. `UPDATE_EXPANSIONS=1 cargo test -p streaming-macros`
 //! rewrites them.
 
@@ -7,7 +7,10 @@ use syn::parse_quote;
 
 fn snapshot(name: &str, pipeline: Pipeline) {
     let checked = check::check(&pipeline).unwrap_or_else(|e| panic!("{}", e[0]));
-    let text = render(&checked, &expand::expand(&checked));
+    let text = render(
+        &checked,
+        &expand::expand(&checked, &crate::runtime::CratePath::named("streaming")),
+    );
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("expansions")
         .join(format!("{name}.rs"));
@@ -33,6 +36,22 @@ fn keyed_window() {
                 .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
                 .allowed_lateness(Duration::from_secs(5))
                 .reduce(|a, b| (a.0, a.1 + b.1))
+                .collect_vec()
+        },
+    );
+}
+
+#[test]
+fn configuration_arguments() {
+    snapshot(
+        "configuration_arguments",
+        parse_quote! {
+            env.from_elements([1, 2, 3])
+                .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::from_millis(10)))
+                .key_by(|_: &i32| ())
+                .window(SlidingEventTimeWindows::of(size, slide)?)
+                .trigger(PurgingTrigger::of(CountTrigger::of(2)))
+                .reduce(|a, b| a + b)
                 .collect_vec()
         },
     );
@@ -76,4 +95,51 @@ fn keyed_state_and_timers() {
                 .print()
         },
     );
+}
+
+/// Every path into the runtime crate — in the chain, the configuration, the state
+/// descriptors, the engine functions and the placeholder after an error — uses the name
+/// the user's manifest gives it.
+#[test]
+fn every_path_uses_the_crate_name_found() {
+    let engine = crate::runtime::CratePath::named("engine");
+    let pipelines: [Pipeline; 2] = [
+        parse_quote! {
+            env.from_elements([("a", 1)])
+                .key_by(|p: &(&str, i32)| p.0)
+                .window(TumblingEventTimeWindows::of(Duration::from_secs(1))?)
+                .trigger(PurgingTrigger::of(CountTrigger::of(2)))
+                .count()
+                .key_by(|p: &(&str, TimeWindow, u64)| p.0)
+                .state(count: ValueState<u64> = 0)
+                .process(|v, ctx, out| Ok(()))
+                .on_timer(|ts, ctx, out| Ok(()))
+                .print()
+        },
+        parse_quote! {
+            env.from_mq_topic("orders", "billing")
+                .key_by(|m: &Message| m.partition)
+                .state(seen: SetState<u64>)
+                .process(|v, ctx, out| Ok(()))
+                .print()
+        },
+    ];
+    let mut text = String::new();
+    for pipeline in &pipelines {
+        let checked = check::check(pipeline).unwrap_or_else(|e| panic!("{}", e[0]));
+        text.push_str(&expand::expand(&checked, &engine).to_string());
+    }
+    let error = syn::Error::new(proc_macro2::Span::call_site(), "an error");
+    text.push_str(&crate::placeholder(&[error], Some("print".into()), false, &engine).to_string());
+    assert!(!text.contains(":: streaming"), "{text}");
+    for path in [
+        ":: engine :: __private :: config_error",
+        ":: engine :: api :: ValueStateDescriptor",
+        ":: engine :: api :: SetStateDescriptor",
+        ":: engine :: __private :: process_with_timers",
+        ":: engine :: __private :: from_mq_topic",
+        ":: engine :: memory :: JobSummary",
+    ] {
+        assert!(text.contains(path), "{path} in {text}");
+    }
 }

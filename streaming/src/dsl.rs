@@ -21,6 +21,59 @@ pub fn config_error<T, E: Into<crate::Error>>(error: E) -> Result<T, crate::Erro
     Err(error.into())
 }
 
+/// How the expansion passes a configuration argument (a window assigner, trigger or
+/// watermark generator), chosen by the argument's type, not its name: a `Result` is
+/// unwrapped and its error becomes the pipeline's result, any other value is passed as it
+/// is. The expansion writes `(&arg).__config_kind().config(arg)` with both kind traits in
+/// scope; method lookup finds [`FallibleConfigKind`] (for `Result<T, E>`) before it adds
+/// the `&` that [`InfallibleConfigKind`] (for `&T`) needs.
+#[doc(hidden)]
+pub struct FallibleConfig;
+
+/// The kind of a configuration argument that is not a `Result`: see [`FallibleConfig`].
+#[doc(hidden)]
+pub struct InfallibleConfig;
+
+/// Classifies a `Result` argument as [`FallibleConfig`].
+#[doc(hidden)]
+pub trait FallibleConfigKind {
+    /// The argument's kind.
+    #[inline]
+    fn __config_kind(&self) -> FallibleConfig {
+        FallibleConfig
+    }
+}
+
+impl<T, E> FallibleConfigKind for Result<T, E> {}
+
+/// Classifies any other argument as [`InfallibleConfig`].
+#[doc(hidden)]
+pub trait InfallibleConfigKind {
+    /// The argument's kind.
+    #[inline]
+    fn __config_kind(&self) -> InfallibleConfig {
+        InfallibleConfig
+    }
+}
+
+impl<T> InfallibleConfigKind for &T {}
+
+impl FallibleConfig {
+    /// The value, or the error as the crate's.
+    #[inline]
+    pub fn config<T, E: Into<crate::Error>>(self, arg: Result<T, E>) -> Result<T, crate::Error> {
+        arg.map_err(Into::into)
+    }
+}
+
+impl InfallibleConfig {
+    /// The value.
+    #[inline]
+    pub fn config<T>(self, arg: T) -> Result<T, crate::Error> {
+        Ok(arg)
+    }
+}
+
 /// `process(on_element).on_timer(on_timer)`: a keyed process function from two closures.
 #[doc(hidden)]
 pub fn process_with_timers<P, KF, K, O, F, G>(

@@ -85,7 +85,8 @@
 //! (an unknown operator hides the stage checks after it): unknown
 //! operators (with "did you mean"), arity, stage, one source and one sink, operators after
 //! the sink, literal source ids outside `[A-Za-z0-9_.-]+`, literal window sizes, slides and
-//! gaps under 1 ms and offsets not smaller than the size/slide, `CountTrigger::of(0)`,
+//! gaps under 1 ms and offsets not smaller than the size/slide, `CountTrigger::of(0)` (for
+//! constructors written with the crate's names),
 //! state declarations (kind, default, duplicate names), and operators no single engine
 //! supports together. Type errors (a closure of the wrong element type, `sum` of a
 //! non-numeric element, a filter not returning `bool`) are rustc's, at the user's closure or
@@ -94,12 +95,19 @@
 //! follow-on error (E0599 "trait bounds were not satisfied") at a later operator or the
 //! sink: fix the first one.
 //!
-//! **Fallible configuration.** `TumblingEventTimeWindows::of`, `with_offset`,
-//! `SlidingEventTimeWindows::of`, `with_offset`, `EventTimeSessionWindows::with_gap`,
-//! `CountTrigger::of` and `BoundedOutOfOrderness::new` return `Result`s; written as an
-//! argument (with or without a trailing `?`), the macro evaluates them before the pipeline
-//! runs and returns their error as the pipeline's result. A trailing `?` on any other
-//! argument does the same.
+//! **Fallible configuration.** The window assigner of `window`, the trigger of `trigger`
+//! and the watermark generator of `assign_timestamps_and_watermarks*` are evaluated before
+//! the pipeline runs and told apart by their type, not their name: a `Result`
+//! (`TumblingEventTimeWindows::of`, `CountTrigger::of`, `BoundedOutOfOrderness::new`, … or
+//! a function of your own) is unwrapped and its error returned as the pipeline's result;
+//! any other value is used as it is. So a renamed constructor
+//! (`use streaming::time::TumblingEventTimeWindows as Tumbling;`), a type alias, or a
+//! trigger wrapping a fallible one (`PurgingTrigger::of(CountTrigger::of(2))`: the one
+//! argument of a trigger call is classified too) works like the crate's names. A trailing
+//! `?` on any argument does the same for that argument. The compile-time checks of literal
+//! configuration know the crate's constructors by the name written in the call: a renamed
+//! one is not checked at compile time, and a bad literal there is its
+//! [`Error::InvalidConfig`] when the pipeline is built.
 //!
 //! **State.** `state(name: ValueState<T> = default, name: ListState<T>, name: MapState<K, V>,
 //! name: SetState<T>)` right before `process` declares that operator's keyed state. Each

@@ -11,5 +11,15 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "A stream fed by a user `Source`; source id `source-{n}`.",
-    example: "struct Two;\nimpl Source<u8> for Two {\n    fn run<C: SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {\n        ctx.collect(1)?;\n        ctx.collect_with_timestamp(2, 500)\n    }\n}\nlet out = pipeline! { env.add_source(Two).collect_vec() }?;\nassert_eq!(out, [1, 2]);",
+    example: r#"
+struct Two;
+impl Source<u8> for Two {
+    fn run<C: SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {
+        ctx.collect(1)?;
+        ctx.collect_with_timestamp(2, 500)
+    }
+}
+let out = pipeline! { env.add_source(Two).collect_vec() }?;
+assert_eq!(out, [1, 2]);
+"#,
 };

@@ -11,5 +11,14 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "A stream fed by a user `Source` with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
-    example: "struct One;\nimpl Source<u8> for One {\n    fn run<C: SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {\n        ctx.collect(0)\n    }\n}\nlet err = pipeline! { env.add_source_with_id(\"numbers\", One).map(|x: u8| 1 / x).print() }.unwrap_err();\nassert!(err.to_string().contains(\"numbers/1:map\"));",
+    example: r#"
+struct One;
+impl Source<u8> for One {
+    fn run<C: SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {
+        ctx.collect(0)
+    }
+}
+let err = pipeline! { env.add_source_with_id("numbers", One).map(|x: u8| 1 / x).print() }.unwrap_err();
+assert!(err.to_string().contains("numbers/1:map"));
+"#,
 };

@@ -11,5 +11,17 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Keeps windows for this long after their end; a late element within it fires the window again.",
-    example: "let out = pipeline! {\n    env.from_elements([(1, 0i64), (2, 2_000), (3, 500)])\n        .assign_timestamps_and_watermarks_with(|e: &(i32, i64), _| e.1, AscendingTimestamps)\n        .key_by(|_: &(i32, i64)| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .allowed_lateness(Duration::from_secs(5))\n        .reduce(|a, b| (a.0 + b.0, a.1))\n        .map(|e: (i32, i64)| e.0)\n        .collect_vec()\n}?;\nassert_eq!(out, [1, 4, 2]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements([(1, 0i64), (2, 2_000), (3, 500)])
+        .assign_timestamps_and_watermarks_with(|e: &(i32, i64), _| e.1, AscendingTimestamps)
+        .key_by(|_: &(i32, i64)| ())
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .allowed_lateness(Duration::from_secs(5))
+        .reduce(|a, b| (a.0 + b.0, a.1))
+        .map(|e: (i32, i64)| e.0)
+        .collect_vec()
+}?;
+assert_eq!(out, [1, 4, 2]);
+"#,
 };

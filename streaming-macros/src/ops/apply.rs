@@ -18,5 +18,17 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Calls the function with all of a window's elements per firing.",
-    example: "let out = pipeline! {\n    env.from_elements([1, 2, 3])\n        .key_by(|_: &i32| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .apply(|_k: &(), _w: &TimeWindow, xs: &[i32], out: &mut Collector<'_, String>| {\n            out.collect(format!(\"{xs:?}\"));\n            Ok(())\n        })\n        .collect_vec()\n}?;\nassert_eq!(out, [\"[1, 2, 3]\"]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements([1, 2, 3])
+        .key_by(|_: &i32| ())
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .apply(|_k: &(), _w: &TimeWindow, xs: &[i32], out: &mut Collector<'_, String>| {
+            out.collect(format!("{xs:?}"));
+            Ok(())
+        })
+        .collect_vec()
+}?;
+assert_eq!(out, ["[1, 2, 3]"]);
+"#,
 };

@@ -6,11 +6,21 @@ use super::prelude::*;
 pub(crate) const SPEC: OpSpec = OpSpec {
     name: "assign_timestamps_and_watermarks",
     role: Role::Transform,
-    args: &[arg("generator: impl WatermarkGenerator<T> + Clone", Expr)],
+    args: &[arg(
+        "generator: impl WatermarkGenerator<T> + Clone",
+        Generator,
+    )],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("watermarks"))],
     engines: BOTH,
     expansion: Expansion::Method,
     summary:
         "Lets a watermark generator own the watermark from here on, keeping record timestamps.",
-    example: "let out = pipeline! {\n    env.from_elements([5, 6])\n        .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::from_millis(10)))\n        .collect_vec()\n}?;\nassert_eq!(out, [5, 6]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements([5, 6])
+        .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::from_millis(10)))
+        .collect_vec()
+}?;
+assert_eq!(out, [5, 6]);
+"#,
 };

@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "Runs the pipeline and returns its output: `Result<Vec<T>, Error>`.",
-    example: "let out = pipeline! { env.from_elements([1, 2]).collect_vec() }?;\nassert_eq!(out, [1, 2]);",
+    example: r#"
+let out = pipeline! { env.from_elements([1, 2]).collect_vec() }?;
+assert_eq!(out, [1, 2]);
+"#,
 };

@@ -15,5 +15,17 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Counts each window's elements; emits `(key, window, count)` per firing.",
-    example: "let out = pipeline! {\n    env.from_elements([\"a\", \"b\", \"a\"])\n        .key_by(|w: &&str| *w)\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .count()\n        .map(|(k, _w, n): (&str, TimeWindow, u64)| (k, n))\n        .collect_vec()\n}?;\nlet mut out = out;\nout.sort();\nassert_eq!(out, [(\"a\", 2), (\"b\", 1)]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements(["a", "b", "a"])
+        .key_by(|w: &&str| *w)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .count()
+        .map(|(k, _w, n): (&str, TimeWindow, u64)| (k, n))
+        .collect_vec()
+}?;
+let mut out = out;
+out.sort();
+assert_eq!(out, [("a", 2), ("b", 1)]);
+"#,
 };

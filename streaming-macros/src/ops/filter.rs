@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Keeps the elements for which the predicate is `true`.",
-    example: "let out = pipeline! { env.from_elements([1, 2, 3]).filter(|x: &i32| x % 2 == 1).collect_vec() }?;\nassert_eq!(out, [1, 3]);",
+    example: r#"
+let out = pipeline! { env.from_elements([1, 2, 3]).filter(|x: &i32| x % 2 == 1).collect_vec() }?;
+assert_eq!(out, [1, 3]);
+"#,
 };

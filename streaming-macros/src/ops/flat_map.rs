@@ -11,5 +11,10 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Replaces every element with the items the function returns.",
-    example: "let out = pipeline! {\n    env.from_elements([\"a b\", \"c\"]).flat_map(|l: &str| l.split(' ').collect::<Vec<_>>()).collect_vec()\n}?;\nassert_eq!(out, [\"a\", \"b\", \"c\"]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements(["a b", "c"]).flat_map(|l: &str| l.split(' ').collect::<Vec<_>>()).collect_vec()
+}?;
+assert_eq!(out, ["a", "b", "c"]);
+"#,
 };

@@ -11,5 +11,9 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Runs the pipeline, calling the closure for every record; returns `Result<JobSummary, Error>`.",
-    example: "let mut total = 0;\nlet summary = pipeline! { env.from_elements([1, 2]).for_each(|x| total += x) }?;\nassert_eq!((total, summary.late_elements), (3, 0));",
+    example: r#"
+let mut total = 0;
+let summary = pipeline! { env.from_elements([1, 2]).for_each(|x| total += x) }?;
+assert_eq!((total, summary.late_elements), (3, 0));
+"#,
 };

@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "A stream of the items of any `IntoIterator`, consumed lazily, with timestamps `0, 1, …` (ms); source id `source-{n}`.",
-    example: "let out = pipeline! { env.from_collection(1..=3).map(|x: i32| x * 2).collect_vec() }?;\nassert_eq!(out, [2, 4, 6]);",
+    example: r#"
+let out = pipeline! { env.from_collection(1..=3).map(|x: i32| x * 2).collect_vec() }?;
+assert_eq!(out, [2, 4, 6]);
+"#,
 };

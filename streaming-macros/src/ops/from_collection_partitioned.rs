@@ -15,5 +15,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "Like `from_collection`, replayed as N partitions like a Redis topic: the item's key picks its partition (`partition_for_key`, round robin without a key); each partition runs its own clone of the pipeline (state, watermark), one after another.",
-    example: "let out = pipeline! { env.from_collection_partitioned([\"a\", \"b\", \"a\"], 4, |w: &&str| Some(*w)).map(|w: &str| w.len()).collect_vec() }?;\nassert_eq!(out, [1, 1, 1]);",
+    example: r#"
+let out = pipeline! { env.from_collection_partitioned(["a", "b", "a"], 4, |w: &&str| Some(*w)).map(|w: &str| w.len()).collect_vec() }?;
+assert_eq!(out, [1, 1, 1]);
+"#,
 };

@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "Like `from_collection`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids and so keys their checkpointed state.",
-    example: "let err = pipeline! { env.from_collection_with_id(\"numbers\", [1, 0]).map(|x: i32| 1 / x).print() }.unwrap_err();\nassert!(err.to_string().contains(\"numbers/1:map\"));",
+    example: r#"
+let err = pipeline! { env.from_collection_with_id("numbers", [1, 0]).map(|x: i32| 1 / x).print() }.unwrap_err();
+assert!(err.to_string().contains("numbers/1:map"));
+"#,
 };

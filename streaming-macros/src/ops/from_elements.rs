@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: MEMORY,
     expansion: Expansion::Method,
     summary: "A stream of a fixed array of elements, with timestamps `0, 1, …` (ms); source id `source-{n}`.",
-    example: "let out = pipeline! { env.from_elements([\"a\", \"b\"]).collect_vec() }?;\nassert_eq!(out, [\"a\", \"b\"]);",
+    example: r#"
+let out = pipeline! { env.from_elements(["a", "b"]).collect_vec() }?;
+assert_eq!(out, ["a", "b"]);
+"#,
 };

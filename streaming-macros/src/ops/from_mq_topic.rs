@@ -11,5 +11,25 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: &[Engine::Redis],
     expansion: Expansion::EngineFunction,
     summary: "A stream of the messages of a topic read by a consumer group; source id `{topic}.{group}` (Redis engine).",
-    example: "",
+    example: r#"
+// Counts per word, kept in Redis; the sink registers the pipeline, `execute_async`
+// starts it.
+let out = CollectSink::new();
+pipeline! {
+    env.from_mq_topic("words", "counter")
+        .map(|m: Message| m.text().unwrap_or_default().to_string())
+        .key_by(|w: &String| w.clone())
+        .state(count: ValueState<u64> = 0)
+        .process(|w: String, ctx, out| {
+            let n = ctx.state(count)?.value() + 1;
+            ctx.state(count)?.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(out.clone())
+}?;
+let job = env.execute_async()?;
+job.await_caught_up(Duration::from_secs(10))?;
+job.cancel();
+"#,
 };

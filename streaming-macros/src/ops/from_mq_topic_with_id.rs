@@ -11,5 +11,17 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: &[Engine::Redis],
     expansion: Expansion::EngineFunction,
     summary: "Like `from_mq_topic` with a source id (a literal is checked at compile time); it prefixes the operator ids that key the state (Redis engine).",
-    example: "",
+    example: r#"
+// The operator ids start with `orders-v1` instead of `orders.billing`.
+pipeline! {
+    env.from_mq_topic_with_id("orders-v1", "orders", "billing")
+        .map(|m: Message| m.payload.len() as u64)
+        .key_by(|n: &u64| n % 4)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
+        .sum()
+        .print()
+}?;
+let job = env.execute_async()?;
+job.cancel();
+"#,
 };

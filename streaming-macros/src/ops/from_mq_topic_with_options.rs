@@ -11,5 +11,19 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: &[Engine::Redis],
     expansion: Expansion::EngineFunction,
     summary: "Like `from_mq_topic` with `SubscriptionOptions` (batch size, poll time, start policy) (Redis engine).",
-    example: "",
+    example: r#"
+let options = SubscriptionOptions::builder()
+    .start(StartPolicy::Earliest)
+    .poll_timeout(Duration::from_millis(20))
+    .build()?;
+pipeline! {
+    env.from_mq_topic_with_options("words", "lengths", options)
+        .map(|m: Message| m.payload.len() as u64)
+        .key_by(|n: &u64| n % 2)
+        .sum()
+        .print_with_prefix("len")
+}?;
+let job = env.execute_async()?;
+job.cancel();
+"#,
 };

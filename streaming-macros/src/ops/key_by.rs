@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Partitions the stream by key.",
-    example: "let out = pipeline! { env.from_elements([1u32, 2, 3]).key_by(|x: &u32| x % 2).sum().collect_vec() }?;\nassert_eq!(out, [(1, 1), (0, 2), (1, 4)]);",
+    example: r#"
+let out = pipeline! { env.from_elements([1u32, 2, 3]).key_by(|x: &u32| x % 2).sum().collect_vec() }?;
+assert_eq!(out, [(1, 1), (0, 2), (1, 4)]);
+"#,
 };

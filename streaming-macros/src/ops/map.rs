@@ -14,5 +14,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Transforms every element (on a keyed stream the result is not keyed).",
-    example: "let out = pipeline! { env.from_elements([1, 2]).map(|x: i32| x * 10).collect_vec() }?;\nassert_eq!(out, [10, 20]);",
+    example: r#"
+let out = pipeline! { env.from_elements([1, 2]).map(|x: i32| x * 10).collect_vec() }?;
+assert_eq!(out, [10, 20]);
+"#,
 };

@@ -11,5 +11,13 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "The element with the largest value of the closure (the earliest on ties). Keyed: rolling, per element. Windowed: per firing.",
-    example: "let rolling = pipeline! {\n    env.from_elements([(\"a\", 1), (\"b\", 4), (\"c\", 2)])\n        .key_by(|_: &(&str, i32)| ())\n        .max_by(|e: &(&str, i32)| e.1)\n        .collect_vec()\n}?;\nassert_eq!(rolling, [(\"a\", 1), (\"b\", 4), (\"b\", 4)]);",
+    example: r#"
+let rolling = pipeline! {
+    env.from_elements([("a", 1), ("b", 4), ("c", 2)])
+        .key_by(|_: &(&str, i32)| ())
+        .max_by(|e: &(&str, i32)| e.1)
+        .collect_vec()
+}?;
+assert_eq!(rolling, [("a", 1), ("b", 4), ("b", 4)]);
+"#,
 };

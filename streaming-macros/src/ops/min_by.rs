@@ -11,5 +11,14 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "The element with the smallest value of the closure (the earliest on ties). Keyed: rolling, per element. Windowed: per firing.",
-    example: "let cheapest = pipeline! {\n    env.from_elements([(\"a\", 5), (\"b\", 3), (\"c\", 3)])\n        .key_by(|_: &(&str, i32)| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .min_by(|e: &(&str, i32)| e.1)\n        .collect_vec()\n}?;\nassert_eq!(cheapest, [(\"b\", 3)]);",
+    example: r#"
+let cheapest = pipeline! {
+    env.from_elements([("a", 5), ("b", 3), ("c", 3)])
+        .key_by(|_: &(&str, i32)| ())
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .min_by(|e: &(&str, i32)| e.1)
+        .collect_vec()
+}?;
+assert_eq!(cheapest, [("b", 3)]);
+"#,
 };

@@ -156,8 +156,21 @@ pub(crate) enum ArgKind {
     Assigner,
     /// A trigger: a literal `CountTrigger::of(0)` is rejected.
     Trigger,
+    /// A watermark generator.
+    Generator,
     /// State declarations `name: ValueState<T> = default, name: ListState<T>, ..`.
     StateDecls,
+}
+
+impl ArgKind {
+    /// Whether the argument is a configuration value the expansion evaluates before the
+    /// chain, classified by its type: a `Result` is unwrapped, its error is the pipeline's.
+    pub(crate) fn is_config(self) -> bool {
+        matches!(
+            self,
+            ArgKind::Assigner | ArgKind::Trigger | ArgKind::Generator
+        )
+    }
 }
 
 /// One argument of an operator.
@@ -211,8 +224,10 @@ pub(crate) struct OpSpec {
     pub(crate) expansion: Expansion,
     /// One line of documentation.
     pub(crate) summary: &'static str,
-    /// A doctested example: statements with `env: MemoryEnv` in scope, in a function
-    /// returning `Result<(), streaming::Error>`. Empty when no engine of this release runs it.
+    /// A doctested example: statements in a function returning
+    /// `Result<(), streaming::Error>`, with `env` in scope: a `MemoryEnv`, or for an
+    /// operator only the Redis engine runs a `RedisEnv` (that doctest is compiled, not run:
+    /// it needs a server).
     pub(crate) example: &'static str,
 }
 

@@ -11,5 +11,21 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::OnTimer,
     summary: "The timer callback of the `process` right before it.",
-    example: "let out = pipeline! {\n    env.from_elements([\"a\"])\n        .key_by(|k: &&str| k.to_string())\n        .process(|_: &str, ctx, out| {\n            ctx.register_event_time_timer(100);\n            out.collect(0i64);\n            Ok(())\n        })\n        .on_timer(|ts, _ctx, out| {\n            out.collect(ts);\n            Ok(())\n        })\n        .collect_vec()\n}?;\nassert_eq!(out, [0, 100]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements(["a"])
+        .key_by(|k: &&str| k.to_string())
+        .process(|_: &str, ctx, out| {
+            ctx.register_event_time_timer(100);
+            out.collect(0i64);
+            Ok(())
+        })
+        .on_timer(|ts, _ctx, out| {
+            out.collect(ts);
+            Ok(())
+        })
+        .collect_vec()
+}?;
+assert_eq!(out, [0, 100]);
+"#,
 };

@@ -12,5 +12,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     expansion: Expansion::Method,
     summary:
         "Runs the pipeline and logs every record at INFO; returns `Result<JobSummary, Error>`.",
-    example: "let summary = pipeline! { env.from_elements([1, 2]).print() }?;\nassert_eq!(summary.late_elements, 0);",
+    example: r#"
+let summary = pipeline! { env.from_elements([1, 2]).print() }?;
+assert_eq!(summary.late_elements, 0);
+"#,
 };

@@ -11,5 +11,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Like `print`, each line as `{prefix}> {record:?}`.",
-    example: "let summary = pipeline! { env.from_elements([1, 2]).print_with_prefix(\"numbers\") }?;\nassert_eq!(summary.window_firings, 0);",
+    example: r#"
+let summary = pipeline! { env.from_elements([1, 2]).print_with_prefix("numbers") }?;
+assert_eq!(summary.window_firings, 0);
+"#,
 };

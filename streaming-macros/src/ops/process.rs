@@ -11,5 +11,16 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Runs a function per element with the key's context: key, timestamp, watermark, timers and state.",
-    example: "let out = pipeline! {\n    env.from_elements([1, 2])\n        .key_by(|x: &i32| x % 2)\n        .process(|x: i32, ctx, out| {\n            out.collect(format!(\"{}:{x}@{}\", ctx.current_key(), ctx.timestamp()));\n            Ok(())\n        })\n        .collect_vec()\n}?;\nassert_eq!(out, [\"1:1@0\", \"0:2@1\"]);",
+    example: r#"
+let out = pipeline! {
+    env.from_elements([1, 2])
+        .key_by(|x: &i32| x % 2)
+        .process(|x: i32, ctx, out| {
+            out.collect(format!("{}:{x}@{}", ctx.current_key(), ctx.timestamp()));
+            Ok(())
+        })
+        .collect_vec()
+}?;
+assert_eq!(out, ["1:1@0", "0:2@1"]);
+"#,
 };

@@ -11,5 +11,16 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Runs a `KeyedProcessFunction` (with `on_timer`).",
-    example: "struct Echo;\nimpl KeyedProcessFunction<i32, i32> for Echo {\n    type Out = i32;\n    fn process_element(&mut self, v: i32, _: &mut KeyedContext<'_, i32>, out: &mut Collector<'_, i32>) -> Result<(), BoxError> {\n        out.collect(v);\n        Ok(())\n    }\n}\nlet out = pipeline! { env.from_elements([7]).key_by(|x: &i32| *x).process_function(Echo).collect_vec() }?;\nassert_eq!(out, [7]);",
+    example: r#"
+struct Echo;
+impl KeyedProcessFunction<i32, i32> for Echo {
+    type Out = i32;
+    fn process_element(&mut self, v: i32, _: &mut KeyedContext<'_, i32>, out: &mut Collector<'_, i32>) -> Result<(), BoxError> {
+        out.collect(v);
+        Ok(())
+    }
+}
+let out = pipeline! { env.from_elements([7]).key_by(|x: &i32| *x).process_function(Echo).collect_vec() }?;
+assert_eq!(out, [7]);
+"#,
 };

@@ -11,5 +11,16 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Keyed: rolling reduce, emitting the reduced value per element. Windowed: folds each window, emitting one value per firing.",
-    example: "let rolling = pipeline! { env.from_elements([1, 2, 3]).key_by(|_: &i32| ()).reduce(|a, b| a + b).collect_vec() }?;\nassert_eq!(rolling, [1, 3, 6]);\nlet windowed = pipeline! {\n    env.from_elements([1, 2, 3])\n        .key_by(|_: &i32| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .reduce(|a, b| a + b)\n        .collect_vec()\n}?;\nassert_eq!(windowed, [6]);",
+    example: r#"
+let rolling = pipeline! { env.from_elements([1, 2, 3]).key_by(|_: &i32| ()).reduce(|a, b| a + b).collect_vec() }?;
+assert_eq!(rolling, [1, 3, 6]);
+let windowed = pipeline! {
+    env.from_elements([1, 2, 3])
+        .key_by(|_: &i32| ())
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .reduce(|a, b| a + b)
+        .collect_vec()
+}?;
+assert_eq!(windowed, [6]);
+"#,
 };

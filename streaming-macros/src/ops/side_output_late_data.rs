@@ -11,5 +11,17 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Sends elements later than the allowed lateness to a typed side output.",
-    example: "let mut late = Vec::new();\nlet summary = pipeline! {\n    env.from_elements([(1, 0i64), (2, 2_000), (3, 500)])\n        .assign_timestamps_and_watermarks_with(|e: &(i32, i64), _| e.1, AscendingTimestamps)\n        .key_by(|_: &(i32, i64)| ())\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .side_output_late_data(|e: (i32, i64)| late.push(e.0))\n        .count()\n        .print()\n}?;\nassert_eq!((late, summary.late_elements), (vec![3], 1));",
+    example: r#"
+let mut late = Vec::new();
+let summary = pipeline! {
+    env.from_elements([(1, 0i64), (2, 2_000), (3, 500)])
+        .assign_timestamps_and_watermarks_with(|e: &(i32, i64), _| e.1, AscendingTimestamps)
+        .key_by(|_: &(i32, i64)| ())
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .side_output_late_data(|e: (i32, i64)| late.push(e.0))
+        .count()
+        .print()
+}?;
+assert_eq!((late, summary.late_elements), (vec![3], 1));
+"#,
 };

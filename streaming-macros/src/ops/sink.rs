@@ -11,5 +11,9 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Runs the pipeline into a sink; returns `Result<JobSummary, Error>`.",
-    example: "let mut seen = Vec::new();\nlet summary = pipeline! { env.from_elements([1, 2]).sink(|x: i32| seen.push(x)) }?;\nassert_eq!((seen, summary.window_firings), (vec![1, 2], 0));",
+    example: r#"
+let mut seen = Vec::new();
+let summary = pipeline! { env.from_elements([1, 2]).sink(|x: i32| seen.push(x)) }?;
+assert_eq!((seen, summary.window_firings), (vec![1, 2], 0));
+"#,
 };

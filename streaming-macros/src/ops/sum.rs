@@ -11,5 +11,17 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Keyed: rolling sum, emitting `(key, sum)`. Windowed: emits `(key, window, sum)` per firing. Numeric elements only.",
-    example: "let rolling = pipeline! { env.from_elements([1.5, 2.0]).key_by(|_: &f64| 0).sum().collect_vec() }?;\nassert_eq!(rolling, [(0, 1.5), (0, 3.5)]);\nlet windowed = pipeline! {\n    env.from_elements([1u64, 2])\n        .key_by(|_: &u64| 0)\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .sum()\n        .map(|(k, _w, s): (i32, TimeWindow, u64)| (k, s))\n        .collect_vec()\n}?;\nassert_eq!(windowed, [(0, 3)]);",
+    example: r#"
+let rolling = pipeline! { env.from_elements([1.5, 2.0]).key_by(|_: &f64| 0).sum().collect_vec() }?;
+assert_eq!(rolling, [(0, 1.5), (0, 3.5)]);
+let windowed = pipeline! {
+    env.from_elements([1u64, 2])
+        .key_by(|_: &u64| 0)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .sum()
+        .map(|(k, _w, s): (i32, TimeWindow, u64)| (k, s))
+        .collect_vec()
+}?;
+assert_eq!(windowed, [(0, 3)]);
+"#,
 };

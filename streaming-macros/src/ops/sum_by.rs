@@ -11,5 +11,22 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Sums the number the closure extracts from each element. Keyed: rolling, emits `(key, sum so far)` per element. Windowed: emits `(key, window, sum)` per firing.",
-    example: "let totals = pipeline! {\n    env.from_elements([(\"a\", 2u64), (\"a\", 3)])\n        .key_by(|e: &(&str, u64)| e.0)\n        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))\n        .sum_by(|e: &(&str, u64)| e.1)\n        .map(|(k, _w, s): (&str, TimeWindow, u64)| (k, s))\n        .collect_vec()\n}?;\nassert_eq!(totals, [(\"a\", 5)]);\nlet rolling = pipeline! {\n    env.from_elements([(\"a\", 2u64), (\"b\", 1), (\"a\", 3)])\n        .key_by(|e: &(&str, u64)| e.0)\n        .sum_by(|e: &(&str, u64)| e.1)\n        .collect_vec()\n}?;\nassert_eq!(rolling, [(\"a\", 2), (\"b\", 1), (\"a\", 5)]);",
+    example: r#"
+let totals = pipeline! {
+    env.from_elements([("a", 2u64), ("a", 3)])
+        .key_by(|e: &(&str, u64)| e.0)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .sum_by(|e: &(&str, u64)| e.1)
+        .map(|(k, _w, s): (&str, TimeWindow, u64)| (k, s))
+        .collect_vec()
+}?;
+assert_eq!(totals, [("a", 5)]);
+let rolling = pipeline! {
+    env.from_elements([("a", 2u64), ("b", 1), ("a", 3)])
+        .key_by(|e: &(&str, u64)| e.0)
+        .sum_by(|e: &(&str, u64)| e.1)
+        .collect_vec()
+}?;
+assert_eq!(rolling, [("a", 2), ("b", 1), ("a", 5)]);
+"#,
 };

@@ -12,5 +12,11 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     expansion: Expansion::Method,
     summary:
         "Transforms every element with a fallible function; the first `Err` stops the pipeline.",
-    example: "let err = pipeline! {\n    env.from_elements([\"1\", \"x\"]).try_map(|s: &str| s.parse::<i32>()).collect_vec()\n}\n.unwrap_err();\nassert!(err.to_string().starts_with(\"operator `source-0/1:try_map` failed\"));",
+    example: r#"
+let err = pipeline! {
+    env.from_elements(["1", "x"]).try_map(|s: &str| s.parse::<i32>()).collect_vec()
+}
+.unwrap_err();
+assert!(err.to_string().starts_with("operator `source-0/1:try_map` failed"));
+"#,
 };

@@ -11,5 +11,26 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary: "Cuts each key's elements into windows: `TumblingEventTimeWindows`, `SlidingEventTimeWindows`, `EventTimeSessionWindows`, or `GlobalWindows` (needs a `.trigger(..)`, checked at compile time); literal sizes, slides, gaps and offsets are checked at compile time.",
-    example: "let out = pipeline! {\n    env.from_collection(0..5)\n        .key_by(|_: &i32| ())\n        .window(SlidingEventTimeWindows::of(Duration::from_millis(4), Duration::from_millis(2)))\n        .count()\n        .map(|(_, w, n): ((), TimeWindow, u64)| (w.start(), n))\n        .collect_vec()\n}?;\nassert_eq!(out, [(-2, 2), (0, 4), (2, 3), (4, 1)]);\n// One window per key that only its trigger fires (a trigger is required); what is left\n// is emitted at the end.\nlet out = pipeline! {\n    env.from_collection(1..=5)\n        .key_by(|_: &i32| ())\n        .window(GlobalWindows::create())\n        .trigger(PurgingTrigger::of(CountTrigger::of(2)))\n        .reduce(|a, b| a + b)\n        .collect_vec()\n}?;\nassert_eq!(out, [3, 7, 5]);",
+    example: r#"
+let out = pipeline! {
+    env.from_collection(0..5)
+        .key_by(|_: &i32| ())
+        .window(SlidingEventTimeWindows::of(Duration::from_millis(4), Duration::from_millis(2)))
+        .count()
+        .map(|(_, w, n): ((), TimeWindow, u64)| (w.start(), n))
+        .collect_vec()
+}?;
+assert_eq!(out, [(-2, 2), (0, 4), (2, 3), (4, 1)]);
+// One window per key that only its trigger fires (a trigger is required); what is left
+// is emitted at the end.
+let out = pipeline! {
+    env.from_collection(1..=5)
+        .key_by(|_: &i32| ())
+        .window(GlobalWindows::create())
+        .trigger(PurgingTrigger::of(CountTrigger::of(2)))
+        .reduce(|a, b| a + b)
+        .collect_vec()
+}?;
+assert_eq!(out, [3, 7, 5]);
+"#,
 };
