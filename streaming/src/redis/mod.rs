@@ -185,6 +185,17 @@
 //! `persistent`. Operators the Redis engine does not run (`collect_vec`, the bounded
 //! memory sources) are compile errors at the operator (see the DSL reference).
 
+// The engine's modules, each importing only those listed before it:
+// - `config`, `sink`, `part_metrics`; `job` (the job client and what its subtasks share);
+// - `persist`, `schema`, `runtime` (keyed state kept in Redis);
+// - `context` (what a subtask's partitions share), `chain` (a partition's operator
+//   chain), `pending` (a batch's state writes);
+// - `ownership` (lease, fencing, read position), `membership` (the `p % live` share),
+//   `hot_keys`, `failure` (retry / dead letter), `read` (one batch read);
+// - `part` (a partition a subtask holds), then its steps as `impl Part` blocks, each
+//   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
+//   `turn`;
+// - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
 mod batch;
 mod chain;
 mod commit;
@@ -200,8 +211,8 @@ mod part;
 mod part_metrics;
 mod pending;
 mod persist;
-mod progress;
 mod read;
+mod report;
 mod runtime;
 mod schema;
 mod sink;
