@@ -1,7 +1,8 @@
 //! [`RedisEnv`]: the Redis engine's environment, its source and pipeline registration.
 
+use super::context::PipelineSpec;
 use super::job::{JobClient, JobShared};
-use super::runner::{self, PipelineSpec};
+use super::subtask;
 use super::{RedisRuntime, RedisRuntimeConfig};
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
@@ -71,13 +72,13 @@ where
         spec: PipelineSpec,
         job: Arc<JobShared>,
     ) -> Vec<std::thread::JoinHandle<()>> {
-        runner::start(self.plan, self.sink, spec, job)
+        subtask::start(self.plan, self.sink, spec, job)
     }
 }
 
 pub(crate) struct EnvInner {
     pub(crate) client: redis::Client,
-    pub(crate) config: RedisRuntimeConfig,
+    pub(crate) config: Arc<RedisRuntimeConfig>,
     state: Mutex<EnvState>,
 }
 
@@ -165,7 +166,7 @@ impl RedisEnv {
         RedisEnv {
             inner: Arc::new(EnvInner {
                 client,
-                config,
+                config: Arc::new(config),
                 state: Mutex::default(),
             }),
         }
@@ -369,7 +370,8 @@ impl RedisEnv {
         let mut threads = Vec::new();
         for def in pipelines {
             let spec = PipelineSpec {
-                env: Arc::clone(&self.inner),
+                client: self.inner.client.clone(),
+                config: Arc::clone(&self.inner.config),
                 topic: def.topic().to_string(),
                 group: def.group().to_string(),
                 options: def.options(),

@@ -10,7 +10,7 @@
 //! from a clone of the pipeline (so state caches are per partition). Taking a partition loads its state (one script: every state hash of the
 //! partition); each batch runs against that in-memory cache, and its changed entries, the
 //! [`RedisListSink`] appends and the acknowledgement are written in one Lua script (see
-//! the runner's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
+//! the batch commit's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
 //!
 //! Ownership across processes (a job may run as several processes against one Redis):
 //! - *Membership.* Every subtask heartbeats its consumer name into the sorted set
@@ -185,27 +185,54 @@
 //! `persistent`. Operators the Redis engine does not run (`collect_vec`, the bounded
 //! memory sources) are compile errors at the operator (see the DSL reference).
 
+// The engine's modules, each importing only those listed before it:
+// - `config`, `sink`, `part_metrics`; `job` (the job client and what its subtasks share);
+// - `persist`, `schema`, `runtime` (keyed state kept in Redis);
+// - `context` (what a subtask's partitions share), `chain` (a partition's operator
+//   chain), `pending` (a batch's state writes);
+// - `ownership` (lease, fencing, read position), `membership` (the `p % live` share),
+//   `hot_keys`, `failure` (retry / dead letter), `read` (one batch read);
+// - `part` (a partition a subtask holds), then its steps as `impl Part` blocks, each
+//   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
+//   `turn`;
+// - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
+mod batch;
+mod chain;
+mod commit;
 mod config;
+mod context;
 mod env;
+mod failure;
+mod hot_keys;
 mod job;
+mod membership;
+mod ownership;
+mod part;
+mod part_metrics;
+mod pending;
 mod persist;
-mod runner;
+mod read;
+mod report;
 mod runtime;
 mod schema;
 mod sink;
+mod subtask;
+mod takeover;
+mod timers;
+mod turn;
 
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     SchemaMismatchPolicy,
 };
 pub use env::{MqTopicSource, RedisEnv, RedisPortable};
+pub use failure::{
+    HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
+    HEADER_RUNTIME_JOB,
+};
 pub use job::{JobClient, JobDiagnostics, PartitionProgress};
 pub use persist::{
     Persist, StateLimits, StateWrite, PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE,
-};
-pub use runner::{
-    HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
-    HEADER_RUNTIME_JOB,
 };
 pub use runtime::RedisRuntime;
 pub use schema::SchemaGate;

@@ -1,0 +1,218 @@
+//! One batch of a partition: read up to `batch_count` entries, run them through the
+//! partition's chain against the in-memory state cache (loaded when the partition was
+//! taken), hand the outputs to the sink, then commit state, sink writes and the
+//! acknowledgement in one script (see [`commit`](super::commit)).
+//!
+//! A record that fails (error or panic in a user function) may have changed state before
+//! failing, so the batch is rolled back: the chain is rebuilt, its state reloaded from
+//! Redis (what the last commit left), the record goes to retry / dead letter (with
+//! `x-runtime-*` headers), and the batch runs again without it. State therefore
+//! reflects exactly the acknowledged, successful records. A failed commit (e.g. Redis
+//! restarting) resets the partition the same way and reads again from the last commit.
+
+use super::chain::{effective_watermark, Make};
+use super::context::Ctx;
+use super::failure::fail;
+use super::part::{Part, Unconfirmed};
+use super::pending::{drain_into, Pending};
+use super::read::{read, Batch};
+use super::runtime::mdc_sampled;
+use super::{schema, HotKeyPolicy, RedisRuntimeConfig};
+use crate::api::Sink;
+use crate::mq::Message;
+use crate::ops::Operator;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use tokio::time::Instant;
+
+/// The `message` tracing span of a batch's records (`mdc_enabled`, `mdc_sample_rate`).
+struct Mdc {
+    enabled: bool,
+    rate: f64,
+    /// The job name (empty when disabled).
+    job_name: String,
+}
+
+impl Mdc {
+    fn new(config: &RedisRuntimeConfig) -> Self {
+        let enabled = config.mdc_enabled();
+        Mdc {
+            enabled,
+            rate: config.mdc_sample_rate(),
+            job_name: if enabled {
+                config.job_name()
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
+impl<C, S, O> Part<C, S, O>
+where
+    C: Operator<Message>,
+    S: Sink<O>,
+{
+    /// Reads, processes and commits one batch; returns how many entries it read.
+    pub(super) async fn step<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<usize, Error> {
+        // 1. Read.
+        let batch = read(ctx, conn, &mut self.owner, ctx.spec.options.batch_count).await?;
+        self.skipped = batch.skipped;
+        if batch.ids.is_empty() {
+            return Ok(0);
+        }
+        self.last_read = Instant::now();
+        let n = batch.msgs.len() as u64;
+        ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
+        let result = self.process_and_commit(plan, ctx, conn, batch).await;
+        match &mut self.unconfirmed {
+            Some(u) if result.is_err() => u.in_flight = n,
+            _ => {
+                ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+        result.map(|()| n as usize)
+    }
+
+    async fn process_and_commit<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        batch: Batch,
+    ) -> Result<(), Error> {
+        let Batch {
+            msgs, ids, last_id, ..
+        } = batch;
+        // 2. Process, rolling back and skipping failed records.
+        let mdc = Mdc::new(&ctx.spec.config);
+        let mut skip: HashSet<usize> = HashSet::new();
+        let pending = loop {
+            match self.run_records(ctx, &mdc, &msgs, &skip) {
+                Ok(pending) => break pending,
+                Err((i, e)) => {
+                    self.reject(plan, ctx, conn, &msgs[i], e).await?;
+                    skip.insert(i);
+                }
+            }
+        };
+        let processed = (msgs.len() - skip.len()) as u64;
+        let failed = skip.len() as u64;
+        if let Err(e) = self.commit(ctx, conn, pending, &ids).await {
+            self.commit_failed(&e, last_id, processed, failed);
+            return Err(e);
+        }
+        if processed > 0 && effective_watermark(&self.stores).is_some() {
+            self.awaiting_flush = true;
+        }
+        self.report_batch(ctx, last_id, processed, failed);
+        self.skipped = 0;
+        Ok(())
+    }
+
+    /// Runs the batch's records, but those in `skip`, through the chain; the first that
+    /// fails, with its error.
+    fn run_records(
+        &mut self,
+        ctx: &Ctx<'_>,
+        mdc: &Mdc,
+        msgs: &[Message],
+        skip: &HashSet<usize>,
+    ) -> Result<Pending, (usize, Error)> {
+        let mut pending = Pending::default();
+        // FAIL_FAST needs each record's writes: drain after every record while a hash
+        // is armed (otherwise once per batch).
+        let fail_fast = ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast;
+        let check = fail_fast && self.hot.any_armed();
+        for (i, m) in msgs.iter().enumerate() {
+            if skip.contains(&i) {
+                continue;
+            }
+            let mut r = self.process_record(ctx, mdc, m);
+            if r.is_ok() && check {
+                r = self.drain_checked(&mut pending);
+            }
+            if let Err(e) = r {
+                return Err((i, e));
+            }
+        }
+        Ok(pending)
+    }
+
+    /// Runs one record through the chain, inside the `message` span when it is sampled.
+    fn process_record(&mut self, ctx: &Ctx<'_>, mdc: &Mdc, m: &Message) -> Result<(), Error> {
+        if mdc.enabled && mdc_sampled(&m.id, mdc.rate) {
+            let spec = ctx.spec;
+            let span = tracing::info_span!(
+                "message",
+                job = %mdc.job_name,
+                topic = %spec.topic,
+                group = %spec.group,
+                consumer = %ctx.consumer,
+                id = %m.id,
+                key = m.key.as_deref().unwrap_or(""),
+                partition = self.partition,
+            );
+            let _entered = span.enter();
+            self.chain.process(m.clone(), m.timestamp_ms)
+        } else {
+            self.chain.process(m.clone(), m.timestamp_ms)
+        }
+    }
+
+    /// Drains the record's writes into `pending`; a write to an armed hot hash fails the
+    /// record (FAIL_FAST).
+    fn drain_checked(&mut self, pending: &mut Pending) -> Result<(), Error> {
+        let mut touched = Vec::new();
+        drain_into(&self.stores, &self.state_keys, pending, &mut touched)?;
+        self.hot.check(pending, &touched)
+    }
+
+    /// A record failed: it goes to retry or the dead-letter queue, and the chain is rolled
+    /// back to the last commit (a failure that stops the partition is returned instead).
+    async fn reject<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        m: &Message,
+        e: Error,
+    ) -> Result<(), Error> {
+        if schema::stops_partition(&e) {
+            return Err(e);
+        }
+        let spec = ctx.spec;
+        tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
+                       id = %m.id, "record failed: {e}");
+        fail(ctx, conn, &mut self.owner, m, &e).await?;
+        ctx.job.report_misuse(&e);
+        if matches!(e, Error::HotKey { .. }) {
+            if let Ok(mut h) = ctx.job.hot.lock() {
+                h.rejected += 1;
+            }
+        }
+        self.rebuild(plan, ctx, conn).await
+    }
+
+    /// A commit that failed: unless the script refused it (fenced: nothing was applied),
+    /// Redis may have applied it, so its counts wait for the next take to confirm them.
+    fn commit_failed(&mut self, e: &Error, last_id: Option<String>, processed: u64, failed: u64) {
+        if !e.is_fenced() {
+            self.unconfirmed = last_id.map(|last_id| Unconfirmed {
+                last_id,
+                processed,
+                failed,
+                skipped: self.skipped,
+                in_flight: 0,
+            });
+        }
+        self.skipped = 0;
+    }
+}

@@ -1,0 +1,199 @@
+//! The batch commit: the stores' changes, the sink's outputs and the acknowledgement, in
+//! one Lua script under the lease check.
+//!
+//! - [`AckMode::Xack`]: `HSET`/`HDEL` state + `RPUSH` sink + `XACK` + frontier advance;
+//! - [`AckMode::Offset`]: the entries were read with `NOACK`; `HSET`/`HDEL` + `RPUSH` +
+//!   `SET` of the committed offset (the group's commit-frontier key).
+
+use super::context::{guarded, Ctx};
+use super::part::Part;
+use super::pending::{drain_into, Pending, PendingHash};
+use super::schema;
+use super::{AckMode, RedisListSink};
+use crate::api::Sink;
+use crate::mq::frontier::LUA_ADVANCE;
+use crate::mq::lease::{Lease, LUA_LEASE_HELD};
+use crate::Error;
+use redis::aio::ConnectionManager;
+use redis::{Script, ScriptInvocation, Value};
+use std::sync::LazyLock;
+
+/// The batch commit (`lua/commit.lua`, after the frontier and lease functions it calls).
+static COMMIT: LazyLock<Script> = LazyLock::new(|| {
+    let body = include_str!("lua/commit.lua");
+    Script::new(&format!("{LUA_ADVANCE}\n{LUA_LEASE_HELD}\n{body}"))
+});
+
+/// A Redis sink list's appends: (list key, values).
+type ListWrites = Vec<(String, Vec<String>)>;
+
+impl<C, S: Sink<O>, O> Part<C, S, O> {
+    /// Writes the stores' changes, the sink's outputs and the acknowledgement of `ids` in
+    /// one atomic script.
+    pub(super) async fn commit(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        mut pending: Pending,
+        ids: &[String],
+    ) -> Result<(), Error> {
+        drain_into(
+            &self.stores,
+            &self.state_keys,
+            &mut pending,
+            &mut Vec::new(),
+        )?;
+        self.deliver(ctx)?;
+        self.hot.throttle(ctx, &pending).await;
+        let lease = self.owner.fenced_unless_held(ctx)?;
+        let fence = self.owner.fence(ctx, &lease);
+        schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
+        // 4. Commit state + sink lists + acknowledgement atomically.
+        pending.hashes.retain(|h| !h.fields.is_empty());
+        let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
+        let lists = self.list_writes(ctx);
+        let call = CommitCall {
+            ctx,
+            partition: self.partition,
+            state_index: self.state_keys.index(),
+            lease: &lease,
+            ids,
+            hashes: &pending.hashes,
+            sampled: &sampled,
+            lists: &lists,
+        };
+        let reply: Value = call.invocation().invoke_async(conn).await?;
+        let Value::Array(_) = reply else {
+            return Err(self.owner.fenced_error(ctx, lease.token));
+        };
+        let sizes: Vec<i64> = redis::from_redis_value(&reply)?;
+        for (h, size) in pending.hashes.iter().zip(sizes) {
+            if let Ok(size) = u64::try_from(size) {
+                self.hot.sampled_size(ctx, h, size);
+            }
+        }
+        Ok(())
+    }
+
+    /// 3. Outputs to the sink and the side outputs.
+    fn deliver(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
+        let outputs = std::mem::take(&mut *self.out.borrow_mut());
+        for v in outputs {
+            guarded(ctx, "invoke", self.sink.invoke(v))?;
+        }
+        for side in &self.side_outputs {
+            guarded(ctx, "invoke side output", side.borrow_mut().deliver())?;
+        }
+        Ok(())
+    }
+
+    /// Every Redis sink of the pipeline, main or side output, commits in this script.
+    fn list_writes(&mut self, ctx: &Ctx<'_>) -> ListWrites {
+        let (t, p) = (ctx.spec.topic.as_str(), self.partition);
+        self.sink
+            .take_commit_writes()
+            .into_iter()
+            .chain(
+                self.side_outputs
+                    .iter()
+                    .filter_map(|side| side.borrow_mut().take_commit_writes()),
+            )
+            .filter(|w| !w.values.is_empty())
+            .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
+            .collect()
+    }
+}
+
+/// One batch commit's arguments (see `lua/commit.lua` for their order in KEYS and ARGV).
+struct CommitCall<'a> {
+    ctx: &'a Ctx<'a>,
+    partition: u32,
+    state_index: String,
+    lease: &'a Lease,
+    ids: &'a [String],
+    hashes: &'a [PendingHash],
+    /// Per hash, whether the script returns its `HLEN`.
+    sampled: &'a [bool],
+    lists: &'a ListWrites,
+}
+
+impl CommitCall<'_> {
+    fn invocation(&self) -> ScriptInvocation<'static> {
+        let (ctx, t, p) = (self.ctx, self.ctx.spec.topic.as_str(), self.partition);
+        let g = ctx.spec.group.as_str();
+        let mut inv = COMMIT.key(ctx.keys.stream(t, p));
+        inv.key(ctx.keys.acked(t, p, g))
+            .key(ctx.keys.frontier(t, p, g))
+            .key(&self.state_index)
+            .key(&self.lease.key)
+            .key(&self.lease.fence);
+        for h in self.hashes {
+            inv.key(&h.key);
+        }
+        for (k, _) in self.lists {
+            inv.key(k);
+        }
+        self.head_args(&mut inv);
+        self.hash_args(&mut inv);
+        self.list_args(&mut inv);
+        inv
+    }
+
+    /// Mode, group, state ttl, lease value and ttl, the ids acknowledged.
+    fn head_args(&self, inv: &mut ScriptInvocation<'_>) {
+        let config = &self.ctx.spec.config;
+        let mode = match config.ack_mode() {
+            AckMode::Xack => "x",
+            AckMode::Offset => "o",
+        };
+        let ttl = config.state_ttl().map_or(0, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+        });
+        let lease_ttl = config.mq_options().lease_ttl;
+        inv.arg(mode)
+            .arg(self.ctx.spec.group.as_str())
+            .arg(ttl)
+            .arg(&self.lease.value)
+            .arg(
+                u64::try_from(lease_ttl.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1),
+            )
+            .arg(self.ids.len());
+        for id in self.ids {
+            inv.arg(id);
+        }
+    }
+
+    /// Per hash: its sets, its deletes, whether it is sampled.
+    fn hash_args(&self, inv: &mut ScriptInvocation<'_>) {
+        inv.arg(self.hashes.len());
+        for (h, sample) in self.hashes.iter().zip(self.sampled) {
+            let sets = h.fields.iter().filter(|(_, v)| v.is_some()).count();
+            inv.arg(sets);
+            for (f, v) in &h.fields {
+                if let Some(v) = v {
+                    inv.arg(f).arg(v);
+                }
+            }
+            inv.arg(h.fields.len() - sets);
+            for (f, v) in &h.fields {
+                if v.is_none() {
+                    inv.arg(f);
+                }
+            }
+            inv.arg(if *sample { "1" } else { "0" });
+        }
+    }
+
+    /// Per sink list: its values.
+    fn list_args(&self, inv: &mut ScriptInvocation<'_>) {
+        inv.arg(self.lists.len());
+        for (_, values) in self.lists {
+            inv.arg(values.len());
+            for v in values {
+                inv.arg(v);
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The job client and what a running job's subtasks share with it.
+//!
+//! - [`client`]: [`JobClient`] (cancel, scale, pause, diagnostics);
+//! - [`waits`]: its waits (termination, caught up, flushed);
+//! - [`caught_up`]: the caught-up check against Redis;
+//! - [`shared`]: [`JobShared`], the state the subtasks and the client share;
+//! - [`progress`]: what the job reports ([`PartitionProgress`], [`JobDiagnostics`]);
+//! - [`misuse`]: misuses of the API, reported once each.
+
+mod caught_up;
+mod client;
+mod misuse;
+mod progress;
+mod shared;
+mod waits;
+
+pub(crate) use caught_up::id_at_least;
+pub use client::JobClient;
+pub(crate) use misuse::is_misuse;
+pub use progress::{JobDiagnostics, PartitionProgress};
+pub(crate) use shared::JobShared;

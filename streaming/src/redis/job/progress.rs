@@ -1,0 +1,123 @@
+//! What a running job reports: per-partition progress and the job's diagnostics.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// Progress of one partition of a running job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartitionProgress {
+    /// The topic.
+    pub topic: String,
+    /// The consumer group.
+    pub group: String,
+    /// The partition.
+    pub partition: u32,
+    /// The subtask owning it.
+    pub subtask: u32,
+    /// The id of the last entry whose batch committed.
+    pub last_committed_id: Option<String>,
+    /// Records processed in committed batches (failed records excluded).
+    pub records: u64,
+    /// Batches committed.
+    pub batches: u64,
+    /// Records that failed and went to retry or the dead-letter queue (each attempt
+    /// counts).
+    pub failed: u64,
+    /// Entries in committed batches that were skipped, not processed: retries addressed to
+    /// another consumer group (their field `rg` names that group). Also the metric
+    /// `streaming_records_skipped_total`.
+    pub skipped: u64,
+    /// Why the partition stopped, when it did (e.g. a state schema mismatch under
+    /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail)): it reads nothing
+    /// more until the job is started again.
+    pub stopped: Option<String>,
+    /// Whether its subtask has taken it (lease, read position and state) at least once.
+    pub taken: bool,
+    /// Whether this process holds the partition's lease now (with several processes of
+    /// one job each holds its share; see the [`redis`](crate::redis) module docs).
+    pub owned: bool,
+    /// Times this process found the partition's lease passed to another owner: a write
+    /// (batch, timers, idle flush, retry, dead letter) refused with [`Error::Fenced`](crate::Error::Fenced), or a
+    /// lease renewal that found another owner (a stall — GC pause, `SIGSTOP`, a slow
+    /// network, or one user function call longer than `lease_ttl`). Each time nothing was
+    /// written, and the partition was dropped from memory until its lease is won again.
+    pub fenced: u64,
+    /// Times this process took the partition (first take and every take-over after a
+    /// loss or a rebalance).
+    pub takes: u64,
+    /// The partition's watermark (ms) as of its last commit: the one its last watermark
+    /// operator emitted (`i64::MIN` before the first; `i64::MAX` after an idle flush, until
+    /// a record starts the next watermark epoch; `None` until the partition has committed).
+    pub watermark: Option<i64>,
+    /// Window firings committed (each emission of a window's result).
+    pub window_fired: u64,
+    /// Elements that arrived after all their windows were past the allowed lateness
+    /// (sent to the late side output, if any, and otherwise dropped).
+    pub window_late_dropped: u64,
+    /// Elements that fell between windows (sliding windows with `slide > size`) and were
+    /// not late: they belong to no window and are dropped.
+    pub window_gap_dropped: u64,
+    /// Idle flushes: times the partition's watermark was flushed to `i64::MAX` after
+    /// `watermark_idle_timeout` without input or a generator's `mark_idle`.
+    pub idle_flushes: u64,
+    /// When the partition last committed (a batch, timers or an idle flush); `None`
+    /// before its first commit of this run. A partition that stalls shows an old time
+    /// here and a recent [`last_error_at`](Self::last_error_at).
+    pub last_commit_at: Option<SystemTime>,
+    /// The last error the partition met and is recovering from (e.g. Redis unreachable:
+    /// the message names the address). It is kept after the partition recovered: the
+    /// partition is stalled now only if [`last_error_at`](Self::last_error_at) is later
+    /// than [`last_commit_at`](Self::last_commit_at).
+    pub last_error: Option<String>,
+    /// When [`last_error`](Self::last_error) happened.
+    pub last_error_at: Option<SystemTime>,
+    /// Whether the partition's next idle flush has work: records went through a pipeline
+    /// with a watermark since its last idle flush, or it was taken holding windows or
+    /// event-time timers a previous run left unfired. Such a partition is flushed after
+    /// the idle timeout whatever its watermark (even one that never left `i64::MIN`).
+    pub awaiting_flush: bool,
+}
+
+/// What [`JobClient::diagnostics`](super::JobClient::diagnostics) reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobDiagnostics {
+    /// The configured job name.
+    pub job_name: String,
+    /// The configured instance id.
+    pub job_instance_id: String,
+    /// Subtasks per pipeline as configured when the job started.
+    pub parallelism: u32,
+    /// Subtasks per pipeline now (after [`JobClient::scale_parallelism`](super::JobClient::scale_parallelism)).
+    pub live_parallelism: u32,
+    /// Partitions this process holds now, over all pipelines (see
+    /// [`PartitionProgress::owned`]).
+    pub owned_partitions: usize,
+    /// Whether the job is paused.
+    pub paused: bool,
+    /// Records read and not yet committed.
+    pub in_flight: u64,
+    /// Subtasks still running.
+    pub running_subtasks: usize,
+    /// Per partition, sorted by (topic, group, partition).
+    pub partitions: Vec<PartitionProgress>,
+    /// Errors that ended a subtask or that it recovered from (newest last, at most 100).
+    pub errors: Vec<String>,
+    /// Hot-key warnings logged (at most one per hash per `hot_key_warn_interval`).
+    pub hot_key_warnings: u64,
+    /// Batch commits delayed by [`HotKeyPolicy::Throttle`](crate::redis::HotKeyPolicy::Throttle).
+    pub hot_key_throttled: u64,
+    /// Records rejected by [`HotKeyPolicy::FailFast`](crate::redis::HotKeyPolicy::FailFast).
+    pub hot_key_rejected: u64,
+    /// The last sampled field count (`HLEN`) per state hash key (sampled every
+    /// `state_size_report_every_n_writes` state writes).
+    pub state_sizes: BTreeMap<String, u64>,
+}
+
+/// Hot-key and state-size counters shared by the subtasks.
+#[derive(Default)]
+pub(crate) struct HotStats {
+    pub(crate) warnings: u64,
+    pub(crate) throttled: u64,
+    pub(crate) rejected: u64,
+    pub(crate) sizes: BTreeMap<String, u64>,
+}

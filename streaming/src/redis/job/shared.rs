@@ -1,0 +1,266 @@
+//! What the subtasks of a running job share with its client: cancel and pause flags,
+//! progress and errors, the consumer names and how to start more subtasks.
+
+use super::progress::{HotStats, PartitionProgress};
+use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::KeySpace;
+use crate::redis::{AckMode, RedisRuntimeConfig};
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+/// Starts one more subtask of a pipeline: (job, subtask index, the consumer names started
+/// together, of which the subtask's is at its index).
+pub(crate) type Spawner =
+    Box<dyn Fn(&Arc<JobShared>, u32, Vec<String>) -> Option<JoinHandle<()>> + Send>;
+
+/// A pipeline's running subtasks and how to start more.
+struct PipelineSubtasks {
+    /// Consumer names of its live subtasks, in subtask order.
+    live: Vec<String>,
+    spawn: Spawner,
+}
+
+pub(crate) struct JobShared {
+    pub(crate) cancelled: AtomicBool,
+    pub(crate) paused: AtomicBool,
+    pub(crate) in_flight: AtomicU64,
+    pub(super) running: AtomicUsize,
+    pub(super) done: (Mutex<()>, Condvar),
+    pub(super) progress: Mutex<Vec<PartitionProgress>>,
+    pub(super) errors: Mutex<Vec<String>>,
+    /// Misuses already reported (operator/state), so each is reported once.
+    pub(super) misuses: Mutex<HashSet<String>>,
+    pub(crate) hot: Mutex<HotStats>,
+    pub(super) job_name: String,
+    pub(super) job_instance_id: String,
+    pub(super) parallelism: u32,
+    /// The next subtask's sequence number in its consumer name (never reused).
+    next_seq: AtomicU64,
+    /// Per pipeline, its live subtasks (what [`JobClient::scale_parallelism`](super::JobClient::scale_parallelism) changes).
+    subtasks: Mutex<Vec<PipelineSubtasks>>,
+    /// Stop flags of the running subtasks, by consumer name (set when scaled away).
+    stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    pub(super) live_parallelism: AtomicU64,
+    /// What [`JobClient::await_caught_up`](super::JobClient::await_caught_up) checks.
+    pub(super) client: redis::Client,
+    /// Bound of every wait on Redis (`mq_options.response_timeout`).
+    pub(crate) response_timeout: Duration,
+    pub(super) keys: KeySpace,
+    pub(super) ack_mode: AckMode,
+    /// (topic, group) of each pipeline.
+    pub(super) pipelines: Vec<(String, String)>,
+    /// `watermark_idle_timeout` (what [`JobClient::await_flushed`](super::JobClient::await_flushed) waits for).
+    pub(super) idle_timeout: Option<Duration>,
+    /// Offset mode: the group's read position when the partition was taken, by (topic,
+    /// group, partition) — what is committed before the first commit of this run.
+    pub(super) taken_at: Mutex<HashMap<(String, String, u32), String>>,
+}
+
+impl JobShared {
+    pub(crate) fn new(
+        config: &RedisRuntimeConfig,
+        client: redis::Client,
+        pipelines: Vec<(String, String)>,
+    ) -> Self {
+        JobShared {
+            cancelled: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
+            idle_timeout: config.watermark_idle_timeout(),
+            running: AtomicUsize::new(0),
+            done: (Mutex::new(()), Condvar::new()),
+            progress: Mutex::default(),
+            errors: Mutex::default(),
+            misuses: Mutex::default(),
+            hot: Mutex::default(),
+            job_name: config.job_name(),
+            job_instance_id: config.job_instance_id(),
+            parallelism: config.pipeline_parallelism(),
+            next_seq: AtomicU64::new(0),
+            subtasks: Mutex::default(),
+            stops: Mutex::default(),
+            live_parallelism: AtomicU64::new(u64::from(config.pipeline_parallelism())),
+            client,
+            response_timeout: config.mq_options().response_timeout,
+            keys: KeySpace::new(config.mq_options().key_prefix.clone()),
+            ack_mode: config.ack_mode(),
+            pipelines,
+            taken_at: Mutex::default(),
+        }
+    }
+
+    /// A consumer name for a new subtask, `{job}-{instance}-{seq}`: `seq` is drawn from a
+    /// counter in Redis per (job, instance), so a name is never used twice — not across
+    /// restarts, rescales, nor by two processes given the same `job_instance_id`. When
+    /// Redis cannot be reached, `seq` is this process's own counter with a random suffix.
+    pub(crate) fn consumer_name(&self) -> String {
+        let local = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let key = self
+            .keys
+            .consumer_seq(&self.job_name, &self.job_instance_id);
+        let drawn = crate::mq::blocking_connection(&self.client, self.response_timeout)
+            .ok()
+            .and_then(|mut conn| redis::cmd("INCR").arg(&key).query::<u64>(&mut conn).ok());
+        let seq = match drawn {
+            Some(n) => n.saturating_sub(1).to_string(),
+            None => format!("{local}-{:08x}", rand::random::<u32>()),
+        };
+        format!("{}-{}-{seq}", self.job_name, self.job_instance_id)
+    }
+
+    /// Registers a started pipeline: its subtasks' consumer names and its spawner.
+    pub(crate) fn add_pipeline(&self, live: Vec<String>, spawn: Spawner) {
+        if let Ok(mut p) = self.subtasks.lock() {
+            p.push(PipelineSubtasks { live, spawn });
+        }
+    }
+
+    /// Registers a starting subtask's stop flag.
+    pub(crate) fn register_subtask(&self, consumer: &str) {
+        if let Ok(mut s) = self.stops.lock() {
+            s.insert(consumer.to_string(), Arc::new(AtomicBool::new(false)));
+        }
+    }
+
+    /// The stop flag of the subtask named `consumer`.
+    pub(crate) fn subtask_stop(&self, consumer: &str) -> Option<Arc<AtomicBool>> {
+        self.stops.lock().ok()?.get(consumer).cloned()
+    }
+
+    /// Forgets an ended subtask's stop flag.
+    pub(crate) fn subtask_left(&self, consumer: &str) {
+        if let Ok(mut s) = self.stops.lock() {
+            s.remove(consumer);
+        }
+    }
+
+    /// Brings every pipeline to `n` subtasks: starts new ones (new consumer names), or
+    /// tells the last ones to hand their partitions over and stop. Returns the threads
+    /// started.
+    pub(super) fn scale(self: &Arc<Self>, n: u32) -> Vec<JoinHandle<()>> {
+        let mut threads = Vec::new();
+        let Ok(mut pipelines) = self.subtasks.lock() else {
+            return threads;
+        };
+        for pipeline in pipelines.iter_mut() {
+            while pipeline.live.len() > n as usize {
+                if let Some(name) = pipeline.live.pop() {
+                    if let Some(stop) = self.subtask_stop(&name) {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            let first = pipeline.live.len();
+            let names: Vec<String> = (first..n as usize).map(|_| self.consumer_name()).collect();
+            for (i, name) in names.iter().enumerate() {
+                threads.extend((pipeline.spawn)(self, i as u32, names.clone()));
+                pipeline.live.push(name.clone());
+            }
+        }
+        self.live_parallelism.store(u64::from(n), Ordering::SeqCst);
+        threads
+    }
+
+    /// Records that partition `partition` of (topic, group) was taken; in
+    /// [`AckMode::Offset`] also the group's read position then (one `XINFO GROUPS`).
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub(crate) async fn taken(
+        &self,
+        conn: &mut ConnectionManager,
+        topic: &str,
+        group: &str,
+        partition: u32,
+    ) -> Result<(), Error> {
+        if self.ack_mode == AckMode::Offset {
+            let v: redis::Value = redis::cmd("XINFO")
+                .arg("GROUPS")
+                .arg(self.keys.stream(topic, partition))
+                .query_async(conn)
+                .await?;
+            if let Some(g) = parse_xinfo_groups(&v).into_iter().find(|g| g.name == group) {
+                if let Ok(mut t) = self.taken_at.lock() {
+                    t.insert(
+                        (topic.to_string(), group.to_string(), partition),
+                        g.last_delivered_id,
+                    );
+                }
+            }
+        }
+        self.progress(topic, group, partition, |p| {
+            p.taken = true;
+            p.owned = true;
+            p.takes += 1;
+        });
+        Ok(())
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn subtask_started(&self) {
+        self.running.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn subtask_ended(&self) {
+        let _g = self.done.0.lock();
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.done.1.notify_all();
+    }
+
+    /// Reports an error of one partition: in the job's errors and as the partition's
+    /// [`PartitionProgress::last_error`].
+    pub(crate) fn partition_error(&self, topic: &str, group: &str, partition: u32, e: String) {
+        self.progress(topic, group, partition, |p| {
+            p.last_error = Some(e.clone());
+            p.last_error_at = Some(SystemTime::now());
+        });
+        self.error(e);
+    }
+
+    pub(crate) fn error(&self, e: String) {
+        tracing::error!(job = %self.job_name, "{e}");
+        if let Ok(mut errors) = self.errors.lock() {
+            if errors.len() >= 100 {
+                errors.remove(0);
+            }
+            errors.push(e);
+        }
+    }
+
+    /// Updates (or adds) the progress of (topic, group, partition).
+    pub(crate) fn progress(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        f: impl FnOnce(&mut PartitionProgress),
+    ) {
+        let Ok(mut all) = self.progress.lock() else {
+            return;
+        };
+        let i = match all
+            .iter()
+            .position(|p| p.partition == partition && p.topic == topic && p.group == group)
+        {
+            Some(i) => i,
+            None => {
+                all.push(PartitionProgress {
+                    topic: topic.to_string(),
+                    group: group.to_string(),
+                    partition,
+                    ..PartitionProgress::default()
+                });
+                all.len() - 1
+            }
+        };
+        f(&mut all[i]);
+    }
+}

@@ -1,0 +1,70 @@
+-- The batch commit: state writes, sink list appends and the acknowledgement, under the
+-- lease check. Runs after mq's LUA_ADVANCE and LUA_LEASE_HELD (advance, id_gt, lease_held).
+-- KEYS: stream, acked set, frontier (= committed offset in Offset mode), state index,
+--       lease, fencing counter, state hashes..., sink lists...
+-- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), lease value held "{token} {owner}",
+--       lease ttl ms, n ids, ids...,
+--       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
+--       n lists, per list: n, value, ...
+-- Returns per hash its HLEN after the writes when sampled, else -1; or the string
+-- 'fenced' (and writes nothing) when another owner took the lease since. A lease that
+-- expired during a long batch and that nobody took (the counter still holds our token) is
+-- taken back; a held lease is extended: a commit renews the lease.
+-- ARGV[from..to] without copying them into a table first.
+local function chunked_argv(cmd, key, from, to)
+  local i = from
+  while i <= to do
+    local j = math.min(i + 3999, to)
+    redis.call(cmd, key, unpack(ARGV, i, j))
+    i = j + 1
+  end
+end
+if not lease_held(KEYS[5], KEYS[6], ARGV[4], ARGV[5]) then return 'fenced' end
+local i = 6
+local nids = tonumber(ARGV[i]); i = i + 1
+local ids = {}
+for j = 1, nids do ids[j] = ARGV[i]; i = i + 1 end
+local ttl = tonumber(ARGV[3])
+local nh = tonumber(ARGV[i]); i = i + 1
+local sizes = {}
+for h = 1, nh do
+  local key = KEYS[6 + h]
+  local nset = tonumber(ARGV[i]); i = i + 1
+  if nset > 0 then
+    chunked_argv('HSET', key, i, i + 2 * nset - 1)
+    i = i + 2 * nset
+  end
+  local ndel = tonumber(ARGV[i]); i = i + 1
+  if ndel > 0 then
+    chunked_argv('HDEL', key, i, i + ndel - 1)
+    i = i + ndel
+  end
+  redis.call('SADD', KEYS[4], key)
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+  if ARGV[i] == '1' then sizes[h] = redis.call('HLEN', key) else sizes[h] = -1 end
+  i = i + 1
+end
+local nl = tonumber(ARGV[i]); i = i + 1
+for l = 1, nl do
+  local key = KEYS[6 + nh + l]
+  local n = tonumber(ARGV[i]); i = i + 1
+  if n > 0 then chunked_argv('RPUSH', key, i, i + n - 1) end
+  i = i + n
+end
+if nids > 0 then
+  if ARGV[1] == 'x' then
+    local newly = {}
+    for j = 1, nids do newly[ids[j]] = true end
+    local j = 1
+    while j <= nids do
+      local k = math.min(j + 3999, nids)
+      redis.call('XACK', KEYS[1], ARGV[2], unpack(ids, j, k))
+      j = k + 1
+    end
+    advance(KEYS[1], KEYS[2], KEYS[3], newly)
+  else
+    local cur = redis.call('GET', KEYS[3])
+    if (not cur) or id_gt(ids[nids], cur) then redis.call('SET', KEYS[3], ids[nids]) end
+  end
+end
+return sizes

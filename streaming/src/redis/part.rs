@@ -1,0 +1,131 @@
+//! A partition a subtask holds: its chain and state cache, its ownership, and the
+//! bookkeeping of the subtask loop.
+
+use super::chain::{Built, Make, Stores};
+use super::context::{guarded, Ctx};
+use super::hot_keys::HotKeys;
+use super::ownership::Ownership;
+use super::part_metrics::PartMetrics;
+use super::runtime::{DynSideOutput, StateKeys};
+use super::schema::SchemaGate;
+use crate::api::Sink;
+use crate::ops::Counters;
+use crate::Error;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The longest pause of a partition's reconnect / re-take backoff: once Redis answers
+/// again, every partition tries again within this long.
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// The counts of a batch whose commit is not confirmed.
+pub(super) struct Unconfirmed {
+    pub(super) last_id: String,
+    pub(super) processed: u64,
+    pub(super) failed: u64,
+    pub(super) skipped: u64,
+    /// Its records stay in the job's `in_flight` until confirmed or dropped, so that
+    /// `await_caught_up` does not see the frontier before the counters.
+    pub(super) in_flight: u64,
+}
+
+pub(super) struct Part<C, S, O> {
+    pub(super) partition: u32,
+    pub(super) state_keys: StateKeys,
+    pub(super) chain: C,
+    pub(super) stores: Stores,
+    pub(super) counters: Rc<Counters>,
+    /// The chain's side outputs (late data), delivered when a batch commits.
+    pub(super) side_outputs: Vec<DynSideOutput>,
+    /// When the partition last read an entry (drives the idle flush).
+    pub(super) last_read: Instant,
+    /// The next idle flush has work: records went through the chain since the last one,
+    /// or the partition was taken holding unfired windows or event-time timers.
+    pub(super) awaiting_flush: bool,
+    /// Entries of the batch being processed that were skipped: retries addressed to
+    /// another consumer group (field `rg`).
+    pub(super) skipped: u64,
+    /// A batch whose commit got no reply (e.g. the connection reset): Redis may have
+    /// applied it. Counted when the next take finds the commit frontier at its last id.
+    pub(super) unconfirmed: Option<Unconfirmed>,
+    /// Earliest next processing-time timer check (pushed back after a failing timer).
+    pub(super) next_timers: Instant,
+    pub(super) out: Rc<RefCell<Vec<O>>>,
+    pub(super) sink: S,
+    /// Its reader and lease.
+    pub(super) owner: Ownership,
+    pub(super) next_renew: Instant,
+    pub(super) needs_reset: bool,
+    /// Pause before the next re-take after a failure (bounded, jittered).
+    pub(super) backoff: crate::mq::Backoff,
+    pub(super) retry_at: Instant,
+    /// State size samples and hashes found hot.
+    pub(super) hot: HotKeys,
+    /// Its metric handles (registered once, when the partition is set up).
+    pub(super) metrics: PartMetrics,
+    /// The state schema check of the current chain (see `schema`).
+    pub(super) schema: Option<SchemaGate>,
+    /// Stopped for good (e.g. a state schema mismatch under FAIL): not read any more.
+    pub(super) stopped: bool,
+}
+
+impl<C, S: Sink<O>, O> Part<C, S, O> {
+    /// Partition `p` of the subtask, not taken yet, with a chain from `plan` and its
+    /// sink opened.
+    pub(super) fn new<F: Make<C, O>>(
+        ctx: &Ctx<'_>,
+        p: u32,
+        plan: &F,
+        sink: S,
+    ) -> Result<Self, Error> {
+        let (spec, config) = (ctx.spec, &ctx.spec.config);
+        let out = Rc::new(RefCell::new(Vec::new()));
+        let (chain, stores, counters, side_outputs) = plan(&out)?;
+        let tag = ctx.keys.hash_tag(&spec.topic, p);
+        let mut part = Part {
+            partition: p,
+            state_keys: StateKeys::new(
+                &config.state_key_prefix(),
+                &config.job_name(),
+                &tag,
+                &spec.group,
+                config.keyed_state_shard_count(),
+            ),
+            chain,
+            stores,
+            counters,
+            side_outputs,
+            last_read: Instant::now(),
+            awaiting_flush: false,
+            skipped: 0,
+            unconfirmed: None,
+            next_timers: Instant::now(),
+            out,
+            sink,
+            owner: Ownership::new(p),
+            next_renew: Instant::now(),
+            needs_reset: true,
+            backoff: crate::mq::Backoff::new(Duration::from_millis(50), MAX_BACKOFF),
+            retry_at: Instant::now(),
+            hot: HotKeys::default(),
+            metrics: PartMetrics::new(&ctx.job_name, &spec.topic, &spec.group, p),
+            schema: None,
+            stopped: false,
+        };
+        guarded(ctx, "open sink", part.sink.open())?;
+        ctx.job
+            .progress(&spec.topic, &spec.group, p, |pr| pr.subtask = ctx.subtask);
+        Ok(part)
+    }
+
+    /// Replaces the chain, its stores, counters and side outputs with `built`.
+    pub(super) fn install(&mut self, built: Built<C>) {
+        let (chain, stores, counters, side_outputs) = built;
+        self.chain = chain;
+        self.stores = stores;
+        self.counters = counters;
+        self.side_outputs = side_outputs;
+    }
+}

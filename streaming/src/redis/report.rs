@@ -1,0 +1,111 @@
+//! What a partition's commits report: the job's per-partition progress
+//! ([`PartitionProgress`]) and the partition's metrics.
+
+use super::chain::effective_watermark;
+use super::context::Ctx;
+use super::part::Part;
+use super::PartitionProgress;
+
+/// What one commit adds to a partition's progress.
+struct Committed {
+    last_id: Option<String>,
+    processed: u64,
+    failed: u64,
+    skipped: u64,
+    /// An idle flush (else a batch, or processing-time timers).
+    flushed: bool,
+    watermark: Option<i64>,
+    fired: u64,
+    late: u64,
+    gap_dropped: u64,
+    awaiting_flush: bool,
+}
+
+impl<C, S, O> Part<C, S, O> {
+    /// Reports a committed batch (or processing-time timers: no `last_id`, no records).
+    pub(super) fn report_batch(
+        &self,
+        ctx: &Ctx<'_>,
+        last_id: Option<String>,
+        processed: u64,
+        failed: u64,
+    ) {
+        self.report(ctx, self.committed(last_id, processed, failed));
+    }
+
+    /// Reports a committed idle flush.
+    pub(super) fn report_idle_flush(&self, ctx: &Ctx<'_>) {
+        let flush = Committed {
+            flushed: true,
+            ..self.committed(None, 0, 0)
+        };
+        self.report(ctx, flush);
+    }
+
+    /// A batch's counts; takes the window operators' counters.
+    fn committed(&self, last_id: Option<String>, processed: u64, failed: u64) -> Committed {
+        Committed {
+            watermark: effective_watermark(&self.stores).map(|(w, _)| w),
+            fired: self.counters.window_firings.replace(0),
+            late: self.counters.late_elements.replace(0),
+            gap_dropped: self.counters.window_gap_dropped.replace(0),
+            last_id,
+            processed,
+            failed,
+            skipped: self.skipped,
+            flushed: false,
+            awaiting_flush: self.awaiting_flush,
+        }
+    }
+
+    /// Counts `c` in the metrics and the job's per-partition progress.
+    fn report(&self, ctx: &Ctx<'_>, c: Committed) {
+        let spec = ctx.spec;
+        let m = &self.metrics;
+        m.skipped.increment(c.skipped);
+        m.records.increment(c.processed);
+        m.failed.increment(c.failed);
+        m.window_fired.increment(c.fired);
+        m.window_late_dropped.increment(c.late);
+        if c.flushed {
+            m.idle_flushes.increment(1);
+        }
+        let mut reported = None;
+        ctx.job
+            .progress(&spec.topic, &spec.group, self.partition, |pr| {
+                pr.subtask = ctx.subtask;
+                count(pr, c);
+                reported = pr.watermark;
+            });
+        if let Some(w) = reported {
+            self.metrics.watermark.set(w as f64);
+        }
+    }
+}
+
+/// Adds commit `c` to `pr`.
+fn count(pr: &mut PartitionProgress, c: Committed) {
+    pr.last_commit_at = Some(std::time::SystemTime::now());
+    if c.last_id.is_some() {
+        pr.last_committed_id = c.last_id;
+    }
+    pr.records += c.processed;
+    pr.failed += c.failed;
+    pr.skipped += c.skipped;
+    pr.batches += u64::from(!c.flushed);
+    pr.idle_flushes += u64::from(c.flushed);
+    pr.window_fired += c.fired;
+    pr.window_late_dropped += c.late;
+    pr.window_gap_dropped += c.gap_dropped;
+    pr.awaiting_flush = c.awaiting_flush;
+    if c.flushed {
+        pr.watermark = Some(crate::time::MAX_WATERMARK);
+    } else if let Some(w) = c.watermark {
+        // After an idle flush the new epoch has no watermark until a record
+        // arrives: the partition keeps reporting the flushed `i64::MAX`.
+        let epoch_not_begun = w == crate::time::MIN_WATERMARK && pr.watermark == Some(i64::MAX);
+        if !epoch_not_begun {
+            pr.watermark = Some(w);
+        }
+    }
+}

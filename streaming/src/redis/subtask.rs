@@ -1,0 +1,227 @@
+//! A pipeline's subtasks: one thread each, running the loop over the partitions of its
+//! share (one operator chain per owned partition).
+
+use super::chain::{build_chain, state_limits, Make};
+use super::context::{Ctx, PipelineSpec};
+use super::job::JobShared;
+use super::membership::Membership;
+use super::part::{Part, MAX_BACKOFF};
+use super::RedisRuntime;
+use crate::api::Sink;
+use crate::dataflow::{BuildPlan, Plan};
+use crate::mq::{Message, Mq};
+use crate::ops::Operator;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::cell::RefCell;
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Starts the subtasks of one pipeline and registers how to start more
+/// ([`JobShared::scale`]).
+pub(crate) fn start<P, S>(
+    plan: P,
+    sink: S,
+    spec: PipelineSpec,
+    job: Arc<JobShared>,
+) -> Vec<std::thread::JoinHandle<()>>
+where
+    P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone + Send + 'static,
+    S: Sink<<P as Plan>::Out> + Clone + Send + 'static,
+{
+    let n = spec.config.pipeline_parallelism();
+    let spawn = move |job: &Arc<JobShared>, subtask: u32, siblings: Vec<String>| {
+        let (plan, sink, spec, job) = (plan.clone(), sink.clone(), spec.clone(), Arc::clone(job));
+        job.subtask_started();
+        let consumer = siblings[subtask as usize % siblings.len()].clone();
+        job.register_subtask(&consumer);
+        let name = format!("streaming-{}-{subtask}", spec.topic);
+        let job2 = Arc::clone(&job);
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Engine {
+                    op: "subtask",
+                    reason: format!("cannot start a tokio runtime: {e}"),
+                })
+                .and_then(|rt| {
+                    rt.block_on(bounded_by_cancel(
+                        run_subtask(plan, sink, &spec, subtask, &consumer, &siblings, &job),
+                        &job,
+                    ))
+                });
+            if let Err(e) = result {
+                job.error(format!(
+                    "subtask {subtask} of {}/{} stopped: {e}",
+                    spec.topic, spec.group
+                ));
+            }
+            job.subtask_left(&consumer);
+            job.subtask_ended();
+        });
+        match spawned {
+            Ok(t) => Some(t),
+            Err(e) => {
+                job2.error(format!("cannot spawn subtask {subtask}: {e}"));
+                job2.subtask_ended();
+                None
+            }
+        }
+    };
+    let names: Vec<String> = (0..n).map(|_| job.consumer_name()).collect();
+    let threads = (0..n)
+        .filter_map(|subtask| spawn(&job, subtask, names.clone()))
+        .collect();
+    job.add_pipeline(names, Box::new(spawn));
+    threads
+}
+
+/// Runs `subtask` until it ends, or until `response_timeout` after the job was cancelled:
+/// a subtask still waiting on a frozen or silent Redis by then is dropped where it stands
+/// (its uncommitted batch is read again by the next run; its leases expire), so that
+/// [`JobClient::cancel`](super::JobClient::cancel) returns within a bound.
+async fn bounded_by_cancel(
+    subtask: impl std::future::Future<Output = Result<(), Error>>,
+    job: &JobShared,
+) -> Result<(), Error> {
+    let grace = async {
+        while !job.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(job.response_timeout).await;
+    };
+    tokio::select! {
+        r = subtask => r,
+        () = grace => {
+            tracing::warn!("subtask still waiting on Redis {:?} after the cancel: dropped", job.response_timeout);
+            Ok(())
+        }
+    }
+}
+
+/// Connects a subtask's queue handle and reads the topic's partition count, retrying with
+/// a bounded, jittered backoff while the server cannot be reached (each failure, naming
+/// the address, is in the job's errors); `None` when the job was cancelled meanwhile.
+///
+/// # Errors
+/// Anything but a connection failure, e.g. an unknown topic.
+async fn open_queue(
+    spec: &PipelineSpec,
+    subtask: u32,
+    job: &JobShared,
+) -> Result<Option<(Mq, u32)>, Error> {
+    let config = &spec.config;
+    let mut backoff = crate::mq::Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
+    while !job.is_cancelled() {
+        let opened = async {
+            let mq = Mq::from_client(spec.client.clone(), config.mq_options()).await?;
+            let partitions = mq.partitions(&spec.topic).await?;
+            Ok::<_, Error>((mq, partitions))
+        }
+        .await;
+        match opened {
+            Ok(opened) => return Ok(Some(opened)),
+            Err(e @ (Error::Connect { .. } | Error::Redis(_))) => {
+                job.error(format!(
+                    "subtask {subtask} of {}/{}: cannot start, retrying: {e}",
+                    spec.topic, spec.group
+                ));
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+async fn run_subtask<P, S>(
+    plan: P,
+    sink: S,
+    spec: &PipelineSpec,
+    subtask: u32,
+    consumer: &str,
+    siblings: &[String],
+    job: &JobShared,
+) -> Result<(), Error>
+where
+    P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone,
+    S: Sink<<P as Plan>::Out> + Clone,
+{
+    let Some((mq, partitions)) = open_queue(spec, subtask, job).await? else {
+        return Ok(());
+    };
+    let ctx = Ctx::new(spec, job, mq, consumer, subtask);
+    let mut conn = ctx.mq.connection();
+    let limits = state_limits(&spec.config);
+    let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits);
+    let renew_every = spec.config.mq_options().lease_renew_interval;
+    let mut members = Membership::new(&ctx, siblings, partitions);
+    let mut parts = BTreeMap::new();
+    let idle = spec.options.poll_timeout.min(Duration::from_millis(10));
+    while !job.is_cancelled() && !members.leaving() {
+        if members.due() {
+            rebalance(&ctx, &mut conn, &mut members, &mut parts, &make, &sink).await?;
+        }
+        if job.paused.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let mut busy = false;
+        for part in parts.values_mut() {
+            if job.is_cancelled() || part.stopped {
+                continue;
+            }
+            busy |= part.turn(&make, &ctx, &mut conn, renew_every).await;
+        }
+        if !busy {
+            tokio::time::sleep(idle).await;
+        }
+    }
+    for part in std::mem::take(&mut parts).into_values() {
+        part.hand_over(&ctx, &mut conn).await;
+    }
+    members.leave(&ctx, &mut conn).await;
+    Ok(())
+}
+
+/// Heartbeats the membership, sets up the partitions that joined this subtask's share and
+/// hands over those that left it.
+async fn rebalance<C, S, O, F>(
+    ctx: &Ctx<'_>,
+    conn: &mut ConnectionManager,
+    members: &mut Membership,
+    parts: &mut BTreeMap<u32, Part<C, S, O>>,
+    plan: &F,
+    sink: &S,
+) -> Result<(), Error>
+where
+    C: Operator<Message>,
+    S: Sink<O> + Clone,
+    F: Make<C, O>,
+{
+    if let Err(e) = members.heartbeat(ctx, conn).await {
+        ctx.job.error(format!(
+            "subtask {} of {}/{}: membership heartbeat failed: {e}",
+            ctx.subtask, ctx.spec.topic, ctx.spec.group
+        ));
+    }
+    for p in members.assigned() {
+        if let Entry::Vacant(e) = parts.entry(p) {
+            e.insert(Part::new(ctx, p, plan, sink.clone())?);
+        }
+    }
+    let leaving: Vec<u32> = (parts.keys().copied())
+        .filter(|p| !members.is_assigned(*p))
+        .collect();
+    for p in leaving {
+        if let Some(part) = parts.remove(&p) {
+            part.hand_over(ctx, conn).await;
+        }
+    }
+    Ok(())
+}

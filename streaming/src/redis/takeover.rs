@@ -1,0 +1,169 @@
+//! Taking a partition (its lease and read position, a fresh chain, and the state the last
+//! commit left), resetting it to its last commit, and giving it up.
+
+use super::chain::{effective_watermark, Make};
+use super::context::{guarded, Ctx};
+use super::job::id_at_least;
+use super::part::Part;
+use super::schema;
+use crate::api::Sink;
+use crate::ops::Operator;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+use std::sync::atomic::Ordering;
+use std::sync::LazyLock;
+use tokio::time::Instant;
+
+/// Loads a partition's state (`lua/load_state.lua`).
+static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/load_state.lua")));
+
+impl<C, S, O> Part<C, S, O>
+where
+    C: Operator<crate::mq::Message>,
+    S: Sink<O>,
+{
+    /// Takes (or re-takes after a failure) the partition: lease and read position, a fresh
+    /// chain, and the state the last commit left.
+    pub(super) async fn take<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let (spec, p) = (ctx.spec, self.partition);
+        self.owner.take(ctx, conn).await?;
+        self.rebuild(plan, ctx, conn).await?;
+        self.confirm_unconfirmed(ctx).await?;
+        if effective_watermark(&self.stores).is_some()
+            && self
+                .stores
+                .iter()
+                .any(|(_, s)| s.borrow().has_event_time_work())
+        {
+            // Restored windows or timers fire only at the next idle flush.
+            self.awaiting_flush = true;
+        }
+        let awaiting = self.awaiting_flush;
+        ctx.job.progress(&spec.topic, &spec.group, p, |pr| {
+            pr.awaiting_flush |= awaiting
+        });
+        self.next_renew = Instant::now() + spec.config.mq_options().lease_renew_interval;
+        ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
+        Ok(())
+    }
+
+    /// Counts a batch whose commit reply was lost when the commit frontier shows Redis
+    /// applied it (counters count committed work); otherwise the batch is read again.
+    async fn confirm_unconfirmed(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
+        if self.unconfirmed.is_none() {
+            return Ok(());
+        }
+        let spec = ctx.spec;
+        let frontier = ctx
+            .mq
+            .commit_frontier(&spec.topic, &spec.group, self.partition)
+            .await?;
+        let Some(u) = self.unconfirmed.take() else {
+            return Ok(());
+        };
+        if frontier.is_some_and(|f| id_at_least(&f, &u.last_id)) {
+            if u.processed > 0 && effective_watermark(&self.stores).is_some() {
+                self.awaiting_flush = true;
+            }
+            self.skipped = u.skipped;
+            self.report_batch(ctx, Some(u.last_id), u.processed, u.failed);
+            self.skipped = 0;
+        }
+        ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A fresh chain with the committed state (drops uncommitted changes and outputs).
+    pub(super) async fn rebuild<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let _ = self.chain.close();
+        self.out.borrow_mut().clear();
+        let _ = self.sink.take_commit_writes();
+        // The old chain's side outputs go with it: a rolled-back batch delivers nothing.
+        // The same plan type builds the same chain type.
+        self.install(plan(&self.out)?);
+        let config = &ctx.spec.config;
+        self.schema = schema::open(config, conn, &self.state_keys, &self.stores).await?;
+        self.load_state(conn).await?;
+        let lease = self.owner.fenced_unless_held(ctx)?;
+        let fence = self.owner.fence(ctx, &lease);
+        schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
+        Ok(())
+    }
+
+    /// Loads every state hash of the partition into the stores (one script), except the
+    /// states the schema check cleared.
+    async fn load_state(&mut self, conn: &mut ConnectionManager) -> Result<(), Error> {
+        let v: Value = LOAD.key(self.state_keys.index()).invoke_async(conn).await?;
+        let items: Vec<Value> = redis::from_redis_value(&v)?;
+        for pair in items.chunks(2) {
+            let [k, fields] = pair else { continue };
+            let key: String = redis::from_redis_value(k)?;
+            let flat: Vec<String> = redis::from_redis_value(fields)?;
+            for (op, store) in &self.stores {
+                if let Some(state) = self.state_keys.state_of(&key, op.as_str()) {
+                    if (self.schema.as_ref()).is_some_and(|g| g.cleared(op.as_str(), state)) {
+                        continue;
+                    }
+                    let mut entries = Vec::with_capacity(flat.len() / 2);
+                    let mut it = flat.iter();
+                    while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                        entries.push((f.clone(), v.clone()));
+                    }
+                    store.borrow_mut().load(op.as_str(), state, entries)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops what the partition holds in memory (state cache, chain, outputs, reader,
+    /// lease) after its lease was lost: the next take reloads what the last commit left.
+    pub(super) fn forget<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>) {
+        let _ = self.chain.close();
+        self.out.borrow_mut().clear();
+        let _ = self.sink.take_commit_writes();
+        match plan(&self.out) {
+            Ok(built) => self.install(built),
+            Err(e) => ctx.job.error(format!("rebuilding a chain: {e}")),
+        }
+        self.owner.drop_hold();
+        if let Some(u) = self.unconfirmed.take() {
+            ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
+        }
+        self.needs_reset = true;
+        self.retry_at = Instant::now();
+        let spec = ctx.spec;
+        ctx.job
+            .progress(&spec.topic, &spec.group, self.partition, |pr| {
+                pr.owned = false
+            });
+    }
+
+    /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
+    /// chain and sink and releases its lease, so the next owner takes it at once.
+    pub(super) async fn hand_over(mut self, ctx: &Ctx<'_>, conn: &mut ConnectionManager) {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        if let Err(e) = self.chain.close() {
+            job.error(format!("closing chain of partition {p}: {e}"));
+        }
+        if let Err(e) = guarded(ctx, "close sink", self.sink.close()) {
+            job.error(format!("closing sink of partition {p}: {e}"));
+        }
+        if let Some(u) = self.unconfirmed.take() {
+            job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
+        }
+        self.owner.release(conn).await;
+        job.progress(&spec.topic, &spec.group, p, |pr| pr.owned = false);
+    }
+}

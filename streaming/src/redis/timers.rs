@@ -1,0 +1,108 @@
+//! Work without input: processing-time timers due at the wall clock, and the idle flush.
+
+use super::chain::{effective_watermark, Make};
+use super::context::Ctx;
+use super::part::Part;
+use super::pending::{drain_into, Pending};
+use crate::api::Sink;
+use crate::mq::Message;
+use crate::ops::keyed::wall_clock_ms;
+use crate::ops::Operator;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl<C, S, O> Part<C, S, O>
+where
+    C: Operator<Message>,
+    S: Sink<O>,
+{
+    /// Fires processing-time timers due at the wall clock while the partition has no
+    /// input (with input they fire on the record path), and commits what they changed and
+    /// emitted. Timers run on the subtask that owns the partition — the one thread that
+    /// may touch its state — so `timer_threads` does not add threads.
+    pub(super) async fn fire_processing_timers<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        if Instant::now() < self.next_timers {
+            return Ok(());
+        }
+        if let Err(e) = self.chain.on_processing_time(wall_clock_ms()) {
+            // A failing timer function: roll back to the last commit and try again later
+            // (the timer is still in the committed state).
+            ctx.job.error(format!(
+                "partition {} of {}: a processing-time timer failed, retried in 1 s: {e}",
+                self.partition, ctx.spec.topic
+            ));
+            self.next_timers = Instant::now() + Duration::from_secs(1);
+            return self.rebuild(plan, ctx, conn).await;
+        }
+        let mut pending = Pending::default();
+        drain_into(
+            &self.stores,
+            &self.state_keys,
+            &mut pending,
+            &mut Vec::new(),
+        )?;
+        pending.hashes.retain(|h| !h.fields.is_empty());
+        if pending.hashes.is_empty() && self.out.borrow().is_empty() {
+            return Ok(());
+        }
+        self.commit(ctx, conn, pending, &[]).await?;
+        self.report_batch(ctx, None, 0, 0);
+        Ok(())
+    }
+
+    /// Idle flush: when the partition has read nothing for
+    /// `watermark_idle_timeout` (or its generator marked it idle) and its watermark epoch
+    /// has begun, the watermark goes to `i64::MAX` — every due window and event-time timer
+    /// fires — and the results, the state and a watermark reset to `i64::MIN` commit
+    /// together. The chain is then rebuilt (fresh watermark generators), so the next
+    /// message starts a new epoch from its own event time.
+    pub(super) async fn maybe_flush_idle<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
+        let Some(timeout) = ctx.spec.config.watermark_idle_timeout() else {
+            return Ok(());
+        };
+        let Some((watermark, idle)) = effective_watermark(&self.stores) else {
+            return Ok(());
+        };
+        let began = self
+            .stores
+            .iter()
+            .any(|(_, s)| s.borrow().watermark().is_some_and(|(w, _)| w > i64::MIN));
+        // A partition with work flushes whatever its watermark (it may never leave
+        // `i64::MIN`, e.g. negative event times and a large out-of-orderness).
+        if !(began || self.awaiting_flush) || (!idle && self.last_read.elapsed() < timeout) {
+            return Ok(());
+        }
+        tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
+                        idle, "idle flush: watermark to MAX");
+        if let Err(e) = self.chain.on_watermark(crate::time::MAX_WATERMARK) {
+            // A user function failed while windows fired: nothing is committed; the next
+            // attempt runs after another idle timeout.
+            ctx.job.error(format!(
+                "partition {} of {}: idle flush failed, retried after the idle timeout: {e}",
+                self.partition, ctx.spec.topic
+            ));
+            self.last_read = Instant::now();
+            return self.rebuild(plan, ctx, conn).await;
+        }
+        for (_, s) in &self.stores {
+            s.borrow_mut().reset_epoch();
+        }
+        self.commit(ctx, conn, Pending::default(), &[]).await?;
+        self.awaiting_flush = false;
+        self.report_idle_flush(ctx);
+        self.last_read = Instant::now();
+        self.rebuild(plan, ctx, conn).await
+    }
+}

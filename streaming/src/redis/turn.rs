@@ -1,0 +1,168 @@
+//! One turn of the subtask loop for a partition: renew its lease when due, take it when
+//! it needs it, else run a batch (or timers and the idle flush when there is no input),
+//! and recover from what failed.
+
+use super::chain::Make;
+use super::context::Ctx;
+use super::ownership::is_leased_elsewhere;
+use super::part::Part;
+use super::schema;
+use crate::api::Sink;
+use crate::mq::Message;
+use crate::ops::Operator;
+use crate::Error;
+use redis::aio::ConnectionManager;
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl<C, S, O> Part<C, S, O>
+where
+    C: Operator<Message>,
+    S: Sink<O>,
+{
+    /// One turn of the subtask loop for this partition: renew the lease when due, take the
+    /// partition when it needs it, else run a batch (or timers and the idle flush when
+    /// there is no input). `true` when a batch read entries.
+    pub(super) async fn turn<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        renew_every: Duration,
+    ) -> bool {
+        if !self.renew_if_due(plan, ctx, conn, renew_every).await {
+            return false;
+        }
+        if self.needs_reset {
+            if Instant::now() >= self.retry_at {
+                self.retake(plan, ctx, conn, renew_every).await;
+            }
+            return false;
+        }
+        let (what, r) = match self.step(plan, ctx, conn).await {
+            Ok(0) => match self.fire_processing_timers(plan, ctx, conn).await {
+                Ok(()) => (
+                    "idle flush not committed",
+                    self.maybe_flush_idle(plan, ctx, conn).await,
+                ),
+                Err(e) => ("processing-time timers not committed", Err(e)),
+            },
+            Ok(_) => return true,
+            Err(e) => ("batch not committed", Err(e)),
+        };
+        if let Err(e) = r {
+            self.recover(plan, ctx, what, e);
+        }
+        false
+    }
+
+    /// Renews the lease when due; `false` when it was found lost (the partition is then
+    /// dropped from memory until its lease is won again).
+    async fn renew_if_due<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        renew_every: Duration,
+    ) -> bool {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        let now = Instant::now();
+        if now < self.next_renew || self.needs_reset {
+            return true;
+        }
+        self.next_renew = now + renew_every;
+        match self.owner.renew(ctx, conn).await {
+            Ok(true) => {}
+            Ok(false) => {
+                // Expired (e.g. this process stalled or Redis was down longer than the
+                // TTL), maybe taken: drop it and take it again when its lease is free.
+                job.partition_error(&spec.topic, &spec.group, p, format!(
+                    "partition {p} of `{}` (group `{}`): fenced, the lease passed to another owner while this process stalled; nothing more is written: dropped from memory until its lease is won again",
+                    spec.topic, spec.group
+                ));
+                job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
+                self.forget(plan, ctx);
+                return false;
+            }
+            Err(e) => {
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!("partition {p}: lease renewal failed: {e}"),
+                );
+            }
+        }
+        true
+    }
+
+    /// After `what` failed with `e`: stops the partition (a schema mismatch under FAIL),
+    /// drops it (fenced), or resets it to its last commit after a backoff.
+    fn recover<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>, what: &str, e: Error) {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        if schema::stops_partition(&e) {
+            schema::stopped(job, &spec.topic, &spec.group, p, &e);
+            self.stopped = true;
+        } else if e.is_fenced() {
+            job.partition_error(
+                &spec.topic,
+                &spec.group,
+                p,
+                format!("{e}: dropped from memory until its lease is won again"),
+            );
+            job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
+            self.forget(plan, ctx);
+        } else {
+            job.partition_error(
+                &spec.topic,
+                &spec.group,
+                p,
+                format!(
+                    "partition {p} of {}: {what}, reading again from the last commit: {e}",
+                    spec.topic
+                ),
+            );
+            self.needs_reset = true;
+            self.retry_at = Instant::now() + self.backoff.next_delay();
+        }
+    }
+
+    /// Takes the partition again (after a failure, a loss, or when newly assigned).
+    async fn retake<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+        renew_every: Duration,
+    ) {
+        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        match self.take(plan, ctx, conn).await {
+            Ok(()) => {
+                self.needs_reset = false;
+                self.backoff.reset();
+            }
+            Err(e) if schema::stops_partition(&e) => {
+                schema::stopped(job, &spec.topic, &spec.group, p, &e);
+                self.stopped = true;
+            }
+            Err(e) if is_leased_elsewhere(&e) => {
+                // Its owner hands it over at a batch boundary, or its lease expires.
+                tracing::debug!(topic = %spec.topic, partition = p, "partition leased elsewhere; waiting");
+                self.retry_at = Instant::now() + renew_every / 2;
+            }
+            Err(e) => {
+                let delay = self.backoff.next_delay();
+                job.partition_error(
+                    &spec.topic,
+                    &spec.group,
+                    p,
+                    format!(
+                        "partition {p} of {}: taking it again failed, retrying in {delay:?}: {e}",
+                        spec.topic
+                    ),
+                );
+                self.retry_at = Instant::now() + delay;
+            }
+        }
+    }
+}
