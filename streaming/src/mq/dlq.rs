@@ -323,6 +323,9 @@ pub(crate) async fn replay(
     Ok(inv.invoke_async(conn).await?)
 }
 
+/// A stream entry's fields as (name, value) byte strings.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The error of a replay that would move more than [`PACKED_FIELDS_OVER`] fields.
 fn too_many_fields(dlq_id: &str, n: usize) -> Error {
     Error::Mq {
@@ -340,7 +343,7 @@ fn replay_fields(
     topic: &str,
     partition: u32,
     dlq_id: &str,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+) -> Result<Fields, Error> {
     if let Some((_, packed)) = entry.fields.iter().find(|(f, _)| f == b"dlq.fields") {
         // The entry's fields were packed at dead-letter time because there were too many.
         let n = rmp_array_len(packed).unwrap_or(PACKED_FIELDS_OVER * 2 + 2) / 2;
@@ -369,7 +372,7 @@ fn replay_fields(
 
 /// The original message's fields of dead letter `entry`, re-encoded with a zero retry
 /// count; a malformed entry's fields as they were (without the retry count).
-fn original_fields(entry: &RawEntry, topic: &str, partition: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn original_fields(entry: &RawEntry, topic: &str, partition: u32) -> Fields {
     let original_id = text(entry, "dlq.original_id");
     let plain = RawEntry {
         id: text(entry, "dlq.id"),
