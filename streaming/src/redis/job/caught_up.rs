@@ -93,6 +93,11 @@ impl JobShared {
             // Neither this process nor another holds it: not taken (yet, or any more).
             return Ok(false);
         }
+        if here.is_none() && lease.as_deref().is_some_and(|l| self.holds(l)) {
+            // One of our subtasks has just won the lease and is still loading the
+            // partition (restored windows may await a flush): not done yet.
+            return Ok(false);
+        }
         // Retry tokens are `{group}\n{id}` (a bare id: an older retry for every group).
         let ours = format!("{group}\n");
         if retries

@@ -127,6 +127,13 @@ impl JobShared {
         }
     }
 
+    /// Whether lease value `lease` (`"{fencing token} {owner}"`) names one of this
+    /// process's running subtasks as the owner.
+    pub(super) fn holds(&self, lease: &str) -> bool {
+        let owner = lease.split_once(' ').map_or(lease, |(_, owner)| owner);
+        self.stops.lock().is_ok_and(|s| s.contains_key(owner))
+    }
+
     /// The stop flag of the subtask named `consumer`.
     pub(crate) fn subtask_stop(&self, consumer: &str) -> Option<Arc<AtomicBool>> {
         self.stops.lock().ok()?.get(consumer).cloned()
