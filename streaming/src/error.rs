@@ -1,12 +1,14 @@
 //! The crate-wide error type.
 
+use crate::OperatorId;
+
 /// A boxed error returned by user functions, sources and sinks.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Every error the `streaming` crate returns.
 ///
 /// Errors raised while a pipeline runs name the operator (`operator`, e.g.
-/// `source-0/3:window-aggregate`, see [`OperatorId`](crate::ops::OperatorId)).
+/// `source-0/3:window-aggregate`, an [`OperatorId`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -23,7 +25,7 @@ pub enum Error {
     #[error("operator `{operator}` failed: {source}")]
     UserFunction {
         /// The operator whose function failed.
-        operator: String,
+        operator: OperatorId,
         /// The error the function returned.
         #[source]
         source: BoxError,
@@ -33,7 +35,7 @@ pub enum Error {
     #[error("operator `{operator}` panicked: {message}")]
     Panic {
         /// The operator whose function panicked.
-        operator: String,
+        operator: OperatorId,
         /// The panic payload when it is a string, else a placeholder.
         message: String,
     },
@@ -48,7 +50,7 @@ pub enum Error {
     )]
     WindowBounds {
         /// The window operator.
-        operator: String,
+        operator: OperatorId,
         /// The record's event time (ms).
         timestamp: i64,
     },
@@ -58,7 +60,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` was declared as {declared} and is now requested as {requested}")]
     StateType {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name from the descriptor.
         state: &'static str,
         /// The kind and type first used, e.g. `ValueState<u64>`.
@@ -84,7 +86,7 @@ pub enum Error {
     /// A checkpoint was requested while a store was being updated (from inside a user
     /// function of the pipeline that owns the store).
     #[error("checkpoint failed: store `{0}` is in use by a running operator")]
-    CheckpointBusy(String),
+    CheckpointBusy(OperatorId),
 
     /// A Redis command of the message queue ([`crate::mq`]) failed: connection lost, server
     /// error reply, or a reply of an unexpected shape.
@@ -137,7 +139,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` ({declared}) cannot be kept in Redis: declare it with `persistent` (e.g. `ValueStateDescriptor::persistent`), which needs serde keys and values")]
     StateNotPersistent {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: &'static str,
         /// The descriptor's kind and type, e.g. `ListState<u64>`.
@@ -151,7 +153,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` is hot ({fields} fields): record rejected (hot-key policy FAIL_FAST)")]
     HotKey {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: String,
         /// The hash's field count when it was last sampled.
@@ -164,7 +166,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` is stored with schema `{stored}` but the pipeline now uses `{current}` (state_schema_mismatch_policy FAIL): the partition does not start. Fix: restore the old type to keep the stored state; or set `state_schema_mismatch_policy(SchemaMismatchPolicy::Clear)` to delete it and start empty (or delete the state's hashes yourself); or `SchemaMismatchPolicy::Ignore` to decode the stored entries as the new type")]
     StateSchema {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: String,
         /// The stored fingerprint.
@@ -180,7 +182,7 @@ pub enum Error {
     #[error("operator `{operator}`: event-time timer queue is full ({max} timers; raise `event_time_timer_max_size` or set it to 0 for unbounded)")]
     TimerQueueFull {
         /// The operator whose queue is full.
-        operator: String,
+        operator: OperatorId,
         /// The bound.
         max: usize,
     },
@@ -189,7 +191,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` could not be decoded or encoded: {reason}")]
     StateDecode {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: String,
         /// The serde_json message.

@@ -148,9 +148,11 @@
 
 mod error;
 pub mod mq;
+mod operator_id;
 pub mod redis;
 
 pub use error::{BoxError, Error};
+pub use operator_id::OperatorId;
 
 pub mod api;
 pub mod dataflow;

@@ -32,41 +32,8 @@ pub use window::{
 pub use window::{Arrivals, NoRejectedOutput, RejectedOutput, RejectedTo};
 
 use crate::Error;
-use std::fmt;
+pub use crate::OperatorId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-
-/// The stable id of an operator: `{source_id}/{position}:{kind}`, e.g. `flights/4:window`.
-///
-/// `position` counts operators from 1 along the chain after the source, so ids do not
-/// change when a later operator changes. Errors name operators by this id, and keyed state
-/// and checkpoints are stored under it.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct OperatorId(Arc<str>);
-
-impl OperatorId {
-    /// The id of the operator at `position` (1-based) of kind `kind` after source `source_id`.
-    pub fn new(source_id: &str, position: u32, kind: &str) -> Self {
-        OperatorId(format!("{source_id}/{position}:{kind}").into())
-    }
-
-    /// The id as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for OperatorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for OperatorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OperatorId({})", self.0)
-    }
-}
 
 /// A push operator: receives records with their event timestamps (ms) and watermarks.
 ///
@@ -140,7 +107,7 @@ fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) ->
         "non-string panic payload".to_string()
     };
     Error::Panic {
-        operator: operator.to_string(),
+        operator: operator.clone(),
         message,
     }
 }
@@ -153,12 +120,12 @@ pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Erro
     match source.downcast::<Error>() {
         // A permanent error is the user's own: it names the operator like any other.
         Ok(own) if matches!(*own, Error::Permanent { .. }) => Error::UserFunction {
-            operator: operator.to_string(),
+            operator: operator.clone(),
             source: own,
         },
         Ok(own) => *own,
         Err(source) => Error::UserFunction {
-            operator: operator.to_string(),
+            operator: operator.clone(),
             source,
         },
     }

@@ -6,7 +6,7 @@ use crate::api::state::{short_type_name, Tracking};
 use crate::api::TimeDomain;
 use crate::ops::window::Bucket;
 use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
-use crate::Error;
+use crate::{Error, OperatorId};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -122,7 +122,7 @@ pub const ROLLING_STATE: &str = "rolling";
 
 fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     Error::StateDecode {
-        operator: operator.to_string(),
+        operator: OperatorId::from_text(operator),
         state: state.to_string(),
         reason: e.to_string(),
     }

@@ -1687,7 +1687,7 @@ where
             let h = &pending.hashes[i];
             if self.is_armed(&h.key) {
                 return Err(Error::HotKey {
-                    operator: h.operator.clone(),
+                    operator: OperatorId::from_text(h.operator.as_str()),
                     state: h.state.clone(),
                     fields: self.hot_fields.get(&h.key).copied().unwrap_or(0),
                 });

@@ -86,7 +86,7 @@ impl SchemaGate {
         };
         match g.policy {
             SchemaMismatchPolicy::Fail => Err(Error::StateSchema {
-                operator: operator.to_string(),
+                operator: OperatorId::from_text(operator),
                 state: state.to_string(),
                 stored,
                 current: fingerprint.to_string(),
