@@ -35,7 +35,9 @@
 //!   the pipeline, `execute_async` starts it), job client, keyed state, windows and timers
 //!   kept in Redis per partition, sinks.
 //!
-//! Every fallible call returns [`Error`], which names the failing operator or setting.
+//! Every fallible call returns [`Error`], which names the failing operator or setting;
+//! [`Error::kind`] says what it is about and [`Error::is_retryable`] whether trying again
+//! may succeed.
 //!
 //! # DSL reference
 //!
@@ -151,7 +153,7 @@ pub mod mq;
 mod operator_id;
 pub mod redis;
 
-pub use error::{BoxError, Error};
+pub use error::{BoxError, Error, ErrorKind};
 pub use operator_id::OperatorId;
 
 pub mod api;

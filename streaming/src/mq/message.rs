@@ -336,7 +336,7 @@ pub(crate) fn value_to_string(v: &Value) -> Option<String> {
 }
 
 fn protocol(what: &str) -> Error {
-    Error::Redis(redis::RedisError::from((
+    Error::from(redis::RedisError::from((
         redis::ErrorKind::TypeError,
         "unexpected reply shape",
         what.to_owned(),
