@@ -148,30 +148,58 @@
 #![doc = streaming_macros::__dsl_reference!()]
 #![deny(missing_docs)]
 
-mod error;
-pub mod mq;
-mod operator_id;
-pub mod redis;
+// The builder, the memory engine and the pipeline macro.
+pub use dataflow::{DataStream, KeyedStream, WindowedStream};
+pub use memory::{JobSummary, MemoryEnv};
+pub use streaming_macros::pipeline;
 
+// Errors and the ids they name operators by.
 pub use error::{BoxError, Error, ErrorKind};
 pub use operator_id::OperatorId;
 
+// What user code implements and uses: functions, sources, sinks, keyed state.
 pub mod api;
-pub mod dataflow;
-pub mod memory;
-pub mod ops;
+// Windows, assigners, triggers and watermark generators.
 pub mod time;
+// The in-memory engine.
+pub mod memory;
+// The Redis engine.
+pub mod redis;
+// The Redis Streams message queue the Redis engine reads from.
+pub mod mq;
 
-pub use dataflow::{DataStream, KeyedStream, WindowedStream};
-pub use memory::{JobSummary, MemoryEnv};
-
-pub use streaming_macros::pipeline;
-
+mod dataflow;
 mod dsl;
-/// Helpers of the `pipeline!` expansion; not a stable API.
+mod error;
+mod operator_id;
+mod ops;
+
+/// Not public API: what the `pipeline!` expansion calls and the types the builder's
+/// signatures name (plan, stages, engine roots and runtimes, operators). Anything here
+/// may change in any release.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::dsl::*;
+
+    pub use crate::dataflow::{
+        BuildPlan, BuildRejectedOutput, BuildStage, CountLateOnly, Execute, FilterStage,
+        FlatMapStage, KeyedProcessOutput, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage,
+        KeyedSumStage, MakeWindowFunction, MapStage, Plan, PrintSink, SideOutputFactory, Stage,
+        StoreFactory, Then, TryMapStage, WatermarkStage, WindowAggregate, WindowApply, WindowCount,
+        WindowOutput, WindowReduce, WindowStage, WindowSum, WindowSumBy,
+    };
+    pub use crate::memory::env::{CollectionSource, UserSource};
+    pub use crate::memory::partition::PartitionedSource;
+    pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
+    pub use crate::memory::runtime::MemoryRuntime;
+    pub use crate::ops::{
+        Counters, KeyedTable, NoRejectedOutput, Operator, ProcessFn, ProcessState, RecordTimestamp,
+        RejectedOutput, RejectedTo, SideOutput, WatermarkState, WatermarkStore, WindowFunction,
+        WindowState,
+    };
+    pub use crate::redis::env::{MqTopicSource, RedisPortable};
+    pub use crate::redis::persist::Persist;
+    pub use crate::redis::runtime::RedisRuntime;
 }
 
 /// The README's examples run as doctests.

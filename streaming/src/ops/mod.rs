@@ -15,24 +15,21 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use keyed::{
-    KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
-};
+pub(crate) use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy};
+pub use keyed::{KeyedTable, ProcessFn, ProcessState};
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
-pub use sink::SinkOp;
-pub use stateless::{Filter, FlatMap, Map, TryMap};
-pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
-pub use window::WindowState;
-pub use window::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow,
-    WindowFunction, WindowOperator,
+pub(crate) use sink::SinkOp;
+pub(crate) use stateless::{Filter, FlatMap, Map, TryMap};
+pub(crate) use watermark::AssignWatermarks;
+pub use watermark::{RecordTimestamp, WatermarkState, WatermarkStore};
+pub(crate) use window::{
+    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowOperator,
 };
-#[doc(hidden)]
-pub use window::{Arrivals, NoRejectedOutput, RejectedOutput, RejectedTo};
+pub use window::{NoRejectedOutput, RejectedOutput, RejectedTo, WindowFunction, WindowState};
 
 use crate::Error;
-pub use crate::OperatorId;
+pub(crate) use crate::OperatorId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A push operator: receives records with their event timestamps (ms) and watermarks.

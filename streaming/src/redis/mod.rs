@@ -186,11 +186,11 @@
 //! memory sources) are compile errors at the operator (see the DSL reference).
 
 mod config;
-mod env;
+pub(crate) mod env;
 mod job;
-mod persist;
+pub(crate) mod persist;
 mod runner;
-mod runtime;
+pub(crate) mod runtime;
 mod schema;
 mod sink;
 
@@ -198,15 +198,13 @@ pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     SchemaMismatchPolicy,
 };
-pub use env::{MqTopicSource, RedisEnv, RedisPortable};
+pub use env::RedisEnv;
 pub use job::{JobClient, JobDiagnostics, PartitionProgress};
-pub use persist::{
-    Persist, StateLimits, StateWrite, PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE,
-};
 pub use runner::{
     HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
     HEADER_RUNTIME_JOB,
 };
-pub use runtime::RedisRuntime;
-pub use schema::SchemaGate;
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
+
+pub(crate) use runtime::RedisRuntime;
+pub(crate) use schema::SchemaGate;

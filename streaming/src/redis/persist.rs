@@ -14,7 +14,7 @@ use std::hash::Hash;
 
 /// One change to write: state name, field (the key as JSON), new value as JSON (`None` =
 /// delete the field).
-pub type StateWrite<'a> = (&'a str, String, Option<String>);
+pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
 
 /// An operator's state that the Redis engine can keep: loaded from its hashes when a
 /// partition is taken, changed in memory while batches run, and written back (only the
@@ -118,7 +118,7 @@ where
 }
 
 /// The state name of the table of a rolling reduce or sum.
-pub const ROLLING_STATE: &str = "rolling";
+pub(crate) const ROLLING_STATE: &str = "rolling";
 
 fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     Error::StateDecode {
@@ -170,11 +170,11 @@ where
 }
 
 /// The state name of a keyed process operator's timers.
-pub const TIMERS_STATE: &str = "__timers";
+pub(crate) const TIMERS_STATE: &str = "__timers";
 /// The state name of a window operator's panes.
-pub const PANES_STATE: &str = "panes";
+pub(crate) const PANES_STATE: &str = "panes";
 /// The state name of a watermark operator's watermark.
-pub const WATERMARK_STATE: &str = "watermark";
+pub(crate) const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
 
 impl<K> Persist for ProcessState<K>

@@ -222,7 +222,7 @@ pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32,
 mod tests {
     use super::*;
     use crate::ops::KeyedTable;
-    use crate::redis::Persist;
+    use crate::redis::persist::Persist;
 
     fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
         let stored = HashMap::from([("op/count".to_string(), "ValueState<u64> by String".into())]);
