@@ -173,6 +173,7 @@ mod dsl;
 mod error;
 mod operator_id;
 mod ops;
+mod sealed;
 
 /// Not public API: what the `pipeline!` expansion calls and the types the builder's
 /// signatures name (plan, stages, engine roots and runtimes, operators). Anything here

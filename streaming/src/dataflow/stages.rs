@@ -9,6 +9,7 @@ use crate::ops::{
     AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, Map,
     Operator, OperatorId, SideOutput, TryMap, WatermarkStore, WindowFunction, WindowOperator,
 };
+use crate::sealed::Sealed;
 use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
 use std::hash::Hash;
@@ -21,6 +22,8 @@ macro_rules! stage {
             pub(super) id: OperatorId,
             $(pub(super) $field: $ty,)*
         }
+
+        impl<$($g),*> Sealed for $name<$($g),*> {}
 
         impl<$($g),*> Clone for $name<$($g),*>
         where

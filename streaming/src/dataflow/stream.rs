@@ -6,6 +6,7 @@ use super::plan::{Plan, Stage, Then};
 use super::stages::*;
 use crate::api::Sink;
 use crate::ops::{OperatorId, RecordTimestamp};
+use crate::sealed::Sealed;
 use crate::time::{TimestampAssigner, WatermarkGenerator};
 use crate::BoxError;
 use std::fmt::Debug;
@@ -243,7 +244,7 @@ impl<T: Debug> Sink<T> for PrintSink {
     note = "memory engine: the sink must implement `Sink` of the stream's element type",
     note = "Redis engine: user functions and the sink must be `Clone + Send + 'static` (one copy runs per partition); keyed state keys and values must be serde `Serialize + DeserializeOwned`; window keys, accumulators and custom triggers too"
 )]
-pub trait Execute<P, S> {
+pub trait Execute<P, S>: Sealed {
     /// What the terminal operation returns.
     type Output;
 

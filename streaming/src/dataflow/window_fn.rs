@@ -5,6 +5,7 @@ use crate::api::{AggregateFunction, Collector, Numeric};
 use crate::ops::{
     AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowFunction,
 };
+use crate::sealed::Sealed;
 use crate::time::TimeWindow;
 use crate::BoxError;
 use std::marker::PhantomData;
@@ -13,7 +14,7 @@ use std::marker::PhantomData;
 /// operator's [`WindowFunction`] when the stage is built. The stage keeps the user's
 /// pieces (and is `Clone` when they are), so a pipeline can be built once per partition
 /// ([`MemoryEnv::from_collection_partitioned`](crate::MemoryEnv::from_collection_partitioned)).
-pub trait MakeWindowFunction<K, T> {
+pub trait MakeWindowFunction<K, T>: Sealed {
     /// The function the window operator runs.
     type Function: WindowFunction<K, T>;
 
@@ -25,6 +26,7 @@ pub trait MakeWindowFunction<K, T> {
 #[derive(Clone, Copy, Debug)]
 pub struct WindowReduce<F>(pub(crate) F);
 
+impl<F> Sealed for WindowReduce<F> {}
 impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for WindowReduce<F> {
     type Function = ReduceWindow<F>;
     fn make(self) -> ReduceWindow<F> {
@@ -56,6 +58,7 @@ impl<AF: Clone, W: Clone, R> Clone for WindowAggregate<AF, W, R> {
     }
 }
 
+impl<AF, W, R> Sealed for WindowAggregate<AF, W, R> {}
 impl<K, T, AF, W, R> MakeWindowFunction<K, T> for WindowAggregate<AF, W, R>
 where
     AF: AggregateFunction<T>,
@@ -82,6 +85,7 @@ impl<F: Clone, R> Clone for WindowApply<F, R> {
     }
 }
 
+impl<F, R> Sealed for WindowApply<F, R> {}
 impl<K, T: Clone + 'static, F, R> MakeWindowFunction<K, T> for WindowApply<F, R>
 where
     F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
@@ -96,6 +100,7 @@ where
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WindowSum;
 
+impl Sealed for WindowSum {}
 impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
     type Function = SumWindow;
     fn make(self) -> SumWindow {
@@ -118,6 +123,7 @@ impl<F: Clone, V> Clone for WindowSumBy<F, V> {
     }
 }
 
+impl<F, V> Sealed for WindowSumBy<F, V> {}
 impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for WindowSumBy<F, V> {
     type Function = SumByWindow<F, V>;
     fn make(self) -> SumByWindow<F, V> {
@@ -129,6 +135,7 @@ impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for Wi
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WindowCount;
 
+impl Sealed for WindowCount {}
 impl<K: Clone, T> MakeWindowFunction<K, T> for WindowCount {
     type Function = CountWindow;
     fn make(self) -> CountWindow {

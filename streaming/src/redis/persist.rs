@@ -6,6 +6,7 @@ use crate::api::state::{short_type_name, Tracking};
 use crate::api::TimeDomain;
 use crate::ops::window::Bucket;
 use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
+use crate::sealed::Sealed;
 use crate::{Error, OperatorId};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -26,7 +27,7 @@ pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
 /// with serde bounds on keys and values, for window state ([`WindowState`]: keys,
 /// accumulators and triggers serde) and for the watermark of each watermark operator
 /// ([`WatermarkState`]).
-pub trait Persist: 'static {
+pub trait Persist: 'static + Sealed {
     /// Turns on change tracking (off on the memory engine).
     fn track(&mut self);
 
@@ -128,6 +129,8 @@ fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
+impl<K, V> Sealed for KeyedTable<K, V> {}
+
 impl<K, V> Persist for KeyedTable<K, V>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
@@ -176,6 +179,8 @@ pub(crate) const PANES_STATE: &str = "panes";
 /// The state name of a watermark operator's watermark.
 pub(crate) const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
+
+impl<K> Sealed for ProcessState<K> {}
 
 impl<K> Persist for ProcessState<K>
 where
@@ -262,6 +267,8 @@ where
     }
 }
 
+impl<K, Acc, Tr> Sealed for WindowState<K, Acc, Tr> {}
+
 impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
@@ -325,6 +332,8 @@ where
         }
     }
 }
+
+impl Sealed for WatermarkState {}
 
 impl Persist for WatermarkState {
     fn track(&mut self) {
