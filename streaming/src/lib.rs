@@ -23,17 +23,25 @@
 //! # Ok::<(), streaming::Error>(())
 //! ```
 //!
-//! Modules:
-//! - [`memory`]: the in-memory engine and its builder API ([`DataStream`], [`KeyedStream`],
-//!   [`WindowedStream`]);
+#![doc = include_str!("../docs/quick-start.md")]
+//!
+//! # What a user touches
+//!
+//! - at the crate root: the environments' builder API ([`MemoryEnv`] and its streams
+//!   [`DataStream`], [`KeyedStream`], [`WindowedStream`]; [`JobSummary`]), the [`pipeline!`]
+//!   macro, [`Error`] with its [`ErrorKind`], and [`OperatorId`], by which errors and state
+//!   name operators;
+//! - [`api`]: the traits user code implements (sources, sinks, aggregate and keyed process
+//!   functions), collectors, timer contexts and keyed state;
 //! - [`time`]: windows, assigners, triggers and watermark generators, shared by both engines;
-//! - [`api`]: user function traits, sources, sinks and keyed state;
-//! - [`ops`]: the fused operators pipelines compile to;
+//! - [`memory`]: the in-memory engine's checkpoints and semantics;
+//! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
+//!   the pipeline, `execute_async` starts it), its configuration, the job client and
+//!   diagnostics, sinks; windows, timers and keyed state kept in Redis per partition;
 //! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
 //!   the Redis engine reads from;
-//! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
-//!   the pipeline, `execute_async` starts it), job client, keyed state, windows and timers
-//!   kept in Redis per partition, sinks.
+//! - [`guide`]: the event-time semantics both engines follow, and how the Redis engine runs
+//!   a job.
 //!
 //! Every fallible call returns [`Error`], which names the failing operator or setting;
 //! [`Error::kind`] says what it is about and [`Error::is_retryable`] whether trying again
@@ -109,7 +117,7 @@
 //! unique per operator.
 //!
 //! **Stable ids.** Every operator that takes a position gets the id
-//! `{source_id}/{position}:{kind}` (see [`ops::OperatorId`]): positions count operators
+//! `{source_id}/{position}:{kind}` (see [`OperatorId`]): positions count operators
 //! after the source from 1 (`key_by` takes a position but has no id; `window`, `trigger`,
 //! `allowed_lateness`, `side_output_late_data`, `state` and `on_timer` take none), the kind
 //! is the table's id kind, and the source id is the literal of `add_source_with_id`,
@@ -167,6 +175,14 @@ pub mod memory;
 pub mod redis;
 // The Redis Streams message queue the Redis engine reads from.
 pub mod mq;
+
+/// The guide: the event-time semantics both engines follow (and where they differ from
+/// Flink), and how the Redis engine runs a job.
+///
+#[doc = include_str!("../docs/semantics.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/redis-engine.md")]
+pub mod guide {}
 
 mod dataflow;
 mod dsl;
