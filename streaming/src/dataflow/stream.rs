@@ -14,7 +14,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// The stream a window function on a [`WindowedStream`] returns.
+/// The stream a window function on a [`WindowedStream`](crate::WindowedStream) returns.
 pub type WindowOutput<P, KF, K, A, Tr, WF, L, E> =
     DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L, E>>>;
 
@@ -72,7 +72,7 @@ impl<P: Plan> DataStream<P> {
     /// Transforms every element with a fallible `f`.
     ///
     /// The first `Err` stops the pipeline: the terminal operation returns
-    /// [`Error::UserFunction`] naming this operator.
+    /// [`Error::UserFunction`](crate::Error::UserFunction) naming this operator.
     pub fn try_map<U, E, F>(self, f: F) -> DataStream<Then<P, TryMapStage<F, U, E>>>
     where
         E: Into<BoxError>,
@@ -156,7 +156,7 @@ impl<P: Plan> DataStream<P> {
     /// Runs the pipeline into `sink`: `open`, `invoke` per record, `close`.
     ///
     /// What "runs" means depends on the engine of the pipeline's source (see [`Execute`]):
-    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`];
+    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`](crate::JobSummary);
     /// a Redis pipeline ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic))
     /// is registered with its environment and starts with
     /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).

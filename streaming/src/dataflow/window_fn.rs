@@ -22,7 +22,7 @@ pub trait MakeWindowFunction<K, T>: Sealed {
     fn make(self) -> Self::Function;
 }
 
-/// The window function of [`WindowedStream::reduce`].
+/// The window function of [`WindowedStream::reduce`](crate::WindowedStream::reduce).
 #[derive(Clone, Copy, Debug)]
 pub struct WindowReduce<F>(pub(crate) F);
 
@@ -34,8 +34,8 @@ impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for Wi
     }
 }
 
-/// The window function of [`WindowedStream::aggregate`] and
-/// [`WindowedStream::aggregate_with`].
+/// The window function of [`WindowedStream::aggregate`](crate::WindowedStream::aggregate) and
+/// [`WindowedStream::aggregate_with`](crate::WindowedStream::aggregate_with).
 pub struct WindowAggregate<AF, W, R> {
     agg: AF,
     with: W,
@@ -70,7 +70,7 @@ where
     }
 }
 
-/// The window function of [`WindowedStream::apply`].
+/// The window function of [`WindowedStream::apply`](crate::WindowedStream::apply).
 pub struct WindowApply<F, R> {
     pub(super) f: F,
     pub(super) _r: PhantomData<fn() -> R>,
@@ -96,7 +96,7 @@ where
     }
 }
 
-/// The window function of [`WindowedStream::sum`].
+/// The window function of [`WindowedStream::sum`](crate::WindowedStream::sum).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WindowSum;
 
@@ -108,7 +108,7 @@ impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
     }
 }
 
-/// The window function of [`WindowedStream::sum_by`].
+/// The window function of [`WindowedStream::sum_by`](crate::WindowedStream::sum_by).
 pub struct WindowSumBy<F, V> {
     pub(super) f: F,
     pub(super) _v: PhantomData<fn() -> V>,
@@ -131,7 +131,7 @@ impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for Wi
     }
 }
 
-/// The window function of [`WindowedStream::count`].
+/// The window function of [`WindowedStream::count`](crate::WindowedStream::count).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WindowCount;
 

@@ -55,7 +55,7 @@
 //!   owners whose writes must be fenced: an [`ExclusiveReader`] positions the group, reads,
 //!   promotes retries, schedules retries and dead-letters only while its lease holds
 //!   (each in one script that checks the lease first), else fails with
-//!   [`Error::Fenced`](crate::Error::Fenced) having written nothing;
+//!   [`Error::Fenced`] having written nothing;
 //! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
 mod connection;

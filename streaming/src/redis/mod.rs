@@ -75,7 +75,7 @@
 //! `state_schema_mismatch_policy` FAIL stops that partition (reported in
 //! [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]), CLEAR deletes that
 //! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
-//! stored entries as the new type. See [`SchemaGate`].
+//! stored entries as the new type.
 //!
 //! State size and hot keys: every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the

@@ -49,12 +49,12 @@ pub trait Persist: 'static + Sealed {
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error>;
 
     /// Connects the store to its partition's state schema check (before any
-    /// [`load`](Self::load)): the store calls [`SchemaGate::admit`] with each state's
+    /// [`load`](Self::load)): the store calls `SchemaGate::admit` with each state's
     /// fingerprint before decoding its stored entries, at once for states whose types it
     /// knows, else when a state is first used. The default checks nothing.
     ///
     /// # Errors
-    /// [`Error::StateSchema`] from [`SchemaGate::admit`].
+    /// [`Error::StateSchema`] from `SchemaGate::admit`.
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
         let _ = (operator, gate);
         Ok(())
