@@ -142,11 +142,6 @@ impl<I, KF> PartitionedSource<I, KF> {
         }
     }
 
-    /// The number of partitions.
-    pub fn partitions(&self) -> u32 {
-        self.partitions
-    }
-
     fn take_input(&self) -> (I, KF) {
         self.input
             .borrow_mut()
