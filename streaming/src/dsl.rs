@@ -170,7 +170,7 @@ pub trait FromMqTopic<S> {
 }
 
 /// The stream a message-queue source starts on the Redis engine.
-type MqStream = crate::dataflow::DataStream<crate::redis::MqTopicSource>;
+type MqStream = crate::dataflow::DataStream<crate::redis::env::MqTopicSource>;
 
 impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
     fn from_mq_topic(&self, topic: &str, group: &str) -> MqStream {

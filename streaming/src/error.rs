@@ -1,12 +1,18 @@
 //! The crate-wide error type.
 
+use crate::OperatorId;
+
 /// A boxed error returned by user functions, sources and sinks.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Every error the `streaming` crate returns.
 ///
+/// Branch on [`kind`](Error::kind) (configuration, a user function, state, the queue, the
+/// connection, ...) and ask [`is_retryable`](Error::is_retryable) whether trying again may
+/// succeed; the variants carry the details.
+///
 /// Errors raised while a pipeline runs name the operator (`operator`, e.g.
-/// `source-0/3:window-aggregate`, see [`OperatorId`](crate::ops::OperatorId)).
+/// `source-0/3:window-aggregate`, an [`OperatorId`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -23,7 +29,7 @@ pub enum Error {
     #[error("operator `{operator}` failed: {source}")]
     UserFunction {
         /// The operator whose function failed.
-        operator: String,
+        operator: OperatorId,
         /// The error the function returned.
         #[source]
         source: BoxError,
@@ -33,7 +39,7 @@ pub enum Error {
     #[error("operator `{operator}` panicked: {message}")]
     Panic {
         /// The operator whose function panicked.
-        operator: String,
+        operator: OperatorId,
         /// The panic payload when it is a string, else a placeholder.
         message: String,
     },
@@ -48,7 +54,7 @@ pub enum Error {
     )]
     WindowBounds {
         /// The window operator.
-        operator: String,
+        operator: OperatorId,
         /// The record's event time (ms).
         timestamp: i64,
     },
@@ -58,7 +64,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` was declared as {declared} and is now requested as {requested}")]
     StateType {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name from the descriptor.
         state: &'static str,
         /// The kind and type first used, e.g. `ValueState<u64>`.
@@ -84,12 +90,19 @@ pub enum Error {
     /// A checkpoint was requested while a store was being updated (from inside a user
     /// function of the pipeline that owns the store).
     #[error("checkpoint failed: store `{0}` is in use by a running operator")]
-    CheckpointBusy(String),
+    CheckpointBusy(OperatorId),
 
-    /// A Redis command of the message queue ([`crate::mq`]) failed: connection lost, server
-    /// error reply, or a reply of an unexpected shape.
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
+    /// A Redis command of the message queue ([`crate::mq`]) or the Redis engine failed:
+    /// connection lost or no reply in time ([`ErrorKind::Connection`]), or a server error
+    /// reply or a reply of an unexpected shape ([`ErrorKind::Server`]).
+    #[error("redis: {source}")]
+    Redis {
+        /// [`ErrorKind::Connection`] or [`ErrorKind::Server`], as [`Error::kind`] returns.
+        kind: ErrorKind,
+        /// The Redis client's error.
+        #[source]
+        source: redis::RedisError,
+    },
     /// No usable connection to the Redis server at `addr`: refused, no reply within the
     /// response timeout, a wrong or missing password, not a Redis server, or a Redis older
     /// than this crate needs. `reason` says which, in words.
@@ -137,7 +150,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` ({declared}) cannot be kept in Redis: declare it with `persistent` (e.g. `ValueStateDescriptor::persistent`), which needs serde keys and values")]
     StateNotPersistent {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: &'static str,
         /// The descriptor's kind and type, e.g. `ListState<u64>`.
@@ -151,7 +164,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` is hot ({fields} fields): record rejected (hot-key policy FAIL_FAST)")]
     HotKey {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: String,
         /// The hash's field count when it was last sampled.
@@ -164,7 +177,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` is stored with schema `{stored}` but the pipeline now uses `{current}` (state_schema_mismatch_policy FAIL): the partition does not start. Fix: restore the old type to keep the stored state; or set `state_schema_mismatch_policy(SchemaMismatchPolicy::Clear)` to delete it and start empty (or delete the state's hashes yourself); or `SchemaMismatchPolicy::Ignore` to decode the stored entries as the new type")]
     StateSchema {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: String,
         /// The stored fingerprint.
@@ -180,7 +193,7 @@ pub enum Error {
     #[error("operator `{operator}`: event-time timer queue is full ({max} timers; raise `event_time_timer_max_size` or set it to 0 for unbounded)")]
     TimerQueueFull {
         /// The operator whose queue is full.
-        operator: String,
+        operator: OperatorId,
         /// The bound.
         max: usize,
     },
@@ -189,7 +202,7 @@ pub enum Error {
     #[error("operator `{operator}`: state `{state}` could not be decoded or encoded: {reason}")]
     StateDecode {
         /// The operator owning the state.
-        operator: String,
+        operator: OperatorId,
         /// The state name.
         state: String,
         /// The serde_json message.
@@ -222,7 +235,131 @@ pub enum Error {
     },
 }
 
+/// What an [`Error`] is about, for code that branches on it ([`Error::kind`]).
+///
+/// New kinds may be added; match with a `_` arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A setting or argument is invalid ([`Error::InvalidConfig`]): fix the configuration.
+    Config,
+    /// A user function, source or sink returned an error or panicked
+    /// ([`Error::UserFunction`], [`Error::Panic`], [`Error::Source`], [`Error::Permanent`]).
+    UserFunction,
+    /// A record or message cannot be processed as it is: it does not decode
+    /// ([`Error::MqDecode`]) or its window bounds do not fit in `i64`
+    /// ([`Error::WindowBounds`]).
+    InvalidRecord,
+    /// Keyed state is used against its declaration or cannot be stored: another type under
+    /// the same name, no JSON codec, a changed schema, an entry that does not decode
+    /// ([`Error::StateType`], [`Error::StateNotPersistent`], [`Error::StateSchema`],
+    /// [`Error::StateDecode`]).
+    State,
+    /// A configured bound refused the record: a hot state hash under the fail-fast policy,
+    /// a full event-time timer queue ([`Error::HotKey`], [`Error::TimerQueueFull`]).
+    Limit,
+    /// A checkpoint does not exist or a store is in use ([`Error::CheckpointNotFound`],
+    /// [`Error::CheckpointBusy`]).
+    Checkpoint,
+    /// A message-queue operation is not possible in the queue's current state: a missing
+    /// topic, a partition out of range, a dead letter without fields ([`Error::Mq`]).
+    Queue,
+    /// Redis could not be reached or did not answer in time, or the connection was lost
+    /// ([`Error::Connect`], and [`Error::Redis`] with this kind).
+    Connection,
+    /// Redis answered with an error reply or a reply of an unexpected shape
+    /// ([`Error::Redis`] with this kind).
+    Server,
+    /// A write was refused because the writer no longer owns the partition
+    /// ([`Error::Fenced`]).
+    Fenced,
+    /// The Redis engine cannot do the operation: a pipeline that cannot be registered, a
+    /// job started twice or already cancelled, a subtask that cannot start
+    /// ([`Error::Engine`]).
+    Engine,
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(source: redis::RedisError) -> Self {
+        let kind = if is_transient(&source) {
+            ErrorKind::Connection
+        } else {
+            ErrorKind::Server
+        };
+        Error::Redis { kind, source }
+    }
+}
+
+/// Whether the client's error comes from the connection or a server that is not ready yet
+/// (refused, timed out, dropped, loading its data set, a failover in progress): trying
+/// again later may succeed.
+fn is_transient(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::BusyLoadingError
+                | redis::ErrorKind::TryAgain
+                | redis::ErrorKind::ClusterDown
+                | redis::ErrorKind::MasterDown
+        )
+}
+
 impl Error {
+    /// What this error is about.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidConfig { .. } => ErrorKind::Config,
+            Error::UserFunction { .. }
+            | Error::Panic { .. }
+            | Error::Source { .. }
+            | Error::Permanent { .. } => ErrorKind::UserFunction,
+            Error::WindowBounds { .. } | Error::MqDecode { .. } => ErrorKind::InvalidRecord,
+            Error::StateType { .. }
+            | Error::StateNotPersistent { .. }
+            | Error::StateSchema { .. }
+            | Error::StateDecode { .. } => ErrorKind::State,
+            Error::HotKey { .. } | Error::TimerQueueFull { .. } => ErrorKind::Limit,
+            Error::CheckpointNotFound(_) | Error::CheckpointBusy(_) => ErrorKind::Checkpoint,
+            Error::Mq { .. } => ErrorKind::Queue,
+            Error::Connect { .. } => ErrorKind::Connection,
+            Error::Redis { kind, .. } => *kind,
+            Error::Fenced { .. } => ErrorKind::Fenced,
+            Error::Engine { .. } => ErrorKind::Engine,
+        }
+    }
+
+    /// Whether the same call, or the same record, may succeed when tried again unchanged
+    /// (after a backoff). `true` for:
+    /// - a lost or refused connection, a timeout, a server still loading or failing over
+    ///   ([`ErrorKind::Connection`]), except an [`Error::Connect`] without a client error
+    ///   (the server answered but is not a usable Redis) or whose client error is a wrong
+    ///   password or a reply that is not the Redis protocol;
+    /// - a configured bound ([`ErrorKind::Limit`]): the hot-key interval passes, timers fire;
+    /// - a checkpoint store in use ([`Error::CheckpointBusy`]);
+    /// - a user function's error ([`ErrorKind::UserFunction`]) unless it
+    ///   [`is_permanent`](Self::is_permanent).
+    ///
+    /// `false` for everything else, which needs a fix first: configuration, records that
+    /// cannot be processed, state misuse, the queue's state, server error replies, a fenced
+    /// writer (it must take the partition again), engine misuse.
+    pub fn is_retryable(&self) -> bool {
+        if self.is_permanent() {
+            return false;
+        }
+        match self {
+            Error::Connect { source, .. } => source.as_ref().is_some_and(is_transient),
+            Error::CheckpointBusy(_) => true,
+            Error::CheckpointNotFound(_) => false,
+            e => matches!(
+                e.kind(),
+                ErrorKind::Connection | ErrorKind::Limit | ErrorKind::UserFunction
+            ),
+        }
+    }
+
     /// Whether a write was refused because the writer no longer owns the partition
     /// ([`Error::Fenced`]).
     pub fn is_fenced(&self) -> bool {
@@ -269,5 +406,260 @@ impl Error {
             cur = e.source();
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op() -> OperatorId {
+        OperatorId::new("src", 2, "map")
+    }
+
+    fn boxed(text: &str) -> BoxError {
+        text.to_string().into()
+    }
+
+    fn io(kind: std::io::ErrorKind) -> redis::RedisError {
+        redis::RedisError::from(std::io::Error::new(kind, "io"))
+    }
+
+    fn reply(kind: redis::ErrorKind) -> redis::RedisError {
+        redis::RedisError::from((kind, "reply"))
+    }
+
+    fn connect(source: Option<redis::RedisError>) -> Error {
+        Error::Connect {
+            addr: "127.0.0.1:1".into(),
+            reason: "refused".into(),
+            source,
+        }
+    }
+
+    /// One error of every variant (and every cause that changes the answer), with its kind
+    /// and whether it is retryable.
+    fn table() -> Vec<(Error, ErrorKind, bool)> {
+        use ErrorKind::*;
+        vec![
+            (
+                Error::InvalidConfig {
+                    field: "size",
+                    reason: "must be positive".into(),
+                },
+                Config,
+                false,
+            ),
+            (
+                Error::UserFunction {
+                    operator: op(),
+                    source: boxed("service down"),
+                },
+                UserFunction,
+                true,
+            ),
+            (
+                Error::UserFunction {
+                    operator: op(),
+                    source: Error::permanent("bad input").into(),
+                },
+                UserFunction,
+                false,
+            ),
+            (
+                Error::Panic {
+                    operator: op(),
+                    message: "boom".into(),
+                },
+                UserFunction,
+                true,
+            ),
+            (
+                Error::WindowBounds {
+                    operator: op(),
+                    timestamp: i64::MAX,
+                },
+                InvalidRecord,
+                false,
+            ),
+            (
+                Error::StateType {
+                    operator: op(),
+                    state: "count",
+                    declared: "ValueState<u64>".into(),
+                    requested: "ValueState<String>".into(),
+                },
+                State,
+                false,
+            ),
+            (
+                Error::Source {
+                    source_id: "src".into(),
+                    source: boxed("file gone"),
+                },
+                UserFunction,
+                true,
+            ),
+            (Error::CheckpointNotFound(3), Checkpoint, false),
+            (Error::CheckpointBusy(op()), Checkpoint, true),
+            (
+                Error::from(io(std::io::ErrorKind::ConnectionReset)),
+                Connection,
+                true,
+            ),
+            (
+                Error::from(io(std::io::ErrorKind::TimedOut)),
+                Connection,
+                true,
+            ),
+            (
+                Error::from(reply(redis::ErrorKind::BusyLoadingError)),
+                Connection,
+                true,
+            ),
+            (
+                Error::from(reply(redis::ErrorKind::ResponseError)),
+                Server,
+                false,
+            ),
+            (
+                Error::from(reply(redis::ErrorKind::TypeError)),
+                Server,
+                false,
+            ),
+            (
+                connect(Some(io(std::io::ErrorKind::ConnectionRefused))),
+                Connection,
+                true,
+            ),
+            (
+                connect(Some(reply(redis::ErrorKind::AuthenticationFailed))),
+                Connection,
+                false,
+            ),
+            (connect(None), Connection, false),
+            (
+                Error::Mq {
+                    op: "send",
+                    reason: "topic t does not exist".into(),
+                },
+                Queue,
+                false,
+            ),
+            (
+                Error::MqDecode {
+                    what: "payload",
+                    reason: "not UTF-8".into(),
+                },
+                InvalidRecord,
+                false,
+            ),
+            (Error::permanent("bad input"), UserFunction, false),
+            (
+                Error::StateNotPersistent {
+                    operator: op(),
+                    state: "count",
+                    declared: "ValueState<u64>".into(),
+                },
+                State,
+                false,
+            ),
+            (
+                Error::HotKey {
+                    operator: op(),
+                    state: "count".into(),
+                    fields: 10_000,
+                },
+                Limit,
+                true,
+            ),
+            (
+                Error::StateSchema {
+                    operator: op(),
+                    state: "count".into(),
+                    stored: "ValueState<u64>".into(),
+                    current: "ValueState<i64>".into(),
+                },
+                State,
+                false,
+            ),
+            (
+                Error::TimerQueueFull {
+                    operator: op(),
+                    max: 10,
+                },
+                Limit,
+                true,
+            ),
+            (
+                Error::StateDecode {
+                    operator: op(),
+                    state: "count".into(),
+                    reason: "expected u64".into(),
+                },
+                State,
+                false,
+            ),
+            (
+                Error::Engine {
+                    op: "execute_async",
+                    reason: "already started".into(),
+                },
+                Engine,
+                false,
+            ),
+            (
+                Error::Fenced {
+                    topic: "t".into(),
+                    group: "g".into(),
+                    partition: 0,
+                    token: 7,
+                },
+                Fenced,
+                false,
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_variant_has_a_kind_and_a_retry_answer() {
+        for (e, kind, retryable) in table() {
+            assert_eq!(e.kind(), kind, "{e:?}");
+            assert_eq!(e.is_retryable(), retryable, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn a_user_function_error_wrapping_a_decode_error_is_not_retryable() {
+        let decode = Error::MqDecode {
+            what: "payload",
+            reason: "expected JSON".into(),
+        };
+        let e = Error::UserFunction {
+            operator: op(),
+            source: decode.into(),
+        };
+        assert_eq!(e.kind(), ErrorKind::UserFunction);
+        assert!(!e.is_retryable());
+    }
+
+    #[test]
+    fn a_redis_error_keeps_its_message_and_source() {
+        let e = Error::from(reply(redis::ErrorKind::ResponseError));
+        assert!(e.to_string().starts_with("redis: "), "{e}");
+        let source = std::error::Error::source(&e).expect("the client's error");
+        assert!(source.downcast_ref::<redis::RedisError>().is_some());
+    }
+
+    #[test]
+    fn operator_fields_compare_with_text() {
+        let Error::Panic { operator, .. } = (Error::Panic {
+            operator: op(),
+            message: String::new(),
+        }) else {
+            unreachable!()
+        };
+        assert_eq!(operator, "src/2:map");
+        assert_eq!(operator.as_str(), "src/2:map");
     }
 }

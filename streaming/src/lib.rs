@@ -23,19 +23,29 @@
 //! # Ok::<(), streaming::Error>(())
 //! ```
 //!
-//! Modules:
-//! - [`memory`]: the in-memory engine and its builder API ([`DataStream`], [`KeyedStream`],
-//!   [`WindowedStream`]);
+#![doc = include_str!("../docs/quick-start.md")]
+//!
+//! # What a user touches
+//!
+//! - at the crate root: the environments' builder API ([`MemoryEnv`] and its streams
+//!   [`DataStream`], [`KeyedStream`], [`WindowedStream`]; [`JobSummary`]), the [`pipeline!`]
+//!   macro, [`Error`] with its [`ErrorKind`], and [`OperatorId`], by which errors and state
+//!   name operators;
+//! - [`api`]: the traits user code implements (sources, sinks, aggregate and keyed process
+//!   functions), collectors, timer contexts and keyed state;
 //! - [`time`]: windows, assigners, triggers and watermark generators, shared by both engines;
-//! - [`api`]: user function traits, sources, sinks and keyed state;
-//! - [`ops`]: the fused operators pipelines compile to;
+//! - [`memory`]: the in-memory engine's checkpoints and semantics;
+//! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
+//!   the pipeline, `execute_async` starts it), its configuration, the job client and
+//!   diagnostics, sinks; windows, timers and keyed state kept in Redis per partition;
 //! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
 //!   the Redis engine reads from;
-//! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
-//!   the pipeline, `execute_async` starts it), job client, keyed state, windows and timers
-//!   kept in Redis per partition, sinks.
+//! - [`guide`]: the event-time semantics both engines follow, and how the Redis engine runs
+//!   a job.
 //!
-//! Every fallible call returns [`Error`], which names the failing operator or setting.
+//! Every fallible call returns [`Error`], which names the failing operator or setting;
+//! [`Error::kind`] says what it is about and [`Error::is_retryable`] whether trying again
+//! may succeed.
 //!
 //! # DSL reference
 //!
@@ -115,7 +125,7 @@
 //! unique per operator.
 //!
 //! **Stable ids.** Every operator that takes a position gets the id
-//! `{source_id}/{position}:{kind}` (see [`ops::OperatorId`]): positions count operators
+//! `{source_id}/{position}:{kind}` (see [`OperatorId`]): positions count operators
 //! after the source from 1 (`key_by` takes a position but has no id; `window`, `trigger`,
 //! `allowed_lateness`, `side_output_late_data`, `state` and `on_timer` take none), the kind
 //! is the table's id kind, and the source id is the literal of `add_source_with_id`,
@@ -154,28 +164,67 @@
 #![doc = streaming_macros::__dsl_reference!()]
 #![deny(missing_docs)]
 
-mod error;
-pub mod mq;
-pub mod redis;
-
-pub use error::{BoxError, Error};
-
-pub mod api;
-pub mod dataflow;
-pub mod memory;
-pub mod ops;
-pub mod time;
-
+// The builder, the memory engine and the pipeline macro.
 pub use dataflow::{DataStream, KeyedStream, WindowedStream};
 pub use memory::{JobSummary, MemoryEnv};
-
 pub use streaming_macros::pipeline;
 
+// Errors and the ids they name operators by.
+pub use error::{BoxError, Error, ErrorKind};
+pub use operator_id::OperatorId;
+
+// What user code implements and uses: functions, sources, sinks, keyed state.
+pub mod api;
+// Windows, assigners, triggers and watermark generators.
+pub mod time;
+// The in-memory engine.
+pub mod memory;
+// The Redis engine.
+pub mod redis;
+// The Redis Streams message queue the Redis engine reads from.
+pub mod mq;
+
+/// The guide: the event-time semantics both engines follow (and where they differ from
+/// Flink), and how the Redis engine runs a job.
+///
+#[doc = include_str!("../docs/semantics.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/redis-engine.md")]
+pub mod guide {}
+
+mod dataflow;
 mod dsl;
-/// Helpers of the `pipeline!` expansion; not a stable API.
+mod error;
+mod operator_id;
+mod ops;
+mod sealed;
+
+/// Not public API: what the `pipeline!` expansion calls and the types the builder's
+/// signatures name (plan, stages, engine roots and runtimes, operators). Anything here
+/// may change in any release.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::dsl::*;
+
+    pub use crate::dataflow::{
+        BuildPlan, BuildRejectedOutput, BuildStage, CountLateOnly, Execute, FilterStage,
+        FlatMapStage, KeyedProcessOutput, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage,
+        KeyedSumStage, MakeWindowFunction, MapStage, Plan, PrintSink, SideOutputFactory, Stage,
+        StoreFactory, Then, TryMapStage, WatermarkStage, WindowAggregate, WindowApply, WindowCount,
+        WindowOutput, WindowReduce, WindowStage, WindowSum, WindowSumBy,
+    };
+    pub use crate::memory::env::{CollectionSource, UserSource};
+    pub use crate::memory::partition::PartitionedSource;
+    pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
+    pub use crate::memory::runtime::MemoryRuntime;
+    pub use crate::ops::{
+        Counters, KeyedTable, NoRejectedOutput, Operator, ProcessFn, ProcessState, RecordTimestamp,
+        RejectedOutput, RejectedTo, SideOutput, WatermarkState, WatermarkStore, WindowFunction,
+        WindowState,
+    };
+    pub use crate::redis::env::{MqTopicSource, RedisPortable};
+    pub use crate::redis::persist::Persist;
+    pub use crate::redis::runtime::RedisRuntime;
 }
 
 /// The README's examples run as doctests.

@@ -204,7 +204,7 @@ async fn a_retry_waits_for_its_backoff_in_the_schedule() {
     })
     .await;
     let mut conn = raw_conn(redis.url()).await;
-    let token = streaming::mq::retry::retry_token("g", &id);
+    let token = streaming::mq::retry_token("g", &id);
     let due: f64 = conn
         .zscore(mq.keys().retry_due("t", 0), &token)
         .await

@@ -8,7 +8,7 @@
 //! const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::new("count", 0);
 //! ```
 
-use crate::Error;
+use crate::{Error, OperatorId};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::any::{type_name, Any};
@@ -644,7 +644,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         if let Some(tracking) = &mut self.tracking {
             let Some(table_ops) = descriptor.table_ops() else {
                 return Err(Error::StateNotPersistent {
-                    operator: self.operator.clone(),
+                    operator: OperatorId::from_text(self.operator.as_str()),
                     state: name,
                     declared: short_type_name::<D>(),
                 });
@@ -660,7 +660,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             for (key, json) in stored {
                 (table_ops.load)(table.as_any_mut(), key, &json).map_err(|reason| {
                     Error::StateDecode {
-                        operator: self.operator.clone(),
+                        operator: OperatorId::from_text(self.operator.as_str()),
                         state: name.to_string(),
                         reason,
                     }
@@ -691,7 +691,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             let Some(ops) = &entry.ops else { continue };
             let value =
                 (ops.dump)(entry.table.as_any(), &key).map_err(|reason| Error::StateDecode {
-                    operator: self.operator.clone(),
+                    operator: OperatorId::from_text(self.operator.as_str()),
                     state: name.to_string(),
                     reason,
                 })?;
@@ -718,7 +718,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         match entry.table.as_any_mut().downcast_mut::<D::Table>() {
             Some(table) => Ok(descriptor.open(table, key)),
             None => Err(Error::StateType {
-                operator: self.operator.clone(),
+                operator: OperatorId::from_text(self.operator.as_str()),
                 state: name,
                 declared: declared(),
                 requested: short_type_name::<D>(),

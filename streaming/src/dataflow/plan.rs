@@ -11,6 +11,7 @@ use crate::api::{RejectedElement, Sink};
 use crate::ops::{
     Counters, NoRejectedOutput, Operator, OperatorId, RejectedOutput, RejectedTo, SideOutput,
 };
+use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -24,7 +25,7 @@ use std::rc::Rc;
     note = "on the Redis engine keyed state lives in Redis as JSON: keys and values must be serde `Serialize + DeserializeOwned`",
     note = "for windows on the Redis engine that includes the key, the accumulator (e.g. `reduce`'s element type, an `AggregateFunction`'s `Acc`) and a custom trigger"
 )]
-pub trait StoreFactory<S> {
+pub trait StoreFactory<S>: Sealed {
     /// A new store for `operator`'s state, starting from `init` (or from what the engine
     /// restores for it).
     ///
@@ -40,7 +41,7 @@ pub trait StoreFactory<S> {
 /// Wraps a side-output sink (a window's late data) for the engine: the memory runtime
 /// delivers each record at once; the Redis runtime buffers them and delivers them with the
 /// batch that produced them, so a rolled-back batch delivers nothing.
-pub trait SideOutputFactory<T, L> {
+pub trait SideOutputFactory<T, L>: Sealed {
     /// The side output writing to `sink`.
     fn side_output(&self, sink: L) -> SideOutput<T, L>;
 }
@@ -49,12 +50,15 @@ pub trait SideOutputFactory<T, L> {
 /// wrapped by the engine's [`SideOutputFactory`], so on the Redis engine rejected elements
 /// are delivered with the batch that produced them, like late data.
 #[doc(hidden)]
-pub trait BuildRejectedOutput<T, R> {
+pub trait BuildRejectedOutput<T, R>: Sealed {
     /// The output the window operator writes to.
     type Output: RejectedOutput<T>;
     /// Wraps the output for the engine `rt`.
     fn build(self, rt: &R) -> Self::Output;
 }
+
+impl Sealed for NoRejectedOutput {}
+impl<S> Sealed for RejectedTo<S> {}
 
 impl<T, R> BuildRejectedOutput<T, R> for NoRejectedOutput {
     type Output = NoRejectedOutput;
@@ -76,7 +80,7 @@ where
 
 /// A pipeline up to some point: the element type it produces and its root. What it
 /// needs to be built depends on the engine ([`BuildPlan`]).
-pub trait Plan {
+pub trait Plan: Sealed {
     /// The element type produced at this point.
     type Out;
     /// The pipeline's root: its source, which knows the engine that runs it.
@@ -104,7 +108,7 @@ pub trait BuildPlan<R>: Plan {
 }
 
 /// One operator of a pipeline, not yet connected to its downstream: what it emits.
-pub trait Stage<In> {
+pub trait Stage<In>: Sealed {
     /// The element type the operator emits.
     type Out;
 }
@@ -127,6 +131,8 @@ pub struct Then<P, S> {
     pub(crate) plan: P,
     pub(crate) stage: S,
 }
+
+impl<P, S> Sealed for Then<P, S> {}
 
 impl<P: Plan, S: Stage<P::Out>> Plan for Then<P, S> {
     type Out = S::Out;

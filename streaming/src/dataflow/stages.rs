@@ -9,6 +9,7 @@ use crate::ops::{
     AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, Map,
     Operator, OperatorId, SideOutput, TryMap, WatermarkStore, WindowFunction, WindowOperator,
 };
+use crate::sealed::Sealed;
 use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
 use std::hash::Hash;
@@ -21,6 +22,8 @@ macro_rules! stage {
             pub(super) id: OperatorId,
             $(pub(super) $field: $ty,)*
         }
+
+        impl<$($g),*> Sealed for $name<$($g),*> {}
 
         impl<$($g),*> Clone for $name<$($g),*>
         where
@@ -37,43 +40,43 @@ macro_rules! stage {
 }
 
 stage!(
-    /// The stage of [`DataStream::map`].
+    /// The stage of [`DataStream::map`](crate::DataStream::map).
     MapStage<F, U> { f: F, _u: PhantomData<fn() -> U> }
 );
 stage!(
-    /// The stage of [`DataStream::try_map`].
+    /// The stage of [`DataStream::try_map`](crate::DataStream::try_map).
     TryMapStage<F, U, E> { f: F, _u: PhantomData<fn() -> (U, E)> }
 );
 stage!(
-    /// The stage of [`DataStream::filter`].
+    /// The stage of [`DataStream::filter`](crate::DataStream::filter).
     FilterStage<F> { f: F }
 );
 stage!(
-    /// The stage of [`DataStream::flat_map`].
+    /// The stage of [`DataStream::flat_map`](crate::DataStream::flat_map).
     FlatMapStage<F, I> { f: F, _i: PhantomData<fn() -> I> }
 );
 stage!(
-    /// The stage of [`DataStream::assign_timestamps_and_watermarks`].
+    /// The stage of [`DataStream::assign_timestamps_and_watermarks`](crate::DataStream::assign_timestamps_and_watermarks).
     WatermarkStage<TA, G> { assigner: TA, generator: G }
 );
 stage!(
-    /// The stage of [`KeyedStream::reduce`].
+    /// The stage of [`KeyedStream::reduce`](crate::KeyedStream::reduce).
     KeyedReduceStage<KF, K, F> { key_fn: KF, f: F, _k: PhantomData<fn() -> K> }
 );
 stage!(
-    /// The stage of [`KeyedStream::sum`].
+    /// The stage of [`KeyedStream::sum`](crate::KeyedStream::sum).
     KeyedSumStage<KF, K> { key_fn: KF, _k: PhantomData<fn() -> K> }
 );
 stage!(
-    /// The stage of [`KeyedStream::sum_by`].
+    /// The stage of [`KeyedStream::sum_by`](crate::KeyedStream::sum_by).
     KeyedSumByStage<KF, K, F, V> { key_fn: KF, f: F, _k: PhantomData<fn() -> (K, V)> }
 );
 stage!(
-    /// The stage of [`KeyedStream::process`].
+    /// The stage of [`KeyedStream::process`](crate::KeyedStream::process).
     KeyedProcessStage<KF, K, PF> { key_fn: KF, function: PF, _k: PhantomData<fn() -> K> }
 );
 stage!(
-    /// The stage of a window function on a [`WindowedStream`].
+    /// The stage of a window function on a [`WindowedStream`](crate::WindowedStream).
     WindowStage<KF, K, A, Tr, WF, L, E> {
         key_fn: KF, assigner: A, trigger: Tr, lateness: i64, function: WF, late: L,
         rejected: E, _k: PhantomData<fn() -> K>

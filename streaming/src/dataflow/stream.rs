@@ -6,6 +6,7 @@ use super::stages::*;
 use super::types::{DataStream, KeyedStream};
 use crate::api::Sink;
 use crate::ops::{OperatorId, RecordTimestamp};
+use crate::sealed::Sealed;
 use crate::time::{TimestampAssigner, WatermarkGenerator};
 use crate::BoxError;
 use std::fmt::Debug;
@@ -55,7 +56,7 @@ impl<P: Plan> DataStream<P> {
     /// Transforms every element with a fallible `f`.
     ///
     /// The first `Err` stops the pipeline: the terminal operation returns
-    /// [`Error::UserFunction`] naming this operator.
+    /// [`Error::UserFunction`](crate::Error::UserFunction) naming this operator.
     pub fn try_map<U, E, F>(self, f: F) -> DataStream<Then<P, TryMapStage<F, U, E>>>
     where
         E: Into<BoxError>,
@@ -139,7 +140,7 @@ impl<P: Plan> DataStream<P> {
     /// Runs the pipeline into `sink`: `open`, `invoke` per record, `close`.
     ///
     /// What "runs" means depends on the engine of the pipeline's source (see [`Execute`]):
-    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`];
+    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`](crate::JobSummary);
     /// a Redis pipeline ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic))
     /// is registered with its environment and starts with
     /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
@@ -227,7 +228,7 @@ impl<T: Debug> Sink<T> for PrintSink {
     note = "memory engine: the sink must implement `Sink` of the stream's element type",
     note = "Redis engine: user functions and the sink must be `Clone + Send + 'static` (one copy runs per partition); keyed state keys and values must be serde `Serialize + DeserializeOwned`; window keys, accumulators and custom triggers too"
 )]
-pub trait Execute<P, S> {
+pub trait Execute<P, S>: Sealed {
     /// What the terminal operation returns.
     type Output;
 

@@ -43,7 +43,7 @@ pub struct WindowedStream<P, KF, K, A, Tr, L, E = NoRejectedOutput> {
 }
 
 /// The late output of a window without [`WindowedStream::side_output_late_data`]: late
-/// elements are only counted in [`JobSummary::late_elements`].
+/// elements are only counted in [`JobSummary::late_elements`](crate::JobSummary::late_elements).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CountLateOnly;
 

@@ -5,6 +5,7 @@ use crate::api::{AggregateFunction, Collector, Numeric};
 use crate::ops::{
     AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowFunction,
 };
+use crate::sealed::Sealed;
 use crate::time::TimeWindow;
 use crate::BoxError;
 use std::marker::PhantomData;
@@ -13,7 +14,7 @@ use std::marker::PhantomData;
 /// operator's [`WindowFunction`] when the stage is built. The stage keeps the user's
 /// pieces (and is `Clone` when they are), so a pipeline can be built once per partition
 /// ([`MemoryEnv::from_collection_partitioned`](crate::MemoryEnv::from_collection_partitioned)).
-pub trait MakeWindowFunction<K, T> {
+pub trait MakeWindowFunction<K, T>: Sealed {
     /// The function the window operator runs.
     type Function: WindowFunction<K, T>;
 
@@ -21,10 +22,11 @@ pub trait MakeWindowFunction<K, T> {
     fn make(self) -> Self::Function;
 }
 
-/// The window function of [`WindowedStream::reduce`].
+/// The window function of [`WindowedStream::reduce`](crate::WindowedStream::reduce).
 #[derive(Clone, Copy, Debug)]
 pub struct WindowReduce<F>(pub(crate) F);
 
+impl<F> Sealed for WindowReduce<F> {}
 impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for WindowReduce<F> {
     type Function = ReduceWindow<F>;
     fn make(self) -> ReduceWindow<F> {
@@ -32,8 +34,8 @@ impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for Wi
     }
 }
 
-/// The window function of [`WindowedStream::aggregate`] and
-/// [`WindowedStream::aggregate_with`].
+/// The window function of [`WindowedStream::aggregate`](crate::WindowedStream::aggregate) and
+/// [`WindowedStream::aggregate_with`](crate::WindowedStream::aggregate_with).
 pub struct WindowAggregate<AF, W, R> {
     agg: AF,
     with: W,
@@ -56,6 +58,7 @@ impl<AF: Clone, W: Clone, R> Clone for WindowAggregate<AF, W, R> {
     }
 }
 
+impl<AF, W, R> Sealed for WindowAggregate<AF, W, R> {}
 impl<K, T, AF, W, R> MakeWindowFunction<K, T> for WindowAggregate<AF, W, R>
 where
     AF: AggregateFunction<T>,
@@ -67,7 +70,7 @@ where
     }
 }
 
-/// The window function of [`WindowedStream::apply`].
+/// The window function of [`WindowedStream::apply`](crate::WindowedStream::apply).
 pub struct WindowApply<F, R> {
     pub(super) f: F,
     pub(super) _r: PhantomData<fn() -> R>,
@@ -82,6 +85,7 @@ impl<F: Clone, R> Clone for WindowApply<F, R> {
     }
 }
 
+impl<F, R> Sealed for WindowApply<F, R> {}
 impl<K, T: Clone + 'static, F, R> MakeWindowFunction<K, T> for WindowApply<F, R>
 where
     F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
@@ -92,10 +96,11 @@ where
     }
 }
 
-/// The window function of [`WindowedStream::sum`].
+/// The window function of [`WindowedStream::sum`](crate::WindowedStream::sum).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WindowSum;
 
+impl Sealed for WindowSum {}
 impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
     type Function = SumWindow;
     fn make(self) -> SumWindow {
@@ -103,7 +108,7 @@ impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
     }
 }
 
-/// The window function of [`WindowedStream::sum_by`].
+/// The window function of [`WindowedStream::sum_by`](crate::WindowedStream::sum_by).
 pub struct WindowSumBy<F, V> {
     pub(super) f: F,
     pub(super) _v: PhantomData<fn() -> V>,
@@ -118,6 +123,7 @@ impl<F: Clone, V> Clone for WindowSumBy<F, V> {
     }
 }
 
+impl<F, V> Sealed for WindowSumBy<F, V> {}
 impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for WindowSumBy<F, V> {
     type Function = SumByWindow<F, V>;
     fn make(self) -> SumByWindow<F, V> {
@@ -125,10 +131,11 @@ impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for Wi
     }
 }
 
-/// The window function of [`WindowedStream::count`].
+/// The window function of [`WindowedStream::count`](crate::WindowedStream::count).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WindowCount;
 
+impl Sealed for WindowCount {}
 impl<K: Clone, T> MakeWindowFunction<K, T> for WindowCount {
     type Function = CountWindow;
     fn make(self) -> CountWindow {

@@ -62,7 +62,7 @@ where
     /// Sends elements whose window bounds do not fit in `i64` milliseconds (a timestamp
     /// near `i64::MIN` or `i64::MAX`) to `sink` as [`RejectedElement`]s — a typed error
     /// side output. Such an element joins no window and the pipeline goes on. Without this
-    /// output the memory engine counts it in [`JobSummary::window_bounds_rejected`] and
+    /// output the memory engine counts it in [`JobSummary::window_bounds_rejected`](crate::JobSummary::window_bounds_rejected) and
     /// logs a `tracing` warning; the Redis engine dead-letters the record.
     pub fn side_output_rejected<E2: Sink<RejectedElement<P::Out>>>(
         self,

@@ -1,7 +1,7 @@
 //! In-memory checkpoints of keyed state.
 
 use crate::ops::Shared;
-use crate::Error;
+use crate::{Error, OperatorId};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -81,7 +81,7 @@ impl CheckpointCoordinator {
         for (id, store) in &inner.stores {
             let copy = store
                 .snapshot()
-                .ok_or_else(|| Error::CheckpointBusy(id.clone()))?;
+                .ok_or_else(|| Error::CheckpointBusy(OperatorId::from_text(id.as_str())))?;
             snapshot.insert(id.clone(), copy);
         }
         inner.next_id += 1;
@@ -162,7 +162,7 @@ impl CheckpointCoordinator {
 fn restore(operator: &str, store: &dyn Checkpointable, copy: &dyn Any) -> Result<(), Error> {
     store.restore(copy).map_err(|busy| {
         if busy {
-            Error::CheckpointBusy(operator.to_string())
+            Error::CheckpointBusy(OperatorId::from_text(operator))
         } else {
             Error::InvalidConfig {
                 field: "operator id",

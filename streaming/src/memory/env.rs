@@ -6,6 +6,7 @@ use super::{drive, MemoryRuntime};
 use crate::api::{Source, SourceContext};
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::ops::{Operator, OperatorId};
+use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -171,6 +172,8 @@ pub struct CollectionSource<I> {
     items: I,
 }
 
+impl<I> Sealed for CollectionSource<I> {}
+
 impl<I: IntoIterator> Plan for CollectionSource<I> {
     type Out = I::Item;
     type Root = Self;
@@ -235,6 +238,8 @@ impl<T, O: Operator<T>> SourceContext<T> for Ctx<'_, O> {
         self.op.process(value, timestamp)
     }
 }
+
+impl<S, T> Sealed for UserSource<S, T> {}
 
 impl<T, S: Source<T>> Plan for UserSource<S, T> {
     type Out = T;

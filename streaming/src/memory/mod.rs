@@ -20,14 +20,13 @@
 //!   [`CheckpointCoordinator`] when checkpointing is enabled.
 
 mod checkpoint;
-mod env;
-mod partition;
-mod run;
-mod runtime;
+pub(crate) mod env;
+pub(crate) mod partition;
+pub(crate) mod run;
+pub(crate) mod runtime;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
-pub use partition::PartitionedSource;
-pub use run::{JobSummary, MemoryRoot, PerPartition, RunMemory, SingleChain};
-pub(crate) use runtime::drive;
-pub use runtime::MemoryRuntime;
+pub use run::JobSummary;
+
+pub(crate) use runtime::{drive, MemoryRuntime};

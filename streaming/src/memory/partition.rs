@@ -7,6 +7,7 @@ use super::{drive, MemoryRuntime};
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
 use crate::ops::{guard, Operator, OperatorId};
+use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -141,11 +142,6 @@ impl<I, KF> PartitionedSource<I, KF> {
         }
     }
 
-    /// The number of partitions.
-    pub fn partitions(&self) -> u32 {
-        self.partitions
-    }
-
     fn take_input(&self) -> (I, KF) {
         self.input
             .borrow_mut()
@@ -153,6 +149,8 @@ impl<I, KF> PartitionedSource<I, KF> {
             .expect("a partitioned source runs once")
     }
 }
+
+impl<I, KF> Sealed for PartitionedSource<I, KF> {}
 
 impl<I: IntoIterator, KF> Plan for PartitionedSource<I, KF> {
     type Out = I::Item;

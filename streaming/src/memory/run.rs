@@ -5,6 +5,7 @@ use super::MemoryRuntime;
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
 use crate::ops::{Counters, Operator, OperatorId, SinkOp};
+use crate::sealed::Sealed;
 use crate::Error;
 
 /// What a finished pipeline run reports besides its output.
@@ -45,7 +46,7 @@ impl JobSummary {
     label = "not a memory-engine source",
     note = "on the Redis engine end the pipeline with a sink, e.g. `.sink(streaming::redis::CollectSink::new())`, then start it with `RedisEnv::execute_async`"
 )]
-pub trait MemoryRoot {
+pub trait MemoryRoot: Sealed {
     /// The element type the root feeds into the chain.
     type Item;
 

@@ -5,6 +5,7 @@ use crate::dataflow::{SideOutputFactory, StoreFactory};
 use crate::ops::{
     Counters, Operator, OperatorId, Shared, SideOutput, WatermarkState, WatermarkStore,
 };
+use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,6 +16,8 @@ pub struct MemoryRuntime {
     pub(crate) coordinator: Option<CheckpointCoordinator>,
     pub(crate) counters: Rc<Counters>,
 }
+
+impl Sealed for MemoryRuntime {}
 
 impl<T, L> SideOutputFactory<T, L> for MemoryRuntime {
     fn side_output(&self, sink: L) -> SideOutput<T, L> {

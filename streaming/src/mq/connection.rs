@@ -84,7 +84,10 @@ pub(crate) async fn connection_manager(
         Err(_) => Err(Error::Connect {
             addr: address(client),
             reason: format!("no connection within {response_timeout:?} (the response timeout)"),
-            source: None,
+            source: Some(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no connection within the response timeout",
+            ))),
         }),
     }
 }

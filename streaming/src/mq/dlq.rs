@@ -1,31 +1,4 @@
-//! Dead letters: messages that ran out of retries, that the handler sent there, or that
-//! could not be decoded.
-//!
-//! Each partition has a dead-letter stream `P:{T:n}:dlq` (the topic's dead letters are the
-//! union over its partitions; same hash tag as the partition, so "acknowledge + dead
-//! letter" is one Lua script, and a crash cannot lose or duplicate the entry). A dead-letter
-//! entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
-//! [`crate::mq::message`]; a retry's `rg` is not kept, `dlq.group` names the group; for a
-//! malformed entry: whatever fields it had; one with more than [`PACKED_FIELDS_OVER`] fields
-//! keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`)
-//! plus:
-//!
-//! | field | content |
-//! |-------|---------|
-//! | `dlq.topic` | original topic |
-//! | `dlq.partition` | original partition (decimal) |
-//! | `dlq.id` | id of the failed entry |
-//! | `dlq.original_id` | id of the first delivery (`x-original-message-id`, else `dlq.id`) |
-//! | `dlq.group` | consumer group that gave up |
-//! | `dlq.attempts` | deliveries made (retry count + 1) |
-//! | `dlq.error_type` | error type: `malformed`, `retries_exhausted:<type>`, `redeliveries_exhausted`, `fail:<type>`, or the handler's `DeadLetter` type |
-//! | `dlq.error` | error message, ≤ 512 chars |
-//! | `dlq.failed_ms` | when it was dead-lettered, epoch ms (consumer clock) |
-//!
-//! Admin: [`crate::mq::Mq::dead_letters`] lists, [`crate::mq::Mq::replay_dead_letter`]
-//! moves one back to its original partition (atomically: `XDEL` from the dead-letter stream
-//! and `XADD` to the partition in one script, retry count reset to 0),
-//! [`crate::mq::Mq::purge_dead_letters`] deletes them.
+//! Dead letters: writing, listing, replaying and purging them.
 
 use std::collections::BTreeMap;
 
@@ -80,7 +53,7 @@ return redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
 
 /// A failed entry with more fields than this is dead-lettered with its fields packed into
 /// one `dlq.fields` value.
-pub const PACKED_FIELDS_OVER: usize = 1000;
+pub(crate) const PACKED_FIELDS_OVER: usize = 1000;
 
 pub(crate) fn dead_letter_script() -> Script {
     Script::new(&format!(
@@ -188,6 +161,36 @@ async fn write_dead_letter(
 }
 
 /// One dead-letter entry as listed by [`crate::mq::Mq::dead_letters`].
+///
+/// # Dead letters
+/// Dead letters: messages that ran out of retries, that the handler sent there, or that
+/// could not be decoded.
+///
+/// Each partition has a dead-letter stream `P:{T:n}:dlq` (the topic's dead letters are the
+/// union over its partitions; same hash tag as the partition, so "acknowledge + dead
+/// letter" is one Lua script, and a crash cannot lose or duplicate the entry). A dead-letter
+/// entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
+/// [`Message`](crate::mq::Message); a retry's `rg` is not kept, `dlq.group` names the group; for a
+/// malformed entry: whatever fields it had; one with more than 1000 fields
+/// keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`)
+/// plus:
+///
+/// | field | content |
+/// |-------|---------|
+/// | `dlq.topic` | original topic |
+/// | `dlq.partition` | original partition (decimal) |
+/// | `dlq.id` | id of the failed entry |
+/// | `dlq.original_id` | id of the first delivery (`x-original-message-id`, else `dlq.id`) |
+/// | `dlq.group` | consumer group that gave up |
+/// | `dlq.attempts` | deliveries made (retry count + 1) |
+/// | `dlq.error_type` | error type: `malformed`, `retries_exhausted:<type>`, `redeliveries_exhausted`, `fail:<type>`, or the handler's `DeadLetter` type |
+/// | `dlq.error` | error message, ≤ 512 chars |
+/// | `dlq.failed_ms` | when it was dead-lettered, epoch ms (consumer clock) |
+///
+/// Admin: [`crate::mq::Mq::dead_letters`] lists, [`crate::mq::Mq::replay_dead_letter`]
+/// moves one back to its original partition (atomically: `XDEL` from the dead-letter stream
+/// and `XADD` to the partition in one script, retry count reset to 0),
+/// [`crate::mq::Mq::purge_dead_letters`] deletes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
     /// Id of the entry in the dead-letter stream (use it to replay).

@@ -306,7 +306,7 @@ impl ExclusiveReader {
     }
 
     /// Appends `msg` to the partition's dead-letter stream (fields as in
-    /// [`crate::mq::dlq`]), if the lease still holds. Nothing is acknowledged (NOACK);
+    /// [`DeadLetter`](crate::mq::DeadLetter)), if the lease still holds. Nothing is acknowledged (NOACK);
     /// commit the offset past `msg` as usual.
     ///
     /// # Errors

@@ -1,21 +1,4 @@
-//! The commit frontier of (topic, group, partition).
-//!
-//! The frontier is the highest entry id `F` such that **every** entry of the partition's
-//! stream with id ≤ `F` has been acknowledged by the group (or left the stream by
-//! trimming). It is a contiguous prefix, not "the largest id acknowledged so far": with
-//! entries 1, 2, 3 and acknowledgements in the order 3, 1, 2, "max acked" is 3 after the
-//! first acknowledgement although 1 and 2 are still in flight, so restarting a group there
-//! would skip them; the frontier stays `0-0`, then moves to 1, then jumps to 3.
-//!
-//! Every acknowledgement the queue does (plain ack, ack + retry, ack + dead letter) runs in
-//! one Lua script that also advances the frontier: acknowledged ids above the frontier are
-//! parked in the set `P:{T:n}:acked:G`, and the script walks the stream forward from `F`
-//! (`XRANGE (F + COUNT ..`) while the next entry is acknowledged; the set holds only ids
-//! above the frontier (an id the frontier passes leaves it). The frontier key is
-//! `P:{T:n}:frontier:G` (same hash tag as the stream, so the script is cluster-safe).
-//!
-//! The frontier rebuilds a missing consumer group ([`crate::mq::StartPolicy`]) without
-//! replaying acknowledged entries.
+//! The commit frontier of (topic, group, partition) (see [`StartPolicy`](crate::mq::StartPolicy)).
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
@@ -32,7 +15,7 @@ use crate::Error;
 /// acknowledging in one script) can prepend it and keep the frontier
 /// exact; pass the keys [`KeySpace::stream`], [`KeySpace::acked`] and
 /// [`KeySpace::frontier`] of the partition (same hash tag) in `KEYS`.
-pub const LUA_ADVANCE: &str = r#"
+pub(crate) const LUA_ADVANCE: &str = r#"
 local function id_parts(id)
   local dash = string.find(id, '-', 1, true)
   if not dash then return tonumber(id), 0 end

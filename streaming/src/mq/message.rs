@@ -1,29 +1,4 @@
 //! [`Message`] and its encoding as a Redis stream entry.
-//!
-//! # Stream entry encoding
-//!
-//! One message is one stream entry; its id is the entry id (`<ms>-<seq>`). Fields (all
-//! values are Redis bulk strings):
-//!
-//! | field | content | required |
-//! |-------|---------|----------|
-//! | `p`   | payload, raw bytes (any binary) | yes |
-//! | `ts`  | event timestamp, epoch milliseconds, decimal `i64` | yes |
-//! | `k`   | key, UTF-8 text | no (absent = no key) |
-//! | `h`   | headers, a JSON object of string → string | no (absent = no headers) |
-//! | `rc`  | retry count, decimal `u32` | no (absent = 0) |
-//! | `mr`  | max retries of this message, decimal `u32` | no (absent = the subscription's [`crate::mq::RetryPolicy::max_retries`]) |
-//! | `rg`  | retry group: the one consumer group this entry is addressed to, UTF-8 text | no (absent = every group reads it) |
-//!
-//! `rg` is set on retry entries only ([`crate::mq::retry`]): a retry belongs to the group
-//! whose handler failed. Every other group's reader skips it without running its handler
-//! (a subscription acknowledges it, an [`crate::mq::ExclusiveReader`] just reads past it),
-//! so a failing group never makes another group process a message twice.
-//!
-//! Topic and partition are not stored: they are the stream the entry is in. An entry that
-//! breaks these rules (missing `p`/`ts`, non-UTF-8 key, bad header JSON, unparsable
-//! number) is *malformed*: the consumer moves it to the dead-letter stream with the reason
-//! and goes on.
 
 use std::collections::BTreeMap;
 
@@ -56,6 +31,31 @@ pub const HEADER_ERROR_TYPE: &str = "x-error-type";
 pub const HEADER_ERROR_MESSAGE: &str = "x-error-message";
 
 /// One message of a topic, as delivered to a handler.
+///
+/// # Stream entry encoding
+///
+/// One message is one stream entry; its id is the entry id (`<ms>-<seq>`). Fields (all
+/// values are Redis bulk strings):
+///
+/// | field | content | required |
+/// |-------|---------|----------|
+/// | `p`   | payload, raw bytes (any binary) | yes |
+/// | `ts`  | event timestamp, epoch milliseconds, decimal `i64` | yes |
+/// | `k`   | key, UTF-8 text | no (absent = no key) |
+/// | `h`   | headers, a JSON object of string → string | no (absent = no headers) |
+/// | `rc`  | retry count, decimal `u32` | no (absent = 0) |
+/// | `mr`  | max retries of this message, decimal `u32` | no (absent = the subscription's [`crate::mq::RetryPolicy::max_retries`]) |
+/// | `rg`  | retry group: the one consumer group this entry is addressed to, UTF-8 text | no (absent = every group reads it) |
+///
+/// `rg` is set on retry entries only ([`RetryPolicy`](crate::mq::RetryPolicy)): a retry belongs to the group
+/// whose handler failed. Every other group's reader skips it without running its handler
+/// (a subscription acknowledges it, an [`crate::mq::ExclusiveReader`] just reads past it),
+/// so a failing group never makes another group process a message twice.
+///
+/// Topic and partition are not stored: they are the stream the entry is in. An entry that
+/// breaks these rules (missing `p`/`ts`, non-UTF-8 key, bad header JSON, unparsable
+/// number) is *malformed*: the consumer moves it to the dead-letter stream with the reason
+/// and goes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// The stream entry id, `<ms>-<seq>`; a retry is a new entry with a new id (see
@@ -336,7 +336,7 @@ pub(crate) fn value_to_string(v: &Value) -> Option<String> {
 }
 
 fn protocol(what: &str) -> Error {
-    Error::Redis(redis::RedisError::from((
+    Error::from(redis::RedisError::from((
         redis::ErrorKind::TypeError,
         "unexpected reply shape",
         what.to_owned(),

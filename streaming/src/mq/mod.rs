@@ -35,9 +35,11 @@
 //!
 //! Guarantees: at-least-once (an entry is acknowledged only after its handler returned);
 //! per-partition order for first deliveries (retries re-enter at the tail of their
-//! partition, addressed to the group that failed: other groups skip them, see [`retry`]);
+//! partition, addressed to the group that failed: other groups skip them, see
+//! [`RetryPolicy`]);
 //! every acknowledgement, retry and dead letter is one atomic Lua script in the
-//! partition's hash slot (see [`topic`] for keys, [`retry`], [`dlq`], [`frontier`]).
+//! partition's hash slot (see [`KeySpace`] for the keys, [`Message`] for the entry encoding,
+//! [`RetryPolicy`], [`DeadLetter`], and [`StartPolicy`] for the commit frontier).
 //!
 //! Choices and limits worth knowing:
 //! - dead letters are kept per partition (`P:{T:n}:dlq`) so that "acknowledge + dead
@@ -53,22 +55,22 @@
 //!   owners whose writes must be fenced: an [`ExclusiveReader`] positions the group, reads,
 //!   promotes retries, schedules retries and dead-letters only while its lease holds
 //!   (each in one script that checks the lease first), else fails with
-//!   [`Error::Fenced`](crate::Error::Fenced) having written nothing;
+//!   [`Error::Fenced`] having written nothing;
 //! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
 
 mod connection;
 mod consumer;
-pub mod dlq;
+pub(crate) mod dlq;
 mod exclusive;
-pub mod frontier;
+pub(crate) mod frontier;
 pub(crate) mod group;
 mod handler;
 pub(crate) mod lease;
-pub mod message;
+pub(crate) mod message;
 mod options;
 mod producer;
-pub mod retry;
-pub mod topic;
+pub(crate) mod retry;
+pub(crate) mod topic;
 mod worker;
 
 use std::sync::Arc;
@@ -85,13 +87,15 @@ pub use consumer::Subscription;
 pub use dlq::DeadLetter;
 pub use exclusive::{ExclusiveBatch, ExclusiveReader};
 pub use handler::{Failure, HandleResult, MessageHandler};
-pub use message::{Message, OutgoingMessage, HEADER_ORIGINAL_ID};
+pub use message::{
+    Message, OutgoingMessage, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_ORIGINAL_ID,
+};
 pub use options::{
     Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, StartPolicy, SubscriptionOptions,
     SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
 };
 pub use producer::{partition_for_key, Producer};
-pub use retry::RetryOutcome;
+pub use retry::{retry_token, RetryOutcome};
 pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
 
 use crate::Error;
@@ -399,7 +403,7 @@ impl Mq {
         .await
     }
 
-    /// The commit frontier of (topic, group, partition), if stored (see [`frontier`]).
+    /// The commit frontier of (topic, group, partition), if stored (see [`StartPolicy`]).
     ///
     /// # Errors
     /// [`Error::Redis`].
@@ -436,7 +440,7 @@ impl Mq {
     ///
     /// # Errors
     /// [`Error::Mq`] for a dead letter without fields or with more than
-    /// [`PACKED_FIELDS_OVER`](crate::mq::dlq::PACKED_FIELDS_OVER) fields (a malformed entry;
+    /// 1000 fields (a malformed entry;
     /// the dead letter stays where it is); [`Error::Redis`].
     pub async fn replay_dead_letter(
         &self,

@@ -26,6 +26,52 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
 /// from `[base * (1 - jitter), base * (1 + jitter)]` and capped at `max_backoff`.
 /// A message is retried while its retry count is below `max_retries`; the attempt that
 /// would exceed it goes to the dead-letter stream instead.
+///
+/// # Retries are atomic
+///
+/// Acknowledging the original and then re-adding the retry would be two steps, and a crash
+/// between them would lose the message. Here one Lua script (`ack_and_schedule`) does, in one slot:
+///
+/// 1. `XACK` the original; if it was not pending any more (already acknowledged by a
+///    previous run of this script or by another consumer after a claim) it stops and
+///    returns 0, so a repeated call cannot schedule a second retry;
+/// 2. stores the retry entry's fields (msgpack) in `P:{T:n}:retry:data` under the token
+///    [`retry_token`](crate::mq::retry_token)`(group, id)` = `G\n<id>` (the failing group, a newline, the failed
+///    entry's id; group names cannot contain a newline, so the token is unambiguous), and
+///    its due time (server `TIME` + backoff, ms) in `P:{T:n}:retry:due`;
+/// 3. advances the commit frontier ([`StartPolicy`](crate::mq::StartPolicy)).
+///
+/// A second script (`promote_due`), run by the partition's owner every
+/// [`crate::mq::MqOptions::retry_poll_interval`], moves due retries back into the stream as
+/// new entries (`XADD *`) and deletes them from the schedule, in one step. Either script
+/// runs whole or not at all, so a crash or a Redis restart (with AOF) between the attempts
+/// neither loses nor duplicates the retry. A retried message is never redelivered before
+/// its backoff has elapsed.
+///
+/// The retry entry keeps key, payload, timestamp, partition (same stream) and headers;
+/// `rc` grows by one and header `x-original-message-id` names the first id.
+///
+/// # Retries are per group
+///
+/// The partition's stream is shared by every consumer group of the topic, so a retry
+/// entry carries the field `rg` = the group that failed ([`Message`](crate::mq::Message)); the
+/// stored fields include it, so promotion re-adds it. Only that group processes the entry:
+/// every other group's reader skips it without calling its handler (subscriptions and the
+/// Redis engine's `Xack` mode acknowledge it, which also moves their commit frontier past
+/// it; an [`crate::mq::ExclusiveReader`] reads past it, so the caller's committed offset
+/// does too). The token includes the group, so two groups failing the same entry schedule
+/// one retry each instead of overwriting each other (or, for `NOACK` readers, the second
+/// being dropped as "already scheduled").
+///
+/// # Fencing
+///
+/// For an owner holding the partition's lease (an [`crate::mq::ExclusiveReader`], the
+/// Redis engine), scheduling, promotion and dead-lettering first check the lease in the
+/// same script; a stale owner's call writes nothing and fails with
+/// [`Error::Fenced`](crate::Error::Fenced). Subscriptions call them without a lease.
+///
+/// Retries scheduled by an older version (token = bare entry id, no `rg` field) are
+/// still promoted, as entries every group reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
     /// Retries before a message is dead-lettered (the first delivery is not a retry);
@@ -90,10 +136,30 @@ impl RetryPolicy {
 ///
 /// There is deliberately no implicit default that replays a whole stream: a missing group
 /// must not silently replay a stream.
+///
+/// # Commit frontier
+///
+/// The frontier is the highest entry id `F` such that **every** entry of the partition's
+/// stream with id ≤ `F` has been acknowledged by the group (or left the stream by
+/// trimming). It is a contiguous prefix, not "the largest id acknowledged so far": with
+/// entries 1, 2, 3 and acknowledgements in the order 3, 1, 2, "max acked" is 3 after the
+/// first acknowledgement although 1 and 2 are still in flight, so restarting a group there
+/// would skip them; the frontier stays `0-0`, then moves to 1, then jumps to 3.
+///
+/// Every acknowledgement the queue does (plain ack, ack + retry, ack + dead letter) runs in
+/// one Lua script that also advances the frontier: acknowledged ids above the frontier are
+/// parked in the set `P:{T:n}:acked:G`, and the script walks the stream forward from `F`
+/// (`XRANGE (F + COUNT ..`) while the next entry is acknowledged; the set holds only ids
+/// above the frontier (an id the frontier passes leaves it). The frontier key is
+/// `P:{T:n}:frontier:G` (same hash tag as the stream, so the script is cluster-safe).
+///
+/// The frontier rebuilds a missing consumer group (the `Frontier*` policies) without
+/// replaying acknowledged entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartPolicy {
     /// Start after the commit frontier stored for (topic, group, partition) (see
-    /// [`crate::mq::frontier`]); when none is stored, start at the end of the stream (`$`).
+    /// [the commit frontier](StartPolicy#commit-frontier)); when none is stored, start at
+    /// the end of the stream (`$`).
     FrontierOrLatest,
     /// Start after the commit frontier; when none is stored, start at the beginning (`0`).
     FrontierOrEarliest,
@@ -146,7 +212,7 @@ impl Assignment {
 /// Build with [`MqOptions::builder`]; `MqOptions::default()` is the builder's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MqOptions {
-    /// Prefix of every Redis key of the queue, default `mq` (see [`crate::mq::topic`] for
+    /// Prefix of every Redis key of the queue, default `mq` (see [`KeySpace`](crate::mq::KeySpace) for
     /// the key layout).
     pub key_prefix: String,
     /// The most partitions one subscription consumes at once (one worker task each).

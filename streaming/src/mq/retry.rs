@@ -1,48 +1,4 @@
-//! Retry with backoff, done atomically, per consumer group.
-//!
-//! Acknowledging the original and then re-adding the retry would be two steps, and a crash
-//! between them would lose the message. Here one Lua script (`ack_and_schedule`) does, in one slot:
-//!
-//! 1. `XACK` the original; if it was not pending any more (already acknowledged by a
-//!    previous run of this script or by another consumer after a claim) it stops and
-//!    returns 0, so a repeated call cannot schedule a second retry;
-//! 2. stores the retry entry's fields (msgpack) in `P:{T:n}:retry:data` under the token
-//!    [`retry_token`]`(group, id)` = `G\n<id>` (the failing group, a newline, the failed
-//!    entry's id; group names cannot contain a newline, so the token is unambiguous), and
-//!    its due time (server `TIME` + backoff, ms) in `P:{T:n}:retry:due`;
-//! 3. advances the commit frontier ([`crate::mq::frontier`]).
-//!
-//! A second script (`promote_due`), run by the partition's owner every
-//! [`crate::mq::MqOptions::retry_poll_interval`], moves due retries back into the stream as
-//! new entries (`XADD *`) and deletes them from the schedule, in one step. Either script
-//! runs whole or not at all, so a crash or a Redis restart (with AOF) between the attempts
-//! neither loses nor duplicates the retry. A retried message is never redelivered before
-//! its backoff has elapsed.
-//!
-//! The retry entry keeps key, payload, timestamp, partition (same stream) and headers;
-//! `rc` grows by one and header `x-original-message-id` names the first id.
-//!
-//! # Retries are per group
-//!
-//! The partition's stream is shared by every consumer group of the topic, so a retry
-//! entry carries the field `rg` = the group that failed ([`crate::mq::message`]); the
-//! stored fields include it, so promotion re-adds it. Only that group processes the entry:
-//! every other group's reader skips it without calling its handler (subscriptions and the
-//! Redis engine's `Xack` mode acknowledge it, which also moves their commit frontier past
-//! it; an [`crate::mq::ExclusiveReader`] reads past it, so the caller's committed offset
-//! does too). The token includes the group, so two groups failing the same entry schedule
-//! one retry each instead of overwriting each other (or, for `NOACK` readers, the second
-//! being dropped as "already scheduled").
-//!
-//! # Fencing
-//!
-//! For an owner holding the partition's lease (an [`crate::mq::ExclusiveReader`], the
-//! Redis engine), scheduling, promotion and dead-lettering first check the lease in the
-//! same script; a stale owner's call writes nothing and fails with
-//! [`Error::Fenced`](crate::Error::Fenced). Subscriptions call them without a lease.
-//!
-//! Retries scheduled by an older version (token = bare entry id, no `rg` field) are
-//! still promoted, as entries every group reads.
+//! Retry with backoff, done atomically, per consumer group (see [`RetryPolicy`]).
 
 use std::time::Duration;
 
@@ -91,7 +47,7 @@ pub(crate) fn backoff_with(policy: &RetryPolicy, attempt: u32, unit: f64) -> Dur
 }
 
 /// The delay before retry number `attempt` (0-based) with random jitter.
-pub fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
     let unit = rand::rng().random_range(-1.0..=1.0);
     backoff_with(policy, attempt, unit)
 }

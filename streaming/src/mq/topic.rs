@@ -1,35 +1,4 @@
-//! Topic administration and the Redis key layout.
-//!
-//! # Key layout
-//!
-//! With prefix `P` (default `mq`, [`crate::mq::MqOptions::key_prefix`]), topic `T` and
-//! partition `n`, every key of one partition carries the hash tag `{T:n}`, so they all hash
-//! to one Redis Cluster slot and the Lua scripts that touch several of them are
-//! cluster-safe:
-//!
-//! | key | type | content |
-//! |-----|------|---------|
-//! | `P:{T:n}:s` | stream | the partition's entries ([`crate::mq::message`] encoding) |
-//! | `P:{T:n}:retry:due` | sorted set | retry token → due time (epoch ms, server clock) |
-//! | `P:{T:n}:retry:data` | hash | retry token → msgpack array of the retry entry's fields (with `rg` = the group) |
-//!
-//! A retry token is `G\n<id>`: the group whose handler failed, a newline, the failed
-//! entry's id ([`crate::mq::retry::retry_token`]); retries are per group
-//! ([`crate::mq::retry`]). Groups share the stream and the schedule keys.
-//! | `P:{T:n}:dlq` | stream | dead letters of this partition ([`crate::mq::dlq`]) |
-//! | `P:{T:n}:lease:G` | string | `"{token} {owner}"`: the partition's owner in group `G` and its fencing token, with TTL ([`crate::mq::lease`]) |
-//! | `P:{T:n}:fence:G` | string | the last fencing token drawn for the partition in group `G` |
-//! | `P:{T:n}:frontier:G` | string | commit frontier of group `G` ([`crate::mq::frontier`]) |
-//! | `P:{T:n}:acked:G` | set | ids acknowledged above the frontier |
-//!
-//! Topic-level keys (no hash tag; never used together with partition keys in a script):
-//! `P:topics` (set of topic names), `P:topic:T` (hash: `partitions`, `created_ms`),
-//! `P:topic:T:groups` (set of group names), `P:topic:T:members:G` (sorted set: live
-//! consumers of `G` → heartbeat expiry, epoch ms), `P:topic:T:runners:G` (the same for
-//! the Redis engine's subtasks reading `G`).
-//!
-//! The topic's dead-letter "stream" is the union of its partitions' `dlq` streams: keeping
-//! them per partition lets "acknowledge + dead-letter" be one script in one slot.
+//! Topic administration.
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
@@ -58,7 +27,39 @@ pub(crate) fn validate_name(field: &'static str, name: &str) -> Result<(), Error
     }
 }
 
-/// Key names of one prefix (see the module docs for the layout).
+/// Key names of one prefix: the queue's Redis key layout.
+///
+/// # Key layout
+///
+/// With prefix `P` (default `mq`, [`crate::mq::MqOptions::key_prefix`]), topic `T` and
+/// partition `n`, every key of one partition carries the hash tag `{T:n}`, so they all hash
+/// to one Redis Cluster slot and the Lua scripts that touch several of them are
+/// cluster-safe:
+///
+/// | key | type | content |
+/// |-----|------|---------|
+/// | `P:{T:n}:s` | stream | the partition's entries (encoding: [`Message`](crate::mq::Message)) |
+/// | `P:{T:n}:retry:due` | sorted set | retry token → due time (epoch ms, server clock) |
+/// | `P:{T:n}:retry:data` | hash | retry token → msgpack array of the retry entry's fields (with `rg` = the group) |
+///
+/// | `P:{T:n}:dlq` | stream | dead letters of this partition ([`DeadLetter`](crate::mq::DeadLetter)) |
+/// | `P:{T:n}:lease:G` | string | `"{token} {owner}"`: the partition's owner in group `G` and its fencing token, with TTL |
+/// | `P:{T:n}:fence:G` | string | the last fencing token drawn for the partition in group `G` |
+/// | `P:{T:n}:frontier:G` | string | commit frontier of group `G` ([`StartPolicy`](crate::mq::StartPolicy)) |
+/// | `P:{T:n}:acked:G` | set | ids acknowledged above the frontier |
+///
+/// A retry token is `G\n<id>`: the group whose handler failed, a newline, the failed
+/// entry's id ([`retry_token`](crate::mq::retry_token)); retries are per group
+/// ([`RetryPolicy`](crate::mq::RetryPolicy)). Groups share the stream and the schedule keys.
+///
+/// Topic-level keys (no hash tag; never used together with partition keys in a script):
+/// `P:topics` (set of topic names), `P:topic:T` (hash: `partitions`, `created_ms`),
+/// `P:topic:T:groups` (set of group names), `P:topic:T:members:G` (sorted set: live
+/// consumers of `G` → heartbeat expiry, epoch ms), `P:topic:T:runners:G` (the same for
+/// the Redis engine's subtasks reading `G`).
+///
+/// The topic's dead-letter "stream" is the union of its partitions' `dlq` streams: keeping
+/// them per partition lets "acknowledge + dead-letter" be one script in one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpace {
     prefix: String,

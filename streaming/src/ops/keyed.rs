@@ -450,7 +450,7 @@ where
         }
         if full {
             return Err(Error::TimerQueueFull {
-                operator: id.to_string(),
+                operator: id.clone(),
                 max,
             });
         }

@@ -15,58 +15,22 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use keyed::{
-    KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
-};
+pub(crate) use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy};
+pub use keyed::{KeyedTable, ProcessFn, ProcessState};
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
-pub use sink::SinkOp;
-pub use stateless::{Filter, FlatMap, Map, TryMap};
-pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
-pub use window::WindowState;
-pub use window::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow,
-    WindowFunction, WindowOperator,
+pub(crate) use sink::SinkOp;
+pub(crate) use stateless::{Filter, FlatMap, Map, TryMap};
+pub(crate) use watermark::AssignWatermarks;
+pub use watermark::{RecordTimestamp, WatermarkState, WatermarkStore};
+pub(crate) use window::{
+    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowOperator,
 };
-#[doc(hidden)]
-pub use window::{Arrivals, NoRejectedOutput, RejectedOutput, RejectedTo};
+pub use window::{NoRejectedOutput, RejectedOutput, RejectedTo, WindowFunction, WindowState};
 
 use crate::Error;
-use std::fmt;
+pub(crate) use crate::OperatorId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-
-/// The stable id of an operator: `{source_id}/{position}:{kind}`, e.g. `flights/4:window`.
-///
-/// `position` counts operators from 1 along the chain after the source, so ids do not
-/// change when a later operator changes. Errors name operators by this id, and keyed state
-/// and checkpoints are stored under it.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct OperatorId(Arc<str>);
-
-impl OperatorId {
-    /// The id of the operator at `position` (1-based) of kind `kind` after source `source_id`.
-    pub fn new(source_id: &str, position: u32, kind: &str) -> Self {
-        OperatorId(format!("{source_id}/{position}:{kind}").into())
-    }
-
-    /// The id as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for OperatorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for OperatorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OperatorId({})", self.0)
-    }
-}
 
 /// A push operator: receives records with their event timestamps (ms) and watermarks.
 ///
@@ -140,7 +104,7 @@ fn panic_error(operator: &OperatorId, payload: Box<dyn std::any::Any + Send>) ->
         "non-string panic payload".to_string()
     };
     Error::Panic {
-        operator: operator.to_string(),
+        operator: operator.clone(),
         message,
     }
 }
@@ -153,12 +117,12 @@ pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Erro
     match source.downcast::<Error>() {
         // A permanent error is the user's own: it names the operator like any other.
         Ok(own) if matches!(*own, Error::Permanent { .. }) => Error::UserFunction {
-            operator: operator.to_string(),
+            operator: operator.clone(),
             source: own,
         },
         Ok(own) => *own,
         Err(source) => Error::UserFunction {
-            operator: operator.to_string(),
+            operator: operator.clone(),
             source,
         },
     }

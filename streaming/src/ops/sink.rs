@@ -5,20 +5,15 @@ use crate::api::Sink;
 use crate::Error;
 
 /// Calls [`Sink::invoke`] for every record; opens and closes the sink with the pipeline.
-pub struct SinkOp<S> {
+pub(crate) struct SinkOp<S> {
     id: OperatorId,
     sink: S,
 }
 
 impl<S> SinkOp<S> {
     /// A sink operator with id `id`.
-    pub fn new(id: OperatorId, sink: S) -> Self {
+    pub(crate) fn new(id: OperatorId, sink: S) -> Self {
         SinkOp { id, sink }
-    }
-
-    /// The sink, after the pipeline ran.
-    pub fn into_inner(self) -> S {
-        self.sink
     }
 }
 

@@ -7,7 +7,7 @@ use crate::time::{
 use crate::Error;
 use std::rc::Rc;
 
-/// The watermark an [`AssignWatermarks`] operator has emitted, kept as operator state.
+/// The watermark an `AssignWatermarks` operator has emitted, kept as operator state.
 ///
 /// The Redis engine persists it with the partition's other state (so a restarted or
 /// rolled-back partition continues from the committed watermark instead of `i64::MIN`),

@@ -677,7 +677,7 @@ where
         match guard(&self.id, || self.rejected.send(rejected))? {
             Some(sent) => sent.map_err(|e| user_error(&self.id, e)),
             None if self.counters.window_bounds_fail_record => Err(Error::WindowBounds {
-                operator: self.id.to_string(),
+                operator: self.id.clone(),
                 timestamp,
             }),
             None => {

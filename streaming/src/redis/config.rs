@@ -50,8 +50,8 @@ pub enum ProcessingErrorResult {
 
 /// How a batch's input is acknowledged.
 ///
-/// The default is [`AckMode::Offset`]: measured end to end (keyed count, 4 partitions,
-/// `BENCHMARKS.md`) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
+/// The default is [`AckMode::Offset`]: measured end to end (a keyed count over 4
+/// partitions) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
 /// no pending-entries list), with the same exactly-once state. Its costs: lag and
 /// progress show as the group's last-delivered id and the committed offset, not as
 /// pending entries; a failed record's retry or dead letter is written just before the
@@ -143,8 +143,8 @@ getters! {
     /// Longest sleep of [`HotKeyPolicy::Throttle`]. Default 200 ms.
     hot_key_throttle_max: Duration;
     /// Check each keyed state's stored schema fingerprint (kind, value and key types)
-    /// before decoding it, and write it on first use (hash `...:{group}:schema`, see
-    /// [`SchemaGate`](super::SchemaGate)). Default `true`.
+    /// before decoding it, and write it on first use (hash `...:{group}:schema`, see the
+    /// state schema versions in the [module docs](super)). Default `true`.
     state_schema_evolution_enabled: bool;
     /// What a schema fingerprint mismatch does: FAIL stops the partition, CLEAR deletes the
     /// state and starts it empty, IGNORE warns and decodes the stored entries as the new

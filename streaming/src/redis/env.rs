@@ -8,6 +8,7 @@ use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
 use crate::mq::{Message, SubscriptionOptions};
 use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp, WatermarkStore};
+use crate::sealed::Sealed;
 use crate::time::BoundedOutOfOrderness;
 use crate::Error;
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,8 @@ use std::sync::{Arc, Mutex};
     note = "user functions and sinks of a Redis pipeline must be `Clone + Send + 'static`: one copy runs per partition, on its subtask's thread (capture `Arc`s, not references or `Rc`s)"
 )]
 pub trait RedisPortable: Clone + Send + 'static {}
+
+impl Sealed for MqTopicSource {}
 
 impl Plan for MqTopicSource {
     type Out = Message;

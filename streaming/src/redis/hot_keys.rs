@@ -5,6 +5,7 @@ use super::context::Ctx;
 use super::pending::{Pending, PendingHash};
 use super::persist::WATERMARK_STATE;
 use super::{HotKeyPolicy, RedisRuntimeConfig};
+use crate::ops::OperatorId;
 use crate::Error;
 use std::collections::HashMap;
 use tokio::time::Instant;
@@ -42,7 +43,7 @@ impl HotKeys {
             let h = &pending.hashes[i];
             if self.is_armed(&h.key) {
                 return Err(Error::HotKey {
-                    operator: h.operator.clone(),
+                    operator: OperatorId::from_text(h.operator.as_str()),
                     state: h.state.clone(),
                     fields: self.fields.get(&h.key).copied().unwrap_or(0),
                 });

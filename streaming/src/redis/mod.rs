@@ -75,7 +75,7 @@
 //! `state_schema_mismatch_policy` FAIL stops that partition (reported in
 //! [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]), CLEAR deletes that
 //! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
-//! stored entries as the new type. See [`SchemaGate`].
+//! stored entries as the new type.
 //!
 //! State size and hot keys: every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the
@@ -201,7 +201,7 @@ mod chain;
 mod commit;
 mod config;
 mod context;
-mod env;
+pub(crate) mod env;
 mod failure;
 mod hot_keys;
 mod job;
@@ -210,10 +210,10 @@ mod ownership;
 mod part;
 mod part_metrics;
 mod pending;
-mod persist;
+pub(crate) mod persist;
 mod read;
 mod report;
-mod runtime;
+pub(crate) mod runtime;
 mod schema;
 mod sink;
 mod subtask;
@@ -225,15 +225,13 @@ pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     SchemaMismatchPolicy,
 };
-pub use env::{MqTopicSource, RedisEnv, RedisPortable};
+pub use env::RedisEnv;
 pub use failure::{
     HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
     HEADER_RUNTIME_JOB,
 };
 pub use job::{JobClient, JobDiagnostics, PartitionProgress};
-pub use persist::{
-    Persist, StateLimits, StateWrite, PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE,
-};
-pub use runtime::RedisRuntime;
-pub use schema::SchemaGate;
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
+
+pub(crate) use runtime::RedisRuntime;
+pub(crate) use schema::SchemaGate;

@@ -6,7 +6,8 @@ use crate::api::state::{short_type_name, Tracking};
 use crate::api::TimeDomain;
 use crate::ops::window::Bucket;
 use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
-use crate::Error;
+use crate::sealed::Sealed;
+use crate::{Error, OperatorId};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -14,7 +15,7 @@ use std::hash::Hash;
 
 /// One change to write: state name, field (the key as JSON), new value as JSON (`None` =
 /// delete the field).
-pub type StateWrite<'a> = (&'a str, String, Option<String>);
+pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
 
 /// An operator's state that the Redis engine can keep: loaded from its hashes when a
 /// partition is taken, changed in memory while batches run, and written back (only the
@@ -26,7 +27,7 @@ pub type StateWrite<'a> = (&'a str, String, Option<String>);
 /// with serde bounds on keys and values, for window state ([`WindowState`]: keys,
 /// accumulators and triggers serde) and for the watermark of each watermark operator
 /// ([`WatermarkState`]).
-pub trait Persist: 'static {
+pub trait Persist: 'static + Sealed {
     /// Turns on change tracking (off on the memory engine).
     fn track(&mut self);
 
@@ -48,12 +49,12 @@ pub trait Persist: 'static {
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error>;
 
     /// Connects the store to its partition's state schema check (before any
-    /// [`load`](Self::load)): the store calls [`SchemaGate::admit`] with each state's
+    /// [`load`](Self::load)): the store calls `SchemaGate::admit` with each state's
     /// fingerprint before decoding its stored entries, at once for states whose types it
     /// knows, else when a state is first used. The default checks nothing.
     ///
     /// # Errors
-    /// [`Error::StateSchema`] from [`SchemaGate::admit`].
+    /// [`Error::StateSchema`] from `SchemaGate::admit`.
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
         let _ = (operator, gate);
         Ok(())
@@ -118,15 +119,17 @@ where
 }
 
 /// The state name of the table of a rolling reduce or sum.
-pub const ROLLING_STATE: &str = "rolling";
+pub(crate) const ROLLING_STATE: &str = "rolling";
 
 fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     Error::StateDecode {
-        operator: operator.to_string(),
+        operator: OperatorId::from_text(operator),
         state: state.to_string(),
         reason: e.to_string(),
     }
 }
+
+impl<K, V> Sealed for KeyedTable<K, V> {}
 
 impl<K, V> Persist for KeyedTable<K, V>
 where
@@ -170,12 +173,14 @@ where
 }
 
 /// The state name of a keyed process operator's timers.
-pub const TIMERS_STATE: &str = "__timers";
+pub(crate) const TIMERS_STATE: &str = "__timers";
 /// The state name of a window operator's panes.
-pub const PANES_STATE: &str = "panes";
+pub(crate) const PANES_STATE: &str = "panes";
 /// The state name of a watermark operator's watermark.
-pub const WATERMARK_STATE: &str = "watermark";
+pub(crate) const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
+
+impl<K> Sealed for ProcessState<K> {}
 
 impl<K> Persist for ProcessState<K>
 where
@@ -262,6 +267,8 @@ where
     }
 }
 
+impl<K, Acc, Tr> Sealed for WindowState<K, Acc, Tr> {}
+
 impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
@@ -325,6 +332,8 @@ where
         }
     }
 }
+
+impl Sealed for WatermarkState {}
 
 impl Persist for WatermarkState {
     fn track(&mut self) {

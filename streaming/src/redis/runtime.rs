@@ -4,6 +4,7 @@ use super::persist::{Persist, StateLimits};
 use crate::api::Sink;
 use crate::dataflow::{SideOutputFactory, StoreFactory};
 use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState, WatermarkStore};
+use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -84,6 +85,8 @@ impl RedisRuntime {
         store
     }
 }
+
+impl Sealed for RedisRuntime {}
 
 impl<S: Persist> StoreFactory<S> for RedisRuntime {
     fn store(&self, operator: &OperatorId, init: S) -> Result<Rc<RefCell<S>>, Error> {

@@ -86,7 +86,7 @@ impl SchemaGate {
         };
         match g.policy {
             SchemaMismatchPolicy::Fail => Err(Error::StateSchema {
-                operator: operator.to_string(),
+                operator: OperatorId::from_text(operator),
                 state: state.to_string(),
                 stored,
                 current: fingerprint.to_string(),
@@ -222,7 +222,7 @@ pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32,
 mod tests {
     use super::*;
     use crate::ops::KeyedTable;
-    use crate::redis::Persist;
+    use crate::redis::persist::Persist;
 
     fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
         let stored = HashMap::from([("op/count".to_string(), "ValueState<u64> by String".into())]);

@@ -126,7 +126,7 @@ async fn open_queue(
         .await;
         match opened {
             Ok(opened) => return Ok(Some(opened)),
-            Err(e @ (Error::Connect { .. } | Error::Redis(_))) => {
+            Err(e @ (Error::Connect { .. } | Error::Redis { .. })) => {
                 job.error(format!(
                     "subtask {subtask} of {}/{}: cannot start, retrying: {e}",
                     spec.topic, spec.group

@@ -91,13 +91,13 @@ impl JobClient {
             let _ = tx.send(shared.caught_up(budget, end));
         });
         let waited = rx.recv_timeout(left.max(MIN_CHECK)).unwrap_or_else(|_| {
-            Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+            Err(Error::from(redis::RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 "no reply before the wait's deadline",
             ))))
         });
         waited.map_err(|e| match e {
-            Error::Redis(e)
+            Error::Redis { source: e, .. }
                 if e.is_timeout()
                     || e.is_io_error()
                     || e.is_connection_refusal()
