@@ -47,6 +47,29 @@
 //! [`Error::kind`] says what it is about and [`Error::is_retryable`] whether trying again
 //! may succeed.
 //!
+//! # How the crate is layered
+//!
+//! Each module uses only the modules below it, and no two modules use each other, directly
+//! or through a third:
+//!
+//! ```text
+//!        memory            redis            engines: they run a plan
+//!           \             /     \
+//!            \           /       mq         the Redis Streams message queue (a leaf)
+//!             dataflow --+                  the engine-neutral builder, plan, Execute, Runtime
+//!                |
+//!               ops                         the fused operators both engines run
+//!              /   \
+//!            api    |                       user functions, sources, sinks, keyed state
+//!              \   /
+//!              time                         windows, triggers, watermarks (a leaf)
+//! ```
+//!
+//! `Error` and `OperatorId` sit below everything. An engine gives the operators what
+//! differs between engines — the clock, the state stores, the watermark store and how
+//! changes are tracked — through the runtime it builds a plan with, so operators are
+//! generic code shared by both engines and no layer below the engines names one.
+//!
 //! # DSL reference
 //!
 //! [`pipeline!`] takes a pipeline written like the builder chain and checks it at compile

@@ -103,22 +103,29 @@ pub trait Trigger<T>: Clone + 'static {
     ) -> TriggerResult;
 
     /// Called when an event-time timer registered for `window` is due (`time` in ms).
+    /// The default continues (for triggers that register no event-time timers).
     fn on_event_time(
         &mut self,
         time: i64,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult;
+    ) -> TriggerResult {
+        let _ = (time, window, ctx);
+        TriggerResult::Continue
+    }
 
     /// Called when a processing-time timer registered for `window` is due. Not called by
     /// either engine yet (see
-    /// [`TriggerContext::register_processing_time_timer`]).
+    /// [`TriggerContext::register_processing_time_timer`]). The default continues.
     fn on_processing_time(
         &mut self,
         time: i64,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult;
+    ) -> TriggerResult {
+        let _ = (time, window, ctx);
+        TriggerResult::Continue
+    }
 
     /// Called when session windows merge: `self` is the trigger of one of the merged
     /// windows, `other` of another, and `window` the merged window. Combine state and
@@ -162,15 +169,6 @@ impl<T> Trigger<T> for EventTimeTrigger {
         } else {
             TriggerResult::Continue
         }
-    }
-
-    fn on_processing_time(
-        &mut self,
-        _time: i64,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
     }
 
     fn on_merge(&mut self, _other: Self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
@@ -224,24 +222,6 @@ impl<T> Trigger<T> for CountTrigger {
         }
     }
 
-    fn on_event_time(
-        &mut self,
-        _: i64,
-        _: &TimeWindow,
-        _: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
-    }
-
-    fn on_processing_time(
-        &mut self,
-        _: i64,
-        _: &TimeWindow,
-        _: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
-    }
-
     fn on_merge(&mut self, other: Self, _window: &TimeWindow, _ctx: &mut TriggerContext<'_>) {
         self.count += other.count;
     }
@@ -265,15 +245,6 @@ impl<T> Trigger<T> for ProcessingTimeTrigger {
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult {
         ctx.register_processing_time_timer(window.max_timestamp());
-        TriggerResult::Continue
-    }
-
-    fn on_event_time(
-        &mut self,
-        _: i64,
-        _: &TimeWindow,
-        _: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
@@ -442,15 +413,6 @@ impl<T> Trigger<T> for ContinuousEventTimeTrigger {
             self.schedule(time, window, ctx);
             return TriggerResult::Fire;
         }
-        TriggerResult::Continue
-    }
-
-    fn on_processing_time(
-        &mut self,
-        _: i64,
-        _: &TimeWindow,
-        _: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
