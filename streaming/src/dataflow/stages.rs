@@ -1,13 +1,14 @@
 //! One stage per builder operator: what the operator needs, kept until an engine builds it.
 
-use super::plan::{BuildRejectedOutput, BuildStage, SideOutputFactory, Stage, StoreFactory};
+use super::plan::{BuildRejectedOutput, BuildStage, Stage};
+use super::runtime::{Runtime, SideOutputFactory, StoreFactory};
 use super::window_fn::MakeWindowFunction;
 use crate::api::{KeyedProcessFunction, Numeric, Sink};
 use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
 use crate::ops::{
     AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, Map,
-    Operator, OperatorId, SideOutput, TryMap, WatermarkStore, WindowFunction, WindowOperator,
+    Operator, OperatorId, SideOutput, TryMap, WindowFunction, WindowOperator,
 };
 use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
@@ -136,11 +137,11 @@ where
 
 impl<R, T, TA, G> BuildStage<T, R> for WatermarkStage<TA, G>
 where
-    R: WatermarkStore,
+    R: Runtime,
     TA: TimestampAssigner<T>,
     G: WatermarkGenerator<T> + Clone,
 {
-    type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
+    type Op<N: Operator<T>> = AssignWatermarks<TA, G, R::Changes<()>, N>;
     fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.watermark_state(&self.id);
         Ok(AssignWatermarks::new(
@@ -148,7 +149,7 @@ where
             self.assigner,
             self.generator,
             state,
-            rt.window_counters(),
+            rt.counters(),
             next,
         ))
     }
@@ -166,13 +167,14 @@ where
 
 impl<R, T, K, KF, F> BuildStage<T, R> for KeyedReduceStage<KF, K, F>
 where
-    R: StoreFactory<KeyedTable<K, Option<T>>>,
+    R: Runtime,
+    R: StoreFactory<KeyedTable<K, Option<T>, <R as Runtime>::Changes<K>>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     F: FnMut(T, T) -> T,
 {
-    type Op<N: Operator<T>> = KeyedReduce<KF, K, T, F, N>;
+    type Op<N: Operator<T>> = KeyedReduce<KF, K, T, F, R::Changes<K>, N>;
     fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedReduce::new(self.id, self.key_fn, self.f, state, next))
@@ -190,12 +192,13 @@ where
 
 impl<R, T, K, KF> BuildStage<T, R> for KeyedSumStage<KF, K>
 where
-    R: StoreFactory<KeyedTable<K, T>>,
+    R: Runtime,
+    R: StoreFactory<KeyedTable<K, T, <R as Runtime>::Changes<K>>>,
     T: Numeric,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
 {
-    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, N>;
+    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, R::Changes<K>, N>;
     fn build<N: Operator<(K, T)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSum::new(self.id, self.key_fn, state, next))
@@ -214,13 +217,14 @@ where
 
 impl<R, T, K, KF, F, V> BuildStage<T, R> for KeyedSumByStage<KF, K, F, V>
 where
-    R: StoreFactory<KeyedTable<K, V>>,
+    R: Runtime,
+    R: StoreFactory<KeyedTable<K, V, <R as Runtime>::Changes<K>>>,
     V: Numeric,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     F: FnMut(&T) -> V,
 {
-    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, N>;
+    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, R::Changes<K>, N>;
     fn build<N: Operator<(K, V)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSumBy::new(self.id, self.key_fn, self.f, state, next))
@@ -238,12 +242,13 @@ where
 
 impl<R, T, K, KF, PF> BuildStage<T, R> for KeyedProcessStage<KF, K, PF>
 where
-    R: StoreFactory<ProcessState<K>>,
+    R: Runtime,
+    R: StoreFactory<ProcessState<K, <R as Runtime>::Changes<K>>>,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     PF: KeyedProcessFunction<K, T>,
 {
-    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, N>;
+    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, R::Changes<K>, R::Clock, N>;
     fn build<N: Operator<PF::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, ProcessState::new(&self.id))?;
         Ok(KeyedProcess::new(
@@ -255,6 +260,10 @@ where
         ))
     }
 }
+
+/// The accumulator of the window function `MF` makes.
+type WindowAcc<MF, K, T> =
+    <<MF as MakeWindowFunction<K, T>>::Function as WindowFunction<K, T>>::Acc;
 
 impl<T, K, KF, A, Tr, MF, L, E> Stage<T> for WindowStage<KF, K, A, Tr, MF, L, E>
 where
@@ -271,7 +280,8 @@ where
 
 impl<R, T, K, KF, A, Tr, MF, L, E> BuildStage<T, R> for WindowStage<KF, K, A, Tr, MF, L, E>
 where
-    R: StoreFactory<WindowState<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>>,
+    R: Runtime,
+    R: StoreFactory<WindowState<K, WindowAcc<MF, K, T>, Tr, <R as Runtime>::Changes<K>>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
@@ -282,13 +292,20 @@ where
     E: BuildRejectedOutput<T, R>,
     R: SideOutputFactory<T, L>,
 {
-    type Op<N: Operator<Self::Out>> =
-        WindowOperator<KF, K, T, A, Tr, MF::Function, SideOutput<T, L>, E::Output, N>;
+    type Op<N: Operator<Self::Out>> = WindowOperator<
+        KF,
+        K,
+        T,
+        A,
+        Tr,
+        MF::Function,
+        SideOutput<T, L>,
+        E::Output,
+        R::Changes<K>,
+        N,
+    >;
     fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
-        let state = rt.store(
-            &self.id,
-            WindowState::<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>::default(),
-        )?;
+        let state = rt.store(&self.id, WindowState::default())?;
         Ok(WindowOperator::new(
             self.id,
             self.key_fn,

@@ -1,14 +1,15 @@
 //! Keyed operators without windows: rolling reduce and sum, and keyed process functions
 //! with state and timers.
 
+use super::changes::KeyChanges;
 use super::timers::TimerQueue;
 use super::{guard, user_error, Operator, OperatorId, Shared};
 use crate::api::context::{TimeDomain, TimerRequest};
 use crate::api::state::KeyedStateBackend;
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric, TimerContext};
-use crate::time::MIN_WATERMARK;
+use crate::time::{Clock, MIN_WATERMARK};
 use crate::{BoxError, Error};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -34,51 +35,40 @@ macro_rules! forward_watermark_lifecycle {
     };
 }
 
-/// The per-key table of a rolling reduce or sum: the values, and (on an engine that writes
-/// state back, e.g. Redis) the keys changed since the last drain. On the memory engine
-/// `dirty` is `None` and costs one branch per record.
+/// The per-key table of a rolling reduce or sum: the values, and the keys changed since the
+/// engine last wrote them back (`C`, the engine's [`KeyChanges`]: nothing on the memory
+/// engine).
 #[derive(Clone, Debug)]
-pub struct KeyedTable<K, V> {
+pub struct KeyedTable<K, V, C> {
     pub(crate) map: HashMap<K, V>,
-    pub(crate) dirty: Option<HashSet<K>>,
+    pub(crate) changes: C,
 }
 
-impl<K, V> Default for KeyedTable<K, V> {
+impl<K, V, C: Default> Default for KeyedTable<K, V, C> {
     fn default() -> Self {
         KeyedTable {
             map: HashMap::new(),
-            dirty: None,
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone, V> KeyedTable<K, V> {
-    #[inline]
-    pub(crate) fn touch(&mut self, key: &K) {
-        if let Some(d) = &mut self.dirty {
-            if !d.contains(key) {
-                d.insert(key.clone());
-            }
+            changes: C::default(),
         }
     }
 }
 
 /// Rolling reduce per key (Flink `KeyedStream.reduce`): emits the updated value for every
 /// element.
-pub struct KeyedReduce<KF, K, T, F, N> {
+pub struct KeyedReduce<KF, K, T, F, C, N> {
     id: OperatorId,
     key_fn: KF,
     f: F,
-    state: Shared<KeyedTable<K, Option<T>>>,
+    state: Shared<KeyedTable<K, Option<T>, C>>,
     next: N,
 }
 
-impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
+impl<KF, K, T, F, C, N> KeyedReduce<KF, K, T, F, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
         f: F,
-        state: Shared<KeyedTable<K, Option<T>>>,
+        state: Shared<KeyedTable<K, Option<T>, C>>,
         next: N,
     ) -> Self {
         KeyedReduce {
@@ -91,12 +81,13 @@ impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
     }
 }
 
-impl<KF, K, T, F, N> Operator<T> for KeyedReduce<KF, K, T, F, N>
+impl<KF, K, T, F, C, N> Operator<T> for KeyedReduce<KF, K, T, F, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
     T: Clone,
     F: FnMut(T, T) -> T,
+    C: KeyChanges<K>,
     N: Operator<T>,
 {
     #[inline]
@@ -104,7 +95,7 @@ where
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let out = {
             let mut table = self.state.borrow_mut();
-            table.touch(&key);
+            table.changes.mark(&key);
             match table.map.get_mut(&key) {
                 Some(slot) => {
                     // One hash lookup: the slot is taken for the call and refilled. After a
@@ -125,18 +116,18 @@ where
 }
 
 /// Rolling sum per key: emits `(key, sum so far)` for every element.
-pub struct KeyedSum<KF, K, T, N> {
+pub struct KeyedSum<KF, K, T, C, N> {
     id: OperatorId,
     key_fn: KF,
-    state: Shared<KeyedTable<K, T>>,
+    state: Shared<KeyedTable<K, T, C>>,
     next: N,
 }
 
-impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
+impl<KF, K, T, C, N> KeyedSum<KF, K, T, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
-        state: Shared<KeyedTable<K, T>>,
+        state: Shared<KeyedTable<K, T, C>>,
         next: N,
     ) -> Self {
         KeyedSum {
@@ -148,11 +139,12 @@ impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
     }
 }
 
-impl<KF, K, T, N> Operator<T> for KeyedSum<KF, K, T, N>
+impl<KF, K, T, C, N> Operator<T> for KeyedSum<KF, K, T, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
     T: Numeric,
+    C: KeyChanges<K>,
     N: Operator<(K, T)>,
 {
     #[inline]
@@ -160,7 +152,7 @@ where
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let sum = {
             let mut table = self.state.borrow_mut();
-            table.touch(&key);
+            table.changes.mark(&key);
             match table.map.get_mut(&key) {
                 Some(acc) => {
                     *acc = guard(&self.id, || *acc + value)?;
@@ -179,20 +171,20 @@ where
 
 /// Rolling sum per key of a number extracted from each element: emits `(key, sum so far)`
 /// for every element.
-pub struct KeyedSumBy<KF, K, F, V, N> {
+pub struct KeyedSumBy<KF, K, F, V, C, N> {
     id: OperatorId,
     key_fn: KF,
     f: F,
-    state: Shared<KeyedTable<K, V>>,
+    state: Shared<KeyedTable<K, V, C>>,
     next: N,
 }
 
-impl<KF, K, F, V, N> KeyedSumBy<KF, K, F, V, N> {
+impl<KF, K, F, V, C, N> KeyedSumBy<KF, K, F, V, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
         f: F,
-        state: Shared<KeyedTable<K, V>>,
+        state: Shared<KeyedTable<K, V, C>>,
         next: N,
     ) -> Self {
         KeyedSumBy {
@@ -205,12 +197,13 @@ impl<KF, K, F, V, N> KeyedSumBy<KF, K, F, V, N> {
     }
 }
 
-impl<T, KF, K, F, V, N> Operator<T> for KeyedSumBy<KF, K, F, V, N>
+impl<T, KF, K, F, V, C, N> Operator<T> for KeyedSumBy<KF, K, F, V, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
     F: FnMut(&T) -> V,
     V: Numeric,
+    C: KeyChanges<K>,
     N: Operator<(K, V)>,
 {
     #[inline]
@@ -219,7 +212,7 @@ where
         let v = guard(&self.id, || (self.f)(&value))?;
         let sum = {
             let mut table = self.state.borrow_mut();
-            table.touch(&key);
+            table.changes.mark(&key);
             match table.map.get_mut(&key) {
                 Some(acc) => {
                     *acc = guard(&self.id, || *acc + v)?;
@@ -283,29 +276,19 @@ where
 /// = the key as JSON, value = `[[time, "EventTime" | "ProcessingTime"], ...]`), written
 /// with the batch that changed them, so pending timers survive a restart.
 #[derive(Clone)]
-pub struct ProcessState<K> {
+pub struct ProcessState<K, C> {
     pub(crate) backend: KeyedStateBackend<K>,
     pub(crate) event_timers: TimerQueue<K>,
     pub(crate) processing_timers: TimerQueue<K>,
     /// Timers per key, in registration order (dedup on (time, domain)).
     pub(crate) registered: HashMap<K, Vec<(i64, TimeDomain)>>,
-    /// Keys whose timers changed since the last drain (`Some` when the engine tracks).
-    pub(crate) timers_dirty: Option<HashSet<K>>,
+    /// Keys whose timers changed since the engine last wrote them back.
+    pub(crate) timer_changes: C,
     /// Most pending event-time timers (0 = unbounded).
     pub(crate) max_event_timers: usize,
-    /// Processing time is the wall clock (Redis engine) instead of the highest record
-    /// timestamp (memory engine).
-    pub(crate) wall_clock: bool,
 }
 
-/// The wall clock in epoch milliseconds.
-pub(crate) fn wall_clock_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-impl<K: 'static> ProcessState<K> {
+impl<K: 'static, C: Default> ProcessState<K, C> {
     /// Empty state of `operator`.
     pub(crate) fn new(operator: &OperatorId) -> Self {
         ProcessState {
@@ -313,14 +296,13 @@ impl<K: 'static> ProcessState<K> {
             event_timers: TimerQueue::default(),
             processing_timers: TimerQueue::default(),
             registered: HashMap::new(),
-            timers_dirty: None,
+            timer_changes: C::default(),
             max_event_timers: 0,
-            wall_clock: false,
         }
     }
 }
 
-impl<K: Hash + Eq + Clone> ProcessState<K> {
+impl<K: Hash + Eq + Clone, C: KeyChanges<K>> ProcessState<K, C> {
     /// Queues timer (`time`, `domain`) of `key` unless it is already queued.
     pub(crate) fn add_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
         let list = self.registered.entry(key.clone()).or_default();
@@ -332,9 +314,7 @@ impl<K: Hash + Eq + Clone> ProcessState<K> {
             TimeDomain::EventTime => self.event_timers.push(time, key.clone()),
             TimeDomain::ProcessingTime => self.processing_timers.push(time, key.clone()),
         }
-        if let Some(d) = &mut self.timers_dirty {
-            d.insert(key.clone());
-        }
+        self.timer_changes.mark(key);
     }
 
     /// Removes timer (`time`, `domain`) of `key` if it is queued.
@@ -354,9 +334,7 @@ impl<K: Hash + Eq + Clone> ProcessState<K> {
             TimeDomain::EventTime => self.event_timers.remove(time, key),
             TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
         };
-        if let Some(d) = &mut self.timers_dirty {
-            d.insert(key.clone());
-        }
+        self.timer_changes.mark(key);
     }
 
     fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
@@ -366,37 +344,36 @@ impl<K: Hash + Eq + Clone> ProcessState<K> {
                 self.registered.remove(key);
             }
         }
-        if let Some(d) = &mut self.timers_dirty {
-            d.insert(key.clone());
-        }
+        self.timer_changes.mark(key);
     }
 }
 
 /// Runs a [`KeyedProcessFunction`] with keyed state and timers.
 ///
 /// Timers are deduplicated on (key, time, domain). Event-time timers fire when the watermark
-/// reaches them; processing time advances with the record timestamps (a bounded run is
-/// deterministic), and due processing-time timers fire before the record that moved it. At end
-/// of input every remaining timer fires, event time first, each domain in time order.
-pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, N> {
+/// reaches them; processing time comes from the engine's [`Clock`] at every record (the
+/// memory engine's advances with the record timestamps, so a bounded run is deterministic),
+/// and due processing-time timers fire before the record that moved it. At end of input
+/// every remaining timer fires, event time first, each domain in time order.
+pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, C, Cl, N> {
     id: OperatorId,
     key_fn: KF,
     function: PF,
-    state: Shared<ProcessState<K>>,
+    state: Shared<ProcessState<K, C>>,
     watermark: i64,
     processing_time: i64,
     requests: Vec<TimerRequest>,
     out: Vec<PF::Out>,
     next: N,
-    _in: PhantomData<fn(T)>,
+    _in: PhantomData<fn(T, Cl)>,
 }
 
-impl<KF, K, T, PF: KeyedProcessFunction<K, T>, N> KeyedProcess<KF, K, T, PF, N> {
+impl<KF, K, T, PF: KeyedProcessFunction<K, T>, C, Cl, N> KeyedProcess<KF, K, T, PF, C, Cl, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
         function: PF,
-        state: Shared<ProcessState<K>>,
+        state: Shared<ProcessState<K, C>>,
         next: N,
     ) -> Self {
         KeyedProcess {
@@ -414,11 +391,12 @@ impl<KF, K, T, PF: KeyedProcessFunction<K, T>, N> KeyedProcess<KF, K, T, PF, N> 
     }
 }
 
-impl<KF, K, T, PF, N> KeyedProcess<KF, K, T, PF, N>
+impl<KF, K, T, PF, C, Cl, N> KeyedProcess<KF, K, T, PF, C, Cl, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
     PF: KeyedProcessFunction<K, T>,
+    C: KeyChanges<K>,
     N: Operator<PF::Out>,
 {
     /// Applies the timer registrations and deletions the function asked for, in order.
@@ -428,7 +406,7 @@ where
     /// the record fails (retry / dead letter) instead of the timer being dropped.
     fn register(
         id: &OperatorId,
-        state: &mut ProcessState<K>,
+        state: &mut ProcessState<K, C>,
         key: &K,
         requests: &mut Vec<TimerRequest>,
     ) -> Result<(), Error> {
@@ -497,11 +475,13 @@ where
     }
 }
 
-impl<KF, K, T, PF, N> Operator<T> for KeyedProcess<KF, K, T, PF, N>
+impl<KF, K, T, PF, C, Cl, N> Operator<T> for KeyedProcess<KF, K, T, PF, C, Cl, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
     PF: KeyedProcessFunction<K, T>,
+    C: KeyChanges<K>,
+    Cl: Clock,
     N: Operator<PF::Out>,
 {
     fn open(&mut self) -> Result<(), Error> {
@@ -509,11 +489,7 @@ where
     }
 
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        let now = if self.state.borrow().wall_clock {
-            wall_clock_ms()
-        } else {
-            timestamp
-        };
+        let now = Cl::processing_time(timestamp);
         if now > self.processing_time {
             self.processing_time = now;
             self.fire(TimeDomain::ProcessingTime, now)?;

@@ -7,6 +7,7 @@
 //! Most users build pipelines with [`MemoryEnv`](crate::MemoryEnv)'s builder API or the
 //! `pipeline!` macro; these types are what both expand to.
 
+mod changes;
 pub(crate) mod keyed;
 mod side_output;
 mod sink;
@@ -15,6 +16,7 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
+pub use changes::{KeyChanges, NoChanges};
 pub use keyed::{
     KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
 };
@@ -22,7 +24,7 @@ pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
 pub use sink::SinkOp;
 pub use stateless::{Filter, FlatMap, Map, TryMap};
-pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState, WatermarkStore};
+pub use watermark::{AssignWatermarks, RecordTimestamp, WatermarkState};
 pub use window::WindowState;
 pub use window::{
     AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow,

@@ -1,13 +1,14 @@
 //! The keyed window operator: assigners, triggers, allowed lateness, late side output and
 //! session merging.
 
+use super::changes::KeyChanges;
 use super::timers::TimerQueue;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
 use crate::api::{AggregateFunction, Collector, Numeric, RejectedElement, Sink};
 use crate::time::trigger::TimerRequest;
 use crate::time::{TimeWindow, Trigger, TriggerContext, TriggerResult, WindowAssigner};
 use crate::{BoxError, Error};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -429,31 +430,23 @@ pub(crate) struct Bucket<Acc, Tr> {
 /// JSON, value = the key's panes as JSON (window, accumulator, trigger state, flags and
 /// registered event-time timers); the timer queue is rebuilt from the panes on load.
 #[derive(Clone)]
-pub struct WindowState<K, Acc, Tr> {
+pub struct WindowState<K, Acc, Tr, C> {
     pub(crate) keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
     pub(crate) timers: TimerQueue<(K, TimeWindow)>,
-    /// Keys whose panes changed since the last drain (`Some` when the engine tracks).
-    pub(crate) dirty: Option<HashSet<K>>,
+    /// Keys whose panes changed since the engine last wrote them back.
+    pub(crate) changes: C,
     /// Most windows fired by timers per record (0 = unlimited); due windows beyond it
     /// fire before the next record.
     pub(crate) max_fires: usize,
 }
 
-impl<K, Acc, Tr> Default for WindowState<K, Acc, Tr> {
+impl<K, Acc, Tr, C: Default> Default for WindowState<K, Acc, Tr, C> {
     fn default() -> Self {
         WindowState {
             keys: HashMap::new(),
             timers: TimerQueue::default(),
-            dirty: None,
+            changes: C::default(),
             max_fires: 0,
-        }
-    }
-}
-
-fn touch<K: Hash + Eq + Clone>(dirty: &mut Option<HashSet<K>>, key: &K) {
-    if let Some(d) = dirty {
-        if !d.contains(key) {
-            d.insert(key.clone());
         }
     }
 }
@@ -465,7 +458,7 @@ fn touch<K: Hash + Eq + Clone>(dirty: &mut Option<HashSet<K>>, key: &K) {
 /// Results carry the window's `max_timestamp` as their timestamp. Processing-time timers
 /// requested by triggers are not served by the in-memory engine: such windows
 /// emit once at cleanup.
-pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, N> {
+pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, C, N> {
     id: OperatorId,
     key_fn: KF,
     assigner: A,
@@ -474,7 +467,7 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, N> {
     function: WF,
     late: L,
     rejected: E,
-    state: Shared<WindowState<K, WF::Acc, Tr>>,
+    state: Shared<WindowState<K, WF::Acc, Tr, C>>,
     counters: Rc<Counters>,
     watermark: i64,
     /// Due timers were left by the `max_fires` cap.
@@ -490,7 +483,8 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, N> {
     _in: PhantomData<fn(T)>,
 }
 
-impl<KF, K, T, A: WindowAssigner, Tr, WF, L, E, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
+impl<KF, K, T, A: WindowAssigner, Tr, WF, L, E, C, N>
+    WindowOperator<KF, K, T, A, Tr, WF, L, E, C, N>
 where
     WF: WindowFunction<K, T>,
 {
@@ -504,7 +498,7 @@ where
         function: WF,
         late: L,
         rejected: E,
-        state: Shared<WindowState<K, WF::Acc, Tr>>,
+        state: Shared<WindowState<K, WF::Acc, Tr, C>>,
         counters: Rc<Counters>,
         next: N,
     ) -> Self {
@@ -615,7 +609,7 @@ fn register<K: Clone, Acc, Tr>(
     }
 }
 
-impl<KF, K, T, A, Tr, WF, L, E, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
+impl<KF, K, T, A, Tr, WF, L, E, C, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
@@ -625,6 +619,7 @@ where
     WF: WindowFunction<K, T>,
     L: Sink<T>,
     E: RejectedOutput<T>,
+    C: KeyChanges<K>,
     N: Operator<WF::Out>,
 {
     fn new_bucket(&mut self, window: TimeWindow) -> Result<Bucket<WF::Acc, Tr>, Error> {
@@ -746,10 +741,10 @@ where
         let WindowState {
             keys,
             timers,
-            dirty,
+            changes,
             ..
         } = &mut *state;
-        touch(dirty, &key);
+        changes.mark(&key);
         if !keys.contains_key(&key) {
             keys.insert(key.clone(), Vec::new());
         }
@@ -806,7 +801,7 @@ where
         let WindowState {
             keys,
             timers,
-            dirty,
+            changes,
             ..
         } = &mut *state;
         let empty = Vec::new();
@@ -832,7 +827,7 @@ where
             drop(state);
             return self.late_element(value);
         }
-        touch(dirty, &key);
+        changes.mark(&key);
         if !keys.contains_key(&key) {
             keys.insert(key.clone(), Vec::new());
         }
@@ -960,7 +955,7 @@ where
     /// Runs event-time timer `time` of `key`'s pane `window` (if the pane still has it).
     fn fire_one(
         &mut self,
-        st: &mut WindowState<K, WF::Acc, Tr>,
+        st: &mut WindowState<K, WF::Acc, Tr, C>,
         time: i64,
         key: K,
         window: TimeWindow,
@@ -969,13 +964,13 @@ where
         let WindowState {
             keys,
             timers,
-            dirty,
+            changes,
             ..
         } = st;
         let Some(panes) = keys.get_mut(&key) else {
             return Ok(());
         };
-        touch(dirty, &key);
+        changes.mark(&key);
         let Some(idx) = panes
             .iter()
             .position(|b| b.window == window && b.timers.contains(&time))
@@ -1009,7 +1004,8 @@ where
     }
 }
 
-impl<KF, K, T, A, Tr, WF, L, E, N> Operator<T> for WindowOperator<KF, K, T, A, Tr, WF, L, E, N>
+impl<KF, K, T, A, Tr, WF, L, E, C, N> Operator<T>
+    for WindowOperator<KF, K, T, A, Tr, WF, L, E, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
@@ -1019,6 +1015,7 @@ where
     WF: WindowFunction<K, T>,
     L: Sink<T>,
     E: RejectedOutput<T>,
+    C: KeyChanges<K>,
     N: Operator<WF::Out>,
 {
     fn open(&mut self) -> Result<(), Error> {

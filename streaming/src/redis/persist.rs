@@ -5,7 +5,7 @@ use super::schema::SchemaGate;
 use crate::api::state::{short_type_name, Tracking};
 use crate::api::TimeDomain;
 use crate::ops::window::Bucket;
-use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
+use crate::ops::{KeyChanges, KeyedTable, ProcessState, WatermarkState, WindowState};
 use crate::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -15,6 +15,33 @@ use std::hash::Hash;
 /// One change to write: state name, field (the key as JSON), new value as JSON (`None` =
 /// delete the field).
 pub type StateWrite<'a> = (&'a str, String, Option<String>);
+
+/// The Redis engine's change tracking: the keys changed since the last batch commit (for a
+/// watermark, the single key `()`).
+#[derive(Clone, Debug)]
+pub struct ChangedKeys<K>(HashSet<K>);
+
+impl<K> Default for ChangedKeys<K> {
+    fn default() -> Self {
+        ChangedKeys(HashSet::new())
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static> KeyChanges<K> for ChangedKeys<K> {
+    #[inline]
+    fn mark(&mut self, key: &K) {
+        if !self.0.contains(key) {
+            self.0.insert(key.clone());
+        }
+    }
+}
+
+impl<K> ChangedKeys<K> {
+    /// Forgets every change.
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+}
 
 /// An operator's state that the Redis engine can keep: loaded from its hashes when a
 /// partition is taken, changed in memory while batches run, and written back (only the
@@ -27,8 +54,10 @@ pub type StateWrite<'a> = (&'a str, String, Option<String>);
 /// accumulators and triggers serde) and for the watermark of each watermark operator
 /// ([`WatermarkState`]).
 pub trait Persist: 'static {
-    /// Turns on change tracking (off on the memory engine).
-    fn track(&mut self);
+    /// Turns on the tracking of opened process states (see
+    /// [`KeyedStateBackend`](crate::api::state::KeyedStateBackend)); other state tracks its
+    /// changes by type.
+    fn track(&mut self) {}
 
     /// Adds the stored entries of state `state` (field = key as JSON, value = JSON).
     ///
@@ -89,9 +118,6 @@ pub struct StateLimits {
     pub window_max_fires_per_record: usize,
     /// `event_time_timer_max_size` (0 = unbounded).
     pub event_time_timer_max_size: usize,
-    /// Processing time is the wall clock (the Redis engine) rather than the highest
-    /// record timestamp.
-    pub wall_clock_processing_time: bool,
 }
 
 /// Writes every key of `dirty` (drained) as field = key JSON, value = `value(key)` as JSON
@@ -99,7 +125,7 @@ pub struct StateLimits {
 fn drain_json<'v, K, V>(
     operator: &str,
     state: &str,
-    dirty: &mut HashSet<K>,
+    dirty: &mut ChangedKeys<K>,
     value: impl Fn(&K) -> Option<&'v V>,
     out: &mut dyn FnMut(StateWrite<'_>),
 ) -> Result<(), Error>
@@ -107,7 +133,7 @@ where
     K: Serialize,
     V: Serialize + 'v,
 {
-    for k in dirty.drain() {
+    for k in dirty.0.drain() {
         let field = serde_json::to_string(&k).map_err(|e| decode_err(operator, state, e))?;
         let value = value(&k)
             .map(|v| serde_json::to_string(v).map_err(|e| decode_err(operator, state, e)))
@@ -128,15 +154,11 @@ fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-impl<K, V> Persist for KeyedTable<K, V>
+impl<K, V> Persist for KeyedTable<K, V, ChangedKeys<K>>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
     V: Serialize + DeserializeOwned + 'static,
 {
-    fn track(&mut self) {
-        self.dirty.get_or_insert_with(HashSet::new);
-    }
-
     fn load(
         &mut self,
         operator: &str,
@@ -152,10 +174,14 @@ where
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        match &mut self.dirty {
-            Some(dirty) => drain_json(operator, ROLLING_STATE, dirty, |k| self.map.get(k), out),
-            None => Ok(()),
-        }
+        let map = &self.map;
+        drain_json(
+            operator,
+            ROLLING_STATE,
+            &mut self.changes,
+            |k| map.get(k),
+            out,
+        )
     }
 
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
@@ -177,7 +203,7 @@ pub const PANES_STATE: &str = "panes";
 pub const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
 
-impl<K> Persist for ProcessState<K>
+impl<K> Persist for ProcessState<K, ChangedKeys<K>>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
 {
@@ -189,12 +215,10 @@ where
                 schema: None,
             })
         });
-        self.timers_dirty.get_or_insert_with(HashSet::new);
     }
 
     fn configure(&mut self, limits: &StateLimits) {
         self.max_event_timers = limits.event_time_timer_max_size;
-        self.wall_clock = limits.wall_clock_processing_time;
     }
 
     fn has_event_time_work(&self) -> bool {
@@ -227,9 +251,7 @@ where
                     self.add_timer(&k, time, domain);
                 }
             }
-            if let Some(d) = &mut self.timers_dirty {
-                d.clear();
-            }
+            self.timer_changes.clear();
             return Ok(());
         }
         let Some(tracking) = &mut self.backend.tracking else {
@@ -249,29 +271,23 @@ where
             out((state, field, value));
             Ok(())
         })?;
-        match &mut self.timers_dirty {
-            Some(dirty) => drain_json(
-                operator,
-                TIMERS_STATE,
-                dirty,
-                |k| self.registered.get(k).filter(|l| !l.is_empty()),
-                out,
-            ),
-            None => Ok(()),
-        }
+        let registered = &self.registered;
+        drain_json(
+            operator,
+            TIMERS_STATE,
+            &mut self.timer_changes,
+            |k| registered.get(k).filter(|l| !l.is_empty()),
+            out,
+        )
     }
 }
 
-impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr>
+impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr, ChangedKeys<K>>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
     Acc: Serialize + DeserializeOwned + 'static,
     Tr: Serialize + DeserializeOwned + 'static,
 {
-    fn track(&mut self) {
-        self.dirty.get_or_insert_with(HashSet::new);
-    }
-
     fn configure(&mut self, limits: &StateLimits) {
         self.max_fires = limits.window_max_fires_per_record;
     }
@@ -313,24 +329,18 @@ where
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        match &mut self.dirty {
-            Some(dirty) => drain_json(
-                operator,
-                PANES_STATE,
-                dirty,
-                |k| self.keys.get(k).filter(|p| !p.is_empty()),
-                out,
-            ),
-            None => Ok(()),
-        }
+        let keys = &self.keys;
+        drain_json(
+            operator,
+            PANES_STATE,
+            &mut self.changes,
+            |k| keys.get(k).filter(|p| !p.is_empty()),
+            out,
+        )
     }
 }
 
-impl Persist for WatermarkState {
-    fn track(&mut self) {
-        self.dirty.get_or_insert(false);
-    }
-
+impl Persist for WatermarkState<ChangedKeys<()>> {
     fn load(
         &mut self,
         operator: &str,
@@ -347,11 +357,9 @@ impl Persist for WatermarkState {
     }
 
     fn drain(&mut self, _operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        if let Some(d) = &mut self.dirty {
-            if std::mem::take(d) {
-                let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
-                out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
-            }
+        if self.changes.0.drain().next().is_some() {
+            let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
+            out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
         }
         Ok(())
     }
@@ -384,8 +392,7 @@ mod tests {
 
     #[test]
     fn keyed_table_loads_and_drains_only_changed_keys_as_json() {
-        let mut t: KeyedTable<String, Option<i64>> = KeyedTable::default();
-        t.track();
+        let mut t: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
         t.load(
             "op",
             ROLLING_STATE,
@@ -394,9 +401,9 @@ mod tests {
         .unwrap();
         assert_eq!(t.map.get("a"), Some(&Some(1)));
         assert!(drained(&mut t).is_empty(), "loading is not a change");
-        t.touch(&"a".to_string());
+        t.changes.mark(&"a".to_string());
         t.map.insert("a".into(), Some(5));
-        t.touch(&"c".to_string());
+        t.changes.mark(&"c".to_string());
         assert_eq!(
             drained(&mut t),
             [
@@ -414,7 +421,7 @@ mod tests {
     #[test]
     fn process_state_loads_lazily_and_drains_touched_values() {
         let id = OperatorId::new("s", 2, "process");
-        let mut st = ProcessState::<String>::new(&id);
+        let mut st = ProcessState::<String, ChangedKeys<String>>::new(&id);
         st.track();
         st.load("op", "count", vec![("\"k\"".into(), "41".into())])
             .unwrap();
@@ -446,7 +453,7 @@ mod tests {
     #[test]
     fn untracked_state_is_the_memory_engines() {
         let id = OperatorId::new("s", 2, "process");
-        let mut st = ProcessState::<String>::new(&id);
+        let mut st = ProcessState::<String, ChangedKeys<String>>::new(&id);
         st.backend
             .handle(&PLAIN, &"k".to_string())
             .unwrap()

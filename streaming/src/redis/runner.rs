@@ -29,8 +29,8 @@ use crate::mq::lease::{Fence, Lease, LeaseScripts, LUA_LEASE_HELD};
 use crate::mq::message::{encode_fields, parse_read_reply, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, promote_due, promote_script, schedule_script};
 use crate::mq::{ExclusiveReader, Failure, KeySpace, Message, Mq, SubscriptionOptions};
-use crate::ops::keyed::wall_clock_ms;
 use crate::ops::{Counters, Operator, OperatorId};
+use crate::time::clock::wall_clock_ms;
 use crate::Error;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
@@ -551,7 +551,6 @@ where
     let limits = StateLimits {
         window_max_fires_per_record: config.window_max_fires_per_record() as usize,
         event_time_timer_max_size: config.event_time_timer_max_size() as usize,
-        wall_clock_processing_time: true,
     };
     let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits);
     let plan = &make;

@@ -1,9 +1,10 @@
 //! The Redis engine's build-time runtime ([`RedisRuntime`]) and its state key layout.
 
-use super::persist::{Persist, StateLimits};
+use super::persist::{ChangedKeys, Persist, StateLimits};
 use crate::api::Sink;
-use crate::dataflow::{SideOutputFactory, StoreFactory};
-use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState, WatermarkStore};
+use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
+use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState};
+use crate::time::WallClock;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -23,7 +24,8 @@ pub(crate) type ChainParts = (
 );
 
 /// What the stages of one partition's chain are built with: it hands out stores that
-/// track their changes and remembers them, so the runner can load and drain them.
+/// track their changed keys ([`ChangedKeys`]) and remembers them, so the runner can load
+/// them and write their changes back with each batch. Processing time is the wall clock.
 #[derive(Default)]
 pub struct RedisRuntime {
     counters: Rc<Counters>,
@@ -89,10 +91,6 @@ impl<S: Persist> StoreFactory<S> for RedisRuntime {
     fn store(&self, operator: &OperatorId, init: S) -> Result<Rc<RefCell<S>>, Error> {
         Ok(self.register(operator, init))
     }
-
-    fn counters(&self) -> Rc<Counters> {
-        Rc::clone(&self.counters)
-    }
 }
 
 /// Side outputs are buffered: the runner delivers them when the batch commits (a Redis
@@ -106,12 +104,18 @@ impl<T: 'static, L: Sink<T> + 'static> SideOutputFactory<T, L> for RedisRuntime 
     }
 }
 
-impl WatermarkStore for RedisRuntime {
-    fn watermark_state(&self, operator: &OperatorId) -> Rc<RefCell<WatermarkState>> {
+impl Runtime for RedisRuntime {
+    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = ChangedKeys<K>;
+    type Clock = WallClock;
+
+    fn watermark_state(
+        &self,
+        operator: &OperatorId,
+    ) -> Rc<RefCell<WatermarkState<ChangedKeys<()>>>> {
         self.register(operator, WatermarkState::default())
     }
 
-    fn window_counters(&self) -> Rc<Counters> {
+    fn counters(&self) -> Rc<Counters> {
         Rc::clone(&self.counters)
     }
 }

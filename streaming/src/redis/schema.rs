@@ -222,6 +222,7 @@ pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32,
 mod tests {
     use super::*;
     use crate::ops::KeyedTable;
+    use crate::redis::persist::ChangedKeys;
     use crate::redis::Persist;
 
     fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
@@ -288,9 +289,9 @@ mod tests {
                 "rolling<Option<u64>> by String".into(),
             )]),
         );
-        let mut same: KeyedTable<String, Option<u64>> = KeyedTable::default();
+        let mut same: KeyedTable<String, Option<u64>, ChangedKeys<String>> = KeyedTable::default();
         same.schema("op", &g).unwrap();
-        let mut other: KeyedTable<String, Option<i64>> = KeyedTable::default();
+        let mut other: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
         let e = other.schema("op", &g).unwrap_err();
         assert!(
             e.to_string().contains("`rolling<Option<i64>> by String`"),
