@@ -1,4 +1,4 @@
-//! Expansion snapshots of two representative pipelines, kept in `expansions/` so a reviewer
+//! Expansion snapshots of representative pipelines, kept in `expansions/` so a reviewer
 //! can read the generated code. `UPDATE_EXPANSIONS=1 cargo test -p streaming-macros`
 //! rewrites them.
 
@@ -74,6 +74,26 @@ fn keyed_state_and_timers() {
                     Ok(())
                 })
                 .print()
+        },
+    );
+}
+
+#[test]
+fn redis_keyed_state() {
+    snapshot(
+        "redis_keyed_state",
+        parse_quote! {
+            env.from_mq_topic("orders", "billing")
+                .map(|m: Message| m.payload_str().unwrap_or_default().to_string())
+                .key_by(|k: &String| k.clone())
+                .state(count: ValueState<u64> = 0)
+                .process(|k: String, ctx, out| {
+                    let n = ctx.state(count)?.value() + 1;
+                    ctx.state(count)?.update(n);
+                    out.collect(format!("{k}={n}"));
+                    Ok(())
+                })
+                .sink(RedisListSink::new("counts"))
         },
     );
 }

@@ -1,10 +1,14 @@
 //! Helpers the `pipeline!` expansion calls. Not part of the public API.
 
+use crate::api::state::DeclareStates;
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
 use crate::dataflow::{KeyedProcessOutput, KeyedStream, Plan};
+use crate::ops::ProcessFn;
 use crate::BoxError;
 use std::hash::Hash;
 use std::marker::PhantomData;
+
+pub use crate::api::state::DeclaredState;
 
 /// The value standing in for a pipeline that failed to compile: its type is the type a
 /// valid pipeline would have, so the surrounding code type-checks and one mistake gives one
@@ -21,25 +25,48 @@ pub fn config_error<T, E: Into<crate::Error>>(error: E) -> Result<T, crate::Erro
     Err(error.into())
 }
 
-/// `process(on_element).on_timer(on_timer)`: a keyed process function from two closures.
+/// `state(..).process(on_element)`: the declared states `states` (a tuple of descriptors,
+/// in declaration order) get their slots when the pipeline is built; `on_element` names
+/// them as [`DeclaredState`]s.
 #[doc(hidden)]
-pub fn process_with_timers<P, KF, K, O, F, G>(
+pub fn process_with_states<P, KF, K, O, F, S>(
     keyed: KeyedStream<P, KF, K>,
+    states: S,
+    on_element: F,
+) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O>, S>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+    F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    S: DeclareStates<K>,
+{
+    keyed.process_declared(ProcessFn::new(on_element), states)
+}
+
+/// `state(..).process(on_element).on_timer(on_timer)`: a keyed process function from two
+/// closures, with the declared states `states` (`()` without `state(..)`).
+#[doc(hidden)]
+pub fn process_with_timers<P, KF, K, O, F, G, S>(
+    keyed: KeyedStream<P, KF, K>,
+    states: S,
     on_element: F,
     on_timer: G,
-) -> KeyedProcessOutput<P, KF, K, WithTimers<F, G, O>>
+) -> KeyedProcessOutput<P, KF, K, WithTimers<F, G, O>, S>
 where
     P: Plan,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&P::Out) -> K,
     F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
     G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    S: DeclareStates<K>,
 {
-    keyed.process_function(WithTimers {
+    let function = WithTimers {
         on_element,
         on_timer,
         _out: PhantomData,
-    })
+    };
+    keyed.process_declared(function, states)
 }
 
 /// The process function of [`process_with_timers`].

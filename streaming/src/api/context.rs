@@ -1,6 +1,6 @@
 //! Contexts handed to keyed process functions.
 
-use super::state::{KeyedStateBackend, StateDescriptor};
+use super::state::{KeyRef, KeyedStateBackend, OpenState, StateDescriptor, StateRef, StateSlot};
 use crate::Error;
 use std::hash::Hash;
 
@@ -30,11 +30,46 @@ pub(crate) enum TimerRequest {
 /// processing time, timer registration and the key's state.
 pub struct KeyedContext<'a, K> {
     pub(crate) key: &'a K,
+    /// The key's hash, computed when the first state is opened.
+    key_hash: Option<u64>,
+    pub(crate) timestamp: i64,
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+    pub(crate) timers: &'a mut Vec<TimerRequest>,
+    state: &'a mut KeyedStateBackend<K>,
+    /// The engine's part in opening a state for the first time.
+    opener: &'a mut dyn OpenState<K>,
+    /// The states this call changed (bit `i`: the operator's `i`-th state).
+    pub(crate) changed: u64,
+}
+
+/// What a keyed context is made of (see [`KeyedContext::new`]).
+pub(crate) struct ContextParts<'a, K> {
+    pub(crate) key: &'a K,
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
     pub(crate) timers: &'a mut Vec<TimerRequest>,
     pub(crate) state: &'a mut KeyedStateBackend<K>,
+    pub(crate) opener: &'a mut dyn OpenState<K>,
+}
+
+impl<'a, K> KeyedContext<'a, K> {
+    /// The context of one call, with no state changed yet.
+    #[inline]
+    pub(crate) fn new(parts: ContextParts<'a, K>) -> Self {
+        KeyedContext {
+            key: parts.key,
+            key_hash: None,
+            timestamp: parts.timestamp,
+            watermark: parts.watermark,
+            processing_time: parts.processing_time,
+            timers: parts.timers,
+            state: parts.state,
+            opener: parts.opener,
+            changed: 0,
+        }
+    }
 }
 
 impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
@@ -91,18 +126,36 @@ impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
             .push(TimerRequest::Delete(time, TimeDomain::ProcessingTime));
     }
 
-    /// The state described by `descriptor` for the current key: a
+    /// The state `state` refers to, for the current key: a
     /// [`ValueState`](super::ValueState), [`ListState`](super::ListState),
-    /// [`MapState`](super::MapState) or [`SetState`](super::SetState).
+    /// [`MapState`](super::MapState) or [`SetState`](super::SetState). `state` is a
+    /// descriptor (`ctx.state(&COUNT)`), or in `pipeline!` a name declared with
+    /// `.state(..)` (`ctx.state(count)`). Opening a state only reads it: the engine writes
+    /// a state back for the key only when the handle changed it.
     ///
     /// # Errors
     /// [`Error::StateType`] when this operator used the same state name with another kind or
-    /// type before.
-    pub fn state<'s, D: StateDescriptor<K>>(
-        &'s mut self,
-        descriptor: &'s D,
-    ) -> Result<D::Handle<'s>, Error> {
-        self.state.handle(descriptor, self.key)
+    /// type before; on the Redis engine [`Error::StateNotPersistent`] for a descriptor
+    /// without a codec.
+    #[inline]
+    pub fn state<S: StateRef<K>>(
+        &mut self,
+        state: S,
+    ) -> Result<<S::Descriptor as StateDescriptor<K>>::Handle<'_>, Error> {
+        let slot = match state.slot() {
+            StateSlot::Declared(index) => self.state.declared_slot(index)?,
+            StateSlot::Descriptor(descriptor) => self.state.resolve(descriptor, self.opener)?,
+        };
+        let hash = match self.key_hash {
+            Some(hash) => hash,
+            None => *self.key_hash.insert(self.state.hash_of(self.key)),
+        };
+        let key = KeyRef {
+            key: self.key,
+            hash,
+        };
+        self.state
+            .open::<S::Descriptor>(slot, key, &mut self.changed)
     }
 }
 
@@ -159,10 +212,11 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     ///
     /// # Errors
     /// As [`KeyedContext::state`].
-    pub fn state<'s, D: StateDescriptor<K>>(
-        &'s mut self,
-        descriptor: &'s D,
-    ) -> Result<D::Handle<'s>, Error> {
-        self.inner.state(descriptor)
+    #[inline]
+    pub fn state<S: StateRef<K>>(
+        &mut self,
+        state: S,
+    ) -> Result<<S::Descriptor as StateDescriptor<K>>::Handle<'_>, Error> {
+        self.inner.state(state)
     }
 }

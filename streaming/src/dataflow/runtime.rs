@@ -5,7 +5,7 @@
 //! ([`Runtime::Clock`]), so the memory engine's operators carry no flag and no tracking
 //! code at all, and the Redis engine's remember exactly the keys to write back.
 
-use crate::ops::{Counters, KeyChanges, OperatorId, SideOutput, WatermarkState};
+use crate::ops::{Counters, KeyChanges, OperatorId, ProcessTracking, SideOutput, WatermarkState};
 use crate::time::Clock;
 use crate::Error;
 use std::cell::RefCell;
@@ -20,6 +20,12 @@ pub trait Runtime {
     /// [`NoChanges`](crate::ops::NoChanges) (zero-sized, tracks nothing) on an engine that
     /// keeps state in the process, a set of keys on one that writes state back.
     type Changes<K: Hash + Eq + Clone + 'static>: KeyChanges<K>;
+
+    /// The same for a keyed process operator's states (per state) and timers, with the
+    /// engine's part in opening a state for the first time: nothing on the memory engine;
+    /// on the Redis engine the check that the state can be kept, its schema check and the
+    /// stored entries to decode.
+    type ProcessChanges<K: Hash + Eq + Clone + 'static>: ProcessTracking<K>;
 
     /// The processing time of keyed process functions: the highest record timestamp
     /// ([`RecordClock`](crate::time::RecordClock)) or the wall clock

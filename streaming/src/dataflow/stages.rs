@@ -3,6 +3,7 @@
 use super::plan::{BuildRejectedOutput, BuildStage, Stage};
 use super::runtime::{Runtime, SideOutputFactory, StoreFactory};
 use super::window_fn::MakeWindowFunction;
+use crate::api::state::DeclareStates;
 use crate::api::{KeyedProcessFunction, Numeric, Sink};
 use crate::ops::keyed::{KeyedTable, ProcessState};
 use crate::ops::window::WindowState;
@@ -70,8 +71,11 @@ stage!(
     KeyedSumByStage<KF, K, F, V> { key_fn: KF, f: F, _k: PhantomData<fn() -> (K, V)> }
 );
 stage!(
-    /// The stage of [`KeyedStream::process`].
-    KeyedProcessStage<KF, K, PF> { key_fn: KF, function: PF, _k: PhantomData<fn() -> K> }
+    /// The stage of [`KeyedStream::process`], with the states declared for it (`pipeline!`'s
+    /// `.state(..)`; none from the builder).
+    KeyedProcessStage<KF, K, PF, S> {
+        key_fn: KF, function: PF, states: S, _k: PhantomData<fn() -> K>
+    }
 );
 stage!(
     /// The stage of a window function on a [`WindowedStream`].
@@ -231,7 +235,7 @@ where
     }
 }
 
-impl<T, K, KF, PF> Stage<T> for KeyedProcessStage<KF, K, PF>
+impl<T, K, KF, PF, S> Stage<T> for KeyedProcessStage<KF, K, PF, S>
 where
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
@@ -240,17 +244,20 @@ where
     type Out = PF::Out;
 }
 
-impl<R, T, K, KF, PF> BuildStage<T, R> for KeyedProcessStage<KF, K, PF>
+impl<R, T, K, KF, PF, S> BuildStage<T, R> for KeyedProcessStage<KF, K, PF, S>
 where
     R: Runtime,
-    R: StoreFactory<ProcessState<K, <R as Runtime>::Changes<K>>>,
+    R: StoreFactory<ProcessState<K, <R as Runtime>::ProcessChanges<K>>>,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     PF: KeyedProcessFunction<K, T>,
+    S: DeclareStates<K>,
 {
-    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, R::Changes<K>, R::Clock, N>;
+    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, R::ProcessChanges<K>, R::Clock, N>;
     fn build<N: Operator<PF::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, ProcessState::new(&self.id))?;
+        // After the store: a restored state keeps its slots, found again by name.
+        state.borrow_mut().declare(&self.states)?;
         Ok(KeyedProcess::new(
             self.id,
             self.key_fn,

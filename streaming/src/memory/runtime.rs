@@ -49,6 +49,7 @@ impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
 
 impl Runtime for MemoryRuntime {
     type Changes<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
+    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
     type Clock = RecordClock;
 
     fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<NoChanges>> {

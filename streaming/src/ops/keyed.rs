@@ -1,11 +1,11 @@
 //! Keyed operators without windows: rolling reduce and sum, and keyed process functions
 //! with state and timers.
 
-use super::changes::KeyChanges;
+use super::changes::{KeyChanges, ProcessTracking};
 use super::timers::TimerQueue;
 use super::{guard, user_error, Operator, OperatorId, Shared};
-use crate::api::context::{TimeDomain, TimerRequest};
-use crate::api::state::KeyedStateBackend;
+use crate::api::context::{ContextParts, TimeDomain, TimerRequest};
+use crate::api::state::{DeclareStates, KeyedStateBackend};
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric, TimerContext};
 use crate::time::{Clock, MIN_WATERMARK};
 use crate::{BoxError, Error};
@@ -270,25 +270,26 @@ where
     }
 }
 
-/// The state of a keyed process operator: user state and pending timers.
+/// The state of a keyed process operator: user state, pending timers and what the engine
+/// tracks of them (`P`: nothing on the memory engine).
 ///
 /// The Redis engine keeps the timers of each key in the operator's `__timers` hash (field
 /// = the key as JSON, value = `[[time, "EventTime" | "ProcessingTime"], ...]`), written
 /// with the batch that changed them, so pending timers survive a restart.
 #[derive(Clone)]
-pub struct ProcessState<K, C> {
+pub struct ProcessState<K, P> {
     pub(crate) backend: KeyedStateBackend<K>,
     pub(crate) event_timers: TimerQueue<K>,
     pub(crate) processing_timers: TimerQueue<K>,
     /// Timers per key, in registration order (dedup on (time, domain)).
     pub(crate) registered: HashMap<K, Vec<(i64, TimeDomain)>>,
-    /// Keys whose timers changed since the engine last wrote them back.
-    pub(crate) timer_changes: C,
+    /// The states' and timers' changes since the engine last wrote them back.
+    pub(crate) tracking: P,
     /// Most pending event-time timers (0 = unbounded).
     pub(crate) max_event_timers: usize,
 }
 
-impl<K: 'static, C: Default> ProcessState<K, C> {
+impl<K: Hash + Eq + Clone + 'static, P: Default> ProcessState<K, P> {
     /// Empty state of `operator`.
     pub(crate) fn new(operator: &OperatorId) -> Self {
         ProcessState {
@@ -296,13 +297,93 @@ impl<K: 'static, C: Default> ProcessState<K, C> {
             event_timers: TimerQueue::default(),
             processing_timers: TimerQueue::default(),
             registered: HashMap::new(),
-            timer_changes: C::default(),
+            tracking: P::default(),
             max_event_timers: 0,
+        }
+    }
+
+    /// Gives the states declared with the operator their slots.
+    ///
+    /// # Errors
+    /// As [`DeclareStates::declare`].
+    pub(crate) fn declare(&mut self, states: &impl DeclareStates<K>) -> Result<(), Error> {
+        self.backend.clear_declared();
+        states.declare(&mut self.backend)
+    }
+}
+
+/// The times a keyed context shows: the element's (or timer's) timestamp, the watermark and
+/// processing time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ContextTimes {
+    pub(crate) timestamp: i64,
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+}
+
+impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
+    /// Runs `f` with the context of `key`, then notes the states it changed (also when it
+    /// failed: the engine then rolls the batch back anyway).
+    #[inline]
+    pub(crate) fn with_context<R>(
+        &mut self,
+        key: &K,
+        times: ContextTimes,
+        timers: &mut Vec<TimerRequest>,
+        f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
+    ) -> R {
+        let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
+        let result = f(&mut ctx);
+        let changed = ctx.changed;
+        self.note_changes(changed, key);
+        result
+    }
+
+    /// [`with_context`](Self::with_context) for a timer of `domain`.
+    #[inline]
+    pub(crate) fn with_timer_context<R>(
+        &mut self,
+        key: &K,
+        times: ContextTimes,
+        domain: TimeDomain,
+        timers: &mut Vec<TimerRequest>,
+        f: impl FnOnce(&mut TimerContext<'_, K>) -> R,
+    ) -> R {
+        let inner = KeyedContext::new(self.context_parts(key, times, timers));
+        let mut ctx = TimerContext { inner, domain };
+        let result = f(&mut ctx);
+        let changed = ctx.inner.changed;
+        self.note_changes(changed, key);
+        result
+    }
+
+    #[inline]
+    fn context_parts<'a>(
+        &'a mut self,
+        key: &'a K,
+        times: ContextTimes,
+        timers: &'a mut Vec<TimerRequest>,
+    ) -> ContextParts<'a, K> {
+        ContextParts {
+            key,
+            timestamp: times.timestamp,
+            watermark: times.watermark,
+            processing_time: times.processing_time,
+            timers,
+            state: &mut self.backend,
+            opener: &mut self.tracking,
+        }
+    }
+
+    #[inline]
+    fn note_changes(&mut self, changed: u64, key: &K) {
+        if changed != 0 {
+            self.tracking.mark_states(changed, key);
         }
     }
 }
 
-impl<K: Hash + Eq + Clone, C: KeyChanges<K>> ProcessState<K, C> {
+impl<K: Hash + Eq + Clone, P: ProcessTracking<K>> ProcessState<K, P> {
     /// Queues timer (`time`, `domain`) of `key` unless it is already queued.
     pub(crate) fn add_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
         let list = self.registered.entry(key.clone()).or_default();
@@ -314,7 +395,7 @@ impl<K: Hash + Eq + Clone, C: KeyChanges<K>> ProcessState<K, C> {
             TimeDomain::EventTime => self.event_timers.push(time, key.clone()),
             TimeDomain::ProcessingTime => self.processing_timers.push(time, key.clone()),
         }
-        self.timer_changes.mark(key);
+        self.tracking.mark_timers(key);
     }
 
     /// Removes timer (`time`, `domain`) of `key` if it is queued.
@@ -334,7 +415,7 @@ impl<K: Hash + Eq + Clone, C: KeyChanges<K>> ProcessState<K, C> {
             TimeDomain::EventTime => self.event_timers.remove(time, key),
             TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
         };
-        self.timer_changes.mark(key);
+        self.tracking.mark_timers(key);
     }
 
     fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
@@ -344,7 +425,7 @@ impl<K: Hash + Eq + Clone, C: KeyChanges<K>> ProcessState<K, C> {
                 self.registered.remove(key);
             }
         }
-        self.timer_changes.mark(key);
+        self.tracking.mark_timers(key);
     }
 }
 
@@ -355,11 +436,11 @@ impl<K: Hash + Eq + Clone, C: KeyChanges<K>> ProcessState<K, C> {
 /// memory engine's advances with the record timestamps, so a bounded run is deterministic),
 /// and due processing-time timers fire before the record that moved it. At end of input
 /// every remaining timer fires, event time first, each domain in time order.
-pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, C, Cl, N> {
+pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> {
     id: OperatorId,
     key_fn: KF,
     function: PF,
-    state: Shared<ProcessState<K, C>>,
+    state: Shared<ProcessState<K, P>>,
     watermark: i64,
     processing_time: i64,
     requests: Vec<TimerRequest>,
@@ -368,12 +449,12 @@ pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, C, Cl, N> {
     _in: PhantomData<fn(T, Cl)>,
 }
 
-impl<KF, K, T, PF: KeyedProcessFunction<K, T>, C, Cl, N> KeyedProcess<KF, K, T, PF, C, Cl, N> {
+impl<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> KeyedProcess<KF, K, T, PF, P, Cl, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
         function: PF,
-        state: Shared<ProcessState<K, C>>,
+        state: Shared<ProcessState<K, P>>,
         next: N,
     ) -> Self {
         KeyedProcess {
@@ -391,12 +472,12 @@ impl<KF, K, T, PF: KeyedProcessFunction<K, T>, C, Cl, N> KeyedProcess<KF, K, T, 
     }
 }
 
-impl<KF, K, T, PF, C, Cl, N> KeyedProcess<KF, K, T, PF, C, Cl, N>
+impl<KF, K, T, PF, P, Cl, N> KeyedProcess<KF, K, T, PF, P, Cl, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
     PF: KeyedProcessFunction<K, T>,
-    C: KeyChanges<K>,
+    P: ProcessTracking<K>,
     N: Operator<PF::Out>,
 {
     /// Applies the timer registrations and deletions the function asked for, in order.
@@ -406,7 +487,7 @@ where
     /// the record fails (retry / dead letter) instead of the timer being dropped.
     fn register(
         id: &OperatorId,
-        state: &mut ProcessState<K, C>,
+        state: &mut ProcessState<K, P>,
         key: &K,
         requests: &mut Vec<TimerRequest>,
     ) -> Result<(), Error> {
@@ -449,20 +530,16 @@ where
             let Some((time, key)) = due else { break };
             fired = true;
             st.fired(&key, time, domain);
-            let mut ctx = TimerContext {
-                inner: KeyedContext {
-                    key: &key,
-                    timestamp: time,
-                    watermark: self.watermark,
-                    processing_time: self.processing_time,
-                    timers: &mut self.requests,
-                    state: &mut st.backend,
-                },
-                domain,
+            let times = ContextTimes {
+                timestamp: time,
+                watermark: self.watermark,
+                processing_time: self.processing_time,
             };
             let (function, out) = (&mut self.function, &mut self.out);
-            guard(&self.id, || {
-                function.on_timer(time, &mut ctx, &mut Collector { buffer: out })
+            st.with_timer_context(&key, times, domain, &mut self.requests, |ctx| {
+                guard(&self.id, || {
+                    function.on_timer(time, ctx, &mut Collector { buffer: out })
+                })
             })?
             .map_err(|e| user_error(&self.id, e))?;
             Self::register(&self.id, st, &key, &mut self.requests)?;
@@ -475,12 +552,12 @@ where
     }
 }
 
-impl<KF, K, T, PF, C, Cl, N> Operator<T> for KeyedProcess<KF, K, T, PF, C, Cl, N>
+impl<KF, K, T, PF, P, Cl, N> Operator<T> for KeyedProcess<KF, K, T, PF, P, Cl, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone + 'static,
     PF: KeyedProcessFunction<K, T>,
-    C: KeyChanges<K>,
+    P: ProcessTracking<K>,
     Cl: Clock,
     N: Operator<PF::Out>,
 {
@@ -498,17 +575,16 @@ where
         {
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
-            let mut ctx = KeyedContext {
-                key: &key,
+            let times = ContextTimes {
                 timestamp,
                 watermark: self.watermark,
                 processing_time: self.processing_time,
-                timers: &mut self.requests,
-                state: &mut st.backend,
             };
             let (function, out) = (&mut self.function, &mut self.out);
-            guard(&self.id, || {
-                function.process_element(value, &mut ctx, &mut Collector { buffer: out })
+            st.with_context(&key, times, &mut self.requests, |ctx| {
+                guard(&self.id, || {
+                    function.process_element(value, ctx, &mut Collector { buffer: out })
+                })
             })?
             .map_err(|e| user_error(&self.id, e))?;
             Self::register(&self.id, st, &key, &mut self.requests)?;

@@ -16,7 +16,7 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub use changes::{KeyChanges, NoChanges};
+pub use changes::{KeyChanges, NoChanges, ProcessTracking};
 pub use keyed::{
     KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
 };

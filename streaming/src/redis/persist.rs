@@ -2,10 +2,12 @@
 //! write-behind of the keys changed by each batch.
 
 use super::schema::SchemaGate;
-use crate::api::state::{short_type_name, Tracking};
+use crate::api::state::{short_type_name, OpenState, OpenedState};
 use crate::api::TimeDomain;
 use crate::ops::window::Bucket;
-use crate::ops::{KeyChanges, KeyedTable, ProcessState, WatermarkState, WindowState};
+use crate::ops::{
+    KeyChanges, KeyedTable, ProcessState, ProcessTracking, WatermarkState, WindowState,
+};
 use crate::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -43,6 +45,72 @@ impl<K> ChangedKeys<K> {
     }
 }
 
+/// The Redis engine's tracking of a keyed process operator's state: the keys changed per
+/// state and of the timers, the stored entries of states not opened yet (decoded when a
+/// record first opens the state: its descriptor has the codec) and the partition's schema
+/// check.
+#[derive(Clone)]
+pub struct ProcessChanges<K> {
+    /// Changed keys per state (by slot; the last set stands for every slot from 63 on).
+    states: Vec<ChangedKeys<K>>,
+    timers: ChangedKeys<K>,
+    pending: HashMap<String, Vec<(K, String)>>,
+    schema: Option<SchemaGate>,
+}
+
+impl<K> Default for ProcessChanges<K> {
+    fn default() -> Self {
+        ProcessChanges {
+            states: Vec::new(),
+            timers: ChangedKeys::default(),
+            pending: HashMap::new(),
+            schema: None,
+        }
+    }
+}
+
+/// States from this slot on share one set of changed keys (a change mask has 64 bits).
+const SHARED_SLOT: usize = 63;
+
+impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
+    fn open(&mut self, operator: &str, state: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error> {
+        if !state.persistent {
+            return Err(Error::StateNotPersistent {
+                operator: operator.to_string(),
+                state: state.name,
+                declared: state.declared.to_string(),
+            });
+        }
+        let mut stored = self.pending.remove(state.name).unwrap_or_default();
+        if let Some(gate) = &self.schema {
+            if !gate.admit(operator, state.name, &state.fingerprint)? {
+                stored.clear();
+            }
+        }
+        Ok(stored)
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static> ProcessTracking<K> for ProcessChanges<K> {
+    #[inline]
+    fn mark_states(&mut self, changed: u64, key: &K) {
+        let mut bits = changed;
+        while bits != 0 {
+            let slot = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if self.states.len() <= slot {
+                self.states.resize_with(slot + 1, ChangedKeys::default);
+            }
+            self.states[slot].mark(key);
+        }
+    }
+
+    #[inline]
+    fn mark_timers(&mut self, key: &K) {
+        self.timers.mark(key);
+    }
+}
+
 /// An operator's state that the Redis engine can keep: loaded from its hashes when a
 /// partition is taken, changed in memory while batches run, and written back (only the
 /// changed keys) in each batch's commit.
@@ -54,11 +122,6 @@ impl<K> ChangedKeys<K> {
 /// accumulators and triggers serde) and for the watermark of each watermark operator
 /// ([`WatermarkState`]).
 pub trait Persist: 'static {
-    /// Turns on the tracking of opened process states (see
-    /// [`KeyedStateBackend`](crate::api::state::KeyedStateBackend)); other state tracks its
-    /// changes by type.
-    fn track(&mut self) {}
-
     /// Adds the stored entries of state `state` (field = key as JSON, value = JSON).
     ///
     /// # Errors
@@ -203,20 +266,10 @@ pub const PANES_STATE: &str = "panes";
 pub const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
 
-impl<K> Persist for ProcessState<K, ChangedKeys<K>>
+impl<K> Persist for ProcessState<K, ProcessChanges<K>>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
 {
-    fn track(&mut self) {
-        self.backend.tracking.get_or_insert_with(|| {
-            Box::new(Tracking {
-                pending: HashMap::new(),
-                dirty: HashSet::new(),
-                schema: None,
-            })
-        });
-    }
-
     fn configure(&mut self, limits: &StateLimits) {
         self.max_event_timers = limits.event_time_timer_max_size;
     }
@@ -228,10 +281,12 @@ where
             .any(|(_, domain)| *domain == TimeDomain::EventTime)
     }
 
-    fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
-        if let Some(tracking) = &mut self.backend.tracking {
-            tracking.schema = Some(gate.clone());
+    /// Declared states are checked now; the others when a record first opens them.
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        for (_, name, fingerprint) in self.backend.states() {
+            gate.admit(operator, name, &fingerprint)?;
         }
+        self.tracking.schema = Some(gate.clone());
         Ok(())
     }
 
@@ -251,31 +306,51 @@ where
                     self.add_timer(&k, time, domain);
                 }
             }
-            self.timer_changes.clear();
+            self.tracking.timers.clear();
             return Ok(());
         }
-        let Some(tracking) = &mut self.backend.tracking else {
-            return Ok(());
-        };
-        let pending = tracking.pending.entry(state.to_string()).or_default();
+        let mut stored = Vec::with_capacity(entries.len());
         for (field, value) in entries {
             let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            pending.push((k, value));
+            stored.push((k, value));
         }
-        Ok(())
+        match self.backend.slot_of(state) {
+            Some(slot) => self.backend.load(slot, stored),
+            None => {
+                let pending = self.tracking.pending.entry(state.to_string()).or_default();
+                pending.extend(stored);
+                Ok(())
+            }
+        }
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        self.backend.drain_changes(|(state, key, value)| {
-            let field = serde_json::to_string(key).map_err(|e| decode_err(operator, state, e))?;
-            out((state, field, value));
-            Ok(())
-        })?;
+        let slots = self.backend.len();
+        for slot in 0..slots {
+            let Some(changed) = self.tracking.states.get_mut(slot.min(SHARED_SLOT)) else {
+                break;
+            };
+            let keys: Vec<K> = if slot < SHARED_SLOT {
+                changed.0.drain().collect()
+            } else {
+                changed.0.iter().cloned().collect()
+            };
+            let state = self.backend.name(slot);
+            for key in keys {
+                let value = self.backend.dump(slot, &key)?;
+                let field =
+                    serde_json::to_string(&key).map_err(|e| decode_err(operator, state, e))?;
+                out((state, field, value));
+            }
+        }
+        if let Some(shared) = self.tracking.states.get_mut(SHARED_SLOT) {
+            shared.clear();
+        }
         let registered = &self.registered;
         drain_json(
             operator,
             TIMERS_STATE,
-            &mut self.timer_changes,
+            &mut self.tracking.timers,
             |k| registered.get(k).filter(|l| !l.is_empty()),
             out,
         )
@@ -376,7 +451,9 @@ impl Persist for WatermarkState<ChangedKeys<()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ValueStateDescriptor;
+    use crate::api::state::DeclaredState;
+    use crate::api::{KeyedContext, ValueStateDescriptor};
+    use crate::ops::keyed::ContextTimes;
     use crate::ops::OperatorId;
 
     const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
@@ -418,32 +495,42 @@ mod tests {
         assert!(matches!(e, Error::StateDecode { .. }), "{e}");
     }
 
+    type Tracked = ProcessState<String, ProcessChanges<String>>;
+
+    /// Runs `f` with the context of `key`.
+    fn with<R>(
+        st: &mut Tracked,
+        key: &str,
+        f: impl FnOnce(&mut KeyedContext<'_, String>) -> R,
+    ) -> R {
+        let times = ContextTimes {
+            timestamp: 0,
+            watermark: 0,
+            processing_time: 0,
+        };
+        st.with_context(&key.to_string(), times, &mut Vec::new(), f)
+    }
+
     #[test]
-    fn process_state_loads_lazily_and_drains_touched_values() {
+    fn process_state_loads_lazily_and_drains_changed_values() {
         let id = OperatorId::new("s", 2, "process");
-        let mut st = ProcessState::<String, ChangedKeys<String>>::new(&id);
-        st.track();
+        let mut st = Tracked::new(&id);
         st.load("op", "count", vec![("\"k\"".into(), "41".into())])
             .unwrap();
-        let key = "k".to_string();
-        {
-            let mut h = st.backend.handle(&COUNT, &key).unwrap();
+        with(&mut st, "k", |ctx| {
+            let mut h = ctx.state(&COUNT).unwrap();
             assert_eq!(h.value(), 41);
             h.update(42);
-        }
-        st.backend.handle(&COUNT, &"z".to_string()).unwrap();
+        });
+        // Opening a state only to read it is not a change.
+        with(&mut st, "z", |ctx| ctx.state(&COUNT).unwrap().value());
         assert_eq!(
             drained(&mut st),
-            [
-                ("count".into(), "\"k\"".into(), Some("42".into())),
-                ("count".into(), "\"z\"".into(), None),
-            ]
+            [("count".into(), "\"k\"".into(), Some("42".into()))]
         );
-        let e = st
-            .backend
-            .handle(&PLAIN, &"k".to_string())
-            .map(|_| ())
-            .unwrap_err();
+        let e = with(&mut st, "k", |ctx| {
+            ctx.state(&PLAIN).map(|_| ()).unwrap_err()
+        });
         assert!(
             e.to_string().contains("ValueStateDescriptor::persistent"),
             "{e}"
@@ -451,13 +538,21 @@ mod tests {
     }
 
     #[test]
-    fn untracked_state_is_the_memory_engines() {
+    fn declared_states_load_at_once_and_drain_their_changes() {
         let id = OperatorId::new("s", 2, "process");
-        let mut st = ProcessState::<String, ChangedKeys<String>>::new(&id);
-        st.backend
-            .handle(&PLAIN, &"k".to_string())
-            .unwrap()
-            .update(1);
+        let mut st = Tracked::new(&id);
+        st.declare(&(COUNT, ())).unwrap();
+        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
+            .unwrap();
+        let count = DeclaredState::<ValueStateDescriptor<u64>>::at(0);
+        with(&mut st, "k", |ctx| {
+            let n = ctx.state(count).unwrap().value();
+            ctx.state(count).unwrap().update(n + 1);
+        });
+        assert_eq!(
+            drained(&mut st),
+            [("count".into(), "\"k\"".into(), Some("42".into()))]
+        );
         assert!(drained(&mut st).is_empty());
     }
 }

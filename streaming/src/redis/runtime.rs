@@ -1,6 +1,6 @@
 //! The Redis engine's build-time runtime ([`RedisRuntime`]) and its state key layout.
 
-use super::persist::{ChangedKeys, Persist, StateLimits};
+use super::persist::{ChangedKeys, Persist, ProcessChanges, StateLimits};
 use crate::api::Sink;
 use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
 use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState};
@@ -76,11 +76,7 @@ impl RedisRuntime {
 
     fn register<S: Persist>(&self, operator: &OperatorId, init: S) -> Rc<RefCell<S>> {
         let store = Rc::new(RefCell::new(init));
-        {
-            let mut s = store.borrow_mut();
-            s.track();
-            s.configure(&self.limits);
-        }
+        store.borrow_mut().configure(&self.limits);
         let dynamic: DynStore = store.clone();
         self.stores.borrow_mut().push((operator.clone(), dynamic));
         store
@@ -106,6 +102,7 @@ impl<T: 'static, L: Sink<T> + 'static> SideOutputFactory<T, L> for RedisRuntime 
 
 impl Runtime for RedisRuntime {
     type Changes<K: std::hash::Hash + Eq + Clone + 'static> = ChangedKeys<K>;
+    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = ProcessChanges<K>;
     type Clock = WallClock;
 
     fn watermark_state(

@@ -6,8 +6,9 @@
 //! for a process state or `rolling<Option<i64>> by String` for the table of a rolling
 //! reduce/sum. The fingerprints live in the hash `{prefix}:{job}:{T:n}:{group}:schema`
 //! (the partition's hash tag), field `{operator}/{state}`, value the fingerprint. A state
-//! is checked before its stored entries are decoded: a rolling table when the partition is
-//! taken, a process state when a record first opens it (its type is only known then). The
+//! is checked before its stored entries are decoded: a rolling table, window panes and a
+//! process state declared with `pipeline!`'s `.state(..)` when the partition is taken,
+//! another process state when a record first opens it (its type is only known then). The
 //! first run writes the fingerprint. On a mismatch, [`SchemaMismatchPolicy`]:
 //! - `Fail`: [`Error::StateSchema`]; the partition stops (nothing of the batch commits),
 //!   the job reports it in [`JobDiagnostics::errors`](super::JobDiagnostics::errors) and
