@@ -118,8 +118,9 @@ fn value_state_macro(lines: &'static [String], on_update: impl FnMut(u64)) {
             .key_by(|w: &&'static str| *w)
             .state(count: ValueState<u64> = 0)
             .process(|_w: &'static str, ctx, out| {
-                let n = ctx.state(count)?.value() + 1;
-                ctx.state(count)?.update(n);
+                let mut count = ctx.state(count)?;
+                let n = count.value() + 1;
+                count.update(n);
                 out.collect(n);
                 Ok(())
             })

@@ -1,7 +1,8 @@
 //! Contexts handed to keyed process functions.
 
-use super::state::{KeyRef, KeyedStateBackend, OpenState, StateDescriptor, StateRef, StateSlot};
+use super::state::{CurrentKey, DeclaredState, KeyedStateBackend, OpenState, StateDescriptor};
 use crate::Error;
+use std::convert::Infallible;
 use std::hash::Hash;
 
 /// The time domain of a timer.
@@ -72,7 +73,7 @@ impl<'a, K> KeyedContext<'a, K> {
     }
 }
 
-impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
+impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// The key of the element being processed.
     pub fn current_key(&self) -> &K {
         self.key
@@ -137,25 +138,68 @@ impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
     /// [`Error::StateType`] when this operator used the same state name with another kind or
     /// type before; on the Redis engine [`Error::StateNotPersistent`] for a descriptor
     /// without a codec.
-    #[inline]
-    pub fn state<S: StateRef<K>>(
-        &mut self,
-        state: S,
-    ) -> Result<<S::Descriptor as StateDescriptor<K>>::Handle<'_>, Error> {
-        let slot = match state.slot() {
-            StateSlot::Declared(index) => self.state.declared_slot(index)?,
-            StateSlot::Descriptor(descriptor) => self.state.resolve(descriptor, self.opener)?,
-        };
-        let hash = match self.key_hash {
-            Some(hash) => hash,
-            None => *self.key_hash.insert(self.state.hash_of(self.key)),
-        };
-        let key = KeyRef {
+    #[inline(always)]
+    pub fn state<S: StateRef<K>>(&mut self, state: S) -> Result<Handle<'_, K, S>, S::Error> {
+        state.open(self)
+    }
+
+    /// The backend and the current key, borrowed apart.
+    #[inline(always)]
+    fn backend_and_key(&mut self) -> (&mut KeyedStateBackend<K>, CurrentKey<'_, K>) {
+        let key = CurrentKey {
             key: self.key,
-            hash,
+            hash: &mut self.key_hash,
+            changed: &mut self.changed,
         };
-        self.state
-            .open::<S::Descriptor>(slot, key, &mut self.changed)
+        (&mut *self.state, key)
+    }
+}
+
+/// The handle `ctx.state(state)` opens.
+pub(crate) type Handle<'s, K, S> =
+    <<S as StateRef<K>>::Descriptor as StateDescriptor<K>>::Handle<'s>;
+
+mod sealed {
+    pub trait Sealed {}
+    impl<D> Sealed for &D {}
+    impl<D> Sealed for super::DeclaredState<D> {}
+}
+
+/// What `ctx.state(..)` accepts: a descriptor (`ctx.state(&COUNT)`), or in `pipeline!` a
+/// name declared with `.state(..)` (`ctx.state(count)`).
+pub trait StateRef<K>: sealed::Sealed {
+    /// The state's descriptor type.
+    type Descriptor: StateDescriptor<K>;
+    /// What opening the state can fail with: [`Error`] for a descriptor, nothing for a
+    /// declared state (its type was checked when the pipeline was built).
+    type Error;
+
+    #[doc(hidden)]
+    fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<Handle<'s, K, Self>, Self::Error>
+    where
+        Self: Sized;
+}
+
+impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> StateRef<K> for &D {
+    type Descriptor = D;
+    type Error = Error;
+
+    #[inline(always)]
+    fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<D::Handle<'s>, Error> {
+        let slot = ctx.state.resolve(self, ctx.opener)?;
+        let (backend, key) = ctx.backend_and_key();
+        backend.open::<D>(slot, key)
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> StateRef<K> for DeclaredState<D> {
+    type Descriptor = D;
+    type Error = Infallible;
+
+    #[inline(always)]
+    fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<D::Handle<'s>, Infallible> {
+        let (backend, key) = ctx.backend_and_key();
+        Ok(backend.open_declared::<D>(self.slot(), key))
     }
 }
 
@@ -213,10 +257,7 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     /// # Errors
     /// As [`KeyedContext::state`].
     #[inline]
-    pub fn state<S: StateRef<K>>(
-        &mut self,
-        state: S,
-    ) -> Result<<S::Descriptor as StateDescriptor<K>>::Handle<'_>, Error> {
+    pub fn state<S: StateRef<K>>(&mut self, state: S) -> Result<Handle<'_, K, S>, S::Error> {
         self.inner.state(state)
     }
 }

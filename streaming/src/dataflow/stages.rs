@@ -5,11 +5,10 @@ use super::runtime::{Runtime, SideOutputFactory, StoreFactory};
 use super::window_fn::MakeWindowFunction;
 use crate::api::state::DeclareStates;
 use crate::api::{KeyedProcessFunction, Numeric, Sink};
-use crate::ops::keyed::{KeyedTable, ProcessState};
-use crate::ops::window::WindowState;
 use crate::ops::{
-    AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, Map,
-    Operator, OperatorId, SideOutput, TryMap, WindowFunction, WindowOperator,
+    AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable,
+    Map, Operator, OperatorId, ProcessState, SideOutput, TryMap, WindowFunction, WindowOperator,
+    WindowState,
 };
 use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};

@@ -8,7 +8,8 @@
 //! `pipeline!` macro; these types are what both expand to.
 
 mod changes;
-pub(crate) mod keyed;
+mod keyed;
+pub(crate) mod process;
 mod side_output;
 mod sink;
 mod stateless;
@@ -17,9 +18,8 @@ mod watermark;
 pub(crate) mod window;
 
 pub use changes::{KeyChanges, NoChanges, ProcessTracking};
-pub use keyed::{
-    KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable, ProcessFn, ProcessState,
-};
+pub use keyed::{KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable};
+pub use process::{KeyedProcess, ProcessFn, ProcessState};
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
 pub use sink::SinkOp;

@@ -453,7 +453,7 @@ mod tests {
     use super::*;
     use crate::api::state::DeclaredState;
     use crate::api::{KeyedContext, ValueStateDescriptor};
-    use crate::ops::keyed::ContextTimes;
+    use crate::ops::process::ContextTimes;
     use crate::ops::OperatorId;
 
     const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);

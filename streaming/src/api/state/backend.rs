@@ -44,7 +44,7 @@ pub struct OpenedState<'a> {
 }
 
 /// A state declared with `.state(..)` in `pipeline!`: the index of its declaration, which
-/// the pipeline's build resolved to the operator's slot. Not public API.
+/// is its slot in the operator's state (the pipeline's build put it there). Not public API.
 #[doc(hidden)]
 pub struct DeclaredState<D> {
     index: usize,
@@ -60,6 +60,12 @@ impl<D> DeclaredState<D> {
             _descriptor: PhantomData,
         }
     }
+
+    /// Its slot in the operator's state.
+    #[inline(always)]
+    pub(crate) fn slot(self) -> usize {
+        self.index
+    }
 }
 
 impl<D> Clone for DeclaredState<D> {
@@ -69,45 +75,10 @@ impl<D> Clone for DeclaredState<D> {
 }
 impl<D> Copy for DeclaredState<D> {}
 
-/// Where `ctx.state(..)` finds its state.
-#[doc(hidden)]
-pub enum StateSlot<'a, D> {
-    /// A declared state: the index of its declaration.
-    Declared(usize),
-    /// A descriptor, found by name (opened at its first use).
-    Descriptor(&'a D),
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl<D> Sealed for &D {}
-    impl<D> Sealed for super::DeclaredState<D> {}
-}
-
-/// What `ctx.state(..)` accepts: a descriptor (`ctx.state(&COUNT)`), or in `pipeline!` a
-/// name declared with `.state(..)` (`ctx.state(count)`).
-pub trait StateRef<K>: sealed::Sealed {
-    /// The state's descriptor type.
-    type Descriptor: StateDescriptor<K>;
-
-    #[doc(hidden)]
-    fn slot(&self) -> StateSlot<'_, Self::Descriptor>;
-}
-
-impl<K, D: StateDescriptor<K>> StateRef<K> for &D {
-    type Descriptor = D;
-    #[inline(always)]
-    fn slot(&self) -> StateSlot<'_, D> {
-        StateSlot::Descriptor(self)
-    }
-}
-
-impl<K, D: StateDescriptor<K>> StateRef<K> for DeclaredState<D> {
-    type Descriptor = D;
-    #[inline(always)]
-    fn slot(&self) -> StateSlot<'_, D> {
-        StateSlot::Declared(self.index)
-    }
+#[cold]
+#[inline(never)]
+fn declared_state_replaced(e: Error) -> ! {
+    panic!("{e} (the operator's state was restored from a checkpoint of another pipeline)")
 }
 
 /// The states declared before a `process`, registered with the operator's state when the
@@ -209,16 +180,23 @@ impl<K: Hash + Eq + Clone + 'static> Slot<K> {
         }
     }
 
+    /// Whether the slot holds a `SlotData<K, D>`.
     #[inline(always)]
-    fn typed<D: StateDescriptor<K>>(&mut self) -> Option<&mut SlotData<K, D>> {
-        if self.type_id != TypeId::of::<SlotData<K, D>>() {
-            return None;
-        }
+    fn holds<D: StateDescriptor<K>>(&self) -> bool {
+        self.type_id == TypeId::of::<SlotData<K, D>>()
+    }
+
+    /// The slot's data as the `SlotData<K, D>` it holds.
+    ///
+    /// # Safety
+    /// [`holds::<D>`](Self::holds) is true.
+    #[inline(always)]
+    unsafe fn data_unchecked<D: StateDescriptor<K>>(&mut self) -> &mut SlotData<K, D> {
         let data: *mut dyn Any = &mut *self.data;
-        // SAFETY: `data` was created as a `SlotData<K, D>` with this `type_id`, so the
-        // pointer without its vtable points to one (what `downcast_mut` does, without the
-        // virtual `type_id` call).
-        Some(unsafe { &mut *data.cast::<SlotData<K, D>>() })
+        // SAFETY: `data` was created as a `SlotData<K, D>` with this `type_id` (the caller
+        // checked it), so the pointer without its vtable points to one: what
+        // `downcast_mut` does, without the virtual `type_id` call.
+        unsafe { &mut *data.cast::<SlotData<K, D>>() }
     }
 }
 
@@ -237,15 +215,23 @@ impl<K> Clone for Slot<K> {
     }
 }
 
-/// The keyed state of one process operator: a slot per state, the slots of its declared
-/// states, and the hasher all its states share.
+/// The record's key as a context hands it to [`KeyedStateBackend::open`]: the key, its
+/// hash once computed, and the record's change mask.
+pub(crate) struct CurrentKey<'s, K> {
+    pub(crate) key: &'s K,
+    pub(crate) hash: &'s mut Option<u64>,
+    pub(crate) changed: &'s mut u64,
+}
+
+/// The keyed state of one process operator: a slot per state (the states declared when
+/// the pipeline was built first, in declaration order) and the hasher all its states share.
 #[derive(Clone)]
 pub(crate) struct KeyedStateBackend<K> {
     operator: String,
     hasher: RandomState,
     slots: Vec<Slot<K>>,
-    /// The slot of each state declared when the pipeline was built, in declaration order.
-    declared: Vec<usize>,
+    /// How many states are declared (they hold slots `0..declared`).
+    declared: usize,
 }
 
 impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
@@ -254,25 +240,20 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             operator,
             hasher: RandomState::new(),
             slots: Vec::new(),
-            declared: Vec::new(),
+            declared: 0,
         }
-    }
-
-    /// The hash of `key` every state table of this operator uses.
-    #[inline]
-    pub(crate) fn hash_of(&self, key: &K) -> u64 {
-        KeyedValues::<K, ()>::hash_of(&self.hasher, key)
     }
 
     fn find(&self, name: &str) -> Option<usize> {
         self.slots.iter().position(|s| s.name == name)
     }
 
-    /// Gives declared state `descriptor` its slot (the existing one of its name, else a new
-    /// empty one).
+    /// Gives declared state `descriptor` the next declared slot (moving the existing state of
+    /// its name there, else a new empty one).
     pub(super) fn declare<D: StateDescriptor<K>>(&mut self, descriptor: &D) -> Result<(), Error> {
+        let index = self.declared;
         let slot = match self.find(descriptor.name()) {
-            Some(i) if self.slots[i].type_id != TypeId::of::<SlotData<K, D>>() => {
+            Some(i) if !self.slots[i].holds::<D>() || i < index => {
                 return Err(self.type_error::<D>(i));
             }
             Some(i) => i,
@@ -281,30 +262,24 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
                 self.slots.len() - 1
             }
         };
-        self.declared.push(slot);
+        // Before any record: no change mask names a slot yet.
+        self.slots.swap(index, slot);
+        self.declared += 1;
         Ok(())
     }
 
     /// Forgets the declared states (before declaring them again on restored state).
     pub(crate) fn clear_declared(&mut self) {
-        self.declared.clear();
-    }
-
-    /// The slot of declared state `index`.
-    #[inline]
-    pub(crate) fn declared_slot(&self, index: usize) -> Result<usize, Error> {
-        match self.declared.get(index) {
-            Some(&slot) => Ok(slot),
-            None => Err(self.undeclared(index)),
-        }
+        self.declared = 0;
     }
 
     #[cold]
+    #[inline(never)]
     fn undeclared(&self, index: usize) -> Error {
         Error::StateType {
             operator: self.operator.clone(),
             state: "?",
-            declared: format!("{} declared states", self.declared.len()),
+            declared: format!("{} declared states", self.declared),
             requested: format!("declared state {index}"),
         }
     }
@@ -327,6 +302,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     }
 
     #[cold]
+    #[inline(never)]
     fn open_slot<D: StateDescriptor<K>>(
         &mut self,
         descriptor: &D,
@@ -351,29 +327,54 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     }
 
     /// Opens state `slot` for `key`: its handle, which marks `changed` when it changes it.
+    /// `key_hash` caches the key's hash for every state of the record (all tables of the
+    /// operator hash alike); it is computed here, after the slot's table is at hand.
     ///
     /// # Errors
     /// [`Error::StateType`] when the state was declared with another descriptor type.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn open<'s, D: StateDescriptor<K>>(
         &'s mut self,
         slot: usize,
-        key: KeyRef<'s, K>,
-        changed: &'s mut u64,
+        key: CurrentKey<'s, K>,
     ) -> Result<D::Handle<'s>, Error> {
-        let wanted = TypeId::of::<SlotData<K, D>>();
-        if self.slots.get(slot).is_none_or(|s| s.type_id != wanted) {
+        if !self.slots.get(slot).is_some_and(Slot::holds::<D>) {
             return Err(self.type_error::<D>(slot));
         }
-        let data = self.slots[slot].typed::<D>().expect("type checked above");
+        // SAFETY: `slot` is in bounds and holds a `SlotData<K, D>` (checked above).
+        let data = unsafe { self.slots.get_unchecked_mut(slot).data_unchecked::<D>() };
+        let hash = match *key.hash {
+            Some(hash) => hash,
+            None => *key.hash.insert(data.values.hash(key.key)),
+        };
         let changed = Changed {
-            mask: changed,
+            mask: key.changed,
             bit: change_bit(slot),
         };
+        let key = KeyRef { key: key.key, hash };
         Ok(data.descriptor.open(&mut data.values, key, changed))
     }
 
+    /// Opens declared state `slot` for `key` (see [`open`](Self::open)). The pipeline's
+    /// build put a state of type `D` there.
+    ///
+    /// # Panics
+    /// The operator's state was replaced (restored from a checkpoint of another pipeline)
+    /// and holds another type there: the record fails with that panic, naming the state.
+    #[inline(always)]
+    pub(crate) fn open_declared<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        slot: usize,
+        key: CurrentKey<'s, K>,
+    ) -> D::Handle<'s> {
+        match self.open::<D>(slot, key) {
+            Ok(handle) => handle,
+            Err(e) => declared_state_replaced(e),
+        }
+    }
+
     #[cold]
+    #[inline(never)]
     fn type_error<D>(&self, slot: usize) -> Error {
         let Some(s) = self.slots.get(slot) else {
             return self.undeclared(slot);

@@ -1,7 +1,7 @@
 //! The four state descriptors and their JSON codecs.
 
 use super::handles::{ListState, MapState, SetState, ValueState};
-use super::values::{Changed, KeyRef, KeyedValues};
+use super::values::{Changed, KeyEntry, KeyRef, KeyedValues};
 use super::StateDescriptor;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -125,8 +125,7 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
         changed: Changed<'s>,
     ) -> ValueState<'s, K, T> {
         ValueState {
-            values,
-            key,
+            entry: KeyEntry::open(values, key),
             default: &self.default,
             changed,
         }
@@ -199,7 +198,7 @@ macro_rules! collection_descriptor {
                 key: KeyRef<'s, K>,
                 changed: Changed<'s>,
             ) -> Self::Handle<'s> {
-                $handle { values, key, changed }
+                $handle { entry: KeyEntry::open(values, key), changed }
             }
 
             fn codec(&self) -> Option<JsonCodec<$coll>> {

@@ -1,17 +1,17 @@
 //! The handles a process function gets from `ctx.state(..)`: one state of the current key.
 //!
-//! Reading never marks a state changed; every call that changes it does, so an engine that
-//! writes state back writes exactly the (state, key) pairs a record changed.
+//! Opening a handle looks the key up once; its reads and writes reuse that place. Reading
+//! never marks a state changed; every call that changes it does, so an engine that writes
+//! state back writes exactly the (state, key) pairs a record changed.
 
-use super::values::{Changed, KeyRef, KeyedValues};
+use super::values::{Changed, KeyEntry};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 /// The value of a [`ValueStateDescriptor`](super::ValueStateDescriptor) for the current key.
 #[derive(Debug)]
 pub struct ValueState<'s, K, T> {
-    pub(crate) values: &'s mut KeyedValues<K, T>,
-    pub(crate) key: KeyRef<'s, K>,
+    pub(crate) entry: KeyEntry<'s, K, T>,
     pub(crate) default: &'s T,
     pub(crate) changed: Changed<'s>,
 }
@@ -20,25 +20,25 @@ impl<K: Hash + Eq + Clone, T: Clone> ValueState<'_, K, T> {
     /// The current value, or the descriptor's default when unset.
     #[inline]
     pub fn value(&self) -> T {
-        self.values.get(self.key).unwrap_or(self.default).clone()
+        self.entry.get().unwrap_or(self.default).clone()
     }
 
     /// The stored value, `None` when unset.
     #[inline]
     pub fn get(&self) -> Option<&T> {
-        self.values.get(self.key)
+        self.entry.get()
     }
 
     /// Replaces the value.
     #[inline]
     pub fn update(&mut self, value: T) {
-        self.values.insert(self.key, value);
+        self.entry.set(value);
         self.changed.mark();
     }
 
     /// Removes the value; [`value`](Self::value) gives the default again.
     pub fn clear(&mut self) {
-        if self.values.remove(self.key).is_some() {
+        if self.entry.remove().is_some() {
             self.changed.mark();
         }
     }
@@ -50,22 +50,16 @@ macro_rules! collection_handle {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<'s, K, $($p),*> {
-            pub(crate) values: &'s mut KeyedValues<K, $coll>,
-            pub(crate) key: KeyRef<'s, K>,
+            pub(crate) entry: KeyEntry<'s, K, $coll>,
             pub(crate) changed: Changed<'s>,
         }
 
         impl<K: Hash + Eq + Clone, $($p),*> $name<'_, K, $($p),*> {
             /// Removes every element.
             pub fn clear(&mut self) {
-                if self.values.remove(self.key).is_some() {
+                if self.entry.remove().is_some() {
                     self.changed.mark();
                 }
-            }
-
-            /// The key's collection; `None` when empty.
-            fn current(&self) -> Option<&$coll> {
-                self.values.get(self.key)
             }
         }
     };
@@ -87,14 +81,12 @@ collection_handle!(
 impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
     /// The elements in insertion order (empty when unset).
     pub fn get(&self) -> &[T] {
-        self.current().map_or(&[], Vec::as_slice)
+        self.entry.get().map_or(&[], Vec::as_slice)
     }
 
     /// Appends one element.
     pub fn add(&mut self, value: T) {
-        self.values
-            .get_or_insert_with(self.key, Vec::new)
-            .push(value);
+        self.entry.get_or_insert_with(Vec::new).push(value);
         self.changed.mark();
     }
 
@@ -103,7 +95,7 @@ impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
         if values.is_empty() {
             self.clear();
         } else {
-            self.values.insert(self.key, values);
+            self.entry.set(values);
             self.changed.mark();
         }
     }
@@ -112,7 +104,7 @@ impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
 impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
     /// The value under `map_key`.
     pub fn get(&self, map_key: &MK) -> Option<&MV> {
-        self.current().and_then(|m| m.get(map_key))
+        self.entry.get().and_then(|m| m.get(map_key))
     }
 
     /// Whether `map_key` is present.
@@ -123,17 +115,17 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
     /// Inserts or replaces; returns the previous value.
     pub fn put(&mut self, map_key: MK, value: MV) -> Option<MV> {
         self.changed.mark();
-        self.values
-            .get_or_insert_with(self.key, HashMap::new)
+        self.entry
+            .get_or_insert_with(HashMap::new)
             .insert(map_key, value)
     }
 
     /// Removes `map_key`; returns its value.
     pub fn remove(&mut self, map_key: &MK) -> Option<MV> {
-        let m = self.values.get_mut(self.key)?;
+        let m = self.entry.get_mut()?;
         let v = m.remove(map_key)?;
         if m.is_empty() {
-            self.values.remove(self.key);
+            self.entry.remove();
         }
         self.changed.mark();
         Some(v)
@@ -141,12 +133,12 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
 
     /// The entries, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&MK, &MV)> {
-        self.current().into_iter().flatten()
+        self.entry.get().into_iter().flatten()
     }
 
     /// The number of entries.
     pub fn len(&self) -> usize {
-        self.current().map_or(0, HashMap::len)
+        self.entry.get().map_or(0, HashMap::len)
     }
 
     /// Whether the map is empty.
@@ -158,10 +150,7 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
 impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
     /// Adds `value`; returns whether it was new.
     pub fn add(&mut self, value: T) -> bool {
-        let added = self
-            .values
-            .get_or_insert_with(self.key, HashSet::new)
-            .insert(value);
+        let added = self.entry.get_or_insert_with(HashSet::new).insert(value);
         if added {
             self.changed.mark();
         }
@@ -170,19 +159,19 @@ impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
 
     /// Whether `value` is in the set.
     pub fn contains(&self, value: &T) -> bool {
-        self.current().is_some_and(|s| s.contains(value))
+        self.entry.get().is_some_and(|s| s.contains(value))
     }
 
     /// Removes `value`; returns whether it was present.
     pub fn remove(&mut self, value: &T) -> bool {
-        let Some(s) = self.values.get_mut(self.key) else {
+        let Some(s) = self.entry.get_mut() else {
             return false;
         };
         if !s.remove(value) {
             return false;
         }
         if s.is_empty() {
-            self.values.remove(self.key);
+            self.entry.remove();
         }
         self.changed.mark();
         true
@@ -190,12 +179,12 @@ impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
 
     /// The members, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.current().into_iter().flatten()
+        self.entry.get().into_iter().flatten()
     }
 
     /// The number of members.
     pub fn len(&self) -> usize {
-        self.current().map_or(0, HashSet::len)
+        self.entry.get().map_or(0, HashSet::len)
     }
 
     /// Whether the set is empty.
