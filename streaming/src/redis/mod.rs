@@ -189,7 +189,9 @@
 mod config;
 mod env;
 mod job;
+mod keys;
 mod persist;
+mod process_state;
 mod runner;
 mod runtime;
 mod schema;

@@ -1,18 +1,20 @@
 //! [`Persist`]: state the Redis engine keeps in Redis hashes, with a heap cache and
 //! write-behind of the keys changed by each batch.
 
+use super::keys::StateKeys;
 use super::schema::SchemaGate;
-use crate::api::state::{short_type_name, OpenState, OpenedState};
-use crate::api::TimeDomain;
+use super::RedisRuntimeConfig;
+use crate::api::state::short_type_name;
 use crate::ops::window::Bucket;
-use crate::ops::{
-    KeyChanges, KeyedTable, ProcessState, ProcessTracking, WatermarkState, WindowState,
-};
+use crate::ops::{KeyChanges, KeyedTable, OperatorId, WatermarkState, WindowState};
 use crate::Error;
+use redis::aio::ConnectionManager;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::hash::Hash;
+use std::rc::Rc;
 
 /// One change to write: state name, field (the key as JSON), new value as JSON (`None` =
 /// delete the field).
@@ -43,72 +45,43 @@ impl<K> ChangedKeys<K> {
     pub(crate) fn clear(&mut self) {
         self.0.clear();
     }
-}
 
-/// The Redis engine's tracking of a keyed process operator's state: the keys changed per
-/// state and of the timers, the stored entries of states not opened yet (decoded when a
-/// record first opens the state: its descriptor has the codec) and the partition's schema
-/// check.
-#[derive(Clone)]
-pub struct ProcessChanges<K> {
-    /// Changed keys per state (by slot; the last set stands for every slot from 63 on).
-    states: Vec<ChangedKeys<K>>,
-    timers: ChangedKeys<K>,
-    pending: HashMap<String, Vec<(K, String)>>,
-    schema: Option<SchemaGate>,
-}
+    /// Hands out every change and forgets it.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = K> + '_ {
+        self.0.drain()
+    }
 
-impl<K> Default for ProcessChanges<K> {
-    fn default() -> Self {
-        ProcessChanges {
-            states: Vec::new(),
-            timers: ChangedKeys::default(),
-            pending: HashMap::new(),
-            schema: None,
-        }
+    /// The changes, kept.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &K> {
+        self.0.iter()
     }
 }
 
-/// States from this slot on share one set of changed keys (a change mask has 64 bits).
-const SHARED_SLOT: usize = 63;
+/// A stateful operator's store as the runner sees it.
+pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
 
-impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
-    fn open(&mut self, operator: &str, state: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error> {
-        if !state.persistent {
-            return Err(Error::StateNotPersistent {
-                operator: operator.to_string(),
-                state: state.name,
-                declared: state.declared.to_string(),
-            });
-        }
-        let mut stored = self.pending.remove(state.name).unwrap_or_default();
-        if let Some(gate) = &self.schema {
-            if !gate.admit(operator, state.name, &state.fingerprint)? {
-                stored.clear();
-            }
-        }
-        Ok(stored)
+/// Fetches the partition's stored state fingerprints and hands the schema check to every
+/// store (a store checks the states whose types it knows at once). `None` when
+/// `state_schema_evolution_enabled` is off or there is no store.
+///
+/// # Errors
+/// [`Error::Redis`]; [`Error::StateSchema`] from a store's check.
+pub(crate) async fn open_schema(
+    config: &RedisRuntimeConfig,
+    conn: &mut ConnectionManager,
+    keys: &StateKeys,
+    stores: &[(OperatorId, DynStore)],
+) -> Result<Option<SchemaGate>, Error> {
+    if stores.is_empty() {
+        return Ok(None);
     }
-}
-
-impl<K: Hash + Eq + Clone + 'static> ProcessTracking<K> for ProcessChanges<K> {
-    #[inline]
-    fn mark_states(&mut self, changed: u64, key: &K) {
-        let mut bits = changed;
-        while bits != 0 {
-            let slot = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if self.states.len() <= slot {
-                self.states.resize_with(slot + 1, ChangedKeys::default);
-            }
-            self.states[slot].mark(key);
-        }
+    let Some(gate) = super::schema::fetch(config, conn, keys).await? else {
+        return Ok(None);
+    };
+    for (op, store) in stores {
+        store.borrow_mut().schema(op.as_str(), &gate)?;
     }
-
-    #[inline]
-    fn mark_timers(&mut self, key: &K) {
-        self.timers.mark(key);
-    }
+    Ok(Some(gate))
 }
 
 /// An operator's state that the Redis engine can keep: loaded from its hashes when a
@@ -185,7 +158,7 @@ pub struct StateLimits {
 
 /// Writes every key of `dirty` (drained) as field = key JSON, value = `value(key)` as JSON
 /// or `None` (delete the field) — the shape of every per-key state hash.
-fn drain_json<'v, K, V>(
+pub(crate) fn drain_json<'v, K, V>(
     operator: &str,
     state: &str,
     dirty: &mut ChangedKeys<K>,
@@ -209,7 +182,7 @@ where
 /// The state name of the table of a rolling reduce or sum.
 pub const ROLLING_STATE: &str = "rolling";
 
-fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
+pub(crate) fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     Error::StateDecode {
         operator: operator.to_string(),
         state: state.to_string(),
@@ -265,97 +238,6 @@ pub const PANES_STATE: &str = "panes";
 /// The state name of a watermark operator's watermark.
 pub const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
-
-impl<K> Persist for ProcessState<K, ProcessChanges<K>>
-where
-    K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
-{
-    fn configure(&mut self, limits: &StateLimits) {
-        self.max_event_timers = limits.event_time_timer_max_size;
-    }
-
-    fn has_event_time_work(&self) -> bool {
-        self.registered
-            .values()
-            .flatten()
-            .any(|(_, domain)| *domain == TimeDomain::EventTime)
-    }
-
-    /// Declared states are checked now; the others when a record first opens them.
-    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
-        for (_, name, fingerprint) in self.backend.states() {
-            gate.admit(operator, name, &fingerprint)?;
-        }
-        self.tracking.schema = Some(gate.clone());
-        Ok(())
-    }
-
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
-        if state == TIMERS_STATE {
-            for (field, value) in entries {
-                let k: K =
-                    serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-                let timers: Vec<(i64, TimeDomain)> =
-                    serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
-                for (time, domain) in timers {
-                    self.add_timer(&k, time, domain);
-                }
-            }
-            self.tracking.timers.clear();
-            return Ok(());
-        }
-        let mut stored = Vec::with_capacity(entries.len());
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            stored.push((k, value));
-        }
-        match self.backend.slot_of(state) {
-            Some(slot) => self.backend.load(slot, stored),
-            None => {
-                let pending = self.tracking.pending.entry(state.to_string()).or_default();
-                pending.extend(stored);
-                Ok(())
-            }
-        }
-    }
-
-    fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        let slots = self.backend.len();
-        for slot in 0..slots {
-            let Some(changed) = self.tracking.states.get_mut(slot.min(SHARED_SLOT)) else {
-                break;
-            };
-            let keys: Vec<K> = if slot < SHARED_SLOT {
-                changed.0.drain().collect()
-            } else {
-                changed.0.iter().cloned().collect()
-            };
-            let state = self.backend.name(slot);
-            for key in keys {
-                let value = self.backend.dump(slot, &key)?;
-                let field =
-                    serde_json::to_string(&key).map_err(|e| decode_err(operator, state, e))?;
-                out((state, field, value));
-            }
-        }
-        if let Some(shared) = self.tracking.states.get_mut(SHARED_SLOT) {
-            shared.clear();
-        }
-        let registered = &self.registered;
-        drain_json(
-            operator,
-            TIMERS_STATE,
-            &mut self.tracking.timers,
-            |k| registered.get(k).filter(|l| !l.is_empty()),
-            out,
-        )
-    }
-}
 
 impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr, ChangedKeys<K>>
 where
@@ -449,17 +331,12 @@ impl Persist for WatermarkState<ChangedKeys<()>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::api::state::DeclaredState;
-    use crate::api::{KeyedContext, ValueStateDescriptor};
-    use crate::ops::process::ContextTimes;
-    use crate::ops::OperatorId;
+    use crate::redis::config::SchemaMismatchPolicy;
+    use std::collections::HashMap;
 
-    const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
-    const PLAIN: ValueStateDescriptor<u64> = ValueStateDescriptor::new("plain", 0);
-
-    fn drained(p: &mut dyn Persist) -> Vec<(String, String, Option<String>)> {
+    pub(crate) fn drained(p: &mut dyn Persist) -> Vec<(String, String, Option<String>)> {
         let mut out = Vec::new();
         p.drain("op", &mut |(s, f, v)| out.push((s.to_string(), f, v)))
             .unwrap();
@@ -495,64 +372,23 @@ mod tests {
         assert!(matches!(e, Error::StateDecode { .. }), "{e}");
     }
 
-    type Tracked = ProcessState<String, ProcessChanges<String>>;
-
-    /// Runs `f` with the context of `key`.
-    fn with<R>(
-        st: &mut Tracked,
-        key: &str,
-        f: impl FnOnce(&mut KeyedContext<'_, String>) -> R,
-    ) -> R {
-        let times = ContextTimes {
-            timestamp: 0,
-            watermark: 0,
-            processing_time: 0,
-        };
-        st.with_context(&key.to_string(), times, &mut Vec::new(), f)
-    }
-
     #[test]
-    fn process_state_loads_lazily_and_drains_changed_values() {
-        let id = OperatorId::new("s", 2, "process");
-        let mut st = Tracked::new(&id);
-        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
-            .unwrap();
-        with(&mut st, "k", |ctx| {
-            let mut h = ctx.state(&COUNT).unwrap();
-            assert_eq!(h.value(), 41);
-            h.update(42);
-        });
-        // Opening a state only to read it is not a change.
-        with(&mut st, "z", |ctx| ctx.state(&COUNT).unwrap().value());
-        assert_eq!(
-            drained(&mut st),
-            [("count".into(), "\"k\"".into(), Some("42".into()))]
+    fn rolling_tables_are_checked_when_the_gate_is_handed_over() {
+        let g = SchemaGate::new(
+            SchemaMismatchPolicy::Fail,
+            "job".into(),
+            HashMap::from([(
+                "op/rolling".to_string(),
+                "rolling<Option<u64>> by String".into(),
+            )]),
         );
-        let e = with(&mut st, "k", |ctx| {
-            ctx.state(&PLAIN).map(|_| ()).unwrap_err()
-        });
+        let mut same: KeyedTable<String, Option<u64>, ChangedKeys<String>> = KeyedTable::default();
+        same.schema("op", &g).unwrap();
+        let mut other: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
+        let e = other.schema("op", &g).unwrap_err();
         assert!(
-            e.to_string().contains("ValueStateDescriptor::persistent"),
+            e.to_string().contains("`rolling<Option<i64>> by String`"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn declared_states_load_at_once_and_drain_their_changes() {
-        let id = OperatorId::new("s", 2, "process");
-        let mut st = Tracked::new(&id);
-        st.declare(&(COUNT, ())).unwrap();
-        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
-            .unwrap();
-        let count = DeclaredState::<ValueStateDescriptor<u64>>::at(0);
-        with(&mut st, "k", |ctx| {
-            let n = ctx.state(count).unwrap().value();
-            ctx.state(count).unwrap().update(n + 1);
-        });
-        assert_eq!(
-            drained(&mut st),
-            [("count".into(), "\"k\"".into(), Some("42".into()))]
-        );
-        assert!(drained(&mut st).is_empty());
     }
 }

@@ -17,8 +17,10 @@
 
 use super::env::{EnvInner, MqTopicSource};
 use super::job::JobShared;
+use super::keys::{mdc_sampled, StateKeys};
+use super::persist::DynStore;
 use super::persist::{StateLimits, WATERMARK_STATE};
-use super::runtime::{mdc_sampled, DynSideOutput, DynStore, StateKeys};
+use super::runtime::DynSideOutput;
 use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, RedisListSink, RedisRuntime};
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, Plan};
@@ -1103,7 +1105,8 @@ where
         self.counters = counters;
         self.side_outputs = side_outputs;
         let config = &ctx.spec.env.config;
-        self.schema = super::schema::open(config, conn, &self.state_keys, &self.stores).await?;
+        self.schema =
+            super::persist::open_schema(config, conn, &self.state_keys, &self.stores).await?;
         let v: Value = ctx
             .scripts
             .load
