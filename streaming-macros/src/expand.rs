@@ -17,7 +17,7 @@
 //! name to the declaration's index at the top of the closure body:
 //!
 //! ```text
-//! ::streaming::__private::process_with_states(
+//! ::streaming::__private::process_with_states(    // process_with_timers with `on_timer`
 //!     keyed,
 //!     (::streaming::api::ValueStateDescriptor::<u64>::new("count", 0), ()),
 //!     |v, ctx, out| { let count = ::streaming::__private::DeclaredState::<..>::at(0); .. },

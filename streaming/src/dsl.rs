@@ -1,12 +1,11 @@
 //! Helpers the `pipeline!` expansion calls. Not part of the public API.
 
 use crate::api::state::DeclareStates;
-use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
+use crate::api::{Collector, KeyedContext, TimerContext};
 use crate::dataflow::{KeyedProcessOutput, KeyedStream, Plan};
-use crate::ops::ProcessFn;
+use crate::ops::process::ProcessFn;
 use crate::BoxError;
 use std::hash::Hash;
-use std::marker::PhantomData;
 
 pub use crate::api::state::DeclaredState;
 
@@ -25,9 +24,9 @@ pub fn config_error<T, E: Into<crate::Error>>(error: E) -> Result<T, crate::Erro
     Err(error.into())
 }
 
-/// `state(..).process(on_element)`: the declared states `states` (a tuple of descriptors,
-/// in declaration order) get their slots when the pipeline is built; `on_element` names
-/// them as [`DeclaredState`]s.
+/// `state(..).process(on_element)`: the declared states `states` (nested pairs of
+/// descriptors in declaration order) get their slots when the pipeline is built; the
+/// closure names them as [`DeclaredState`]s.
 #[doc(hidden)]
 pub fn process_with_states<P, KF, K, O, F, S>(
     keyed: KeyedStream<P, KF, K>,
@@ -52,7 +51,7 @@ pub fn process_with_timers<P, KF, K, O, F, G, S>(
     states: S,
     on_element: F,
     on_timer: G,
-) -> KeyedProcessOutput<P, KF, K, WithTimers<F, G, O>, S>
+) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O, G>, S>
 where
     P: Plan,
     K: Hash + Eq + Clone + 'static,
@@ -61,58 +60,7 @@ where
     G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
     S: DeclareStates<K>,
 {
-    let function = WithTimers {
-        on_element,
-        on_timer,
-        _out: PhantomData,
-    };
-    keyed.process_declared(function, states)
-}
-
-/// The process function of [`process_with_timers`].
-#[doc(hidden)]
-pub struct WithTimers<F, G, O> {
-    on_element: F,
-    on_timer: G,
-    _out: PhantomData<fn() -> O>,
-}
-
-impl<F: Clone, G: Clone, O> Clone for WithTimers<F, G, O> {
-    fn clone(&self) -> Self {
-        WithTimers {
-            on_element: self.on_element.clone(),
-            on_timer: self.on_timer.clone(),
-            _out: PhantomData,
-        }
-    }
-}
-
-impl<K, T, O, F, G> KeyedProcessFunction<K, T> for WithTimers<F, G, O>
-where
-    F: FnMut(T, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
-    G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
-{
-    type Out = O;
-
-    #[inline]
-    fn process_element(
-        &mut self,
-        value: T,
-        ctx: &mut KeyedContext<'_, K>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError> {
-        (self.on_element)(value, ctx, out)
-    }
-
-    #[inline]
-    fn on_timer(
-        &mut self,
-        timestamp: i64,
-        ctx: &mut TimerContext<'_, K>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError> {
-        (self.on_timer)(timestamp, ctx, out)
-    }
+    keyed.process_declared(ProcessFn::with_timers(on_element, on_timer), states)
 }
 
 /// The message-queue sources of the DSL: implemented by the environments of engines with a

@@ -20,6 +20,10 @@ use std::rc::Rc;
 /// delete the field).
 pub type StateWrite<'a> = (&'a str, String, Option<String>);
 
+/// Stored entries of one state as loaded from its hash: (field = the key as JSON, value as
+/// JSON).
+pub(crate) type StoredEntries = Vec<(String, String)>;
+
 /// The Redis engine's change tracking: the keys changed since the last batch commit (for a
 /// watermark, the single key `()`).
 #[derive(Clone, Debug)]
@@ -99,12 +103,7 @@ pub trait Persist: 'static {
     ///
     /// # Errors
     /// [`Error::StateDecode`] when an entry does not decode.
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error>;
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error>;
 
     /// Hands every change since the last drain to `out` and forgets them.
     ///
@@ -182,6 +181,40 @@ where
 /// The state name of the table of a rolling reduce or sum.
 pub const ROLLING_STATE: &str = "rolling";
 
+/// Stored entries of `state` (field = key as JSON, value as JSON), keys decoded; the
+/// values as `value` makes them.
+///
+/// # Errors
+/// [`Error::StateDecode`] when a key or value does not decode.
+pub(crate) fn decode_keys<K: DeserializeOwned, V>(
+    operator: &str,
+    state: &str,
+    entries: StoredEntries,
+    mut value: impl FnMut(String) -> Result<V, serde_json::Error>,
+) -> Result<Vec<(K, V)>, Error> {
+    let decode = |e: serde_json::Error| decode_err(operator, state, e);
+    let mut out = Vec::with_capacity(entries.len());
+    for (field, json) in entries {
+        out.push((
+            serde_json::from_str(&field).map_err(decode)?,
+            value(json).map_err(decode)?,
+        ));
+    }
+    Ok(out)
+}
+
+/// Stored entries of `state`, keys and values decoded.
+///
+/// # Errors
+/// [`Error::StateDecode`] when a key or value does not decode.
+pub(crate) fn decode_entries<K: DeserializeOwned, V: DeserializeOwned>(
+    operator: &str,
+    state: &str,
+    entries: StoredEntries,
+) -> Result<Vec<(K, V)>, Error> {
+    decode_keys(operator, state, entries, |json| serde_json::from_str(&json))
+}
+
 pub(crate) fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     Error::StateDecode {
         operator: operator.to_string(),
@@ -195,17 +228,9 @@ where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
     V: Serialize + DeserializeOwned + 'static,
 {
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            let v: V = serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
-            self.map.insert(k, v);
-        }
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
+        self.map
+            .extend(decode_entries::<K, V>(operator, state, entries)?);
         Ok(())
     }
 
@@ -264,16 +289,8 @@ where
         Ok(())
     }
 
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            let panes: Vec<Bucket<Acc, Tr>> =
-                serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
+        for (k, panes) in decode_entries::<K, Vec<Bucket<Acc, Tr>>>(operator, state, entries)? {
             // The timer queue is rebuilt from the panes' registered timers.
             for b in &panes {
                 for &t in &b.timers {
@@ -298,12 +315,7 @@ where
 }
 
 impl Persist for WatermarkState<ChangedKeys<()>> {
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
         for (field, value) in entries {
             if field == WATERMARK_FIELD {
                 self.watermark =

@@ -2,7 +2,8 @@
 //! and timers ([`ProcessChanges`]), and how that state is loaded and written back.
 
 use super::persist::{
-    decode_err, drain_json, ChangedKeys, Persist, StateLimits, StateWrite, TIMERS_STATE,
+    decode_entries, decode_err, decode_keys, drain_json, ChangedKeys, Persist, StateLimits,
+    StateWrite, StoredEntries, TIMERS_STATE,
 };
 use super::schema::SchemaGate;
 use crate::api::state::{OpenState, OpenedState};
@@ -104,18 +105,10 @@ where
         Ok(())
     }
 
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
         if state == TIMERS_STATE {
-            for (field, value) in entries {
-                let k: K =
-                    serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-                let timers: Vec<(i64, TimeDomain)> =
-                    serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
+            type Timers = Vec<(i64, TimeDomain)>;
+            for (k, timers) in decode_entries::<K, Timers>(operator, state, entries)? {
                 for (time, domain) in timers {
                     self.add_timer(&k, time, domain);
                 }
@@ -123,11 +116,8 @@ where
             self.tracking.timers.clear();
             return Ok(());
         }
-        let mut stored = Vec::with_capacity(entries.len());
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            stored.push((k, value));
-        }
+        // The values stay JSON until the state's descriptor (its codec) is known.
+        let stored = decode_keys::<K, String>(operator, state, entries, Ok)?;
         match self.backend.slot_of(state) {
             Some(slot) => self.backend.load(slot, stored),
             None => {

@@ -2,29 +2,22 @@
 //! per-record cap.
 
 use super::functions::WindowFunction;
-use super::rejected::RejectedOutput;
 use super::state::{emitter, register, WindowState};
 use super::WindowOperator;
-use crate::api::Sink;
 use crate::ops::changes::KeyChanges;
-use crate::ops::{guard, Operator};
-use crate::time::{TimeWindow, Trigger, TriggerContext, WindowAssigner};
+use crate::ops::guard;
+use crate::time::{TimeWindow, Trigger, TriggerContext};
 use crate::Error;
 use std::hash::Hash;
 use std::rc::Rc;
 
+// Firing needs only the panes, the triggers and the window function.
 impl<KF, K, T, A, Tr, WF, L, E, C, N> WindowOperator<KF, K, T, A, Tr, WF, L, E, C, N>
 where
-    KF: FnMut(&T) -> K,
-    K: Hash + Eq + Clone + 'static,
-    T: Clone + 'static,
-    A: WindowAssigner,
+    K: Hash + Eq + Clone,
     Tr: Trigger<T>,
     WF: WindowFunction<K, T>,
-    L: Sink<T>,
-    E: RejectedOutput<T>,
     C: KeyChanges<K>,
-    N: Operator<WF::Out>,
 {
     /// Fires the event-time timers due at `watermark`: all of them at the final
     /// watermark, else at most `max_fires` (when set); the rest stay due and fire before

@@ -14,8 +14,11 @@ use std::marker::PhantomData;
 /// One (key, window) pane. Serialized as JSON when the Redis engine keeps it.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Bucket<Acc, Tr> {
+    /// The pane's window (of a merging window: the cover of the windows merged into it).
     pub(crate) window: TimeWindow,
+    /// The window function's accumulator.
     pub(super) acc: Acc,
+    /// The trigger's state for this pane.
     pub(super) trigger: Tr,
     /// Elements were added since the pane was created or purged.
     pub(super) has_content: bool,
