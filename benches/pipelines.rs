@@ -1,5 +1,5 @@
 //! `pipeline!` and the builder API against hand-written loops: a 4-operator stateless
-//! chain over 10 M `u64` and a rolling word count.
+//! chain over 10 M `u64`, a rolling word count and a keyed `ValueState` count in `process`.
 //!
 //! `cargo bench --bench pipelines`; figures in BENCHMARKS.md.
 #![allow(missing_docs)]
@@ -108,6 +108,40 @@ fn word_count_hand(lines: &[String]) -> HashMap<&str, u64> {
     counts
 }
 
+/// Counts each word in a `ValueState<u64>` of a keyed process function and emits the new
+/// count (the per-record state access of `ctx.state(..)`).
+fn value_state_macro(lines: &'static [String], on_update: impl FnMut(u64)) {
+    let env = MemoryEnv::new();
+    pipeline! {
+        env.from_collection(lines)
+            .flat_map(|l: &'static String| l.split_whitespace())
+            .key_by(|w: &&'static str| *w)
+            .state(count: ValueState<u64> = 0)
+            .process(|_w: &'static str, ctx, out| {
+                let mut count = ctx.state(count)?;
+                let n = count.value() + 1;
+                count.update(n);
+                out.collect(n);
+                Ok(())
+            })
+            .sink(on_update)
+    }
+    .unwrap();
+}
+
+/// The same count as a hand loop over a `HashMap` with the std hasher (as the keyed state).
+fn value_state_hand(lines: &[String], mut on_update: impl FnMut(u64)) -> HashMap<&str, u64> {
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for l in lines {
+        for w in l.split_whitespace() {
+            let n = counts.entry(w).or_insert(0);
+            *n += 1;
+            on_update(*n);
+        }
+    }
+    counts
+}
+
 fn benches(c: &mut Criterion) {
     assert_eq!(chain_macro(100_000), chain_hand(100_000));
     assert_eq!(chain_builder(100_000), chain_hand(100_000));
@@ -144,6 +178,29 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("hand_loop", |b| {
         b.iter(|| word_count_hand(black_box(lines)))
+    });
+    g.finish();
+
+    let (mut from_macro, mut from_hand) = (0u64, 0u64);
+    value_state_macro(lines, |n| from_macro += n);
+    value_state_hand(lines, |n| from_hand += n);
+    assert_eq!(from_macro, from_hand);
+    let mut g = c.benchmark_group("value_state_count_1.6M_words");
+    g.throughput(Throughput::Elements(1_600_000));
+    g.sample_size(20);
+    g.bench_function("pipeline_macro", |b| {
+        b.iter(|| {
+            let mut updates = 0u64;
+            value_state_macro(black_box(lines), |n| updates += black_box(n) & 1);
+            updates
+        })
+    });
+    g.bench_function("hand_loop", |b| {
+        b.iter(|| {
+            let mut updates = 0u64;
+            value_state_hand(black_box(lines), |n| updates += black_box(n) & 1);
+            updates
+        })
     });
     g.finish();
 }

@@ -8,21 +8,43 @@
 // engines: memory
 fn pipeline() {
     let _ = {
-        let count = &::streaming::api::ValueStateDescriptor::<u64>::new("count", 0);
-        let seen = &::streaming::api::SetStateDescriptor::<i32>::new("seen");
         ::streaming::__private::process_with_timers(
                 env.from_elements([("a", 1), ("b", 2)]).key_by(|p: &(&str, i32)| p.0),
+                (
+                    ::streaming::api::ValueStateDescriptor::<u64>::new("count", 0),
+                    (::streaming::api::SetStateDescriptor::<i32>::new("seen"), ()),
+                ),
                 |v, ctx, out| {
-                    let n = ctx.state(count)?.value() + 1;
-                    ctx.state(count)?.update(n);
-                    ctx.state(seen)?.add(v.1);
-                    ctx.register_event_time_timer(ctx.timestamp() + 10);
-                    out.collect(n);
-                    Ok(())
+                    #[allow(unused_variables)]
+                    let count = ::streaming::__private::DeclaredState::<
+                        ::streaming::api::ValueStateDescriptor<u64>,
+                    >::at(0);
+                    #[allow(unused_variables)]
+                    let seen = ::streaming::__private::DeclaredState::<
+                        ::streaming::api::SetStateDescriptor<i32>,
+                    >::at(1);
+                    {
+                        let n = ctx.state(count)?.value() + 1;
+                        ctx.state(count)?.update(n);
+                        ctx.state(seen)?.add(v.1);
+                        ctx.register_event_time_timer(ctx.timestamp() + 10);
+                        out.collect(n);
+                        Ok(())
+                    }
                 },
                 |ts, ctx, out| {
-                    out.collect(ctx.state(count)?.value() + ts as u64);
-                    Ok(())
+                    #[allow(unused_variables)]
+                    let count = ::streaming::__private::DeclaredState::<
+                        ::streaming::api::ValueStateDescriptor<u64>,
+                    >::at(0);
+                    #[allow(unused_variables)]
+                    let seen = ::streaming::__private::DeclaredState::<
+                        ::streaming::api::SetStateDescriptor<i32>,
+                    >::at(1);
+                    {
+                        out.collect(ctx.state(count)?.value() + ts as u64);
+                        Ok(())
+                    }
                 },
             )
             .print()

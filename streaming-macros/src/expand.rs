@@ -13,9 +13,20 @@
 //!             Ok(value) => value, Err(error) => break .. config_error(error),
 //!         },
 //!     },);
-//!     let count = &::streaming::api::ValueStateDescriptor::<u64>::new("count", 0);  // state(..)
 //!     env.from_elements(..).key_by(..).window(__config_0.0).reduce(..).collect_vec()
 //! }
+//! ```
+//!
+//! `state(count: ValueState<u64> = 0).process(|v, ctx, out| ..)` hands the descriptors to
+//! the process stage, which gives each its slot when the pipeline is built, and binds each
+//! name to the declaration's index at the top of the closure body:
+//!
+//! ```text
+//! ::streaming::__private::process_with_states(    // process_with_timers with `on_timer`
+//!     keyed,
+//!     (::streaming::api::ValueStateDescriptor::<u64>::new("count", 0), ()),
+//!     |v, ctx, out| { let count = ::streaming::__private::DeclaredState::<..>::at(0); .. },
+//! )
 //! ```
 //!
 //! `::streaming` stands for the path [`CratePath`] finds (the user may have renamed the
@@ -23,7 +34,7 @@
 
 use crate::check::{Checked, Step};
 use crate::ops::{ArgKind, Engine, Expansion};
-use crate::parse::{Args, StateDecl};
+use crate::parse::{Args, Call, StateDecl};
 use crate::runtime::CratePath;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
@@ -138,6 +149,8 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
     };
     let mut chain = c.pipeline.env_tokens();
     let mut steps = c.steps.iter().peekable();
+    // The states declared for the next `process`.
+    let mut declared: Vec<&StateDecl> = Vec::new();
     while let Some(step) = steps.next() {
         let Step { call, op, .. } = step;
         let name = &call.name;
@@ -151,13 +164,15 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
         chain = match op.expansion {
             Expansion::Method => {
                 let on_timer = steps.next_if(|next| next.op.expansion == Expansion::OnTimer);
-                if let Some(timer) = on_timer {
-                    let timer_fn = timer.call.args.exprs();
-                    let tspan = timer.call.name.span();
-                    let krate = krate.at(tspan);
-                    quote_spanned! {tspan=>
-                        #krate::__private::process_with_timers(#chain, #(#args,)* #(#timer_fn),*)
-                    }
+                let states = std::mem::take(&mut declared);
+                if !states.is_empty() || on_timer.is_some() {
+                    // `process` (the only operator after `state(..)` or before `on_timer`).
+                    let process = Process {
+                        krate,
+                        states: &states,
+                        persistent: !c.engines.contains(&Engine::Memory),
+                    };
+                    process.expand(chain, call, on_timer.map(|t| t.call))
                 } else {
                     let turbofish = &call.turbofish;
                     quote_spanned! {span=> #chain.#name #turbofish(#(#args),*) }
@@ -165,11 +180,7 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
             }
             Expansion::StateDecls => {
                 if let Args::States(decls) = &call.args {
-                    // The Redis engine keeps state in Redis: its descriptors need a codec.
-                    let persistent = !c.engines.contains(&Engine::Memory);
-                    for decl in decls {
-                        cx.prelude.extend(state_binding(decl, persistent, krate));
-                    }
+                    declared.extend(decls);
                 }
                 chain
             }
@@ -203,21 +214,87 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
     }
 }
 
-/// `name: ValueState<T> = d` → `let name = &::streaming::api::ValueStateDescriptor::<T>::new("name", d);`
-/// (`persistent` instead of `new` on the Redis engine, which stores values as JSON).
-fn state_binding(decl: &StateDecl, persistent: bool, krate: &CratePath) -> TokenStream {
-    let ctor = Ident::new(
-        if persistent { "persistent" } else { "new" },
-        decl.name.span(),
-    );
-    let name = &decl.name;
-    let text = name.to_string();
+/// A `process` (with its `on_timer`) and the states declared before it.
+struct Process<'a> {
+    /// The runtime crate.
+    krate: &'a CratePath,
+    states: &'a [&'a StateDecl],
+    /// Descriptors with a codec (`persistent`): the Redis engine keeps state in Redis.
+    persistent: bool,
+}
+
+impl Process<'_> {
+    fn expand(&self, chain: TokenStream, call: &Call, on_timer: Option<&Call>) -> TokenStream {
+        let states = self.states_tuple();
+        let on_element = call.args.exprs().iter().map(|f| self.with_bindings(f));
+        match on_timer {
+            Some(timer) => {
+                let on_timer = timer.args.exprs().iter().map(|f| self.with_bindings(f));
+                let krate = self.krate.at(timer.name.span());
+                quote_spanned! {timer.name.span()=>
+                    #krate::__private::process_with_timers(
+                        #chain, #states, #(#on_element,)* #(#on_timer),*
+                    )
+                }
+            }
+            None => {
+                let krate = self.krate.at(call.name.span());
+                quote_spanned! {call.name.span()=>
+                    #krate::__private::process_with_states(#chain, #states, #(#on_element),*)
+                }
+            }
+        }
+    }
+
+    /// The descriptors as a list of nested pairs ending in `()`, in declaration order.
+    fn states_tuple(&self) -> TokenStream {
+        let ctor = if self.persistent { "persistent" } else { "new" };
+        self.states.iter().rev().fold(quote!(()), |rest, decl| {
+            let Some(path) = descriptor(decl, self.krate) else {
+                return rest;
+            };
+            let ctor = Ident::new(ctor, decl.name.span());
+            let text = decl.name.to_string();
+            let span = decl.ty.span();
+            let value = match &decl.default {
+                Some(default) => quote_spanned! {span=> #path::#ctor(#text, #default) },
+                None => quote_spanned! {span=> #path::#ctor(#text) },
+            };
+            quote! { (#value, #rest) }
+        })
+    }
+
+    /// A closure with each declared name bound to its [`DeclaredState`] at the top of its
+    /// body (the closure captures nothing for them, so it stays `'static`); another
+    /// expression as it is.
+    fn with_bindings(&self, f: &Expr) -> TokenStream {
+        let Expr::Closure(closure) = f else {
+            return f.into_token_stream();
+        };
+        let bindings = self.states.iter().enumerate().filter_map(|(i, decl)| {
+            let ty = descriptor(decl, self.krate)?;
+            let name = &decl.name;
+            let i = proc_macro2::Literal::usize_unsuffixed(i);
+            let krate = self.krate.at(decl.name.span());
+            Some(quote_spanned! {decl.name.span()=>
+                #[allow(unused_variables)]
+                let #name = #krate::__private::DeclaredState::<#ty>::at(#i);
+            })
+        });
+        let mut closure = closure.clone();
+        let body = &closure.body;
+        closure.body = Box::new(syn::parse_quote!({ #(#bindings)* #body }));
+        closure.into_token_stream()
+    }
+}
+
+/// `ValueState<T>` → the descriptor type `::streaming::api::ValueStateDescriptor::<T>` (with
+/// turbofish, so it is also the path of its constructors).
+fn descriptor(decl: &StateDecl, krate: &CratePath) -> Option<TokenStream> {
     let syn::Type::Path(path) = &decl.ty else {
-        return TokenStream::new();
+        return None;
     };
-    let Some(last) = path.path.segments.last() else {
-        return TokenStream::new();
-    };
+    let last = path.path.segments.last()?;
     let descriptor = Ident::new(&format!("{}Descriptor", last.ident), last.ident.span());
     let generics = match &last.arguments {
         syn::PathArguments::AngleBracketed(a) => {
@@ -228,20 +305,5 @@ fn state_binding(decl: &StateDecl, persistent: bool, krate: &CratePath) -> Token
     };
     let span = decl.ty.span();
     let krate = krate.at(span);
-    let value = match &decl.default {
-        Some(default) => {
-            quote_spanned! {span=> #krate::api::#descriptor #generics::#ctor(#text, #default) }
-        }
-        None => quote_spanned! {span=> #krate::api::#descriptor #generics::#ctor(#text) },
-    };
-    if persistent {
-        // A Redis pipeline's functions are `'static` (one copy runs per partition, on its
-        // own thread): the descriptor lives for the program (one small allocation per
-        // pipeline built).
-        quote_spanned! {span=>
-            let #name = &*::std::boxed::Box::leak(::std::boxed::Box::new(#value));
-        }
-    } else {
-        quote_spanned! {span=> let #name = &#value; }
-    }
+    Some(quote_spanned! {span=> #krate::api::#descriptor #generics })
 }

@@ -143,3 +143,23 @@ fn every_path_uses_the_crate_name_found() {
         assert!(text.contains(path), "{path} in {text}");
     }
 }
+
+#[test]
+fn redis_keyed_state() {
+    snapshot(
+        "redis_keyed_state",
+        parse_quote! {
+            env.from_mq_topic("orders", "billing")
+                .map(|m: Message| m.payload_str().unwrap_or_default().to_string())
+                .key_by(|k: &String| k.clone())
+                .state(count: ValueState<u64> = 0)
+                .process(|k: String, ctx, out| {
+                    let n = ctx.state(count)?.value() + 1;
+                    ctx.state(count)?.update(n);
+                    out.collect(format!("{k}={n}"));
+                    Ok(())
+                })
+                .sink(RedisListSink::new("counts"))
+        },
+    );
+}

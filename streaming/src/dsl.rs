@@ -1,10 +1,13 @@
 //! Helpers the `pipeline!` expansion calls. Not part of the public API.
 
-use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
+use crate::api::state::DeclareStates;
+use crate::api::{Collector, KeyedContext, TimerContext};
 use crate::dataflow::{KeyedProcessOutput, KeyedStream, Plan};
+use crate::ops::process::ProcessFn;
 use crate::BoxError;
 use std::hash::Hash;
-use std::marker::PhantomData;
+
+pub use crate::api::state::DeclaredState;
 
 /// The value standing in for a pipeline that failed to compile: its type is the type a
 /// valid pipeline would have, so the surrounding code type-checks and one mistake gives one
@@ -74,71 +77,43 @@ impl InfallibleConfig {
     }
 }
 
-/// `process(on_element).on_timer(on_timer)`: a keyed process function from two closures.
+/// `state(..).process(on_element)`: the declared states `states` (nested pairs of
+/// descriptors in declaration order) get their slots when the pipeline is built; the
+/// closure names them as [`DeclaredState`]s.
 #[doc(hidden)]
-pub fn process_with_timers<P, KF, K, O, F, G>(
+pub fn process_with_states<P, KF, K, O, F, S>(
     keyed: KeyedStream<P, KF, K>,
+    states: S,
+    on_element: F,
+) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O>, S>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+    F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    S: DeclareStates<K>,
+{
+    keyed.process_declared(ProcessFn::new(on_element), states)
+}
+
+/// `state(..).process(on_element).on_timer(on_timer)`: a keyed process function from two
+/// closures, with the declared states `states` (`()` without `state(..)`).
+#[doc(hidden)]
+pub fn process_with_timers<P, KF, K, O, F, G, S>(
+    keyed: KeyedStream<P, KF, K>,
+    states: S,
     on_element: F,
     on_timer: G,
-) -> KeyedProcessOutput<P, KF, K, WithTimers<F, G, O>>
+) -> KeyedProcessOutput<P, KF, K, ProcessFn<F, O, G>, S>
 where
     P: Plan,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&P::Out) -> K,
     F: FnMut(P::Out, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
     G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    S: DeclareStates<K>,
 {
-    keyed.process_function(WithTimers {
-        on_element,
-        on_timer,
-        _out: PhantomData,
-    })
-}
-
-/// The process function of [`process_with_timers`].
-#[doc(hidden)]
-pub struct WithTimers<F, G, O> {
-    on_element: F,
-    on_timer: G,
-    _out: PhantomData<fn() -> O>,
-}
-
-impl<F: Clone, G: Clone, O> Clone for WithTimers<F, G, O> {
-    fn clone(&self) -> Self {
-        WithTimers {
-            on_element: self.on_element.clone(),
-            on_timer: self.on_timer.clone(),
-            _out: PhantomData,
-        }
-    }
-}
-
-impl<K, T, O, F, G> KeyedProcessFunction<K, T> for WithTimers<F, G, O>
-where
-    F: FnMut(T, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
-    G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
-{
-    type Out = O;
-
-    #[inline]
-    fn process_element(
-        &mut self,
-        value: T,
-        ctx: &mut KeyedContext<'_, K>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError> {
-        (self.on_element)(value, ctx, out)
-    }
-
-    #[inline]
-    fn on_timer(
-        &mut self,
-        timestamp: i64,
-        ctx: &mut TimerContext<'_, K>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError> {
-        (self.on_timer)(timestamp, ctx, out)
-    }
+    keyed.process_declared(ProcessFn::with_timers(on_element, on_timer), states)
 }
 
 /// The message-queue sources of the DSL: implemented by the environments of engines with a

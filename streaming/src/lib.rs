@@ -143,9 +143,11 @@
 //! [`Error::InvalidConfig`] when the pipeline is built.
 //!
 //! **State.** `state(name: ValueState<T> = default, name: ListState<T>, name: MapState<K, V>,
-//! name: SetState<T>)` right before `process` declares that operator's keyed state. Each
-//! name is bound to a `&…StateDescriptor` the closures use as `ctx.state(name)?`. Names are
-//! unique per operator.
+//! name: SetState<T>)` right before `process` declares that operator's keyed state. The
+//! descriptors are handed to the operator, which gives each state its slot when the
+//! pipeline is built; in the closures of `process` and `on_timer` (written as closures
+//! there) each name is bound to its declaration, used as `ctx.state(name)?`, so a record's
+//! state access is one lookup of its key. Names are unique per operator.
 //!
 //! **Stable ids.** Every operator that takes a position gets the id
 //! `{source_id}/{position}:{kind}` (see [`OperatorId`]): positions count operators
@@ -174,9 +176,9 @@
 //! sink returns there, `Result<(), Error>`: the pipeline is registered, and
 //! [`redis::RedisEnv::execute_async`] starts it. Its `state(..)` declarations are
 //! `persistent` descriptors (values stored as JSON, so state types must be
-//! `Serialize + DeserializeOwned`), allocated once per pipeline built and kept for the
-//! program (the engine's functions are `'static`); on the memory engine they are `new`
-//! descriptors local to the pipeline. The default source id of `from_mq_topic` is
+//! `Serialize + DeserializeOwned`); on the memory engine they are `new` descriptors. Either
+//! way the closures capture nothing for them, so they stay `'static` where the Redis
+//! engine needs it. The default source id of `from_mq_topic` is
 //! `{topic}.{group}` (characters outside `[A-Za-z0-9_.-]` become `_`), the builder's.
 //!
 //! **Debugging.** `STREAMING_PIPELINE_DEBUG=1 cargo build` prints every expansion with its
@@ -232,9 +234,9 @@ pub mod __private {
     pub use crate::dataflow::{
         BuildPlan, BuildRejectedOutput, BuildStage, CountLateOnly, Execute, FilterStage,
         FlatMapStage, KeyedProcessOutput, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage,
-        KeyedSumStage, MakeWindowFunction, MapStage, Plan, PrintSink, SideOutputFactory, Stage,
-        StoreFactory, Then, TryMapStage, WatermarkStage, WindowAggregate, WindowApply, WindowCount,
-        WindowOutput, WindowReduce, WindowStage, WindowSum, WindowSumBy,
+        KeyedSumStage, MakeWindowFunction, MapStage, Plan, PrintSink, Runtime, SideOutputFactory,
+        Stage, StoreFactory, Then, TryMapStage, WatermarkStage, WindowAggregate, WindowApply,
+        WindowCount, WindowOutput, WindowReduce, WindowStage, WindowSum, WindowSumBy,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::partition::PartitionedSource;
@@ -242,8 +244,7 @@ pub mod __private {
     pub use crate::memory::runtime::MemoryRuntime;
     pub use crate::ops::{
         Counters, KeyedTable, NoRejectedOutput, Operator, ProcessFn, ProcessState, RecordTimestamp,
-        RejectedOutput, RejectedTo, SideOutput, WatermarkState, WatermarkStore, WindowFunction,
-        WindowState,
+        RejectedOutput, RejectedTo, SideOutput, WatermarkState, WindowFunction, WindowState,
     };
     pub use crate::redis::env::{MqTopicSource, RedisPortable};
     pub use crate::redis::persist::Persist;

@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Keyed, Stage::KeyedState, IdKind::None), on(Stage::KeyedState, Stage::KeyedState, IdKind::None)],
     engines: BOTH,
     expansion: Expansion::StateDecls,
-    summary: "Declares keyed state for the next `process`: each name becomes a `&…StateDescriptor` binding the closure uses as `ctx.state(name)?`. Names are unique per operator.",
+    summary: "Declares keyed state for the next `process`: each state gets its slot when the pipeline is built, and each name is bound in the closures of `process` and `on_timer` to its declaration, used as `ctx.state(name)?`. Names are unique per operator.",
     example: r#"
 let out = pipeline! {
     env.from_elements(["a", "b", "a"])

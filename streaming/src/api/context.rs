@@ -1,7 +1,8 @@
 //! Contexts handed to keyed process functions.
 
-use super::state::{KeyedStateBackend, StateDescriptor};
+use super::state::{CurrentKey, DeclaredState, KeyedStateBackend, OpenState, StateDescriptor};
 use crate::Error;
+use std::convert::Infallible;
 use std::hash::Hash;
 
 /// The time domain of a timer.
@@ -30,14 +31,49 @@ pub(crate) enum TimerRequest {
 /// processing time, timer registration and the key's state.
 pub struct KeyedContext<'a, K> {
     pub(crate) key: &'a K,
+    /// The key's hash, computed when the first state is opened.
+    key_hash: Option<u64>,
+    pub(crate) timestamp: i64,
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+    pub(crate) timers: &'a mut Vec<TimerRequest>,
+    state: &'a mut KeyedStateBackend<K>,
+    /// The engine's part in opening a state for the first time.
+    opener: &'a mut dyn OpenState<K>,
+    /// The states this call changed (bit `i`: the operator's `i`-th state).
+    pub(crate) changed: u64,
+}
+
+/// What a keyed context is made of (see [`KeyedContext::new`]).
+pub(crate) struct ContextParts<'a, K> {
+    pub(crate) key: &'a K,
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
     pub(crate) timers: &'a mut Vec<TimerRequest>,
     pub(crate) state: &'a mut KeyedStateBackend<K>,
+    pub(crate) opener: &'a mut dyn OpenState<K>,
 }
 
-impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
+impl<'a, K> KeyedContext<'a, K> {
+    /// The context of one call, with no state changed yet.
+    #[inline]
+    pub(crate) fn new(parts: ContextParts<'a, K>) -> Self {
+        KeyedContext {
+            key: parts.key,
+            key_hash: None,
+            timestamp: parts.timestamp,
+            watermark: parts.watermark,
+            processing_time: parts.processing_time,
+            timers: parts.timers,
+            state: parts.state,
+            opener: parts.opener,
+            changed: 0,
+        }
+    }
+}
+
+impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// The key of the element being processed.
     pub fn current_key(&self) -> &K {
         self.key
@@ -91,18 +127,79 @@ impl<K: Hash + Eq + Clone + 'static> KeyedContext<'_, K> {
             .push(TimerRequest::Delete(time, TimeDomain::ProcessingTime));
     }
 
-    /// The state described by `descriptor` for the current key: a
+    /// The state `state` refers to, for the current key: a
     /// [`ValueState`](super::ValueState), [`ListState`](super::ListState),
-    /// [`MapState`](super::MapState) or [`SetState`](super::SetState).
+    /// [`MapState`](super::MapState) or [`SetState`](super::SetState). `state` is a
+    /// descriptor (`ctx.state(&COUNT)`), or in `pipeline!` a name declared with
+    /// `.state(..)` (`ctx.state(count)`). Opening a state only reads it: the engine writes
+    /// a state back for the key only when the handle changed it.
     ///
     /// # Errors
     /// [`Error::StateType`] when this operator used the same state name with another kind or
-    /// type before.
-    pub fn state<'s, D: StateDescriptor<K>>(
-        &'s mut self,
-        descriptor: &'s D,
-    ) -> Result<D::Handle<'s>, Error> {
-        self.state.handle(descriptor, self.key)
+    /// type before; on the Redis engine [`Error::StateNotPersistent`] for a descriptor
+    /// without a codec.
+    #[inline(always)]
+    pub fn state<S: StateRef<K>>(&mut self, state: S) -> Result<Handle<'_, K, S>, S::Error> {
+        state.open(self)
+    }
+
+    /// The backend and the current key, borrowed apart.
+    #[inline(always)]
+    fn backend_and_key(&mut self) -> (&mut KeyedStateBackend<K>, CurrentKey<'_, K>) {
+        let key = CurrentKey {
+            key: self.key,
+            hash: &mut self.key_hash,
+            changed: &mut self.changed,
+        };
+        (&mut *self.state, key)
+    }
+}
+
+/// The handle `ctx.state(state)` opens.
+pub(crate) type Handle<'s, K, S> =
+    <<S as StateRef<K>>::Descriptor as StateDescriptor<K>>::Handle<'s>;
+
+mod sealed {
+    pub trait Sealed {}
+    impl<D> Sealed for &D {}
+    impl<D> Sealed for super::DeclaredState<D> {}
+}
+
+/// What `ctx.state(..)` accepts: a descriptor (`ctx.state(&COUNT)`), or in `pipeline!` a
+/// name declared with `.state(..)` (`ctx.state(count)`).
+pub trait StateRef<K>: sealed::Sealed {
+    /// The state's descriptor type.
+    type Descriptor: StateDescriptor<K>;
+    /// What opening the state can fail with: [`Error`] for a descriptor, nothing for a
+    /// declared state (its type was checked when the pipeline was built).
+    type Error;
+
+    #[doc(hidden)]
+    fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<Handle<'s, K, Self>, Self::Error>
+    where
+        Self: Sized;
+}
+
+impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> StateRef<K> for &D {
+    type Descriptor = D;
+    type Error = Error;
+
+    #[inline(always)]
+    fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<D::Handle<'s>, Error> {
+        let slot = ctx.state.resolve(self, ctx.opener)?;
+        let (backend, key) = ctx.backend_and_key();
+        backend.open::<D>(slot, key)
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> StateRef<K> for DeclaredState<D> {
+    type Descriptor = D;
+    type Error = Infallible;
+
+    #[inline(always)]
+    fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<D::Handle<'s>, Infallible> {
+        let (backend, key) = ctx.backend_and_key();
+        Ok(backend.open_declared::<D>(self.slot(), key))
     }
 }
 
@@ -159,10 +256,8 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     ///
     /// # Errors
     /// As [`KeyedContext::state`].
-    pub fn state<'s, D: StateDescriptor<K>>(
-        &'s mut self,
-        descriptor: &'s D,
-    ) -> Result<D::Handle<'s>, Error> {
-        self.inner.state(descriptor)
+    #[inline]
+    pub fn state<S: StateRef<K>>(&mut self, state: S) -> Result<Handle<'_, K, S>, S::Error> {
+        self.inner.state(state)
     }
 }

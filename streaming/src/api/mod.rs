@@ -10,10 +10,7 @@ pub use context::{KeyedContext, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
 pub use sink::{CommitWrites, RejectedElement, Sink};
 pub use source::{Source, SourceContext};
-pub use state::JsonCodec;
-#[doc(hidden)]
-pub use state::TableOps;
 pub use state::{
-    ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState, SetStateDescriptor,
-    ValueState, ValueStateDescriptor,
+    JsonCodec, ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState,
+    SetStateDescriptor, ValueState, ValueStateDescriptor,
 };

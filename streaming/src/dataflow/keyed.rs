@@ -3,6 +3,7 @@
 use super::plan::{Plan, Then};
 use super::stages::*;
 use super::types::{CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowedStream};
+use crate::api::state::DeclareStates;
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric};
 use crate::ops::{NoRejectedOutput, OperatorId, ProcessFn};
 use crate::time::WindowAssigner;
@@ -153,11 +154,26 @@ where
     where
         PF: KeyedProcessFunction<K, P::Out>,
     {
+        self.process_declared(function, ())
+    }
+
+    /// Runs a [`KeyedProcessFunction`] whose states `states` (a tuple of descriptors) get
+    /// their slots when the pipeline is built (`pipeline!`'s `.state(..)`).
+    pub(crate) fn process_declared<PF, S>(
+        self,
+        function: PF,
+        states: S,
+    ) -> KeyedProcessOutput<P, KF, K, PF, S>
+    where
+        PF: KeyedProcessFunction<K, P::Out>,
+        S: DeclareStates<K>,
+    {
         let id = self.keyed_id("process");
         self.stream.then(KeyedProcessStage {
             id,
             key_fn: self.key_fn,
             function,
+            states,
             _k: PhantomData,
         })
     }

@@ -4,19 +4,19 @@
 //! A builder chain is a [`Plan`] (a root, the source, then one [`Stage`] per operator). The
 //! source decides the engine: a terminal operation ([`DataStream::sink`] and friends) hands
 //! the plan to the root's [`Execute`] implementation, which builds the operator chain with
-//! the engine's runtime ([`BuildPlan`], [`StoreFactory`]) and runs or registers it.
+//! the engine's [`Runtime`] ([`BuildPlan`], [`StoreFactory`]) and runs or registers it.
 
 mod keyed;
 mod plan;
+mod runtime;
 mod stages;
 mod stream;
 mod types;
 mod window_fn;
 mod windowed;
 
-pub use plan::{
-    BuildPlan, BuildRejectedOutput, BuildStage, Plan, SideOutputFactory, Stage, StoreFactory, Then,
-};
+pub use plan::{BuildPlan, BuildRejectedOutput, BuildStage, Plan, Stage, Then};
+pub use runtime::{Runtime, SideOutputFactory, StoreFactory};
 pub use stages::{
     FilterStage, FlatMapStage, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage, KeyedSumStage,
     MapStage, TryMapStage, WatermarkStage, WindowStage,

@@ -4,47 +4,15 @@
 //! [`Stage`]s. [`BuildPlan::build`] connects the stages' operators in front of a downstream
 //! operator and hands back the root with the built chain; the engine then drives the chain
 //! (the memory engine pulls its source through it once; the Redis engine builds one chain
-//! per owned partition). Stateful stages get their state from the engine's runtime through
-//! [`StoreFactory`], so each engine decides which state types it can keep.
+//! per owned partition). Stateful stages get their state from the engine's
+//! [`Runtime`](super::Runtime) through [`StoreFactory`](super::StoreFactory), so each
+//! engine decides which state types it can keep.
 
+use super::runtime::SideOutputFactory;
 use crate::api::{RejectedElement, Sink};
-use crate::ops::{
-    Counters, NoRejectedOutput, Operator, OperatorId, RejectedOutput, RejectedTo, SideOutput,
-};
+use crate::ops::{NoRejectedOutput, Operator, RejectedOutput, RejectedTo, SideOutput};
 use crate::sealed::Sealed;
 use crate::Error;
-use std::cell::RefCell;
-use std::rc::Rc;
-
-/// Creates the state store of a stateful operator. Each engine's runtime implements it for
-/// the state types it can keep: the memory engine's for every `Clone + 'static` state, the
-/// Redis engine's only for state it can persist (serde `Serialize + DeserializeOwned`).
-#[diagnostic::on_unimplemented(
-    message = "this operator's state cannot be kept by `{Self}`",
-    label = "state type `{S}` is not supported here",
-    note = "on the Redis engine keyed state lives in Redis as JSON: keys and values must be serde `Serialize + DeserializeOwned`",
-    note = "for windows on the Redis engine that includes the key, the accumulator (e.g. `reduce`'s element type, an `AggregateFunction`'s `Acc`) and a custom trigger"
-)]
-pub trait StoreFactory<S>: Sealed {
-    /// A new store for `operator`'s state, starting from `init` (or from what the engine
-    /// restores for it).
-    ///
-    /// # Errors
-    /// Restoring the state failed.
-    fn store(&self, operator: &OperatorId, init: S) -> Result<Rc<RefCell<S>>, Error>;
-
-    /// The counters window operators report to.
-    #[doc(hidden)]
-    fn counters(&self) -> Rc<Counters>;
-}
-
-/// Wraps a side-output sink (a window's late data) for the engine: the memory runtime
-/// delivers each record at once; the Redis runtime buffers them and delivers them with the
-/// batch that produced them, so a rolled-back batch delivers nothing.
-pub trait SideOutputFactory<T, L>: Sealed {
-    /// The side output writing to `sink`.
-    fn side_output(&self, sink: L) -> SideOutput<T, L>;
-}
 
 /// A window's rejected-element output as an engine builds it: none stays none; a sink is
 /// wrapped by the engine's [`SideOutputFactory`], so on the Redis engine rejected elements

@@ -1,13 +1,14 @@
 //! One stage per builder operator: what the operator needs, kept until an engine builds it.
 
-use super::plan::{BuildRejectedOutput, BuildStage, SideOutputFactory, Stage, StoreFactory};
+use super::plan::{BuildRejectedOutput, BuildStage, Stage};
+use super::runtime::{Runtime, SideOutputFactory, StoreFactory};
 use super::window_fn::MakeWindowFunction;
+use crate::api::state::DeclareStates;
 use crate::api::{KeyedProcessFunction, Numeric, Sink};
-use crate::ops::keyed::{KeyedTable, ProcessState};
-use crate::ops::window::WindowState;
 use crate::ops::{
-    AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, Map,
-    Operator, OperatorId, SideOutput, TryMap, WatermarkStore, WindowFunction, WindowOperator,
+    AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable,
+    Map, Operator, OperatorId, ProcessState, SideOutput, TryMap, WindowFunction, WindowOperator,
+    WindowState,
 };
 use crate::sealed::Sealed;
 use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
@@ -72,8 +73,11 @@ stage!(
     KeyedSumByStage<KF, K, F, V> { key_fn: KF, f: F, _k: PhantomData<fn() -> (K, V)> }
 );
 stage!(
-    /// The stage of [`KeyedStream::process`](crate::KeyedStream::process).
-    KeyedProcessStage<KF, K, PF> { key_fn: KF, function: PF, _k: PhantomData<fn() -> K> }
+    /// The stage of [`KeyedStream::process`](crate::KeyedStream::process), with the states declared for it (`pipeline!`'s
+    /// `.state(..)`; none from the builder).
+    KeyedProcessStage<KF, K, PF, S> {
+        key_fn: KF, function: PF, states: S, _k: PhantomData<fn() -> K>
+    }
 );
 stage!(
     /// The stage of a window function on a [`WindowedStream`](crate::WindowedStream).
@@ -139,11 +143,11 @@ where
 
 impl<R, T, TA, G> BuildStage<T, R> for WatermarkStage<TA, G>
 where
-    R: WatermarkStore,
+    R: Runtime,
     TA: TimestampAssigner<T>,
     G: WatermarkGenerator<T> + Clone,
 {
-    type Op<N: Operator<T>> = AssignWatermarks<TA, G, N>;
+    type Op<N: Operator<T>> = AssignWatermarks<TA, G, R::Changes<()>, N>;
     fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.watermark_state(&self.id);
         Ok(AssignWatermarks::new(
@@ -151,7 +155,7 @@ where
             self.assigner,
             self.generator,
             state,
-            rt.window_counters(),
+            rt.counters(),
             next,
         ))
     }
@@ -169,13 +173,14 @@ where
 
 impl<R, T, K, KF, F> BuildStage<T, R> for KeyedReduceStage<KF, K, F>
 where
-    R: StoreFactory<KeyedTable<K, Option<T>>>,
+    R: Runtime,
+    R: StoreFactory<KeyedTable<K, Option<T>, <R as Runtime>::Changes<K>>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     F: FnMut(T, T) -> T,
 {
-    type Op<N: Operator<T>> = KeyedReduce<KF, K, T, F, N>;
+    type Op<N: Operator<T>> = KeyedReduce<KF, K, T, F, R::Changes<K>, N>;
     fn build<N: Operator<T>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedReduce::new(self.id, self.key_fn, self.f, state, next))
@@ -193,12 +198,13 @@ where
 
 impl<R, T, K, KF> BuildStage<T, R> for KeyedSumStage<KF, K>
 where
-    R: StoreFactory<KeyedTable<K, T>>,
+    R: Runtime,
+    R: StoreFactory<KeyedTable<K, T, <R as Runtime>::Changes<K>>>,
     T: Numeric,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
 {
-    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, N>;
+    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, R::Changes<K>, N>;
     fn build<N: Operator<(K, T)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSum::new(self.id, self.key_fn, state, next))
@@ -217,20 +223,21 @@ where
 
 impl<R, T, K, KF, F, V> BuildStage<T, R> for KeyedSumByStage<KF, K, F, V>
 where
-    R: StoreFactory<KeyedTable<K, V>>,
+    R: Runtime,
+    R: StoreFactory<KeyedTable<K, V, <R as Runtime>::Changes<K>>>,
     V: Numeric,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     F: FnMut(&T) -> V,
 {
-    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, N>;
+    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, R::Changes<K>, N>;
     fn build<N: Operator<(K, V)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
         Ok(KeyedSumBy::new(self.id, self.key_fn, self.f, state, next))
     }
 }
 
-impl<T, K, KF, PF> Stage<T> for KeyedProcessStage<KF, K, PF>
+impl<T, K, KF, PF, S> Stage<T> for KeyedProcessStage<KF, K, PF, S>
 where
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
@@ -239,16 +246,20 @@ where
     type Out = PF::Out;
 }
 
-impl<R, T, K, KF, PF> BuildStage<T, R> for KeyedProcessStage<KF, K, PF>
+impl<R, T, K, KF, PF, S> BuildStage<T, R> for KeyedProcessStage<KF, K, PF, S>
 where
-    R: StoreFactory<ProcessState<K>>,
+    R: Runtime,
+    R: StoreFactory<ProcessState<K, <R as Runtime>::ProcessChanges<K>>>,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
     PF: KeyedProcessFunction<K, T>,
+    S: DeclareStates<K>,
 {
-    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, N>;
+    type Op<N: Operator<PF::Out>> = KeyedProcess<KF, K, T, PF, R::ProcessChanges<K>, R::Clock, N>;
     fn build<N: Operator<PF::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, ProcessState::new(&self.id))?;
+        // After the store: a restored state keeps its slots, found again by name.
+        state.borrow_mut().declare(&self.states)?;
         Ok(KeyedProcess::new(
             self.id,
             self.key_fn,
@@ -258,6 +269,10 @@ where
         ))
     }
 }
+
+/// The accumulator of the window function `MF` makes.
+type WindowAcc<MF, K, T> =
+    <<MF as MakeWindowFunction<K, T>>::Function as WindowFunction<K, T>>::Acc;
 
 impl<T, K, KF, A, Tr, MF, L, E> Stage<T> for WindowStage<KF, K, A, Tr, MF, L, E>
 where
@@ -274,7 +289,8 @@ where
 
 impl<R, T, K, KF, A, Tr, MF, L, E> BuildStage<T, R> for WindowStage<KF, K, A, Tr, MF, L, E>
 where
-    R: StoreFactory<WindowState<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>>,
+    R: Runtime,
+    R: StoreFactory<WindowState<K, WindowAcc<MF, K, T>, Tr, <R as Runtime>::Changes<K>>>,
     T: Clone + 'static,
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
@@ -285,13 +301,20 @@ where
     E: BuildRejectedOutput<T, R>,
     R: SideOutputFactory<T, L>,
 {
-    type Op<N: Operator<Self::Out>> =
-        WindowOperator<KF, K, T, A, Tr, MF::Function, SideOutput<T, L>, E::Output, N>;
+    type Op<N: Operator<Self::Out>> = WindowOperator<
+        KF,
+        K,
+        T,
+        A,
+        Tr,
+        MF::Function,
+        SideOutput<T, L>,
+        E::Output,
+        R::Changes<K>,
+        N,
+    >;
     fn build<N: Operator<Self::Out>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
-        let state = rt.store(
-            &self.id,
-            WindowState::<K, <MF::Function as WindowFunction<K, T>>::Acc, Tr>::default(),
-        )?;
+        let state = rt.store(&self.id, WindowState::default())?;
         Ok(WindowOperator::new(
             self.id,
             self.key_fn,

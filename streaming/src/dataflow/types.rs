@@ -11,8 +11,9 @@ use std::marker::PhantomData;
 pub type WindowOutput<P, KF, K, A, Tr, WF, L, E> =
     DataStream<Then<P, WindowStage<KF, K, A, Tr, WF, L, E>>>;
 
-/// The stream [`KeyedStream::process`] returns.
-pub type KeyedProcessOutput<P, KF, K, PF> = DataStream<Then<P, KeyedProcessStage<KF, K, PF>>>;
+/// The stream [`KeyedStream::process`] returns (`S`: the states declared for it).
+pub type KeyedProcessOutput<P, KF, K, PF, S = ()> =
+    DataStream<Then<P, KeyedProcessStage<KF, K, PF, S>>>;
 
 /// A stream of `P::Out` records. Each method adds one operator; a
 /// terminal operation runs the pipeline.

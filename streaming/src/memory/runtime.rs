@@ -1,17 +1,18 @@
 //! The memory engine's runtime: what its stages are built with.
 
 use super::CheckpointCoordinator;
-use crate::dataflow::{SideOutputFactory, StoreFactory};
-use crate::ops::{
-    Counters, Operator, OperatorId, Shared, SideOutput, WatermarkState, WatermarkStore,
-};
+use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
+use crate::ops::{Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState};
 use crate::sealed::Sealed;
+use crate::time::RecordClock;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 /// What a stage may use while its operator is built on the memory engine: the checkpoint
-/// coordinator (to register keyed state) and the run's counters.
+/// coordinator (to register keyed state) and the run's counters. State lives in the
+/// process only, so nothing tracks its changes; processing time is the highest record
+/// timestamp.
 pub struct MemoryRuntime {
     pub(crate) coordinator: Option<CheckpointCoordinator>,
     pub(crate) counters: Rc<Counters>,
@@ -35,18 +36,18 @@ impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
         }
         Ok(store)
     }
-
-    fn counters(&self) -> Rc<Counters> {
-        Rc::clone(&self.counters)
-    }
 }
 
-impl WatermarkStore for MemoryRuntime {
-    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState> {
+impl Runtime for MemoryRuntime {
+    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
+    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
+    type Clock = RecordClock;
+
+    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<NoChanges>> {
         Rc::new(RefCell::new(WatermarkState::default()))
     }
 
-    fn window_counters(&self) -> Rc<Counters> {
+    fn counters(&self) -> Rc<Counters> {
         Rc::clone(&self.counters)
     }
 }

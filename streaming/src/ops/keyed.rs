@@ -1,17 +1,11 @@
-//! Keyed operators without windows: rolling reduce and sum, and keyed process functions
-//! with state and timers.
+//! Keyed operators without windows: rolling reduce and sum.
 
-use super::timers::TimerQueue;
-use super::{guard, user_error, Operator, OperatorId, Shared};
-use crate::api::context::{TimeDomain, TimerRequest};
-use crate::api::state::KeyedStateBackend;
-use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric, TimerContext};
-use crate::time::MIN_WATERMARK;
-use crate::{BoxError, Error};
-use std::collections::{HashMap, HashSet};
+use super::changes::KeyChanges;
+use super::{guard, Operator, OperatorId, Shared};
+use crate::api::Numeric;
+use crate::Error;
+use std::collections::HashMap;
 use std::hash::Hash;
-use std::marker::PhantomData;
-use std::rc::Rc;
 
 macro_rules! forward_watermark_lifecycle {
     () => {
@@ -34,51 +28,40 @@ macro_rules! forward_watermark_lifecycle {
     };
 }
 
-/// The per-key table of a rolling reduce or sum: the values, and (on an engine that writes
-/// state back, e.g. Redis) the keys changed since the last drain. On the memory engine
-/// `dirty` is `None` and costs one branch per record.
+/// The per-key table of a rolling reduce or sum: the values, and the keys changed since the
+/// engine last wrote them back (`C`, the engine's [`KeyChanges`]: nothing on the memory
+/// engine).
 #[derive(Clone, Debug)]
-pub struct KeyedTable<K, V> {
+pub struct KeyedTable<K, V, C> {
     pub(crate) map: HashMap<K, V>,
-    pub(crate) dirty: Option<HashSet<K>>,
+    pub(crate) changes: C,
 }
 
-impl<K, V> Default for KeyedTable<K, V> {
+impl<K, V, C: Default> Default for KeyedTable<K, V, C> {
     fn default() -> Self {
         KeyedTable {
             map: HashMap::new(),
-            dirty: None,
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone, V> KeyedTable<K, V> {
-    #[inline]
-    pub(crate) fn touch(&mut self, key: &K) {
-        if let Some(d) = &mut self.dirty {
-            if !d.contains(key) {
-                d.insert(key.clone());
-            }
+            changes: C::default(),
         }
     }
 }
 
 /// Rolling reduce per key (Flink `KeyedStream.reduce`): emits the updated value for every
 /// element.
-pub struct KeyedReduce<KF, K, T, F, N> {
+pub struct KeyedReduce<KF, K, T, F, C, N> {
     id: OperatorId,
     key_fn: KF,
     f: F,
-    state: Shared<KeyedTable<K, Option<T>>>,
+    state: Shared<KeyedTable<K, Option<T>, C>>,
     next: N,
 }
 
-impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
+impl<KF, K, T, F, C, N> KeyedReduce<KF, K, T, F, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
         f: F,
-        state: Shared<KeyedTable<K, Option<T>>>,
+        state: Shared<KeyedTable<K, Option<T>, C>>,
         next: N,
     ) -> Self {
         KeyedReduce {
@@ -91,12 +74,13 @@ impl<KF, K, T, F, N> KeyedReduce<KF, K, T, F, N> {
     }
 }
 
-impl<KF, K, T, F, N> Operator<T> for KeyedReduce<KF, K, T, F, N>
+impl<KF, K, T, F, C, N> Operator<T> for KeyedReduce<KF, K, T, F, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
     T: Clone,
     F: FnMut(T, T) -> T,
+    C: KeyChanges<K>,
     N: Operator<T>,
 {
     #[inline]
@@ -104,7 +88,7 @@ where
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let out = {
             let mut table = self.state.borrow_mut();
-            table.touch(&key);
+            table.changes.mark(&key);
             match table.map.get_mut(&key) {
                 Some(slot) => {
                     // One hash lookup: the slot is taken for the call and refilled. After a
@@ -125,18 +109,18 @@ where
 }
 
 /// Rolling sum per key: emits `(key, sum so far)` for every element.
-pub struct KeyedSum<KF, K, T, N> {
+pub struct KeyedSum<KF, K, T, C, N> {
     id: OperatorId,
     key_fn: KF,
-    state: Shared<KeyedTable<K, T>>,
+    state: Shared<KeyedTable<K, T, C>>,
     next: N,
 }
 
-impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
+impl<KF, K, T, C, N> KeyedSum<KF, K, T, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
-        state: Shared<KeyedTable<K, T>>,
+        state: Shared<KeyedTable<K, T, C>>,
         next: N,
     ) -> Self {
         KeyedSum {
@@ -148,11 +132,12 @@ impl<KF, K, T, N> KeyedSum<KF, K, T, N> {
     }
 }
 
-impl<KF, K, T, N> Operator<T> for KeyedSum<KF, K, T, N>
+impl<KF, K, T, C, N> Operator<T> for KeyedSum<KF, K, T, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
     T: Numeric,
+    C: KeyChanges<K>,
     N: Operator<(K, T)>,
 {
     #[inline]
@@ -160,7 +145,7 @@ where
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let sum = {
             let mut table = self.state.borrow_mut();
-            table.touch(&key);
+            table.changes.mark(&key);
             match table.map.get_mut(&key) {
                 Some(acc) => {
                     *acc = guard(&self.id, || *acc + value)?;
@@ -179,20 +164,20 @@ where
 
 /// Rolling sum per key of a number extracted from each element: emits `(key, sum so far)`
 /// for every element.
-pub struct KeyedSumBy<KF, K, F, V, N> {
+pub struct KeyedSumBy<KF, K, F, V, C, N> {
     id: OperatorId,
     key_fn: KF,
     f: F,
-    state: Shared<KeyedTable<K, V>>,
+    state: Shared<KeyedTable<K, V, C>>,
     next: N,
 }
 
-impl<KF, K, F, V, N> KeyedSumBy<KF, K, F, V, N> {
+impl<KF, K, F, V, C, N> KeyedSumBy<KF, K, F, V, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
         f: F,
-        state: Shared<KeyedTable<K, V>>,
+        state: Shared<KeyedTable<K, V, C>>,
         next: N,
     ) -> Self {
         KeyedSumBy {
@@ -205,12 +190,13 @@ impl<KF, K, F, V, N> KeyedSumBy<KF, K, F, V, N> {
     }
 }
 
-impl<T, KF, K, F, V, N> Operator<T> for KeyedSumBy<KF, K, F, V, N>
+impl<T, KF, K, F, V, C, N> Operator<T> for KeyedSumBy<KF, K, F, V, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
     F: FnMut(&T) -> V,
     V: Numeric,
+    C: KeyChanges<K>,
     N: Operator<(K, V)>,
 {
     #[inline]
@@ -219,7 +205,7 @@ where
         let v = guard(&self.id, || (self.f)(&value))?;
         let sum = {
             let mut table = self.state.borrow_mut();
-            table.touch(&key);
+            table.changes.mark(&key);
             match table.map.get_mut(&key) {
                 Some(acc) => {
                     *acc = guard(&self.id, || *acc + v)?;
@@ -234,346 +220,4 @@ where
         self.next.process((key, sum), timestamp)
     }
     forward_watermark_lifecycle!();
-}
-
-/// A closure as a [`KeyedProcessFunction`] without timer callbacks.
-pub struct ProcessFn<F, O> {
-    f: F,
-    _out: PhantomData<fn() -> O>,
-}
-
-impl<F: Clone, O> Clone for ProcessFn<F, O> {
-    fn clone(&self) -> Self {
-        ProcessFn {
-            f: self.f.clone(),
-            _out: PhantomData,
-        }
-    }
-}
-
-impl<F, O> ProcessFn<F, O> {
-    /// Wraps `f(value, ctx, out)`.
-    pub fn new(f: F) -> Self {
-        ProcessFn {
-            f,
-            _out: PhantomData,
-        }
-    }
-}
-
-impl<K, T, O, F> KeyedProcessFunction<K, T> for ProcessFn<F, O>
-where
-    F: FnMut(T, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
-{
-    type Out = O;
-
-    fn process_element(
-        &mut self,
-        value: T,
-        ctx: &mut KeyedContext<'_, K>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError> {
-        (self.f)(value, ctx, out)
-    }
-}
-
-/// The state of a keyed process operator: user state and pending timers.
-///
-/// The Redis engine keeps the timers of each key in the operator's `__timers` hash (field
-/// = the key as JSON, value = `[[time, "EventTime" | "ProcessingTime"], ...]`), written
-/// with the batch that changed them, so pending timers survive a restart.
-#[derive(Clone)]
-pub struct ProcessState<K> {
-    pub(crate) backend: KeyedStateBackend<K>,
-    pub(crate) event_timers: TimerQueue<K>,
-    pub(crate) processing_timers: TimerQueue<K>,
-    /// Timers per key, in registration order (dedup on (time, domain)).
-    pub(crate) registered: HashMap<K, Vec<(i64, TimeDomain)>>,
-    /// Keys whose timers changed since the last drain (`Some` when the engine tracks).
-    pub(crate) timers_dirty: Option<HashSet<K>>,
-    /// Most pending event-time timers (0 = unbounded).
-    pub(crate) max_event_timers: usize,
-    /// Processing time is the wall clock (Redis engine) instead of the highest record
-    /// timestamp (memory engine).
-    pub(crate) wall_clock: bool,
-}
-
-/// The wall clock in epoch milliseconds.
-pub(crate) fn wall_clock_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-impl<K: 'static> ProcessState<K> {
-    /// Empty state of `operator`.
-    pub(crate) fn new(operator: &OperatorId) -> Self {
-        ProcessState {
-            backend: KeyedStateBackend::new(operator.to_string()),
-            event_timers: TimerQueue::default(),
-            processing_timers: TimerQueue::default(),
-            registered: HashMap::new(),
-            timers_dirty: None,
-            max_event_timers: 0,
-            wall_clock: false,
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone> ProcessState<K> {
-    /// Queues timer (`time`, `domain`) of `key` unless it is already queued.
-    pub(crate) fn add_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
-        let list = self.registered.entry(key.clone()).or_default();
-        if list.contains(&(time, domain)) {
-            return;
-        }
-        list.push((time, domain));
-        match domain {
-            TimeDomain::EventTime => self.event_timers.push(time, key.clone()),
-            TimeDomain::ProcessingTime => self.processing_timers.push(time, key.clone()),
-        }
-        if let Some(d) = &mut self.timers_dirty {
-            d.insert(key.clone());
-        }
-    }
-
-    /// Removes timer (`time`, `domain`) of `key` if it is queued.
-    pub(crate) fn delete_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
-        let Some(list) = self.registered.get_mut(key) else {
-            return;
-        };
-        let before = list.len();
-        list.retain(|&t| t != (time, domain));
-        if list.len() == before {
-            return;
-        }
-        if list.is_empty() {
-            self.registered.remove(key);
-        }
-        match domain {
-            TimeDomain::EventTime => self.event_timers.remove(time, key),
-            TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
-        };
-        if let Some(d) = &mut self.timers_dirty {
-            d.insert(key.clone());
-        }
-    }
-
-    fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
-        if let Some(list) = self.registered.get_mut(key) {
-            list.retain(|&t| t != (time, domain));
-            if list.is_empty() {
-                self.registered.remove(key);
-            }
-        }
-        if let Some(d) = &mut self.timers_dirty {
-            d.insert(key.clone());
-        }
-    }
-}
-
-/// Runs a [`KeyedProcessFunction`] with keyed state and timers.
-///
-/// Timers are deduplicated on (key, time, domain). Event-time timers fire when the watermark
-/// reaches them; processing time advances with the record timestamps (a bounded run is
-/// deterministic), and due processing-time timers fire before the record that moved it. At end
-/// of input every remaining timer fires, event time first, each domain in time order.
-pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, N> {
-    id: OperatorId,
-    key_fn: KF,
-    function: PF,
-    state: Shared<ProcessState<K>>,
-    watermark: i64,
-    processing_time: i64,
-    requests: Vec<TimerRequest>,
-    out: Vec<PF::Out>,
-    next: N,
-    _in: PhantomData<fn(T)>,
-}
-
-impl<KF, K, T, PF: KeyedProcessFunction<K, T>, N> KeyedProcess<KF, K, T, PF, N> {
-    pub(crate) fn new(
-        id: OperatorId,
-        key_fn: KF,
-        function: PF,
-        state: Shared<ProcessState<K>>,
-        next: N,
-    ) -> Self {
-        KeyedProcess {
-            id,
-            key_fn,
-            function,
-            state,
-            watermark: MIN_WATERMARK,
-            processing_time: MIN_WATERMARK,
-            requests: Vec::new(),
-            out: Vec::new(),
-            next,
-            _in: PhantomData,
-        }
-    }
-}
-
-impl<KF, K, T, PF, N> KeyedProcess<KF, K, T, PF, N>
-where
-    KF: FnMut(&T) -> K,
-    K: Hash + Eq + Clone + 'static,
-    PF: KeyedProcessFunction<K, T>,
-    N: Operator<PF::Out>,
-{
-    /// Applies the timer registrations and deletions the function asked for, in order.
-    ///
-    /// # Errors
-    /// [`Error::TimerQueueFull`] when an event-time timer would exceed the queue's bound:
-    /// the record fails (retry / dead letter) instead of the timer being dropped.
-    fn register(
-        id: &OperatorId,
-        state: &mut ProcessState<K>,
-        key: &K,
-        requests: &mut Vec<TimerRequest>,
-    ) -> Result<(), Error> {
-        let max = state.max_event_timers;
-        let mut full = false;
-        for request in requests.drain(..) {
-            let (time, domain) = match request {
-                TimerRequest::Delete(time, domain) => {
-                    state.delete_timer(key, time, domain);
-                    continue;
-                }
-                TimerRequest::Register(time, domain) => (time, domain),
-            };
-            if max > 0 && domain == TimeDomain::EventTime && state.event_timers.len() >= max {
-                full = true;
-                continue;
-            }
-            state.add_timer(key, time, domain);
-        }
-        if full {
-            return Err(Error::TimerQueueFull {
-                operator: id.clone(),
-                max,
-            });
-        }
-        Ok(())
-    }
-
-    /// Fires due timers of `domain` up to `upto`; returns whether any fired.
-    fn fire(&mut self, domain: TimeDomain, upto: i64) -> Result<bool, Error> {
-        let mut fired = false;
-        loop {
-            let state = Rc::clone(&self.state);
-            let mut guard_st = state.borrow_mut();
-            let st = &mut *guard_st;
-            let due = match domain {
-                TimeDomain::EventTime => st.event_timers.pop_due(upto),
-                TimeDomain::ProcessingTime => st.processing_timers.pop_due(upto),
-            };
-            let Some((time, key)) = due else { break };
-            fired = true;
-            st.fired(&key, time, domain);
-            let mut ctx = TimerContext {
-                inner: KeyedContext {
-                    key: &key,
-                    timestamp: time,
-                    watermark: self.watermark,
-                    processing_time: self.processing_time,
-                    timers: &mut self.requests,
-                    state: &mut st.backend,
-                },
-                domain,
-            };
-            let (function, out) = (&mut self.function, &mut self.out);
-            guard(&self.id, || {
-                function.on_timer(time, &mut ctx, &mut Collector { buffer: out })
-            })?
-            .map_err(|e| user_error(&self.id, e))?;
-            Self::register(&self.id, st, &key, &mut self.requests)?;
-            drop(guard_st);
-            for v in self.out.drain(..) {
-                self.next.process(v, time)?;
-            }
-        }
-        Ok(fired)
-    }
-}
-
-impl<KF, K, T, PF, N> Operator<T> for KeyedProcess<KF, K, T, PF, N>
-where
-    KF: FnMut(&T) -> K,
-    K: Hash + Eq + Clone + 'static,
-    PF: KeyedProcessFunction<K, T>,
-    N: Operator<PF::Out>,
-{
-    fn open(&mut self) -> Result<(), Error> {
-        self.next.open()
-    }
-
-    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        let now = if self.state.borrow().wall_clock {
-            wall_clock_ms()
-        } else {
-            timestamp
-        };
-        if now > self.processing_time {
-            self.processing_time = now;
-            self.fire(TimeDomain::ProcessingTime, now)?;
-        }
-        let key = guard(&self.id, || (self.key_fn)(&value))?;
-        {
-            let mut st = self.state.borrow_mut();
-            let st = &mut *st;
-            let mut ctx = KeyedContext {
-                key: &key,
-                timestamp,
-                watermark: self.watermark,
-                processing_time: self.processing_time,
-                timers: &mut self.requests,
-                state: &mut st.backend,
-            };
-            let (function, out) = (&mut self.function, &mut self.out);
-            guard(&self.id, || {
-                function.process_element(value, &mut ctx, &mut Collector { buffer: out })
-            })?
-            .map_err(|e| user_error(&self.id, e))?;
-            Self::register(&self.id, st, &key, &mut self.requests)?;
-        }
-        for v in self.out.drain(..) {
-            self.next.process(v, timestamp)?;
-        }
-        Ok(())
-    }
-
-    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
-        if watermark <= self.watermark {
-            return Ok(());
-        }
-        self.watermark = watermark;
-        self.fire(TimeDomain::EventTime, watermark)?;
-        self.next.on_watermark(watermark)
-    }
-
-    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
-        if now > self.processing_time {
-            self.processing_time = now;
-            self.fire(TimeDomain::ProcessingTime, now)?;
-        }
-        self.next.on_processing_time(now)
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        // Timers registered while draining fire too, until none is left.
-        loop {
-            let event = self.fire(TimeDomain::EventTime, i64::MAX)?;
-            self.processing_time = i64::MAX;
-            let processing = self.fire(TimeDomain::ProcessingTime, i64::MAX)?;
-            if !event && !processing {
-                break;
-            }
-        }
-        self.next.finish()
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        self.next.close()
-    }
 }

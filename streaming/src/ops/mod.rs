@@ -7,7 +7,9 @@
 //! Most users build pipelines with [`MemoryEnv`](crate::MemoryEnv)'s builder API or the
 //! `pipeline!` macro; these types are what both expand to.
 
-pub(crate) mod keyed;
+mod changes;
+mod keyed;
+pub(crate) mod process;
 mod side_output;
 mod sink;
 mod stateless;
@@ -15,14 +17,17 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub(crate) use keyed::{KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy};
-pub use keyed::{KeyedTable, ProcessFn, ProcessState};
+pub(crate) use changes::{KeyChanges, NoChanges, ProcessTracking};
+pub use keyed::KeyedTable;
+pub(crate) use keyed::{KeyedReduce, KeyedSum, KeyedSumBy};
+pub(crate) use process::KeyedProcess;
+pub use process::{ProcessFn, ProcessState};
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
 pub(crate) use sink::SinkOp;
 pub(crate) use stateless::{Filter, FlatMap, Map, TryMap};
 pub(crate) use watermark::AssignWatermarks;
-pub use watermark::{RecordTimestamp, WatermarkState, WatermarkStore};
+pub use watermark::{RecordTimestamp, WatermarkState};
 pub(crate) use window::{
     AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowOperator,
 };

@@ -1,5 +1,6 @@
 //! Timestamp assignment and watermark generation.
 
+use super::changes::KeyChanges;
 use super::{guard, Counters, Operator, OperatorId, Shared};
 use crate::time::{
     TimestampAssigner, WatermarkGenerator, WatermarkOutput, MAX_WATERMARK, MIN_WATERMARK,
@@ -13,34 +14,34 @@ use std::rc::Rc;
 /// rolled-back partition continues from the committed watermark instead of `i64::MIN`),
 /// reads it for `diagnostics()` and for the idle flush, and resets it to `i64::MIN` when an
 /// idle flush ends a watermark epoch. The memory engine keeps it in memory only.
+///
+/// `C` is the engine's [`KeyChanges`] over the single key `()`: whether the watermark
+/// changed since the engine last wrote it back.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WatermarkState {
+pub struct WatermarkState<C> {
     /// The last watermark emitted downstream (ms); `i64::MIN` before the first.
     pub(crate) watermark: i64,
     /// Whether the generator has marked its input idle.
     pub(crate) idle: bool,
-    /// Some(changed since the last drain) when the engine tracks changes.
-    pub(crate) dirty: Option<bool>,
+    pub(crate) changes: C,
 }
 
-impl Default for WatermarkState {
+impl<C: Default> Default for WatermarkState<C> {
     fn default() -> Self {
         WatermarkState {
             watermark: MIN_WATERMARK,
             idle: false,
-            dirty: None,
+            changes: C::default(),
         }
     }
 }
 
-impl WatermarkState {
+impl<C: KeyChanges<()>> WatermarkState<C> {
     fn set(&mut self, watermark: i64, idle: bool) {
         if self.watermark != watermark || self.idle != idle {
             self.watermark = watermark;
             self.idle = idle;
-            if let Some(d) = &mut self.dirty {
-                *d = true;
-            }
+            self.changes.mark(&());
         }
     }
 
@@ -48,17 +49,6 @@ impl WatermarkState {
     pub(crate) fn reset_epoch(&mut self) {
         self.set(MIN_WATERMARK, false);
     }
-}
-
-/// Hands out the [`WatermarkState`] of each watermark-assigning operator: the memory
-/// runtime a plain in-memory cell, the Redis runtime one it persists.
-#[doc(hidden)]
-pub trait WatermarkStore {
-    /// The state of `operator`.
-    fn watermark_state(&self, operator: &OperatorId) -> Shared<WatermarkState>;
-
-    /// The counters the chain's window operators share (they flag a rejected record).
-    fn window_counters(&self) -> Rc<Counters>;
 }
 
 /// Keeps each record's current timestamp (the assigner of
@@ -89,26 +79,26 @@ impl<T> TimestampAssigner<T> for RecordTimestamp {
 /// restored watermark above `i64::MIN` (Redis engine, after a restart or a rollback) it
 /// raises its output to it and forwards it downstream before its first element, so
 /// windows and timers judge lateness as before the restart.
-pub struct AssignWatermarks<TA, G, N> {
+pub struct AssignWatermarks<TA, G, C, N> {
     id: OperatorId,
     assigner: TA,
     generator: G,
     output: WatermarkOutput,
     emitted: i64,
     restored: bool,
-    state: Shared<WatermarkState>,
+    state: Shared<WatermarkState<C>>,
     counters: Rc<Counters>,
     next: N,
 }
 
-impl<TA, G, N> AssignWatermarks<TA, G, N> {
+impl<TA, G, C, N> AssignWatermarks<TA, G, C, N> {
     /// An assigner operator with id `id` feeding `next`, keeping its watermark in `state`;
     /// `counters` are those of the chain's window operators.
     pub fn new(
         id: OperatorId,
         assigner: TA,
         generator: G,
-        state: Shared<WatermarkState>,
+        state: Shared<WatermarkState<C>>,
         counters: Rc<Counters>,
         next: N,
     ) -> Self {
@@ -145,10 +135,11 @@ impl<TA, G, N> AssignWatermarks<TA, G, N> {
     }
 }
 
-impl<T, TA, G, N> Operator<T> for AssignWatermarks<TA, G, N>
+impl<T, TA, G, C, N> Operator<T> for AssignWatermarks<TA, G, C, N>
 where
     TA: TimestampAssigner<T>,
     G: WatermarkGenerator<T> + Clone,
+    C: KeyChanges<()>,
     N: Operator<T>,
 {
     fn open(&mut self) -> Result<(), Error> {

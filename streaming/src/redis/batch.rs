@@ -13,10 +13,10 @@
 use super::chain::{effective_watermark, Make};
 use super::context::Ctx;
 use super::failure::fail;
+use super::keys::mdc_sampled;
 use super::part::{Part, Unconfirmed};
 use super::pending::{drain_into, Pending};
 use super::read::{read, Batch};
-use super::runtime::mdc_sampled;
 use super::{schema, HotKeyPolicy, RedisRuntimeConfig};
 use crate::api::Sink;
 use crate::mq::Message;

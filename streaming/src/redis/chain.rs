@@ -1,8 +1,9 @@
 //! A partition's operator chain: built from a clone of the pipeline, ending in a buffer
 //! that collects the batch's outputs for the sink.
 
+use super::persist::DynStore;
 use super::persist::StateLimits;
-use super::runtime::{DynSideOutput, DynStore};
+use super::runtime::DynSideOutput;
 use super::{RedisRuntime, RedisRuntimeConfig};
 use crate::dataflow::{BuildPlan, Plan};
 use crate::mq::Message;
@@ -51,7 +52,6 @@ pub(super) fn state_limits(config: &RedisRuntimeConfig) -> StateLimits {
     StateLimits {
         window_max_fires_per_record: config.window_max_fires_per_record() as usize,
         event_time_timer_max_size: config.event_time_timer_max_size() as usize,
-        wall_clock_processing_time: true,
     }
 }
 

@@ -5,9 +5,9 @@ use super::job::{JobClient, JobShared};
 use super::subtask;
 use super::{RedisRuntime, RedisRuntimeConfig};
 use crate::api::Sink;
-use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
+use crate::dataflow::{BuildPlan, DataStream, Execute, Plan, Runtime};
 use crate::mq::{Message, SubscriptionOptions};
-use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp, WatermarkStore};
+use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp};
 use crate::sealed::Sealed;
 use crate::time::BoundedOutOfOrderness;
 use crate::Error;
@@ -399,7 +399,7 @@ pub struct MqTopicSource {
 /// The chain of a topic partition starts with the engine's own watermark operator (id
 /// `{source_id}/0:watermark`): event time = the message timestamp, watermark =
 /// `max(previous, t - watermark_out_of_orderness)` per partition.
-impl<R: WatermarkStore> BuildPlan<R> for MqTopicSource {
+impl<R: Runtime> BuildPlan<R> for MqTopicSource {
     fn build<O: Operator<Message>>(
         self,
         rt: &R,
@@ -413,7 +413,7 @@ impl<R: WatermarkStore> BuildPlan<R> for MqTopicSource {
             RecordTimestamp,
             generator,
             state,
-            rt.window_counters(),
+            rt.counters(),
             downstream,
         );
         Ok((self, head))

@@ -71,7 +71,8 @@
 //! state's fingerprint (kind, value and key types, e.g. `ValueState<u64> by String`) is
 //! kept in the hash `{state_key_prefix}:{job}:{T:n}:{group}:schema` (field
 //! `{operator}/{state}`) and checked before the stored entries are decoded (a rolling table
-//! when the partition is taken, a process state when first opened); on a mismatch
+//! or a state declared with `pipeline!`'s `.state(..)` when the partition is taken, another
+//! process state when first opened); on a mismatch
 //! `state_schema_mismatch_policy` FAIL stops that partition (reported in
 //! [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]), CLEAR deletes that
 //! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
@@ -205,12 +206,14 @@ pub(crate) mod env;
 mod failure;
 mod hot_keys;
 mod job;
+mod keys;
 mod membership;
 mod ownership;
 mod part;
 mod part_metrics;
 mod pending;
 pub(crate) mod persist;
+mod process_state;
 mod read;
 mod report;
 pub(crate) mod runtime;
@@ -234,4 +237,3 @@ pub use job::{JobClient, JobDiagnostics, PartitionProgress};
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
 
 pub(crate) use runtime::RedisRuntime;
-pub(crate) use schema::SchemaGate;

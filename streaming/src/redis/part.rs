@@ -4,9 +4,10 @@
 use super::chain::{Built, Make, Stores};
 use super::context::{guarded, Ctx};
 use super::hot_keys::HotKeys;
+use super::keys::StateKeys;
 use super::ownership::Ownership;
 use super::part_metrics::PartMetrics;
-use super::runtime::{DynSideOutput, StateKeys};
+use super::runtime::DynSideOutput;
 use super::schema::SchemaGate;
 use crate::api::Sink;
 use crate::ops::Counters;

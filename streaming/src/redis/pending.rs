@@ -1,7 +1,7 @@
 //! A batch's state writes, collected from the chain's stores, per state hash.
 
 use super::chain::Stores;
-use super::runtime::StateKeys;
+use super::keys::StateKeys;
 use crate::Error;
 use std::collections::HashMap;
 

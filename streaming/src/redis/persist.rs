@@ -1,21 +1,93 @@
 //! [`Persist`]: state the Redis engine keeps in Redis hashes, with a heap cache and
 //! write-behind of the keys changed by each batch.
 
+use super::keys::StateKeys;
 use super::schema::SchemaGate;
-use crate::api::state::{short_type_name, Tracking};
-use crate::api::TimeDomain;
+use super::RedisRuntimeConfig;
+use crate::api::state::short_type_name;
 use crate::ops::window::Bucket;
-use crate::ops::{KeyedTable, ProcessState, WatermarkState, WindowState};
+use crate::ops::{KeyChanges, KeyedTable, OperatorId, WatermarkState, WindowState};
 use crate::sealed::Sealed;
-use crate::{Error, OperatorId};
+use crate::Error;
+use redis::aio::ConnectionManager;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::hash::Hash;
+use std::rc::Rc;
 
 /// One change to write: state name, field (the key as JSON), new value as JSON (`None` =
 /// delete the field).
 pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
+
+/// Stored entries of one state as loaded from its hash: (field = the key as JSON, value as
+/// JSON).
+pub(crate) type StoredEntries = Vec<(String, String)>;
+
+/// The Redis engine's change tracking: the keys changed since the last batch commit (for a
+/// watermark, the single key `()`).
+#[derive(Clone, Debug)]
+pub struct ChangedKeys<K>(HashSet<K>);
+
+impl<K> Default for ChangedKeys<K> {
+    fn default() -> Self {
+        ChangedKeys(HashSet::new())
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static> KeyChanges<K> for ChangedKeys<K> {
+    #[inline]
+    fn mark(&mut self, key: &K) {
+        if !self.0.contains(key) {
+            self.0.insert(key.clone());
+        }
+    }
+}
+
+impl<K> ChangedKeys<K> {
+    /// Forgets every change.
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Hands out every change and forgets it.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = K> + '_ {
+        self.0.drain()
+    }
+
+    /// The changes, kept.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &K> {
+        self.0.iter()
+    }
+}
+
+/// A stateful operator's store as the runner sees it.
+pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
+
+/// Fetches the partition's stored state fingerprints and hands the schema check to every
+/// store (a store checks the states whose types it knows at once). `None` when
+/// `state_schema_evolution_enabled` is off or there is no store.
+///
+/// # Errors
+/// [`Error::Redis`]; [`Error::StateSchema`] from a store's check.
+pub(crate) async fn open_schema(
+    config: &RedisRuntimeConfig,
+    conn: &mut ConnectionManager,
+    keys: &StateKeys,
+    stores: &[(OperatorId, DynStore)],
+) -> Result<Option<SchemaGate>, Error> {
+    if stores.is_empty() {
+        return Ok(None);
+    }
+    let Some(gate) = super::schema::fetch(config, conn, keys).await? else {
+        return Ok(None);
+    };
+    for (op, store) in stores {
+        store.borrow_mut().schema(op.as_str(), &gate)?;
+    }
+    Ok(Some(gate))
+}
 
 /// An operator's state that the Redis engine can keep: loaded from its hashes when a
 /// partition is taken, changed in memory while batches run, and written back (only the
@@ -28,19 +100,11 @@ pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
 /// accumulators and triggers serde) and for the watermark of each watermark operator
 /// ([`WatermarkState`]).
 pub trait Persist: 'static + Sealed {
-    /// Turns on change tracking (off on the memory engine).
-    fn track(&mut self);
-
     /// Adds the stored entries of state `state` (field = key as JSON, value = JSON).
     ///
     /// # Errors
     /// [`Error::StateDecode`] when an entry does not decode.
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error>;
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error>;
 
     /// Hands every change since the last drain to `out` and forgets them.
     ///
@@ -90,17 +154,14 @@ pub struct StateLimits {
     pub window_max_fires_per_record: usize,
     /// `event_time_timer_max_size` (0 = unbounded).
     pub event_time_timer_max_size: usize,
-    /// Processing time is the wall clock (the Redis engine) rather than the highest
-    /// record timestamp.
-    pub wall_clock_processing_time: bool,
 }
 
 /// Writes every key of `dirty` (drained) as field = key JSON, value = `value(key)` as JSON
 /// or `None` (delete the field) — the shape of every per-key state hash.
-fn drain_json<'v, K, V>(
+pub(crate) fn drain_json<'v, K, V>(
     operator: &str,
     state: &str,
-    dirty: &mut HashSet<K>,
+    dirty: &mut ChangedKeys<K>,
     value: impl Fn(&K) -> Option<&'v V>,
     out: &mut dyn FnMut(StateWrite<'_>),
 ) -> Result<(), Error>
@@ -108,7 +169,7 @@ where
     K: Serialize,
     V: Serialize + 'v,
 {
-    for k in dirty.drain() {
+    for k in dirty.0.drain() {
         let field = serde_json::to_string(&k).map_err(|e| decode_err(operator, state, e))?;
         let value = value(&k)
             .map(|v| serde_json::to_string(v).map_err(|e| decode_err(operator, state, e)))
@@ -121,7 +182,41 @@ where
 /// The state name of the table of a rolling reduce or sum.
 pub(crate) const ROLLING_STATE: &str = "rolling";
 
-fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
+/// Stored entries of `state` (field = key as JSON, value as JSON), keys decoded; the
+/// values as `value` makes them.
+///
+/// # Errors
+/// [`Error::StateDecode`] when a key or value does not decode.
+pub(crate) fn decode_keys<K: DeserializeOwned, V>(
+    operator: &str,
+    state: &str,
+    entries: StoredEntries,
+    mut value: impl FnMut(String) -> Result<V, serde_json::Error>,
+) -> Result<Vec<(K, V)>, Error> {
+    let decode = |e: serde_json::Error| decode_err(operator, state, e);
+    let mut out = Vec::with_capacity(entries.len());
+    for (field, json) in entries {
+        out.push((
+            serde_json::from_str(&field).map_err(decode)?,
+            value(json).map_err(decode)?,
+        ));
+    }
+    Ok(out)
+}
+
+/// Stored entries of `state`, keys and values decoded.
+///
+/// # Errors
+/// [`Error::StateDecode`] when a key or value does not decode.
+pub(crate) fn decode_entries<K: DeserializeOwned, V: DeserializeOwned>(
+    operator: &str,
+    state: &str,
+    entries: StoredEntries,
+) -> Result<Vec<(K, V)>, Error> {
+    decode_keys(operator, state, entries, |json| serde_json::from_str(&json))
+}
+
+pub(crate) fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     Error::StateDecode {
         operator: OperatorId::from_text(operator),
         state: state.to_string(),
@@ -129,36 +224,28 @@ fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-impl<K, V> Sealed for KeyedTable<K, V> {}
+impl<K, V, C> Sealed for KeyedTable<K, V, C> {}
 
-impl<K, V> Persist for KeyedTable<K, V>
+impl<K, V> Persist for KeyedTable<K, V, ChangedKeys<K>>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
     V: Serialize + DeserializeOwned + 'static,
 {
-    fn track(&mut self) {
-        self.dirty.get_or_insert_with(HashSet::new);
-    }
-
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            let v: V = serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
-            self.map.insert(k, v);
-        }
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
+        self.map
+            .extend(decode_entries::<K, V>(operator, state, entries)?);
         Ok(())
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        match &mut self.dirty {
-            Some(dirty) => drain_json(operator, ROLLING_STATE, dirty, |k| self.map.get(k), out),
-            None => Ok(()),
-        }
+        let map = &self.map;
+        drain_json(
+            operator,
+            ROLLING_STATE,
+            &mut self.changes,
+            |k| map.get(k),
+            out,
+        )
     }
 
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
@@ -180,105 +267,14 @@ pub(crate) const PANES_STATE: &str = "panes";
 pub(crate) const WATERMARK_STATE: &str = "watermark";
 const WATERMARK_FIELD: &str = "\"watermark\"";
 
-impl<K> Sealed for ProcessState<K> {}
+impl<K, Acc, Tr, C> Sealed for WindowState<K, Acc, Tr, C> {}
 
-impl<K> Persist for ProcessState<K>
-where
-    K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
-{
-    fn track(&mut self) {
-        self.backend.tracking.get_or_insert_with(|| {
-            Box::new(Tracking {
-                pending: HashMap::new(),
-                dirty: HashSet::new(),
-                schema: None,
-            })
-        });
-        self.timers_dirty.get_or_insert_with(HashSet::new);
-    }
-
-    fn configure(&mut self, limits: &StateLimits) {
-        self.max_event_timers = limits.event_time_timer_max_size;
-        self.wall_clock = limits.wall_clock_processing_time;
-    }
-
-    fn has_event_time_work(&self) -> bool {
-        self.registered
-            .values()
-            .flatten()
-            .any(|(_, domain)| *domain == TimeDomain::EventTime)
-    }
-
-    fn schema(&mut self, _operator: &str, gate: &SchemaGate) -> Result<(), Error> {
-        if let Some(tracking) = &mut self.backend.tracking {
-            tracking.schema = Some(gate.clone());
-        }
-        Ok(())
-    }
-
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
-        if state == TIMERS_STATE {
-            for (field, value) in entries {
-                let k: K =
-                    serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-                let timers: Vec<(i64, TimeDomain)> =
-                    serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
-                for (time, domain) in timers {
-                    self.add_timer(&k, time, domain);
-                }
-            }
-            if let Some(d) = &mut self.timers_dirty {
-                d.clear();
-            }
-            return Ok(());
-        }
-        let Some(tracking) = &mut self.backend.tracking else {
-            return Ok(());
-        };
-        let pending = tracking.pending.entry(state.to_string()).or_default();
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            pending.push((k, value));
-        }
-        Ok(())
-    }
-
-    fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        self.backend.drain_changes(|(state, key, value)| {
-            let field = serde_json::to_string(key).map_err(|e| decode_err(operator, state, e))?;
-            out((state, field, value));
-            Ok(())
-        })?;
-        match &mut self.timers_dirty {
-            Some(dirty) => drain_json(
-                operator,
-                TIMERS_STATE,
-                dirty,
-                |k| self.registered.get(k).filter(|l| !l.is_empty()),
-                out,
-            ),
-            None => Ok(()),
-        }
-    }
-}
-
-impl<K, Acc, Tr> Sealed for WindowState<K, Acc, Tr> {}
-
-impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr>
+impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr, ChangedKeys<K>>
 where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
     Acc: Serialize + DeserializeOwned + 'static,
     Tr: Serialize + DeserializeOwned + 'static,
 {
-    fn track(&mut self) {
-        self.dirty.get_or_insert_with(HashSet::new);
-    }
-
     fn configure(&mut self, limits: &StateLimits) {
         self.max_fires = limits.window_max_fires_per_record;
     }
@@ -298,16 +294,8 @@ where
         Ok(())
     }
 
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
-        for (field, value) in entries {
-            let k: K = serde_json::from_str(&field).map_err(|e| decode_err(operator, state, e))?;
-            let panes: Vec<Bucket<Acc, Tr>> =
-                serde_json::from_str(&value).map_err(|e| decode_err(operator, state, e))?;
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
+        for (k, panes) in decode_entries::<K, Vec<Bucket<Acc, Tr>>>(operator, state, entries)? {
             // The timer queue is rebuilt from the panes' registered timers.
             for b in &panes {
                 for &t in &b.timers {
@@ -320,32 +308,21 @@ where
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        match &mut self.dirty {
-            Some(dirty) => drain_json(
-                operator,
-                PANES_STATE,
-                dirty,
-                |k| self.keys.get(k).filter(|p| !p.is_empty()),
-                out,
-            ),
-            None => Ok(()),
-        }
+        let keys = &self.keys;
+        drain_json(
+            operator,
+            PANES_STATE,
+            &mut self.changes,
+            |k| keys.get(k).filter(|p| !p.is_empty()),
+            out,
+        )
     }
 }
 
-impl Sealed for WatermarkState {}
+impl<C> Sealed for WatermarkState<C> {}
 
-impl Persist for WatermarkState {
-    fn track(&mut self) {
-        self.dirty.get_or_insert(false);
-    }
-
-    fn load(
-        &mut self,
-        operator: &str,
-        state: &str,
-        entries: Vec<(String, String)>,
-    ) -> Result<(), Error> {
+impl Persist for WatermarkState<ChangedKeys<()>> {
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
         for (field, value) in entries {
             if field == WATERMARK_FIELD {
                 self.watermark =
@@ -356,11 +333,9 @@ impl Persist for WatermarkState {
     }
 
     fn drain(&mut self, _operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        if let Some(d) = &mut self.dirty {
-            if std::mem::take(d) {
-                let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
-                out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
-            }
+        if self.changes.0.drain().next().is_some() {
+            let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
+            out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
         }
         Ok(())
     }
@@ -375,15 +350,12 @@ impl Persist for WatermarkState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::api::ValueStateDescriptor;
-    use crate::ops::OperatorId;
+    use crate::redis::config::SchemaMismatchPolicy;
+    use std::collections::HashMap;
 
-    const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
-    const PLAIN: ValueStateDescriptor<u64> = ValueStateDescriptor::new("plain", 0);
-
-    fn drained(p: &mut dyn Persist) -> Vec<(String, String, Option<String>)> {
+    pub(crate) fn drained(p: &mut dyn Persist) -> Vec<(String, String, Option<String>)> {
         let mut out = Vec::new();
         p.drain("op", &mut |(s, f, v)| out.push((s.to_string(), f, v)))
             .unwrap();
@@ -393,8 +365,7 @@ mod tests {
 
     #[test]
     fn keyed_table_loads_and_drains_only_changed_keys_as_json() {
-        let mut t: KeyedTable<String, Option<i64>> = KeyedTable::default();
-        t.track();
+        let mut t: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
         t.load(
             "op",
             ROLLING_STATE,
@@ -403,9 +374,9 @@ mod tests {
         .unwrap();
         assert_eq!(t.map.get("a"), Some(&Some(1)));
         assert!(drained(&mut t).is_empty(), "loading is not a change");
-        t.touch(&"a".to_string());
+        t.changes.mark(&"a".to_string());
         t.map.insert("a".into(), Some(5));
-        t.touch(&"c".to_string());
+        t.changes.mark(&"c".to_string());
         assert_eq!(
             drained(&mut t),
             [
@@ -421,45 +392,22 @@ mod tests {
     }
 
     #[test]
-    fn process_state_loads_lazily_and_drains_touched_values() {
-        let id = OperatorId::new("s", 2, "process");
-        let mut st = ProcessState::<String>::new(&id);
-        st.track();
-        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
-            .unwrap();
-        let key = "k".to_string();
-        {
-            let mut h = st.backend.handle(&COUNT, &key).unwrap();
-            assert_eq!(h.value(), 41);
-            h.update(42);
-        }
-        st.backend.handle(&COUNT, &"z".to_string()).unwrap();
-        assert_eq!(
-            drained(&mut st),
-            [
-                ("count".into(), "\"k\"".into(), Some("42".into())),
-                ("count".into(), "\"z\"".into(), None),
-            ]
+    fn rolling_tables_are_checked_when_the_gate_is_handed_over() {
+        let g = SchemaGate::new(
+            SchemaMismatchPolicy::Fail,
+            "job".into(),
+            HashMap::from([(
+                "op/rolling".to_string(),
+                "rolling<Option<u64>> by String".into(),
+            )]),
         );
-        let e = st
-            .backend
-            .handle(&PLAIN, &"k".to_string())
-            .map(|_| ())
-            .unwrap_err();
+        let mut same: KeyedTable<String, Option<u64>, ChangedKeys<String>> = KeyedTable::default();
+        same.schema("op", &g).unwrap();
+        let mut other: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
+        let e = other.schema("op", &g).unwrap_err();
         assert!(
-            e.to_string().contains("ValueStateDescriptor::persistent"),
+            e.to_string().contains("`rolling<Option<i64>> by String`"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn untracked_state_is_the_memory_engines() {
-        let id = OperatorId::new("s", 2, "process");
-        let mut st = ProcessState::<String>::new(&id);
-        st.backend
-            .handle(&PLAIN, &"k".to_string())
-            .unwrap()
-            .update(1);
-        assert!(drained(&mut st).is_empty());
     }
 }

@@ -1,16 +1,15 @@
-//! The Redis engine's build-time runtime ([`RedisRuntime`]) and its state key layout.
+//! The Redis engine's build-time runtime ([`RedisRuntime`]).
 
-use super::persist::{Persist, StateLimits};
+use super::persist::{ChangedKeys, DynStore, Persist, StateLimits};
+use super::process_state::ProcessChanges;
 use crate::api::Sink;
-use crate::dataflow::{SideOutputFactory, StoreFactory};
-use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState, WatermarkStore};
+use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
+use crate::ops::{Counters, OperatorId, PendingOutput, SideOutput, WatermarkState};
 use crate::sealed::Sealed;
+use crate::time::WallClock;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
-
-/// A stateful operator's store as the runner sees it.
-pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
 
 /// A buffered side output as the runner sees it.
 pub(crate) type DynSideOutput = Rc<RefCell<dyn PendingOutput>>;
@@ -24,7 +23,8 @@ pub(crate) type ChainParts = (
 );
 
 /// What the stages of one partition's chain are built with: it hands out stores that
-/// track their changes and remembers them, so the runner can load and drain them.
+/// track their changed keys ([`ChangedKeys`]) and remembers them, so the runner can load
+/// them and write their changes back with each batch. Processing time is the wall clock.
 #[derive(Default)]
 pub struct RedisRuntime {
     counters: Rc<Counters>,
@@ -75,11 +75,7 @@ impl RedisRuntime {
 
     fn register<S: Persist>(&self, operator: &OperatorId, init: S) -> Rc<RefCell<S>> {
         let store = Rc::new(RefCell::new(init));
-        {
-            let mut s = store.borrow_mut();
-            s.track();
-            s.configure(&self.limits);
-        }
+        store.borrow_mut().configure(&self.limits);
         let dynamic: DynStore = store.clone();
         self.stores.borrow_mut().push((operator.clone(), dynamic));
         store
@@ -91,10 +87,6 @@ impl Sealed for RedisRuntime {}
 impl<S: Persist> StoreFactory<S> for RedisRuntime {
     fn store(&self, operator: &OperatorId, init: S) -> Result<Rc<RefCell<S>>, Error> {
         Ok(self.register(operator, init))
-    }
-
-    fn counters(&self) -> Rc<Counters> {
-        Rc::clone(&self.counters)
     }
 }
 
@@ -109,161 +101,19 @@ impl<T: 'static, L: Sink<T> + 'static> SideOutputFactory<T, L> for RedisRuntime 
     }
 }
 
-impl WatermarkStore for RedisRuntime {
-    fn watermark_state(&self, operator: &OperatorId) -> Rc<RefCell<WatermarkState>> {
+impl Runtime for RedisRuntime {
+    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = ChangedKeys<K>;
+    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = ProcessChanges<K>;
+    type Clock = WallClock;
+
+    fn watermark_state(
+        &self,
+        operator: &OperatorId,
+    ) -> Rc<RefCell<WatermarkState<ChangedKeys<()>>>> {
         self.register(operator, WatermarkState::default())
     }
 
-    fn window_counters(&self) -> Rc<Counters> {
+    fn counters(&self) -> Rc<Counters> {
         Rc::clone(&self.counters)
-    }
-}
-
-/// The state keys of one (job, topic, group, partition).
-///
-/// - state hash of (operator, state): `{prefix}:{job}:{T:n}:{group}:{operator}:{state}`,
-///   fields = the key as JSON, values = the value as JSON; with `keyed_state_shard_count`
-///   N > 1, N hashes `...:{state}:s{i}`, a field going to shard
-///   `i = FNV-1a-64(field bytes) % N` ([`shard_of`]);
-/// - index of those hashes (a set): `{prefix}:{job}:{T:n}:{group}:index`;
-/// - schema fingerprints (a hash): `{prefix}:{job}:{T:n}:{group}:schema`.
-///
-/// `{T:n}` is the partition's hash tag, shared with its stream, so one script can commit
-/// them together on Redis Cluster.
-#[derive(Clone, Debug)]
-pub(crate) struct StateKeys {
-    base: String,
-    shards: u32,
-}
-
-/// FNV-1a, 64 bits, of `bytes`.
-pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// The shard of a state field (the key as JSON) among `shards` hashes.
-pub(crate) fn shard_of(field: &str, shards: u32) -> u32 {
-    (fnv1a64(field.as_bytes()) % u64::from(shards.max(1))) as u32
-}
-
-/// MurmurHash3's 64-bit finalizer (`fmix64`): spreads every input bit over the high bits.
-/// FNV-1a alone barely changes its high bits when only the last bytes differ, as in stream
-/// ids of one millisecond (`…-0`, `…-1`), so sampling by its top bits took all or none.
-pub(crate) fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
-/// Whether message `id` gets a tracing span at `mdc_sample_rate` `rate`: the top 53 bits
-/// of `fmix64(FNV-1a 64 of the id)`, as a fraction of 2^53, below `rate` (deterministic
-/// per id).
-pub(crate) fn mdc_sampled(id: &str, rate: f64) -> bool {
-    if rate >= 1.0 {
-        return true;
-    }
-    if rate <= 0.0 {
-        return false;
-    }
-    ((fmix64(fnv1a64(id.as_bytes())) >> 11) as f64 / (1u64 << 53) as f64) < rate
-}
-
-impl StateKeys {
-    pub(crate) fn new(prefix: &str, job: &str, tag: &str, group: &str, shards: u32) -> Self {
-        StateKeys {
-            base: format!("{prefix}:{job}:{tag}:{group}"),
-            shards: shards.max(1),
-        }
-    }
-
-    /// Whether every field of one (operator, state) is in one hash.
-    pub(crate) fn single_hash(&self) -> bool {
-        self.shards == 1
-    }
-
-    pub(crate) fn index(&self) -> String {
-        format!("{}:index", self.base)
-    }
-
-    /// The hash of the partition's state schema fingerprints (see the `schema` module).
-    pub(crate) fn schema(&self) -> String {
-        format!("{}:schema", self.base)
-    }
-
-    /// The unsharded hash name of (operator, state); shards append `:s{i}`.
-    pub(crate) fn unsharded(&self, operator: &str, state: &str) -> String {
-        format!("{}:{operator}:{state}", self.base)
-    }
-
-    /// The hash holding `field` of (operator, state).
-    pub(crate) fn hash(&self, operator: &str, state: &str, field: &str) -> String {
-        if self.shards == 1 {
-            format!("{}:{operator}:{state}", self.base)
-        } else {
-            let i = shard_of(field, self.shards);
-            format!("{}:{operator}:{state}:s{i}", self.base)
-        }
-    }
-
-    /// The state name of `key` when it is a hash (or, sharded, a shard hash) of `operator`.
-    pub(crate) fn state_of<'k>(&self, key: &'k str, operator: &str) -> Option<&'k str> {
-        let rest = key
-            .strip_prefix(self.base.as_str())?
-            .strip_prefix(':')?
-            .strip_prefix(operator)?
-            .strip_prefix(':')?;
-        if self.shards == 1 {
-            return Some(rest);
-        }
-        let (state, shard) = rest.rsplit_once(":s")?;
-        (!shard.is_empty() && shard.bytes().all(|b| b.is_ascii_digit())).then_some(state)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn state_keys_carry_the_partition_tag_and_parse_back() {
-        let k = StateKeys::new("streaming:runtime", "job", "{orders:3}", "billing", 1);
-        assert_eq!(k.index(), "streaming:runtime:job:{orders:3}:billing:index");
-        let h = k.hash("orders.billing/2:process", "count", "\"k\"");
-        assert_eq!(
-            h,
-            "streaming:runtime:job:{orders:3}:billing:orders.billing/2:process:count"
-        );
-        assert_eq!(k.state_of(&h, "orders.billing/2:process"), Some("count"));
-        assert_eq!(k.state_of(&h, "orders.billing/2:proc"), None);
-        assert_eq!(k.state_of(&h, "orders.billing/3:process"), None);
-    }
-
-    #[test]
-    fn sharded_state_keys_split_by_fnv1a_of_the_field() {
-        // Reference values of FNV-1a 64.
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        let k = StateKeys::new("p", "job", "{t:0}", "g", 4);
-        let field = "\"a\"";
-        let i = shard_of(field, 4);
-        assert_eq!(u64::from(i), fnv1a64(field.as_bytes()) % 4);
-        let h = k.hash("t.g/3:process", "count", field);
-        assert_eq!(h, format!("p:job:{{t:0}}:g:t.g/3:process:count:s{i}"));
-        assert_eq!(k.state_of(&h, "t.g/3:process"), Some("count"));
-        assert_eq!(
-            k.state_of("p:job:{t:0}:g:t.g/3:process:count", "t.g/3:process"),
-            None
-        );
-        let shards: std::collections::HashSet<u32> = (0..100)
-            .map(|n| shard_of(&format!("\"k{n}\""), 4))
-            .collect();
-        assert_eq!(shards.len(), 4, "100 keys reach every shard");
     }
 }

@@ -6,8 +6,9 @@
 //! for a process state or `rolling<Option<i64>> by String` for the table of a rolling
 //! reduce/sum. The fingerprints live in the hash `{prefix}:{job}:{T:n}:{group}:schema`
 //! (the partition's hash tag), field `{operator}/{state}`, value the fingerprint. A state
-//! is checked before its stored entries are decoded: a rolling table when the partition is
-//! taken, a process state when a record first opens it (its type is only known then). The
+//! is checked before its stored entries are decoded: a rolling table, window panes and a
+//! process state declared with `pipeline!`'s `.state(..)` when the partition is taken,
+//! another process state when a record first opens it (its type is only known then). The
 //! first run writes the fingerprint. On a mismatch, [`SchemaMismatchPolicy`]:
 //! - `Fail`: [`Error::StateSchema`]; the partition stops (nothing of the batch commits),
 //!   the job reports it in [`JobDiagnostics::errors`](super::JobDiagnostics::errors) and
@@ -21,11 +22,10 @@
 
 use super::config::SchemaMismatchPolicy;
 use super::job::JobShared;
-use super::runtime::{DynStore, StateKeys};
+use super::keys::StateKeys;
 use super::RedisRuntimeConfig;
 use crate::mq::lease::{Fence, LUA_LEASE_HELD};
-use crate::ops::OperatorId;
-use crate::Error;
+use crate::{Error, OperatorId};
 use redis::aio::ConnectionManager;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -55,7 +55,11 @@ fn field(operator: &str, state: &str) -> String {
 }
 
 impl SchemaGate {
-    fn new(policy: SchemaMismatchPolicy, job: String, stored: HashMap<String, String>) -> Self {
+    pub(crate) fn new(
+        policy: SchemaMismatchPolicy,
+        job: String,
+        stored: HashMap<String, String>,
+    ) -> Self {
         SchemaGate(Rc::new(RefCell::new(Gate {
             policy,
             job,
@@ -116,34 +120,28 @@ impl SchemaGate {
     }
 }
 
-/// Fetches the partition's stored fingerprints and hands the gate to every store (a store
-/// checks the states whose types it knows at once). `None` when
+/// Fetches the partition's stored fingerprints: the schema check of its states. `None` when
 /// `state_schema_evolution_enabled` is off.
 ///
 /// # Errors
-/// [`Error::Redis`]; [`Error::StateSchema`] from a store's check.
-pub(crate) async fn open(
+/// [`Error::Redis`].
+pub(crate) async fn fetch(
     config: &RedisRuntimeConfig,
     conn: &mut ConnectionManager,
     keys: &StateKeys,
-    stores: &[(OperatorId, DynStore)],
 ) -> Result<Option<SchemaGate>, Error> {
-    if !config.state_schema_evolution_enabled() || stores.is_empty() {
+    if !config.state_schema_evolution_enabled() {
         return Ok(None);
     }
     let stored: HashMap<String, String> = redis::cmd("HGETALL")
         .arg(keys.schema())
         .query_async(conn)
         .await?;
-    let gate = SchemaGate::new(
+    Ok(Some(SchemaGate::new(
         config.state_schema_mismatch_policy(),
         config.job_name(),
         stored,
-    );
-    for (op, store) in stores {
-        store.borrow_mut().schema(op.as_str(), &gate)?;
-    }
-    Ok(Some(gate))
+    )))
 }
 
 const LUA_FLUSH: &str = r#"
@@ -221,8 +219,6 @@ pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::KeyedTable;
-    use crate::redis::persist::Persist;
 
     fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
         let stored = HashMap::from([("op/count".to_string(), "ValueState<u64> by String".into())]);
@@ -276,25 +272,5 @@ mod tests {
         assert!(g.admit("op", "count", v2).unwrap());
         assert!(!g.cleared("op", "count"));
         assert_eq!(pending(&g), (vec![], vec![("op/count".into(), v2.into())]));
-    }
-
-    #[test]
-    fn rolling_tables_are_checked_when_the_gate_is_handed_over() {
-        let g = SchemaGate::new(
-            SchemaMismatchPolicy::Fail,
-            "job".into(),
-            HashMap::from([(
-                "op/rolling".to_string(),
-                "rolling<Option<u64>> by String".into(),
-            )]),
-        );
-        let mut same: KeyedTable<String, Option<u64>> = KeyedTable::default();
-        same.schema("op", &g).unwrap();
-        let mut other: KeyedTable<String, Option<i64>> = KeyedTable::default();
-        let e = other.schema("op", &g).unwrap_err();
-        assert!(
-            e.to_string().contains("`rolling<Option<i64>> by String`"),
-            "{e}"
-        );
     }
 }

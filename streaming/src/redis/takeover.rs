@@ -5,7 +5,7 @@ use super::chain::{effective_watermark, Make};
 use super::context::{guarded, Ctx};
 use super::job::id_at_least;
 use super::part::Part;
-use super::schema;
+use super::{persist, schema};
 use crate::api::Sink;
 use crate::ops::Operator;
 use crate::Error;
@@ -93,7 +93,7 @@ where
         // The same plan type builds the same chain type.
         self.install(plan(&self.out)?);
         let config = &ctx.spec.config;
-        self.schema = schema::open(config, conn, &self.state_keys, &self.stores).await?;
+        self.schema = persist::open_schema(config, conn, &self.state_keys, &self.stores).await?;
         self.load_state(conn).await?;
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);

@@ -13,6 +13,7 @@
 //!   firing first (our policy; Flink discards them).
 
 mod assigner;
+pub(crate) mod clock;
 pub(crate) mod trigger;
 mod watermark;
 mod window;
@@ -21,6 +22,7 @@ pub use assigner::{
     EventTimeSessionWindows, GlobalWindows, SlidingEventTimeWindows, TriggerRequired,
     TumblingEventTimeWindows, WindowAssigner,
 };
+pub use clock::{Clock, RecordClock, WallClock};
 pub use trigger::{
     ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger, ProcessingTimeTrigger,
     PurgingTrigger, Trigger, TriggerContext, TriggerResult,

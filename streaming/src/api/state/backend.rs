@@ -1,0 +1,452 @@
+//! The keyed state of one process operator: one slot per state, found once.
+//!
+//! A state declared with `pipeline!`'s `.state(..)` gets its slot when the pipeline is
+//! built ([`DeclareStates`]); the expansion hands the process function a
+//! [`DeclaredState`] holding its index, so a record's access is an index, a type-id
+//! comparison and one lookup of the key. A descriptor passed to `ctx.state(&DESCRIPTOR)`
+//! directly gets its slot the first time it is used and is found by name afterwards (a scan
+//! of the operator's few names). Every state of a record shares one hash of its key.
+
+use super::values::{change_bit, Changed, KeyRef, KeyedValues};
+use super::{short_type_name, StateDescriptor};
+use crate::{Error, OperatorId};
+use std::any::{Any, TypeId};
+use std::collections::hash_map::RandomState;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// What an engine does when a process operator opens one of its states for the first time.
+/// An engine that keeps state in the process does nothing; one that stores it elsewhere
+/// checks that it can (the descriptor has a codec) and hands over the stored entries to
+/// decode (after its schema check).
+#[doc(hidden)]
+pub trait OpenState<K> {
+    /// Called before the state's first use; returns its stored entries (key, value JSON).
+    ///
+    /// # Errors
+    /// The engine cannot keep the state, or its schema check failed.
+    fn open(&mut self, operator: &str, state: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error>;
+}
+
+/// A state being opened (see [`OpenState`]).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct OpenedState<'a> {
+    /// The state's name.
+    pub name: &'static str,
+    /// Its kind and type, e.g. `ValueState<u64>`.
+    pub declared: &'a str,
+    /// Its fingerprint for schema checks: kind, value type and key type, e.g.
+    /// `ValueState<u64> by String`.
+    pub fingerprint: String,
+    /// Whether the descriptor has a codec (values can be kept as JSON).
+    pub persistent: bool,
+}
+
+/// A state declared with `.state(..)` in `pipeline!`: the index of its declaration, which
+/// is its slot in the operator's state (the pipeline's build put it there). Not public API.
+#[doc(hidden)]
+pub struct DeclaredState<D> {
+    index: usize,
+    _descriptor: PhantomData<fn() -> D>,
+}
+
+impl<D> DeclaredState<D> {
+    /// The `index`-th state of the `.state(..)` declarations before `process`.
+    #[inline(always)]
+    pub const fn at(index: usize) -> Self {
+        DeclaredState {
+            index,
+            _descriptor: PhantomData,
+        }
+    }
+
+    /// Its slot in the operator's state.
+    #[inline(always)]
+    pub(crate) fn slot(self) -> usize {
+        self.index
+    }
+}
+
+impl<D> Clone for DeclaredState<D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<D> Copy for DeclaredState<D> {}
+
+#[cold]
+#[inline(never)]
+fn declared_state_replaced(e: Error) -> ! {
+    panic!("{e} (the operator's state was restored from a checkpoint of another pipeline)")
+}
+
+/// The states declared before a `process`, registered with the operator's state when the
+/// pipeline is built: `()` or a pair (descriptor, the rest), in declaration order. Not
+/// public API.
+#[doc(hidden)]
+pub trait DeclareStates<K>: Clone + 'static {
+    /// Gives every declared state its slot, in declaration order.
+    ///
+    /// # Errors
+    /// [`Error::StateType`] when restored state has a state of the same name and another
+    /// type.
+    #[allow(private_interfaces)]
+    fn declare(&self, backend: &mut KeyedStateBackend<K>) -> Result<(), Error>;
+}
+
+impl<K> DeclareStates<K> for () {
+    #[allow(private_interfaces)]
+    fn declare(&self, _backend: &mut KeyedStateBackend<K>) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+impl<K, D, Rest> DeclareStates<K> for (D, Rest)
+where
+    K: Hash + Eq + Clone + 'static,
+    D: StateDescriptor<K>,
+    Rest: DeclareStates<K>,
+{
+    #[allow(private_interfaces)]
+    fn declare(&self, backend: &mut KeyedStateBackend<K>) -> Result<(), Error> {
+        backend.declare(&self.0)?;
+        self.1.declare(backend)
+    }
+}
+
+/// One state's descriptor and values.
+struct SlotData<K, D: StateDescriptor<K>> {
+    descriptor: D,
+    values: KeyedValues<K, D::Value>,
+}
+
+/// One state of the operator, its type erased; `type_id` says what `data` holds.
+struct Slot<K> {
+    name: &'static str,
+    /// The descriptor's kind and type, e.g. `ValueState<u64>`.
+    declared: String,
+    persistent: bool,
+    type_id: TypeId,
+    data: Box<dyn Any>,
+    clone: fn(&dyn Any) -> Box<dyn Any>,
+    load: fn(&mut dyn Any, K, &str) -> Result<(), String>,
+    dump: fn(&dyn Any, &K) -> Result<Option<String>, String>,
+}
+
+fn clone_data<K: Clone + 'static, D: StateDescriptor<K>>(data: &dyn Any) -> Box<dyn Any> {
+    let data = data.downcast_ref::<SlotData<K, D>>().expect("slot type");
+    Box::new(SlotData {
+        descriptor: data.descriptor.clone(),
+        values: data.values.clone(),
+    })
+}
+
+fn load_entry<K, D>(data: &mut dyn Any, key: K, json: &str) -> Result<(), String>
+where
+    K: Hash + Eq + Clone + 'static,
+    D: StateDescriptor<K>,
+{
+    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
+    let codec = data.descriptor.codec().ok_or("state without a codec")?;
+    data.values.insert_owned(key, (codec.de)(json)?);
+    Ok(())
+}
+
+fn dump_entry<K, D>(data: &dyn Any, key: &K) -> Result<Option<String>, String>
+where
+    K: Hash + Eq + Clone + 'static,
+    D: StateDescriptor<K>,
+{
+    let data = data.downcast_ref::<SlotData<K, D>>().expect("slot type");
+    let codec = data.descriptor.codec().ok_or("state without a codec")?;
+    data.values.get_owned(key).map(codec.ser).transpose()
+}
+
+impl<K: Hash + Eq + Clone + 'static> Slot<K> {
+    fn new<D: StateDescriptor<K>>(descriptor: &D, hasher: RandomState) -> Self {
+        Slot {
+            name: descriptor.name(),
+            declared: short_type_name::<D>(),
+            persistent: descriptor.codec().is_some(),
+            type_id: TypeId::of::<SlotData<K, D>>(),
+            data: Box::new(SlotData {
+                descriptor: descriptor.clone(),
+                values: KeyedValues::<K, D::Value>::with_hasher(hasher),
+            }),
+            clone: clone_data::<K, D>,
+            load: load_entry::<K, D>,
+            dump: dump_entry::<K, D>,
+        }
+    }
+
+    /// Whether the slot holds a `SlotData<K, D>`.
+    #[inline(always)]
+    fn holds<D: StateDescriptor<K>>(&self) -> bool {
+        self.type_id == TypeId::of::<SlotData<K, D>>()
+    }
+
+    /// The slot's data as the `SlotData<K, D>` it holds.
+    ///
+    /// # Safety
+    /// [`holds::<D>`](Self::holds) is true.
+    #[inline(always)]
+    unsafe fn data_unchecked<D: StateDescriptor<K>>(&mut self) -> &mut SlotData<K, D> {
+        let data: *mut dyn Any = &mut *self.data;
+        // SAFETY: `data` was created as a `SlotData<K, D>` with this `type_id` (the caller
+        // checked it), so the pointer without its vtable points to one: what
+        // `downcast_mut` does, without the virtual `type_id` call.
+        unsafe { &mut *data.cast::<SlotData<K, D>>() }
+    }
+}
+
+impl<K> Clone for Slot<K> {
+    fn clone(&self) -> Self {
+        Slot {
+            name: self.name,
+            declared: self.declared.clone(),
+            persistent: self.persistent,
+            type_id: self.type_id,
+            data: (self.clone)(&*self.data),
+            clone: self.clone,
+            load: self.load,
+            dump: self.dump,
+        }
+    }
+}
+
+/// The record's key as a context hands it to [`KeyedStateBackend::open`]: the key, its
+/// hash once computed, and the record's change mask.
+pub(crate) struct CurrentKey<'s, K> {
+    pub(crate) key: &'s K,
+    pub(crate) hash: &'s mut Option<u64>,
+    pub(crate) changed: &'s mut u64,
+}
+
+/// The keyed state of one process operator: a slot per state (the states declared when
+/// the pipeline was built first, in declaration order) and the hasher all its states share.
+#[derive(Clone)]
+pub(crate) struct KeyedStateBackend<K> {
+    operator: String,
+    hasher: RandomState,
+    slots: Vec<Slot<K>>,
+    /// How many states are declared (they hold slots `0..declared`).
+    declared: usize,
+}
+
+impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
+    pub(crate) fn new(operator: String) -> Self {
+        KeyedStateBackend {
+            operator,
+            hasher: RandomState::new(),
+            slots: Vec::new(),
+            declared: 0,
+        }
+    }
+
+    fn find(&self, name: &str) -> Option<usize> {
+        self.slots.iter().position(|s| s.name == name)
+    }
+
+    /// Gives declared state `descriptor` the next declared slot (moving the existing state of
+    /// its name there, else a new empty one).
+    pub(super) fn declare<D: StateDescriptor<K>>(&mut self, descriptor: &D) -> Result<(), Error> {
+        let index = self.declared;
+        let slot = match self.find(descriptor.name()) {
+            Some(i) if !self.slots[i].holds::<D>() || i < index => {
+                return Err(self.type_error::<D>(i));
+            }
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot::new(descriptor, self.hasher.clone()));
+                self.slots.len() - 1
+            }
+        };
+        // Before any record: no change mask names a slot yet.
+        self.slots.swap(index, slot);
+        self.declared += 1;
+        Ok(())
+    }
+
+    /// Forgets the declared states (before declaring them again on restored state).
+    pub(crate) fn clear_declared(&mut self) {
+        self.declared = 0;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn undeclared(&self, index: usize) -> Error {
+        Error::StateType {
+            operator: OperatorId::from_text(self.operator.as_str()),
+            state: "?",
+            declared: format!("{} declared states", self.declared),
+            requested: format!("declared state {index}"),
+        }
+    }
+
+    /// The slot of `descriptor`'s state, opened now if this is its first use.
+    ///
+    /// # Errors
+    /// From `opener` (the engine cannot keep the state, its schema check failed) or
+    /// [`Error::StateDecode`] for a stored entry.
+    #[inline]
+    pub(crate) fn resolve<D: StateDescriptor<K>>(
+        &mut self,
+        descriptor: &D,
+        opener: &mut dyn OpenState<K>,
+    ) -> Result<usize, Error> {
+        match self.find(descriptor.name()) {
+            Some(i) => Ok(i),
+            None => self.open_slot(descriptor, opener),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn open_slot<D: StateDescriptor<K>>(
+        &mut self,
+        descriptor: &D,
+        opener: &mut dyn OpenState<K>,
+    ) -> Result<usize, Error> {
+        let mut slot = Slot::new(descriptor, self.hasher.clone());
+        let stored = opener.open(
+            &self.operator,
+            &OpenedState {
+                name: slot.name,
+                declared: &slot.declared,
+                fingerprint: self.fingerprint(&slot),
+                persistent: slot.persistent,
+            },
+        )?;
+        for (key, json) in stored {
+            (slot.load)(&mut *slot.data, key, &json)
+                .map_err(|r| self.decode_error(slot.name, r))?;
+        }
+        self.slots.push(slot);
+        Ok(self.slots.len() - 1)
+    }
+
+    /// Opens state `slot` for `key`: its handle, which marks `changed` when it changes it.
+    /// `key_hash` caches the key's hash for every state of the record (all tables of the
+    /// operator hash alike); it is computed here, after the slot's table is at hand.
+    ///
+    /// # Errors
+    /// [`Error::StateType`] when the state was declared with another descriptor type.
+    #[inline(always)]
+    pub(crate) fn open<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        slot: usize,
+        key: CurrentKey<'s, K>,
+    ) -> Result<D::Handle<'s>, Error> {
+        if !self.slots.get(slot).is_some_and(Slot::holds::<D>) {
+            return Err(self.type_error::<D>(slot));
+        }
+        // SAFETY: `slot` is in bounds and holds a `SlotData<K, D>` (checked above).
+        let data = unsafe { self.slots.get_unchecked_mut(slot).data_unchecked::<D>() };
+        let hash = match *key.hash {
+            Some(hash) => hash,
+            None => *key.hash.insert(data.values.hash(key.key)),
+        };
+        let changed = Changed {
+            mask: key.changed,
+            bit: change_bit(slot),
+        };
+        let key = KeyRef { key: key.key, hash };
+        Ok(data.descriptor.open(&mut data.values, key, changed))
+    }
+
+    /// Opens declared state `slot` for `key` (see [`open`](Self::open)). The pipeline's
+    /// build put a state of type `D` there.
+    ///
+    /// # Panics
+    /// The operator's state was replaced (restored from a checkpoint of another pipeline)
+    /// and holds another type there: the record fails with that panic, naming the state.
+    #[inline(always)]
+    pub(crate) fn open_declared<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        slot: usize,
+        key: CurrentKey<'s, K>,
+    ) -> D::Handle<'s> {
+        match self.open::<D>(slot, key) {
+            Ok(handle) => handle,
+            Err(e) => declared_state_replaced(e),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn type_error<D>(&self, slot: usize) -> Error {
+        let Some(s) = self.slots.get(slot) else {
+            return self.undeclared(slot);
+        };
+        Error::StateType {
+            operator: OperatorId::from_text(self.operator.as_str()),
+            state: s.name,
+            declared: s.declared.clone(),
+            requested: short_type_name::<D>(),
+        }
+    }
+
+    #[cold]
+    fn decode_error(&self, state: &str, reason: String) -> Error {
+        Error::StateDecode {
+            operator: OperatorId::from_text(self.operator.as_str()),
+            state: state.to_string(),
+            reason,
+        }
+    }
+
+    fn fingerprint(&self, slot: &Slot<K>) -> String {
+        format!("{} by {}", slot.declared, short_type_name::<K>())
+    }
+
+    /// The states opened so far: (slot, name, fingerprint).
+    pub(crate) fn states(&self) -> impl Iterator<Item = (usize, &'static str, String)> + '_ {
+        (self.slots.iter().enumerate()).map(|(i, s)| (i, s.name, self.fingerprint(s)))
+    }
+
+    /// The slot of state `name`, if it was opened or declared.
+    pub(crate) fn slot_of(&self, name: &str) -> Option<usize> {
+        self.find(name)
+    }
+
+    /// Decodes stored entries into state `slot`.
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] for an entry that does not decode.
+    pub(crate) fn load(&mut self, slot: usize, stored: Vec<(K, String)>) -> Result<(), Error> {
+        for (key, json) in stored {
+            let s = &mut self.slots[slot];
+            let loaded = (s.load)(&mut *s.data, key, &json);
+            loaded.map_err(|r| self.decode_error(self.slots[slot].name, r))?;
+        }
+        Ok(())
+    }
+
+    /// State `slot`'s name and the value of `key` as JSON (`None` when unset).
+    ///
+    /// # Errors
+    /// [`Error::StateNotPersistent`] when the state has no codec, [`Error::StateDecode`]
+    /// when the value does not encode.
+    pub(crate) fn dump(&self, slot: usize, key: &K) -> Result<Option<String>, Error> {
+        let s = &self.slots[slot];
+        if !s.persistent {
+            return Err(Error::StateNotPersistent {
+                operator: OperatorId::from_text(self.operator.as_str()),
+                state: s.name,
+                declared: s.declared.clone(),
+            });
+        }
+        (s.dump)(&*s.data, key).map_err(|r| self.decode_error(s.name, r))
+    }
+
+    /// The number of states opened or declared.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The name of state `slot`.
+    pub(crate) fn name(&self, slot: usize) -> &'static str {
+        self.slots[slot].name
+    }
+}

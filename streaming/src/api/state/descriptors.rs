@@ -1,0 +1,229 @@
+//! The four state descriptors and their JSON codecs.
+
+use super::handles::{ListState, MapState, SetState, ValueState};
+use super::values::{Changed, KeyEntry, KeyRef, KeyedValues};
+use super::StateDescriptor;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// Serializes values of type `T` as JSON (the Redis engine's state format). Built by
+/// [`ValueStateDescriptor::persistent`].
+pub struct JsonCodec<T> {
+    pub(crate) ser: fn(&T) -> Result<String, String>,
+    pub(crate) de: fn(&str) -> Result<T, String>,
+}
+
+impl<T> Clone for JsonCodec<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for JsonCodec<T> {}
+
+impl<T> std::fmt::Debug for JsonCodec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JsonCodec")
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| e.to_string())
+}
+
+fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_str(s).map_err(|e| e.to_string())
+}
+
+impl<T: Serialize + DeserializeOwned> JsonCodec<T> {
+    /// The codec of `T` (serde_json).
+    pub const fn new() -> Self {
+        JsonCodec {
+            ser: to_json::<T>,
+            de: from_json::<T>,
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> Default for JsonCodec<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A map as a JSON array of `[key, value]` pairs (JSON object keys must be strings).
+fn ser_pairs<MK: Serialize, MV: Serialize>(m: &HashMap<MK, MV>) -> Result<String, String> {
+    serde_json::to_string(&m.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())
+}
+
+fn de_pairs<MK: DeserializeOwned + Hash + Eq, MV: DeserializeOwned>(
+    s: &str,
+) -> Result<HashMap<MK, MV>, String> {
+    serde_json::from_str::<Vec<(MK, MV)>>(s)
+        .map(|v| v.into_iter().collect())
+        .map_err(|e| e.to_string())
+}
+
+/// A single value per key with a default.
+#[derive(Clone, Debug)]
+pub struct ValueStateDescriptor<T> {
+    name: &'static str,
+    default: T,
+    codec: Option<JsonCodec<T>>,
+}
+
+impl<T> ValueStateDescriptor<T> {
+    /// A value state named `name` whose value is `default` until first updated. The memory
+    /// engine keeps it; for the Redis engine use [`persistent`](Self::persistent).
+    pub const fn new(name: &'static str, default: T) -> Self {
+        ValueStateDescriptor {
+            name,
+            default,
+            codec: None,
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> ValueStateDescriptor<T> {
+    /// Like [`new`](Self::new), with a JSON codec so that engines keeping state outside the
+    /// process (the Redis engine) can store it; works the same on the memory engine.
+    ///
+    /// ```
+    /// use streaming::api::ValueStateDescriptor;
+    /// const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+    /// ```
+    pub const fn persistent(name: &'static str, default: T) -> Self {
+        ValueStateDescriptor {
+            name,
+            default,
+            codec: Some(JsonCodec::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
+    for ValueStateDescriptor<T>
+{
+    type Value = T;
+    type Handle<'s>
+        = ValueState<'s, K, T>
+    where
+        T: 's,
+        K: 's;
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    #[inline]
+    fn open<'s>(
+        &'s self,
+        values: &'s mut KeyedValues<K, T>,
+        key: KeyRef<'s, K>,
+        changed: Changed<'s>,
+    ) -> ValueState<'s, K, T> {
+        ValueState {
+            entry: KeyEntry::open(values, key),
+            default: &self.default,
+            changed,
+        }
+    }
+
+    fn codec(&self) -> Option<JsonCodec<T>> {
+        self.codec
+    }
+}
+
+/// A collection per key: its descriptor, `new`/`persistent` constructors and its
+/// [`StateDescriptor`] implementation.
+macro_rules! collection_descriptor {
+    ($(#[$doc:meta])* $name:ident<$($p:ident),*> opens $handle:ident, per key $coll:ty,
+     state where [$($state_bounds:tt)*], persistent where [$($bounds:tt)*], codec $codec:expr) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name<$($p),*> {
+            name: &'static str,
+            codec: Option<JsonCodec<$coll>>,
+            _types: PhantomData<fn() -> ($($p,)*)>,
+        }
+
+        impl<$($p),*> Clone for $name<$($p),*> {
+            fn clone(&self) -> Self {
+                $name { name: self.name, codec: self.codec, _types: PhantomData }
+            }
+        }
+
+        impl<$($p),*> $name<$($p),*> {
+            /// A state named `name`, empty for every key until written. The memory engine
+            /// keeps it; for the Redis engine use [`persistent`](Self::persistent).
+            pub const fn new(name: &'static str) -> Self {
+                $name { name, codec: None, _types: PhantomData }
+            }
+        }
+
+        impl<$($p),*> $name<$($p),*>
+        where
+            $($bounds)*
+        {
+            /// Like [`new`](Self::new), with a JSON codec so that engines keeping state
+            /// outside the process (the Redis engine: one hash field per key, the whole
+            /// collection as its JSON value) can store it; works the same on the memory
+            /// engine.
+            pub const fn persistent(name: &'static str) -> Self {
+                $name { name, codec: Some($codec), _types: PhantomData }
+            }
+        }
+
+        impl<K: Hash + Eq + Clone + 'static, $($p),*> StateDescriptor<K> for $name<$($p),*>
+        where
+            $($state_bounds)*
+        {
+            type Value = $coll;
+            type Handle<'s>
+                = $handle<'s, K, $($p),*>
+            where
+                Self: 's,
+                K: 's;
+
+            fn name(&self) -> &'static str {
+                self.name
+            }
+
+            #[inline]
+            fn open<'s>(
+                &'s self,
+                values: &'s mut KeyedValues<K, $coll>,
+                key: KeyRef<'s, K>,
+                changed: Changed<'s>,
+            ) -> Self::Handle<'s> {
+                $handle { entry: KeyEntry::open(values, key), changed }
+            }
+
+            fn codec(&self) -> Option<JsonCodec<$coll>> {
+                self.codec
+            }
+        }
+    };
+}
+
+collection_descriptor!(
+    /// A list of values per key.
+    ListStateDescriptor<T> opens ListState, per key Vec<T>,
+    state where [T: Clone + 'static],
+    persistent where [T: Serialize + DeserializeOwned], codec JsonCodec::new()
+);
+collection_descriptor!(
+    /// A map per key (stored in Redis as a JSON array of `[key, value]` pairs).
+    MapStateDescriptor<MK, MV> opens MapState, per key HashMap<MK, MV>,
+    state where [MK: Hash + Eq + Clone + 'static, MV: Clone + 'static],
+    persistent where [MK: Serialize + DeserializeOwned + Hash + Eq, MV: Serialize + DeserializeOwned],
+    codec JsonCodec { ser: ser_pairs::<MK, MV>, de: de_pairs::<MK, MV> }
+);
+collection_descriptor!(
+    /// A set of values per key.
+    SetStateDescriptor<T> opens SetState, per key HashSet<T>,
+    state where [T: Hash + Eq + Clone + 'static],
+    persistent where [T: Serialize + DeserializeOwned + Hash + Eq], codec JsonCodec::new()
+);

@@ -1,0 +1,55 @@
+//! Change tracking of operator state: which keys changed since the engine last wrote them
+//! back.
+//!
+//! Each stateful operator's state is generic over a [`KeyChanges`] type the engine picks:
+//! an engine that keeps state in the process needs no write-back and picks the zero-sized
+//! [`NoChanges`], whose `mark` compiles to nothing; an engine that writes changed keys back
+//! after each batch picks a set of keys.
+
+use crate::api::state::{OpenState, OpenedState};
+use crate::Error;
+
+/// The keys of an operator's state that changed since the engine last wrote them back.
+pub trait KeyChanges<K>: Default + Clone + 'static {
+    /// Notes that `key`'s state changed.
+    fn mark(&mut self, key: &K);
+}
+
+/// Tracks nothing: for state that only lives in the process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoChanges;
+
+impl<K> KeyChanges<K> for NoChanges {
+    #[inline(always)]
+    fn mark(&mut self, _key: &K) {}
+}
+
+/// The change tracking of a keyed process operator's state, and the engine's part in
+/// opening one of its states for the first time ([`OpenState`]).
+pub trait ProcessTracking<K>: OpenState<K> + Default + Clone + 'static {
+    /// Notes that the states in `changed` changed for `key` (bit `i`: the operator's `i`-th
+    /// state; the last bit: every state from the 64th on).
+    fn mark_states(&mut self, changed: u64, key: &K);
+
+    /// Notes that `key`'s timers changed.
+    fn mark_timers(&mut self, key: &K);
+}
+
+impl<K> OpenState<K> for NoChanges {
+    #[inline]
+    fn open(
+        &mut self,
+        _operator: &str,
+        _state: &OpenedState<'_>,
+    ) -> Result<Vec<(K, String)>, Error> {
+        Ok(Vec::new())
+    }
+}
+
+impl<K: 'static> ProcessTracking<K> for NoChanges {
+    #[inline(always)]
+    fn mark_states(&mut self, _changed: u64, _key: &K) {}
+
+    #[inline(always)]
+    fn mark_timers(&mut self, _key: &K) {}
+}

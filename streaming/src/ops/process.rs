@@ -1,0 +1,487 @@
+//! Keyed process functions: their state (user state and timers) and the operator running
+//! them.
+
+use super::changes::ProcessTracking;
+use super::timers::TimerQueue;
+use super::{guard, user_error, Operator, OperatorId, Shared};
+use crate::api::context::{ContextParts, TimeDomain, TimerRequest};
+use crate::api::state::{DeclareStates, KeyedStateBackend};
+use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
+use crate::time::{Clock, MIN_WATERMARK};
+use crate::{BoxError, Error};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+/// Closures as a [`KeyedProcessFunction`]: `on_element`, and the timer callback `on_timer`
+/// ([`NoTimers`] for a closure without one).
+pub struct ProcessFn<F, O, G = NoTimers> {
+    on_element: F,
+    on_timer: G,
+    _out: PhantomData<fn() -> O>,
+}
+
+impl<F: Clone, O, G: Clone> Clone for ProcessFn<F, O, G> {
+    fn clone(&self) -> Self {
+        ProcessFn::with_timers(self.on_element.clone(), self.on_timer.clone())
+    }
+}
+
+impl<F, O> ProcessFn<F, O> {
+    /// Wraps `f(value, ctx, out)`; timers it registers fire and do nothing.
+    pub fn new(f: F) -> Self {
+        ProcessFn::with_timers(f, NoTimers)
+    }
+}
+
+impl<F, O, G> ProcessFn<F, O, G> {
+    /// Wraps `on_element(value, ctx, out)` and `on_timer(timestamp, ctx, out)`.
+    pub fn with_timers(on_element: F, on_timer: G) -> Self {
+        ProcessFn {
+            on_element,
+            on_timer,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The timer callback of a [`ProcessFn`]: a closure
+/// `|timestamp, ctx: &mut TimerContext<'_, K>, out| -> Result<(), BoxError>`, or
+/// [`NoTimers`].
+pub trait OnTimer<K, O> {
+    /// Called when a timer of `ctx.current_key()` is due.
+    ///
+    /// # Errors
+    /// The callback failed.
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError>;
+}
+
+impl<K, O, G> OnTimer<K, O> for G
+where
+    G: FnMut(i64, &mut TimerContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+{
+    #[inline]
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        self(timestamp, ctx, out)
+    }
+}
+
+/// No timer callback: timers fire and do nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoTimers;
+
+impl<K, O> OnTimer<K, O> for NoTimers {
+    #[inline]
+    fn on_timer(
+        &mut self,
+        _: i64,
+        _: &mut TimerContext<'_, K>,
+        _: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+impl<K, T, O, F, G> KeyedProcessFunction<K, T> for ProcessFn<F, O, G>
+where
+    F: FnMut(T, &mut KeyedContext<'_, K>, &mut Collector<'_, O>) -> Result<(), BoxError>,
+    G: OnTimer<K, O>,
+{
+    type Out = O;
+
+    #[inline]
+    fn process_element(
+        &mut self,
+        value: T,
+        ctx: &mut KeyedContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        (self.on_element)(value, ctx, out)
+    }
+
+    #[inline]
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        self.on_timer.on_timer(timestamp, ctx, out)
+    }
+}
+
+/// The state of a keyed process operator: user state, pending timers and what the engine
+/// tracks of them (`P`: nothing on the memory engine).
+///
+/// The Redis engine keeps the timers of each key in the operator's `__timers` hash (field
+/// = the key as JSON, value = `[[time, "EventTime" | "ProcessingTime"], ...]`), written
+/// with the batch that changed them, so pending timers survive a restart.
+#[derive(Clone)]
+pub struct ProcessState<K, P> {
+    pub(crate) backend: KeyedStateBackend<K>,
+    pub(crate) event_timers: TimerQueue<K>,
+    pub(crate) processing_timers: TimerQueue<K>,
+    /// Timers per key, in registration order (dedup on (time, domain)).
+    pub(crate) registered: HashMap<K, Vec<(i64, TimeDomain)>>,
+    /// The states' and timers' changes since the engine last wrote them back.
+    pub(crate) tracking: P,
+    /// Most pending event-time timers (0 = unbounded).
+    pub(crate) max_event_timers: usize,
+}
+
+impl<K: Hash + Eq + Clone + 'static, P: Default> ProcessState<K, P> {
+    /// Empty state of `operator`.
+    pub(crate) fn new(operator: &OperatorId) -> Self {
+        ProcessState {
+            backend: KeyedStateBackend::new(operator.to_string()),
+            event_timers: TimerQueue::default(),
+            processing_timers: TimerQueue::default(),
+            registered: HashMap::new(),
+            tracking: P::default(),
+            max_event_timers: 0,
+        }
+    }
+
+    /// Gives the states declared with the operator their slots.
+    ///
+    /// # Errors
+    /// As [`DeclareStates::declare`].
+    pub(crate) fn declare(&mut self, states: &impl DeclareStates<K>) -> Result<(), Error> {
+        self.backend.clear_declared();
+        states.declare(&mut self.backend)
+    }
+}
+
+/// The times a keyed context shows: the element's (or timer's) timestamp, the watermark and
+/// processing time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ContextTimes {
+    pub(crate) timestamp: i64,
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+}
+
+impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
+    /// Runs `f` with the context of `key`, then notes the states it changed (also when it
+    /// failed: the engine then rolls the batch back anyway).
+    #[inline]
+    pub(crate) fn with_context<R>(
+        &mut self,
+        key: &K,
+        times: ContextTimes,
+        timers: &mut Vec<TimerRequest>,
+        f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
+    ) -> R {
+        let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
+        let result = f(&mut ctx);
+        let changed = ctx.changed;
+        self.note_changes(changed, key);
+        result
+    }
+
+    /// [`with_context`](Self::with_context) for a timer of `domain`.
+    #[inline]
+    pub(crate) fn with_timer_context<R>(
+        &mut self,
+        key: &K,
+        times: ContextTimes,
+        domain: TimeDomain,
+        timers: &mut Vec<TimerRequest>,
+        f: impl FnOnce(&mut TimerContext<'_, K>) -> R,
+    ) -> R {
+        let inner = KeyedContext::new(self.context_parts(key, times, timers));
+        let mut ctx = TimerContext { inner, domain };
+        let result = f(&mut ctx);
+        let changed = ctx.inner.changed;
+        self.note_changes(changed, key);
+        result
+    }
+
+    #[inline]
+    fn context_parts<'a>(
+        &'a mut self,
+        key: &'a K,
+        times: ContextTimes,
+        timers: &'a mut Vec<TimerRequest>,
+    ) -> ContextParts<'a, K> {
+        ContextParts {
+            key,
+            timestamp: times.timestamp,
+            watermark: times.watermark,
+            processing_time: times.processing_time,
+            timers,
+            state: &mut self.backend,
+            opener: &mut self.tracking,
+        }
+    }
+
+    #[inline]
+    fn note_changes(&mut self, changed: u64, key: &K) {
+        if changed != 0 {
+            self.tracking.mark_states(changed, key);
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, P: ProcessTracking<K>> ProcessState<K, P> {
+    /// Queues timer (`time`, `domain`) of `key` unless it is already queued.
+    pub(crate) fn add_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        let list = self.registered.entry(key.clone()).or_default();
+        if list.contains(&(time, domain)) {
+            return;
+        }
+        list.push((time, domain));
+        match domain {
+            TimeDomain::EventTime => self.event_timers.push(time, key.clone()),
+            TimeDomain::ProcessingTime => self.processing_timers.push(time, key.clone()),
+        }
+        self.tracking.mark_timers(key);
+    }
+
+    /// Removes timer (`time`, `domain`) of `key` if it is queued.
+    pub(crate) fn delete_timer(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        let Some(list) = self.registered.get_mut(key) else {
+            return;
+        };
+        let before = list.len();
+        list.retain(|&t| t != (time, domain));
+        if list.len() == before {
+            return;
+        }
+        if list.is_empty() {
+            self.registered.remove(key);
+        }
+        match domain {
+            TimeDomain::EventTime => self.event_timers.remove(time, key),
+            TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
+        };
+        self.tracking.mark_timers(key);
+    }
+
+    fn fired(&mut self, key: &K, time: i64, domain: TimeDomain) {
+        if let Some(list) = self.registered.get_mut(key) {
+            list.retain(|&t| t != (time, domain));
+            if list.is_empty() {
+                self.registered.remove(key);
+            }
+        }
+        self.tracking.mark_timers(key);
+    }
+}
+
+/// Runs a [`KeyedProcessFunction`] with keyed state and timers.
+///
+/// Timers are deduplicated on (key, time, domain). Event-time timers fire when the watermark
+/// reaches them; processing time comes from the engine's [`Clock`] at every record (the
+/// memory engine's advances with the record timestamps, so a bounded run is deterministic),
+/// and due processing-time timers fire before the record that moved it. At end of input
+/// every remaining timer fires, event time first, each domain in time order.
+pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> {
+    id: OperatorId,
+    key_fn: KF,
+    function: PF,
+    state: Shared<ProcessState<K, P>>,
+    watermark: i64,
+    processing_time: i64,
+    requests: Vec<TimerRequest>,
+    out: Vec<PF::Out>,
+    next: N,
+    _in: PhantomData<fn(T, Cl)>,
+}
+
+impl<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> KeyedProcess<KF, K, T, PF, P, Cl, N> {
+    pub(crate) fn new(
+        id: OperatorId,
+        key_fn: KF,
+        function: PF,
+        state: Shared<ProcessState<K, P>>,
+        next: N,
+    ) -> Self {
+        KeyedProcess {
+            id,
+            key_fn,
+            function,
+            state,
+            watermark: MIN_WATERMARK,
+            processing_time: MIN_WATERMARK,
+            requests: Vec::new(),
+            out: Vec::new(),
+            next,
+            _in: PhantomData,
+        }
+    }
+}
+
+impl<KF, K, T, PF, P, Cl, N> KeyedProcess<KF, K, T, PF, P, Cl, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone + 'static,
+    PF: KeyedProcessFunction<K, T>,
+    P: ProcessTracking<K>,
+    N: Operator<PF::Out>,
+{
+    /// Applies the timer registrations and deletions the function asked for, in order.
+    ///
+    /// # Errors
+    /// [`Error::TimerQueueFull`] when an event-time timer would exceed the queue's bound:
+    /// the record fails (retry / dead letter) instead of the timer being dropped.
+    fn register(
+        id: &OperatorId,
+        state: &mut ProcessState<K, P>,
+        key: &K,
+        requests: &mut Vec<TimerRequest>,
+    ) -> Result<(), Error> {
+        let max = state.max_event_timers;
+        let mut full = false;
+        for request in requests.drain(..) {
+            let (time, domain) = match request {
+                TimerRequest::Delete(time, domain) => {
+                    state.delete_timer(key, time, domain);
+                    continue;
+                }
+                TimerRequest::Register(time, domain) => (time, domain),
+            };
+            if max > 0 && domain == TimeDomain::EventTime && state.event_timers.len() >= max {
+                full = true;
+                continue;
+            }
+            state.add_timer(key, time, domain);
+        }
+        if full {
+            return Err(Error::TimerQueueFull {
+                operator: id.clone(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Fires due timers of `domain` up to `upto`; returns whether any fired.
+    fn fire(&mut self, domain: TimeDomain, upto: i64) -> Result<bool, Error> {
+        let mut fired = false;
+        loop {
+            let state = Rc::clone(&self.state);
+            let mut guard_st = state.borrow_mut();
+            let st = &mut *guard_st;
+            let due = match domain {
+                TimeDomain::EventTime => st.event_timers.pop_due(upto),
+                TimeDomain::ProcessingTime => st.processing_timers.pop_due(upto),
+            };
+            let Some((time, key)) = due else { break };
+            fired = true;
+            st.fired(&key, time, domain);
+            let times = ContextTimes {
+                timestamp: time,
+                watermark: self.watermark,
+                processing_time: self.processing_time,
+            };
+            let (function, out) = (&mut self.function, &mut self.out);
+            st.with_timer_context(&key, times, domain, &mut self.requests, |ctx| {
+                guard(&self.id, || {
+                    function.on_timer(time, ctx, &mut Collector { buffer: out })
+                })
+            })?
+            .map_err(|e| user_error(&self.id, e))?;
+            Self::register(&self.id, st, &key, &mut self.requests)?;
+            drop(guard_st);
+            for v in self.out.drain(..) {
+                self.next.process(v, time)?;
+            }
+        }
+        Ok(fired)
+    }
+}
+
+impl<KF, K, T, PF, P, Cl, N> Operator<T> for KeyedProcess<KF, K, T, PF, P, Cl, N>
+where
+    KF: FnMut(&T) -> K,
+    K: Hash + Eq + Clone + 'static,
+    PF: KeyedProcessFunction<K, T>,
+    P: ProcessTracking<K>,
+    Cl: Clock,
+    N: Operator<PF::Out>,
+{
+    fn open(&mut self) -> Result<(), Error> {
+        self.next.open()
+    }
+
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        let now = Cl::processing_time(timestamp);
+        if now > self.processing_time {
+            self.processing_time = now;
+            if self.state.borrow().processing_timers.len() > 0 {
+                self.fire(TimeDomain::ProcessingTime, now)?;
+            }
+        }
+        let key = guard(&self.id, || (self.key_fn)(&value))?;
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            let times = ContextTimes {
+                timestamp,
+                watermark: self.watermark,
+                processing_time: self.processing_time,
+            };
+            let (function, out) = (&mut self.function, &mut self.out);
+            st.with_context(&key, times, &mut self.requests, |ctx| {
+                guard(&self.id, || {
+                    function.process_element(value, ctx, &mut Collector { buffer: out })
+                })
+            })?
+            .map_err(|e| user_error(&self.id, e))?;
+            if !self.requests.is_empty() {
+                Self::register(&self.id, st, &key, &mut self.requests)?;
+            }
+        }
+        for v in self.out.drain(..) {
+            self.next.process(v, timestamp)?;
+        }
+        Ok(())
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        if watermark <= self.watermark {
+            return Ok(());
+        }
+        self.watermark = watermark;
+        self.fire(TimeDomain::EventTime, watermark)?;
+        self.next.on_watermark(watermark)
+    }
+
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        if now > self.processing_time {
+            self.processing_time = now;
+            self.fire(TimeDomain::ProcessingTime, now)?;
+        }
+        self.next.on_processing_time(now)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        // Timers registered while draining fire too, until none is left.
+        loop {
+            let event = self.fire(TimeDomain::EventTime, i64::MAX)?;
+            self.processing_time = i64::MAX;
+            let processing = self.fire(TimeDomain::ProcessingTime, i64::MAX)?;
+            if !event && !processing {
+                break;
+            }
+        }
+        self.next.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        self.next.close()
+    }
+}

@@ -1,0 +1,136 @@
+//! The window operator's state (panes per key, event-time timers) and the emitting parts
+//! a pane callback borrows.
+
+use super::functions::WindowFunction;
+use crate::api::Collector;
+use crate::ops::timers::TimerQueue;
+use crate::ops::{guard, user_error, Counters, OperatorId};
+use crate::time::trigger::TimerRequest;
+use crate::time::{TimeWindow, TriggerResult};
+use crate::Error;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+
+/// One (key, window) pane. Serialized as JSON when the Redis engine keeps it.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Bucket<Acc, Tr> {
+    /// The pane's window (of a merging window: the cover of the windows merged into it).
+    pub(crate) window: TimeWindow,
+    /// The window function's accumulator.
+    pub(super) acc: Acc,
+    /// The trigger's state for this pane.
+    pub(super) trigger: Tr,
+    /// Elements were added since the pane was created or purged.
+    pub(super) has_content: bool,
+    /// Elements were added since the last emission: emitted at cleanup if still set.
+    pub(super) pending: bool,
+    /// Event-time timers registered for this pane (trigger timers and the cleanup time).
+    pub(crate) timers: Vec<i64>,
+    /// Merging windows: the arrival number of the pane's latest element (numbers count
+    /// up per key while the key has panes).
+    #[serde(default)]
+    pub(super) last_arrival: u64,
+}
+
+/// The window operator's state: panes per key and the event-time timer queue.
+///
+/// The Redis engine keeps it in one hash per (partition, operator): field = the key as
+/// JSON, value = the key's panes as JSON (window, accumulator, trigger state, flags and
+/// registered event-time timers); the timer queue is rebuilt from the panes on load.
+#[derive(Clone)]
+pub struct WindowState<K, Acc, Tr, C> {
+    pub(crate) keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
+    pub(crate) timers: TimerQueue<(K, TimeWindow)>,
+    /// Keys whose panes changed since the engine last wrote them back.
+    pub(crate) changes: C,
+    /// Most windows fired by timers per record (0 = unlimited); due windows beyond it
+    /// fire before the next record.
+    pub(crate) max_fires: usize,
+}
+
+impl<K, Acc, Tr, C: Default> Default for WindowState<K, Acc, Tr, C> {
+    fn default() -> Self {
+        WindowState {
+            keys: HashMap::new(),
+            timers: TimerQueue::default(),
+            changes: C::default(),
+            max_fires: 0,
+        }
+    }
+}
+
+/// The parts of the operator a pane callback needs, borrowed apart from the state.
+pub(super) struct Emitter<'a, K, T, WF: WindowFunction<K, T>> {
+    pub(super) id: &'a OperatorId,
+    pub(super) function: &'a mut WF,
+    pub(super) out: &'a mut Vec<WF::Out>,
+    pub(super) marks: &'a mut Vec<(usize, i64)>,
+    pub(super) counters: &'a Counters,
+    pub(super) _k: PhantomData<fn(&K, T)>,
+}
+
+impl<K, T, WF: WindowFunction<K, T>> Emitter<'_, K, T, WF> {
+    pub(super) fn emit<Tr>(&mut self, key: &K, b: &mut Bucket<WF::Acc, Tr>) -> Result<(), Error> {
+        if !b.has_content {
+            return Ok(());
+        }
+        let (function, out, window, acc) = (&mut *self.function, &mut *self.out, &b.window, &b.acc);
+        guard(self.id, || {
+            function.emit(key, window, acc, &mut Collector { buffer: out })
+        })?
+        .map_err(|e| user_error(self.id, e))?;
+        self.marks.push((self.out.len(), b.window.max_timestamp()));
+        b.pending = false;
+        self.counters.add_firing();
+        Ok(())
+    }
+
+    pub(super) fn apply<Tr>(
+        &mut self,
+        key: &K,
+        b: &mut Bucket<WF::Acc, Tr>,
+        r: TriggerResult,
+    ) -> Result<(), Error> {
+        if r.is_fire() {
+            self.emit(key, b)?;
+        }
+        if r.is_purge() {
+            b.acc = guard(self.id, || self.function.create())?;
+            b.has_content = false;
+            b.pending = false;
+        }
+        Ok(())
+    }
+}
+
+/// Borrows the emitting parts of a [`WindowOperator`] apart from its other fields.
+macro_rules! emitter {
+    ($op:ident) => {
+        $crate::ops::window::state::Emitter {
+            id: &$op.id,
+            function: &mut $op.function,
+            out: &mut $op.out,
+            marks: &mut $op.marks,
+            counters: &$op.counters,
+            _k: ::std::marker::PhantomData,
+        }
+    };
+}
+pub(super) use emitter;
+
+/// Queues the event-time timers `requests` asked for on pane `b` of `key` (each once).
+pub(super) fn register<K: Clone, Acc, Tr>(
+    timers: &mut TimerQueue<(K, TimeWindow)>,
+    requests: &mut Vec<TimerRequest>,
+    key: &K,
+    b: &mut Bucket<Acc, Tr>,
+) {
+    for r in requests.drain(..) {
+        if let TimerRequest::EventTime(t) = r {
+            if !b.timers.contains(&t) {
+                b.timers.push(t);
+                timers.push(t, (key.clone(), b.window));
+            }
+        }
+    }
+}

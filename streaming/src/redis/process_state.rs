@@ -1,0 +1,238 @@
+//! The Redis engine's side of keyed process state: what it tracks of an operator's states
+//! and timers ([`ProcessChanges`]), and how that state is loaded and written back.
+
+use super::persist::{
+    decode_entries, decode_err, decode_keys, drain_json, ChangedKeys, Persist, StateLimits,
+    StateWrite, StoredEntries, TIMERS_STATE,
+};
+use super::schema::SchemaGate;
+use crate::api::state::{OpenState, OpenedState};
+use crate::api::TimeDomain;
+use crate::ops::{KeyChanges, ProcessState, ProcessTracking};
+use crate::{Error, OperatorId};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// The Redis engine's tracking of a keyed process operator's state: the keys changed per
+/// state and of the timers, the stored entries of states not opened yet (decoded when a
+/// record first opens the state: its descriptor has the codec) and the partition's schema
+/// check.
+#[derive(Clone)]
+pub struct ProcessChanges<K> {
+    /// Changed keys per state (by slot; the last set stands for every slot from 63 on).
+    states: Vec<ChangedKeys<K>>,
+    timers: ChangedKeys<K>,
+    pending: HashMap<String, Vec<(K, String)>>,
+    schema: Option<SchemaGate>,
+}
+
+impl<K> Default for ProcessChanges<K> {
+    fn default() -> Self {
+        ProcessChanges {
+            states: Vec::new(),
+            timers: ChangedKeys::default(),
+            pending: HashMap::new(),
+            schema: None,
+        }
+    }
+}
+
+/// States from this slot on share one set of changed keys (a change mask has 64 bits).
+const SHARED_SLOT: usize = 63;
+
+impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
+    fn open(&mut self, operator: &str, state: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error> {
+        if !state.persistent {
+            return Err(Error::StateNotPersistent {
+                operator: OperatorId::from_text(operator),
+                state: state.name,
+                declared: state.declared.to_string(),
+            });
+        }
+        let mut stored = self.pending.remove(state.name).unwrap_or_default();
+        if let Some(gate) = &self.schema {
+            if !gate.admit(operator, state.name, &state.fingerprint)? {
+                stored.clear();
+            }
+        }
+        Ok(stored)
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static> ProcessTracking<K> for ProcessChanges<K> {
+    #[inline]
+    fn mark_states(&mut self, changed: u64, key: &K) {
+        let mut bits = changed;
+        while bits != 0 {
+            let slot = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if self.states.len() <= slot {
+                self.states.resize_with(slot + 1, ChangedKeys::default);
+            }
+            self.states[slot].mark(key);
+        }
+    }
+
+    #[inline]
+    fn mark_timers(&mut self, key: &K) {
+        self.timers.mark(key);
+    }
+}
+
+impl<K, C> crate::sealed::Sealed for ProcessState<K, C> {}
+
+impl<K> Persist for ProcessState<K, ProcessChanges<K>>
+where
+    K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
+{
+    fn configure(&mut self, limits: &StateLimits) {
+        self.max_event_timers = limits.event_time_timer_max_size;
+    }
+
+    fn has_event_time_work(&self) -> bool {
+        self.registered
+            .values()
+            .flatten()
+            .any(|(_, domain)| *domain == TimeDomain::EventTime)
+    }
+
+    /// Declared states are checked now; the others when a record first opens them.
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        for (_, name, fingerprint) in self.backend.states() {
+            gate.admit(operator, name, &fingerprint)?;
+        }
+        self.tracking.schema = Some(gate.clone());
+        Ok(())
+    }
+
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
+        if state == TIMERS_STATE {
+            type Timers = Vec<(i64, TimeDomain)>;
+            for (k, timers) in decode_entries::<K, Timers>(operator, state, entries)? {
+                for (time, domain) in timers {
+                    self.add_timer(&k, time, domain);
+                }
+            }
+            self.tracking.timers.clear();
+            return Ok(());
+        }
+        // The values stay JSON until the state's descriptor (its codec) is known.
+        let stored = decode_keys::<K, String>(operator, state, entries, Ok)?;
+        match self.backend.slot_of(state) {
+            Some(slot) => self.backend.load(slot, stored),
+            None => {
+                let pending = self.tracking.pending.entry(state.to_string()).or_default();
+                pending.extend(stored);
+                Ok(())
+            }
+        }
+    }
+
+    fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
+        let slots = self.backend.len();
+        for slot in 0..slots {
+            let Some(changed) = self.tracking.states.get_mut(slot.min(SHARED_SLOT)) else {
+                break;
+            };
+            let keys: Vec<K> = if slot < SHARED_SLOT {
+                changed.drain().collect()
+            } else {
+                changed.iter().cloned().collect()
+            };
+            let state = self.backend.name(slot);
+            for key in keys {
+                let value = self.backend.dump(slot, &key)?;
+                let field =
+                    serde_json::to_string(&key).map_err(|e| decode_err(operator, state, e))?;
+                out((state, field, value));
+            }
+        }
+        if let Some(shared) = self.tracking.states.get_mut(SHARED_SLOT) {
+            shared.clear();
+        }
+        let registered = &self.registered;
+        drain_json(
+            operator,
+            TIMERS_STATE,
+            &mut self.tracking.timers,
+            |k| registered.get(k).filter(|l| !l.is_empty()),
+            out,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::state::DeclaredState;
+    use crate::api::{KeyedContext, ValueStateDescriptor};
+    use crate::ops::process::ContextTimes;
+    use crate::ops::OperatorId;
+    use crate::redis::persist::tests::drained;
+
+    const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+    const PLAIN: ValueStateDescriptor<u64> = ValueStateDescriptor::new("plain", 0);
+
+    type Tracked = ProcessState<String, ProcessChanges<String>>;
+
+    /// Runs `f` with the context of `key`.
+    fn with<R>(
+        st: &mut Tracked,
+        key: &str,
+        f: impl FnOnce(&mut KeyedContext<'_, String>) -> R,
+    ) -> R {
+        let times = ContextTimes {
+            timestamp: 0,
+            watermark: 0,
+            processing_time: 0,
+        };
+        st.with_context(&key.to_string(), times, &mut Vec::new(), f)
+    }
+
+    #[test]
+    fn process_state_loads_lazily_and_drains_changed_values() {
+        let id = OperatorId::new("s", 2, "process");
+        let mut st = Tracked::new(&id);
+        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
+            .unwrap();
+        with(&mut st, "k", |ctx| {
+            let mut h = ctx.state(&COUNT).unwrap();
+            assert_eq!(h.value(), 41);
+            h.update(42);
+        });
+        // Opening a state only to read it is not a change.
+        with(&mut st, "z", |ctx| ctx.state(&COUNT).unwrap().value());
+        assert_eq!(
+            drained(&mut st),
+            [("count".into(), "\"k\"".into(), Some("42".into()))]
+        );
+        let e = with(&mut st, "k", |ctx| {
+            ctx.state(&PLAIN).map(|_| ()).unwrap_err()
+        });
+        assert!(
+            e.to_string().contains("ValueStateDescriptor::persistent"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn declared_states_load_at_once_and_drain_their_changes() {
+        let id = OperatorId::new("s", 2, "process");
+        let mut st = Tracked::new(&id);
+        st.declare(&(COUNT, ())).unwrap();
+        st.load("op", "count", vec![("\"k\"".into(), "41".into())])
+            .unwrap();
+        let count = DeclaredState::<ValueStateDescriptor<u64>>::at(0);
+        with(&mut st, "k", |ctx| {
+            let n = ctx.state(count).unwrap().value();
+            ctx.state(count).unwrap().update(n + 1);
+        });
+        assert_eq!(
+            drained(&mut st),
+            [("count".into(), "\"k\"".into(), Some("42".into()))]
+        );
+        assert!(drained(&mut st).is_empty());
+    }
+}
