@@ -187,7 +187,7 @@ fn run_on_redis(
         .pipeline_parallelism(opts.parallelism)
         .mq_options(mq_opts)
         .build()?;
-    let env = RedisEnv::create_with_config(opts.url.as_str(), config)?;
+    let env = RedisEnv::try_with_config(opts.url.as_str(), config)?;
     let sink = CollectSink::new();
     let source = SubscriptionOptions::builder()
         .start(StartPolicy::Earliest)

@@ -157,7 +157,7 @@ fn run_windowed<T: Clone + Send + 'static>(
                 .watermark_idle_timeout(Some(redis.idle_timeout))
                 .mq_options(mq_opts.clone())
                 .build()?;
-            let env = RedisEnv::create_with_config(redis.url.as_str(), config)?;
+            let env = RedisEnv::try_with_config(redis.url.as_str(), config)?;
             let sink = CollectSink::new();
             let source = SubscriptionOptions::builder()
                 .start(StartPolicy::Earliest)

@@ -25,7 +25,7 @@ const REDIS_PRELUDE: &str = "\
 # use streaming::time::*;
 # use streaming::{pipeline, Error};
 # fn main() -> Result<(), Error> {
-# let env = RedisEnv::create(\"redis://127.0.0.1:6379/\")?;
+# let env = RedisEnv::try_new(\"redis://127.0.0.1:6379/\")?;
 ";
 
 const POSTLUDE: &str = "# Ok(())\n# }\n";

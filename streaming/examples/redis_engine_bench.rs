@@ -117,7 +117,7 @@ fn engine_run(
         .pipeline_parallelism(parallelism)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(url, config).unwrap();
+    let env = RedisEnv::try_with_config(url, config).unwrap();
     let source = SubscriptionOptions::builder()
         .start(StartPolicy::Earliest)
         .batch_count(500)
@@ -258,7 +258,7 @@ fn event_time_run(
         .watermark_idle_timeout(Some(Duration::from_secs(1)))
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(url, config).unwrap();
+    let env = RedisEnv::try_with_config(url, config).unwrap();
     let source = SubscriptionOptions::builder()
         .start(StartPolicy::Earliest)
         .batch_count(500)
@@ -530,7 +530,7 @@ fn latency_run(
         .pipeline_parallelism(1)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(url, config).unwrap();
+    let env = RedisEnv::try_with_config(url, config).unwrap();
     let source = SubscriptionOptions::builder()
         .start(StartPolicy::Earliest)
         .batch_count(batch)

@@ -232,11 +232,11 @@ pub mod __private {
     pub use crate::dsl::*;
 
     pub use crate::dataflow::{
-        BuildPlan, BuildRejectedOutput, BuildStage, CountLateOnly, Execute, FilterStage,
-        FlatMapStage, KeyedProcessOutput, KeyedProcessStage, KeyedReduceStage, KeyedSumByStage,
-        KeyedSumStage, MakeWindowFunction, MapStage, Plan, PrintSink, Runtime, SideOutputFactory,
-        Stage, StoreFactory, Then, TryMapStage, WatermarkStage, WindowAggregate, WindowApply,
-        WindowCount, WindowOutput, WindowReduce, WindowStage, WindowSum, WindowSumBy,
+        AggregateSpec, ApplySpec, BuildPlan, BuildRejectedOutput, BuildStage, CountLateOnly,
+        CountSpec, Execute, FilterStage, FlatMapStage, KeyedProcessOutput, KeyedProcessStage,
+        KeyedReduceStage, KeyedSumByStage, KeyedSumStage, MakeWindowFunction, MapStage, Plan,
+        PrintSink, ReduceSpec, Runtime, SideOutputFactory, Stage, StoreFactory, SumBySpec, SumSpec,
+        Then, TryMapStage, WatermarkStage, WindowOutput, WindowStage,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::partition::PartitionedSource;

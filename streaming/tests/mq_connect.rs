@@ -145,7 +145,7 @@ fn execute_async_on_an_unreachable_redis_fails_naming_the_address() {
             .mq_options(opts(Duration::from_millis(500)))
             .build()
             .unwrap();
-        let env = RedisEnv::create_with_config(url.as_str(), config).unwrap();
+        let env = RedisEnv::try_with_config(url.as_str(), config).unwrap();
         env.from_mq_topic("t", "g")
             .map(|m| m.id.clone())
             .sink(CollectSink::new())

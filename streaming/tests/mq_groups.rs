@@ -234,9 +234,9 @@ async fn assignment_filter_pins_partitions_and_can_change() {
     let mq = connect(redis.url(), fast_options("assign").build().unwrap()).await;
     mq.create_topic("t", 5).await.unwrap();
     let mut o0 = opts(StartPolicy::Earliest);
-    o0.assignment = Some(Assignment::new(0, 2).unwrap());
+    o0.assignment = Some(Assignment::try_new(0, 2).unwrap());
     let mut o1 = opts(StartPolicy::Earliest);
-    o1.assignment = Some(Assignment::new(1, 2).unwrap());
+    o1.assignment = Some(Assignment::try_new(1, 2).unwrap());
     let (s0, seen0) = collecting(&mq, "t", "g", o0).await;
     let (s1, seen1) = collecting(&mq, "t", "g", o1).await;
     eventually("pinned", DEADLINE, || async {
@@ -253,7 +253,7 @@ async fn assignment_filter_pins_partitions_and_can_change() {
     assert!(seen1.lock().unwrap().iter().all(|m| m.partition % 2 == 1));
     // Scale down to one subtask: s1 lets go, s0 takes everything.
     s1.stop().await.unwrap();
-    s0.set_assignment(Some(Assignment::new(0, 1).unwrap()));
+    s0.set_assignment(Some(Assignment::try_new(0, 1).unwrap()));
     eventually("s0 owns all", DEADLINE, || async {
         (s0.owned_partitions() == vec![0, 1, 2, 3, 4]).then_some(())
     })

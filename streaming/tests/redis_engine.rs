@@ -57,7 +57,7 @@ impl Setup {
     }
 
     fn env(&self, job: &str, mode: AckMode, parallelism: u32) -> RedisEnv {
-        RedisEnv::create_with_config(self.redis.url(), self.config(job, mode, parallelism)).unwrap()
+        RedisEnv::try_with_config(self.redis.url(), self.config(job, mode, parallelism)).unwrap()
     }
 }
 
@@ -330,7 +330,7 @@ fn failing_records(mode: AckMode, result: ProcessingErrorResult) {
         .processing_error_result(result)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = CollectSink::new();
     env.from_mq_topic_with_options("f", "g", earliest(32))
         .map(|m: Message| m.text().unwrap().to_string())
@@ -429,7 +429,7 @@ fn engine_reason(e: Error) -> String {
 
 #[test]
 fn registration_rules() {
-    let env = RedisEnv::create("redis://127.0.0.1:1/").unwrap();
+    let env = RedisEnv::try_new("redis://127.0.0.1:1/").unwrap();
     let e = env.execute_async().unwrap_err();
     assert!(engine_reason(e).contains("no pipeline registered"));
 
@@ -478,7 +478,7 @@ fn registration_rules() {
     // and the job still counts as started).
     let s = setup("eng-reg");
     let env =
-        RedisEnv::create_with_config(s.redis.url(), s.config("reg", AckMode::Offset, 1)).unwrap();
+        RedisEnv::try_with_config(s.redis.url(), s.config("reg", AckMode::Offset, 1)).unwrap();
     env.from_mq_topic("t", "g")
         .map(|m: Message| m.id)
         .sink(CollectSink::new())
@@ -502,7 +502,7 @@ fn pause_resume_and_in_flight() {
     let rt = rt();
     let mq = s.mq(&rt);
     rt.block_on(mq.create_topic("p", 1)).unwrap();
-    let env = RedisEnv::from_client(
+    let env = RedisEnv::with_client(
         redis::Client::open(s.redis.url()).unwrap(),
         s.config("pause", AckMode::Offset, 1),
     );
@@ -545,7 +545,7 @@ fn state_ttl_expires_each_state_hash() {
         .state_ttl(Some(Duration::from_secs(60)))
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     count_pipeline!(env
         .from_mq_topic_with_options("ttl", "g", earliest(10))
         .map(|m: Message| m.text().unwrap().to_string()))
@@ -707,7 +707,7 @@ fn foreign_retries_are_skipped(mode: AckMode) {
         .processing_error_result(ProcessingErrorResult::Retry)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = CollectSink::new();
     count_pipeline!(env
         .from_mq_topic_with_options("t", "good", earliest(8))

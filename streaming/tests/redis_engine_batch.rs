@@ -53,7 +53,7 @@ impl Setup {
     }
 
     fn env(&self, config: streaming::redis::RedisRuntimeConfigBuilder) -> RedisEnv {
-        RedisEnv::create_with_config(self.redis.url(), config.build().unwrap()).unwrap()
+        RedisEnv::try_with_config(self.redis.url(), config.build().unwrap()).unwrap()
     }
 
     fn conn(&self) -> redis::aio::MultiplexedConnection {
@@ -728,7 +728,7 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
         );
         let proxy = lossy_proxy(s.redis.url(), b"lost-reply-out");
         let config = s.config(&format!("lost-{mode:?}"), mode).build().unwrap();
-        let env = RedisEnv::create_with_config(proxy.url.as_str(), config).unwrap();
+        let env = RedisEnv::try_with_config(proxy.url.as_str(), config).unwrap();
         env.from_mq_topic_with_options(&topic, "g", earliest(10))
             .try_map(|m: Message| parse(&m))
             .sink(RedisListSink::new("lost-reply-out"))

@@ -47,7 +47,7 @@ impl Setup {
     /// Runs version 1 of the counting pipeline (`ValueState<u64>` "count") on `topic`
     /// until `n` records committed.
     fn run_v1(&self, topic: &str, config: RedisRuntimeConfig, n: u64) -> Vec<(String, u64)> {
-        let env = RedisEnv::create_with_config(self.redis.url(), config).unwrap();
+        let env = RedisEnv::try_with_config(self.redis.url(), config).unwrap();
         let out = CollectSink::new();
         env.from_mq_topic_with_options(topic, "g", earliest(10))
             .map(|m: Message| m.text().unwrap().to_string())
@@ -147,7 +147,7 @@ fn run_v2_text(
 ) -> (streaming::redis::JobDiagnostics, Vec<(String, String)>) {
     s.produce_to(topic, 0, &strs(&["k0"]));
     s.produce_to(topic, 1, &strs(&["k5"]));
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = CollectSink::new();
     env.from_mq_topic_with_options(topic, "g", earliest(10))
         .map(|m: Message| m.text().unwrap().to_string())
@@ -266,7 +266,7 @@ fn schema_mismatch_ignore_decodes_the_stored_state_as_the_new_type() {
     let topic = "schignore";
     let (s, config) = after_v1("ck-sch-ignore", topic, SchemaMismatchPolicy::Ignore);
     s.produce_to(topic, 0, &strs(&["k0", "k1"]));
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = CollectSink::new();
     env.from_mq_topic_with_options(topic, "g", earliest(10))
         .map(|m: Message| m.text().unwrap().to_string())
@@ -324,7 +324,7 @@ fn state_without_codec_is_dead_lettered_at_once_and_reported_once() {
     s.produce("plain", &keys(3));
     // Default processing_error_result: RETRY; the misuse is not retried anyway.
     let config = s.config("plain").build().unwrap();
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = CollectSink::new();
     env.from_mq_topic_with_options("plain", "g", earliest(1))
         .map(|m: Message| m.text().unwrap().to_string())
@@ -406,7 +406,7 @@ fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelis
         .pipeline_parallelism(parallelism)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     env.from_mq_topic_with_options(topic, "g", earliest(50))
         .map(|m: Message| m.text().unwrap().to_string())
         .key_by(|w: &String| w.clone())
@@ -491,7 +491,7 @@ fn await_caught_up_waits_for_a_scheduled_retry() {
         .build()
         .unwrap();
     let config = s.config(topic).mq_options(mq_opts).build().unwrap();
-    let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     env.from_mq_topic_with_options(topic, "g", earliest(10))
         .try_map(|m: Message| -> Result<String, &'static str> {
             let text = m.text().unwrap().to_string();
@@ -542,7 +542,7 @@ fn the_same_explicit_instance_id_twice_still_shares_the_partitions() {
             .job_instance_id("pod-a")
             .build()
             .unwrap();
-        let env = RedisEnv::create_with_config(s.redis.url(), config).unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
         env.from_mq_topic_with_options(topic, "g", earliest(8))
             .map(|m: Message| m.text().unwrap().to_string())
             .sink(CollectSink::new())

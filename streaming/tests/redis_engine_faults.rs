@@ -103,7 +103,7 @@ fn start_word_count(mode: AckMode, response_timeout: Duration) -> WordCount {
         .pipeline_parallelism(2)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(url.as_str(), config).unwrap();
+    let env = RedisEnv::try_with_config(url.as_str(), config).unwrap();
     env.from_mq_topic_with_options(
         "t",
         "g",

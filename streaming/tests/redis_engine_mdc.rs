@@ -170,7 +170,7 @@ fn run(test: &str, topic: &str, enabled: bool, rate: f64) -> Vec<Captured> {
         .mdc_sample_rate(rate)
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(redis.url(), config).unwrap();
     let out = CollectSink::new();
     let t = topic.to_string();
     env.from_mq_topic_with_options(

@@ -99,7 +99,7 @@ fn the_same_pipeline_text_counts_the_same_on_both_engines() {
             .pipeline_parallelism(2)
             .build()
             .unwrap();
-        let env = RedisEnv::create_with_config(redis.url(), config).unwrap();
+        let env = RedisEnv::try_with_config(redis.url(), config).unwrap();
         let options = SubscriptionOptions::builder()
             .start(StartPolicy::Earliest)
             .batch_count(50)

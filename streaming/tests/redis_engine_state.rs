@@ -31,7 +31,7 @@ impl Setup {
         config: RedisRuntimeConfig,
         n: u64,
     ) -> (JobDiagnostics, Vec<(String, u64)>) {
-        let env = RedisEnv::create_with_config(self.redis.url(), config).unwrap();
+        let env = RedisEnv::try_with_config(self.redis.url(), config).unwrap();
         let out = CollectSink::new();
         env.from_mq_topic_with_options(topic, "g", one_per_batch())
             .map(|m: Message| m.text().unwrap().to_string())

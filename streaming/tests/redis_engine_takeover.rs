@@ -66,7 +66,7 @@ impl Fixture {
             .ack_mode(mode)
             .build()
             .unwrap();
-        let env = RedisEnv::create_with_config(self.redis.url(), config).unwrap();
+        let env = RedisEnv::try_with_config(self.redis.url(), config).unwrap();
         env.from_mq_topic_with_options(
             "t",
             "g",

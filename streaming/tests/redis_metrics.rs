@@ -48,7 +48,7 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
         .watermark_idle_timeout(Some(Duration::from_millis(200)))
         .build()
         .unwrap();
-    let env = RedisEnv::create_with_config(redis.url(), config).unwrap();
+    let env = RedisEnv::try_with_config(redis.url(), config).unwrap();
     env.from_mq_topic_with_options("ev", "g", earliest(10))
         .map(|m: Message| {
             let (k, ts) = m.text().unwrap().split_once(',').unwrap();

@@ -48,7 +48,7 @@ impl Setup {
     }
 
     fn env(&self, config: streaming::redis::RedisRuntimeConfigBuilder) -> RedisEnv {
-        RedisEnv::create_with_config(self.redis.url(), config.build().unwrap()).unwrap()
+        RedisEnv::try_with_config(self.redis.url(), config.build().unwrap()).unwrap()
     }
 }
 

@@ -20,7 +20,7 @@ pub enum TimeDomain {
 
 /// What a process function asked of its key's timers, applied in order after the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TimerRequest {
+pub(crate) enum KeyedTimerRequest {
     /// Register (time in ms, domain).
     Register(i64, TimeDomain),
     /// Delete (time in ms, domain) if registered.
@@ -36,7 +36,7 @@ pub struct KeyedContext<'a, K> {
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
-    pub(crate) timers: &'a mut Vec<TimerRequest>,
+    pub(crate) timers: &'a mut Vec<KeyedTimerRequest>,
     state: &'a mut KeyedStateBackend<K>,
     /// The engine's part in opening a state for the first time.
     opener: &'a mut dyn OpenState<K>,
@@ -50,7 +50,7 @@ pub(crate) struct ContextParts<'a, K> {
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
-    pub(crate) timers: &'a mut Vec<TimerRequest>,
+    pub(crate) timers: &'a mut Vec<KeyedTimerRequest>,
     pub(crate) state: &'a mut KeyedStateBackend<K>,
     pub(crate) opener: &'a mut dyn OpenState<K>,
 }
@@ -98,13 +98,15 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// the same (key, time, domain) again has no effect.
     pub fn register_event_time_timer(&mut self, time: i64) {
         self.timers
-            .push(TimerRequest::Register(time, TimeDomain::EventTime));
+            .push(KeyedTimerRequest::Register(time, TimeDomain::EventTime));
     }
 
     /// Calls `on_timer` for this key once processing time reaches `time` (ms).
     pub fn register_processing_time_timer(&mut self, time: i64) {
-        self.timers
-            .push(TimerRequest::Register(time, TimeDomain::ProcessingTime));
+        self.timers.push(KeyedTimerRequest::Register(
+            time,
+            TimeDomain::ProcessingTime,
+        ));
     }
 
     /// Deletes this key's event-time timer at `time` (ms), so `on_timer` is not called
@@ -116,7 +118,7 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// batch, like a registration.
     pub fn delete_event_time_timer(&mut self, time: i64) {
         self.timers
-            .push(TimerRequest::Delete(time, TimeDomain::EventTime));
+            .push(KeyedTimerRequest::Delete(time, TimeDomain::EventTime));
     }
 
     /// Deletes this key's processing-time timer at `time` (ms), as
@@ -124,7 +126,7 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// (Flink `deleteProcessingTimeTimer`).
     pub fn delete_processing_time_timer(&mut self, time: i64) {
         self.timers
-            .push(TimerRequest::Delete(time, TimeDomain::ProcessingTime));
+            .push(KeyedTimerRequest::Delete(time, TimeDomain::ProcessingTime));
     }
 
     /// The state `state` refers to, for the current key: a

@@ -26,6 +26,5 @@ pub use types::{
     CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
 };
 pub use window_fn::{
-    MakeWindowFunction, WindowAggregate, WindowApply, WindowCount, WindowReduce, WindowSum,
-    WindowSumBy,
+    AggregateSpec, ApplySpec, CountSpec, MakeWindowFunction, ReduceSpec, SumBySpec, SumSpec,
 };

@@ -3,7 +3,8 @@
 
 use crate::api::{AggregateFunction, Collector, Numeric};
 use crate::ops::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowFunction,
+    AggregatingFunction, ApplyingFunction, CountingFunction, ReducingFunction, SummingByFunction,
+    SummingFunction, WindowFunction,
 };
 use crate::sealed::Sealed;
 use crate::time::TimeWindow;
@@ -24,27 +25,27 @@ pub trait MakeWindowFunction<K, T>: Sealed {
 
 /// The window function of [`WindowedStream::reduce`](crate::WindowedStream::reduce).
 #[derive(Clone, Copy, Debug)]
-pub struct WindowReduce<F>(pub(crate) F);
+pub struct ReduceSpec<F>(pub(crate) F);
 
-impl<F> Sealed for WindowReduce<F> {}
-impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for WindowReduce<F> {
-    type Function = ReduceWindow<F>;
-    fn make(self) -> ReduceWindow<F> {
-        ReduceWindow(self.0)
+impl<F> Sealed for ReduceSpec<F> {}
+impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> MakeWindowFunction<K, T> for ReduceSpec<F> {
+    type Function = ReducingFunction<F>;
+    fn make(self) -> ReducingFunction<F> {
+        ReducingFunction(self.0)
     }
 }
 
 /// The window function of [`WindowedStream::aggregate`](crate::WindowedStream::aggregate) and
 /// [`WindowedStream::aggregate_with`](crate::WindowedStream::aggregate_with).
-pub struct WindowAggregate<AF, W, R> {
+pub struct AggregateSpec<AF, W, R> {
     agg: AF,
     with: W,
     _r: PhantomData<fn() -> R>,
 }
 
-impl<AF, W, R> WindowAggregate<AF, W, R> {
+impl<AF, W, R> AggregateSpec<AF, W, R> {
     pub(crate) fn new(agg: AF, with: W) -> Self {
-        WindowAggregate {
+        AggregateSpec {
             agg,
             with,
             _r: PhantomData,
@@ -52,93 +53,93 @@ impl<AF, W, R> WindowAggregate<AF, W, R> {
     }
 }
 
-impl<AF: Clone, W: Clone, R> Clone for WindowAggregate<AF, W, R> {
+impl<AF: Clone, W: Clone, R> Clone for AggregateSpec<AF, W, R> {
     fn clone(&self) -> Self {
-        WindowAggregate::new(self.agg.clone(), self.with.clone())
+        AggregateSpec::new(self.agg.clone(), self.with.clone())
     }
 }
 
-impl<AF, W, R> Sealed for WindowAggregate<AF, W, R> {}
-impl<K, T, AF, W, R> MakeWindowFunction<K, T> for WindowAggregate<AF, W, R>
+impl<AF, W, R> Sealed for AggregateSpec<AF, W, R> {}
+impl<K, T, AF, W, R> MakeWindowFunction<K, T> for AggregateSpec<AF, W, R>
 where
     AF: AggregateFunction<T>,
     W: FnMut(&K, &TimeWindow, AF::Out) -> R,
 {
-    type Function = AggregateWindow<AF, W, R>;
-    fn make(self) -> AggregateWindow<AF, W, R> {
-        AggregateWindow::new(self.agg, self.with)
+    type Function = AggregatingFunction<AF, W, R>;
+    fn make(self) -> AggregatingFunction<AF, W, R> {
+        AggregatingFunction::new(self.agg, self.with)
     }
 }
 
 /// The window function of [`WindowedStream::apply`](crate::WindowedStream::apply).
-pub struct WindowApply<F, R> {
+pub struct ApplySpec<F, R> {
     pub(super) f: F,
     pub(super) _r: PhantomData<fn() -> R>,
 }
 
-impl<F: Clone, R> Clone for WindowApply<F, R> {
+impl<F: Clone, R> Clone for ApplySpec<F, R> {
     fn clone(&self) -> Self {
-        WindowApply {
+        ApplySpec {
             f: self.f.clone(),
             _r: PhantomData,
         }
     }
 }
 
-impl<F, R> Sealed for WindowApply<F, R> {}
-impl<K, T: Clone + 'static, F, R> MakeWindowFunction<K, T> for WindowApply<F, R>
+impl<F, R> Sealed for ApplySpec<F, R> {}
+impl<K, T: Clone + 'static, F, R> MakeWindowFunction<K, T> for ApplySpec<F, R>
 where
     F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
 {
-    type Function = ApplyWindow<F, R>;
-    fn make(self) -> ApplyWindow<F, R> {
-        ApplyWindow::new(self.f)
+    type Function = ApplyingFunction<F, R>;
+    fn make(self) -> ApplyingFunction<F, R> {
+        ApplyingFunction::new(self.f)
     }
 }
 
 /// The window function of [`WindowedStream::sum`](crate::WindowedStream::sum).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct WindowSum;
+pub struct SumSpec;
 
-impl Sealed for WindowSum {}
-impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for WindowSum {
-    type Function = SumWindow;
-    fn make(self) -> SumWindow {
-        SumWindow
+impl Sealed for SumSpec {}
+impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for SumSpec {
+    type Function = SummingFunction;
+    fn make(self) -> SummingFunction {
+        SummingFunction
     }
 }
 
 /// The window function of [`WindowedStream::sum_by`](crate::WindowedStream::sum_by).
-pub struct WindowSumBy<F, V> {
+pub struct SumBySpec<F, V> {
     pub(super) f: F,
     pub(super) _v: PhantomData<fn() -> V>,
 }
 
-impl<F: Clone, V> Clone for WindowSumBy<F, V> {
+impl<F: Clone, V> Clone for SumBySpec<F, V> {
     fn clone(&self) -> Self {
-        WindowSumBy {
+        SumBySpec {
             f: self.f.clone(),
             _v: PhantomData,
         }
     }
 }
 
-impl<F, V> Sealed for WindowSumBy<F, V> {}
-impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for WindowSumBy<F, V> {
-    type Function = SumByWindow<F, V>;
-    fn make(self) -> SumByWindow<F, V> {
-        SumByWindow::new(self.f)
+impl<F, V> Sealed for SumBySpec<F, V> {}
+impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for SumBySpec<F, V> {
+    type Function = SummingByFunction<F, V>;
+    fn make(self) -> SummingByFunction<F, V> {
+        SummingByFunction::new(self.f)
     }
 }
 
 /// The window function of [`WindowedStream::count`](crate::WindowedStream::count).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct WindowCount;
+pub struct CountSpec;
 
-impl Sealed for WindowCount {}
-impl<K: Clone, T> MakeWindowFunction<K, T> for WindowCount {
-    type Function = CountWindow;
-    fn make(self) -> CountWindow {
-        CountWindow
+impl Sealed for CountSpec {}
+impl<K: Clone, T> MakeWindowFunction<K, T> for CountSpec {
+    type Function = CountingFunction;
+    fn make(self) -> CountingFunction {
+        CountingFunction
     }
 }

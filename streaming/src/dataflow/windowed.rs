@@ -114,8 +114,8 @@ where
     pub fn reduce<F: FnMut(P::Out, P::Out) -> P::Out>(
         self,
         f: F,
-    ) -> WindowOutput<P, KF, K, A, Tr, WindowReduce<F>, L, E> {
-        self.function("window-reduce", WindowReduce(f))
+    ) -> WindowOutput<P, KF, K, A, Tr, ReduceSpec<F>, L, E> {
+        self.function("window-reduce", ReduceSpec(f))
     }
 
     /// Aggregates incrementally with `agg`; emits `agg.get_result` per firing.
@@ -129,7 +129,7 @@ where
         K,
         A,
         Tr,
-        WindowAggregate<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>,
+        AggregateSpec<AF, fn(&K, &TimeWindow, AF::Out) -> AF::Out, AF::Out>,
         L,
         E,
     > {
@@ -138,7 +138,7 @@ where
         }
         self.function(
             "window-aggregate",
-            WindowAggregate::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out),
+            AggregateSpec::new(agg, result as fn(&K, &TimeWindow, AF::Out) -> AF::Out),
         )
     }
 
@@ -149,40 +149,40 @@ where
         self,
         agg: AF,
         with: W,
-    ) -> WindowOutput<P, KF, K, A, Tr, WindowAggregate<AF, W, R>, L, E>
+    ) -> WindowOutput<P, KF, K, A, Tr, AggregateSpec<AF, W, R>, L, E>
     where
         AF: AggregateFunction<P::Out>,
         W: FnMut(&K, &TimeWindow, AF::Out) -> R,
     {
-        self.function("window-aggregate", WindowAggregate::new(agg, with))
+        self.function("window-aggregate", AggregateSpec::new(agg, with))
     }
 
     /// Calls `f(key, window, elements, out)` per firing with all of the window's elements
     /// in arrival order (Flink `apply`). Keeps every element until the window is cleaned up.
-    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowApply<F, R>, L, E>
+    pub fn apply<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, ApplySpec<F, R>, L, E>
     where
         F: FnMut(&K, &TimeWindow, &[P::Out], &mut Collector<'_, R>) -> Result<(), BoxError>,
     {
-        self.function("window-apply", WindowApply { f, _r: PhantomData })
+        self.function("window-apply", ApplySpec { f, _r: PhantomData })
     }
 
     /// Sums each window; emits `(key, window, sum)` per firing. Only numeric element types
     /// have it (a compile error otherwise: see [`Numeric`]).
-    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, WindowSum, L, E>
+    pub fn sum(self) -> WindowOutput<P, KF, K, A, Tr, SumSpec, L, E>
     where
         P::Out: Numeric,
     {
-        self.function("window-sum", WindowSum)
+        self.function("window-sum", SumSpec)
     }
 
     /// Sums the number `f` extracts from each element (e.g. `|o: &Order| o.amount`);
     /// emits `(key, window, sum)` per firing.
-    pub fn sum_by<V, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, WindowSumBy<F, V>, L, E>
+    pub fn sum_by<V, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, SumBySpec<F, V>, L, E>
     where
         V: Numeric,
         F: FnMut(&P::Out) -> V,
     {
-        self.function("window-sum-by", WindowSumBy { f, _v: PhantomData })
+        self.function("window-sum-by", SumBySpec { f, _v: PhantomData })
     }
 
     /// Emits, per firing, the window's element with the smallest `f(element)` (on ties
@@ -198,9 +198,7 @@ where
         K,
         A,
         Tr,
-        WindowReduce<
-            impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
-        >,
+        ReduceSpec<impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>>,
         L,
         E,
     >
@@ -211,7 +209,7 @@ where
         let mut f = f;
         self.function(
             "window-min-by",
-            WindowReduce(move |a, b| if f(&b) < f(&a) { b } else { a }),
+            ReduceSpec(move |a, b| if f(&b) < f(&a) { b } else { a }),
         )
     }
 
@@ -228,9 +226,7 @@ where
         K,
         A,
         Tr,
-        WindowReduce<
-            impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
-        >,
+        ReduceSpec<impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>>,
         L,
         E,
     >
@@ -241,12 +237,12 @@ where
         let mut f = f;
         self.function(
             "window-max-by",
-            WindowReduce(move |a, b| if f(&b) > f(&a) { b } else { a }),
+            ReduceSpec(move |a, b| if f(&b) > f(&a) { b } else { a }),
         )
     }
 
     /// Counts each window's elements; emits `(key, window, count)` per firing.
-    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, WindowCount, L, E> {
-        self.function("window-count", WindowCount)
+    pub fn count(self) -> WindowOutput<P, KF, K, A, Tr, CountSpec, L, E> {
+        self.function("window-count", CountSpec)
     }
 }

@@ -185,7 +185,7 @@ impl Assignment {
     /// # Errors
     /// [`Error::InvalidConfig`] naming `assignment.parallelism` (zero) or
     /// `assignment.subtask` (≥ parallelism).
-    pub fn new(subtask: u32, parallelism: u32) -> Result<Self, Error> {
+    pub fn try_new(subtask: u32, parallelism: u32) -> Result<Self, Error> {
         if parallelism == 0 {
             return Err(invalid("assignment.parallelism", "must be ≥ 1"));
         }
@@ -571,14 +571,14 @@ mod tests {
             .unwrap_err();
         assert_eq!(field(e), "consumer_name");
         assert_eq!(
-            field(Assignment::new(2, 2).unwrap_err()),
+            field(Assignment::try_new(2, 2).unwrap_err()),
             "assignment.subtask"
         );
     }
 
     #[test]
     fn assignment_filter() {
-        let a = Assignment::new(1, 3).unwrap();
+        let a = Assignment::try_new(1, 3).unwrap();
         let taken: Vec<u32> = (0..8).filter(|p| a.accepts(*p)).collect();
         assert_eq!(taken, vec![1, 4, 7]);
     }

@@ -29,7 +29,8 @@ pub(crate) use stateless::{Filter, FlatMap, Map, TryMap};
 pub(crate) use watermark::AssignWatermarks;
 pub use watermark::{RecordTimestamp, WatermarkState};
 pub(crate) use window::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow, WindowOperator,
+    AggregatingFunction, ApplyingFunction, CountingFunction, ReducingFunction, SummingByFunction,
+    SummingFunction, WindowOperator,
 };
 pub use window::{NoRejectedOutput, RejectedOutput, RejectedTo, WindowFunction, WindowState};
 

@@ -4,7 +4,7 @@
 use super::changes::ProcessTracking;
 use super::timers::TimerQueue;
 use super::{guard, user_error, Operator, OperatorId, Shared};
-use crate::api::context::{ContextParts, TimeDomain, TimerRequest};
+use crate::api::context::{ContextParts, KeyedTimerRequest, TimeDomain};
 use crate::api::state::{DeclareStates, KeyedStateBackend};
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
 use crate::time::{Clock, MIN_WATERMARK};
@@ -180,7 +180,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         &mut self,
         key: &K,
         times: ContextTimes,
-        timers: &mut Vec<TimerRequest>,
+        timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
     ) -> R {
         let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
@@ -197,7 +197,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         key: &K,
         times: ContextTimes,
         domain: TimeDomain,
-        timers: &mut Vec<TimerRequest>,
+        timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut TimerContext<'_, K>) -> R,
     ) -> R {
         let inner = KeyedContext::new(self.context_parts(key, times, timers));
@@ -213,7 +213,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         &'a mut self,
         key: &'a K,
         times: ContextTimes,
-        timers: &'a mut Vec<TimerRequest>,
+        timers: &'a mut Vec<KeyedTimerRequest>,
     ) -> ContextParts<'a, K> {
         ContextParts {
             key,
@@ -294,7 +294,7 @@ pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> {
     state: Shared<ProcessState<K, P>>,
     watermark: i64,
     processing_time: i64,
-    requests: Vec<TimerRequest>,
+    requests: Vec<KeyedTimerRequest>,
     out: Vec<PF::Out>,
     next: N,
     _in: PhantomData<fn(T, Cl)>,
@@ -340,17 +340,17 @@ where
         id: &OperatorId,
         state: &mut ProcessState<K, P>,
         key: &K,
-        requests: &mut Vec<TimerRequest>,
+        requests: &mut Vec<KeyedTimerRequest>,
     ) -> Result<(), Error> {
         let max = state.max_event_timers;
         let mut full = false;
         for request in requests.drain(..) {
             let (time, domain) = match request {
-                TimerRequest::Delete(time, domain) => {
+                KeyedTimerRequest::Delete(time, domain) => {
                     state.delete_timer(key, time, domain);
                     continue;
                 }
-                TimerRequest::Register(time, domain) => (time, domain),
+                KeyedTimerRequest::Register(time, domain) => (time, domain),
             };
             if max > 0 && domain == TimeDomain::EventTime && state.event_timers.len() >= max {
                 full = true;

@@ -109,7 +109,7 @@ struct EnvState {
 /// use streaming::redis::{CollectSink, RedisEnv};
 /// const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 ///
-/// let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+/// let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
 /// let out = CollectSink::new();
 /// env.from_mq_topic("words", "counter")
 ///     .map(|m| m.text().unwrap_or_default().to_string())
@@ -148,24 +148,24 @@ impl RedisEnv {
     ///
     /// # Errors
     /// [`Error::Redis`] when the URL is invalid.
-    pub fn create(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
-        Self::create_with_config(client, RedisRuntimeConfig::default())
+    pub fn try_new(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
+        Self::try_with_config(client, RedisRuntimeConfig::default())
     }
 
-    /// Like [`create`](Self::create) with `config`.
+    /// Like [`try_new`](Self::try_new) with `config`.
     ///
     /// # Errors
     /// [`Error::Redis`] when the URL is invalid.
-    pub fn create_with_config(
+    pub fn try_with_config(
         client: impl redis::IntoConnectionInfo,
         config: RedisRuntimeConfig,
     ) -> Result<Self, Error> {
-        Ok(Self::from_client(redis::Client::open(client)?, config))
+        Ok(Self::with_client(redis::Client::open(client)?, config))
     }
 
-    /// Like [`create_with_config`](Self::create_with_config) with a [`redis::Client`]
+    /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`]
     /// (each subtask opens its own connections from it).
-    pub fn from_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
+    pub fn with_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
         RedisEnv {
             inner: Arc::new(EnvInner {
                 client,

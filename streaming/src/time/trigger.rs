@@ -34,7 +34,7 @@ impl TriggerResult {
 
 /// A timer a trigger asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TimerRequest {
+pub(crate) enum TriggerTimerRequest {
     /// Call [`Trigger::on_event_time`] when the watermark reaches this time (ms).
     EventTime(i64),
     /// Call [`Trigger::on_processing_time`] when processing time reaches this time (ms).
@@ -47,7 +47,7 @@ pub(crate) enum TimerRequest {
 pub struct TriggerContext<'a> {
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
-    pub(crate) timers: &'a mut Vec<TimerRequest>,
+    pub(crate) timers: &'a mut Vec<TriggerTimerRequest>,
 }
 
 impl TriggerContext<'_> {
@@ -65,7 +65,7 @@ impl TriggerContext<'_> {
     /// Asks for [`Trigger::on_event_time`] once the watermark reaches `time` (ms).
     /// Registering the same time twice for one window gives one callback.
     pub fn register_event_time_timer(&mut self, time: i64) {
-        self.timers.push(TimerRequest::EventTime(time));
+        self.timers.push(TriggerTimerRequest::EventTime(time));
     }
 
     /// Asks for [`Trigger::on_processing_time`] once processing time reaches `time` (ms).
@@ -73,7 +73,7 @@ impl TriggerContext<'_> {
     /// no wall clock; the Redis engine serves processing-time timers of keyed process functions
     /// only): such windows emit when they are cleaned up.
     pub fn register_processing_time_timer(&mut self, time: i64) {
-        self.timers.push(TimerRequest::ProcessingTime(time));
+        self.timers.push(TriggerTimerRequest::ProcessingTime(time));
     }
 }
 
@@ -434,7 +434,7 @@ impl<T> Trigger<T> for ContinuousEventTimeTrigger {
 mod tests {
     use super::*;
 
-    fn ctx(timers: &mut Vec<TimerRequest>, watermark: i64) -> TriggerContext<'_> {
+    fn ctx(timers: &mut Vec<TriggerTimerRequest>, watermark: i64) -> TriggerContext<'_> {
         TriggerContext {
             watermark,
             processing_time: 0,
@@ -449,7 +449,7 @@ mod tests {
         let mut t = EventTimeTrigger;
         let r = Trigger::<u8>::on_element(&mut t, &1, 5, &w, &mut ctx(&mut timers, 50));
         assert_eq!(r, TriggerResult::Continue);
-        assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
+        assert_eq!(timers, vec![TriggerTimerRequest::EventTime(99)]);
         assert_eq!(
             Trigger::<u8>::on_event_time(&mut t, 98, &w, &mut ctx(&mut timers, 98)),
             TriggerResult::Continue
@@ -511,22 +511,25 @@ mod tests {
         assert_eq!(r, Continue);
         assert_eq!(
             timers,
-            vec![TimerRequest::EventTime(99), TimerRequest::EventTime(60)]
+            vec![
+                TriggerTimerRequest::EventTime(99),
+                TriggerTimerRequest::EventTime(60)
+            ]
         );
         timers.clear();
         // A second element schedules nothing new besides the end.
         Trigger::<u8>::on_element(&mut t, &1, 50, &w, &mut ctx(&mut timers, 0));
-        assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
+        assert_eq!(timers, vec![TriggerTimerRequest::EventTime(99)]);
         timers.clear();
         let fire = |t: &mut ContinuousEventTimeTrigger, time, timers: &mut Vec<_>| {
             Trigger::<u8>::on_event_time(t, time, &w, &mut ctx(timers, time))
         };
         assert_eq!(fire(&mut t, 60, &mut timers), Fire);
-        assert_eq!(timers, vec![TimerRequest::EventTime(90)]);
+        assert_eq!(timers, vec![TriggerTimerRequest::EventTime(90)]);
         timers.clear();
         assert_eq!(fire(&mut t, 90, &mut timers), Fire);
         // The next periodic firing is capped at the window's end.
-        assert_eq!(timers, vec![TimerRequest::EventTime(99)]);
+        assert_eq!(timers, vec![TriggerTimerRequest::EventTime(99)]);
         assert_eq!(fire(&mut t, 75, &mut timers), Continue);
         assert_eq!(fire(&mut t, 99, &mut timers), Fire);
         // Floor modulo for negative timestamps: -500 with 1000 fires first at 0.
@@ -534,7 +537,7 @@ mod tests {
         let mut t = ContinuousEventTimeTrigger::of(Duration::from_secs(1)).unwrap();
         timers.clear();
         Trigger::<u8>::on_element(&mut t, &1, -500, &w, &mut ctx(&mut timers, i64::MIN));
-        assert_eq!(timers[1], TimerRequest::EventTime(0));
+        assert_eq!(timers[1], TriggerTimerRequest::EventTime(0));
         assert!(matches!(
             ContinuousEventTimeTrigger::of(Duration::from_micros(10)),
             Err(Error::InvalidConfig {

@@ -62,7 +62,7 @@ pub fn serve() {
         .build()
         .unwrap();
     println!("INSTANCE {}", config.job_instance_id());
-    let env = RedisEnv::create_with_config(var("W_URL").as_str(), config).unwrap();
+    let env = RedisEnv::try_with_config(var("W_URL").as_str(), config).unwrap();
     env.from_mq_topic_with_options(
         TOPIC,
         "g",

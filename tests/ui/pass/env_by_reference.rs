@@ -30,7 +30,7 @@ fn doubled(env: &MemoryEnv) -> Result<Vec<i32>, streaming::Error> {
 }
 
 fn main() -> Result<(), streaming::Error> {
-    let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+    let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
     let out = CollectSink::new();
     register_lengths(&env, &out)?;
     register_with_id(&&env)?;

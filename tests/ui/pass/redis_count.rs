@@ -6,7 +6,7 @@ use streaming::pipeline;
 use streaming::redis::{CollectSink, RedisEnv};
 
 fn main() -> Result<(), streaming::Error> {
-    let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+    let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
     let out = CollectSink::new();
     let registered: Result<(), streaming::Error> = pipeline! {
         env.from_mq_topic("words", "counter")

@@ -7,7 +7,7 @@ use streaming::redis::{CollectSink, RedisEnv};
 use streaming::time::TumblingEventTimeWindows;
 
 fn main() -> Result<(), streaming::Error> {
-    let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+    let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
     pipeline! {
         env.from_mq_topic("orders", "billing")
             .map(|m: Message| m.payload.len() as u64)

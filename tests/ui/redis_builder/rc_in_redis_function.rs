@@ -5,7 +5,7 @@ use streaming::mq::Message;
 use streaming::redis::{CollectSink, RedisEnv};
 
 fn main() -> Result<(), streaming::Error> {
-    let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+    let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
     let suffix = Rc::new(String::from("!"));
     env.from_mq_topic("orders", "billing")
         .map(move |m: Message| format!("{}{suffix}", m.id))

@@ -34,7 +34,7 @@ impl AggregateFunction<u64> for Total {
 }
 
 fn main() -> Result<(), streaming::Error> {
-    let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+    let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
     env.from_mq_topic("orders", "billing")
         .map(|m: Message| m.payload.len() as u64)
         .key_by(|n: &u64| *n % 4)

@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn a_redis_pipeline_registers() -> Result<(), Error> {
         // Registration contacts no server.
-        let env = RedisEnv::create("redis://127.0.0.1:6379/")?;
+        let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
         let out = CollectSink::new();
         pipeline! {
             env.from_mq_topic("words", "counter")

@@ -43,9 +43,9 @@ pub trait WindowFunction<K, T> {
 
 /// `reduce(f)`: the window's elements folded pairwise; emits `T`.
 #[derive(Clone)]
-pub struct ReduceWindow<F>(pub F);
+pub struct ReducingFunction<F>(pub F);
 
-impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> WindowFunction<K, T> for ReduceWindow<F> {
+impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> WindowFunction<K, T> for ReducingFunction<F> {
     type Acc = Option<T>;
     type Out = T;
 
@@ -79,15 +79,15 @@ impl<K, T: Clone + 'static, F: FnMut(T, T) -> T> WindowFunction<K, T> for Reduce
 
 /// `aggregate(agg)` / `aggregate_with(agg, f)`: an [`AggregateFunction`] whose result is
 /// passed with the key and window to `f`.
-pub struct AggregateWindow<A, W, R> {
+pub struct AggregatingFunction<A, W, R> {
     agg: A,
     with: W,
     _out: PhantomData<fn() -> R>,
 }
 
-impl<A: Clone, W: Clone, R> Clone for AggregateWindow<A, W, R> {
+impl<A: Clone, W: Clone, R> Clone for AggregatingFunction<A, W, R> {
     fn clone(&self) -> Self {
-        AggregateWindow {
+        AggregatingFunction {
             agg: self.agg.clone(),
             with: self.with.clone(),
             _out: PhantomData,
@@ -95,10 +95,10 @@ impl<A: Clone, W: Clone, R> Clone for AggregateWindow<A, W, R> {
     }
 }
 
-impl<A, W, R> AggregateWindow<A, W, R> {
+impl<A, W, R> AggregatingFunction<A, W, R> {
     /// Aggregates with `agg`, then maps `(key, window, result)` with `with`.
     pub fn new(agg: A, with: W) -> Self {
-        AggregateWindow {
+        AggregatingFunction {
             agg,
             with,
             _out: PhantomData,
@@ -106,7 +106,7 @@ impl<A, W, R> AggregateWindow<A, W, R> {
     }
 }
 
-impl<K, T, A, W, R> WindowFunction<K, T> for AggregateWindow<A, W, R>
+impl<K, T, A, W, R> WindowFunction<K, T> for AggregatingFunction<A, W, R>
 where
     A: AggregateFunction<T>,
     W: FnMut(&K, &TimeWindow, A::Out) -> R,
@@ -138,24 +138,24 @@ where
 }
 
 /// `apply(f)`: all of the window's elements (in arrival order) at once.
-pub struct ApplyWindow<F, R> {
+pub struct ApplyingFunction<F, R> {
     f: F,
     _out: PhantomData<fn() -> R>,
 }
 
-impl<F: Clone, R> Clone for ApplyWindow<F, R> {
+impl<F: Clone, R> Clone for ApplyingFunction<F, R> {
     fn clone(&self) -> Self {
-        ApplyWindow {
+        ApplyingFunction {
             f: self.f.clone(),
             _out: PhantomData,
         }
     }
 }
 
-impl<F, R> ApplyWindow<F, R> {
+impl<F, R> ApplyingFunction<F, R> {
     /// Calls `f(key, window, elements, out)` when the window fires.
     pub fn new(f: F) -> Self {
-        ApplyWindow {
+        ApplyingFunction {
             f,
             _out: PhantomData,
         }
@@ -209,7 +209,7 @@ impl<T> Arrivals<T> {
     }
 }
 
-impl<K, T: Clone + 'static, F, R> WindowFunction<K, T> for ApplyWindow<F, R>
+impl<K, T: Clone + 'static, F, R> WindowFunction<K, T> for ApplyingFunction<F, R>
 where
     F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
 {
@@ -248,9 +248,9 @@ where
 
 /// `sum()`: emits `(key, window, sum)`.
 #[derive(Clone, Copy, Debug)]
-pub struct SumWindow;
+pub struct SummingFunction;
 
-impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
+impl<K: Clone, T: Numeric> WindowFunction<K, T> for SummingFunction {
     type Acc = T;
     type Out = (K, TimeWindow, T);
 
@@ -276,25 +276,25 @@ impl<K: Clone, T: Numeric> WindowFunction<K, T> for SumWindow {
 }
 
 /// `sum_by(f)`: sums `f(element)`; emits `(key, window, sum)`.
-pub struct SumByWindow<F, V> {
+pub struct SummingByFunction<F, V> {
     f: F,
     _v: PhantomData<fn() -> V>,
 }
 
-impl<F, V> SumByWindow<F, V> {
+impl<F, V> SummingByFunction<F, V> {
     /// Sums the field `f` extracts.
     pub fn new(f: F) -> Self {
-        SumByWindow { f, _v: PhantomData }
+        SummingByFunction { f, _v: PhantomData }
     }
 }
 
-impl<F: Clone, V> Clone for SumByWindow<F, V> {
+impl<F: Clone, V> Clone for SummingByFunction<F, V> {
     fn clone(&self) -> Self {
-        SumByWindow::new(self.f.clone())
+        SummingByFunction::new(self.f.clone())
     }
 }
 
-impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> WindowFunction<K, T> for SumByWindow<F, V> {
+impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> WindowFunction<K, T> for SummingByFunction<F, V> {
     type Acc = V;
     type Out = (K, TimeWindow, V);
 
@@ -321,9 +321,9 @@ impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> WindowFunction<K, T> for SumByW
 
 /// `count()`: emits `(key, window, number of elements)`.
 #[derive(Clone, Copy, Debug)]
-pub struct CountWindow;
+pub struct CountingFunction;
 
-impl<K: Clone, T> WindowFunction<K, T> for CountWindow {
+impl<K: Clone, T> WindowFunction<K, T> for CountingFunction {
     type Acc = u64;
     type Out = (K, TimeWindow, u64);
 

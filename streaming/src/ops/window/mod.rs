@@ -8,7 +8,8 @@ pub(crate) mod state;
 
 pub use functions::WindowFunction;
 pub(crate) use functions::{
-    AggregateWindow, ApplyWindow, CountWindow, ReduceWindow, SumByWindow, SumWindow,
+    AggregatingFunction, ApplyingFunction, CountingFunction, ReducingFunction, SummingByFunction,
+    SummingFunction,
 };
 pub use rejected::{NoRejectedOutput, RejectedOutput, RejectedTo};
 pub(crate) use state::Bucket;
@@ -17,7 +18,7 @@ pub use state::WindowState;
 use super::changes::KeyChanges;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
 use crate::api::{RejectedElement, Sink};
-use crate::time::trigger::TimerRequest;
+use crate::time::trigger::TriggerTimerRequest;
 use crate::time::{TimeWindow, Trigger, TriggerContext, WindowAssigner};
 use crate::Error;
 use state::{emitter, register};
@@ -49,7 +50,7 @@ pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, C, N>
     /// Timers fired since the current record arrived (the cap is per record).
     fired: usize,
     windows: Vec<TimeWindow>,
-    requests: Vec<TimerRequest>,
+    requests: Vec<TriggerTimerRequest>,
     out: Vec<WF::Out>,
     /// (end index in `out`, timestamp) per emission.
     marks: Vec<(usize, i64)>,
@@ -263,8 +264,9 @@ where
                 Some(idx) => idx,
                 None => {
                     let mut b = self.new_bucket(window)?;
-                    self.requests
-                        .push(TimerRequest::EventTime(window.cleanup_time(self.lateness)));
+                    self.requests.push(TriggerTimerRequest::EventTime(
+                        window.cleanup_time(self.lateness),
+                    ));
                     register(timers, &mut self.requests, &key, &mut b);
                     panes.push(b);
                     panes.len() - 1
@@ -358,7 +360,7 @@ where
         merged: TimeWindow,
         timestamp: i64,
     ) -> Result<Bucket<WF::Acc, Tr>, Error> {
-        let cleanup = TimerRequest::EventTime(merged.cleanup_time(self.lateness));
+        let cleanup = TriggerTimerRequest::EventTime(merged.cleanup_time(self.lateness));
         if parts.is_empty() {
             self.requests.push(cleanup);
             return self.new_bucket(merged);

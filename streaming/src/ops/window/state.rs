@@ -5,7 +5,7 @@ use super::functions::WindowFunction;
 use crate::api::Collector;
 use crate::ops::timers::TimerQueue;
 use crate::ops::{guard, user_error, Counters, OperatorId};
-use crate::time::trigger::TimerRequest;
+use crate::time::trigger::TriggerTimerRequest;
 use crate::time::{TimeWindow, TriggerResult};
 use crate::Error;
 use std::collections::HashMap;
@@ -121,12 +121,12 @@ pub(super) use emitter;
 /// Queues the event-time timers `requests` asked for on pane `b` of `key` (each once).
 pub(super) fn register<K: Clone, Acc, Tr>(
     timers: &mut TimerQueue<(K, TimeWindow)>,
-    requests: &mut Vec<TimerRequest>,
+    requests: &mut Vec<TriggerTimerRequest>,
     key: &K,
     b: &mut Bucket<Acc, Tr>,
 ) {
     for r in requests.drain(..) {
-        if let TimerRequest::EventTime(t) = r {
+        if let TriggerTimerRequest::EventTime(t) = r {
             if !b.timers.contains(&t) {
                 b.timers.push(t);
                 timers.push(t, (key.clone(), b.window));
