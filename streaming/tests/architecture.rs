@@ -1282,7 +1282,7 @@ fn print_dependency_graph() {
 #[test]
 fn the_parser_sees_the_crate() {
     let krate = src_crate();
-    assert!(krate.files.contains_key("lib.rs") && krate.files.contains_key("error.rs"));
+    assert!(krate.files.contains_key("lib.rs") && krate.files.contains_key("error/mod.rs"));
     let graph = module_graph(&krate);
     for (from, to) in [
         ("ops", "api"),

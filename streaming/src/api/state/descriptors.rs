@@ -1,5 +1,6 @@
 //! The four state descriptors and their JSON codecs.
 
+use super::codec::JsonCodec;
 use super::handles::{ListState, MapState, SetState, ValueState};
 use super::values::{Changed, KeyEntry, KeyRef, KeyedValues};
 use super::StateDescriptor;
@@ -8,50 +9,6 @@ use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::marker::PhantomData;
-
-/// Serializes values of type `T` as JSON (the Redis engine's state format). Built by
-/// [`ValueStateDescriptor::persistent`].
-pub struct JsonCodec<T> {
-    pub(crate) ser: fn(&T) -> Result<String, String>,
-    pub(crate) de: fn(&str) -> Result<T, String>,
-}
-
-impl<T> Clone for JsonCodec<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for JsonCodec<T> {}
-
-impl<T> std::fmt::Debug for JsonCodec<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("JsonCodec")
-    }
-}
-
-fn to_json<T: Serialize>(v: &T) -> Result<String, String> {
-    serde_json::to_string(v).map_err(|e| e.to_string())
-}
-
-fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, String> {
-    serde_json::from_str(s).map_err(|e| e.to_string())
-}
-
-impl<T: Serialize + DeserializeOwned> JsonCodec<T> {
-    /// The codec of `T` (serde_json).
-    pub const fn new() -> Self {
-        JsonCodec {
-            ser: to_json::<T>,
-            de: from_json::<T>,
-        }
-    }
-}
-
-impl<T: Serialize + DeserializeOwned> Default for JsonCodec<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// A map as a JSON array of `[key, value]` pairs (JSON object keys must be strings).
 fn ser_pairs<MK: Serialize, MV: Serialize>(m: &HashMap<MK, MV>) -> Result<String, String> {

@@ -9,14 +9,16 @@
 //! ```
 
 mod backend;
+mod codec;
 mod descriptors;
 mod handles;
 mod values;
 
 pub use backend::DeclaredState;
 pub(crate) use backend::{CurrentKey, DeclareStates, KeyedStateBackend, OpenState, OpenedState};
+pub use codec::JsonCodec;
 pub use descriptors::{
-    JsonCodec, ListStateDescriptor, MapStateDescriptor, SetStateDescriptor, ValueStateDescriptor,
+    ListStateDescriptor, MapStateDescriptor, SetStateDescriptor, ValueStateDescriptor,
 };
 pub use handles::{ListState, MapState, SetState, ValueState};
 pub(crate) use values::{Changed, KeyRef, KeyedValues};
