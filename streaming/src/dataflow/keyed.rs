@@ -8,8 +8,12 @@ use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric};
 use crate::ops::{NoRejectedOutput, OperatorId, ProcessFn};
 use crate::time::WindowAssigner;
 use crate::BoxError;
+use std::cmp::Ordering;
 use std::hash::Hash;
 use std::marker::PhantomData;
+
+/// The stream a rolling reduce by `F` returns.
+type RollingOutput<P, KF, K, F> = DataStream<Then<P, KeyedReduceStage<KF, K, F>>>;
 
 impl<P, KF, K> KeyedStream<P, KF, K>
 where
@@ -81,27 +85,17 @@ where
     pub fn min_by<V, F>(
         self,
         f: F,
-    ) -> DataStream<
-        Then<
-            P,
-            KeyedReduceStage<
-                KF,
-                K,
-                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
-            >,
-        >,
-    >
+    ) -> RollingOutput<P, KF, K, impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>>
     where
         P::Out: Clone + 'static,
         V: PartialOrd,
         F: FnMut(&P::Out) -> V + Clone,
     {
-        let mut f = f;
         let id = self.keyed_id("min-by");
         self.stream.then(KeyedReduceStage {
             id,
             key_fn: self.key_fn,
-            f: move |a, b| if f(&b) < f(&a) { b } else { a },
+            f: keep_by(f, Ordering::Less),
             _k: PhantomData,
         })
     }
@@ -114,27 +108,17 @@ where
     pub fn max_by<V, F>(
         self,
         f: F,
-    ) -> DataStream<
-        Then<
-            P,
-            KeyedReduceStage<
-                KF,
-                K,
-                impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>,
-            >,
-        >,
-    >
+    ) -> RollingOutput<P, KF, K, impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>>
     where
         P::Out: Clone + 'static,
         V: PartialOrd,
         F: FnMut(&P::Out) -> V + Clone,
     {
-        let mut f = f;
         let id = self.keyed_id("max-by");
         self.stream.then(KeyedReduceStage {
             id,
             key_fn: self.key_fn,
-            f: move |a, b| if f(&b) > f(&a) { b } else { a },
+            f: keep_by(f, Ordering::Greater),
             _k: PhantomData,
         })
     }

@@ -13,8 +13,26 @@ use crate::ops::{
 use crate::sealed::Sealed;
 use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
 use crate::{BoxError, Error};
+use std::cmp::Ordering;
 use std::hash::Hash;
 use std::marker::PhantomData;
+
+/// The reduce function of `min_by` / `max_by`: keeps the later element `b` only when
+/// `f(b)` compares `wanted` (`Less`: min, `Greater`: max) to `f(a)`, so ties and
+/// incomparable values (`NaN`) keep the earlier element.
+pub(super) fn keep_by<T, V, F>(mut f: F, wanted: Ordering) -> impl FnMut(T, T) -> T + Clone
+where
+    V: PartialOrd,
+    F: FnMut(&T) -> V + Clone,
+{
+    move |a, b| {
+        if f(&b).partial_cmp(&f(&a)) == Some(wanted) {
+            b
+        } else {
+            a
+        }
+    }
+}
 
 macro_rules! stage {
     ($(#[$doc:meta])* $name:ident<$($g:ident),*> { $($field:ident: $ty:ty),* }) => {

@@ -2,16 +2,20 @@
 //! functions.
 
 use super::plan::Plan;
-use super::stages::WindowStage;
+use super::stages::{keep_by, WindowStage};
 use super::types::{KeyedStream, WindowOutput, WindowedStream};
 use super::window_fn::*;
 use crate::api::{AggregateFunction, Collector, Numeric, RejectedElement, Sink};
 use crate::ops::RejectedTo;
 use crate::time::{TimeWindow, Trigger, WindowAssigner};
 use crate::BoxError;
+use std::cmp::Ordering;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::time::Duration;
+
+/// The stream `min_by` / `max_by` return: a window reduce by the picking function `R`.
+type PickOutput<P, KF, K, A, Tr, L, E, R> = WindowOutput<P, KF, K, A, Tr, ReduceSpec<R>, L, E>;
 
 /// Configuration, also before a trigger is set (an assigner without a default trigger,
 /// [`GlobalWindows`](crate::time::GlobalWindows), needs `.trigger(..)`).
@@ -192,25 +196,21 @@ where
     pub fn min_by<V, F>(
         self,
         f: F,
-    ) -> WindowOutput<
+    ) -> PickOutput<
         P,
         KF,
         K,
         A,
         Tr,
-        ReduceSpec<impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>>,
         L,
         E,
+        impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
     >
     where
         V: PartialOrd,
         F: FnMut(&P::Out) -> V + Clone,
     {
-        let mut f = f;
-        self.function(
-            "window-min-by",
-            ReduceSpec(move |a, b| if f(&b) < f(&a) { b } else { a }),
-        )
+        self.function("window-min-by", ReduceSpec(keep_by(f, Ordering::Less)))
     }
 
     /// Emits, per firing, the window's element with the largest `f(element)` (on ties
@@ -220,25 +220,21 @@ where
     pub fn max_by<V, F>(
         self,
         f: F,
-    ) -> WindowOutput<
+    ) -> PickOutput<
         P,
         KF,
         K,
         A,
         Tr,
-        ReduceSpec<impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>>,
         L,
         E,
+        impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, A, Tr, L, E, V, F>,
     >
     where
         V: PartialOrd,
         F: FnMut(&P::Out) -> V + Clone,
     {
-        let mut f = f;
-        self.function(
-            "window-max-by",
-            ReduceSpec(move |a, b| if f(&b) > f(&a) { b } else { a }),
-        )
+        self.function("window-max-by", ReduceSpec(keep_by(f, Ordering::Greater)))
     }
 
     /// Counts each window's elements; emits `(key, window, count)` per firing.

@@ -253,7 +253,23 @@ async fn rebalance<H: MessageHandler>(
     for p in finished {
         stop_worker(sh, conn, leases, workers, p).await;
     }
-    renew_leases(sh, conn, leases, workers, lost).await?;
+    // Renew; a lost lease stops its worker without releasing (it is someone else's now).
+    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
+    let owned: Vec<(u32, Lease)> = workers.iter().map(|(p, w)| (*p, w.lease.clone())).collect();
+    for (p, lease) in owned {
+        if !leases.renew(conn, &lease, sh.opts.lease_ttl).await? {
+            warn!(
+                topic = t,
+                partition = p,
+                group = g,
+                "lease lost; stopping the partition"
+            );
+            if let Some(w) = workers.remove(&p) {
+                w.stop.send_replace(true);
+                lost.insert(p, w);
+            }
+        }
+    }
     let assignment = *sh.ctl.assignment.lock().unwrap_or_else(|e| e.into_inner());
     let eligible: Vec<u32> = (0..sh.partitions)
         .filter(|p| assignment.is_none_or(|a| a.accepts(*p)))
@@ -282,34 +298,6 @@ async fn heartbeat<H: MessageHandler>(
         .await?;
     let _: () = conn.zrembyscore(&members, "-inf", now).await?;
     Ok(conn.zcard(&members).await?)
-}
-
-/// Renews every held lease; a lost lease stops its worker without releasing (it is someone
-/// else's now) and parks it in `lost`.
-async fn renew_leases<H: MessageHandler>(
-    sh: &Arc<Shared<H>>,
-    conn: &mut ConnectionManager,
-    leases: &LeaseScripts,
-    workers: &mut BTreeMap<u32, Worker>,
-    lost: &mut BTreeMap<u32, Worker>,
-) -> Result<(), Error> {
-    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
-    let owned: Vec<(u32, Lease)> = workers.iter().map(|(p, w)| (*p, w.lease.clone())).collect();
-    for (p, lease) in owned {
-        if !leases.renew(conn, &lease, sh.opts.lease_ttl).await? {
-            warn!(
-                topic = t,
-                partition = p,
-                group = g,
-                "lease lost; stopping the partition"
-            );
-            if let Some(w) = workers.remove(&p) {
-                w.stop.send_replace(true);
-                lost.insert(p, w);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Stops the workers of partitions this consumer may no longer hold, then the highest ones

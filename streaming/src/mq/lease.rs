@@ -55,8 +55,22 @@ impl<'a> Fence<'a> {
     /// `lease` (of `group` on the partition) checked and extended by `ttl`.
     pub(crate) fn held(
         keys: &'a KeySpace,
-        (topic, partition, group): (&'a str, u32, &'a str),
+        partition: (&'a str, u32, &'a str),
         lease: &'a Lease,
+        ttl: Duration,
+    ) -> Self {
+        Self::of(keys, partition, Some(lease), ttl)
+    }
+
+    /// No lease held (a subscription's write): the script checks nothing.
+    pub(crate) fn unfenced(keys: &'a KeySpace, partition: (&'a str, u32, &'a str)) -> Self {
+        Self::of(keys, partition, None, Duration::from_millis(1))
+    }
+
+    fn of(
+        keys: &'a KeySpace,
+        (topic, partition, group): (&'a str, u32, &'a str),
+        lease: Option<&'a Lease>,
         ttl: Duration,
     ) -> Self {
         Self {
@@ -64,23 +78,8 @@ impl<'a> Fence<'a> {
             topic,
             partition,
             group,
-            lease: Some(lease),
+            lease,
             ttl,
-        }
-    }
-
-    /// No lease held (a subscription's write): the script checks nothing.
-    pub(crate) fn unfenced(
-        keys: &'a KeySpace,
-        (topic, partition, group): (&'a str, u32, &'a str),
-    ) -> Self {
-        Self {
-            keys,
-            topic,
-            partition,
-            group,
-            lease: None,
-            ttl: Duration::from_millis(1),
         }
     }
 

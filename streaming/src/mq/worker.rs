@@ -191,7 +191,27 @@ async fn step<H: MessageHandler>(
 ) -> Result<(), Error> {
     let now = Instant::now();
     if now >= timers.next_promote {
-        promote_retries(sh, partition, conn, timers, now).await?;
+        // Move due retries back into the stream; note whether more are waiting.
+        let (t, g) = (sh.topic.as_str(), sh.group.as_str());
+        let moved = promote_due(
+            conn,
+            &sh.scripts.promote,
+            &sh.keys,
+            Fence::unfenced(&sh.keys, (t, partition, g)),
+            (t, partition),
+            sh.sub.batch_count,
+            sh.opts.max_len,
+        )
+        .await?;
+        let waiting: u64 = redis::cmd("ZCARD")
+            .arg(sh.keys.retry_due(t, partition))
+            .query_async(conn)
+            .await?;
+        timers.retries_waiting = waiting > 0;
+        timers.next_promote = now + sh.opts.retry_poll_interval;
+        if moved > 0 {
+            debug!(topic = t, partition, moved, "promoted due retries");
+        }
     }
     let mut entries = Vec::new();
     let mut deliveries = HashMap::new();
@@ -211,37 +231,6 @@ async fn step<H: MessageHandler>(
         return Ok(());
     }
     handle_batch(sh, partition, conn, entries, &deliveries).await
-}
-
-/// Moves due retries back into the stream and notes whether more are waiting.
-async fn promote_retries<H: MessageHandler>(
-    sh: &Shared<H>,
-    partition: u32,
-    conn: &mut ConnectionManager,
-    timers: &mut Timers,
-    now: Instant,
-) -> Result<(), Error> {
-    let (t, g) = (sh.topic.as_str(), sh.group.as_str());
-    let moved = promote_due(
-        conn,
-        &sh.scripts.promote,
-        &sh.keys,
-        Fence::unfenced(&sh.keys, (t, partition, g)),
-        (t, partition),
-        sh.sub.batch_count,
-        sh.opts.max_len,
-    )
-    .await?;
-    let waiting: u64 = redis::cmd("ZCARD")
-        .arg(sh.keys.retry_due(t, partition))
-        .query_async(conn)
-        .await?;
-    timers.retries_waiting = waiting > 0;
-    timers.next_promote = now + sh.opts.retry_poll_interval;
-    if moved > 0 {
-        debug!(topic = t, partition, moved, "promoted due retries");
-    }
-    Ok(())
 }
 
 /// Claims pending entries idle for longer than `claim_idle` (`XAUTOCLAIM`), with their

@@ -28,6 +28,11 @@ static COMMIT: LazyLock<Script> = LazyLock::new(|| {
 type ListWrites = Vec<(String, Vec<String>)>;
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
+    /// Adds every store's changes since the last drain to `pending`.
+    pub(super) fn drain_changes(&self, pending: &mut Pending) -> Result<(), Error> {
+        drain_into(&self.stores, &self.state_keys, pending, &mut Vec::new())
+    }
+
     /// Writes the stores' changes, the sink's outputs and the acknowledgement of `ids` in
     /// one atomic script.
     pub(super) async fn commit(
@@ -37,12 +42,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         mut pending: Pending,
         ids: &[String],
     ) -> Result<(), Error> {
-        drain_into(
-            &self.stores,
-            &self.state_keys,
-            &mut pending,
-            &mut Vec::new(),
-        )?;
+        self.drain_changes(&mut pending)?;
         self.deliver(ctx)?;
         self.hot.throttle(ctx, &pending).await;
         let lease = self.owner.fenced_unless_held(ctx)?;

@@ -3,7 +3,7 @@
 use super::chain::{effective_watermark, Make};
 use super::context::Ctx;
 use super::part::Part;
-use super::pending::{drain_into, Pending};
+use super::pending::Pending;
 use crate::api::Sink;
 use crate::mq::Message;
 use crate::ops::Operator;
@@ -42,12 +42,7 @@ where
             return self.rebuild(plan, ctx, conn).await;
         }
         let mut pending = Pending::default();
-        drain_into(
-            &self.stores,
-            &self.state_keys,
-            &mut pending,
-            &mut Vec::new(),
-        )?;
+        self.drain_changes(&mut pending)?;
         pending.hashes.retain(|h| !h.fields.is_empty());
         if pending.hashes.is_empty() && self.out.borrow().is_empty() {
             return Ok(());
