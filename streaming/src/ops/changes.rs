@@ -25,7 +25,7 @@ impl<K> KeyChanges<K> for NoChanges {
 }
 
 /// The change tracking of a keyed process operator's state, and the engine's part in
-/// opening one of its states for the first time ([`OpenState`]).
+/// opening one of its states for the first time.
 pub trait ProcessTracking<K>: OpenState<K> + Default + Clone + 'static {
     /// Notes that the states in `changed` changed for `key` (bit `i`: the operator's `i`-th
     /// state; the last bit: every state from the 64th on).

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 
 /// Closures as a [`KeyedProcessFunction`]: `on_element`, and the timer callback `on_timer`
-/// ([`NoTimers`] for a closure without one).
+/// (`NoTimers` for a closure without one).
 pub struct ProcessFn<F, O, G = NoTimers> {
     on_element: F,
     on_timer: G,

@@ -23,7 +23,7 @@ pub(crate) type ChainParts = (
 );
 
 /// What the stages of one partition's chain are built with: it hands out stores that
-/// track their changed keys ([`ChangedKeys`]) and remembers them, so the runner can load
+/// track their changed keys and remembers them, so the runner can load
 /// them and write their changes back with each batch. Processing time is the wall clock.
 #[derive(Default)]
 pub struct RedisRuntime {

@@ -110,7 +110,7 @@ where
         let mut em = emitter!(self);
         em.apply(&key, b, r)?;
         if time == window.cleanup_time(self.lateness) {
-            // Cleanup: contents never emitted are emitted once (DESIGN invariant 2).
+            // Cleanup: contents never emitted are emitted once (nothing is dropped silently).
             if b.pending {
                 em.emit(&key, b)?;
             }
