@@ -29,7 +29,7 @@ macro_rules! forward_watermark_lifecycle {
 }
 
 /// The per-key table of a rolling reduce or sum: the values, and the keys changed since the
-/// engine last wrote them back (`C`, the engine's [`KeyChanges`]: nothing on the memory
+/// engine last wrote them back (`C`, the engine's `KeyChanges`: nothing on the memory
 /// engine).
 #[derive(Clone, Debug)]
 pub struct KeyedTable<K, V, C> {

@@ -15,7 +15,7 @@ use std::rc::Rc;
 /// reads it for `diagnostics()` and for the idle flush, and resets it to `i64::MIN` when an
 /// idle flush ends a watermark epoch. The memory engine keeps it in memory only.
 ///
-/// `C` is the engine's [`KeyChanges`] over the single key `()`: whether the watermark
+/// `C` is the engine's `KeyChanges` over the single key `()`: whether the watermark
 /// changed since the engine last wrote it back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatermarkState<C> {
