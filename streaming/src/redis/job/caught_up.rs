@@ -93,9 +93,12 @@ impl JobShared {
             // Neither this process nor another holds it: not taken (yet, or any more).
             return Ok(false);
         }
-        if here.is_none() && lease.as_deref().is_some_and(|l| self.holds(l)) {
-            // One of our subtasks has just won the lease and is still loading the
-            // partition (restored windows may await a flush): not done yet.
+        let never_taken = mine.is_none_or(|x| x.takes == 0);
+        if here.is_none() && never_taken && lease.as_deref().is_some_and(|l| self.holds(l)) {
+            // One of our subtasks has just won the lease for the first time and is still
+            // loading the partition (restored windows may await a flush): not done yet.
+            // After a first take, a partition between two owners of this process (e.g.
+            // after an outage) is judged by what Redis shows committed, as before.
             return Ok(false);
         }
         // Retry tokens are `{group}\n{id}` (a bare id: an older retry for every group).
