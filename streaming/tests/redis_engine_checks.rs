@@ -582,3 +582,37 @@ fn the_same_explicit_instance_id_twice_still_shares_the_partitions() {
     assert_eq!(names, ["same-id-job-pod-a-2".to_string()].into());
     c.cancel();
 }
+
+/// Partitions nothing was written to have no stream key yet: the wait still answers (the
+/// review saw `Err(no such key)` at once from `XINFO GROUPS` inside the check's `MULTI`).
+#[test]
+fn await_caught_up_with_partitions_that_never_received_a_message() {
+    let s = setup("ck-cu-empty");
+    let topic = "cuempty";
+    s.create(topic, 4);
+    s.produce(topic, &vec!["k0".to_string(); 50]);
+    let config = s.config(topic).build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    env.from_mq_topic_with_options(topic, "g", earliest(50))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let n = ctx.state(&COUNT_V1)?.value() + 1;
+            ctx.state(&COUNT_V1)?.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    let counted: u64 = (0..4)
+        .filter_map(|p| {
+            s.hgetall(&s.state_hash(topic, topic, p, "count"))
+                .get("\"k0\"")
+                .map(|v| v.parse::<u64>().unwrap())
+        })
+        .sum();
+    assert_eq!(counted, 50);
+    job.cancel();
+}

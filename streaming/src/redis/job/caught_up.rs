@@ -33,6 +33,10 @@ impl Check {
     }
 }
 
+/// `XINFO GROUPS KEYS[1]`, or no groups when the stream does not exist.
+const XINFO_GROUPS_IF_EXISTS: &str = "if redis.call('EXISTS', KEYS[1]) == 1 then \
+     return redis.call('XINFO', 'GROUPS', KEYS[1]) end return {}";
+
 /// What Redis shows of one partition, read in one `MULTI`: its stream's last entry, the
 /// retries due, the groups, the commit frontier and the lease.
 type PartitionView = (
@@ -153,8 +157,11 @@ impl JobShared {
             .arg(self.keys.retry_due(topic, p))
             .arg(0)
             .arg(-1)
-            .cmd("XINFO")
-            .arg("GROUPS")
+            // A partition nothing was written to has no stream key yet: `XINFO GROUPS`
+            // would fail the whole reply, so it answers no groups instead.
+            .cmd("EVAL")
+            .arg(XINFO_GROUPS_IF_EXISTS)
+            .arg(1)
             .arg(&stream)
             .cmd("GET")
             .arg(self.keys.frontier(topic, p, group))
