@@ -392,6 +392,21 @@ fn state_without_codec_is_dead_lettered_at_once_and_reported_once() {
     assert_eq!(retries, 0, "nothing scheduled for retry");
 }
 
+/// Registers the keyed count of `topic` (earliest, batches of 50) used by the waits below.
+fn register_count(env: &RedisEnv, topic: &str) {
+    env.from_mq_topic_with_options(topic, "g", earliest(50))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let n = ctx.state(&COUNT_V1)?.value() + 1;
+            ctx.state(&COUNT_V1)?.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(CollectSink::new())
+        .unwrap();
+}
+
 /// Produces `n` records over `distinct` keys to a 4-partition topic, starts the keyed
 /// count, waits with `await_caught_up` and checks the state right then.
 fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelism: u32) {
@@ -407,17 +422,7 @@ fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelis
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
-    env.from_mq_topic_with_options(topic, "g", earliest(50))
-        .map(|m: Message| m.text().unwrap().to_string())
-        .key_by(|w: &String| w.clone())
-        .process(|w: String, ctx, out| {
-            let n = ctx.state(&COUNT_V1)?.value() + 1;
-            ctx.state(&COUNT_V1)?.update(n);
-            out.collect((w, n));
-            Ok(())
-        })
-        .sink(CollectSink::new())
-        .unwrap();
+    register_count(&env, topic);
     let job = env.execute_async().unwrap();
     assert!(
         job.await_caught_up(Duration::from_secs(60)).unwrap(),
@@ -593,17 +598,7 @@ fn await_caught_up_with_partitions_that_never_received_a_message() {
     s.produce(topic, &vec!["k0".to_string(); 50]);
     let config = s.config(topic).build().unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
-    env.from_mq_topic_with_options(topic, "g", earliest(50))
-        .map(|m: Message| m.text().unwrap().to_string())
-        .key_by(|w: &String| w.clone())
-        .process(|w: String, ctx, out| {
-            let n = ctx.state(&COUNT_V1)?.value() + 1;
-            ctx.state(&COUNT_V1)?.update(n);
-            out.collect((w, n));
-            Ok(())
-        })
-        .sink(CollectSink::new())
-        .unwrap();
+    register_count(&env, topic);
     let job = env.execute_async().unwrap();
     assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
     let counted: u64 = (0..4)
