@@ -1,6 +1,10 @@
 //! Seed §1.2 examples and the core API of the in-memory engine.
 
-use streaming::api::{Source, SourceContext, ValueStateDescriptor};
+use streaming::api::{
+    Collector, KeyedContext, KeyedProcessFunction, Source, SourceContext, TimerContext,
+    ValueStateDescriptor,
+};
+use streaming::BoxError;
 use streaming::{Error, MemoryEnv};
 
 #[test]
@@ -266,4 +270,62 @@ fn lazy_source_does_not_buffer_input() {
     // The last record is 4_999_999 % 3 == 1; its key's sum is the number of ones.
     let ones = (0..5_000_000u64).filter(|i| i % 3 == 1).count() as u64;
     assert_eq!(last, (1, ones));
+}
+
+/// Emits `n` records for element `n` and two per timer.
+struct Fanout;
+
+impl KeyedProcessFunction<&'static str, u32> for Fanout {
+    type Out = String;
+    fn process_element(
+        &mut self,
+        n: u32,
+        ctx: &mut KeyedContext<'_, &'static str>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        for i in 0..n {
+            out.collect(format!("{n}.{i}"));
+        }
+        if n == 3 {
+            ctx.register_event_time_timer(100);
+        }
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        t: i64,
+        _ctx: &mut TimerContext<'_, &'static str>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        out.collect(format!("timer {t} a"));
+        out.collect(format!("timer {t} b"));
+        Ok(())
+    }
+}
+
+/// A process function emits none, one or several records per call; timers as well. They
+/// reach the next operator in the order collected, each call's before the next call's.
+#[test]
+fn process_outputs_keep_their_order_whatever_their_number_per_call() {
+    let env = MemoryEnv::new();
+    let out = env
+        .from_collection(vec![0u32, 1, 2, 3])
+        .key_by(|_| "k")
+        .process_function(Fanout)
+        .collect_vec()
+        .unwrap();
+    assert_eq!(
+        out,
+        [
+            "1.0",
+            "2.0",
+            "2.1",
+            "3.0",
+            "3.1",
+            "3.2",
+            "timer 100 a",
+            "timer 100 b"
+        ]
+    );
 }

@@ -7,17 +7,52 @@ use std::ops::Add;
 
 /// Collects the output records of a process or window function.
 ///
-/// Records are buffered in a vector the operator reuses, then pushed downstream in order
-/// when the function returns: no allocation per record once the buffer has grown.
+/// The first record of a call is held in the collector itself; later ones are buffered in
+/// a vector the operator reuses. All are pushed downstream in order when the function
+/// returns: no allocation per record once the buffer has grown, and a function that
+/// emits one record per call never touches the buffer.
 #[derive(Debug)]
 pub struct Collector<'a, T> {
-    pub(crate) buffer: &'a mut Vec<T>,
+    first: Option<T>,
+    buffer: &'a mut Vec<T>,
+}
+
+impl<'a, T> Collector<'a, T> {
+    /// A collector for one call, buffering after its first record in `buffer` (empty, or
+    /// holding earlier calls' records, which stay before this call's).
+    #[inline(always)]
+    pub(crate) fn new(buffer: &'a mut Vec<T>) -> Self {
+        Collector {
+            first: None,
+            buffer,
+        }
+    }
+
+    /// The call's first record; the others are in the buffer, after what it held before.
+    #[inline(always)]
+    pub(crate) fn into_first(self) -> Option<T> {
+        self.first
+    }
+
+    /// Appends every record of the call to the buffer, in order (`start` = the buffer's
+    /// length before the call).
+    #[inline]
+    pub(crate) fn into_buffer(self, start: usize) {
+        if let Some(first) = self.first {
+            self.buffer.insert(start, first);
+        }
+    }
 }
 
 impl<T> Collector<'_, T> {
     /// Emits one record.
+    #[inline]
     pub fn collect(&mut self, value: T) {
-        self.buffer.push(value);
+        if self.first.is_none() {
+            self.first = Some(value);
+        } else {
+            self.buffer.push(value);
+        }
     }
 }
 

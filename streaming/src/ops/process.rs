@@ -367,6 +367,27 @@ where
         Ok(())
     }
 
+    /// The result of a call of the function; when it failed, the records it emitted are
+    /// dropped with it.
+    #[inline(always)]
+    fn check(
+        id: &OperatorId,
+        called: Result<Result<(), BoxError>, Error>,
+        out: &mut Vec<PF::Out>,
+    ) -> Result<(), Error> {
+        match called {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                out.clear();
+                Err(user_error(id, e))
+            }
+            Err(e) => {
+                out.clear();
+                Err(e)
+            }
+        }
+    }
+
     /// Fires due timers of `domain` up to `upto`; returns whether any fired.
     fn fire(&mut self, domain: TimeDomain, upto: i64) -> Result<bool, Error> {
         let mut fired = false;
@@ -386,18 +407,16 @@ where
                 watermark: self.watermark,
                 processing_time: self.processing_time,
             };
-            let (function, out) = (&mut self.function, &mut self.out);
-            st.with_timer_context(&key, times, domain, &mut self.requests, |ctx| {
-                guard(&self.id, || {
-                    function.on_timer(time, ctx, &mut Collector { buffer: out })
-                })
-            })?
-            .map_err(|e| user_error(&self.id, e))?;
+            let mut out = Collector::new(&mut self.out);
+            let function = &mut self.function;
+            let called = st.with_timer_context(&key, times, domain, &mut self.requests, |ctx| {
+                guard(&self.id, || function.on_timer(time, ctx, &mut out))
+            });
+            let first = out.into_first();
+            Self::check(&self.id, called, &mut self.out)?;
             Self::register(&self.id, st, &key, &mut self.requests)?;
             drop(guard_st);
-            for v in self.out.drain(..) {
-                self.next.process(v, time)?;
-            }
+            emit(first, &mut self.out, &mut self.next, time)?;
         }
         Ok(fired)
     }
@@ -426,6 +445,7 @@ where
             }
         }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
+        let first;
         {
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
@@ -434,21 +454,18 @@ where
                 watermark: self.watermark,
                 processing_time: self.processing_time,
             };
-            let (function, out) = (&mut self.function, &mut self.out);
-            st.with_context(&key, times, &mut self.requests, |ctx| {
-                guard(&self.id, || {
-                    function.process_element(value, ctx, &mut Collector { buffer: out })
-                })
-            })?
-            .map_err(|e| user_error(&self.id, e))?;
+            let mut out = Collector::new(&mut self.out);
+            let function = &mut self.function;
+            let called = st.with_context(&key, times, &mut self.requests, |ctx| {
+                guard(&self.id, || function.process_element(value, ctx, &mut out))
+            });
+            first = out.into_first();
+            Self::check(&self.id, called, &mut self.out)?;
             if !self.requests.is_empty() {
                 Self::register(&self.id, st, &key, &mut self.requests)?;
             }
         }
-        for v in self.out.drain(..) {
-            self.next.process(v, timestamp)?;
-        }
-        Ok(())
+        emit(first, &mut self.out, &mut self.next, timestamp)
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
@@ -484,4 +501,38 @@ where
     fn close(&mut self) -> Result<(), Error> {
         self.next.close()
     }
+}
+
+/// Pushes the records of one call downstream in order: `first`, then those buffered in
+/// `rest` (empty when `first` is `None`). A failure drops the records not yet pushed.
+#[inline(always)]
+fn emit<O, N: Operator<O>>(
+    first: Option<O>,
+    rest: &mut Vec<O>,
+    next: &mut N,
+    timestamp: i64,
+) -> Result<(), Error> {
+    let Some(first) = first else {
+        return Ok(());
+    };
+    if let Err(e) = next.process(first, timestamp) {
+        rest.clear();
+        return Err(e);
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    emit_rest(rest, next, timestamp)
+}
+
+#[inline(never)]
+fn emit_rest<O, N: Operator<O>>(
+    rest: &mut Vec<O>,
+    next: &mut N,
+    timestamp: i64,
+) -> Result<(), Error> {
+    for v in rest.drain(..) {
+        next.process(v, timestamp)?;
+    }
+    Ok(())
 }

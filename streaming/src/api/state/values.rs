@@ -1,10 +1,12 @@
 //! The per-key values of one state: a hash table whose lookups reuse the key's hash, and
 //! the place of one key in it.
 
-use hashbrown::hash_table::{Entry, HashTable, OccupiedEntry};
+use hashbrown::hash_table::{Entry, HashTable};
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 /// The current key and its hash, computed once per record for every state it opens.
 pub struct KeyRef<'a, K> {
@@ -99,24 +101,31 @@ impl<K: Hash + Eq, V> KeyedValues<K, V> {
 }
 
 /// One key's place in a state's table, looked up once when a handle opens: the handle's
-/// reads and writes reuse it (the handle borrows the table, so nothing else moves it).
+/// reads and writes reuse it.
+///
+/// It holds the table as a pointer with the exclusive borrow's lifetime (so nothing else
+/// reads or moves the table while the handle lives) and the key's element as a pointer
+/// into it, derived from that pointer; every change of the table goes through the handle
+/// and sets the element pointer anew.
 pub(crate) struct KeyEntry<'s, K, V> {
-    place: Option<Place<'s, K, V>>,
-    hasher: &'s RandomState,
+    values: NonNull<KeyedValues<K, V>>,
+    /// The key's element in the table, `None` when the key is absent.
+    found: Option<NonNull<(K, V)>>,
     key: KeyRef<'s, K>,
+    _borrow: PhantomData<&'s mut KeyedValues<K, V>>,
 }
 
-/// The key's entry, or the table to insert it into.
-enum Place<'s, K, V> {
-    Occupied(OccupiedEntry<'s, (K, V)>),
-    Vacant(&'s mut HashTable<(K, V)>),
-}
+// SAFETY: a `KeyEntry` is an exclusive borrow of the table (and a shared one of the key),
+// so it may cross threads when `&'s mut KeyedValues<K, V>` and `&K` may.
+unsafe impl<K: Send + Sync, V: Send> Send for KeyEntry<'_, K, V> {}
+// SAFETY: as for `Send`: shared access to a `KeyEntry` only reads through it.
+unsafe impl<K: Sync, V: Sync> Sync for KeyEntry<'_, K, V> {}
 
 impl<K: fmt::Debug, V> fmt::Debug for KeyEntry<'_, K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyEntry")
             .field("key", &self.key)
-            .field("present", &matches!(self.place, Some(Place::Occupied(_))))
+            .field("present", &self.found.is_some())
             .finish()
     }
 }
@@ -125,80 +134,126 @@ impl<'s, K: Hash + Eq + Clone, V> KeyEntry<'s, K, V> {
     /// Looks `key` up in `values`.
     #[inline]
     pub(crate) fn open(values: &'s mut KeyedValues<K, V>, key: KeyRef<'s, K>) -> Self {
-        let place = match values.table.find_entry(key.hash, |(k, _)| k == key.key) {
-            Ok(entry) => Place::Occupied(entry),
-            Err(absent) => Place::Vacant(absent.into_table()),
-        };
+        let mut values = NonNull::from(values);
+        // SAFETY: `values` comes from an exclusive borrow for `'s`, which the entry keeps.
+        let table = unsafe { &mut values.as_mut().table };
+        let found = table
+            .find_mut(key.hash, |(k, _)| k == key.key)
+            .map(NonNull::from);
         KeyEntry {
-            place: Some(place),
-            hasher: &values.hasher,
+            values,
+            found,
             key,
+            _borrow: PhantomData,
         }
     }
 
     /// The key's value.
     #[inline]
     pub(crate) fn get(&self) -> Option<&V> {
-        match &self.place {
-            Some(Place::Occupied(entry)) => Some(&entry.get().1),
-            _ => None,
-        }
+        // SAFETY: `found` points to an element of the table the entry borrows exclusively
+        // for `'s`, derived from the entry's pointer to it; the table has not changed
+        // since `found` was set (every change goes through `self` and sets it anew), and
+        // `&self` keeps it from changing while the returned reference lives.
+        self.found.map(|e| unsafe { &e.as_ref().1 })
     }
 
     /// The key's value, mutably.
     #[inline]
     pub(crate) fn get_mut(&mut self) -> Option<&mut V> {
-        match &mut self.place {
-            Some(Place::Occupied(entry)) => Some(&mut entry.get_mut().1),
-            _ => None,
-        }
+        // SAFETY: as in `get`; `&mut self` makes the reference exclusive.
+        self.found.map(|mut e| unsafe { &mut e.as_mut().1 })
     }
 
     /// The key's value, inserted with `default()` when absent.
     #[inline]
     pub(crate) fn get_or_insert_with(&mut self, default: impl FnOnce() -> V) -> &mut V {
-        if let Some(Place::Vacant(_)) = self.place {
+        if self.found.is_none() {
             self.insert_new(default());
         }
-        match &mut self.place {
-            Some(Place::Occupied(entry)) => &mut entry.get_mut().1,
-            _ => unreachable!("inserted above"),
-        }
+        self.get_mut().expect("inserted above")
     }
 
     /// Sets the key's value.
     #[inline]
     pub(crate) fn set(&mut self, value: V) {
-        match &mut self.place {
-            Some(Place::Occupied(entry)) => entry.get_mut().1 = value,
-            _ => self.insert_new(value),
+        match self.get_mut() {
+            Some(v) => *v = value,
+            None => self.insert_new(value),
         }
     }
 
     /// Removes the key's value; returns it.
     #[inline]
     pub(crate) fn remove(&mut self) -> Option<V> {
-        match self.place.take() {
-            Some(Place::Occupied(entry)) => {
-                let ((_, v), vacant) = entry.remove();
-                self.place = Some(Place::Vacant(vacant.into_table()));
-                Some(v)
-            }
-            place => {
-                self.place = place;
-                None
-            }
+        self.found?;
+        self.found = None;
+        let key = self.key.key;
+        // SAFETY: the entry borrows the table exclusively for `'s`; `found` (the only
+        // other pointer into it) is cleared above.
+        let values = unsafe { self.values.as_mut() };
+        match values.table.find_entry(self.key.hash, |(k, _)| k == key) {
+            Ok(entry) => Some(entry.remove().0 .1),
+            Err(_) => unreachable!("the key was found when the handle opened"),
         }
     }
 
+    #[cold]
     fn insert_new(&mut self, value: V) {
-        let Some(Place::Vacant(table)) = self.place.take() else {
-            unreachable!("inserting a present key");
-        };
-        let hasher = self.hasher;
-        let entry = table.insert_unique(self.key.hash, (self.key.key.clone(), value), |(k, _)| {
-            hasher.hash_one(k)
-        });
-        self.place = Some(Place::Occupied(entry));
+        // SAFETY: as in `remove`; `found` is set anew below.
+        let values = unsafe { self.values.as_mut() };
+        let hasher = &values.hasher;
+        let entry =
+            values
+                .table
+                .insert_unique(self.key.hash, (self.key.key.clone(), value), |(k, _)| {
+                    hasher.hash_one(k)
+                });
+        self.found = Some(NonNull::from(entry.into_mut()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KeyEntry, KeyRef, KeyedValues};
+    use std::collections::hash_map::RandomState;
+
+    fn entry<'s>(
+        values: &'s mut KeyedValues<String, u64>,
+        key: &'s String,
+    ) -> KeyEntry<'s, String, u64> {
+        let hash = values.hash(key);
+        KeyEntry::open(values, KeyRef { key, hash })
+    }
+
+    /// Every operation of an entry, with enough keys inserted that the table grows (moves
+    /// its elements) between entries; `cargo +nightly miri test` checks the pointers.
+    #[test]
+    fn an_entry_reads_writes_inserts_and_removes_its_key() {
+        let mut values = KeyedValues::with_hasher(RandomState::new());
+        let keys: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+        for (i, key) in keys.iter().enumerate() {
+            let mut e = entry(&mut values, key);
+            assert_eq!(e.get(), None);
+            e.set(i as u64);
+            assert_eq!(e.get(), Some(&(i as u64)));
+            *e.get_mut().unwrap() += 1;
+            assert_eq!(*e.get_or_insert_with(|| 0), i as u64 + 1);
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let mut e = entry(&mut values, key);
+            assert_eq!(e.get(), Some(&(i as u64 + 1)));
+            if i % 2 == 0 {
+                assert_eq!(e.remove(), Some(i as u64 + 1));
+                assert_eq!(e.get(), None);
+                assert_eq!(e.remove(), None);
+                assert_eq!(*e.get_or_insert_with(|| 7), 7);
+                assert_eq!(e.remove(), Some(7));
+            }
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let expected = (i % 2 == 1).then_some(i as u64 + 1);
+            assert_eq!(values.get_owned(key).copied(), expected, "{key}");
+        }
     }
 }

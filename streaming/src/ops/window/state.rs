@@ -75,10 +75,11 @@ impl<K, T, WF: WindowFunction<K, T>> Emitter<'_, K, T, WF> {
             return Ok(());
         }
         let (function, out, window, acc) = (&mut *self.function, &mut *self.out, &b.window, &b.acc);
-        guard(self.id, || {
-            function.emit(key, window, acc, &mut Collector { buffer: out })
-        })?
-        .map_err(|e| user_error(self.id, e))?;
+        let start = out.len();
+        let mut collector = Collector::new(out);
+        let emitted = guard(self.id, || function.emit(key, window, acc, &mut collector));
+        collector.into_buffer(start);
+        emitted?.map_err(|e| user_error(self.id, e))?;
         self.marks.push((self.out.len(), b.window.max_timestamp()));
         b.pending = false;
         self.counters.add_firing();
