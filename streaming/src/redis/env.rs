@@ -147,7 +147,7 @@ impl RedisEnv {
     /// [`execute_async`](Self::execute_async).
     ///
     /// # Errors
-    /// [`Error::Redis`] when the URL is invalid.
+    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
     pub fn try_new(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
         Self::try_with_config(client, RedisRuntimeConfig::default())
     }
@@ -155,12 +155,12 @@ impl RedisEnv {
     /// Like [`try_new`](Self::try_new) with `config`.
     ///
     /// # Errors
-    /// [`Error::Redis`] when the URL is invalid.
+    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
     pub fn try_with_config(
         client: impl redis::IntoConnectionInfo,
         config: RedisRuntimeConfig,
     ) -> Result<Self, Error> {
-        Ok(Self::with_client(redis::Client::open(client)?, config))
+        Ok(Self::with_client(crate::mq::open_client(client)?, config))
     }
 
     /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`]
