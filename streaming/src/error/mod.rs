@@ -339,8 +339,11 @@ impl Error {
     ///   password or a reply that is not the Redis protocol;
     /// - a configured bound ([`ErrorKind::Limit`]): the hot-key interval passes, timers fire;
     /// - a checkpoint store in use ([`Error::CheckpointBusy`]);
-    /// - a user function's error ([`ErrorKind::UserFunction`]) unless it
-    ///   [`is_permanent`](Self::is_permanent).
+    /// - a user function's error or panic ([`ErrorKind::UserFunction`]) unless it
+    ///   [`is_permanent`](Self::is_permanent): the crate cannot tell a failure that repeats
+    ///   from one that passes (a service that is down), so it counts both as retryable, as
+    ///   the Redis engine's default [`ProcessingErrorResult::Retry`](crate::redis::ProcessingErrorResult::Retry)
+    ///   retries them; return [`Error::permanent`] for an error no retry fixes.
     ///
     /// `false` for everything else, which needs a fix first: configuration, records that
     /// cannot be processed, state misuse, the queue's state, server error replies, a fenced
