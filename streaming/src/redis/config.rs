@@ -193,7 +193,9 @@ getters! {
     /// Idle flush: after a partition has read nothing for this long — or its
     /// watermark generator called `mark_idle` — its watermark flushes to `i64::MAX`,
     /// firing every due window and event-time timer of the partition; the next message
-    /// starts a new watermark epoch from its own event time. `None` (default) or zero: off —
+    /// starts a new watermark epoch from its own event time. At least 1 ms when set (a
+    /// shorter one fails [`build`](RedisRuntimeConfigBuilder::build)). `None` (default) or
+    /// zero: off —
     /// then the last windows of a finite input never fire (nothing moves the watermark past
     /// them); set it for jobs over finite inputs and wait with
     /// [`JobClient::await_flushed`](crate::redis::JobClient::await_flushed).
@@ -347,7 +349,8 @@ setters! {
     ack_mode: AckMode;
     /// Sets [`RedisRuntimeConfig::watermark_out_of_orderness`].
     watermark_out_of_orderness: Duration;
-    /// Sets [`RedisRuntimeConfig::watermark_idle_timeout`]; `None` or zero turns it off.
+    /// Sets [`RedisRuntimeConfig::watermark_idle_timeout`] (at least 1 ms); `None` or zero
+    /// turns it off.
     watermark_idle_timeout: Option<Duration>;
     /// Sets [`RedisRuntimeConfig::window_max_fires_per_record`] (≥ 1).
     window_max_fires_per_record: u32;
@@ -381,7 +384,9 @@ impl RedisRuntimeConfigBuilder {
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
     /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads` (0,
     /// or above 1), `sink_deduplication_enabled` (`true`: not available yet),
-    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms), `hot_key_warn_interval` (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
+    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms),
+    /// `watermark_idle_timeout` (above zero but under 1 ms), `hot_key_warn_interval`
+    /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
     /// [`MqOptions::validate`] failed; the reason names the inner field).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
@@ -432,8 +437,17 @@ impl RedisRuntimeConfigBuilder {
         if c.state_ttl.is_some_and(|d| d.is_zero()) {
             c.state_ttl = None;
         }
-        if c.watermark_idle_timeout.is_some_and(|d| d.is_zero()) {
-            c.watermark_idle_timeout = None;
+        match c.watermark_idle_timeout {
+            Some(d) if d.is_zero() => c.watermark_idle_timeout = None,
+            // Event time and the engine's timers are whole milliseconds; a shorter timeout
+            // would flush at the first quiet turn of the subtask loop (a unit mistake).
+            Some(d) if d < Duration::from_millis(1) => {
+                return Err(invalid(
+                    "watermark_idle_timeout",
+                    format!("{d:?} is under 1 ms: set at least 1 ms, or `None` to turn the idle flush off"),
+                ));
+            }
+            _ => {}
         }
         if i64::try_from(c.watermark_out_of_orderness.as_millis()).is_err() {
             return Err(invalid(
@@ -561,5 +575,17 @@ mod tests {
         assert_eq!(field(b().timer_threads(4).build()), "timer_threads");
         let c = b().state_ttl(Some(Duration::ZERO)).build().unwrap();
         assert_eq!(c.state_ttl(), None, "zero TTL means no TTL");
+    }
+
+    #[test]
+    fn an_idle_timeout_under_a_millisecond_is_refused() {
+        let idle = |d| RedisRuntimeConfig::builder().watermark_idle_timeout(Some(d));
+        for d in [Duration::from_nanos(1), Duration::from_micros(999)] {
+            assert_eq!(field(idle(d).build()), "watermark_idle_timeout", "{d:?}");
+        }
+        let c = idle(Duration::ZERO).build().unwrap();
+        assert_eq!(c.watermark_idle_timeout(), None, "zero turns it off");
+        let c = idle(Duration::from_millis(1)).build().unwrap();
+        assert_eq!(c.watermark_idle_timeout(), Some(Duration::from_millis(1)));
     }
 }
