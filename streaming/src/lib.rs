@@ -243,8 +243,9 @@ pub mod __private {
     pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
     pub use crate::memory::runtime::MemoryRuntime;
     pub use crate::ops::{
-        Counters, KeyedTable, NoRejectedOutput, Operator, ProcessFn, ProcessState, RecordTimestamp,
-        RejectedOutput, RejectedTo, SideOutput, WatermarkState, WindowFunction, WindowState,
+        Counters, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator, ProcessFn,
+        ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput, WatermarkState,
+        WindowFunction, WindowState,
     };
     pub use crate::redis::env::{MqTopicSource, RedisPortable};
     pub use crate::redis::persist::Persist;
