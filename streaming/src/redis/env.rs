@@ -148,6 +148,8 @@ impl RedisEnv {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
+    ///
+    /// [`redis::ConnectionInfo`]: https://docs.rs/redis/0.32/redis/struct.ConnectionInfo.html
     pub fn try_new(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
         Self::try_with_config(client, RedisRuntimeConfig::default())
     }
@@ -163,8 +165,10 @@ impl RedisEnv {
         Ok(Self::with_client(crate::mq::open_client(client)?, config))
     }
 
-    /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`]
-    /// (each subtask opens its own connections from it).
+    /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`] (each
+    /// subtask opens its own connections from it).
+    ///
+    /// [`redis::Client`]: https://docs.rs/redis/0.32/redis/struct.Client.html
     pub fn with_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
         RedisEnv {
             inner: Arc::new(EnvInner {
