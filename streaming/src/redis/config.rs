@@ -146,8 +146,9 @@ getters! {
     /// before decoding it, and write it on first use (hash `...:{group}:schema`, see the
     /// state schema versions in the [module docs](super)). Default `true`.
     state_schema_evolution_enabled: bool;
-    /// What a schema fingerprint mismatch does: FAIL stops the partition, CLEAR deletes the
-    /// state and starts it empty, IGNORE warns and decodes the stored entries as the new
+    /// What a schema fingerprint mismatch does: [`SchemaMismatchPolicy::Fail`] stops the
+    /// partition, [`SchemaMismatchPolicy::Clear`] deletes the state and starts it empty,
+    /// [`SchemaMismatchPolicy::Ignore`] warns and decodes the stored entries as the new
     /// type. Default [`SchemaMismatchPolicy::Fail`].
     state_schema_mismatch_policy: SchemaMismatchPolicy;
     /// A consumer group found missing (e.g. deleted while the job runs, in

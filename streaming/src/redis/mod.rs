@@ -73,10 +73,11 @@
 //! `{operator}/{state}`) and checked before the stored entries are decoded (a rolling table
 //! or a state declared with `pipeline!`'s `.state(..)` when the partition is taken, another
 //! process state when first opened); on a mismatch
-//! `state_schema_mismatch_policy` FAIL stops that partition (reported in
-//! [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]), CLEAR deletes that
-//! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
-//! stored entries as the new type.
+//! `state_schema_mismatch_policy` [`SchemaMismatchPolicy::Fail`] stops that partition
+//! (reported in [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]),
+//! [`SchemaMismatchPolicy::Clear`] deletes that state's hashes of the partition and starts
+//! it empty, [`SchemaMismatchPolicy::Ignore`] warns and decodes the stored entries as the
+//! new type.
 //!
 //! State size and hot keys: every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the

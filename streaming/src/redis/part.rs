@@ -68,7 +68,7 @@ pub(super) struct Part<C, S, O> {
     pub(super) metrics: PartMetrics,
     /// The state schema check of the current chain (see `schema`).
     pub(super) schema: Option<SchemaGate>,
-    /// Stopped for good (e.g. a state schema mismatch under FAIL): not read any more.
+    /// Stopped for good (e.g. a state schema mismatch under `SchemaMismatchPolicy::Fail`): not read any more.
     pub(super) stopped: bool,
 }
 
