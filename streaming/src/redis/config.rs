@@ -166,7 +166,11 @@ getters! {
     sink_deduplication_ttl: Duration;
     /// Prefix of dedup keys (the job name is appended). Default `streaming:runtime:sinkDedup:`.
     sink_dedup_key_prefix: String;
-    /// Consumer subtasks per pipeline; subtask `i` owns partitions `p % n == i`. Default 1.
+    /// Consumer subtasks (threads) per pipeline in this process. Default 1. Partitions are
+    /// dealt over the live subtasks of every process of the job, sorted by consumer name:
+    /// partition `p` goes to the `p % live`-th (see "Ownership across processes" in the
+    /// [`redis`](super) module docs), so a subtask's index does not say which partitions it
+    /// owns.
     pipeline_parallelism: u32;
     /// Threads of a shared processing-time timer pool. Default 1, and 1 is the only
     /// value [`build`](RedisRuntimeConfigBuilder::build) accepts: processing-time timers
