@@ -158,13 +158,20 @@ getters! {
     /// the stream). Only when the partition has no frontier yet does the policy decide
     /// either way. Default `true`.
     restore_group_from_commit_frontier: bool;
-    /// Deduplicate sink writes by message id. Default `false`. Not available yet: `true`
-    /// fails [`build`](RedisRuntimeConfigBuilder::build) (a [`RedisListSink`](crate::redis::RedisListSink)
-    /// already writes exactly once per committed batch; other sinks are at-least-once).
+    /// Deduplicate sink writes by message id. Not available in this release: only `false`
+    /// (the default) is accepted, and `true` fails
+    /// [`build`](RedisRuntimeConfigBuilder::build) with [`Error::InvalidConfig`] naming
+    /// `sink_deduplication_enabled`. A [`RedisListSink`](crate::redis::RedisListSink)
+    /// already writes exactly once per committed batch; other sinks are at-least-once.
     sink_deduplication_enabled: bool;
-    /// Lifetime of dedup marks. Default 7 days.
+    /// Lifetime of dedup marks. Default 7 days. Has no effect in this release (sink
+    /// deduplication is not available, see
+    /// [`sink_deduplication_enabled`](Self::sink_deduplication_enabled)).
     sink_deduplication_ttl: Duration;
-    /// Prefix of dedup keys (the job name is appended). Default `streaming:runtime:sinkDedup:`.
+    /// Prefix of dedup keys (the job name is appended). Default
+    /// `streaming:runtime:sinkDedup:`. Has no effect in this release (sink deduplication is
+    /// not available); [`build`](RedisRuntimeConfigBuilder::build) still refuses one that
+    /// is empty or has braces or whitespace.
     sink_dedup_key_prefix: String;
     /// Consumer subtasks (threads) per pipeline in this process. Default 1. Partitions are
     /// dealt over the live subtasks of every process of the job, sorted by consumer name:
@@ -172,10 +179,11 @@ getters! {
     /// [`redis`](super) module docs), so a subtask's index does not say which partitions it
     /// owns.
     pipeline_parallelism: u32;
-    /// Threads of a shared processing-time timer pool. Default 1, and 1 is the only
-    /// value [`build`](RedisRuntimeConfigBuilder::build) accepts: processing-time timers
-    /// fire on the subtask that owns the partition (see the [`redis`](super) module docs,
-    /// "Event time"), so there is no pool to size.
+    /// Threads of a shared processing-time timer pool. Only 1 (the default) is accepted:
+    /// any other value fails [`build`](RedisRuntimeConfigBuilder::build) with
+    /// [`Error::InvalidConfig`] naming `timer_threads`. Processing-time timers fire on the
+    /// subtask that owns the partition (see the [`redis`](super) module docs, "Event
+    /// time"), so there is no pool to size; raise `pipeline_parallelism` for more threads.
     timer_threads: u32;
     /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
     /// Default `false`.
@@ -332,15 +340,15 @@ setters! {
     state_schema_mismatch_policy: SchemaMismatchPolicy;
     /// Sets [`RedisRuntimeConfig::restore_group_from_commit_frontier`].
     restore_group_from_commit_frontier: bool;
-    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`].
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`] (only `false`).
     sink_deduplication_enabled: bool;
-    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (> 0 when dedup is on).
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (no effect in this release).
     sink_deduplication_ttl: Duration;
-    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`].
+    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`] (no effect in this release).
     sink_dedup_key_prefix: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::pipeline_parallelism`] (≥ 1).
     pipeline_parallelism: u32;
-    /// Sets [`RedisRuntimeConfig::timer_threads`] (≥ 1).
+    /// Sets [`RedisRuntimeConfig::timer_threads`] (only 1).
     timer_threads: u32;
     /// Sets [`RedisRuntimeConfig::mdc_enabled`].
     mdc_enabled: bool;
@@ -387,8 +395,8 @@ impl RedisRuntimeConfigBuilder {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first invalid field: `job_name`,
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
-    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads` (0,
-    /// or above 1), `sink_deduplication_enabled` (`true`: not available yet),
+    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism` (0), `timer_threads`
+    /// (anything but 1), `sink_deduplication_enabled` (`true`: not available yet),
     /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms),
     /// `watermark_idle_timeout` (above zero but under 1 ms), `hot_key_warn_interval`
     /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own

@@ -168,8 +168,8 @@
 //! processing-time timers fire on the record path and, while the partition has no input,
 //! from the subtask's loop (about every 10 ms), committing what they change and emit. They
 //! are kept in Redis like event-time timers and fire after a restart. They run on the
-//! subtask that owns the partition — the only thread that may touch its state — so
-//! `timer_threads` adds no threads. Window triggers' processing-time timers are not served
+//! subtask that owns the partition — the only thread that may touch its state — so there
+//! is no timer pool (`timer_threads` accepts only its default, 1). Window triggers' processing-time timers are not served
 //! on either engine (such windows emit when cleaned up).
 //!
 //! Not in this release: keyed state declared without a codec (process state must be
