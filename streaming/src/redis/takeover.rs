@@ -49,7 +49,9 @@ where
             pr.awaiting_flush |= awaiting
         });
         self.next_renew = Instant::now() + spec.config.mq_options().lease_renew_interval;
-        ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
+        ctx.job
+            .taken(conn, (&spec.topic, &spec.group, p), &ctx.consumer)
+            .await?;
         Ok(())
     }
 
@@ -145,9 +147,7 @@ where
         self.retry_at = Instant::now();
         let spec = ctx.spec;
         ctx.job
-            .progress(&spec.topic, &spec.group, self.partition, |pr| {
-                pr.owned = false
-            });
+            .let_go(&spec.topic, &spec.group, self.partition, &ctx.consumer);
     }
 
     /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
@@ -164,6 +164,6 @@ where
             job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         }
         self.owner.release(conn).await;
-        job.progress(&spec.topic, &spec.group, p, |pr| pr.owned = false);
+        job.let_go(&spec.topic, &spec.group, p, &ctx.consumer);
     }
 }
