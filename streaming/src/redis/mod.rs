@@ -21,7 +21,10 @@
 //!   equal parallelism each holds about `partitions / processes`.
 //! - *Leases and fencing tokens.* A subtask takes a partition of its share only when the
 //!   partition's lease is free; each acquisition draws a new, larger fencing token, and the
-//!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Every write an
+//!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Taking a
+//!   partition again after a failure moves a lease still held to a new token too, so a
+//!   write of the failed attempt that reaches Redis late (a commit whose reply never came)
+//!   is refused instead of applying over what was committed since. Every write an
 //!   owner makes for the partition — the batch commit (with processing-time timers and the
 //!   idle flush), the retry schedule and dead letter of a failed or malformed record, the
 //!   promotion of due retries, the state schema write, and on the read side the take's

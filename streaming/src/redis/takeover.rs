@@ -56,7 +56,9 @@ where
     }
 
     /// Counts a batch whose commit reply was lost when the commit frontier shows Redis
-    /// applied it (counters count committed work); otherwise the batch is read again.
+    /// applied it (counters count committed work); otherwise the batch is read again. The
+    /// take moved the lease to a new token first, so that commit can no longer apply
+    /// later: the frontier read here is final for it, and the batch is counted once.
     async fn confirm_unconfirmed(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
         if self.unconfirmed.is_none() {
             return Ok(());
