@@ -7,7 +7,8 @@
 //! ```
 //! All take `--engine memory|redis` (default memory), `--redis-url URL` (with `--engine
 //! redis`, default `redis://127.0.0.1:6379`; nothing is started for you) and `--data PATH`
-//! (default: `../shared/data/flights.csv.zip` relative to the repository root).
+//! (default: `flights.csv.zip` in the directory `STREAMING_DATA_DIR` names, or
+//! `../shared/data/flights.csv.zip` relative to the repository root when it is unset).
 //!
 //! On the Redis engine every job produces the flights, in replay order, into a fresh topic
 //! (`flights-<job>-<pid>-<nanos>`; the job name is the topic name), runs the same pipeline

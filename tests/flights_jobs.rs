@@ -3,7 +3,8 @@
 //! loader), and counts, sums, late flights and sessions come from plain maps and a plain
 //! model of the watermark rules of DESIGN.md invariant 2.
 //!
-//! The data file (`../shared/data/flights.csv.zip`) is read once per test binary.
+//! The data file (`../shared/data/flights.csv.zip`, or in `$STREAMING_DATA_DIR`) is read
+//! once per test binary.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;

@@ -37,7 +37,8 @@ COMMON:
                                 flushed its last windows after a 500 ms idle timeout),
                                 prints the memory engine's lines and deletes the topic
     --redis-url URL             the Redis server of --engine redis (default redis://127.0.0.1:6379)
-    --data PATH                 the data file (default ../shared/data/flights.csv.zip from the repo root)
+    --data PATH                 the data file (default $STREAMING_DATA_DIR/flights.csv.zip, or
+                                ../shared/data/flights.csv.zip from the repo root when unset)
     -h, --help                  this text
 
 Flags take their value as `--flag VALUE` or `--flag=VALUE`. Bad arguments exit with code 2.";

@@ -1,16 +1,31 @@
 //! Loading `flights.csv.zip` into [`Flight`]s sorted by scheduled departure.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The environment variable naming the directory that holds `flights.csv.zip`, for the
+/// examples and tests (see [`default_data_path`]).
+pub const DATA_DIR_ENV: &str = "STREAMING_DATA_DIR";
+
 /// The data file's path as the examples and tests find it by default:
+/// `$STREAMING_DATA_DIR/flights.csv.zip` when [`DATA_DIR_ENV`] is set and not empty (a
+/// relative directory is relative to the working directory), else
 /// `../shared/data/flights.csv.zip` relative to the repository root.
 pub fn default_data_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights.csv.zip")
+    data_path_in(std::env::var_os(DATA_DIR_ENV))
+}
+
+/// `flights.csv.zip` in `dir`, or in `../shared/data` of the repository without one.
+fn data_path_in(dir: Option<OsString>) -> PathBuf {
+    match dir.filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("flights.csv.zip"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights.csv.zip"),
+    }
 }
 
 /// One departed flight (a row whose `dep_time` and `dep_delay` are not `NA`).
@@ -269,6 +284,17 @@ pub fn format_utc(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_data_directory_comes_from_the_environment_when_set() {
+        assert_eq!(
+            data_path_in(Some("/srv/data".into())),
+            Path::new("/srv/data/flights.csv.zip")
+        );
+        let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights.csv.zip");
+        assert_eq!(data_path_in(None), default);
+        assert_eq!(data_path_in(Some("".into())), default, "empty is unset");
+    }
 
     #[test]
     fn times_round_trip() {

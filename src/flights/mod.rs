@@ -1,4 +1,5 @@
-//! The NYC flights 2013 data (`../shared/data/flights.csv.zip`) and the jobs of the
+//! The NYC flights 2013 data (`../shared/data/flights.csv.zip`, or in
+//! `$STREAMING_DATA_DIR`) and the jobs of the
 //! `flights` example, as library code so tests can run them and capture their output.
 
 mod cli;
@@ -11,7 +12,9 @@ mod windows_redis;
 
 pub use cli::{parse_args, Args, ArgsError, Command, Engine, DEFAULT_REDIS_URL, USAGE};
 pub use counts::{counts, counts_redis, CountLine, CountsSummary, RedisCounts};
-pub use data::{default_data_path, format_utc, load, parse_csv, Dataset, Flight, LoadError};
+pub use data::{
+    default_data_path, format_utc, load, parse_csv, Dataset, Flight, LoadError, DATA_DIR_ENV,
+};
 pub use jobs::{
     delays, delays_partitioned, sessions, sessions_partitioned, CountAndSum, CountFlights,
     DelayLine, DelaysOptions, DelaysSummary, EventTime, SessionLine, SessionsOptions,

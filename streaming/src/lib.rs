@@ -49,16 +49,18 @@
 //!
 //! # How the crate is layered
 //!
-//! Each module uses only the modules below it, and no two modules use each other, directly
-//! or through a third:
+//! Each layer uses only the layers below it, and no two layers use each other, directly
+//! or through a third. `builder` and `operators` are internal layers, not modules you can
+//! open: the builder is [`DataStream`], [`KeyedStream`] and [`WindowedStream`] at the
+//! crate root, and the operators are what their methods build.
 //!
 //! ```text
 //!        memory            redis            engines: they run a plan
 //!           \             /     \
 //!            \           /       mq         the Redis Streams message queue (a leaf)
-//!             dataflow --+                  the engine-neutral builder, plan, Execute, Runtime
+//!             builder ---+                  the engine-neutral builder and plan
 //!                |
-//!               ops                         the fused operators both engines run
+//!            operators                      the fused operators both engines run
 //!              /   \
 //!            api    |                       user functions, sources, sinks, keyed state
 //!              \   /
@@ -243,8 +245,9 @@ pub mod __private {
     pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
     pub use crate::memory::runtime::MemoryRuntime;
     pub use crate::ops::{
-        Counters, KeyedTable, NoRejectedOutput, Operator, ProcessFn, ProcessState, RecordTimestamp,
-        RejectedOutput, RejectedTo, SideOutput, WatermarkState, WindowFunction, WindowState,
+        Counters, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator, ProcessFn,
+        ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput, WatermarkState,
+        WindowFunction, WindowState,
     };
     pub use crate::redis::env::{MqTopicSource, RedisPortable};
     pub use crate::redis::persist::Persist;

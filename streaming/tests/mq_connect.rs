@@ -156,3 +156,20 @@ fn execute_async_on_an_unreachable_redis_fails_naming_the_address() {
         assert!(url.contains(&addr), "{url} vs {addr}");
     }
 }
+
+#[tokio::test]
+async fn a_bad_url_is_a_configuration_error_naming_the_url() {
+    for url in ["not a url", "redis://host:notaport"] {
+        let from_env = RedisEnv::try_new(url).map(drop);
+        let from_mq = Mq::connect(url, MqOptions::default()).await.map(drop);
+        for r in [from_env, from_mq] {
+            let e = r.expect_err(url);
+            assert_eq!(e.kind(), streaming::ErrorKind::Config, "{url}: {e}");
+            assert!(!e.is_retryable(), "{url}: {e}");
+            match e {
+                streaming::Error::InvalidConfig { field, .. } => assert_eq!(field, "url"),
+                other => panic!("{url}: expected InvalidConfig, got {other:?}"),
+            }
+        }
+    }
+}

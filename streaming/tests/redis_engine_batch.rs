@@ -17,6 +17,7 @@ use streaming::time::{BoundedOutOfOrderness, TimeWindow, TumblingEventTimeWindow
 use streaming::BoxError;
 use streaming::MemoryEnv;
 use support::engine::{earliest, rt, wait_until};
+use support::proxy::{Fault, FaultyProxy};
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
 
@@ -630,88 +631,6 @@ fn a_producer_cannot_forge_the_original_id_of_a_dead_letter() {
     );
 }
 
-/// A TCP proxy in front of the test Redis that, once, lets a command containing `marker`
-/// through and then swallows Redis's reply and closes the connection: Redis applied the
-/// command, the client never hears it did. A `NOSCRIPT` reply (the script was not cached
-/// yet, so nothing ran) is passed on and the proxy waits for the next such command.
-struct LossyProxy {
-    url: String,
-    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-fn lossy_proxy(upstream: &str, marker: &'static [u8]) -> LossyProxy {
-    use std::io::{Read, Write};
-    use std::net::{Shutdown, TcpListener, TcpStream};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let addr = upstream
-        .trim_start_matches("redis://")
-        .trim_end_matches('/')
-        .to_string();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("redis://{}", listener.local_addr().unwrap());
-    let fired = Arc::new(AtomicBool::new(false));
-    let fired2 = Arc::clone(&fired);
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { return };
-            let Ok(server) = TcpStream::connect(&addr) else {
-                return;
-            };
-            let armed = Arc::new(AtomicBool::new(false));
-            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            let (armed_c, fired_c) = (Arc::clone(&armed), Arc::clone(&fired2));
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 1 << 16];
-                let mut tail: Vec<u8> = Vec::new();
-                loop {
-                    let n = match c_in.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    tail.extend_from_slice(&buf[..n]);
-                    if !fired_c.load(Ordering::SeqCst)
-                        && tail.windows(marker.len()).any(|w| w == marker)
-                    {
-                        armed_c.store(true, Ordering::SeqCst);
-                    }
-                    let keep = tail.len().saturating_sub(marker.len());
-                    tail.drain(..keep);
-                    if s_out.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = s_out.shutdown(Shutdown::Both);
-            });
-            let fired_s = Arc::clone(&fired2);
-            let (mut s_in, mut c_out) = (server, client);
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 1 << 16];
-                loop {
-                    let n = match s_in.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    if armed.load(Ordering::SeqCst) {
-                        if buf[..n].starts_with(b"-NOSCRIPT") {
-                            armed.store(false, Ordering::SeqCst);
-                        } else {
-                            fired_s.store(true, Ordering::SeqCst);
-                            break;
-                        }
-                    }
-                    if c_out.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = c_out.shutdown(Shutdown::Both);
-                let _ = s_in.shutdown(Shutdown::Both);
-            });
-        }
-    });
-    LossyProxy { url, fired }
-}
-
 /// A batch commit Redis applied but whose reply was lost is counted once the next read of
 /// the commit frontier confirms it: `records` ends at the input size (both ack modes).
 #[test]
@@ -726,7 +645,7 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
             &topic,
             &input.iter().map(String::as_str).collect::<Vec<_>>(),
         );
-        let proxy = lossy_proxy(s.redis.url(), b"lost-reply-out");
+        let proxy = FaultyProxy::start(s.redis.url(), b"lost-reply-out", 0, Fault::LoseReply);
         let config = s.config(&format!("lost-{mode:?}"), mode).build().unwrap();
         let env = RedisEnv::try_with_config(proxy.url.as_str(), config).unwrap();
         env.from_mq_topic_with_options(&topic, "g", earliest(10))
@@ -734,9 +653,7 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
             .sink(RedisListSink::new("lost-reply-out"))
             .unwrap();
         let job = env.execute_async().unwrap();
-        wait_until("the lost reply", &job, || {
-            proxy.fired.load(std::sync::atomic::Ordering::SeqCst)
-        });
+        wait_until("the lost reply", &job, || proxy.fired());
         assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
         job.cancel();
         let key = RedisListSink::<()>::key_for("lost-reply-out", &topic, 0);
@@ -744,6 +661,76 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
         let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
         assert_eq!(list.len(), 50, "{mode:?}: exactly once in the sink");
         assert_eq!(records(&job), 50, "{mode:?}");
+    }
+}
+
+/// A batch commit that reaches Redis only after its owner gave up on it (no reply: the
+/// network held it) and took the partition again is refused: the take moved the lease to
+/// a new fencing token. The batch is read again and committed once — in the sink, the
+/// state and the counters (both ack modes).
+#[test]
+fn a_commit_that_reaches_redis_after_the_partition_was_taken_again_is_refused() {
+    const SEEN: streaming::api::ValueStateDescriptor<u64> =
+        streaming::api::ValueStateDescriptor::persistent("seen", 0);
+    let s = setup("batch-late-commit");
+    let mq = s.mq();
+    for mode in [AckMode::Offset, AckMode::Xack] {
+        let topic = format!("late-{mode:?}");
+        s.rt.block_on(mq.create_topic(&topic, 1)).unwrap();
+        let input: Vec<String> = (0..50).map(|i| format!("k{},{i}", i % 5)).collect();
+        s.send(
+            &topic,
+            &input.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        // The third commit (the script is cached by then) reaches Redis 1.5 s late, after
+        // the partition was taken again and its batches committed.
+        let fault = Fault::DeliverLate(Duration::from_millis(1500));
+        let proxy = FaultyProxy::start(s.redis.url(), b"late-commit-out", 2, fault);
+        let config = s.config(&format!("late-{mode:?}"), mode).build().unwrap();
+        let env = RedisEnv::try_with_config(proxy.url.as_str(), config).unwrap();
+        env.from_mq_topic_with_options(&topic, "g", earliest(10))
+            .try_map(|m: Message| parse(&m))
+            .key_by(|r: &(String, i64)| r.0.clone())
+            .process(|r: (String, i64), ctx, out| {
+                let mut n = ctx.state(&SEEN)?;
+                let seen = n.value() + 1;
+                n.update(seen);
+                out.collect(format!("{}={seen}", r.0));
+                Ok(())
+            })
+            .sink(RedisListSink::<String>::text("late-commit-out"))
+            .unwrap();
+        let job = env.execute_async().unwrap();
+        wait_until("the late commit", &job, || proxy.late_reply().is_some());
+        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        job.cancel();
+        let reply = String::from_utf8_lossy(&proxy.late_reply().unwrap()).into_owned();
+        assert!(
+            reply.contains("fenced"),
+            "{mode:?}: the late commit ran: {reply:?}"
+        );
+        let key = RedisListSink::<()>::key_for("late-commit-out", &topic, 0);
+        let mut conn = s.conn();
+        let mut list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
+        list.sort();
+        let mut expected: Vec<String> = (0..5)
+            .flat_map(|k| (1..=10).map(move |n| format!("k{k}={n}")))
+            .collect();
+        expected.sort();
+        assert_eq!(
+            list, expected,
+            "{mode:?}: each record once, state counted once"
+        );
+        assert_eq!(records(&job), 50, "{mode:?}");
+        let pattern = format!("{}:late-{mode:?}:*:seen", s.prefix);
+        let keys: Vec<String> = s.rt.block_on(conn.keys(&pattern)).unwrap();
+        assert_eq!(keys.len(), 1, "{mode:?}: {keys:?}");
+        let state: std::collections::BTreeMap<String, String> =
+            s.rt.block_on(conn.hgetall(&keys[0])).unwrap();
+        assert!(
+            state.len() == 5 && state.values().all(|n| n == "10"),
+            "{mode:?}: the late commit wrote its state over later ones: {state:?}"
+        );
     }
 }
 

@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
     engines: BOTH,
     expansion: Expansion::Method,
-    summary: "Like `print`, each line as `{prefix}> {record:?}`.",
+    summary: "Like `print`, each line as `{prefix}> {record:?}`; returns what `print` returns.",
     example: r#"
 let summary = pipeline! { env.from_elements([1, 2]).print_with_prefix("numbers") }?;
 assert_eq!(summary.window_firings, 0);

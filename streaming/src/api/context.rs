@@ -168,7 +168,50 @@ mod sealed {
 }
 
 /// What `ctx.state(..)` accepts: a descriptor (`ctx.state(&COUNT)`), or in `pipeline!` a
-/// name declared with `.state(..)` (`ctx.state(count)`).
+/// name declared with `.state(..)` (`ctx.state(count)`). Name it in a helper that takes
+/// either:
+///
+/// ```
+/// use std::hash::Hash;
+/// use streaming::api::{KeyedContext, StateRef, ValueStateDescriptor};
+/// use streaming::{pipeline, MemoryEnv};
+///
+/// /// Adds one to the key's count and returns it.
+/// fn bump<K, S>(ctx: &mut KeyedContext<'_, K>, count: S) -> Result<u64, S::Error>
+/// where
+///     K: Hash + Eq + Clone + 'static,
+///     S: StateRef<K, Descriptor = ValueStateDescriptor<u64>>,
+/// {
+///     let mut n = ctx.state(count)?;
+///     let next = n.value() + 1;
+///     n.update(next);
+///     Ok(next)
+/// }
+///
+/// const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::new("count", 0);
+/// let env = MemoryEnv::new();
+/// let by_descriptor = env
+///     .from_elements(["a", "b", "a"])
+///     .key_by(|w| *w)
+///     .process(|w, ctx, out| {
+///         out.collect((w, bump(ctx, &COUNT)?));
+///         Ok(())
+///     })
+///     .collect_vec()?;
+/// let by_name = pipeline! {
+///     env.from_elements(["a", "b", "a"])
+///         .key_by(|w: &&str| *w)
+///         .state(count: ValueState<u64> = 0)
+///         .process(|w: &str, ctx, out| {
+///             out.collect((w, bump(ctx, count)?));
+///             Ok(())
+///         })
+///         .collect_vec()
+/// }?;
+/// assert_eq!(by_descriptor, [("a", 1), ("b", 1), ("a", 2)]);
+/// assert_eq!(by_name, by_descriptor);
+/// # Ok::<(), streaming::Error>(())
+/// ```
 pub trait StateRef<K>: sealed::Sealed {
     /// The state's descriptor type.
     type Descriptor: StateDescriptor<K>;

@@ -6,11 +6,11 @@ mod sink;
 mod source;
 pub(crate) mod state;
 
-pub use context::{KeyedContext, TimeDomain, TimerContext};
+pub use context::{KeyedContext, StateRef, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
 pub use sink::{CommitWrites, RejectedElement, Sink};
 pub use source::{Source, SourceContext};
 pub use state::{
     JsonCodec, ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState,
-    SetStateDescriptor, ValueState, ValueStateDescriptor,
+    SetStateDescriptor, StateDescriptor, ValueState, ValueStateDescriptor,
 };

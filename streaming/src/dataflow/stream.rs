@@ -139,10 +139,11 @@ impl<P: Plan> DataStream<P> {
 
     /// Runs the pipeline into `sink`: `open`, `invoke` per record, `close`.
     ///
-    /// What "runs" means depends on the engine of the pipeline's source (see [`Execute`]):
-    /// the memory engine runs it to the end of its input now and returns a [`JobSummary`](crate::JobSummary);
-    /// a Redis pipeline ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic))
-    /// is registered with its environment and starts with
+    /// What "runs" means, and what it returns, depends on the engine of the pipeline's
+    /// source: the memory engine runs it to the end of its input now and returns
+    /// `Result<`[`JobSummary`](crate::JobSummary)`, Error>`; a Redis pipeline
+    /// ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic)) is registered
+    /// with its environment, returns `Result<(), Error>`, and starts with
     /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
     ///
     /// A closure works as a sink, but its argument type is not inferred through the

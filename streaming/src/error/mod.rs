@@ -161,7 +161,7 @@ pub enum Error {
     /// count reached `hot_key_fields_warn_threshold`) while the policy is
     /// [`HotKeyPolicy::FailFast`](crate::redis::HotKeyPolicy::FailFast); the record follows
     /// `processing_error_result` (retry / dead letter).
-    #[error("operator `{operator}`: state `{state}` is hot ({fields} fields): record rejected (hot-key policy FAIL_FAST)")]
+    #[error("operator `{operator}`: state `{state}` is hot ({fields} fields): record rejected (`HotKeyPolicy::FailFast`)")]
     HotKey {
         /// The operator owning the state.
         operator: OperatorId,
@@ -174,7 +174,7 @@ pub enum Error {
     /// A keyed state's stored schema fingerprint differs from the pipeline's while
     /// `state_schema_mismatch_policy` is [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail):
     /// the Redis engine does not start the partition.
-    #[error("operator `{operator}`: state `{state}` is stored with schema `{stored}` but the pipeline now uses `{current}` (state_schema_mismatch_policy FAIL): the partition does not start. Fix: restore the old type to keep the stored state; or set `state_schema_mismatch_policy(SchemaMismatchPolicy::Clear)` to delete it and start empty (or delete the state's hashes yourself); or `SchemaMismatchPolicy::Ignore` to decode the stored entries as the new type")]
+    #[error("operator `{operator}`: state `{state}` is stored with schema `{stored}` but the pipeline now uses `{current}` (`SchemaMismatchPolicy::Fail`): the partition does not start. Fix: restore the old type to keep the stored state; or set `state_schema_mismatch_policy(SchemaMismatchPolicy::Clear)` to delete it and start empty (or delete the state's hashes yourself); or `SchemaMismatchPolicy::Ignore` to decode the stored entries as the new type")]
     StateSchema {
         /// The operator owning the state.
         operator: OperatorId,
@@ -339,8 +339,11 @@ impl Error {
     ///   password or a reply that is not the Redis protocol;
     /// - a configured bound ([`ErrorKind::Limit`]): the hot-key interval passes, timers fire;
     /// - a checkpoint store in use ([`Error::CheckpointBusy`]);
-    /// - a user function's error ([`ErrorKind::UserFunction`]) unless it
-    ///   [`is_permanent`](Self::is_permanent).
+    /// - a user function's error or panic ([`ErrorKind::UserFunction`]) unless it
+    ///   [`is_permanent`](Self::is_permanent): the crate cannot tell a failure that repeats
+    ///   from one that passes (a service that is down), so it counts both as retryable, as
+    ///   the Redis engine's default [`ProcessingErrorResult::Retry`](crate::redis::ProcessingErrorResult::Retry)
+    ///   retries them; return [`Error::permanent`] for an error no retry fixes.
     ///
     /// `false` for everything else, which needs a fix first: configuration, records that
     /// cannot be processed, state misuse, the queue's state, server error replies, a fenced

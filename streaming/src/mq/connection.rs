@@ -21,6 +21,18 @@ use crate::Error;
 /// `XINFO GROUPS` lag, exclusive `XRANGE` ranges).
 pub const MIN_REDIS_VERSION: (u32, u32) = (7, 0);
 
+/// A client for the server `info` names (a URL such as `redis://127.0.0.1:6379/`, or a
+/// `redis::ConnectionInfo`); nothing is contacted yet.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] (field `url`) when `info` is not a Redis URL the client accepts.
+pub(crate) fn open_client(info: impl redis::IntoConnectionInfo) -> Result<redis::Client, Error> {
+    redis::Client::open(info).map_err(|e| Error::InvalidConfig {
+        field: "url",
+        reason: format!("{e}; expected a Redis URL such as `redis://127.0.0.1:6379/`"),
+    })
+}
+
 /// The address `client` connects to, as `host:port` (or the socket path).
 pub(crate) fn address(client: &redis::Client) -> String {
     client.get_connection_info().addr.to_string()

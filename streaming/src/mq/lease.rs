@@ -139,6 +139,19 @@ if ARGV[1] ~= '' and lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 
 return 0
 "#;
 
+const LUA_REFENCE: &str = r#"
+-- KEYS: lease, fencing counter; ARGV: held value "{token} {owner}", ttl ms, owner.
+-- Moves a lease still held (or expired with nobody taking it since) to a new fencing
+-- token: a write made under the old value that reaches Redis later is refused. Returns
+-- the new token, or 0 when another owner took the lease.
+if ARGV[1] ~= '' and lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then
+  local token = redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], token .. ' ' .. ARGV[3], 'PX', ARGV[2])
+  return token
+end
+return 0
+"#;
+
 const LUA_RELEASE: &str = r#"
 -- KEYS: lease; ARGV: held value.
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -157,10 +170,11 @@ pub(crate) struct Lease {
     pub(crate) token: u64,
 }
 
-/// The three lease scripts, loaded once per subscription.
+/// The lease scripts, loaded once per subscription.
 pub(crate) struct LeaseScripts {
     acquire: Script,
     renew: Script,
+    refence: Script,
     release: Script,
 }
 
@@ -173,6 +187,7 @@ impl LeaseScripts {
         Self {
             acquire: Script::new(LUA_ACQUIRE),
             renew: Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_RENEW}")),
+            refence: Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_REFENCE}")),
             release: Script::new(LUA_RELEASE),
         }
     }
@@ -219,6 +234,33 @@ impl LeaseScripts {
             .invoke_async(conn)
             .await?;
         Ok(n == 1)
+    }
+
+    /// Moves `lease`, still held (or expired and taken by nobody since), to a new fencing
+    /// token, so that a write made under the old one that reaches Redis later is refused;
+    /// `None` when another owner took it.
+    pub(crate) async fn refence(
+        &self,
+        conn: &mut ConnectionManager,
+        lease: &Lease,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        let token: u64 = self
+            .refence
+            .key(&lease.key)
+            .key(&lease.fence)
+            .arg(&lease.value)
+            .arg(ms(ttl))
+            .arg(owner)
+            .invoke_async(conn)
+            .await?;
+        Ok((token > 0).then(|| Lease {
+            key: lease.key.clone(),
+            fence: lease.fence.clone(),
+            value: format!("{token} {owner}"),
+            token,
+        }))
     }
 
     /// Deletes `lease`; `false` when it was not held any more.

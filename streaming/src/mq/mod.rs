@@ -81,7 +81,8 @@ use tracing::info;
 
 pub use connection::MIN_REDIS_VERSION;
 pub(crate) use connection::{
-    blocking_connection, connect_error, connection_manager, prove, prove_blocking, Backoff,
+    blocking_connection, connect_error, connection_manager, open_client, prove, prove_blocking,
+    Backoff,
 };
 pub use consumer::Subscription;
 pub use dlq::DeadLetter;
@@ -130,13 +131,13 @@ impl Mq {
     /// each, no hidden retry schedule).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] from [`MqOptions::validate`]; [`Error::Redis`] if the URL
-    /// is invalid; [`Error::Connect`], naming the address, when the connection is refused,
+    /// [`Error::InvalidConfig`] from [`MqOptions::validate`], or with field `url` if the
+    /// URL is invalid; [`Error::Connect`], naming the address, when the connection is refused,
     /// nothing answers within the response timeout, the password is wrong or missing, the
     /// server is not a Redis server, or its version is older than required.
     pub async fn connect(url: &str, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
-        let client = redis::Client::open(url)?;
+        let client = open_client(url)?;
         let mut conn = connection_manager(&client, opts.response_timeout, Duration::ZERO).await?;
         prove(&client, &mut conn, opts.response_timeout).await?;
         Ok(Self {

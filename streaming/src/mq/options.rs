@@ -169,8 +169,7 @@ pub enum StartPolicy {
     Earliest,
 }
 
-/// Pins a subscription to the partitions with `partition % parallelism == subtask` (the
-/// Redis engine's parallelism).
+/// Pins a subscription to the partitions with `partition % parallelism == subtask`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Assignment {
     /// This consumer's index, `< parallelism`.

@@ -21,7 +21,7 @@ pub(crate) use changes::{KeyChanges, NoChanges, ProcessTracking};
 pub use keyed::KeyedTable;
 pub(crate) use keyed::{KeyedReduce, KeyedSum, KeyedSumBy};
 pub(crate) use process::KeyedProcess;
-pub use process::{ProcessFn, ProcessState};
+pub use process::{NoTimers, OnTimer, ProcessFn, ProcessState};
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
 pub(crate) use sink::SinkOp;

@@ -127,7 +127,7 @@ where
         skip: &HashSet<usize>,
     ) -> Result<Pending, (usize, Error)> {
         let mut pending = Pending::default();
-        // FAIL_FAST needs each record's writes: drain after every record while a hash
+        // `HotKeyPolicy::FailFast` needs each record's writes: drain after every record while a hash
         // is armed (otherwise once per batch).
         let fail_fast = ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast;
         let check = fail_fast && self.hot.any_armed();
@@ -168,7 +168,7 @@ where
     }
 
     /// Drains the record's writes into `pending`; a write to an armed hot hash fails the
-    /// record (FAIL_FAST).
+    /// record (`HotKeyPolicy::FailFast`).
     fn drain_checked(&mut self, pending: &mut Pending) -> Result<(), Error> {
         let mut touched = Vec::new();
         drain_into(&self.stores, &self.state_keys, pending, &mut touched)?;

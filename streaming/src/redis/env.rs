@@ -147,7 +147,9 @@ impl RedisEnv {
     /// [`execute_async`](Self::execute_async).
     ///
     /// # Errors
-    /// [`Error::Redis`] when the URL is invalid.
+    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
+    ///
+    /// [`redis::ConnectionInfo`]: https://docs.rs/redis/0.32/redis/struct.ConnectionInfo.html
     pub fn try_new(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
         Self::try_with_config(client, RedisRuntimeConfig::default())
     }
@@ -155,16 +157,18 @@ impl RedisEnv {
     /// Like [`try_new`](Self::try_new) with `config`.
     ///
     /// # Errors
-    /// [`Error::Redis`] when the URL is invalid.
+    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
     pub fn try_with_config(
         client: impl redis::IntoConnectionInfo,
         config: RedisRuntimeConfig,
     ) -> Result<Self, Error> {
-        Ok(Self::with_client(redis::Client::open(client)?, config))
+        Ok(Self::with_client(crate::mq::open_client(client)?, config))
     }
 
-    /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`]
-    /// (each subtask opens its own connections from it).
+    /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`] (each
+    /// subtask opens its own connections from it).
+    ///
+    /// [`redis::Client`]: https://docs.rs/redis/0.32/redis/struct.Client.html
     pub fn with_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
         RedisEnv {
             inner: Arc::new(EnvInner {

@@ -36,7 +36,7 @@ impl HotKeys {
         self.hot.values().any(|a| now < a.until)
     }
 
-    /// FAIL_FAST: a record's write (`touched`, indices into `pending`) to an armed hot
+    /// [`HotKeyPolicy::FailFast`]: a record's write (`touched`, indices into `pending`) to an armed hot
     /// hash fails the record.
     pub(super) fn check(&self, pending: &Pending, touched: &[usize]) -> Result<(), Error> {
         for &i in touched {
@@ -52,7 +52,7 @@ impl HotKeys {
         Ok(())
     }
 
-    /// THROTTLE: back-pressure before writing to a hot hash.
+    /// [`HotKeyPolicy::Throttle`]: back-pressure before writing to a hot hash.
     pub(super) async fn throttle(&self, ctx: &Ctx<'_>, pending: &Pending) {
         let config = &ctx.spec.config;
         if config.hot_key_policy() == HotKeyPolicy::Throttle

@@ -21,7 +21,10 @@
 //!   equal parallelism each holds about `partitions / processes`.
 //! - *Leases and fencing tokens.* A subtask takes a partition of its share only when the
 //!   partition's lease is free; each acquisition draws a new, larger fencing token, and the
-//!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Every write an
+//!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Taking a
+//!   partition again after a failure moves a lease still held to a new token too, so a
+//!   write of the failed attempt that reaches Redis late (a commit whose reply never came)
+//!   is refused instead of applying over what was committed since. Every write an
 //!   owner makes for the partition — the batch commit (with processing-time timers and the
 //!   idle flush), the retry schedule and dead letter of a failed or malformed record, the
 //!   promotion of due retries, the state schema write, and on the read side the take's
@@ -73,10 +76,11 @@
 //! `{operator}/{state}`) and checked before the stored entries are decoded (a rolling table
 //! or a state declared with `pipeline!`'s `.state(..)` when the partition is taken, another
 //! process state when first opened); on a mismatch
-//! `state_schema_mismatch_policy` FAIL stops that partition (reported in
-//! [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]), CLEAR deletes that
-//! state's hashes of the partition and starts it empty, IGNORE warns and decodes the
-//! stored entries as the new type.
+//! `state_schema_mismatch_policy` [`SchemaMismatchPolicy::Fail`] stops that partition
+//! (reported in [`JobDiagnostics::errors`] and [`PartitionProgress::stopped`]),
+//! [`SchemaMismatchPolicy::Clear`] deletes that state's hashes of the partition and starts
+//! it empty, [`SchemaMismatchPolicy::Ignore`] warns and decodes the stored entries as the
+//! new type.
 //!
 //! State size and hot keys: every `state_size_report_every_n_writes` state
 //! field writes (counted per partition), the batch's commit script also returns the
@@ -167,8 +171,8 @@
 //! processing-time timers fire on the record path and, while the partition has no input,
 //! from the subtask's loop (about every 10 ms), committing what they change and emit. They
 //! are kept in Redis like event-time timers and fire after a restart. They run on the
-//! subtask that owns the partition — the only thread that may touch its state — so
-//! `timer_threads` adds no threads. Window triggers' processing-time timers are not served
+//! subtask that owns the partition — the only thread that may touch its state — so there
+//! is no timer pool (`timer_threads` accepts only its default, 1). Window triggers' processing-time timers are not served
 //! on either engine (such windows emit when cleaned up).
 //!
 //! Not in this release: keyed state declared without a codec (process state must be

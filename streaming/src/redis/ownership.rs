@@ -50,8 +50,10 @@ impl Ownership {
         self.partition
     }
 
-    /// Takes the partition's lease (a lease still held is kept, same token) and its read
-    /// position.
+    /// Takes the partition's lease under a new fencing token and its read position. A
+    /// lease still held (a take again after a failure) moves to a new token rather than
+    /// being kept: a write of the failed attempt that reaches Redis only now — a commit
+    /// whose reply never came — is then refused, so what the take reads is final.
     ///
     /// # Errors
     /// [`is_leased_elsewhere`] when another owner holds the lease.
@@ -62,7 +64,7 @@ impl Ownership {
     ) -> Result<(), Error> {
         match ctx.spec.config.ack_mode() {
             AckMode::Xack => self.take_xack(ctx, conn).await,
-            AckMode::Offset => self.take_offset(ctx).await,
+            AckMode::Offset => self.take_offset(ctx, conn).await,
         }
     }
 
@@ -77,8 +79,8 @@ impl Ownership {
         let config = &spec.config;
         let ttl = config.mq_options().lease_ttl;
         let kept = match self.lease.take() {
-            Some(l) if LEASES.renew(conn, &l, ttl).await? => Some(l),
-            _ => None,
+            Some(l) => LEASES.refence(conn, &l, &ctx.consumer, ttl).await?,
+            None => None,
         };
         let lease = match kept {
             Some(l) => l,
@@ -115,11 +117,20 @@ impl Ownership {
     }
 
     /// An exclusive reader from the committed offset.
-    async fn take_offset(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
+    async fn take_offset(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut ConnectionManager,
+    ) -> Result<(), Error> {
         let (spec, p) = (ctx.spec, self.partition);
-        // A lease still held is kept (same token); else a new one is taken.
+        let ttl = spec.config.mq_options().lease_ttl;
+        // A lease still held moves to a new token (the reader keeps that one); else a new
+        // one is taken. Only then is the committed offset read.
         let held = match self.reader.take() {
-            Some(Reader::Offset(old)) => old.lease().cloned(),
+            Some(Reader::Offset(old)) => match old.lease() {
+                Some(l) => LEASES.refence(conn, l, &ctx.consumer, ttl).await?,
+                None => None,
+            },
             _ => None,
         };
         let committed = ctx.mq.commit_frontier(&spec.topic, &spec.group, p).await?;

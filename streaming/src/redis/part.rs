@@ -49,7 +49,8 @@ pub(super) struct Part<C, S, O> {
     /// another consumer group (field `rg`).
     pub(super) skipped: u64,
     /// A batch whose commit got no reply (e.g. the connection reset): Redis may have
-    /// applied it. Counted when the next take finds the commit frontier at its last id.
+    /// applied it, or may still (a command the network held). Counted when the next take,
+    /// which moves the lease to a new token, finds the commit frontier at its last id.
     pub(super) unconfirmed: Option<Unconfirmed>,
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     pub(super) next_timers: Instant,
@@ -68,7 +69,7 @@ pub(super) struct Part<C, S, O> {
     pub(super) metrics: PartMetrics,
     /// The state schema check of the current chain (see `schema`).
     pub(super) schema: Option<SchemaGate>,
-    /// Stopped for good (e.g. a state schema mismatch under FAIL): not read any more.
+    /// Stopped for good (e.g. a state schema mismatch under `SchemaMismatchPolicy::Fail`): not read any more.
     pub(super) stopped: bool,
 }
 

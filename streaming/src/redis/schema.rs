@@ -97,7 +97,7 @@ impl SchemaGate {
             }),
             SchemaMismatchPolicy::Clear => {
                 tracing::warn!(job = %g.job, operator, state, %stored, current = fingerprint,
-                               "state schema changed: clearing the stored state (policy CLEAR)");
+                               "state schema changed: clearing the stored state (SchemaMismatchPolicy::Clear)");
                 g.stored.insert(f.clone(), fingerprint.to_string());
                 g.writes.insert(f.clone(), fingerprint.to_string());
                 g.clears.push((operator.to_string(), state.to_string()));
@@ -106,7 +106,7 @@ impl SchemaGate {
             }
             SchemaMismatchPolicy::Ignore => {
                 tracing::warn!(job = %g.job, operator, state, %stored, current = fingerprint,
-                               "state schema changed: using the stored state as it is (policy IGNORE)");
+                               "state schema changed: using the stored state as it is (SchemaMismatchPolicy::Ignore)");
                 g.stored.insert(f.clone(), fingerprint.to_string());
                 g.writes.insert(f, fingerprint.to_string());
                 Ok(true)

@@ -49,12 +49,16 @@ where
             pr.awaiting_flush |= awaiting
         });
         self.next_renew = Instant::now() + spec.config.mq_options().lease_renew_interval;
-        ctx.job.taken(conn, &spec.topic, &spec.group, p).await?;
+        ctx.job
+            .taken(conn, (&spec.topic, &spec.group, p), &ctx.consumer)
+            .await?;
         Ok(())
     }
 
     /// Counts a batch whose commit reply was lost when the commit frontier shows Redis
-    /// applied it (counters count committed work); otherwise the batch is read again.
+    /// applied it (counters count committed work); otherwise the batch is read again. The
+    /// take moved the lease to a new token first, so that commit can no longer apply
+    /// later: the frontier read here is final for it, and the batch is counted once.
     async fn confirm_unconfirmed(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
         if self.unconfirmed.is_none() {
             return Ok(());
@@ -145,9 +149,7 @@ where
         self.retry_at = Instant::now();
         let spec = ctx.spec;
         ctx.job
-            .progress(&spec.topic, &spec.group, self.partition, |pr| {
-                pr.owned = false
-            });
+            .let_go(&spec.topic, &spec.group, self.partition, &ctx.consumer);
     }
 
     /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
@@ -164,6 +166,6 @@ where
             job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         }
         self.owner.release(conn).await;
-        job.progress(&spec.topic, &spec.group, p, |pr| pr.owned = false);
+        job.let_go(&spec.topic, &spec.group, p, &ctx.consumer);
     }
 }

@@ -21,7 +21,7 @@ where
     /// Fires processing-time timers due at the wall clock while the partition has no
     /// input (with input they fire on the record path), and commits what they changed and
     /// emitted. Timers run on the subtask that owns the partition — the one thread that
-    /// may touch its state — so `timer_threads` does not add threads.
+    /// may touch its state — so there is no timer pool to size (`timer_threads` is 1).
     pub(super) async fn fire_processing_timers<F: Make<C, O>>(
         &mut self,
         plan: &F,

@@ -96,7 +96,7 @@ where
         true
     }
 
-    /// After `what` failed with `e`: stops the partition (a schema mismatch under FAIL),
+    /// After `what` failed with `e`: stops the partition (a schema mismatch under `SchemaMismatchPolicy::Fail`),
     /// drops it (fenced), or resets it to its last commit after a backoff.
     fn recover<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>, what: &str, e: Error) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);

@@ -27,7 +27,20 @@ use std::any::type_name;
 
 /// Describes one named keyed state and how to open it for a key. Implemented by
 /// [`ValueStateDescriptor`], [`ListStateDescriptor`], [`MapStateDescriptor`] and
-/// [`SetStateDescriptor`].
+/// [`SetStateDescriptor`]; name it to write code over any of them:
+///
+/// ```
+/// use streaming::api::{SetStateDescriptor, StateDescriptor, ValueStateDescriptor};
+///
+/// fn describe<K, D: StateDescriptor<K>>(state: &D) -> String {
+///     format!("state `{}`", state.name())
+/// }
+///
+/// const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::new("count", 0);
+/// const SEEN: SetStateDescriptor<u32> = SetStateDescriptor::new("seen");
+/// assert_eq!(describe::<String, _>(&COUNT), "state `count`");
+/// assert_eq!(describe::<String, _>(&SEEN), "state `seen`");
+/// ```
 pub trait StateDescriptor<K>: Clone + 'static {
     /// What the state keeps per key (the value, or the key's whole collection).
     #[doc(hidden)]

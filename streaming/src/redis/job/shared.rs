@@ -32,6 +32,10 @@ pub(crate) struct JobShared {
     pub(super) running: AtomicUsize,
     pub(super) done: (Mutex<()>, Condvar),
     pub(super) progress: Mutex<Vec<PartitionProgress>>,
+    /// The consumer name of the subtask that took each partition last, by (topic, group,
+    /// partition): only it clears [`PartitionProgress::owned`] when it lets go. Locked
+    /// before `progress` wherever both are.
+    holders: Mutex<HashMap<(String, String, u32), String>>,
     pub(super) errors: Mutex<Vec<String>>,
     /// Misuses already reported (operator/state), so each is reported once.
     pub(super) misuses: Mutex<HashSet<String>>,
@@ -75,6 +79,7 @@ impl JobShared {
             running: AtomicUsize::new(0),
             done: (Mutex::new(()), Condvar::new()),
             progress: Mutex::default(),
+            holders: Mutex::default(),
             errors: Mutex::default(),
             misuses: Mutex::default(),
             hot: Mutex::default(),
@@ -173,17 +178,17 @@ impl JobShared {
         threads
     }
 
-    /// Records that partition `partition` of (topic, group) was taken; in
-    /// [`AckMode::Offset`] also the group's read position then (one `XINFO GROUPS`).
+    /// Records that the subtask named `consumer` took partition `partition` of (topic,
+    /// group); in [`AckMode::Offset`] also the group's read position then (one `XINFO
+    /// GROUPS`).
     ///
     /// # Errors
     /// [`Error::Redis`].
     pub(crate) async fn taken(
         &self,
         conn: &mut ConnectionManager,
-        topic: &str,
-        group: &str,
-        partition: u32,
+        (topic, group, partition): (&str, &str, u32),
+        consumer: &str,
     ) -> Result<(), Error> {
         if self.ack_mode == AckMode::Offset {
             let v: redis::Value = redis::cmd("XINFO")
@@ -200,12 +205,38 @@ impl JobShared {
                 }
             }
         }
+        self.hold(topic, group, partition, consumer);
+        Ok(())
+    }
+
+    /// The subtask named `consumer` holds the partition now: it is owned, and counted as
+    /// taken once more.
+    fn hold(&self, topic: &str, group: &str, partition: u32, consumer: &str) {
+        let Ok(mut holders) = self.holders.lock() else {
+            return;
+        };
+        let key = (topic.to_string(), group.to_string(), partition);
+        holders.insert(key, consumer.to_string());
         self.progress(topic, group, partition, |p| {
             p.taken = true;
             p.owned = true;
             p.takes += 1;
         });
-        Ok(())
+    }
+
+    /// The subtask named `consumer` let the partition go (handed it over, or found its
+    /// lease lost): it is not owned any more — unless another subtask of this process
+    /// took it since, whose hold a late let-go must not clear.
+    pub(crate) fn let_go(&self, topic: &str, group: &str, partition: u32, consumer: &str) {
+        let Ok(mut holders) = self.holders.lock() else {
+            return;
+        };
+        let key = (topic.to_string(), group.to_string(), partition);
+        if holders.get(&key).is_some_and(|h| h != consumer) {
+            return;
+        }
+        holders.remove(&key);
+        self.progress(topic, group, partition, |p| p.owned = false);
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -269,5 +300,38 @@ impl JobShared {
             }
         };
         f(&mut all[i]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> JobShared {
+        let client = redis::Client::open("redis://127.0.0.1:1/").unwrap();
+        JobShared::new(&RedisRuntimeConfig::default(), client, Vec::new())
+    }
+
+    fn owned(job: &JobShared, partition: u32) -> bool {
+        let all = job.progress.lock().unwrap();
+        all.iter().any(|p| p.partition == partition && p.owned)
+    }
+
+    #[test]
+    fn a_subtask_letting_a_partition_go_does_not_clear_another_subtasks_hold() {
+        let job = job();
+        job.hold("t", "g", 0, "job-a-0");
+        job.hold("t", "g", 1, "job-a-0");
+        // Subtask 1 took partition 0 over (after a rebalance, or subtask 0's lease expired);
+        // subtask 0 hands it over, or finds its lease lost, only afterwards.
+        job.hold("t", "g", 0, "job-a-1");
+        job.let_go("t", "g", 0, "job-a-0");
+        assert!(owned(&job, 0), "subtask 1 still holds partition 0");
+        job.let_go("t", "g", 1, "job-a-0");
+        assert!(!owned(&job, 1), "subtask 0 let its own partition go");
+        job.let_go("t", "g", 0, "job-a-1");
+        assert!(!owned(&job, 0));
+        let takes: u64 = job.progress.lock().unwrap().iter().map(|p| p.takes).sum();
+        assert_eq!(takes, 3);
     }
 }

@@ -44,7 +44,11 @@ impl JobClient {
     /// [`diagnostics`](Self::diagnostics) already counts every record this process
     /// committed (other processes' counts are in their own diagnostics).
     ///
-    /// Producers still writing move the end: it is the end as of each check.
+    /// Producers still writing move the end: it is the end as of each check. Messages
+    /// produced before the job started are read only by a subscription that starts at the
+    /// beginning ([`StartPolicy::Earliest`](crate::mq::StartPolicy::Earliest)): with the
+    /// default start policy a new consumer group starts at the end of the stream, and the
+    /// job is caught up at once without them.
     ///
     /// It returns within `timeout` — or 250 ms, the time one check may always take (so
     /// `Duration::ZERO` checks once) — whatever Redis does: each wait on

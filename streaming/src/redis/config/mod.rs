@@ -146,8 +146,9 @@ getters! {
     /// before decoding it, and write it on first use (hash `...:{group}:schema`, see the
     /// state schema versions in the [module docs](super)). Default `true`.
     state_schema_evolution_enabled: bool;
-    /// What a schema fingerprint mismatch does: FAIL stops the partition, CLEAR deletes the
-    /// state and starts it empty, IGNORE warns and decodes the stored entries as the new
+    /// What a schema fingerprint mismatch does: [`SchemaMismatchPolicy::Fail`] stops the
+    /// partition, [`SchemaMismatchPolicy::Clear`] deletes the state and starts it empty,
+    /// [`SchemaMismatchPolicy::Ignore`] warns and decodes the stored entries as the new
     /// type. Default [`SchemaMismatchPolicy::Fail`].
     state_schema_mismatch_policy: SchemaMismatchPolicy;
     /// A consumer group found missing (e.g. deleted while the job runs, in
@@ -157,20 +158,32 @@ getters! {
     /// the stream). Only when the partition has no frontier yet does the policy decide
     /// either way. Default `true`.
     restore_group_from_commit_frontier: bool;
-    /// Deduplicate sink writes by message id. Default `false`. Not available yet: `true`
-    /// fails [`build`](RedisRuntimeConfigBuilder::build) (a [`RedisListSink`](crate::redis::RedisListSink)
-    /// already writes exactly once per committed batch; other sinks are at-least-once).
+    /// Deduplicate sink writes by message id. Not available in this release: only `false`
+    /// (the default) is accepted, and `true` fails
+    /// [`build`](RedisRuntimeConfigBuilder::build) with [`Error::InvalidConfig`] naming
+    /// `sink_deduplication_enabled`. A [`RedisListSink`](crate::redis::RedisListSink)
+    /// already writes exactly once per committed batch; other sinks are at-least-once.
     sink_deduplication_enabled: bool;
-    /// Lifetime of dedup marks. Default 7 days.
+    /// Lifetime of dedup marks. Default 7 days. Has no effect in this release (sink
+    /// deduplication is not available, see
+    /// [`sink_deduplication_enabled`](Self::sink_deduplication_enabled)).
     sink_deduplication_ttl: Duration;
-    /// Prefix of dedup keys (the job name is appended). Default `streaming:runtime:sinkDedup:`.
+    /// Prefix of dedup keys (the job name is appended). Default
+    /// `streaming:runtime:sinkDedup:`. Has no effect in this release (sink deduplication is
+    /// not available); [`build`](RedisRuntimeConfigBuilder::build) still refuses one that
+    /// is empty or has braces or whitespace.
     sink_dedup_key_prefix: String;
-    /// Consumer subtasks per pipeline; subtask `i` owns partitions `p % n == i`. Default 1.
+    /// Consumer subtasks (threads) per pipeline in this process. Default 1. Partitions are
+    /// dealt over the live subtasks of every process of the job, sorted by consumer name:
+    /// partition `p` goes to the `p % live`-th (see "Ownership across processes" in the
+    /// [`redis`](super) module docs), so a subtask's index does not say which partitions it
+    /// owns.
     pipeline_parallelism: u32;
-    /// Threads of a shared processing-time timer pool. Default 1, and 1 is the only
-    /// value [`build`](RedisRuntimeConfigBuilder::build) accepts: processing-time timers
-    /// fire on the subtask that owns the partition (see the [`redis`](super) module docs,
-    /// "Event time"), so there is no pool to size.
+    /// Threads of a shared processing-time timer pool. Only 1 (the default) is accepted:
+    /// any other value fails [`build`](RedisRuntimeConfigBuilder::build) with
+    /// [`Error::InvalidConfig`] naming `timer_threads`. Processing-time timers fire on the
+    /// subtask that owns the partition (see the [`redis`](super) module docs, "Event
+    /// time"), so there is no pool to size; raise `pipeline_parallelism` for more threads.
     timer_threads: u32;
     /// Open a `tracing` span with job/topic/group/consumer/id/key/partition per message.
     /// Default `false`.
@@ -193,7 +206,9 @@ getters! {
     /// Idle flush: after a partition has read nothing for this long — or its
     /// watermark generator called `mark_idle` — its watermark flushes to `i64::MAX`,
     /// firing every due window and event-time timer of the partition; the next message
-    /// starts a new watermark epoch from its own event time. `None` (default) or zero: off —
+    /// starts a new watermark epoch from its own event time. At least 1 ms when set (a
+    /// shorter one fails [`build`](RedisRuntimeConfigBuilder::build)). `None` (default) or
+    /// zero: off —
     /// then the last windows of a finite input never fire (nothing moves the watermark past
     /// them); set it for jobs over finite inputs and wait with
     /// [`JobClient::await_flushed`](crate::redis::JobClient::await_flushed).
@@ -325,15 +340,15 @@ setters! {
     state_schema_mismatch_policy: SchemaMismatchPolicy;
     /// Sets [`RedisRuntimeConfig::restore_group_from_commit_frontier`].
     restore_group_from_commit_frontier: bool;
-    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`].
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`] (only `false`).
     sink_deduplication_enabled: bool;
-    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (> 0 when dedup is on).
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (no effect in this release).
     sink_deduplication_ttl: Duration;
-    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`].
+    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`] (no effect in this release).
     sink_dedup_key_prefix: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::pipeline_parallelism`] (≥ 1).
     pipeline_parallelism: u32;
-    /// Sets [`RedisRuntimeConfig::timer_threads`] (≥ 1).
+    /// Sets [`RedisRuntimeConfig::timer_threads`] (only 1).
     timer_threads: u32;
     /// Sets [`RedisRuntimeConfig::mdc_enabled`].
     mdc_enabled: bool;
@@ -347,7 +362,8 @@ setters! {
     ack_mode: AckMode;
     /// Sets [`RedisRuntimeConfig::watermark_out_of_orderness`].
     watermark_out_of_orderness: Duration;
-    /// Sets [`RedisRuntimeConfig::watermark_idle_timeout`]; `None` or zero turns it off.
+    /// Sets [`RedisRuntimeConfig::watermark_idle_timeout`] (at least 1 ms); `None` or zero
+    /// turns it off.
     watermark_idle_timeout: Option<Duration>;
     /// Sets [`RedisRuntimeConfig::window_max_fires_per_record`] (≥ 1).
     window_max_fires_per_record: u32;
@@ -379,9 +395,11 @@ impl RedisRuntimeConfigBuilder {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first invalid field: `job_name`,
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
-    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism`, `timer_threads` (0,
-    /// or above 1), `sink_deduplication_enabled` (`true`: not available yet),
-    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms), `hot_key_warn_interval` (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
+    /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism` (0), `timer_threads`
+    /// (anything but 1), `sink_deduplication_enabled` (`true`: not available yet),
+    /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms),
+    /// `watermark_idle_timeout` (above zero but under 1 ms), `hot_key_warn_interval`
+    /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
     /// [`MqOptions::validate`] failed; the reason names the inner field).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
@@ -432,8 +450,17 @@ impl RedisRuntimeConfigBuilder {
         if c.state_ttl.is_some_and(|d| d.is_zero()) {
             c.state_ttl = None;
         }
-        if c.watermark_idle_timeout.is_some_and(|d| d.is_zero()) {
-            c.watermark_idle_timeout = None;
+        match c.watermark_idle_timeout {
+            Some(d) if d.is_zero() => c.watermark_idle_timeout = None,
+            // Event time and the engine's timers are whole milliseconds; a shorter timeout
+            // would flush at the first quiet turn of the subtask loop (a unit mistake).
+            Some(d) if d < Duration::from_millis(1) => {
+                return Err(invalid(
+                    "watermark_idle_timeout",
+                    format!("{d:?} is under 1 ms: set at least 1 ms, or `None` to turn the idle flush off"),
+                ));
+            }
+            _ => {}
         }
         if i64::try_from(c.watermark_out_of_orderness.as_millis()).is_err() {
             return Err(invalid(
@@ -446,120 +473,4 @@ impl RedisRuntimeConfigBuilder {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn field(r: Result<RedisRuntimeConfig, Error>) -> &'static str {
-        match r {
-            Err(Error::InvalidConfig { field, .. }) => field,
-            other => panic!("expected InvalidConfig, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn string_options_take_owned_and_borrowed_strings() {
-        let instance = format!("pod-{}", 7);
-        let c = RedisRuntimeConfig::builder()
-            .job_name(String::from("billing"))
-            .job_instance_id(instance)
-            .state_key_prefix("app:state")
-            .sink_dedup_key_prefix(std::borrow::Cow::Borrowed("app:dedup:"))
-            .build()
-            .unwrap();
-        assert_eq!(c.job_name(), "billing");
-        assert_eq!(c.job_instance_id(), "pod-7");
-        assert_eq!(c.state_key_prefix(), "app:state");
-        assert_eq!(c.sink_dedup_key_prefix(), "app:dedup:");
-    }
-
-    #[test]
-    fn default_instance_ids_are_unique_per_config_and_carry_the_pid() {
-        let a = RedisRuntimeConfig::default().job_instance_id();
-        let b = RedisRuntimeConfig::default().job_instance_id();
-        assert_ne!(a, b);
-        assert!(a.contains(&format!("-{}-", std::process::id())), "{a}");
-        assert!(RedisRuntimeConfig::builder()
-            .job_instance_id(a)
-            .build()
-            .is_ok());
-    }
-
-    #[test]
-    fn defaults_are_the_seeds() {
-        let c = RedisRuntimeConfig::builder().build().unwrap();
-        assert_eq!(c.job_name(), "redis-streaming-job");
-        assert!(!c.job_instance_id().is_empty());
-        assert_eq!(c.state_key_prefix(), "streaming:runtime");
-        assert_eq!(c.state_ttl(), None);
-        assert_eq!(c.keyed_state_shard_count(), 1);
-        assert_eq!(c.hot_key_warn_interval(), Duration::from_secs(60));
-        assert_eq!(c.hot_key_throttle_max(), Duration::from_millis(200));
-        assert_eq!(c.hot_key_policy(), HotKeyPolicy::LogOnly);
-        assert!(c.state_schema_evolution_enabled());
-        assert_eq!(c.state_schema_mismatch_policy(), SchemaMismatchPolicy::Fail);
-        assert!(c.restore_group_from_commit_frontier());
-        assert!(!c.sink_deduplication_enabled());
-        assert_eq!(c.sink_deduplication_ttl(), Duration::from_secs(604_800));
-        assert_eq!(c.sink_dedup_key_prefix(), "streaming:runtime:sinkDedup:");
-        assert_eq!((c.pipeline_parallelism(), c.timer_threads()), (1, 1));
-        assert_eq!((c.mdc_enabled(), c.mdc_sample_rate()), (false, 1.0));
-        assert_eq!(c.processing_error_result(), ProcessingErrorResult::Retry);
-        assert_eq!(
-            c.ack_mode(),
-            AckMode::Offset,
-            "measured faster; see AckMode"
-        );
-    }
-
-    #[test]
-    fn invalid_fields_are_named() {
-        let b = RedisRuntimeConfig::builder;
-        assert_eq!(field(b().mdc_sample_rate(1.5).build()), "mdc_sample_rate");
-        assert_eq!(
-            field(b().mdc_sample_rate(f64::NAN).build()),
-            "mdc_sample_rate"
-        );
-        assert_eq!(
-            field(b().pipeline_parallelism(0).build()),
-            "pipeline_parallelism"
-        );
-        assert_eq!(field(b().timer_threads(0).build()), "timer_threads");
-        assert_eq!(
-            field(b().keyed_state_shard_count(0).build()),
-            "keyed_state_shard_count"
-        );
-        assert_eq!(field(b().job_name("").build()), "job_name");
-        assert_eq!(field(b().job_name("a{b}").build()), "job_name");
-        assert_eq!(
-            field(b().state_key_prefix("x y").build()),
-            "state_key_prefix"
-        );
-        assert_eq!(
-            field(b().hot_key_warn_interval(Duration::ZERO).build()),
-            "hot_key_warn_interval"
-        );
-        let bad_mq = MqOptions {
-            key_prefix: "a b".into(),
-            ..MqOptions::default()
-        };
-        match b().mq_options(bad_mq).build() {
-            Err(Error::InvalidConfig { field, reason }) => {
-                assert_eq!(field, "mq_options");
-                assert!(reason.starts_with("key_prefix"), "{reason}");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(
-            field(b().window_max_fires_per_record(0).build()),
-            "window_max_fires_per_record"
-        );
-        assert_eq!(
-            field(b().sink_deduplication_enabled(true).build()),
-            "sink_deduplication_enabled",
-            "an option the engine cannot honour is refused, not ignored"
-        );
-        assert_eq!(field(b().timer_threads(4).build()), "timer_threads");
-        let c = b().state_ttl(Some(Duration::ZERO)).build().unwrap();
-        assert_eq!(c.state_ttl(), None, "zero TTL means no TTL");
-    }
-}
+mod tests;
