@@ -31,8 +31,9 @@ pub(crate) enum KeyedTimerRequest {
 /// processing time, timer registration and the key's state.
 pub struct KeyedContext<'a, K> {
     pub(crate) key: &'a K,
-    /// The key's hash, computed when the first state is opened.
-    key_hash: Option<u64>,
+    /// The key's hash, computed when the first state is opened (0 until then; a key
+    /// whose hash is 0 is hashed again at every open, which is only slower).
+    key_hash: u64,
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
@@ -61,7 +62,7 @@ impl<'a, K> KeyedContext<'a, K> {
     pub(crate) fn new(parts: ContextParts<'a, K>) -> Self {
         KeyedContext {
             key: parts.key,
-            key_hash: None,
+            key_hash: 0,
             timestamp: parts.timestamp,
             watermark: parts.watermark,
             processing_time: parts.processing_time,

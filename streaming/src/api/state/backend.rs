@@ -219,7 +219,8 @@ impl<K> Clone for Slot<K> {
 /// hash once computed, and the record's change mask.
 pub(crate) struct CurrentKey<'s, K> {
     pub(crate) key: &'s K,
-    pub(crate) hash: &'s mut Option<u64>,
+    /// The key's hash, 0 while not computed yet.
+    pub(crate) hash: &'s mut u64,
     pub(crate) changed: &'s mut u64,
 }
 
@@ -343,10 +344,10 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         }
         // SAFETY: `slot` is in bounds and holds a `SlotData<K, D>` (checked above).
         let data = unsafe { self.slots.get_unchecked_mut(slot).data_unchecked::<D>() };
-        let hash = match *key.hash {
-            Some(hash) => hash,
-            None => *key.hash.insert(data.values.hash(key.key)),
-        };
+        if *key.hash == 0 {
+            *key.hash = data.values.hash(key.key);
+        }
+        let hash = *key.hash;
         let changed = Changed {
             mask: key.changed,
             bit: change_bit(slot),
