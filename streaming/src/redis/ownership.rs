@@ -8,7 +8,7 @@ use crate::mq::group::OwnerScripts;
 use crate::mq::lease::{Fence, Lease, LeaseScripts};
 use crate::mq::ExclusiveReader;
 use crate::Error;
-use redis::aio::ConnectionManager;
+use crate::mq::Connection;
 use std::sync::LazyLock;
 use tokio::time::Instant;
 
@@ -58,7 +58,7 @@ impl Ownership {
     pub(super) async fn take(
         &mut self,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         match ctx.spec.config.ack_mode() {
             AckMode::Xack => self.take_xack(ctx, conn).await,
@@ -71,7 +71,7 @@ impl Ownership {
     async fn take_xack(
         &mut self,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         let (spec, p) = (ctx.spec, self.partition);
         let config = &spec.config;
@@ -150,7 +150,7 @@ impl Ownership {
     pub(super) async fn renew(
         &mut self,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<bool, Error> {
         match &mut self.reader {
             Some(Reader::Offset(r)) => r.renew().await,
@@ -166,7 +166,7 @@ impl Ownership {
     }
 
     /// Releases the lease, so the next owner takes the partition at once.
-    pub(super) async fn release(&mut self, conn: &mut ConnectionManager) {
+    pub(super) async fn release(&mut self, conn: &mut Connection) {
         match self.reader.take() {
             Some(Reader::Offset(r)) => {
                 let _ = r.release().await;

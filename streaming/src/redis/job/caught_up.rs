@@ -16,7 +16,7 @@ pub(super) const MIN_CHECK: Duration = Duration::from_millis(250);
 /// One caught-up check's connection: every wait on it is bounded by `budget` and ends by
 /// `end`.
 struct Check {
-    conn: redis::Connection,
+    conn: crate::mq::BlockingConnection,
     budget: Duration,
     end: Instant,
 }
@@ -24,7 +24,7 @@ struct Check {
 impl Check {
     /// The connection, its timeouts set for the next query: what is left until `end` (at
     /// least `MIN_CHECK`, so a zero timeout still checks once), at most the budget.
-    fn bound(&mut self) -> Result<&mut redis::Connection, Error> {
+    fn bound(&mut self) -> Result<&mut crate::mq::BlockingConnection, Error> {
         let left = self.end.saturating_duration_since(Instant::now());
         let t = Some(left.max(MIN_CHECK).min(self.budget));
         self.conn.set_read_timeout(t)?;
@@ -53,7 +53,7 @@ impl JobShared {
     /// wait on Redis (connect and each reply) is bounded by `budget` and ends by `end`.
     pub(super) fn caught_up(&self, budget: Duration, end: Instant) -> Result<bool, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
-        let conn = crate::mq::blocking_connection(&self.client, budget)?;
+        let conn = crate::mq::blocking_connection(&self.endpoint, budget)?;
         let mut check = Check { conn, budget, end };
         for (topic, group) in &self.pipelines {
             let partitions: Option<u32> = redis::cmd("HGET")

@@ -6,7 +6,7 @@ use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::KeySpace;
 use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
-use redis::aio::ConnectionManager;
+use crate::mq::Connection;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -47,7 +47,7 @@ pub(crate) struct JobShared {
     stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
     pub(super) live_parallelism: AtomicU64,
     /// What [`JobClient::await_caught_up`](super::JobClient::await_caught_up) checks.
-    pub(super) client: redis::Client,
+    pub(super) endpoint: crate::mq::Endpoint,
     /// Bound of every wait on Redis (`mq_options.response_timeout`).
     pub(crate) response_timeout: Duration,
     pub(super) keys: KeySpace,
@@ -64,7 +64,7 @@ pub(crate) struct JobShared {
 impl JobShared {
     pub(crate) fn new(
         config: &RedisRuntimeConfig,
-        client: redis::Client,
+        endpoint: crate::mq::Endpoint,
         pipelines: Vec<(String, String)>,
     ) -> Self {
         JobShared {
@@ -85,7 +85,7 @@ impl JobShared {
             subtasks: Mutex::default(),
             stops: Mutex::default(),
             live_parallelism: AtomicU64::new(u64::from(config.pipeline_parallelism())),
-            client,
+            endpoint,
             response_timeout: config.mq_options().response_timeout,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
             ack_mode: config.ack_mode(),
@@ -103,7 +103,7 @@ impl JobShared {
         let key = self
             .keys
             .consumer_seq(&self.job_name, &self.job_instance_id);
-        let drawn = crate::mq::blocking_connection(&self.client, self.response_timeout)
+        let drawn = crate::mq::blocking_connection(&self.endpoint, self.response_timeout)
             .ok()
             .and_then(|mut conn| redis::cmd("INCR").arg(&key).query::<u64>(&mut conn).ok());
         let seq = match drawn {
@@ -180,7 +180,7 @@ impl JobShared {
     /// [`Error::Redis`].
     pub(crate) async fn taken(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         topic: &str,
         group: &str,
         partition: u32,
