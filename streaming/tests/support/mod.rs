@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod engine;
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod workers;
 
