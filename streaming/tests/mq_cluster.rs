@@ -52,7 +52,11 @@ async fn partitions_of_one_topic_land_on_different_masters() {
     assert_eq!(parts, (0..8).collect::<Vec<u32>>());
     let by_partition = placement(&cluster, &mq, "orders", 8);
     let masters: BTreeSet<u16> = by_partition.iter().copied().collect();
-    assert_eq!(masters.len(), 3, "8 partitions over the 3 masters: {by_partition:?}");
+    assert_eq!(
+        masters.len(),
+        3,
+        "8 partitions over the 3 masters: {by_partition:?}"
+    );
     let info = mq.describe_topic("orders").await.unwrap();
     let lengths: Vec<u64> = info.partition_info.iter().map(|p| p.length).collect();
     assert_eq!(lengths, vec![1; 8]);

@@ -294,7 +294,10 @@ pub(crate) async fn prove(
         source: None,
     };
     let redis_err = |e| connect_error(endpoint, e, response_timeout);
-    let pong: Value = redis::cmd("PING").query_async(conn).await.map_err(redis_err)?;
+    let pong: Value = redis::cmd("PING")
+        .query_async(conn)
+        .await
+        .map_err(redis_err)?;
     check_pong(&pong).map_err(err)?;
     let info: Value = redis::cmd("INFO")
         .arg("server")

@@ -145,10 +145,7 @@ struct Worker {
     lease: Lease,
 }
 
-pub(crate) fn start<H: MessageHandler>(
-    shared: Arc<Shared<H>>,
-    conn: Connection,
-) -> Subscription {
+pub(crate) fn start<H: MessageHandler>(shared: Arc<Shared<H>>, conn: Connection) -> Subscription {
     let (stop_tx, stop_rx) = watch::channel(false);
     let ctl = shared.ctl.clone();
     let coordinator = tokio::spawn(coordinate(shared, conn, stop_rx));

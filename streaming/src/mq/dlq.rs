@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
 use super::Connection;
+use bytes::Bytes;
 use redis::{AsyncCommands, Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;

@@ -247,7 +247,10 @@ mod tests {
 
     fn reason(e: Error) -> String {
         match e {
-            Error::InvalidConfig { field: "url", reason } => reason,
+            Error::InvalidConfig {
+                field: "url",
+                reason,
+            } => reason,
             other => panic!("not an invalid `url`: {other}"),
         }
     }
@@ -260,7 +263,10 @@ mod tests {
         );
         assert_eq!(
             cluster_node_urls("", "u:pw@a:1,b:2/?protocol=resp3").unwrap(),
-            ["redis://u:pw@a:1/?protocol=resp3", "redis://u:pw@b:2/?protocol=resp3"]
+            [
+                "redis://u:pw@a:1/?protocol=resp3",
+                "redis://u:pw@b:2/?protocol=resp3"
+            ]
         );
         assert_eq!(cluster_node_urls("", "h").unwrap(), ["redis://h:6379/"]);
         let e = Endpoint::parse("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/").unwrap();
@@ -285,6 +291,9 @@ mod tests {
         let e = bad("redis+cluster://user:secret@h:x");
         assert!(e.contains("user:***@h:x") && !e.contains("secret"), "{e}");
         let e = Endpoint::cluster(Vec::<String>::new()).unwrap_err();
-        assert!(matches!(e, Error::InvalidConfig { field: "nodes", .. }), "{e}");
+        assert!(
+            matches!(e, Error::InvalidConfig { field: "nodes", .. }),
+            "{e}"
+        );
     }
 }

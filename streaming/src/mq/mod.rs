@@ -61,8 +61,8 @@
 
 mod connection;
 mod consumer;
-mod endpoint;
 pub(crate) mod dlq;
+mod endpoint;
 mod exclusive;
 pub(crate) mod frontier;
 pub(crate) mod group;
@@ -87,8 +87,8 @@ pub(crate) use connection::{
     BlockingConnection, Connection,
 };
 pub use consumer::Subscription;
-pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};
 pub use dlq::DeadLetter;
+pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};
 pub use exclusive::{ExclusiveBatch, ExclusiveReader};
 pub use handler::{Failure, HandleResult, MessageHandler};
 pub use message::{

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use super::Connection;
+use bytes::Bytes;
 
 use crate::mq::message::{encode_fields, OutgoingMessage, HEADER_ORIGINAL_ID};
 use crate::mq::topic::{now_ms, topic_partitions, validate_name, KeySpace};

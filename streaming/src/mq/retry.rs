@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use rand::Rng;
 use super::Connection;
+use rand::Rng;
 use redis::{Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;

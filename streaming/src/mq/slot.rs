@@ -137,7 +137,11 @@ mod tests {
     #[test]
     fn one_slot_names_the_keys_of_two_slots() {
         let mut eval = redis::cmd("EVALSHA");
-        eval.arg("abc").arg(2).arg("mq:{t:1}:s").arg("mq:{t:1}:acked:g").arg("x");
+        eval.arg("abc")
+            .arg(2)
+            .arg("mq:{t:1}:s")
+            .arg("mq:{t:1}:acked:g")
+            .arg("x");
         assert_eq!(one_slot([&eval]), Ok(Some(key_slot(b"t:1"))));
         let mut bad = redis::cmd("EVALSHA");
         bad.arg("abc").arg(2).arg("mq:{t:1}:s").arg("mq:{t:2}:s");
@@ -150,7 +154,10 @@ mod tests {
         assert_eq!(one_slot([&redis::cmd("PING")]), Ok(None));
         let mut get = redis::cmd("GET");
         get.arg("x{t:2}");
-        assert!(one_slot([&eval, &get]).is_err(), "a transaction across slots");
+        assert!(
+            one_slot([&eval, &get]).is_err(),
+            "a transaction across slots"
+        );
         assert!(is_script(&eval) && !is_script(&get));
     }
 }

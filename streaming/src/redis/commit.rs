@@ -13,8 +13,8 @@ use super::{AckMode, RedisListSink};
 use crate::api::Sink;
 use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::lease::{Lease, LUA_LEASE_HELD};
-use crate::Error;
 use crate::mq::Connection;
+use crate::Error;
 use redis::{Script, ScriptInvocation, Value};
 use std::sync::LazyLock;
 

@@ -9,9 +9,9 @@ use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
 use crate::mq::lease::Fence;
 use crate::mq::message::{encode_fields, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, schedule_script};
+use crate::mq::Connection;
 use crate::mq::{ExclusiveReader, Failure, Message};
 use crate::Error;
-use crate::mq::Connection;
 use redis::Script;
 use std::sync::LazyLock;
 

@@ -3,8 +3,8 @@
 //! `p % live`-th live name).
 
 use super::context::Ctx;
-use crate::Error;
 use crate::mq::Connection;
+use crate::Error;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::time::Instant;

@@ -6,9 +6,9 @@ use super::context::Ctx;
 use super::AckMode;
 use crate::mq::group::OwnerScripts;
 use crate::mq::lease::{Fence, Lease, LeaseScripts};
+use crate::mq::Connection;
 use crate::mq::ExclusiveReader;
 use crate::Error;
-use crate::mq::Connection;
 use std::sync::LazyLock;
 use tokio::time::Instant;
 
@@ -55,11 +55,7 @@ impl Ownership {
     ///
     /// # Errors
     /// [`is_leased_elsewhere`] when another owner holds the lease.
-    pub(super) async fn take(
-        &mut self,
-        ctx: &Ctx<'_>,
-        conn: &mut Connection,
-    ) -> Result<(), Error> {
+    pub(super) async fn take(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) -> Result<(), Error> {
         match ctx.spec.config.ack_mode() {
             AckMode::Xack => self.take_xack(ctx, conn).await,
             AckMode::Offset => self.take_offset(ctx).await,
@@ -68,11 +64,7 @@ impl Ownership {
 
     /// The lease, the group (created or restored from the commit frontier) and every
     /// pending entry claimed for this consumer, replayed before new entries.
-    async fn take_xack(
-        &mut self,
-        ctx: &Ctx<'_>,
-        conn: &mut Connection,
-    ) -> Result<(), Error> {
+    async fn take_xack(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) -> Result<(), Error> {
         let (spec, p) = (ctx.spec, self.partition);
         let config = &spec.config;
         let ttl = config.mq_options().lease_ttl;

@@ -5,11 +5,11 @@ use super::context::Ctx;
 use super::part::Part;
 use super::pending::Pending;
 use crate::api::Sink;
+use crate::mq::Connection;
 use crate::mq::Message;
 use crate::ops::Operator;
 use crate::time::clock::wall_clock_ms;
 use crate::Error;
-use crate::mq::Connection;
 use std::time::Duration;
 use tokio::time::Instant;
 

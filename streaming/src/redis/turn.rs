@@ -8,10 +8,10 @@ use super::ownership::is_leased_elsewhere;
 use super::part::Part;
 use super::schema;
 use crate::api::Sink;
+use crate::mq::Connection;
 use crate::mq::Message;
 use crate::ops::Operator;
 use crate::Error;
-use crate::mq::Connection;
 use std::time::Duration;
 use tokio::time::Instant;
 

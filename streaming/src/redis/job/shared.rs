@@ -3,10 +3,10 @@
 
 use super::progress::{HotStats, PartitionProgress};
 use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::Connection;
 use crate::mq::KeySpace;
 use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
-use crate::mq::Connection;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
