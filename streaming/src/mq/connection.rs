@@ -105,7 +105,8 @@ impl redis::aio::ConnectionLike for Connection {
 /// outside a runtime).
 pub(crate) enum BlockingConnection {
     Single(redis::Connection),
-    Cluster(redis::cluster::ClusterConnection),
+    // Boxed: much larger than a single connection, and made once per check.
+    Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl BlockingConnection {
@@ -336,7 +337,7 @@ pub(crate) fn blocking_connection(
                     .set_connection_timeout(timeout)
                     .set_response_timeout(timeout),
             )
-            .map(BlockingConnection::Cluster),
+            .map(|c| BlockingConnection::Cluster(Box::new(c))),
     }
     .and_then(|c| {
         c.set_read_timeout(Some(timeout))?;
