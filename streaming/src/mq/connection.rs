@@ -58,19 +58,27 @@ fn debug_check_slots<'a>(cmds: impl IntoIterator<Item = &'a Cmd>) {
     }
 }
 
+/// [`debug_check_slots`] for one command: a script always, any command on a cluster —
+/// but for the multi-key commands the cluster client splits by slot itself.
+fn debug_check_command(cmd: &Cmd, cluster: bool) {
+    if !(slot::is_script(cmd) || cluster) {
+        return;
+    }
+    let split_by_client = matches!(
+        cmd.args_iter().next(),
+        Some(redis::Arg::Simple(n)) if [&b"DEL"[..], b"UNLINK", b"EXISTS", b"MGET", b"TOUCH"]
+            .iter()
+            .any(|m| n.eq_ignore_ascii_case(m))
+    );
+    if !split_by_client {
+        debug_check_slots([cmd]);
+    }
+}
+
 impl redis::aio::ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        if cfg!(debug_assertions) && (slot::is_script(cmd) || self.is_cluster()) {
-            let multi_key_ok = matches!(
-                cmd.args_iter().next(),
-                Some(redis::Arg::Simple(n)) if [&b"DEL"[..], b"UNLINK", b"EXISTS", b"MGET", b"TOUCH"]
-                    .iter()
-                    .any(|m| n.eq_ignore_ascii_case(m))
-            );
-            // The cluster client splits these by slot itself.
-            if !multi_key_ok {
-                debug_check_slots([cmd]);
-            }
+        if cfg!(debug_assertions) {
+            debug_check_command(cmd, self.is_cluster());
         }
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
@@ -102,7 +110,8 @@ impl redis::aio::ConnectionLike for Connection {
 }
 
 /// A blocking connection to one server or a cluster (for the engine's checks that run
-/// outside a runtime).
+/// outside a runtime); its commands are checked like [`Connection`]'s (pipelines are
+/// not: a blocking cluster connection has none).
 pub(crate) enum BlockingConnection {
     Single(redis::Connection),
     // Boxed: much larger than a single connection, and made once per check.
@@ -154,6 +163,9 @@ impl redis::ConnectionLike for BlockingConnection {
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> redis::RedisResult<Value> {
+        if cfg!(debug_assertions) {
+            debug_check_command(cmd, matches!(self, BlockingConnection::Cluster(_)));
+        }
         match self {
             BlockingConnection::Single(c) => c.req_command(cmd),
             BlockingConnection::Cluster(c) => c.req_command(cmd),
@@ -486,6 +498,32 @@ mod tests {
         let e = check_version("redis_version:6.2.14\r\n").unwrap_err();
         assert!(e.contains("6.2.14") && e.contains("7.0"), "{e}");
         assert!(check_version("no version here").is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "cluster-unsafe Redis call: keys of two hash slots")]
+    fn a_script_across_two_slots_fails_the_debug_check_on_any_deployment() {
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg("abc").arg(2).arg("mq:{t:1}:s").arg("mq:{t:2}:s");
+        debug_check_command(&eval, false);
+    }
+
+    #[test]
+    fn the_debug_check_passes_one_slot_and_what_the_cluster_client_splits() {
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg("abc")
+            .arg(2)
+            .arg("mq:{t:1}:s")
+            .arg("st:j:{t:1}:g:index");
+        debug_check_command(&eval, true);
+        let mut del = redis::cmd("DEL");
+        del.arg("a{t:1}").arg("b{t:2}");
+        debug_check_command(&del, true);
+        let mut read = redis::cmd("XREADGROUP");
+        read.arg("GROUP").arg("g").arg("c").arg("STREAMS");
+        read.arg("a{t:1}").arg("b{t:2}").arg(">").arg(">");
+        debug_check_command(&read, false);
+        assert!(std::panic::catch_unwind(|| debug_check_command(&read, true)).is_err());
     }
 
     #[test]
