@@ -147,3 +147,45 @@ async fn a_url_of_the_wrong_kind_fails_with_a_clear_error() {
         other => panic!("not a connect error: {other}"),
     }
 }
+
+/// Seed nodes that refuse or never answer fail within the response timeout, with an
+/// error naming the seeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_seed_nodes_fail_in_bounded_time_naming_the_seeds() {
+    let silent = support::redis_server::SilentPort::start();
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let silent_addr = silent
+        .url()
+        .trim_start_matches("redis://")
+        .trim_end_matches('/')
+        .to_string();
+    let timeout = std::time::Duration::from_millis(500);
+    for (seeds, words) in [
+        (format!("127.0.0.1:{refused}"), "refused"),
+        (silent_addr.clone(), "no reply"),
+    ] {
+        let opts = fast_options("unreachable")
+            .response_timeout(timeout)
+            .build()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let e = Mq::connect(&format!("redis+cluster://{seeds}"), opts)
+            .await
+            .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(3),
+            "{seeds}: took {took:?}"
+        );
+        match &e {
+            Error::Connect { addr, reason, .. } => {
+                assert_eq!(addr, &seeds);
+                assert!(reason.contains(words), "{seeds}: {reason}");
+            }
+            other => panic!("not a connect error: {other}"),
+        }
+    }
+}

@@ -204,33 +204,44 @@ impl redis::ConnectionLike for BlockingConnection {
 /// `e`, met while talking to `endpoint`, as an error that names the address and says
 /// what is wrong in words.
 pub(crate) fn connect_error(endpoint: &Endpoint, e: RedisError, timeout: Duration) -> Error {
+    Error::Connect {
+        addr: endpoint.address(),
+        reason: reason_in_words(&e, timeout),
+        source: Some(e),
+    }
+}
+
+/// What `e` means for a connection, in words. A cluster client reports a failed first
+/// connection as an I/O error whose detail is the node's error as text, so the text is
+/// read as well as the kind.
+fn reason_in_words(e: &RedisError, timeout: Duration) -> String {
     let code = e.code().unwrap_or_default();
     let text = e.to_string();
-    let reason = if text.contains("without any password configured") {
+    let has = |s: &str| text.contains(s);
+    if has("without any password configured") {
         "the URL gives a password but the server has none set: remove it from the URL (or set `requirepass` on the server)"
             .to_string()
-    } else if e.kind() == ErrorKind::AuthenticationFailed || code == "WRONGPASS" {
+    } else if e.kind() == ErrorKind::AuthenticationFailed
+        || code == "WRONGPASS"
+        || has("WRONGPASS")
+        || has("AuthenticationFailed")
+    {
         "wrong password or user name (authentication failed); check the URL's credentials"
             .to_string()
-    } else if code == "NOAUTH" {
+    } else if code == "NOAUTH" || has("NOAUTH") {
         "the server requires a password: give it in the URL (`redis://:PASSWORD@host:port/`)"
             .to_string()
-    } else if text.contains("cluster support disabled") {
+    } else if has("cluster support disabled") {
         "not a Redis Cluster node (`cluster-enabled no`): use a `redis://` URL for a single server"
             .to_string()
     } else if e.kind() == ErrorKind::ParseError {
         format!("not a Redis server (its reply is not the Redis protocol: {e})")
-    } else if e.is_timeout() {
+    } else if e.is_timeout() || has("timed out") {
         format!("no reply within {timeout:?} (the response timeout): the server is frozen, overloaded or not a Redis server")
-    } else if e.is_connection_refusal() {
+    } else if e.is_connection_refusal() || has("onnection refused") {
         format!("connection refused ({e}): is redis-server running there?")
     } else {
         text
-    };
-    Error::Connect {
-        addr: endpoint.address(),
-        reason,
-        source: Some(e),
     }
 }
 
