@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use streaming::mq::{
-    Endpoint, HandleResult, Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions,
+    Endpoint, Failure, HandleResult, Message, Mq, OutgoingMessage, StartPolicy, SubscriptionOptions,
 };
 use streaming::Error;
 use support::redis_cluster::TestCluster;
@@ -91,8 +91,13 @@ async fn produce_consume_and_admin_work_across_nodes() {
                 let sink = Arc::clone(&sink);
                 async move {
                     let text = m.text().unwrap().to_string();
+                    let dead = text.trim_start_matches('m').parse::<u32>().unwrap() % 50 == 0;
                     sink.lock().unwrap().push((m.partition, text));
-                    HandleResult::Success
+                    if dead {
+                        HandleResult::DeadLetter(Failure::new("test", "every 50th"))
+                    } else {
+                        HandleResult::Success
+                    }
                 }
             },
             SubscriptionOptions::builder()
@@ -120,6 +125,23 @@ async fn produce_consume_and_admin_work_across_nodes() {
         let g = p.groups.iter().find(|g| g.name == "g");
         assert_eq!(g.map(|g| g.pending), (sent > 0).then_some(0));
     }
+    // The dead letters of every partition, wherever its master is.
+    let dead = mq.dead_letters("events", 100).await.unwrap();
+    let mut dead_texts: Vec<String> = dead
+        .iter()
+        .map(|d| String::from_utf8(d.payload.to_vec()).unwrap())
+        .collect();
+    dead_texts.sort();
+    assert_eq!(dead_texts, ["m0", "m100", "m150", "m200", "m250", "m50"]);
+    let dead_parts: BTreeSet<u32> = dead.iter().map(|d| d.partition).collect();
+    assert!(dead_parts.len() > 1, "{dead_parts:?}");
+    let first = &dead[0];
+    let replayed = mq
+        .replay_dead_letter("events", first.partition, &first.dlq_id)
+        .await
+        .unwrap();
+    assert!(replayed.is_some());
+    assert_eq!(mq.purge_dead_letters("events").await.unwrap(), 5);
     assert!(mq.delete_topic("events").await.unwrap());
     assert_eq!(mq.list_topics().await.unwrap(), vec!["audit"]);
 }
