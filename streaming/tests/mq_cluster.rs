@@ -159,6 +159,16 @@ async fn a_url_of_the_wrong_kind_fails_with_a_clear_error() {
         }
         other => panic!("not a connect error: {other}"),
     }
+    // The engine proves the server the same way when a job starts.
+    let env = streaming::redis::RedisEnv::try_new(node.as_str()).unwrap();
+    env.from_mq_topic("t", "g")
+        .map(|m: Message| m.text().unwrap_or_default().to_string())
+        .sink(streaming::redis::CollectSink::new())
+        .unwrap();
+    match env.execute_async().map(|_| ()).unwrap_err() {
+        Error::Connect { reason, .. } => assert!(reason.contains("redis+cluster://"), "{reason}"),
+        other => panic!("not a connect error: {other}"),
+    }
     let single = TestRedis::private();
     let url = single.url().replace("redis://", "redis+cluster://");
     let e = Mq::connect(&url, opts).await.unwrap_err();
