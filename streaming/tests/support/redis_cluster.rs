@@ -1,5 +1,5 @@
 //! A private Redis Cluster: 3 masters + 3 replicas on free loopback ports
-//! (`cluster-node-timeout` 1000 ms), made with `redis-cli --cluster create`; every node is
+//! (`cluster-node-timeout` 1000 ms, no AOF), made with `redis-cli --cluster create`; every node is
 //! killed on drop.
 //!
 //! Test files include it next to `redis_server.rs` (it uses that file's `RedisServer`):
@@ -33,6 +33,9 @@ impl TestCluster {
                     "nodes.conf",
                     "--cluster-node-timeout",
                     &timeout,
+                    // Replicas hold the copies; no fsync per write on a loaded machine.
+                    "--appendonly",
+                    "no",
                 ])
             })
             .collect();
