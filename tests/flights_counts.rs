@@ -6,6 +6,10 @@
 #[allow(dead_code, unreachable_pub)]
 mod redis_server;
 
+#[path = "../streaming/tests/support/redis_cluster.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod redis_cluster;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use streaming_suite::flights::{self, Dataset, RedisCounts};
@@ -52,4 +56,20 @@ fn counts_is_the_same_on_both_engines_and_matches_a_hand_count() {
     opts.mq_prefix = "counts-test".into();
     let redis = lines(|out| flights::counts_redis(data, &opts, out).unwrap());
     assert_eq!(redis, expected);
+}
+
+/// `counts --engine redis --redis-url redis+cluster://…` on a private cluster.
+#[test]
+fn counts_on_a_cluster_is_the_same_as_on_memory() {
+    let data = data();
+    let memory = lines(|out| flights::counts(data, out).unwrap());
+    let cluster = redis_cluster::TestCluster::start();
+    let mut opts = RedisCounts::new(cluster.url());
+    opts.mq_prefix = "counts-cluster".into();
+    let redis = lines(|out| flights::counts_redis(data, &opts, out).unwrap());
+    assert_eq!(redis, memory);
+    assert_eq!(
+        redis.last().unwrap(),
+        &format!("# skipped={}", data.skipped_na_departure)
+    );
 }

@@ -6,6 +6,10 @@
 #[allow(dead_code, unreachable_pub)]
 mod redis_server;
 
+#[path = "../streaming/tests/support/redis_cluster.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod redis_cluster;
+
 use std::sync::OnceLock;
 use streaming_suite::flights::{
     self, Dataset, DelaysOptions, EventTime, RedisWindowed, SessionsOptions,
@@ -136,4 +140,26 @@ fn sessions_is_the_same_on_both_engines() {
     let four = sessions_both(&server, &opts, 4, "sessions-4");
     assert_eq!(four.len(), 20_969);
     assert_eq!(four.last().unwrap(), "# skipped=8255 sessions=20968");
+}
+
+/// On a private Redis Cluster (3 masters + 3 replicas) the partitions spread over the
+/// masters and both jobs still print the memory engine's lines: `delays` on 4 partitions,
+/// `sessions` on 8.
+#[test]
+fn delays_and_sessions_on_a_cluster_are_the_same_as_on_memory() {
+    let cluster = redis_cluster::TestCluster::start().into_test_redis();
+    let four = delays_both(&cluster, &DelaysOptions::default(), 4, "delays-cluster-4");
+    assert_eq!(four.len(), 7_754);
+    assert_eq!(four.last().unwrap(), "# skipped=8255 late=0 windows=7753");
+    let eight = sessions_both(
+        &cluster,
+        &SessionsOptions::default(),
+        8,
+        "sessions-cluster-8",
+    );
+    assert!(eight.len() > 20_000, "{}", eight.len());
+    assert!(eight
+        .last()
+        .unwrap()
+        .starts_with("# skipped=8255 sessions="));
 }

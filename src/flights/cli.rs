@@ -36,7 +36,8 @@ COMMON:
                                 every flight (delays, sessions: and every partition has
                                 flushed its last windows after a 500 ms idle timeout),
                                 prints the memory engine's lines and deletes the topic
-    --redis-url URL             the Redis server of --engine redis (default redis://127.0.0.1:6379)
+    --redis-url URL             the Redis server of --engine redis (default redis://127.0.0.1:6379),
+                                or a Redis Cluster: redis+cluster://host:port[,host:port...]
     --data PATH                 the data file (default $STREAMING_DATA_DIR/flights.csv.zip, or
                                 ../shared/data/flights.csv.zip from the repo root when unset)
     -h, --help                  this text

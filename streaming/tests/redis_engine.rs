@@ -17,6 +17,7 @@ use streaming::redis::{
 };
 use streaming::{BoxError, Error, MemoryEnv};
 use support::engine::{earliest, rt, wait_until};
+use support::redis_cluster::TestCluster;
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
 
@@ -29,7 +30,11 @@ struct Setup {
 }
 
 fn setup(test: &str) -> Setup {
-    let redis = TestRedis::shared();
+    setup_on(TestRedis::shared(), test)
+}
+
+/// A [`Setup`] for `test` on `redis` (a private cluster, say).
+fn setup_on(redis: TestRedis, test: &str) -> Setup {
     let mq_opts = fast_options(test).build().unwrap();
     Setup {
         prefix: unique_prefix(test),
@@ -111,7 +116,20 @@ macro_rules! count_pipeline {
 
 #[test]
 fn keyed_value_state_count_is_the_same_on_both_engines() {
-    let s = setup("eng-count");
+    keyed_count_equals_memory(setup("eng-count"));
+}
+
+/// On a cluster the 4 partitions spread over the masters; every commit script still runs
+/// in one slot.
+#[test]
+fn keyed_value_state_count_on_a_cluster_is_the_same_as_on_memory() {
+    keyed_count_equals_memory(setup_on(
+        TestCluster::start().into_test_redis(),
+        "eng-count-cluster",
+    ));
+}
+
+fn keyed_count_equals_memory(s: Setup) {
     let rt = rt();
     let mq = s.mq(&rt);
     rt.block_on(mq.create_topic("words", 4)).unwrap();

@@ -15,6 +15,7 @@ use streaming::time::{
 };
 use streaming::MemoryEnv;
 use support::engine::{earliest, rt, wait_until};
+use support::redis_cluster::TestCluster;
 use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
 
@@ -25,8 +26,13 @@ struct Setup {
 }
 
 fn setup(test: &str) -> Setup {
+    setup_on(TestRedis::shared(), test)
+}
+
+/// A [`Setup`] for `test` on `redis` (a private cluster, say).
+fn setup_on(redis: TestRedis, test: &str) -> Setup {
     Setup {
-        redis: TestRedis::shared(),
+        redis,
         prefix: unique_prefix(test),
         mq_opts: fast_options(test).build().unwrap(),
     }
@@ -116,9 +122,12 @@ macro_rules! windowed {
 }
 
 macro_rules! run_differential {
-    ($name:expr, $assigner:expr, $lateness:expr) => {{
+    ($name:expr, $assigner:expr, $lateness:expr) => {
+        run_differential!(on TestRedis::shared(), $name, $assigner, $lateness)
+    };
+    (on $redis:expr, $name:expr, $assigner:expr, $lateness:expr) => {{
         let (name, assigner, lateness) = ($name, $assigner, $lateness);
-        let s = setup(name);
+        let s = setup_on($redis, name);
         let rt = rt();
         let mq = s.mq(&rt);
         let input = events(300);
@@ -184,6 +193,16 @@ fn tumbling_windows_equal_the_memory_engine() {
 }
 
 #[test]
+fn tumbling_windows_on_a_cluster_equal_the_memory_engine() {
+    run_differential!(
+        on TestCluster::start().into_test_redis(),
+        "win-tumbling-cluster",
+        TumblingEventTimeWindows::of(Duration::from_millis(50)).unwrap(),
+        0
+    );
+}
+
+#[test]
 fn sliding_windows_with_lateness_equal_the_memory_engine() {
     run_differential!(
         "win-sliding",
@@ -196,6 +215,16 @@ fn sliding_windows_with_lateness_equal_the_memory_engine() {
 fn session_windows_equal_the_memory_engine() {
     run_differential!(
         "win-session",
+        EventTimeSessionWindows::with_gap(Duration::from_millis(35)).unwrap(),
+        10
+    );
+}
+
+#[test]
+fn session_windows_on_a_cluster_equal_the_memory_engine() {
+    run_differential!(
+        on TestCluster::start().into_test_redis(),
+        "win-session-cluster",
         EventTimeSessionWindows::with_gap(Duration::from_millis(35)).unwrap(),
         10
     );

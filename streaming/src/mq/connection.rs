@@ -6,95 +6,291 @@
 //! lost connection is opened again by the next call, so the caller's own loop decides
 //! when to try again (with backoff) and never waits on a hidden retry schedule.
 //!
+//! The endpoint is one server or a Redis Cluster ([`Endpoint`]); on a cluster the
+//! timeouts apply per call as on one server, and a call is not retried after a redirect
+//! either.
+//!
 //! Connecting proves the server: `PING` must answer `PONG` and `INFO server` must report
-//! Redis ≥ [`MIN_REDIS_VERSION`]. Every connection error is an
-//! [`Error::Connect`](crate::Error::Connect) naming the address it tried.
+//! Redis ≥ [`MIN_REDIS_VERSION`] (every master of a cluster), and a `redis://` URL must
+//! not name a cluster node. Every connection error is an
+//! [`Error::Connect`](crate::Error::Connect) naming the address it tried (a cluster's
+//! seed nodes).
 
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ErrorKind, RedisError};
+use redis::cluster::ClusterConfig;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 
+use super::endpoint::{Endpoint, Kind};
+use super::slot;
 use crate::Error;
 
 /// The oldest Redis server this crate works with (`XAUTOCLAIM` reporting deleted entries,
 /// `XINFO GROUPS` lag, exclusive `XRANGE` ranges).
 pub const MIN_REDIS_VERSION: (u32, u32) = (7, 0);
 
-/// A client for the server `info` names (a URL such as `redis://127.0.0.1:6379/`, or a
-/// `redis::ConnectionInfo`); nothing is contacted yet.
+/// One connection of the queue or the engine, to one server or to a cluster; commands go
+/// to the server, or to the master of their keys' slot, by a `match` (no `dyn`).
 ///
-/// # Errors
-/// [`Error::InvalidConfig`] (field `url`) when `info` is not a Redis URL the client accepts.
-pub(crate) fn open_client(info: impl redis::IntoConnectionInfo) -> Result<redis::Client, Error> {
-    redis::Client::open(info).map_err(|e| Error::InvalidConfig {
-        field: "url",
-        reason: format!("{e}; expected a Redis URL such as `redis://127.0.0.1:6379/`"),
-    })
+/// In debug builds every script and every `MULTI` transaction is checked to touch keys of
+/// one hash slot (on a single server too, so the single-server tests keep the code
+/// cluster-safe), and on a cluster every `XREAD`/`XREADGROUP` and every pipeline as well.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
 }
 
-/// The address `client` connects to, as `host:port` (or the socket path).
-pub(crate) fn address(client: &redis::Client) -> String {
-    client.get_connection_info().addr.to_string()
+impl Connection {
+    /// Whether this is a cluster connection.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, Connection::Cluster(_))
+    }
 }
 
-/// `e`, met while talking to `client`'s server, as an error that names the address and
-/// says what is wrong in words.
-pub(crate) fn connect_error(client: &redis::Client, e: RedisError, timeout: Duration) -> Error {
-    let code = e.code().unwrap_or_default();
-    let reason = if e.to_string().contains("without any password configured") {
-        "the URL gives a password but the server has none set: remove it from the URL (or set `requirepass` on the server)"
-            .to_string()
-    } else if e.kind() == ErrorKind::AuthenticationFailed || code == "WRONGPASS" {
-        "wrong password or user name (authentication failed); check the URL's credentials"
-            .to_string()
-    } else if code == "NOAUTH" {
-        "the server requires a password: give it in the URL (`redis://:PASSWORD@host:port/`)"
-            .to_string()
-    } else if e.kind() == ErrorKind::ParseError {
-        format!("not a Redis server (its reply is not the Redis protocol: {e})")
-    } else if e.is_timeout() {
-        format!("no reply within {timeout:?} (the response timeout): the server is frozen, overloaded or not a Redis server")
-    } else if e.is_connection_refusal() {
-        format!("connection refused ({e}): is redis-server running there?")
-    } else {
-        e.to_string()
-    };
+/// Panics (debug builds) when `cmds` — one call: a script, a transaction, or on a cluster
+/// any command or pipeline that must run on one node — name keys of two slots.
+fn debug_check_slots<'a>(cmds: impl IntoIterator<Item = &'a Cmd>) {
+    if let Err(e) = slot::one_slot(cmds) {
+        panic!("cluster-unsafe Redis call: {e}");
+    }
+}
+
+/// [`debug_check_slots`] for one command: a script always, any command on a cluster —
+/// but for the multi-key commands the cluster client splits by slot itself.
+fn debug_check_command(cmd: &Cmd, cluster: bool) {
+    if !(slot::is_script(cmd) || cluster) {
+        return;
+    }
+    let split_by_client = matches!(
+        cmd.args_iter().next(),
+        Some(redis::Arg::Simple(n)) if [&b"DEL"[..], b"UNLINK", b"EXISTS", b"MGET", b"TOUCH"]
+            .iter()
+            .any(|m| n.eq_ignore_ascii_case(m))
+    );
+    if !split_by_client {
+        debug_check_slots([cmd]);
+    }
+}
+
+impl redis::aio::ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if cfg!(debug_assertions) {
+            debug_check_command(cmd, self.is_cluster());
+        }
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        if cfg!(debug_assertions) && (cmd.is_transaction() || self.is_cluster()) {
+            debug_check_slots(cmd.cmd_iter());
+        }
+        match self {
+            Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// A blocking connection to one server or a cluster (for the engine's checks that run
+/// outside a runtime); its commands are checked like [`Connection`]'s (pipelines are
+/// not: a blocking cluster connection has none).
+pub(crate) enum BlockingConnection {
+    Single(redis::Connection),
+    // Boxed: much larger than a single connection, and made once per check.
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl BlockingConnection {
+    /// Bounds every read by `t` (`None`: unbounded).
+    ///
+    /// # Errors
+    /// The client's error.
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> redis::RedisResult<()> {
+        match self {
+            BlockingConnection::Single(c) => c.set_read_timeout(t),
+            BlockingConnection::Cluster(c) => c.set_read_timeout(t),
+        }
+    }
+
+    /// Bounds every write by `t` (`None`: unbounded).
+    ///
+    /// # Errors
+    /// The client's error.
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> redis::RedisResult<()> {
+        match self {
+            BlockingConnection::Single(c) => c.set_write_timeout(t),
+            BlockingConnection::Cluster(c) => c.set_write_timeout(t),
+        }
+    }
+}
+
+impl redis::ConnectionLike for BlockingConnection {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<Value> {
+        match self {
+            BlockingConnection::Single(c) => c.req_packed_command(cmd),
+            BlockingConnection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<Value>> {
+        match self {
+            BlockingConnection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            BlockingConnection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn req_command(&mut self, cmd: &Cmd) -> redis::RedisResult<Value> {
+        if cfg!(debug_assertions) {
+            debug_check_command(cmd, matches!(self, BlockingConnection::Cluster(_)));
+        }
+        match self {
+            BlockingConnection::Single(c) => c.req_command(cmd),
+            BlockingConnection::Cluster(c) => c.req_command(cmd),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            BlockingConnection::Single(c) => c.get_db(),
+            BlockingConnection::Cluster(c) => c.get_db(),
+        }
+    }
+
+    fn supports_pipelining(&self) -> bool {
+        match self {
+            BlockingConnection::Single(c) => c.supports_pipelining(),
+            BlockingConnection::Cluster(c) => c.supports_pipelining(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        match self {
+            BlockingConnection::Single(c) => c.check_connection(),
+            BlockingConnection::Cluster(c) => c.check_connection(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            BlockingConnection::Single(c) => c.is_open(),
+            BlockingConnection::Cluster(c) => c.is_open(),
+        }
+    }
+}
+
+/// `e`, met while talking to `endpoint`, as an error that names the address and says
+/// what is wrong in words.
+pub(crate) fn connect_error(endpoint: &Endpoint, e: RedisError, timeout: Duration) -> Error {
     Error::Connect {
-        addr: address(client),
-        reason,
+        addr: endpoint.address(),
+        reason: reason_in_words(&e, timeout),
         source: Some(e),
     }
 }
 
-/// A connection manager for `client`: calls fail after `response_timeout` (plus `block`,
-/// the longest `BLOCK` time the connection's reads use), connection attempts after
-/// `response_timeout`, one attempt per reconnect (see the module docs). Sends nothing
-/// but the client's handshake; [`prove`] checks the server.
+/// What `e` means for a connection, in words. A cluster client reports a failed first
+/// connection as an I/O error whose detail is the node's error as text, so the text is
+/// read as well as the kind.
+fn reason_in_words(e: &RedisError, timeout: Duration) -> String {
+    let code = e.code().unwrap_or_default();
+    let text = e.to_string();
+    let has = |s: &str| text.contains(s);
+    if has("without any password configured") {
+        "the URL gives a password but the server has none set: remove it from the URL (or set `requirepass` on the server)"
+            .to_string()
+    } else if e.kind() == ErrorKind::AuthenticationFailed
+        || code == "WRONGPASS"
+        || has("WRONGPASS")
+        || has("AuthenticationFailed")
+    {
+        "wrong password or user name (authentication failed); check the URL's credentials"
+            .to_string()
+    } else if code == "NOAUTH" || has("NOAUTH") {
+        "the server requires a password: give it in the URL (`redis://:PASSWORD@host:port/`)"
+            .to_string()
+    } else if has("cluster support disabled") {
+        "not a Redis Cluster node (`cluster-enabled no`): use a `redis://` URL for a single server"
+            .to_string()
+    } else if e.kind() == ErrorKind::ParseError {
+        format!("not a Redis server (its reply is not the Redis protocol: {e})")
+    } else if e.is_timeout() || has("timed out") {
+        format!("no reply within {timeout:?} (the response timeout): the server is frozen, overloaded or not a Redis server")
+    } else if e.is_connection_refusal() || has("onnection refused") {
+        format!("connection refused ({e}): is redis-server running there?")
+    } else {
+        text
+    }
+}
+
+/// A connection to `endpoint`: calls fail after `response_timeout` (plus `block`, the
+/// longest `BLOCK` time the connection's reads use), connection attempts after
+/// `response_timeout`, one attempt per reconnect and per call (see the module docs).
+/// Sends nothing but the client's handshake (on a cluster, also `CLUSTER SLOTS`);
+/// [`prove`] checks the server.
 ///
 /// # Errors
 /// [`Error::Connect`] when the first connection cannot be made.
-pub(crate) async fn connection_manager(
-    client: &redis::Client,
+pub(crate) async fn connect(
+    endpoint: &Endpoint,
     response_timeout: Duration,
     block: Duration,
-) -> Result<ConnectionManager, Error> {
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(response_timeout)
-        .set_response_timeout(response_timeout.saturating_add(block))
-        .set_number_of_retries(0);
-    // The manager's own attempt is bounded by the connection timeout; this outer bound
-    // only guards against a client that would not apply it.
-    match tokio::time::timeout(
-        response_timeout.saturating_mul(2),
-        client.get_connection_manager_with_config(config),
-    )
-    .await
-    {
+) -> Result<Connection, Error> {
+    let call_timeout = response_timeout.saturating_add(block);
+    let attempt = async {
+        match endpoint.kind() {
+            Kind::Single(client) => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(response_timeout)
+                    .set_response_timeout(call_timeout)
+                    .set_number_of_retries(0);
+                client
+                    .get_connection_manager_with_config(config)
+                    .await
+                    .map(Connection::Single)
+            }
+            Kind::Cluster { client, .. } => {
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(response_timeout)
+                    .set_response_timeout(call_timeout);
+                client
+                    .get_async_connection_with_config(config)
+                    .await
+                    .map(Connection::Cluster)
+            }
+        }
+    };
+    // The client's own attempt is bounded by the connection timeout (per node on a
+    // cluster, which also asks a node for the slot map); this outer bound only guards
+    // against a client that would not apply it.
+    let outer = if endpoint.is_cluster() { 3 } else { 2 };
+    match tokio::time::timeout(response_timeout.saturating_mul(outer), attempt).await {
         Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(e)) => Err(connect_error(client, e, response_timeout)),
+        Ok(Err(e)) => Err(connect_error(endpoint, e, response_timeout)),
         Err(_) => Err(Error::Connect {
-            addr: address(client),
+            addr: endpoint.address(),
             reason: format!("no connection within {response_timeout:?} (the response timeout)"),
             source: Some(RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
@@ -105,52 +301,73 @@ pub(crate) async fn connection_manager(
 }
 
 /// Proves that `conn` talks to a usable Redis: `PING` answers `PONG` (after the client's
-/// `AUTH`/`HELLO`), and `INFO server` reports at least [`MIN_REDIS_VERSION`].
+/// `AUTH`/`HELLO`), `INFO server` reports at least [`MIN_REDIS_VERSION`] (on a cluster:
+/// every master), and a single-server endpoint is not a cluster node.
 ///
 /// # Errors
 /// [`Error::Connect`] saying what is wrong: wrong or missing password, not a Redis server,
-/// no reply in time, or a Redis older than required.
+/// no reply in time, a Redis older than required, or a cluster node behind a `redis://` URL.
 pub(crate) async fn prove(
-    client: &redis::Client,
-    conn: &mut ConnectionManager,
+    endpoint: &Endpoint,
+    conn: &mut Connection,
     response_timeout: Duration,
 ) -> Result<(), Error> {
     let err = |reason: String| Error::Connect {
-        addr: address(client),
+        addr: endpoint.address(),
         reason,
         source: None,
     };
-    let pong: redis::Value = redis::cmd("PING")
+    let redis_err = |e| connect_error(endpoint, e, response_timeout);
+    let pong: Value = redis::cmd("PING")
         .query_async(conn)
         .await
-        .map_err(|e| connect_error(client, e, response_timeout))?;
+        .map_err(redis_err)?;
     check_pong(&pong).map_err(err)?;
-    let info: String = redis::cmd("INFO")
+    let info: Value = redis::cmd("INFO")
         .arg("server")
         .query_async(conn)
         .await
-        .map_err(|e| connect_error(client, e, response_timeout))?;
-    check_version(&info).map_err(err)
+        .map_err(redis_err)?;
+    for_each_info(&info, check_version).map_err(err)?;
+    if !endpoint.is_cluster() {
+        let info: Value = redis::cmd("INFO")
+            .arg("cluster")
+            .query_async(conn)
+            .await
+            .map_err(redis_err)?;
+        for_each_info(&info, check_not_cluster).map_err(err)?;
+    }
+    Ok(())
 }
 
-/// A blocking connection to `client`'s server whose connect, reads and writes each fail
-/// after `timeout`.
+/// A blocking connection to `endpoint` whose connect, reads and writes each fail after
+/// `timeout`.
 ///
 /// # Errors
 /// [`Error::Connect`] naming the address.
 pub(crate) fn blocking_connection(
-    client: &redis::Client,
+    endpoint: &Endpoint,
     timeout: Duration,
-) -> Result<redis::Connection, Error> {
+) -> Result<BlockingConnection, Error> {
     let timeout = timeout.max(Duration::from_millis(10));
-    let conn = client
-        .get_connection_with_timeout(timeout)
-        .and_then(|c| {
-            c.set_read_timeout(Some(timeout))?;
-            c.set_write_timeout(Some(timeout))?;
-            Ok(c)
-        })
-        .map_err(|e| connect_error(client, e, timeout))?;
+    let conn = match endpoint.kind() {
+        Kind::Single(client) => client
+            .get_connection_with_timeout(timeout)
+            .map(BlockingConnection::Single),
+        Kind::Cluster { client, .. } => client
+            .get_connection_with_config(
+                ClusterConfig::new()
+                    .set_connection_timeout(timeout)
+                    .set_response_timeout(timeout),
+            )
+            .map(|c| BlockingConnection::Cluster(Box::new(c))),
+    }
+    .and_then(|c| {
+        c.set_read_timeout(Some(timeout))?;
+        c.set_write_timeout(Some(timeout))?;
+        Ok(c)
+    })
+    .map_err(|e| connect_error(endpoint, e, timeout))?;
     Ok(conn)
 }
 
@@ -158,22 +375,57 @@ pub(crate) fn blocking_connection(
 ///
 /// # Errors
 /// As [`prove`].
-pub(crate) fn prove_blocking(client: &redis::Client, timeout: Duration) -> Result<(), Error> {
+pub(crate) fn prove_blocking(endpoint: &Endpoint, timeout: Duration) -> Result<(), Error> {
     let err = |reason: String| Error::Connect {
-        addr: address(client),
+        addr: endpoint.address(),
         reason,
         source: None,
     };
-    let mut conn = blocking_connection(client, timeout)?;
-    let pong: redis::Value = redis::cmd("PING")
-        .query(&mut conn)
-        .map_err(|e| connect_error(client, e, timeout))?;
+    let redis_err = |e| connect_error(endpoint, e, timeout);
+    let mut conn = blocking_connection(endpoint, timeout)?;
+    let pong: Value = redis::cmd("PING").query(&mut conn).map_err(redis_err)?;
     check_pong(&pong).map_err(err)?;
-    let info: String = redis::cmd("INFO")
+    let info: Value = redis::cmd("INFO")
         .arg("server")
         .query(&mut conn)
-        .map_err(|e| connect_error(client, e, timeout))?;
-    check_version(&info).map_err(err)
+        .map_err(redis_err)?;
+    for_each_info(&info, check_version).map_err(err)?;
+    if !endpoint.is_cluster() {
+        let info: Value = redis::cmd("INFO")
+            .arg("cluster")
+            .query(&mut conn)
+            .map_err(redis_err)?;
+        for_each_info(&info, check_not_cluster).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Runs `check` on the text of an `INFO` reply: one text from a server, or one per
+/// node (a map node → text) from a cluster, where the first failure names its node.
+fn for_each_info(info: &Value, check: fn(&str) -> Result<(), String>) -> Result<(), String> {
+    let text = |v: &Value| redis::from_redis_value::<String>(v).unwrap_or_default();
+    match info {
+        Value::Map(nodes) => nodes.iter().try_for_each(|(node, v)| {
+            check(&text(v)).map_err(|e| format!("node {}: {e}", text(node)))
+        }),
+        other => check(&text(other)),
+    }
+}
+
+/// Fails for an `INFO cluster` reply of a cluster node (`cluster_enabled:1`).
+fn check_not_cluster(info: &str) -> Result<(), String> {
+    let enabled = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cluster_enabled:"))
+        .is_some_and(|v| v.trim() == "1");
+    if enabled {
+        Err(format!(
+            "the server is a Redis Cluster node: use a `{}host:port` URL (or `Endpoint::cluster`)",
+            super::endpoint::CLUSTER_SCHEME
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 fn check_pong(pong: &redis::Value) -> Result<(), String> {
@@ -257,6 +509,32 @@ mod tests {
         let e = check_version("redis_version:6.2.14\r\n").unwrap_err();
         assert!(e.contains("6.2.14") && e.contains("7.0"), "{e}");
         assert!(check_version("no version here").is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "cluster-unsafe Redis call: keys of two hash slots")]
+    fn a_script_across_two_slots_fails_the_debug_check_on_any_deployment() {
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg("abc").arg(2).arg("mq:{t:1}:s").arg("mq:{t:2}:s");
+        debug_check_command(&eval, false);
+    }
+
+    #[test]
+    fn the_debug_check_passes_one_slot_and_what_the_cluster_client_splits() {
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg("abc")
+            .arg(2)
+            .arg("mq:{t:1}:s")
+            .arg("st:j:{t:1}:g:index");
+        debug_check_command(&eval, true);
+        let mut del = redis::cmd("DEL");
+        del.arg("a{t:1}").arg("b{t:2}");
+        debug_check_command(&del, true);
+        let mut read = redis::cmd("XREADGROUP");
+        read.arg("GROUP").arg("g").arg("c").arg("STREAMS");
+        read.arg("a{t:1}").arg("b{t:2}").arg(">").arg(">");
+        debug_check_command(&read, false);
+        assert!(std::panic::catch_unwind(|| debug_check_command(&read, true)).is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::AsyncCommands;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -145,10 +145,7 @@ struct Worker {
     lease: Lease,
 }
 
-pub(crate) fn start<H: MessageHandler>(
-    shared: Arc<Shared<H>>,
-    conn: ConnectionManager,
-) -> Subscription {
+pub(crate) fn start<H: MessageHandler>(shared: Arc<Shared<H>>, conn: Connection) -> Subscription {
     let (stop_tx, stop_rx) = watch::channel(false);
     let ctl = shared.ctl.clone();
     let coordinator = tokio::spawn(coordinate(shared, conn, stop_rx));
@@ -161,7 +158,7 @@ pub(crate) fn start<H: MessageHandler>(
 
 async fn coordinate<H: MessageHandler>(
     sh: Arc<Shared<H>>,
-    mut conn: ConnectionManager,
+    mut conn: Connection,
     mut stop: watch::Receiver<bool>,
 ) {
     let leases = LeaseScripts::new();
@@ -211,7 +208,7 @@ fn publish_owned<H>(sh: &Shared<H>, workers: &BTreeMap<u32, Worker>) {
 
 async fn release<H>(
     sh: &Shared<H>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     leases: &LeaseScripts,
     p: u32,
     lease: &Lease,
@@ -223,7 +220,7 @@ async fn release<H>(
 
 async fn stop_worker<H>(
     sh: &Shared<H>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     p: u32,
@@ -238,7 +235,7 @@ async fn stop_worker<H>(
 
 async fn rebalance<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     lost: &mut BTreeMap<u32, Worker>,
@@ -288,7 +285,7 @@ async fn rebalance<H: MessageHandler>(
 /// drops expired members and returns how many are live.
 async fn heartbeat<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
 ) -> Result<u32, Error> {
     let now = now_ms();
     let members = sh.keys.members(&sh.topic, &sh.group);
@@ -304,7 +301,7 @@ async fn heartbeat<H: MessageHandler>(
 /// until at most `target` are left.
 async fn give_up_partitions<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     eligible: &[u32],
@@ -336,7 +333,7 @@ async fn give_up_partitions<H: MessageHandler>(
 /// Takes free leases of eligible partitions and starts their workers, up to `target`.
 async fn acquire_partitions<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     lost: &BTreeMap<u32, Worker>,

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use super::Connection;
 use bytes::Bytes;
-use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;
@@ -84,7 +84,7 @@ pub(crate) struct DeadLetterCause<'a> {
 /// # Errors
 /// [`Error::Fenced`] (nothing written) when another owner took the lease.
 pub(crate) async fn ack_and_dead_letter(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
@@ -100,7 +100,7 @@ pub(crate) async fn ack_and_dead_letter(
 /// # Errors
 /// [`Error::Fenced`] (nothing written) when another owner took the lease.
 pub(crate) async fn dead_letter_without_ack(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
@@ -112,7 +112,7 @@ pub(crate) async fn dead_letter_without_ack(
 }
 
 async fn write_dead_letter(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
@@ -266,7 +266,7 @@ fn to_dead_letter(e: RawEntry) -> DeadLetter {
 }
 
 pub(crate) async fn list(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
     partitions: u32,
@@ -301,7 +301,7 @@ fn rmp_array_len(bytes: &[u8]) -> Option<usize> {
 }
 
 pub(crate) async fn replay(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     topic: &str,
@@ -415,7 +415,7 @@ fn original_fields(entry: &RawEntry, topic: &str, partition: u32) -> Fields {
 }
 
 pub(crate) async fn purge(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
     partitions: u32,

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::Value;
 use tracing::{debug, warn};
 
@@ -57,7 +57,7 @@ pub struct ExclusiveBatch {
 
 /// A `NOACK` reader of one partition for an exclusive owner; see the module docs.
 pub struct ExclusiveReader {
-    pub(crate) conn: ConnectionManager,
+    pub(crate) conn: Connection,
     pub(crate) keys: KeySpace,
     pub(crate) topic: String,
     pub(crate) group: String,

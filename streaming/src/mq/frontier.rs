@@ -1,6 +1,6 @@
 //! The commit frontier of (topic, group, partition) (see [`StartPolicy`](crate::mq::StartPolicy)).
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::{AsyncCommands, Script};
 
 use crate::mq::topic::KeySpace;
@@ -76,7 +76,7 @@ pub(crate) fn ack_script() -> Script {
 /// Acknowledges `ids` of `group` on a partition and advances the frontier, atomically.
 /// Returns how many ids were pending (XACK's count).
 pub(crate) async fn ack(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     topic: &str,
@@ -99,7 +99,7 @@ pub(crate) async fn ack(
 
 /// Reads the stored frontier of (topic, group, partition); `None` when there is none.
 pub(crate) async fn read(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
     partition: u32,

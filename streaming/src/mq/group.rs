@@ -1,7 +1,7 @@
 //! Consumer-group creation from an explicit start policy, and moving a group's
 //! last-delivered id (`XGROUP SETID`) instead of destroying it.
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::{AsyncCommands, Script, Value};
 use tracing::{info, warn};
 
@@ -15,7 +15,7 @@ fn is_busygroup(e: &redis::RedisError) -> bool {
 }
 
 async fn group_info(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     stream: &str,
     group: &str,
 ) -> Result<Option<GroupInfo>, Error> {
@@ -34,7 +34,7 @@ async fn group_info(
 /// group's last-delivered id when nothing is pending. Returns the start id when the group
 /// was created, `None` when it existed.
 pub(crate) async fn ensure_group(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
     partition: u32,
@@ -153,7 +153,7 @@ impl OwnerScripts {
     /// [`Error::Fenced`] (nothing moved) when another owner took the lease.
     pub(crate) async fn set_group_id(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         fence: Fence<'_>,
         (stream, groups_set): (&str, &str),
         group: &str,
@@ -175,7 +175,7 @@ impl OwnerScripts {
     /// [`Error::Fenced`] (nothing claimed) when another owner took the lease.
     pub(crate) async fn claim_all(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         fence: Fence<'_>,
         stream: &str,
         group: &str,
@@ -207,7 +207,7 @@ impl OwnerScripts {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn read(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         fence: Fence<'_>,
         stream: &str,
         (group, consumer): (&str, &str),

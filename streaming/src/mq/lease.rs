@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::{Script, ScriptInvocation, Value};
 
 use crate::mq::topic::KeySpace;
@@ -195,7 +195,7 @@ impl LeaseScripts {
     /// Takes the lease `key` if nobody holds it, under a new token drawn from `fence`.
     pub(crate) async fn acquire(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         key: &str,
         fence: &str,
         owner: &str,
@@ -221,7 +221,7 @@ impl LeaseScripts {
     /// decides); `false` when another owner took it.
     pub(crate) async fn renew(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         lease: &Lease,
         ttl: Duration,
     ) -> Result<bool, Error> {
@@ -241,7 +241,7 @@ impl LeaseScripts {
     /// `None` when another owner took it.
     pub(crate) async fn refence(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         lease: &Lease,
         owner: &str,
         ttl: Duration,
@@ -266,7 +266,7 @@ impl LeaseScripts {
     /// Deletes `lease`; `false` when it was not held any more.
     pub(crate) async fn release(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         lease: &Lease,
     ) -> Result<bool, Error> {
         let n: i64 = self

@@ -56,11 +56,13 @@
 //!   promotes retries, schedules retries and dead-letters only while its lease holds
 //!   (each in one script that checks the lease first), else fails with
 //!   [`Error::Fenced`] having written nothing;
-//! - keys are Redis Cluster slot-safe, but the client is a single-node connection.
+//! - keys are Redis Cluster slot-safe, and the client connects to one server or to a
+//!   cluster ([`Endpoint`]: a `redis+cluster://` URL or [`Endpoint::cluster`]).
 
 mod connection;
 mod consumer;
 pub(crate) mod dlq;
+mod endpoint;
 mod exclusive;
 pub(crate) mod frontier;
 pub(crate) mod group;
@@ -70,22 +72,23 @@ pub(crate) mod message;
 mod options;
 mod producer;
 pub(crate) mod retry;
+pub(crate) mod slot;
 pub(crate) mod topic;
 mod worker;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use tracing::info;
 
 pub use connection::MIN_REDIS_VERSION;
 pub(crate) use connection::{
-    blocking_connection, connect_error, connection_manager, open_client, prove, prove_blocking,
-    Backoff,
+    blocking_connection, connect, connect_error, prove, prove_blocking, Backoff,
+    BlockingConnection, Connection,
 };
 pub use consumer::Subscription;
 pub use dlq::DeadLetter;
+pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};
 pub use exclusive::{ExclusiveBatch, ExclusiveReader};
 pub use handler::{Failure, HandleResult, MessageHandler};
 pub use message::{
@@ -102,12 +105,12 @@ pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
 use crate::Error;
 use topic::validate_name;
 
-/// A handle on the queue: one Redis client, options, and a shared multiplexed connection
-/// for admin and producing. Cheap to clone.
+/// A handle on the queue: one Redis endpoint (a server or a cluster), options, and a
+/// shared multiplexed connection for admin and producing. Cheap to clone.
 #[derive(Clone)]
 pub struct Mq {
-    client: redis::Client,
-    conn: ConnectionManager,
+    endpoint: Endpoint,
+    conn: Connection,
     opts: Arc<MqOptions>,
     keys: KeySpace,
 }
@@ -121,8 +124,10 @@ impl std::fmt::Debug for Mq {
 }
 
 impl Mq {
-    /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`) and proves the server:
-    /// `PING` (after the client's `AUTH`/`HELLO`) must answer `PONG`, and the server must
+    /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`, or a Redis Cluster by
+    /// its seed nodes, `redis+cluster://127.0.0.1:7000,127.0.0.1:7001`; see
+    /// [`Endpoint::parse`]) and proves the server: `PING` (after the client's
+    /// `AUTH`/`HELLO`) must answer `PONG`, and the server (every master of a cluster) must
     /// be Redis ≥ [`MIN_REDIS_VERSION`] (`XAUTOCLAIM` with deleted-entry reporting,
     /// `XINFO GROUPS` lag, exclusive `XRANGE`).
     ///
@@ -131,37 +136,53 @@ impl Mq {
     /// each, no hidden retry schedule).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] from [`MqOptions::validate`], or with field `url` if the
-    /// URL is invalid; [`Error::Connect`], naming the address, when the connection is refused,
-    /// nothing answers within the response timeout, the password is wrong or missing, the
-    /// server is not a Redis server, or its version is older than required.
+    /// [`Error::InvalidConfig`] from [`MqOptions::validate`], or (field `url`) for an
+    /// invalid URL (one server or a malformed `redis+cluster://` URL);
+    /// [`Error::Connect`], naming the address, when the connection is refused, nothing
+    /// answers within the response timeout, the password is wrong or missing, the server
+    /// is not a Redis server, its version is older than required, or a `redis://` URL
+    /// names a cluster node (or a `redis+cluster://` URL a server that is not one).
     pub async fn connect(url: &str, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
-        let client = open_client(url)?;
-        let mut conn = connection_manager(&client, opts.response_timeout, Duration::ZERO).await?;
-        prove(&client, &mut conn, opts.response_timeout).await?;
+        Self::connect_to(Endpoint::parse(url)?, opts).await
+    }
+
+    /// Like [`Mq::connect`] with an [`Endpoint`] (a [`redis::Client`], or a cluster made
+    /// by [`Endpoint::cluster`]).
+    ///
+    /// # Errors
+    /// As [`Mq::connect`].
+    pub async fn connect_to(endpoint: Endpoint, opts: MqOptions) -> Result<Self, Error> {
+        opts.validate()?;
+        let mut conn = connect(&endpoint, opts.response_timeout, Duration::ZERO).await?;
+        prove(&endpoint, &mut conn, opts.response_timeout).await?;
         Ok(Self {
             keys: KeySpace::new(opts.key_prefix.clone()),
-            client,
+            endpoint,
             conn,
             opts: Arc::new(opts),
         })
     }
 
-    /// A handle on `client` with its own connection (the Redis engine's subtasks).
-    pub(crate) async fn from_client(client: redis::Client, opts: MqOptions) -> Result<Self, Error> {
+    /// A handle on `endpoint` with its own connection (the Redis engine's subtasks).
+    pub(crate) async fn from_endpoint(endpoint: Endpoint, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
-        let conn = connection_manager(&client, opts.response_timeout, Duration::ZERO).await?;
+        let conn = connect(&endpoint, opts.response_timeout, Duration::ZERO).await?;
         Ok(Self {
             keys: KeySpace::new(opts.key_prefix.clone()),
-            client,
+            endpoint,
             conn,
             opts: Arc::new(opts),
         })
+    }
+
+    /// Where the handle connects.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// The shared connection.
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    pub(crate) fn connection(&self) -> Connection {
         self.conn.clone()
     }
 
@@ -264,7 +285,7 @@ impl Mq {
         let ctl = consumer::new_control(consumer, sub.assignment);
         let shared = Arc::new(worker::Shared {
             ctl,
-            client: self.client.clone(),
+            endpoint: self.endpoint.clone(),
             keys: self.keys.clone(),
             opts: (*self.opts).clone(),
             sub,
@@ -322,8 +343,8 @@ impl Mq {
         }
         let reader = ExclusiveReader {
             // Its reads block at most as long as the caller asks: the engine asks 1 ms.
-            conn: connection_manager(
-                &self.client,
+            conn: connect(
+                &self.endpoint,
                 self.opts.response_timeout,
                 exclusive::EXCLUSIVE_BLOCK,
             )

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::Connection;
 use bytes::Bytes;
-use redis::aio::ConnectionManager;
 
 use crate::mq::message::{encode_fields, OutgoingMessage, HEADER_ORIGINAL_ID};
 use crate::mq::topic::{now_ms, topic_partitions, validate_name, KeySpace};
@@ -37,7 +37,7 @@ pub fn partition_for_key(key: &str, partitions: u32) -> u32 {
 /// An async producer; cheap to clone (clones share the connection and round-robin counter).
 #[derive(Clone)]
 pub struct Producer {
-    conn: ConnectionManager,
+    conn: Connection,
     keys: KeySpace,
     max_len: Option<usize>,
     rr: Arc<AtomicU64>,
@@ -54,7 +54,7 @@ impl std::fmt::Debug for Producer {
 }
 
 impl Producer {
-    pub(crate) fn new(conn: ConnectionManager, keys: KeySpace, max_len: Option<usize>) -> Self {
+    pub(crate) fn new(conn: Connection, keys: KeySpace, max_len: Option<usize>) -> Self {
         Self {
             conn,
             keys,
@@ -161,7 +161,8 @@ impl Producer {
     }
 
     /// Sends `msgs` in one pipelined round trip (not a transaction: each `XADD` stands
-    /// alone); returns `(partition, entry id)` per message, in order.
+    /// alone; on a Redis Cluster one pipeline per partition, as a pipeline runs on one
+    /// node); returns `(partition, entry id)` per message, in order.
     ///
     /// # Errors
     /// As [`Producer::send_message`]; on a Redis error some messages may have been
@@ -175,17 +176,44 @@ impl Producer {
             return Ok(Vec::new());
         }
         let n = self.partition_count(topic).await?;
+        let parts = msgs
+            .iter()
+            .map(|m| self.choose(m, n))
+            .collect::<Result<Vec<u32>, Error>>()?;
+        let mut conn = self.conn.clone();
+        if !conn.is_cluster() {
+            let pipe = self.pipeline(topic, msgs.iter().zip(parts.iter().copied()));
+            let ids: Vec<String> = pipe.query_async(&mut conn).await?;
+            return Ok(parts.into_iter().zip(ids).collect());
+        }
+        let mut ids = vec![String::new(); msgs.len()];
+        let mut distinct = parts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        for p in distinct {
+            let at: Vec<usize> = (0..msgs.len()).filter(|&i| parts[i] == p).collect();
+            let pipe = self.pipeline(topic, at.iter().map(|&i| (&msgs[i], p)));
+            let got: Vec<String> = pipe.query_async(&mut conn).await?;
+            for (i, id) in at.into_iter().zip(got) {
+                ids[i] = id;
+            }
+        }
+        Ok(parts.into_iter().zip(ids).collect())
+    }
+
+    /// One `XADD` per (message, partition), pipelined.
+    fn pipeline<'m>(
+        &self,
+        topic: &str,
+        msgs: impl Iterator<Item = (&'m OutgoingMessage, u32)>,
+    ) -> redis::Pipeline {
         let mut pipe = redis::pipe();
-        let mut parts = Vec::with_capacity(msgs.len());
-        for m in msgs {
-            let p = self.choose(m, n)?;
+        for (m, p) in msgs {
             let mut cmd = redis::Cmd::new();
             self.xadd(topic, p, m, &mut cmd);
             pipe.add_command(cmd);
-            parts.push(p);
         }
-        let ids: Vec<String> = pipe.query_async(&mut self.conn.clone()).await?;
-        Ok(parts.into_iter().zip(ids).collect())
+        pipe
     }
 }
 

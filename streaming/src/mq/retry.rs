@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use super::Connection;
 use rand::Rng;
-use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
 use crate::mq::frontier::LUA_ADVANCE;
@@ -175,7 +175,7 @@ fn delay_ms(delay: Duration) -> u64 {
 /// [`Error::Fenced`] (nothing written) when another owner took the lease.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn ack_and_schedule(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
@@ -211,7 +211,7 @@ pub(crate) async fn ack_and_schedule(
 /// [`Error::Fenced`] (nothing written) when another owner took the lease.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn schedule_without_ack(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
@@ -239,7 +239,7 @@ pub(crate) async fn schedule_without_ack(
 /// [`Error::Fenced`] (nothing moved) when another owner took the lease.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn promote_due(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,

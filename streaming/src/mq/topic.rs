@@ -1,6 +1,6 @@
 //! Topic administration.
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::{AsyncCommands, Value};
 
 use crate::mq::message::value_to_string;
@@ -189,7 +189,7 @@ pub struct TopicInfo {
 }
 
 pub(crate) async fn create_topic(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
     partitions: u32,
@@ -223,7 +223,7 @@ pub(crate) async fn create_topic(
 }
 
 pub(crate) async fn topic_partitions(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
 ) -> Result<u32, Error> {
@@ -235,7 +235,7 @@ pub(crate) async fn topic_partitions(
 }
 
 pub(crate) async fn list_topics(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
 ) -> Result<Vec<String>, Error> {
     let mut names: Vec<String> = conn.smembers(keys.topics()).await?;
@@ -244,7 +244,7 @@ pub(crate) async fn list_topics(
 }
 
 pub(crate) async fn delete_topic(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
 ) -> Result<bool, Error> {
@@ -282,7 +282,7 @@ pub(crate) async fn delete_topic(
 }
 
 pub(crate) async fn describe_topic(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &KeySpace,
     topic: &str,
 ) -> Result<TopicInfo, Error> {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use super::Connection;
 use redis::{Script, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -57,7 +57,7 @@ pub(crate) struct Control {
 /// Everything a worker needs.
 pub(crate) struct Shared<H> {
     pub(crate) ctl: Arc<Control>,
-    pub(crate) client: redis::Client,
+    pub(crate) endpoint: super::Endpoint,
     pub(crate) keys: KeySpace,
     pub(crate) opts: MqOptions,
     pub(crate) sub: SubscriptionOptions,
@@ -126,7 +126,7 @@ pub(crate) async fn run<H: MessageHandler>(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut paused = shared.ctl.paused.subscribe();
-    let mut conn: Option<ConnectionManager> = None;
+    let mut conn: Option<Connection> = None;
     let mut timers = Timers {
         next_promote: Instant::now(),
         next_claim: Instant::now(),
@@ -152,8 +152,8 @@ pub(crate) async fn run<H: MessageHandler>(
         }
         let result = match conn.as_mut() {
             Some(c) => step(&shared, partition, c, &mut timers).await,
-            None => match super::connection_manager(
-                &shared.client,
+            None => match super::connect(
+                &shared.endpoint,
                 shared.opts.response_timeout,
                 shared.sub.poll_timeout,
             )
@@ -186,7 +186,7 @@ pub(crate) async fn run<H: MessageHandler>(
 async fn step<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     timers: &mut Timers,
 ) -> Result<(), Error> {
     let now = Instant::now();
@@ -238,7 +238,7 @@ async fn step<H: MessageHandler>(
 async fn claim_idle<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     timers: &mut Timers,
     now: Instant,
 ) -> Result<Option<(Vec<RawEntry>, HashMap<String, u64>)>, Error> {
@@ -281,7 +281,7 @@ async fn claim_idle<H: MessageHandler>(
 async fn read_new<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     timers: &Timers,
 ) -> Result<Option<Vec<RawEntry>>, Error> {
     let block = if timers.retries_waiting {
@@ -310,7 +310,7 @@ async fn read_new<H: MessageHandler>(
 async fn delivery_counts<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     first: &str,
     last: &str,
     count: usize,
@@ -347,7 +347,7 @@ async fn delivery_counts<H: MessageHandler>(
 async fn query_or_regroup<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     cmd: &redis::Cmd,
 ) -> Result<Option<Value>, Error> {
     match cmd.query_async::<Value>(conn).await {
@@ -386,7 +386,7 @@ fn parse_autoclaim(v: &Value) -> Result<(bool, Vec<RawEntry>), Error> {
 async fn handle_batch<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     entries: Vec<RawEntry>,
     deliveries: &HashMap<String, u64>,
 ) -> Result<(), Error> {
@@ -436,7 +436,7 @@ async fn handle_batch<H: MessageHandler>(
 async fn dead_letter_malformed<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     entry: RawEntry,
     reason: &str,
 ) -> Result<(), Error> {
@@ -469,7 +469,7 @@ async fn dead_letter_malformed<H: MessageHandler>(
 async fn handle_message<H: MessageHandler>(
     sh: &Shared<H>,
     partition: u32,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     msg: &Message,
 ) -> Result<bool, Error> {
     let t = sh.topic.as_str();
@@ -499,7 +499,7 @@ async fn handle_message<H: MessageHandler>(
 
 async fn retry_or_dead_letter<H: MessageHandler>(
     sh: &Shared<H>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     msg: &Message,
     f: &Failure,
 ) -> Result<(), Error> {
@@ -534,7 +534,7 @@ async fn retry_or_dead_letter<H: MessageHandler>(
 
 async fn dead_letter<H: MessageHandler>(
     sh: &Shared<H>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     msg: &Message,
     error_type: &str,
     error: &str,

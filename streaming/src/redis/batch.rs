@@ -19,10 +19,10 @@ use super::pending::{drain_into, Pending};
 use super::read::{read, Batch};
 use super::{schema, HotKeyPolicy, RedisRuntimeConfig};
 use crate::api::Sink;
+use crate::mq::Connection;
 use crate::mq::Message;
 use crate::ops::Operator;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
@@ -60,7 +60,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<usize, Error> {
         // 1. Read.
         let batch = read(ctx, conn, &mut self.owner, ctx.spec.options.batch_count).await?;
@@ -85,7 +85,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         batch: Batch,
     ) -> Result<(), Error> {
         let Batch {
@@ -181,7 +181,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         m: &Message,
         e: Error,
     ) -> Result<(), Error> {

@@ -13,8 +13,8 @@ use super::{AckMode, RedisListSink};
 use crate::api::Sink;
 use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::lease::{Lease, LUA_LEASE_HELD};
+use crate::mq::Connection;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use redis::{Script, ScriptInvocation, Value};
 use std::sync::LazyLock;
 
@@ -38,7 +38,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     pub(super) async fn commit(
         &mut self,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         mut pending: Pending,
         ids: &[String],
     ) -> Result<(), Error> {

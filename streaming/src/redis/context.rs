@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// What a registered pipeline runs on.
 #[derive(Clone)]
 pub(crate) struct PipelineSpec {
-    pub(crate) client: redis::Client,
+    pub(crate) endpoint: crate::mq::Endpoint,
     pub(crate) config: Arc<RedisRuntimeConfig>,
     pub(crate) topic: String,
     pub(crate) group: String,

@@ -80,7 +80,7 @@ where
 }
 
 pub(crate) struct EnvInner {
-    pub(crate) client: redis::Client,
+    pub(crate) endpoint: crate::mq::Endpoint,
     pub(crate) config: Arc<RedisRuntimeConfig>,
     state: Mutex<EnvState>,
 }
@@ -141,28 +141,30 @@ impl std::fmt::Debug for RedisEnv {
 }
 
 impl RedisEnv {
-    /// An environment on the Redis server `client` names (a URL such as
-    /// `redis://127.0.0.1:6379/`, or a [`redis::ConnectionInfo`]) with the default
+    /// An environment on the Redis deployment `endpoint` names — a URL such as
+    /// `redis://127.0.0.1:6379/` for one server or
+    /// `redis+cluster://127.0.0.1:7000,127.0.0.1:7001` for a Redis Cluster (see
+    /// [`Endpoint::parse`](crate::mq::Endpoint::parse)), a [`redis::ConnectionInfo`], a
+    /// [`redis::Client`] or an [`Endpoint`](crate::mq::Endpoint) — with the default
     /// [`RedisRuntimeConfig`]. Connects lazily: nothing is contacted before
     /// [`execute_async`](Self::execute_async).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
-    ///
-    /// [`redis::ConnectionInfo`]: https://docs.rs/redis/0.32/redis/struct.ConnectionInfo.html
-    pub fn try_new(client: impl redis::IntoConnectionInfo) -> Result<Self, Error> {
-        Self::try_with_config(client, RedisRuntimeConfig::default())
+    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid (one server or a
+    /// malformed `redis+cluster://` URL).
+    pub fn try_new(endpoint: impl crate::mq::IntoEndpoint) -> Result<Self, Error> {
+        Self::try_with_config(endpoint, RedisRuntimeConfig::default())
     }
 
     /// Like [`try_new`](Self::try_new) with `config`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid.
+    /// As [`try_new`](Self::try_new).
     pub fn try_with_config(
-        client: impl redis::IntoConnectionInfo,
+        endpoint: impl crate::mq::IntoEndpoint,
         config: RedisRuntimeConfig,
     ) -> Result<Self, Error> {
-        Ok(Self::with_client(crate::mq::open_client(client)?, config))
+        Ok(Self::with_endpoint(endpoint.into_endpoint()?, config))
     }
 
     /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`] (each
@@ -170,9 +172,16 @@ impl RedisEnv {
     ///
     /// [`redis::Client`]: https://docs.rs/redis/0.32/redis/struct.Client.html
     pub fn with_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
+        Self::with_endpoint(crate::mq::Endpoint::single(client), config)
+    }
+
+    /// Like [`try_with_config`](Self::try_with_config) with an
+    /// [`Endpoint`](crate::mq::Endpoint) (one server or a cluster; each subtask opens its
+    /// own connections to it).
+    pub fn with_endpoint(endpoint: crate::mq::Endpoint, config: RedisRuntimeConfig) -> Self {
         RedisEnv {
             inner: Arc::new(EnvInner {
-                client,
+                endpoint,
                 config: Arc::new(config),
                 state: Mutex::default(),
             }),
@@ -357,7 +366,7 @@ impl RedisEnv {
             std::mem::take(&mut st.pipelines)
         };
         if let Err(e) =
-            crate::mq::prove_blocking(&self.inner.client, config.mq_options().response_timeout)
+            crate::mq::prove_blocking(&self.inner.endpoint, config.mq_options().response_timeout)
         {
             // Not started: the pipelines stay registered for another attempt.
             if let Ok(mut st) = self.inner.state.lock() {
@@ -368,7 +377,7 @@ impl RedisEnv {
         }
         let job = Arc::new(JobShared::new(
             config,
-            self.inner.client.clone(),
+            self.inner.endpoint.clone(),
             pipelines
                 .iter()
                 .map(|d| (d.topic().to_string(), d.group().to_string()))
@@ -377,7 +386,7 @@ impl RedisEnv {
         let mut threads = Vec::new();
         for def in pipelines {
             let spec = PipelineSpec {
-                client: self.inner.client.clone(),
+                endpoint: self.inner.endpoint.clone(),
                 config: Arc::clone(&self.inner.config),
                 topic: def.topic().to_string(),
                 group: def.group().to_string(),

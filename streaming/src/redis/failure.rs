@@ -9,9 +9,9 @@ use crate::mq::dlq::{ack_and_dead_letter, dead_letter_script, DeadLetterCause};
 use crate::mq::lease::Fence;
 use crate::mq::message::{encode_fields, RawEntry};
 use crate::mq::retry::{ack_and_schedule, backoff, schedule_script};
+use crate::mq::Connection;
 use crate::mq::{ExclusiveReader, Failure, Message};
 use crate::Error;
-use redis::aio::ConnectionManager;
 use redis::Script;
 use std::sync::LazyLock;
 
@@ -95,7 +95,7 @@ impl Failed {
 /// Sends a failed record to retry or the dead-letter queue.
 pub(super) async fn fail(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     owner: &mut Ownership,
     msg: &Message,
     e: &Error,
@@ -124,7 +124,7 @@ async fn fail_offset(r: &mut ExclusiveReader, m: &Message, failed: Failed) -> Re
 /// or no retry helps) appends it to the dead-letter queue, in one fenced script.
 async fn fail_xack(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     owner: &Ownership,
     m: &Message,
     failed: Failed,
@@ -157,7 +157,7 @@ async fn fail_xack(
 /// queue with error type `error_type`.
 async fn dead_letter(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     fence: Fence<'_>,
     partition: u32,
     m: &Message,
@@ -192,7 +192,7 @@ async fn dead_letter(
 /// Sends an entry that does not decode as a message to the dead-letter queue.
 pub(super) async fn malformed(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     owner: &Ownership,
     e: RawEntry,
     reason: &str,

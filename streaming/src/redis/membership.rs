@@ -3,8 +3,8 @@
 //! `p % live`-th live name).
 
 use super::context::Ctx;
+use crate::mq::Connection;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -53,7 +53,7 @@ impl Membership {
     pub(super) async fn heartbeat(
         &mut self,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         let opts = ctx.spec.config.mq_options();
         self.next = Instant::now() + opts.lease_renew_interval;
@@ -106,7 +106,7 @@ impl Membership {
     }
 
     /// Deregisters, so that the others take over at their next heartbeat.
-    pub(super) async fn leave(&self, ctx: &Ctx<'_>, conn: &mut ConnectionManager) {
+    pub(super) async fn leave(&self, ctx: &Ctx<'_>, conn: &mut Connection) {
         let _: Result<(), _> = redis::cmd("ZREM")
             .arg(&self.key)
             .arg(&self.consumer)

@@ -6,9 +6,9 @@ use super::context::Ctx;
 use super::AckMode;
 use crate::mq::group::OwnerScripts;
 use crate::mq::lease::{Fence, Lease, LeaseScripts};
+use crate::mq::Connection;
 use crate::mq::ExclusiveReader;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::sync::LazyLock;
 use tokio::time::Instant;
 
@@ -57,11 +57,7 @@ impl Ownership {
     ///
     /// # Errors
     /// [`is_leased_elsewhere`] when another owner holds the lease.
-    pub(super) async fn take(
-        &mut self,
-        ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
-    ) -> Result<(), Error> {
+    pub(super) async fn take(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) -> Result<(), Error> {
         match ctx.spec.config.ack_mode() {
             AckMode::Xack => self.take_xack(ctx, conn).await,
             AckMode::Offset => self.take_offset(ctx, conn).await,
@@ -70,11 +66,7 @@ impl Ownership {
 
     /// The lease, the group (created or restored from the commit frontier) and every
     /// pending entry claimed for this consumer, replayed before new entries.
-    async fn take_xack(
-        &mut self,
-        ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
-    ) -> Result<(), Error> {
+    async fn take_xack(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) -> Result<(), Error> {
         let (spec, p) = (ctx.spec, self.partition);
         let config = &spec.config;
         let ttl = config.mq_options().lease_ttl;
@@ -117,11 +109,7 @@ impl Ownership {
     }
 
     /// An exclusive reader from the committed offset.
-    async fn take_offset(
-        &mut self,
-        ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
-    ) -> Result<(), Error> {
+    async fn take_offset(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) -> Result<(), Error> {
         let (spec, p) = (ctx.spec, self.partition);
         let ttl = spec.config.mq_options().lease_ttl;
         // A lease still held moves to a new token (the reader keeps that one); else a new
@@ -161,7 +149,7 @@ impl Ownership {
     pub(super) async fn renew(
         &mut self,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<bool, Error> {
         match &mut self.reader {
             Some(Reader::Offset(r)) => r.renew().await,
@@ -177,7 +165,7 @@ impl Ownership {
     }
 
     /// Releases the lease, so the next owner takes the partition at once.
-    pub(super) async fn release(&mut self, conn: &mut ConnectionManager) {
+    pub(super) async fn release(&mut self, conn: &mut Connection) {
         match self.reader.take() {
             Some(Reader::Offset(r)) => {
                 let _ = r.release().await;

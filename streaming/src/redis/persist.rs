@@ -5,11 +5,11 @@ use super::keys::StateKeys;
 use super::schema::SchemaGate;
 use super::RedisRuntimeConfig;
 use crate::api::state::short_type_name;
+use crate::mq::Connection;
 use crate::ops::window::Bucket;
 use crate::ops::{KeyChanges, KeyedTable, OperatorId, WatermarkState, WindowState};
 use crate::sealed::Sealed;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::cell::RefCell;
@@ -73,7 +73,7 @@ pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
 /// [`Error::Redis`]; [`Error::StateSchema`] from a store's check.
 pub(crate) async fn open_schema(
     config: &RedisRuntimeConfig,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &StateKeys,
     stores: &[(OperatorId, DynStore)],
 ) -> Result<Option<SchemaGate>, Error> {

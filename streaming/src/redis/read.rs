@@ -8,9 +8,9 @@ use super::ownership::{Ownership, Reader, OWNER};
 use crate::mq::lease::Fence;
 use crate::mq::message::{parse_read_reply, RawEntry};
 use crate::mq::retry::{promote_due, promote_script};
+use crate::mq::Connection;
 use crate::mq::Message;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use redis::Script;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -33,7 +33,7 @@ pub(super) struct Batch {
 /// Reads up to `count` entries.
 pub(super) async fn read(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     owner: &mut Ownership,
     count: usize,
 ) -> Result<Batch, Error> {
@@ -61,7 +61,7 @@ fn not_taken() -> Error {
 
 async fn read_xack(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     owner: &mut Ownership,
     count: usize,
 ) -> Result<Batch, Error> {
@@ -96,7 +96,7 @@ async fn read_xack(
 /// Promotes due retries when it is time, then reads the entries under the lease check.
 async fn fetch_xack(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     owner: &mut Ownership,
     count: usize,
 ) -> Result<Vec<RawEntry>, Error> {

@@ -25,8 +25,8 @@ use super::job::JobShared;
 use super::keys::StateKeys;
 use super::RedisRuntimeConfig;
 use crate::mq::lease::{Fence, LUA_LEASE_HELD};
+use crate::mq::Connection;
 use crate::{Error, OperatorId};
-use redis::aio::ConnectionManager;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -127,7 +127,7 @@ impl SchemaGate {
 /// [`Error::Redis`].
 pub(crate) async fn fetch(
     config: &RedisRuntimeConfig,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &StateKeys,
 ) -> Result<Option<SchemaGate>, Error> {
     if !config.state_schema_evolution_enabled() {
@@ -176,7 +176,7 @@ return 0
 /// [`Error::Redis`]; [`Error::Fenced`] (nothing written) when another owner took the lease.
 pub(crate) async fn flush(
     gate: Option<&SchemaGate>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     keys: &StateKeys,
     fence: Fence<'_>,
 ) -> Result<(), Error> {

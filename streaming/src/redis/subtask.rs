@@ -9,10 +9,10 @@ use super::part::{Part, MAX_BACKOFF};
 use super::RedisRuntime;
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, Plan};
+use crate::mq::Connection;
 use crate::mq::{Message, Mq};
 use crate::ops::Operator;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::cell::RefCell;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -119,7 +119,7 @@ async fn open_queue(
     let mut backoff = crate::mq::Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
     while !job.is_cancelled() {
         let opened = async {
-            let mq = Mq::from_client(spec.client.clone(), config.mq_options()).await?;
+            let mq = Mq::from_endpoint(spec.endpoint.clone(), config.mq_options()).await?;
             let partitions = mq.partitions(&spec.topic).await?;
             Ok::<_, Error>((mq, partitions))
         }
@@ -193,7 +193,7 @@ where
 /// hands over those that left it.
 async fn rebalance<C, S, O, F>(
     ctx: &Ctx<'_>,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     members: &mut Membership,
     parts: &mut BTreeMap<u32, Part<C, S, O>>,
     plan: &F,

@@ -7,9 +7,9 @@ use super::job::id_at_least;
 use super::part::Part;
 use super::{persist, schema};
 use crate::api::Sink;
+use crate::mq::Connection;
 use crate::ops::Operator;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use std::sync::atomic::Ordering;
 use std::sync::LazyLock;
@@ -29,7 +29,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         let (spec, p) = (ctx.spec, self.partition);
         self.owner.take(ctx, conn).await?;
@@ -88,7 +88,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
@@ -107,7 +107,7 @@ where
 
     /// Loads every state hash of the partition into the stores (one script), except the
     /// states the schema check cleared.
-    async fn load_state(&mut self, conn: &mut ConnectionManager) -> Result<(), Error> {
+    async fn load_state(&mut self, conn: &mut Connection) -> Result<(), Error> {
         let v: Value = LOAD.key(self.state_keys.index()).invoke_async(conn).await?;
         let items: Vec<Value> = redis::from_redis_value(&v)?;
         for pair in items.chunks(2) {
@@ -154,7 +154,7 @@ where
 
     /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
     /// chain and sink and releases its lease, so the next owner takes it at once.
-    pub(super) async fn hand_over(mut self, ctx: &Ctx<'_>, conn: &mut ConnectionManager) {
+    pub(super) async fn hand_over(mut self, ctx: &Ctx<'_>, conn: &mut Connection) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
         if let Err(e) = self.chain.close() {
             job.error(format!("closing chain of partition {p}: {e}"));

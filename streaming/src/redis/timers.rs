@@ -5,11 +5,11 @@ use super::context::Ctx;
 use super::part::Part;
 use super::pending::Pending;
 use crate::api::Sink;
+use crate::mq::Connection;
 use crate::mq::Message;
 use crate::ops::Operator;
 use crate::time::clock::wall_clock_ms;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -26,7 +26,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         if Instant::now() < self.next_timers {
             return Ok(());
@@ -62,7 +62,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
     ) -> Result<(), Error> {
         let Some(timeout) = ctx.spec.config.watermark_idle_timeout() else {
             return Ok(());

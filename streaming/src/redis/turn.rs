@@ -8,10 +8,10 @@ use super::ownership::is_leased_elsewhere;
 use super::part::Part;
 use super::schema;
 use crate::api::Sink;
+use crate::mq::Connection;
 use crate::mq::Message;
 use crate::ops::Operator;
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -27,7 +27,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         renew_every: Duration,
     ) -> bool {
         if !self.renew_if_due(plan, ctx, conn, renew_every).await {
@@ -62,7 +62,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         renew_every: Duration,
     ) -> bool {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
@@ -132,7 +132,7 @@ where
         &mut self,
         plan: &F,
         ctx: &Ctx<'_>,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         renew_every: Duration,
     ) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);

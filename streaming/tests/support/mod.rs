@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod proxy;
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod workers;
 

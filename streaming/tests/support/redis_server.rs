@@ -13,13 +13,19 @@ use std::time::{Duration, Instant};
 pub struct TestRedis {
     url: String,
     server: Option<RedisServer>,
+    /// What keeps the servers behind `url` running (a test cluster), dropped with it.
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl TestRedis {
     /// `REDIS_URL` when set, else a private server.
     pub fn shared() -> Self {
         match std::env::var("REDIS_URL") {
-            Ok(url) if !url.is_empty() => Self { url, server: None },
+            Ok(url) if !url.is_empty() => Self {
+                url,
+                server: None,
+                _keep: None,
+            },
             _ => Self::private(),
         }
     }
@@ -30,6 +36,17 @@ impl TestRedis {
         Self {
             url: server.url(),
             server: Some(server),
+            _keep: None,
+        }
+    }
+
+    /// The servers `keep` runs (a test cluster, say), reached at `url`; they stop when
+    /// this is dropped.
+    pub fn kept(url: String, keep: Box<dyn std::any::Any + Send + Sync>) -> Self {
+        Self {
+            url,
+            server: None,
+            _keep: Some(keep),
         }
     }
 

@@ -16,7 +16,7 @@ pub(super) const MIN_CHECK: Duration = Duration::from_millis(250);
 /// One caught-up check's connection: every wait on it is bounded by `budget` and ends by
 /// `end`.
 struct Check {
-    conn: redis::Connection,
+    conn: crate::mq::BlockingConnection,
     budget: Duration,
     end: Instant,
 }
@@ -24,7 +24,7 @@ struct Check {
 impl Check {
     /// The connection, its timeouts set for the next query: what is left until `end` (at
     /// least `MIN_CHECK`, so a zero timeout still checks once), at most the budget.
-    fn bound(&mut self) -> Result<&mut redis::Connection, Error> {
+    fn bound(&mut self) -> Result<&mut crate::mq::BlockingConnection, Error> {
         let left = self.end.saturating_duration_since(Instant::now());
         let t = Some(left.max(MIN_CHECK).min(self.budget));
         self.conn.set_read_timeout(t)?;
@@ -33,11 +33,18 @@ impl Check {
     }
 }
 
-/// `XINFO GROUPS KEYS[1]`, or no groups when the stream does not exist.
-const XINFO_GROUPS_IF_EXISTS: &str = "if redis.call('EXISTS', KEYS[1]) == 1 then \
-     return redis.call('XINFO', 'GROUPS', KEYS[1]) end return {}";
+/// What Redis shows of one partition, read atomically in one slot (one script, so it is
+/// one command on a Redis Cluster too): the stream's last entry, the retries due, the
+/// groups (none when nothing was written to the partition yet: `XINFO GROUPS` of a missing
+/// stream fails), the commit frontier and the lease.
+/// KEYS: stream, retry schedule, frontier, lease. ARGV: none.
+const PARTITION_VIEW: &str = "local groups = {} \
+     if redis.call('EXISTS', KEYS[1]) == 1 then groups = redis.call('XINFO', 'GROUPS', KEYS[1]) end \
+     return {redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1), \
+     redis.call('ZRANGE', KEYS[2], 0, -1), groups, \
+     redis.call('GET', KEYS[3]), redis.call('GET', KEYS[4])}";
 
-/// What Redis shows of one partition, read in one `MULTI`: its stream's last entry, the
+/// What Redis shows of one partition ([`PARTITION_VIEW`]): its stream's last entry, the
 /// retries due, the groups, the commit frontier and the lease.
 type PartitionView = (
     redis::Value,
@@ -49,11 +56,11 @@ type PartitionView = (
 
 impl JobShared {
     /// Whether every partition of every pipeline is taken, running, and committed up to
-    /// its stream's last entry, with no retry scheduled (one `MULTI` per partition). Every
+    /// its stream's last entry, with no retry scheduled (one script per partition). Every
     /// wait on Redis (connect and each reply) is bounded by `budget` and ends by `end`.
     pub(super) fn caught_up(&self, budget: Duration, end: Instant) -> Result<bool, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
-        let conn = crate::mq::blocking_connection(&self.client, budget)?;
+        let conn = crate::mq::blocking_connection(&self.endpoint, budget)?;
         let mut check = Check { conn, budget, end };
         for (topic, group) in &self.pipelines {
             let partitions: Option<u32> = redis::cmd("HGET")
@@ -138,34 +145,18 @@ impl JobShared {
         })
     }
 
-    /// Reads what Redis shows of partition `p` in one `MULTI`.
+    /// Reads what Redis shows of partition `p` in one script.
     fn view(
         &self,
         check: &mut Check,
         (topic, p, group): (&String, u32, &String),
     ) -> Result<PartitionView, Error> {
-        let stream = self.keys.stream(topic, p);
-        Ok(redis::pipe()
-            .atomic()
-            .cmd("XREVRANGE")
-            .arg(&stream)
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .cmd("ZRANGE")
+        Ok(redis::cmd("EVAL")
+            .arg(PARTITION_VIEW)
+            .arg(4)
+            .arg(self.keys.stream(topic, p))
             .arg(self.keys.retry_due(topic, p))
-            .arg(0)
-            .arg(-1)
-            // A partition nothing was written to has no stream key yet: `XINFO GROUPS`
-            // would fail the whole reply, so it answers no groups instead.
-            .cmd("EVAL")
-            .arg(XINFO_GROUPS_IF_EXISTS)
-            .arg(1)
-            .arg(&stream)
-            .cmd("GET")
             .arg(self.keys.frontier(topic, p, group))
-            .cmd("GET")
             .arg(self.keys.lease(topic, p, group))
             .query(check.bound()?)?)
     }

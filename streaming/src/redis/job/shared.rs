@@ -3,10 +3,10 @@
 
 use super::progress::{HotStats, PartitionProgress};
 use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::Connection;
 use crate::mq::KeySpace;
 use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
-use redis::aio::ConnectionManager;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -51,7 +51,7 @@ pub(crate) struct JobShared {
     stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
     pub(super) live_parallelism: AtomicU64,
     /// What [`JobClient::await_caught_up`](super::JobClient::await_caught_up) checks.
-    pub(super) client: redis::Client,
+    pub(super) endpoint: crate::mq::Endpoint,
     /// Bound of every wait on Redis (`mq_options.response_timeout`).
     pub(crate) response_timeout: Duration,
     pub(super) keys: KeySpace,
@@ -68,7 +68,7 @@ pub(crate) struct JobShared {
 impl JobShared {
     pub(crate) fn new(
         config: &RedisRuntimeConfig,
-        client: redis::Client,
+        endpoint: crate::mq::Endpoint,
         pipelines: Vec<(String, String)>,
     ) -> Self {
         JobShared {
@@ -90,7 +90,7 @@ impl JobShared {
             subtasks: Mutex::default(),
             stops: Mutex::default(),
             live_parallelism: AtomicU64::new(u64::from(config.pipeline_parallelism())),
-            client,
+            endpoint,
             response_timeout: config.mq_options().response_timeout,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
             ack_mode: config.ack_mode(),
@@ -108,7 +108,7 @@ impl JobShared {
         let key = self
             .keys
             .consumer_seq(&self.job_name, &self.job_instance_id);
-        let drawn = crate::mq::blocking_connection(&self.client, self.response_timeout)
+        let drawn = crate::mq::blocking_connection(&self.endpoint, self.response_timeout)
             .ok()
             .and_then(|mut conn| redis::cmd("INCR").arg(&key).query::<u64>(&mut conn).ok());
         let seq = match drawn {
@@ -186,7 +186,7 @@ impl JobShared {
     /// [`Error::Redis`].
     pub(crate) async fn taken(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         (topic, group, partition): (&str, &str, u32),
         consumer: &str,
     ) -> Result<(), Error> {
@@ -309,7 +309,11 @@ mod tests {
 
     fn job() -> JobShared {
         let client = redis::Client::open("redis://127.0.0.1:1/").unwrap();
-        JobShared::new(&RedisRuntimeConfig::default(), client, Vec::new())
+        JobShared::new(
+            &RedisRuntimeConfig::default(),
+            crate::mq::Endpoint::single(client),
+            Vec::new(),
+        )
     }
 
     fn owned(job: &JobShared, partition: u32) -> bool {

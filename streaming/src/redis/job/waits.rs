@@ -108,7 +108,7 @@ impl JobClient {
                     || e.is_connection_dropped()
                     || e.kind() == redis::ErrorKind::BusyLoadingError =>
             {
-                crate::mq::connect_error(&self.shared.client, e, budget)
+                crate::mq::connect_error(&self.shared.endpoint, e, budget)
             }
             other => other,
         })

@@ -1,0 +1,311 @@
+//! Where the queue and the Redis engine connect: one Redis server or a Redis Cluster.
+
+use redis::cluster::ClusterClient;
+use redis::IntoConnectionInfo;
+
+use crate::Error;
+
+/// The URL scheme of a Redis Cluster: `redis+cluster://host:port[,host:port…]`.
+pub const CLUSTER_SCHEME: &str = "redis+cluster://";
+
+/// A Redis deployment to connect to: one server, or a Redis Cluster reached through seed
+/// nodes (any reachable node tells the client the others and which master serves which
+/// hash slot).
+///
+/// Made from a URL by [`Endpoint::parse`] — `redis://…`, `rediss://…`, `unix://…` name one
+/// server, `redis+cluster://[user:password@]host:port[,host:port…][/]` names a cluster by
+/// its seed nodes — or by [`Endpoint::single`] / [`Endpoint::cluster`]. Cheap to clone.
+///
+/// Everything above the connection is the same on both: every key of one topic partition
+/// carries the partition's hash tag, so each script and transaction runs in one slot.
+/// On a cluster, as on one server, every call is bounded by the response timeout and makes
+/// one attempt (no retry after a redirect or a lost connection; the caller's loop tries
+/// again, and the client refreshes its slot map after a `MOVED` reply).
+#[derive(Clone)]
+pub struct Endpoint {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+pub(crate) enum Kind {
+    Single(redis::Client),
+    Cluster {
+        client: ClusterClient,
+        /// The seed nodes, `host:port`, as given.
+        seeds: Vec<String>,
+    },
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            Kind::Single(_) => write!(f, "Endpoint::Single({})", self.address()),
+            Kind::Cluster { .. } => write!(f, "Endpoint::Cluster({})", self.address()),
+        }
+    }
+}
+
+impl Endpoint {
+    /// The deployment `url` names: a cluster for `redis+cluster://` (seed nodes separated
+    /// by commas, each `host:port`, credentials before the first one apply to all), else
+    /// one server (any URL `redis::Client::open` accepts).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `url`) for a malformed `redis+cluster://` URL: no
+    /// node, an empty host, a port that is not a number, a database other than 0, a unix
+    /// socket; also (field `url`) when a one-server URL is invalid.
+    pub fn parse(url: &str) -> Result<Self, Error> {
+        match strip_scheme(url, CLUSTER_SCHEME) {
+            Some(rest) => Self::cluster(cluster_node_urls(url, rest)?),
+            None => Ok(Self::single(open_client(url)?)),
+        }
+    }
+
+    /// One server, through `client`.
+    pub fn single(client: redis::Client) -> Self {
+        Self {
+            kind: Kind::Single(client),
+        }
+    }
+
+    /// A Redis Cluster reached through the seed `nodes` (e.g. `"redis://127.0.0.1:7000/"`
+    /// or `("127.0.0.1", 7000)`); they must share credentials.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `nodes`) when there is no node, a node is a unix
+    /// socket, selects a database other than 0, or the nodes' credentials differ;
+    /// [`Error::Redis`] when a node does not parse.
+    pub fn cluster<T: IntoConnectionInfo>(
+        nodes: impl IntoIterator<Item = T>,
+    ) -> Result<Self, Error> {
+        let infos = nodes
+            .into_iter()
+            .map(IntoConnectionInfo::into_connection_info)
+            .collect::<Result<Vec<_>, _>>()?;
+        let invalid = |reason: String| Error::InvalidConfig {
+            field: "nodes",
+            reason,
+        };
+        if infos.is_empty() {
+            return Err(invalid(
+                "a Redis Cluster needs at least one seed node".into(),
+            ));
+        }
+        let seeds: Vec<String> = infos.iter().map(|i| i.addr.to_string()).collect();
+        if let Some(i) = infos.iter().find(|i| i.redis.db != 0) {
+            return Err(invalid(format!(
+                "node {} selects database {}: a Redis Cluster has database 0 only",
+                i.addr, i.redis.db
+            )));
+        }
+        let client = ClusterClient::builder(infos)
+            .retries(0)
+            .build()
+            .map_err(|e| invalid(format!("{}: {e}", seeds.join(","))))?;
+        Ok(Self {
+            kind: Kind::Cluster { client, seeds },
+        })
+    }
+
+    /// Whether this is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster { .. })
+    }
+
+    /// The address connection errors name: `host:port` (or the socket path) of the server,
+    /// or the cluster's seed nodes, `host:port,host:port` (a single seed as `host:port`).
+    pub fn address(&self) -> String {
+        match &self.kind {
+            Kind::Single(c) => c.get_connection_info().addr.to_string(),
+            Kind::Cluster { seeds, .. } => seeds.join(","),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> &Kind {
+        &self.kind
+    }
+}
+
+impl From<redis::Client> for Endpoint {
+    fn from(client: redis::Client) -> Self {
+        Self::single(client)
+    }
+}
+
+/// What [`RedisEnv::try_new`](crate::redis::RedisEnv::try_new) and friends accept as the
+/// place to connect: a URL (`&str`, `String`; see [`Endpoint::parse`]), a
+/// [`redis::ConnectionInfo`], a [`redis::Client`], or an [`Endpoint`].
+pub trait IntoEndpoint {
+    /// The endpoint.
+    ///
+    /// # Errors
+    /// As [`Endpoint::parse`].
+    fn into_endpoint(self) -> Result<Endpoint, Error>;
+}
+
+impl IntoEndpoint for Endpoint {
+    fn into_endpoint(self) -> Result<Endpoint, Error> {
+        Ok(self)
+    }
+}
+impl IntoEndpoint for &str {
+    fn into_endpoint(self) -> Result<Endpoint, Error> {
+        Endpoint::parse(self)
+    }
+}
+impl IntoEndpoint for &String {
+    fn into_endpoint(self) -> Result<Endpoint, Error> {
+        Endpoint::parse(self)
+    }
+}
+impl IntoEndpoint for String {
+    fn into_endpoint(self) -> Result<Endpoint, Error> {
+        Endpoint::parse(&self)
+    }
+}
+impl IntoEndpoint for redis::ConnectionInfo {
+    fn into_endpoint(self) -> Result<Endpoint, Error> {
+        Ok(Endpoint::single(open_client(self)?))
+    }
+}
+impl IntoEndpoint for redis::Client {
+    fn into_endpoint(self) -> Result<Endpoint, Error> {
+        Ok(Endpoint::single(self))
+    }
+}
+
+/// `url` without `scheme` (compared without case), if it starts with it.
+fn strip_scheme<'a>(url: &'a str, scheme: &str) -> Option<&'a str> {
+    let head = url.get(..scheme.len())?;
+    head.eq_ignore_ascii_case(scheme)
+        .then(|| &url[scheme.len()..])
+}
+
+/// `url` with the password (if any) replaced by `***`, for error messages.
+fn redacted(url: &str) -> String {
+    let Some(rest) = strip_scheme(url, CLUSTER_SCHEME) else {
+        return url.to_string();
+    };
+    match rest.split_once('@') {
+        Some((user, hosts)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or("");
+            format!("{CLUSTER_SCHEME}{name}:***@{hosts}")
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The `redis://` URL of each seed node of the cluster URL `url`, whose part after the
+/// scheme is `rest`: `[user:password@]host:port[,host:port…][/[0]][?query]`.
+fn cluster_node_urls(url: &str, rest: &str) -> Result<Vec<String>, Error> {
+    let invalid = |why: String| Error::InvalidConfig {
+        field: "url",
+        reason: format!(
+            "`{}`: {why}; expected `{CLUSTER_SCHEME}host:port[,host:port…]`",
+            redacted(url)
+        ),
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    if !matches!(path, "" | "/" | "/0") {
+        return Err(invalid(format!(
+            "a Redis Cluster has database 0 only, not `{}`",
+            path.trim_start_matches('/')
+        )));
+    }
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((u, h)) => (format!("{u}@"), h),
+        None => (String::new(), authority),
+    };
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
+    let mut urls = Vec::new();
+    for node in hosts.split(',') {
+        let (host, port) = node.rsplit_once(':').unwrap_or((node, "6379"));
+        if host.is_empty() {
+            return Err(invalid(format!("seed node `{node}` has no host")));
+        }
+        if port.parse::<u16>().is_err() {
+            return Err(invalid(format!(
+                "seed node `{node}`: port `{port}` is not a number in 0..=65535"
+            )));
+        }
+        urls.push(format!("redis://{userinfo}{host}:{port}/{query}"));
+    }
+    Ok(urls)
+}
+
+/// A client for the server `info` names (a URL such as `redis://127.0.0.1:6379/`, or a
+/// `redis::ConnectionInfo`); nothing is contacted yet.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] (field `url`) when `info` is not a Redis URL the client accepts.
+fn open_client(info: impl redis::IntoConnectionInfo) -> Result<redis::Client, Error> {
+    redis::Client::open(info).map_err(|e| Error::InvalidConfig {
+        field: "url",
+        reason: format!("{e}; expected a Redis URL such as `redis://127.0.0.1:6379/`"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(e: Error) -> String {
+        match e {
+            Error::InvalidConfig {
+                field: "url",
+                reason,
+            } => reason,
+            other => panic!("not an invalid `url`: {other}"),
+        }
+    }
+
+    #[test]
+    fn cluster_urls_name_every_seed_node() {
+        assert_eq!(
+            cluster_node_urls("", "127.0.0.1:7000,127.0.0.1:7001").unwrap(),
+            ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"]
+        );
+        assert_eq!(
+            cluster_node_urls("", "u:pw@a:1,b:2/?protocol=resp3").unwrap(),
+            [
+                "redis://u:pw@a:1/?protocol=resp3",
+                "redis://u:pw@b:2/?protocol=resp3"
+            ]
+        );
+        assert_eq!(cluster_node_urls("", "h").unwrap(), ["redis://h:6379/"]);
+        let e = Endpoint::parse("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/").unwrap();
+        assert!(e.is_cluster());
+        assert_eq!(e.address(), "127.0.0.1:7000,127.0.0.1:7001");
+        let e = Endpoint::parse("redis://127.0.0.1:6380/").unwrap();
+        assert!(!e.is_cluster());
+        assert_eq!(e.address(), "127.0.0.1:6380");
+    }
+
+    #[test]
+    fn bad_cluster_urls_say_what_is_wrong() {
+        let bad = |url: &str| reason(Endpoint::parse(url).unwrap_err());
+        let e = bad("redis+cluster://127.0.0.1:7000,:7001");
+        assert!(e.contains("`:7001` has no host"), "{e}");
+        let e = bad("redis+cluster://127.0.0.1:70000");
+        assert!(e.contains("port `70000`"), "{e}");
+        let e = bad("redis+cluster://h:1/2");
+        assert!(e.contains("database 0 only"), "{e}");
+        let e = bad("redis+cluster://");
+        assert!(e.contains("has no host"), "{e}");
+        let e = bad("redis+cluster://user:secret@h:x");
+        assert!(e.contains("user:***@h:x") && !e.contains("secret"), "{e}");
+        let e = Endpoint::cluster(Vec::<String>::new()).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidConfig { field: "nodes", .. }),
+            "{e}"
+        );
+    }
+}
