@@ -1,6 +1,6 @@
 //! Contexts handed to keyed process functions.
 
-use super::state::{CurrentKey, DeclaredState, KeyedStateBackend, OpenState, StateDescriptor};
+use super::state::{DeclaredState, KeyedStateBackend, OpenState, StateDescriptor};
 use crate::Error;
 use std::convert::Infallible;
 use std::hash::Hash;
@@ -31,9 +31,6 @@ pub(crate) enum KeyedTimerRequest {
 /// processing time, timer registration and the key's state.
 pub struct KeyedContext<'a, K> {
     pub(crate) key: &'a K,
-    /// The key's hash, computed when the first state is opened (0 until then; a key
-    /// whose hash is 0 is hashed again at every open, which is only slower).
-    key_hash: u64,
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
@@ -41,8 +38,6 @@ pub struct KeyedContext<'a, K> {
     state: &'a mut KeyedStateBackend<K>,
     /// The engine's part in opening a state for the first time.
     opener: &'a mut dyn OpenState<K>,
-    /// The states this call changed (bit `i`: the operator's `i`-th state).
-    pub(crate) changed: u64,
 }
 
 /// What a keyed context is made of (see [`KeyedContext::new`]).
@@ -60,17 +55,22 @@ impl<'a, K> KeyedContext<'a, K> {
     /// The context of one call, with no state changed yet.
     #[inline]
     pub(crate) fn new(parts: ContextParts<'a, K>) -> Self {
+        parts.state.begin_record();
         KeyedContext {
             key: parts.key,
-            key_hash: 0,
             timestamp: parts.timestamp,
             watermark: parts.watermark,
             processing_time: parts.processing_time,
             timers: parts.timers,
             state: parts.state,
             opener: parts.opener,
-            changed: 0,
         }
+    }
+
+    /// The states this call changed so far (bit `i`: the operator's `i`-th state).
+    #[inline(always)]
+    pub(crate) fn changed(&self) -> u64 {
+        self.state.changed()
     }
 }
 
@@ -146,15 +146,10 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
         state.open(self)
     }
 
-    /// The backend and the current key, borrowed apart.
+    /// The backend and the current key.
     #[inline(always)]
-    fn backend_and_key(&mut self) -> (&mut KeyedStateBackend<K>, CurrentKey<'_, K>) {
-        let key = CurrentKey {
-            key: self.key,
-            hash: &mut self.key_hash,
-            changed: &mut self.changed,
-        };
-        (&mut *self.state, key)
+    fn backend_and_key(&mut self) -> (&mut KeyedStateBackend<K>, &K) {
+        (&mut *self.state, self.key)
     }
 }
 

@@ -185,7 +185,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
     ) -> R {
         let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
         let result = f(&mut ctx);
-        let changed = ctx.changed;
+        let changed = ctx.changed();
         self.note_changes(changed, key);
         result
     }
@@ -203,7 +203,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         let inner = KeyedContext::new(self.context_parts(key, times, timers));
         let mut ctx = TimerContext { inner, domain };
         let result = f(&mut ctx);
-        let changed = ctx.inner.changed;
+        let changed = ctx.inner.changed();
         self.note_changes(changed, key);
         result
     }

@@ -215,15 +215,6 @@ impl<K> Clone for Slot<K> {
     }
 }
 
-/// The record's key as a context hands it to [`KeyedStateBackend::open`]: the key, its
-/// hash once computed, and the record's change mask.
-pub(crate) struct CurrentKey<'s, K> {
-    pub(crate) key: &'s K,
-    /// The key's hash, 0 while not computed yet.
-    pub(crate) hash: &'s mut u64,
-    pub(crate) changed: &'s mut u64,
-}
-
 /// The keyed state of one process operator: a slot per state (the states declared when
 /// the pipeline was built first, in declaration order) and the hasher all its states share.
 #[derive(Clone)]
@@ -233,6 +224,26 @@ pub(crate) struct KeyedStateBackend<K> {
     slots: Vec<Slot<K>>,
     /// How many states are declared (they hold slots `0..declared`).
     declared: usize,
+    /// The current record's key hash, computed when its first state is opened (0 until
+    /// then; a key whose hash is 0 is hashed again at every open, which is only slower).
+    key_hash: u64,
+    /// The states the current record changed (bit `i`: slot `i`).
+    changed: u64,
+}
+
+impl<K> KeyedStateBackend<K> {
+    /// Starts a record (or timer) of another key: no hash computed, no state changed yet.
+    #[inline(always)]
+    pub(crate) fn begin_record(&mut self) {
+        self.key_hash = 0;
+        self.changed = 0;
+    }
+
+    /// The states changed since [`begin_record`](Self::begin_record).
+    #[inline(always)]
+    pub(crate) fn changed(&self) -> u64 {
+        self.changed
+    }
 }
 
 impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
@@ -242,6 +253,8 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             hasher: RandomState::new(),
             slots: Vec::new(),
             declared: 0,
+            key_hash: 0,
+            changed: 0,
         }
     }
 
@@ -327,9 +340,9 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         Ok(self.slots.len() - 1)
     }
 
-    /// Opens state `slot` for `key`: its handle, which marks `changed` when it changes it.
-    /// `key_hash` caches the key's hash for every state of the record (all tables of the
-    /// operator hash alike); it is computed here, after the slot's table is at hand.
+    /// Opens state `slot` for `key`: its handle, which marks the record's change mask when
+    /// it changes the state. The key's hash is computed at the record's first open and
+    /// reused by its other states (all tables of the operator hash alike).
     ///
     /// # Errors
     /// [`Error::StateType`] when the state was declared with another descriptor type.
@@ -337,22 +350,24 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     pub(crate) fn open<'s, D: StateDescriptor<K>>(
         &'s mut self,
         slot: usize,
-        key: CurrentKey<'s, K>,
+        key: &'s K,
     ) -> Result<D::Handle<'s>, Error> {
         if !self.slots.get(slot).is_some_and(Slot::holds::<D>) {
             return Err(self.type_error::<D>(slot));
         }
         // SAFETY: `slot` is in bounds and holds a `SlotData<K, D>` (checked above).
         let data = unsafe { self.slots.get_unchecked_mut(slot).data_unchecked::<D>() };
-        if *key.hash == 0 {
-            *key.hash = data.values.hash(key.key);
+        if self.key_hash == 0 {
+            self.key_hash = data.values.hash(key);
         }
-        let hash = *key.hash;
         let changed = Changed {
-            mask: key.changed,
+            mask: &mut self.changed,
             bit: change_bit(slot),
         };
-        let key = KeyRef { key: key.key, hash };
+        let key = KeyRef {
+            key,
+            hash: self.key_hash,
+        };
         Ok(data.descriptor.open(&mut data.values, key, changed))
     }
 
@@ -366,7 +381,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     pub(crate) fn open_declared<'s, D: StateDescriptor<K>>(
         &'s mut self,
         slot: usize,
-        key: CurrentKey<'s, K>,
+        key: &'s K,
     ) -> D::Handle<'s> {
         match self.open::<D>(slot, key) {
             Ok(handle) => handle,

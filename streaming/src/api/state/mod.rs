@@ -15,7 +15,7 @@ mod handles;
 mod values;
 
 pub use backend::DeclaredState;
-pub(crate) use backend::{CurrentKey, DeclareStates, KeyedStateBackend, OpenState, OpenedState};
+pub(crate) use backend::{DeclareStates, KeyedStateBackend, OpenState, OpenedState};
 pub use codec::JsonCodec;
 pub use descriptors::{
     ListStateDescriptor, MapStateDescriptor, SetStateDescriptor, ValueStateDescriptor,
@@ -129,7 +129,8 @@ mod tests {
             opener: &mut opener,
         });
         let r = f(&mut ctx);
-        (r, ctx.changed)
+        let changed = ctx.changed();
+        (r, changed)
     }
 
     #[test]
