@@ -198,18 +198,30 @@ impl<'s, K: Hash + Eq + Clone, V> KeyEntry<'s, K, V> {
         }
     }
 
-    #[cold]
+    /// Inserts the absent key with `value` (out of line, and not through `&mut self`,
+    /// so that the entry itself can stay in registers).
+    #[inline]
     fn insert_new(&mut self, value: V) {
-        // SAFETY: as in `remove`; `found` is set anew below.
-        let values = unsafe { self.values.as_mut() };
+        self.found = Some(Self::insert_absent(self.values, self.key, value));
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert_absent(
+        mut values: NonNull<KeyedValues<K, V>>,
+        key: KeyRef<'s, K>,
+        value: V,
+    ) -> NonNull<(K, V)> {
+        // SAFETY: as in `remove`: the entry's exclusive borrow of the table, and the caller
+        // sets `found` anew from the result.
+        let values = unsafe { values.as_mut() };
         let hasher = &values.hasher;
-        let entry =
-            values
-                .table
-                .insert_unique(self.key.hash, (self.key.key.clone(), value), |(k, _)| {
-                    hasher.hash_one(k)
-                });
-        self.found = Some(NonNull::from(entry.into_mut()));
+        let entry = values
+            .table
+            .insert_unique(key.hash, (key.key.clone(), value), |(k, _)| {
+                hasher.hash_one(k)
+            });
+        NonNull::from(entry.into_mut())
     }
 }
 
