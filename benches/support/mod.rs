@@ -1,0 +1,3 @@
+//! Code shared by the benchmarks.
+
+pub(crate) mod workloads;

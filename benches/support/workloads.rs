@@ -1,0 +1,166 @@
+//! The workloads of `benches/pipelines.rs` and `examples/pipeline_ratios.rs`: each as
+//! `pipeline!`, as builder chain (some) and as a hand-written loop.
+#![allow(dead_code)] // each includer uses its own subset
+
+use std::collections::HashMap;
+use streaming::{pipeline, MemoryEnv};
+
+pub(crate) const N: u64 = 10_000_000;
+
+#[allow(clippy::manual_is_multiple_of)] // the same code as the builder and hand variants
+pub(crate) fn chain_macro(n: u64) -> u64 {
+    let mut sum = 0u64;
+    let env = MemoryEnv::new();
+    pipeline! {
+        env.from_collection(0..n)
+            .map(|x: u64| x.wrapping_mul(3))
+            .filter(|x: &u64| x % 7 != 0)
+            .map(|x: u64| x + 1)
+            .filter(|x: &u64| x % 2 == 0)
+            .sink(|x: u64| sum = sum.wrapping_add(x))
+    }
+    .unwrap();
+    sum
+}
+
+pub(crate) fn chain_builder(n: u64) -> u64 {
+    let mut sum = 0u64;
+    MemoryEnv::new()
+        .from_collection(0..n)
+        .map(|x| x.wrapping_mul(3))
+        .filter(|x| x % 7 != 0)
+        .map(|x| x + 1)
+        .filter(|x| x % 2 == 0)
+        .sink(|x| sum = sum.wrapping_add(x))
+        .unwrap();
+    sum
+}
+
+pub(crate) fn chain_hand(n: u64) -> u64 {
+    let mut sum = 0u64;
+    for x in 0..n {
+        let x = x.wrapping_mul(3);
+        if x % 7 == 0 {
+            continue;
+        }
+        let x = x + 1;
+        if x % 2 != 0 {
+            continue;
+        }
+        sum = sum.wrapping_add(x);
+    }
+    sum
+}
+
+/// 200 k lines of 8 words over a 5,000-word vocabulary (deterministic LCG).
+pub(crate) fn corpus() -> Vec<String> {
+    let mut seed = 42u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % 5000
+    };
+    (0..200_000)
+        .map(|_| {
+            (0..8)
+                .map(|_| format!("w{}", next()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+pub(crate) fn word_count_macro(
+    lines: &'static [String],
+    on_update: impl FnMut((&'static str, u64)),
+) {
+    let env = MemoryEnv::new();
+    pipeline! {
+        env.from_collection(lines)
+            .flat_map(|l: &'static String| l.split_whitespace())
+            .map(|w: &'static str| (w, 1u64))
+            .key_by(|p: &(&'static str, u64)| p.0)
+            .reduce(|a, b| (a.0, a.1 + b.1))
+            .sink(on_update)
+    }
+    .unwrap();
+}
+
+pub(crate) fn word_count_builder(
+    lines: &'static [String],
+    on_update: impl FnMut((&'static str, u64)),
+) {
+    MemoryEnv::new()
+        .from_collection(lines)
+        .flat_map(|l| l.split_whitespace())
+        .map(|w| (w, 1u64))
+        .key_by(|p| p.0)
+        .reduce(|a, b| (a.0, a.1 + b.1))
+        .sink(on_update)
+        .unwrap();
+}
+
+pub(crate) fn word_count_hand(lines: &[String]) -> HashMap<&str, u64> {
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for l in lines {
+        for w in l.split_whitespace() {
+            *counts.entry(w).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// The hand loop that does what the rolling reduce does: counts and hands every updated
+/// `(word, count)` to the same sink closure.
+pub(crate) fn word_count_hand_emitting<'a>(
+    lines: &'a [String],
+    mut on_update: impl FnMut((&'a str, u64)),
+) -> HashMap<&'a str, u64> {
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for l in lines {
+        for w in l.split_whitespace() {
+            let n = counts.entry(w).or_insert(0);
+            *n += 1;
+            on_update((w, *n));
+        }
+    }
+    counts
+}
+
+/// Counts each word in a `ValueState<u64>` of a keyed process function and emits the new
+/// count (the per-record state access of `ctx.state(..)`).
+pub(crate) fn value_state_macro(lines: &'static [String], on_update: impl FnMut(u64)) {
+    let env = MemoryEnv::new();
+    pipeline! {
+        env.from_collection(lines)
+            .flat_map(|l: &'static String| l.split_whitespace())
+            .key_by(|w: &&'static str| *w)
+            .state(count: ValueState<u64> = 0)
+            .process(|_w: &'static str, ctx, out| {
+                let mut count = ctx.state(count)?;
+                let n = count.value() + 1;
+                count.update(n);
+                out.collect(n);
+                Ok(())
+            })
+            .sink(on_update)
+    }
+    .unwrap();
+}
+
+/// The same count as a hand loop over a `HashMap` with the std hasher (as the keyed state).
+pub(crate) fn value_state_hand(
+    lines: &[String],
+    mut on_update: impl FnMut(u64),
+) -> HashMap<&str, u64> {
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for l in lines {
+        for w in l.split_whitespace() {
+            let n = counts.entry(w).or_insert(0);
+            *n += 1;
+            on_update(*n);
+        }
+    }
+    counts
+}
