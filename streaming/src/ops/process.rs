@@ -388,6 +388,17 @@ where
         }
     }
 
+    /// Moves processing time to `now` (later than it was) and fires the processing-time
+    /// timers due by then. Out of line: the record path only compares the clock.
+    #[inline(never)]
+    fn advance_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        self.processing_time = now;
+        if self.state.borrow().processing_timers.len() > 0 {
+            self.fire(TimeDomain::ProcessingTime, now)?;
+        }
+        Ok(())
+    }
+
     /// Fires due timers of `domain` up to `upto`; returns whether any fired.
     fn fire(&mut self, domain: TimeDomain, upto: i64) -> Result<bool, Error> {
         let mut fired = false;
@@ -439,10 +450,7 @@ where
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let now = Cl::processing_time(timestamp);
         if now > self.processing_time {
-            self.processing_time = now;
-            if self.state.borrow().processing_timers.len() > 0 {
-                self.fire(TimeDomain::ProcessingTime, now)?;
-            }
+            self.advance_processing_time(now)?;
         }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let first;
