@@ -10,10 +10,13 @@
 //! cargo run --release --example pipeline_ratios -- 40 value # the workloads named so
 //! ```
 //!
-//! Output (one line per workload), e.g.:
+//! Output: one line per workload; a run on the 2-vCPU machine of BENCHMARKS.md:
 //!
 //! ```text
-//! value state count: pipeline! min 36.1 ms med 37.9 ms | hand min 34.9 ms med 36.4 ms | speed min 0.97x med 0.96x
+//! chain: pipeline! min 8.6 ms med 8.8 ms | hand min 9.2 ms med 9.5 ms | speed min 1.08x med 1.08x
+//! word count (hand loop emitting every update): pipeline! min 31.2 ms med 32.9 ms | hand min 31.8 ms med 33.2 ms | speed min 1.02x med 1.01x
+//! word count (hand loop counting only): pipeline! min 31.8 ms med 40.4 ms | hand min 30.8 ms med 37.1 ms | speed min 0.97x med 0.92x
+//! value state count: pipeline! min 35.8 ms med 42.3 ms | hand min 32.5 ms med 36.8 ms | speed min 0.91x med 0.87x
 //! ```
 #![allow(missing_docs)]
 
