@@ -57,7 +57,7 @@ impl Endpoint {
     pub fn parse(url: &str) -> Result<Self, Error> {
         match strip_scheme(url, CLUSTER_SCHEME) {
             Some(rest) => Self::cluster(cluster_node_urls(url, rest)?),
-            None => Ok(Self::single(open_client(url)?)),
+            None => Ok(Self::single(open_url(url)?)),
         }
     }
 
@@ -246,6 +246,39 @@ fn cluster_node_urls(url: &str, rest: &str) -> Result<Vec<String>, Error> {
 ///
 /// # Errors
 /// [`Error::InvalidConfig`] (field `url`) when `info` is not a Redis URL the client accepts.
+/// [`open_client`] for a URL, with an error that names what is wrong with it.
+fn open_url(url: &str) -> Result<redis::Client, Error> {
+    redis::Client::open(url).map_err(|e| Error::InvalidConfig {
+        field: "url",
+        reason: format!(
+            "{}; expected a Redis URL such as `redis://127.0.0.1:6379/` (a cluster: \
+             `redis+cluster://host:port[,host:port...]`)",
+            url_problem(url).unwrap_or_else(|| e.to_string())
+        ),
+    })
+}
+
+/// What is wrong with a one-server URL the client refused, when it is one of the usual
+/// mistakes (no scheme, an unknown scheme, a port that is not a number). Never repeats the
+/// URL itself: it may hold a password.
+fn url_problem(url: &str) -> Option<String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Some("the URL has no scheme (write `redis://` before host:port)".to_string());
+    };
+    match scheme {
+        "redis" | "rediss" | "valkey" | "valkeys" => {}
+        "redis+unix" | "unix" => return None,
+        _ => return Some(format!("unknown scheme `{scheme}://`")),
+    }
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let port = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once("]:").map(|(_, p)| p),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    }?;
+    (port.parse::<u16>().is_err()).then(|| format!("port `{port}` is not a number in 0..=65535"))
+}
+
 fn open_client(info: impl redis::IntoConnectionInfo) -> Result<redis::Client, Error> {
     redis::Client::open(info).map_err(|e| Error::InvalidConfig {
         field: "url",
@@ -256,6 +289,27 @@ fn open_client(info: impl redis::IntoConnectionInfo) -> Result<redis::Client, Er
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_one_server_url_that_does_not_parse_says_what_is_wrong() {
+        for (url, says) in [
+            (
+                "redis://127.0.0.1:notaport",
+                "port `notaport` is not a number",
+            ),
+            ("127.0.0.1:16391", "the URL has no scheme"),
+            (
+                "redis+clutser://127.0.0.1:17001",
+                "unknown scheme `redis+clutser://`",
+            ),
+        ] {
+            let e = Endpoint::parse(url).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Config, "{url}");
+            let text = e.to_string();
+            assert!(text.contains(says), "{url}: {text}");
+            assert!(!text.contains("InvalidClientConfig"), "{url}: {text}");
+        }
+    }
 
     fn reason(e: Error) -> String {
         match e {

@@ -114,6 +114,25 @@ impl JobClient {
         })
     }
 
+    /// Logs a warning when `wait` returned `true` while no partition of the job has
+    /// processed a record in this process: the usual cause is input produced before the
+    /// job started, which a new consumer group with the default start policy skips.
+    fn warn_if_nothing_read(&self, wait: &str) {
+        let nothing = self
+            .shared
+            .progress
+            .lock()
+            .is_ok_and(|p| p.iter().all(|pr| pr.records == 0));
+        if nothing {
+            tracing::warn!(
+                "{wait}: done, but no partition of the job has processed a record; messages \
+                 produced before the job started are read only with StartPolicy::Earliest \
+                 (the default FrontierOrLatest starts a new consumer group at the end of the \
+                 stream)"
+            );
+        }
+    }
+
     /// Every subtask has stopped, or every partition has (e.g. a schema mismatch under
     /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail)).
     fn cannot_progress(&self) -> bool {
@@ -136,8 +155,10 @@ impl JobClient {
     /// input waits for that flush); see [`PartitionProgress::awaiting_flush`](super::PartitionProgress::awaiting_flush). Partitions
     /// that never received a message have nothing to flush — so produce the input before
     /// calling it (or check the record counts in [`diagnostics`](Self::diagnostics)): on a
-    /// topic nothing was written to yet it returns `true` at once. `false` on timeout or
-    /// when the job cannot progress.
+    /// topic nothing was written to yet it returns `true` at once (and logs a `tracing`
+    /// warning when no partition processed a record: input produced before the job
+    /// started is read only with `StartPolicy::Earliest`). `false` on timeout or when the
+    /// job cannot progress.
     ///
     /// Needs [`RedisRuntimeConfig::watermark_idle_timeout`](crate::redis::RedisRuntimeConfig::watermark_idle_timeout): the flush comes that long
     /// after a partition's last message.
@@ -169,6 +190,7 @@ impl JobClient {
                 .is_ok_and(|p| p.iter().all(|pr| !pr.awaiting_flush));
             // A failed re-check counts as not yet: the next round's wait reports it.
             if flushed && self.check_caught_up(end).unwrap_or(false) {
+                self.warn_if_nothing_read("await_flushed");
                 return Ok(true);
             }
             let now = Instant::now();
