@@ -75,6 +75,17 @@ fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
+/// A free port for a cluster node: it also listens on port + 10000 (the cluster bus), so
+/// the port is at most 55535 and port + 10000 is free too.
+fn free_cluster_port() -> u16 {
+    loop {
+        let p = free_port();
+        if p <= 55535 && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
+            return p;
+        }
+    }
+}
+
 impl RedisServer {
     /// Starts a server on a free loopback port in a fresh temporary directory.
     pub fn start() -> Self {
@@ -85,9 +96,14 @@ impl RedisServer {
     /// `--requirepass` the readiness probe authenticates first.
     pub fn start_with_args(args: &[&str]) -> Self {
         // A port can be taken between probing and binding: try a few.
+        let cluster = args.contains(&"--cluster-enabled");
         for _ in 0..5 {
             let mut s = Self {
-                port: free_port(),
+                port: if cluster {
+                    free_cluster_port()
+                } else {
+                    free_port()
+                },
                 dir: tempfile::tempdir().expect("temp dir"),
                 child: None,
                 args: args.iter().map(|a| a.to_string()).collect(),
