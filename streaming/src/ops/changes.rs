@@ -13,6 +13,14 @@ use crate::Error;
 pub trait KeyChanges<K>: Default + Clone + 'static {
     /// Notes that `key`'s state changed.
     fn mark(&mut self, key: &K);
+
+    /// Notes that `key` has no state in memory. An engine that loads state lazily notes
+    /// the key as missing when it does not know the key to be absent from its store: the
+    /// record then runs again once the key is loaded.
+    #[inline(always)]
+    fn missing(&mut self, key: &K) {
+        let _ = key;
+    }
 }
 
 /// Tracks nothing: for state that only lives in the process.
@@ -33,6 +41,14 @@ pub trait ProcessTracking<K>: OpenState<K> + Default + Clone + 'static {
 
     /// Notes that `key`'s timers changed.
     fn mark_timers(&mut self, key: &K);
+
+    /// Notes that a record or timer of `key` runs: an engine that loads state lazily notes
+    /// the key as missing when its state is not in memory (the record then runs again
+    /// once it is loaded).
+    #[inline(always)]
+    fn touch(&mut self, key: &K) {
+        let _ = key;
+    }
 }
 
 impl<K> OpenState<K> for NoChanges {

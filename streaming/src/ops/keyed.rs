@@ -98,6 +98,7 @@ where
                     slot.insert(reduced).clone()
                 }
                 None => {
+                    table.changes.missing(&key);
                     table.map.insert(key, Some(value.clone()));
                     value
                 }
@@ -152,6 +153,7 @@ where
                     *acc
                 }
                 None => {
+                    table.changes.missing(&key);
                     table.map.insert(key.clone(), value);
                     value
                 }
@@ -212,6 +214,7 @@ where
                     *acc
                 }
                 None => {
+                    table.changes.missing(&key);
                     table.map.insert(key.clone(), v);
                     v
                 }

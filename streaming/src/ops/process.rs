@@ -183,6 +183,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
     ) -> R {
+        self.tracking.touch(key);
         let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
         let result = f(&mut ctx);
         let changed = ctx.changed();
@@ -200,6 +201,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut TimerContext<'_, K>) -> R,
     ) -> R {
+        self.tracking.touch(key);
         let inner = KeyedContext::new(self.context_parts(key, times, timers));
         let mut ctx = TimerContext { inner, domain };
         let result = f(&mut ctx);

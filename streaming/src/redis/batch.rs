@@ -3,12 +3,16 @@
 //! taken), hand the outputs to the sink, then commit state, sink writes and the
 //! acknowledgement in one script (see [`commit`](super::commit)).
 //!
+//! Keyed state is fetched per key: a pass over the batch that finds a key's state not in
+//! memory runs on a guess; the batch is then rolled back, the missed keys fetched (one
+//! round trip), and the batch runs again.
+//!
 //! A record that fails (error or panic in a user function) may have changed state before
-//! failing, so the batch is rolled back: the chain is rebuilt, its state reloaded from
-//! Redis (what the last commit left), the record goes to retry / dead letter (with
-//! `x-runtime-*` headers), and the batch runs again without it. State therefore
-//! reflects exactly the acknowledged, successful records. A failed commit (e.g. Redis
-//! restarting) resets the partition the same way and reads again from the last commit.
+//! failing, so the batch is rolled back: the chain is rebuilt, the keys the batch changed
+//! are fetched again from Redis (what the last commit left), the record goes to retry /
+//! dead letter (with `x-runtime-*` headers), and the batch runs again without it. State
+//! therefore reflects exactly the acknowledged, successful records. A failed commit (e.g.
+//! Redis restarting) resets the partition and reads again from the last commit.
 
 use super::chain::{effective_watermark, Make};
 use super::context::Ctx;
@@ -26,6 +30,11 @@ use crate::Error;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
+
+/// Most passes of one batch over its records: each pass after the first follows a fetch
+/// of the keys the previous one missed (a chain whose keys depend on state may miss new
+/// keys in each pass).
+const MAX_PASSES: u32 = 64;
 
 /// The `message` tracing span of a batch's records (`mdc_enabled`, `mdc_sample_rate`).
 struct Mdc {
@@ -94,11 +103,27 @@ where
         // 2. Process, rolling back and skipping failed records.
         let mdc = Mdc::new(&ctx.spec.config);
         let mut skip: HashSet<usize> = HashSet::new();
+        let mut passes = 0u32;
         let pending = loop {
-            match self.run_records(ctx, &mdc, &msgs, &skip) {
-                Ok(pending) => break pending,
+            passes += 1;
+            let (result, pending) = self.run_records(ctx, &mdc, &msgs, &skip);
+            if self.has_wanted() {
+                // A record found a key's state not in memory: the pass ran on a guess, and
+                // so may have failed because of it. Roll back, fetch, run again.
+                if passes > MAX_PASSES {
+                    return Err(Error::Engine {
+                        op: "load state",
+                        reason: format!("keys still missing after {MAX_PASSES} fetches"),
+                    });
+                }
+                self.roll_back(plan, &pending)?;
+                self.fetch_wanted(conn).await?;
+                continue;
+            }
+            match result {
+                Ok(()) => break pending,
                 Err((i, e)) => {
-                    self.reject(plan, ctx, conn, &msgs[i], e).await?;
+                    self.reject(plan, ctx, conn, &msgs[i], e, &pending).await?;
                     skip.insert(i);
                 }
             }
@@ -114,18 +139,19 @@ where
         }
         self.report_batch(ctx, last_id, processed, failed);
         self.skipped = 0;
+        self.trim_cache(ctx.spec.config.state_cache_max_entries());
         Ok(())
     }
 
     /// Runs the batch's records, but those in `skip`, through the chain; the first that
-    /// fails, with its error.
+    /// fails, with its error, and the writes drained so far.
     fn run_records(
         &mut self,
         ctx: &Ctx<'_>,
         mdc: &Mdc,
         msgs: &[Message],
         skip: &HashSet<usize>,
-    ) -> Result<Pending, (usize, Error)> {
+    ) -> (Result<(), (usize, Error)>, Pending) {
         let mut pending = Pending::default();
         // `HotKeyPolicy::FailFast` needs each record's writes: drain after every record while a hash
         // is armed (otherwise once per batch).
@@ -140,10 +166,10 @@ where
                 r = self.drain_checked(&mut pending);
             }
             if let Err(e) = r {
-                return Err((i, e));
+                return (Err((i, e)), pending);
             }
         }
-        Ok(pending)
+        (Ok(()), pending)
     }
 
     /// Runs one record through the chain, inside the `message` span when it is sampled.
@@ -176,7 +202,8 @@ where
     }
 
     /// A record failed: it goes to retry or the dead-letter queue, and the chain is rolled
-    /// back to the last commit (a failure that stops the partition is returned instead).
+    /// back to the last commit: the keys the batch changed are fetched again (a failure
+    /// that stops the partition is returned instead).
     async fn reject<F: Make<C, O>>(
         &mut self,
         plan: &F,
@@ -184,6 +211,7 @@ where
         conn: &mut Connection,
         m: &Message,
         e: Error,
+        pending: &Pending,
     ) -> Result<(), Error> {
         if schema::stops_partition(&e) {
             return Err(e);
@@ -198,7 +226,8 @@ where
                 h.rejected += 1;
             }
         }
-        self.rebuild(plan, ctx, conn).await
+        self.roll_back(plan, pending)?;
+        self.fetch_wanted(conn).await
     }
 
     /// A commit that failed: unless the script refused it (fenced: nothing was applied),

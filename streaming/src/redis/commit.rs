@@ -42,6 +42,14 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         mut pending: Pending,
         ids: &[String],
     ) -> Result<(), Error> {
+        if self.has_wanted() {
+            // Timers and flushes run only on keys in memory (keys with timers stay); a
+            // pass that missed a key must never commit.
+            return Err(Error::Engine {
+                op: "commit",
+                reason: "a key's state was not in memory; taking the partition again".into(),
+            });
+        }
         self.drain_changes(&mut pending)?;
         self.deliver(ctx)?;
         self.hot.throttle(ctx, &pending).await;

@@ -202,6 +202,7 @@
 //   `turn`;
 // - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
 mod batch;
+mod cache;
 mod chain;
 mod commit;
 mod config;

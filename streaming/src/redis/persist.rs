@@ -26,40 +26,131 @@ pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
 pub(crate) type StoredEntries = Vec<(String, String)>;
 
 /// The Redis engine's change tracking: the keys changed since the last batch commit (for a
-/// watermark, the single key `()`).
+/// watermark, the single key `()`), and for state loaded lazily which keys are known.
 #[derive(Clone, Debug)]
-pub struct ChangedKeys<K>(HashSet<K>);
+pub struct ChangedKeys<K> {
+    dirty: HashSet<K>,
+    pub(crate) lazy: Lazy<K>,
+}
 
 impl<K> Default for ChangedKeys<K> {
     fn default() -> Self {
-        ChangedKeys(HashSet::new())
+        ChangedKeys {
+            dirty: HashSet::new(),
+            lazy: Lazy::default(),
+        }
     }
 }
 
 impl<K: Hash + Eq + Clone + 'static> KeyChanges<K> for ChangedKeys<K> {
     #[inline]
     fn mark(&mut self, key: &K) {
-        if !self.0.contains(key) {
-            self.0.insert(key.clone());
+        if !self.dirty.contains(key) {
+            self.dirty.insert(key.clone());
         }
+    }
+
+    #[inline]
+    fn missing(&mut self, key: &K) {
+        self.lazy.missing(key);
     }
 }
 
 impl<K> ChangedKeys<K> {
     /// Forgets every change.
     pub(crate) fn clear(&mut self) {
-        self.0.clear();
+        self.dirty.clear();
     }
 
     /// Hands out every change and forgets it.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = K> + '_ {
-        self.0.drain()
+        self.dirty.drain()
     }
 
     /// The changes, kept.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &K> {
-        self.0.iter()
+        self.dirty.iter()
     }
+}
+
+impl<K: Hash + Eq> ChangedKeys<K> {
+    /// Forgets the change of `key`.
+    pub(crate) fn unmark(&mut self, key: &K) {
+        self.dirty.remove(key);
+    }
+}
+
+/// What a store loaded lazily knows of its keys: `known` are keys whose stored state is in
+/// memory (or known to be absent), `wanted` the keys to fetch before the batch runs again
+/// (looked up and not known, or forgotten by a rollback). `complete` while nothing stored
+/// can be missing from memory (no stored state when the partition was taken, nothing
+/// evicted since): then no key is ever missing.
+#[derive(Clone, Debug)]
+pub(crate) struct Lazy<K> {
+    pub(crate) complete: bool,
+    pub(crate) known: HashSet<K>,
+    pub(crate) wanted: HashSet<K>,
+}
+
+impl<K> Default for Lazy<K> {
+    fn default() -> Self {
+        Lazy {
+            complete: true,
+            known: HashSet::new(),
+            wanted: HashSet::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Lazy<K> {
+    /// `key` is not in memory: wanted unless nothing can be missing or it is known.
+    #[inline]
+    pub(crate) fn missing(&mut self, key: &K) {
+        if !self.complete && !self.known.contains(key) && !self.wanted.contains(key) {
+            self.wanted.insert(key.clone());
+        }
+    }
+
+    /// Wants `key` again (a rollback forgot it).
+    pub(crate) fn forget(&mut self, key: K) {
+        self.known.remove(&key);
+        self.wanted.insert(key);
+    }
+}
+
+/// Decodes the fields (keys as JSON) a rolled-back batch already wrote for `state`.
+///
+/// # Errors
+/// [`Error::StateDecode`] when a field does not decode.
+pub(crate) fn written_keys<K: DeserializeOwned>(
+    operator: &str,
+    state: &str,
+    written: &[(&str, &str)],
+) -> Result<Vec<K>, Error> {
+    written
+        .iter()
+        .filter(|(s, _)| *s == state)
+        .map(|(_, f)| serde_json::from_str(f).map_err(|e| decode_err(operator, state, e)))
+        .collect()
+}
+
+/// The JSON field of every key of `keys`.
+///
+/// # Errors
+/// [`Error::StateDecode`] when a key does not encode.
+fn fields_of<'k, K: Serialize + 'k>(
+    operator: &str,
+    state: &str,
+    keys: impl Iterator<Item = &'k K>,
+    out: &mut dyn FnMut(&str, String),
+) -> Result<(), Error> {
+    for k in keys {
+        out(
+            state,
+            serde_json::to_string(k).map_err(|e| decode_err(operator, state, e))?,
+        );
+    }
+    Ok(())
 }
 
 /// A stateful operator's store as the runner sees it.
@@ -135,6 +226,64 @@ pub trait Persist: 'static + Sealed {
         None
     }
 
+    /// Whether state `state` is loaded per key when a batch needs it (else whole when the
+    /// partition is taken, in chunks). The default loads every state whole.
+    fn lazy(&self, state: &str) -> bool {
+        let _ = state;
+        false
+    }
+
+    /// Lazily loaded state `state` has stored entries: a key not in memory may be stored.
+    fn stored(&mut self, state: &str) {
+        let _ = state;
+    }
+
+    /// Whether a key was wanted since the last [`wanted`](Self::wanted): a record looked
+    /// it up and it may be stored, or a rollback forgot it. A batch that saw one runs
+    /// again once the keys are fetched.
+    fn has_wanted(&self) -> bool {
+        false
+    }
+
+    /// Hands out the (state, field) of every wanted key to fetch. The engine then passes
+    /// their stored entries to [`load`](Self::load) and calls [`fetched`](Self::fetched).
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when a key does not encode.
+    fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
+        let _ = (operator, out);
+        Ok(())
+    }
+
+    /// The keys handed out by the last [`wanted`](Self::wanted) were fetched: they are
+    /// in memory (or known to have no state).
+    fn fetched(&mut self) {}
+
+    /// Rolls the store back to the last commit: forgets (and wants again) every key
+    /// changed since, those still marked and `written` ((state, field) of the changes
+    /// already drained into the batch's writes).
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when a written field does not decode.
+    fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error>;
+
+    /// Evicts clean entries until at most `max` keys are in memory; keys with timers stay.
+    fn trim(&mut self, max: usize) {
+        let _ = max;
+    }
+
+    /// The keys in memory (with state, or known to have none).
+    fn cached(&self) -> usize {
+        0
+    }
+
+    /// Takes over the content of `old`, a store of the same operator and type (the one a
+    /// rolled-back chain had); `false` when it is not of this type.
+    fn adopt(&mut self, old: &mut dyn std::any::Any) -> bool;
+
+    /// The store as `Any`, for [`adopt`](Self::adopt).
+    fn as_any(&mut self) -> &mut dyn std::any::Any;
+
     /// Ends a watermark epoch after an idle flush (watermark state goes back to
     /// `i64::MIN`); other state ignores it.
     fn reset_epoch(&mut self) {}
@@ -169,7 +318,7 @@ where
     K: Serialize,
     V: Serialize + 'v,
 {
-    for k in dirty.0.drain() {
+    for k in dirty.dirty.drain() {
         let field = serde_json::to_string(&k).map_err(|e| decode_err(operator, state, e))?;
         let value = value(&k)
             .map(|v| serde_json::to_string(v).map_err(|e| decode_err(operator, state, e)))
@@ -177,6 +326,33 @@ where
         out((state, field, value));
     }
     Ok(())
+}
+
+/// [`Persist::adopt`] and [`Persist::as_any`] of a store type: `adopt` swaps contents with
+/// a store of the same type.
+macro_rules! adopt_same_type {
+    () => {
+        fn adopt(&mut self, old: &mut dyn std::any::Any) -> bool {
+            match old.downcast_mut::<Self>() {
+                Some(old) => {
+                    std::mem::swap(self, old);
+                    true
+                }
+                None => false,
+            }
+        }
+
+        fn as_any(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    };
+}
+pub(crate) use adopt_same_type;
+
+/// Keys below 7/8 of `max` after evicting: a store over its bound evicts a batch of keys,
+/// not one per commit.
+pub(crate) fn trim_target(max: usize) -> usize {
+    max - max / 8
 }
 
 /// The state name of the table of a rolling reduce or sum.
@@ -239,6 +415,13 @@ where
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
         let map = &self.map;
+        let ChangedKeys { dirty, lazy } = &mut self.changes;
+        if !lazy.known.is_empty() {
+            // A key known to have no stored state that now has one is in the map.
+            for k in dirty.iter().filter(|k| map.contains_key(*k)) {
+                lazy.known.remove(k);
+            }
+        }
         drain_json(
             operator,
             ROLLING_STATE,
@@ -247,6 +430,70 @@ where
             out,
         )
     }
+
+    fn lazy(&self, _state: &str) -> bool {
+        true
+    }
+
+    fn stored(&mut self, state: &str) {
+        if state == ROLLING_STATE {
+            self.changes.lazy.complete = false;
+        }
+    }
+
+    fn has_wanted(&self) -> bool {
+        !self.changes.lazy.wanted.is_empty()
+    }
+
+    fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
+        fields_of(operator, ROLLING_STATE, self.changes.lazy.wanted.iter(), out)
+    }
+
+    fn fetched(&mut self) {
+        let lazy = &mut self.changes.lazy;
+        for k in lazy.wanted.drain() {
+            if !self.map.contains_key(&k) {
+                lazy.known.insert(k);
+            }
+        }
+    }
+
+    fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
+        let mut keys: Vec<K> = self.changes.drain().collect();
+        keys.extend(written_keys(operator, ROLLING_STATE, written)?);
+        for k in keys {
+            self.map.remove(&k);
+            self.changes.lazy.forget(k);
+        }
+        Ok(())
+    }
+
+    fn trim(&mut self, max: usize) {
+        if max == 0 || self.cached() <= max {
+            return;
+        }
+        let mut excess = self.cached() - trim_target(max);
+        let lazy = &mut self.changes.lazy;
+        // Keys known to have no state go first: evicting them loses no loaded value.
+        let absent: Vec<K> = lazy.known.iter().take(excess).cloned().collect();
+        for k in &absent {
+            lazy.known.remove(k);
+        }
+        excess -= absent.len();
+        if excess > 0 {
+            let evict: Vec<K> = self.map.keys().take(excess).cloned().collect();
+            for k in &evict {
+                self.map.remove(k);
+            }
+            lazy.complete = false;
+        }
+    }
+
+    fn cached(&self) -> usize {
+        self.map.len() + self.changes.lazy.known.len()
+    }
+
+    adopt_same_type!();
 
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
         let fingerprint = format!(
@@ -296,6 +543,9 @@ where
 
     fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
         for (k, panes) in decode_entries::<K, Vec<Bucket<Acc, Tr>>>(operator, state, entries)? {
+            if self.keys.contains_key(&k) {
+                continue; // `HSCAN` may return a field twice
+            }
             // The timer queue is rebuilt from the panes' registered timers.
             for b in &panes {
                 for &t in &b.timers {
@@ -317,6 +567,40 @@ where
             out,
         )
     }
+
+    fn has_wanted(&self) -> bool {
+        !self.changes.lazy.wanted.is_empty()
+    }
+
+    fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
+        fields_of(operator, PANES_STATE, self.changes.lazy.wanted.iter(), out)
+    }
+
+    fn fetched(&mut self) {
+        self.changes.lazy.wanted.clear();
+    }
+
+    fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
+        let mut keys: Vec<K> = self.changes.drain().collect();
+        keys.extend(written_keys(operator, PANES_STATE, written)?);
+        for k in keys {
+            // The key's queued timers go with its panes; loading them again queues the
+            // committed ones.
+            for b in self.keys.remove(&k).unwrap_or_default() {
+                for &t in &b.timers {
+                    self.timers.remove(t, &(k.clone(), b.window));
+                }
+            }
+            self.changes.lazy.wanted.insert(k);
+        }
+        Ok(())
+    }
+
+    fn cached(&self) -> usize {
+        self.keys.len()
+    }
+
+    adopt_same_type!();
 }
 
 impl<C> Sealed for WatermarkState<C> {}
@@ -333,9 +617,33 @@ impl Persist for WatermarkState<ChangedKeys<()>> {
     }
 
     fn drain(&mut self, _operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        if self.changes.0.drain().next().is_some() {
+        if self.changes.dirty.drain().next().is_some() {
             let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
             out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
+        }
+        Ok(())
+    }
+
+    fn has_wanted(&self) -> bool {
+        !self.changes.lazy.wanted.is_empty()
+    }
+
+    fn wanted(&mut self, _operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
+        if !self.changes.lazy.wanted.is_empty() {
+            out(WATERMARK_STATE, WATERMARK_FIELD.to_string());
+        }
+        Ok(())
+    }
+
+    fn fetched(&mut self) {
+        self.changes.lazy.wanted.clear();
+    }
+
+    fn roll_back(&mut self, _operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
+        let changed = self.changes.drain().next().is_some();
+        if changed || written.iter().any(|(s, _)| *s == WATERMARK_STATE) {
+            *self = WatermarkState::default();
+            self.changes.lazy.wanted.insert(());
         }
         Ok(())
     }
@@ -343,6 +651,8 @@ impl Persist for WatermarkState<ChangedKeys<()>> {
     fn watermark(&self) -> Option<(i64, bool)> {
         Some((self.watermark, self.idle))
     }
+
+    adopt_same_type!();
 
     fn reset_epoch(&mut self) {
         WatermarkState::reset_epoch(self);

@@ -2,8 +2,9 @@
 //! and timers ([`ProcessChanges`]), and how that state is loaded and written back.
 
 use super::persist::{
-    decode_entries, decode_err, decode_keys, drain_json, ChangedKeys, Persist, StateLimits,
-    StateWrite, StoredEntries, TIMERS_STATE,
+    adopt_same_type, decode_entries, decode_err, decode_keys, drain_json, trim_target,
+    ChangedKeys, Lazy, Persist, StateLimits, StateWrite, StoredEntries,
+    TIMERS_STATE,
 };
 use super::schema::SchemaGate;
 use crate::api::state::{OpenState, OpenedState};
@@ -17,8 +18,10 @@ use std::hash::Hash;
 
 /// The Redis engine's tracking of a keyed process operator's state: the keys changed per
 /// state and of the timers, the stored entries of states not opened yet (decoded when a
-/// record first opens the state: its descriptor has the codec) and the partition's schema
-/// check.
+/// record first opens the state: its descriptor has the codec), the partition's schema
+/// check, and which keys are in memory (`lazy.known`: every key whose stored states were
+/// loaded, or that was first seen while nothing stored could be missing) and which stored
+/// states a key not in memory is fetched from.
 #[derive(Clone)]
 pub struct ProcessChanges<K> {
     /// Changed keys per state (by slot; the last set stands for every slot from 63 on).
@@ -26,6 +29,9 @@ pub struct ProcessChanges<K> {
     timers: ChangedKeys<K>,
     pending: HashMap<String, Vec<(K, String)>>,
     schema: Option<SchemaGate>,
+    lazy: Lazy<K>,
+    /// The states (and `__timers`) with stored entries in the partition.
+    stored: Vec<String>,
 }
 
 impl<K> Default for ProcessChanges<K> {
@@ -35,6 +41,8 @@ impl<K> Default for ProcessChanges<K> {
             timers: ChangedKeys::default(),
             pending: HashMap::new(),
             schema: None,
+            lazy: Lazy::default(),
+            stored: Vec::new(),
         }
     }
 }
@@ -79,9 +87,58 @@ impl<K: Hash + Eq + Clone + 'static> ProcessTracking<K> for ProcessChanges<K> {
     fn mark_timers(&mut self, key: &K) {
         self.timers.mark(key);
     }
+
+    #[inline]
+    fn touch(&mut self, key: &K) {
+        let lazy = &mut self.lazy;
+        if !lazy.known.contains(key) {
+            if lazy.complete {
+                lazy.known.insert(key.clone());
+            } else if !lazy.wanted.contains(key) {
+                lazy.wanted.insert(key.clone());
+            }
+        }
+    }
+}
+
+impl<K> ProcessChanges<K> {
+    /// State `state` has (or will have, once this batch commits) stored entries: a key
+    /// forgotten by a rollback is fetched from it.
+    fn remember_stored(&mut self, state: &str) {
+        if !self.stored.iter().any(|s| s == state) {
+            self.stored.push(state.to_string());
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> ProcessChanges<K> {
+    /// Every key changed since the last drain (of any state or of the timers), forgotten.
+    fn take_changed(&mut self) -> Vec<K> {
+        let mut keys: std::collections::HashSet<K> = self.timers.drain().collect();
+        for set in &mut self.states {
+            keys.extend(set.drain());
+        }
+        keys.into_iter().collect()
+    }
 }
 
 impl<K, C> crate::sealed::Sealed for ProcessState<K, C> {}
+
+impl<K: Hash + Eq + Clone + 'static> ProcessState<K, ProcessChanges<K>> {
+    /// Forgets `key`'s states and timers (its queued timers leave the queues).
+    fn evict(&mut self, key: &K) {
+        self.backend.evict(key);
+        for (time, domain) in self.registered.remove(key).unwrap_or_default() {
+            match domain {
+                TimeDomain::EventTime => self.event_timers.remove(time, key),
+                TimeDomain::ProcessingTime => self.processing_timers.remove(time, key),
+            };
+        }
+        for entries in self.tracking.pending.values_mut() {
+            entries.retain(|(k, _)| k != key);
+        }
+    }
+}
 
 impl<K> Persist for ProcessState<K, ProcessChanges<K>>
 where
@@ -114,8 +171,10 @@ where
                 for (time, domain) in timers {
                     self.add_timer(&k, time, domain);
                 }
+                self.tracking.timers.unmark(&k);
+                // A key with timers is kept in memory: its states are fetched with it.
+                self.tracking.lazy.missing(&k);
             }
-            self.tracking.timers.clear();
             return Ok(());
         }
         // The values stay JSON until the state's descriptor (its codec) is known.
@@ -142,6 +201,9 @@ where
                 changed.iter().cloned().collect()
             };
             let state = self.backend.name(slot);
+            if !keys.is_empty() {
+                self.tracking.remember_stored(state);
+            }
             for key in keys {
                 let value = self.backend.dump(slot, &key)?;
                 let field =
@@ -152,6 +214,9 @@ where
         if let Some(shared) = self.tracking.states.get_mut(SHARED_SLOT) {
             shared.clear();
         }
+        if self.tracking.timers.iter().next().is_some() {
+            self.tracking.remember_stored(TIMERS_STATE);
+        }
         let registered = &self.registered;
         drain_json(
             operator,
@@ -161,6 +226,83 @@ where
             out,
         )
     }
+
+    fn lazy(&self, state: &str) -> bool {
+        state != TIMERS_STATE
+    }
+
+    fn stored(&mut self, state: &str) {
+        if self.lazy(state) {
+            self.tracking.lazy.complete = false;
+        }
+        self.tracking.remember_stored(state);
+    }
+
+    fn has_wanted(&self) -> bool {
+        !self.tracking.lazy.wanted.is_empty()
+    }
+
+    fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
+        let t = &self.tracking;
+        for k in &t.lazy.wanted {
+            let field = serde_json::to_string(k).map_err(|e| decode_err(operator, "key", e))?;
+            for state in &t.stored {
+                out(state, field.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn fetched(&mut self) {
+        let lazy = &mut self.tracking.lazy;
+        lazy.known.extend(lazy.wanted.drain());
+    }
+
+    fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
+        let mut keys = self.tracking.take_changed();
+        for (state, field) in written {
+            keys.push(serde_json::from_str(field).map_err(|e| decode_err(operator, state, e))?);
+        }
+        for k in keys {
+            self.evict(&k);
+            self.tracking.lazy.forget(k);
+        }
+        Ok(())
+    }
+
+    fn trim(&mut self, max: usize) {
+        let known = self.tracking.lazy.known.len();
+        if max == 0 || known <= max {
+            return;
+        }
+        let excess = known - trim_target(max);
+        let registered = &self.registered;
+        let evict: Vec<K> = (self.tracking.lazy.known.iter())
+            .filter(|k| !registered.contains_key(*k))
+            .take(excess)
+            .cloned()
+            .collect();
+        if evict.is_empty() {
+            return;
+        }
+        for k in &evict {
+            self.backend.evict(k);
+            self.tracking.lazy.known.remove(k);
+        }
+        if !self.tracking.pending.is_empty() {
+            let gone: std::collections::HashSet<&K> = evict.iter().collect();
+            for entries in self.tracking.pending.values_mut() {
+                entries.retain(|(k, _)| !gone.contains(k));
+            }
+        }
+        self.tracking.lazy.complete = false;
+    }
+
+    fn cached(&self) -> usize {
+        self.tracking.lazy.known.len()
+    }
+
+    adopt_same_type!();
 }
 
 #[cfg(test)]

@@ -10,13 +10,8 @@ use crate::api::Sink;
 use crate::mq::Connection;
 use crate::ops::Operator;
 use crate::Error;
-use redis::{Script, Value};
 use std::sync::atomic::Ordering;
-use std::sync::LazyLock;
 use tokio::time::Instant;
-
-/// Loads a partition's state (`lua/load_state.lua`).
-static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/load_state.lua")));
 
 impl<C, S, O> Part<C, S, O>
 where
@@ -102,32 +97,6 @@ where
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);
         schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
-        Ok(())
-    }
-
-    /// Loads every state hash of the partition into the stores (one script), except the
-    /// states the schema check cleared.
-    async fn load_state(&mut self, conn: &mut Connection) -> Result<(), Error> {
-        let v: Value = LOAD.key(self.state_keys.index()).invoke_async(conn).await?;
-        let items: Vec<Value> = redis::from_redis_value(&v)?;
-        for pair in items.chunks(2) {
-            let [k, fields] = pair else { continue };
-            let key: String = redis::from_redis_value(k)?;
-            let flat: Vec<String> = redis::from_redis_value(fields)?;
-            for (op, store) in &self.stores {
-                if let Some(state) = self.state_keys.state_of(&key, op.as_str()) {
-                    if (self.schema.as_ref()).is_some_and(|g| g.cleared(op.as_str(), state)) {
-                        continue;
-                    }
-                    let mut entries = Vec::with_capacity(flat.len() / 2);
-                    let mut it = flat.iter();
-                    while let (Some(f), Some(v)) = (it.next(), it.next()) {
-                        entries.push((f.clone(), v.clone()));
-                    }
-                    store.borrow_mut().load(op.as_str(), state, entries)?;
-                }
-            }
-        }
         Ok(())
     }
 

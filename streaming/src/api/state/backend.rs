@@ -132,6 +132,7 @@ struct Slot<K> {
     clone: fn(&dyn Any) -> Box<dyn Any>,
     load: fn(&mut dyn Any, K, &str) -> Result<(), String>,
     dump: fn(&dyn Any, &K) -> Result<Option<String>, String>,
+    evict: fn(&mut dyn Any, &K),
 }
 
 fn clone_data<K: Clone + 'static, D: StateDescriptor<K>>(data: &dyn Any) -> Box<dyn Any> {
@@ -163,6 +164,15 @@ where
     data.values.get_owned(key).map(codec.ser).transpose()
 }
 
+fn evict_entry<K, D>(data: &mut dyn Any, key: &K)
+where
+    K: Hash + Eq + Clone + 'static,
+    D: StateDescriptor<K>,
+{
+    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
+    data.values.remove_owned(key);
+}
+
 impl<K: Hash + Eq + Clone + 'static> Slot<K> {
     fn new<D: StateDescriptor<K>>(descriptor: &D, hasher: RandomState) -> Self {
         Slot {
@@ -177,6 +187,7 @@ impl<K: Hash + Eq + Clone + 'static> Slot<K> {
             clone: clone_data::<K, D>,
             load: load_entry::<K, D>,
             dump: dump_entry::<K, D>,
+            evict: evict_entry::<K, D>,
         }
     }
 
@@ -211,6 +222,7 @@ impl<K> Clone for Slot<K> {
             clone: self.clone,
             load: self.load,
             dump: self.dump,
+            evict: self.evict,
         }
     }
 }
@@ -454,6 +466,13 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             });
         }
         (s.dump)(&*s.data, key).map_err(|r| self.decode_error(s.name, r))
+    }
+
+    /// Forgets `key`'s value in every state (the engine loads it again when needed).
+    pub(crate) fn evict(&mut self, key: &K) {
+        for s in &mut self.slots {
+            (s.evict)(&mut *s.data, key);
+        }
     }
 
     /// The number of states opened or declared.

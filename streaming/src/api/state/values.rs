@@ -87,6 +87,14 @@ impl<K: Hash + Eq, V> KeyedValues<K, V> {
         }
     }
 
+    /// Removes the value of an owned key (evicting it from memory).
+    pub(crate) fn remove_owned(&mut self, key: &K) {
+        let hash = self.hasher.hash_one(key);
+        if let Ok(o) = self.table.find_entry(hash, |(k, _)| k == key) {
+            o.remove();
+        }
+    }
+
     /// The value of `key`, hashing it (writing state back).
     pub(crate) fn get_owned(&self, key: &K) -> Option<&V> {
         let hash = self.hasher.hash_one(key);

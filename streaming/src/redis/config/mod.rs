@@ -78,6 +78,7 @@ pub struct RedisRuntimeConfig {
     state_ttl: Option<Duration>,
     state_size_report_every_n_writes: u64,
     keyed_state_shard_count: u32,
+    state_cache_max_entries: u64,
     hot_key_fields_warn_threshold: u64,
     hot_key_warn_interval: Duration,
     hot_key_policy: HotKeyPolicy,
@@ -134,6 +135,19 @@ getters! {
     /// Keyed state hashes per (operator, state), split by FNV-1a 64 of the key's JSON
     /// mod N (hash keys `...:{state}:s{i}`); default 1 (one hash, no suffix).
     keyed_state_shard_count: u32;
+    /// Most keys each stateful operator keeps in memory per partition; 0 = unbounded.
+    /// Default 100,000.
+    ///
+    /// Rolling `reduce`/`sum` tables and keyed process states are loaded per key: the
+    /// first record of a key that is not in memory fetches its stored state (`HMGET`,
+    /// one round trip for all keys a batch misses; the batch then runs again), so taking
+    /// a partition costs the same whatever its state size. After a commit, an operator
+    /// holding more keys evicts clean keys (in no particular order; keys with pending
+    /// timers stay) down to 7/8 of the bound. Window panes, event-time and
+    /// processing-time timers and watermarks are loaded whole when a partition is taken
+    /// (they are bounded by the open windows and pending timers), in chunks of
+    /// `HSCAN ... COUNT 500`, so no command blocks Redis for long.
+    state_cache_max_entries: u64;
     /// Field count of a state hash from which it is hot; 0 (default) = off.
     hot_key_fields_warn_threshold: u64;
     /// Minimum interval between hot-key warnings for one hash. Default 1 min.
@@ -236,6 +250,7 @@ impl Default for RedisRuntimeConfig {
             state_ttl: None,
             state_size_report_every_n_writes: 0,
             keyed_state_shard_count: 1,
+            state_cache_max_entries: 100_000,
             hot_key_fields_warn_threshold: 0,
             hot_key_warn_interval: Duration::from_secs(60),
             hot_key_policy: HotKeyPolicy::LogOnly,
@@ -326,6 +341,8 @@ setters! {
     state_size_report_every_n_writes: u64;
     /// Sets [`RedisRuntimeConfig::keyed_state_shard_count`] (≥ 1).
     keyed_state_shard_count: u32;
+    /// Sets [`RedisRuntimeConfig::state_cache_max_entries`] (0 = unbounded).
+    state_cache_max_entries: u64;
     /// Sets [`RedisRuntimeConfig::hot_key_fields_warn_threshold`].
     hot_key_fields_warn_threshold: u64;
     /// Sets [`RedisRuntimeConfig::hot_key_warn_interval`] (> 0).
