@@ -1,6 +1,5 @@
 //! One batch of a partition: read up to `batch_count` entries, run them through the
-//! partition's chain against the in-memory state cache (loaded when the partition was
-//! taken), hand the outputs to the sink, then commit state, sink writes and the
+//! partition's chain against the in-memory state cache (see [`cache`](super::cache)), hand the outputs to the sink, then commit state, sink writes and the
 //! acknowledgement in one script (see [`commit`](super::commit)).
 //!
 //! Keyed state is fetched per key: a pass over the batch that finds a key's state not in

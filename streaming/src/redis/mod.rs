@@ -65,10 +65,21 @@
 //! (serde_json; a list or set state's value is the key's whole collection as a JSON array,
 //! a map state's a JSON array of `[key, value]` pairs). With `keyed_state_shard_count` N > 1
 //! each such hash is split into N hashes `...:{state}:s{i}` (same hash tag), a field going
-//! to `i = FNV-1a-64(field's UTF-8 bytes) % N`; taking a partition loads every shard.
+//! to `i = FNV-1a-64(field's UTF-8 bytes) % N`.
 //! Changing N for existing state is not supported (no migration: keep it fixed per job).
 //! The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the partition's state
 //! hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
+//!
+//! State loading: taking a partition reads the index and, whole (`HSCAN` in chunks of 500
+//! fields, so no command blocks Redis for long), only window panes, keyed process timers
+//! (`__timers`) and watermarks — state bounded by open windows and pending timers. Rolling
+//! `reduce`/`sum` tables and keyed process states are fetched per key: a batch whose
+//! records touch keys not in memory runs once on a guess, is rolled back, fetches the
+//! missed keys' fields (`HMGET`s pipelined in one round trip) and runs again; keys with
+//! pending timers are fetched when the partition is taken and stay in memory. Taking a
+//! partition therefore costs the same whatever its number of keys, and each stateful
+//! operator keeps at most `state_cache_max_entries` keys per partition in memory (clean
+//! keys are evicted after a commit).
 //!
 //! State schema versions: with `state_schema_evolution_enabled` (default), each
 //! state's fingerprint (kind, value and key types, e.g. `ValueState<u64> by String`) is
@@ -108,7 +119,8 @@
 //! letter at once; a retry is addressed to the failing pipeline's group, and pipelines of
 //! other groups on the topic skip it without counting it as a record) with headers [`HEADER_RUNTIME_JOB`], [`HEADER_RUNTIME_GROUP`],
 //! [`HEADER_RUNTIME_ERROR_TYPE`], [`HEADER_RUNTIME_ERROR_MESSAGE`] (≤ 512 chars); the
-//! batch is rolled back (state reloaded) and run again without it, so state counts exactly
+//! batch is rolled back (the keys it changed are fetched again) and run again without it,
+//! so state counts exactly
 //! the acknowledged successful records. Malformed entries go to the dead-letter queue. A
 //! failed commit (connection lost, Redis restarting) resets the partition to its last
 //! commit and retries with backoff.

@@ -2,9 +2,8 @@
 //! and timers ([`ProcessChanges`]), and how that state is loaded and written back.
 
 use super::persist::{
-    adopt_same_type, decode_entries, decode_err, decode_keys, drain_json, trim_target,
-    ChangedKeys, Lazy, Persist, StateLimits, StateWrite, StoredEntries,
-    TIMERS_STATE,
+    adopt_same_type, decode_entries, decode_err, decode_keys, drain_json, trim_target, ChangedKeys,
+    Lazy, Persist, StateLimits, StateWrite, StoredEntries, TIMERS_STATE,
 };
 use super::schema::SchemaGate;
 use crate::api::state::{OpenState, OpenedState};
