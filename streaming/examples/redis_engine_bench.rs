@@ -6,6 +6,7 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --latency [--redis-url URL] [--rate MSG_PER_S] [--seconds S]
 //! cargo run --release -p streaming --example redis_engine_bench -- --windows [--redis-url URL] [--messages N] [--ts-step-ms MS]
+//! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
 //! ```
 //! Needs a running Redis (default `redis://127.0.0.1:6379`); everything it writes is under
 //! fresh key prefixes. Throughput mode: messages are produced first; the figure is messages
@@ -19,7 +20,8 @@
 //! (`key_by → window(TumblingEventTimeWindows::of(60 s)) → count()`), each timed from
 //! `execute_async` until every message is committed, with the windows fired by then and,
 //! after an idle flush (not timed), the total against the expected number of
-//! (key, window) pairs. All modes print a Markdown table.
+//! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`. All modes print a
+//! Markdown table.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +30,9 @@ use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, Subscr
 use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig};
 use streaming::time::TumblingEventTimeWindows;
 use streaming::{pipeline, BoxError};
+
+#[path = "bench_support/takeover.rs"]
+mod takeover;
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
@@ -661,6 +666,7 @@ fn main() {
     let mut n = 200_000usize;
     let mut latency = false;
     let mut windows = false;
+    let mut takeover_keys = None;
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
@@ -668,6 +674,15 @@ fn main() {
         match a.as_str() {
             "--latency" => latency = true,
             "--windows" => windows = true,
+            "--takeover" => takeover_keys = Some(1_000_000u64),
+            "--keys" => {
+                takeover_keys = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|k: &u64| *k >= 100)
+                        .expect("--keys N (≥ 100)"),
+                )
+            }
             "--ts-step-ms" => {
                 ts_step = args
                     .next()
@@ -698,6 +713,10 @@ fn main() {
     }
     if windows {
         windows_main(&url, n, ts_step);
+        return;
+    }
+    if let Some(keys) = takeover_keys {
+        takeover::takeover_main(&url, keys, unique);
         return;
     }
     let rt = tokio::runtime::Builder::new_current_thread()

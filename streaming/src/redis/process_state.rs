@@ -243,9 +243,14 @@ where
 
     fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
         let t = &self.tracking;
+        // A state the schema check cleared is deleted at the next commit: nothing of it
+        // is fetched.
+        let states: Vec<&String> = (t.stored.iter())
+            .filter(|s| !(t.schema.as_ref()).is_some_and(|g| g.cleared(operator, s)))
+            .collect();
         for k in &t.lazy.wanted {
             let field = serde_json::to_string(k).map_err(|e| decode_err(operator, "key", e))?;
-            for state in &t.stored {
+            for state in &states {
                 out(state, field.clone());
             }
         }
