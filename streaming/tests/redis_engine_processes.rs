@@ -373,3 +373,64 @@ fn chaos_kill_stop_restart_is_exactly_once_offset_mode() {
 fn chaos_kill_stop_restart_is_exactly_once_xack_mode() {
     chaos(AckMode::Xack, "chaos-xack");
 }
+
+/// The keyed count's stored state: word → count, over every partition's count hash.
+fn stored_counts(conn: &mut redis::Connection) -> std::collections::BTreeMap<String, u64> {
+    let hashes: Vec<String> = redis::cmd("KEYS")
+        .arg("*:process:count*")
+        .query(conn)
+        .unwrap();
+    let mut counts = std::collections::BTreeMap::new();
+    for h in hashes {
+        let fields: Vec<(String, u64)> = redis::cmd("HGETALL").arg(&h).query(conn).unwrap();
+        for (field, n) in fields {
+            let word: String = serde_json::from_str(&field).unwrap();
+            assert!(counts.insert(word, n).is_none(), "a word in two hashes");
+        }
+    }
+    counts
+}
+
+/// One worker process `SIGKILL`ed at 30 random points (seeded; `KILL_SEED` replays a
+/// run) — while taking partitions, fetching state, processing or committing — and started
+/// again each time: the list output is exactly-once with exact counts, and the stored
+/// state holds each word's exact count.
+fn kill_at_random_points(mode: AckMode, test: &str) {
+    use rand::{Rng, SeedableRng};
+    const N: usize = 6_000;
+    let seed: u64 = std::env::var("KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    println!("{test}: KILL_SEED={seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut f = fixture(test, mode, N);
+    f.spec.record_delay = Duration::from_micros(300);
+    let mut at_kill = Vec::new();
+    for _ in 0..30 {
+        let w = Worker::spawn(&f.spec);
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..=1200)));
+        w.kill();
+        at_kill.push(f.output_len());
+    }
+    println!("{test}: output lines at each kill {at_kill:?}");
+    let w = Worker::spawn(&f.spec);
+    f.wait_done(N);
+    w.stop();
+    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
+    let mut expected = std::collections::BTreeMap::new();
+    for i in 0..N {
+        *expected.entry(word(i)).or_insert(0u64) += 1;
+    }
+    assert_eq!(stored_counts(&mut f.conn), expected);
+}
+
+#[test]
+fn kill_9_at_30_random_points_is_exactly_once_offset_mode() {
+    kill_at_random_points(AckMode::Offset, "kill30-offset");
+}
+
+#[test]
+fn kill_9_at_30_random_points_is_exactly_once_xack_mode() {
+    kill_at_random_points(AckMode::Xack, "kill30-xack");
+}
