@@ -20,16 +20,11 @@ use crate::Error;
 pub(crate) const PACKED_FIELDS_OVER: usize = 1000;
 
 /// Appends an entry to the dead-letter stream (acknowledging it, in XACK mode).
-static DEAD_LETTER: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("lua/advance.lua"),
-        include_str!("lua/lease_held.lua"),
-        include_str!("lua/dead_letter.lua")
-    ))
-});
+static DEAD_LETTER: LazyLock<Script> =
+    lua_script!("advance.lua", "lease_held.lua", "dead_letter.lua");
 
 /// Moves a dead letter back to its partition.
-static REPLAY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/replay.lua")));
+static REPLAY: LazyLock<Script> = lua_script!("replay.lua");
 
 /// Why and where a message is dead-lettered.
 pub(crate) struct DeadLetterCause<'a> {

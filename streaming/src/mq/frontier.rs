@@ -19,12 +19,7 @@ use crate::Error;
 pub(crate) const LUA_ADVANCE: &str = include_str!("lua/advance.lua");
 
 /// Acknowledges ids and advances the frontier.
-static ACK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("lua/advance.lua"),
-        include_str!("lua/ack.lua")
-    ))
-});
+static ACK: LazyLock<Script> = lua_script!("advance.lua", "ack.lua");
 
 /// Acknowledges `ids` of `group` on a partition and advances the frontier, atomically.
 /// Returns how many ids were pending (XACK's count).

@@ -110,28 +110,16 @@ pub(crate) fn is_fenced_reply(v: &Value) -> bool {
 }
 
 /// Takes a free lease under a new fencing token.
-static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/lease_acquire.lua")));
+static ACQUIRE: LazyLock<Script> = lua_script!("lease_acquire.lua");
 
 /// Extends a lease held (or takes it back when nobody took it since).
-static RENEW: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("lua/lease_held.lua"),
-        include_str!("lua/lease_renew.lua")
-    ))
-});
+static RENEW: LazyLock<Script> = lua_script!("lease_held.lua", "lease_renew.lua");
 
 /// Moves a lease held to a new fencing token.
-static REFENCE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("lua/lease_held.lua"),
-        include_str!("lua/lease_refence.lua")
-    ))
-});
+static REFENCE: LazyLock<Script> = lua_script!("lease_held.lua", "lease_refence.lua");
 
 /// Deletes a lease still held.
-static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/lease_release.lua")));
+static RELEASE: LazyLock<Script> = lua_script!("lease_release.lua");
 
 /// A lease held: its key and its value `"{token} {owner}"` (what every fenced write
 /// compares).

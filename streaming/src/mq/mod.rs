@@ -59,6 +59,20 @@
 //! - keys are Redis Cluster slot-safe, and the client connects to one server or to a
 //!   cluster ([`Endpoint`]: a `redis+cluster://` URL or [`Endpoint::cluster`]).
 
+/// A `LazyLock<redis::Script>` for a `static` (the script is made once): the files of
+/// `mq/lua/` named, concatenated in order (preludes first).
+macro_rules! lua_script {
+    ($($file:literal),+ $(,)?) => {
+        std::sync::LazyLock::new(|| {
+            redis::Script::new(concat!($(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/src/mq/lua/",
+                $file
+            ))),+))
+        })
+    };
+}
+
 mod connection;
 mod consumer;
 pub(crate) mod dlq;

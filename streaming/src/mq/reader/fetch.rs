@@ -18,28 +18,13 @@ use crate::mq::Connection;
 use crate::Error;
 
 /// `XREADGROUP` (never blocking) under the lease check.
-static READ: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("../lua/lease_held.lua"),
-        include_str!("../lua/read.lua")
-    ))
-});
+static READ: LazyLock<Script> = lua_script!("lease_held.lua", "read.lua");
 
 /// One `XAUTOCLAIM .. JUSTID` step under the lease check.
-static CLAIM: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("../lua/lease_held.lua"),
-        include_str!("../lua/claim.lua")
-    ))
-});
+static CLAIM: LazyLock<Script> = lua_script!("lease_held.lua", "claim.lua");
 
 /// `XGROUP SETID` (or `CREATE`) under the lease check.
-static SET_GROUP_ID: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("../lua/lease_held.lua"),
-        include_str!("../lua/set_group_id.lua")
-    ))
-});
+static SET_GROUP_ID: LazyLock<Script> = lua_script!("lease_held.lua", "set_group_id.lua");
 
 /// A take's claim moves at most this many entries per script call.
 const CLAIM_STEP: usize = 1000;
