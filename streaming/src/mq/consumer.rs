@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
-use crate::mq::lease::{Lease, LeaseScripts};
+use crate::mq::lease::{self, Lease};
 use crate::mq::options::Assignment;
 use crate::mq::topic::now_ms;
 use crate::mq::worker::{self, Control, Shared};
@@ -161,7 +161,6 @@ async fn coordinate<H: MessageHandler>(
     mut conn: Connection,
     mut stop: watch::Receiver<bool>,
 ) {
-    let leases = LeaseScripts::new();
     let mut workers: BTreeMap<u32, Worker> = BTreeMap::new();
     // Workers whose lease was lost: told to stop, not yet finished; their partition is
     // not taken again until they are done.
@@ -179,7 +178,7 @@ async fn coordinate<H: MessageHandler>(
             break;
         }
         lost.retain(|_, w| !w.handle.is_finished());
-        if let Err(e) = rebalance(&sh, &mut conn, &leases, &mut workers, &mut lost).await {
+        if let Err(e) = rebalance(&sh, &mut conn, &mut workers, &mut lost).await {
             warn!(topic = %sh.topic, group = %sh.group, error = %e, "rebalance failed");
         }
         publish_owned(&sh, &workers);
@@ -190,7 +189,7 @@ async fn coordinate<H: MessageHandler>(
     }
     for (p, w) in std::mem::take(&mut workers) {
         let _ = w.handle.await;
-        release(&sh, &mut conn, &leases, p, &w.lease).await;
+        release(&sh, &mut conn, p, &w.lease).await;
     }
     for (_, w) in std::mem::take(&mut lost) {
         let _ = w.handle.await;
@@ -206,14 +205,8 @@ fn publish_owned<H>(sh: &Shared<H>, workers: &BTreeMap<u32, Worker>) {
     *sh.ctl.owned.lock().unwrap_or_else(|e| e.into_inner()) = workers.keys().copied().collect();
 }
 
-async fn release<H>(
-    sh: &Shared<H>,
-    conn: &mut Connection,
-    leases: &LeaseScripts,
-    p: u32,
-    lease: &Lease,
-) {
-    if let Err(e) = leases.release(conn, lease).await {
+async fn release<H>(sh: &Shared<H>, conn: &mut Connection, p: u32, lease: &Lease) {
+    if let Err(e) = lease::release(conn, lease).await {
         warn!(topic = %sh.topic, partition = p, error = %e, "lease release failed; it expires by TTL");
     }
 }
@@ -221,14 +214,13 @@ async fn release<H>(
 async fn stop_worker<H>(
     sh: &Shared<H>,
     conn: &mut Connection,
-    leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     p: u32,
 ) {
     if let Some(w) = workers.remove(&p) {
         w.stop.send_replace(true);
         let _ = w.handle.await;
-        release(sh, conn, leases, p, &w.lease).await;
+        release(sh, conn, p, &w.lease).await;
         debug!(topic = %sh.topic, partition = p, "partition released");
     }
 }
@@ -236,7 +228,6 @@ async fn stop_worker<H>(
 async fn rebalance<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
     conn: &mut Connection,
-    leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     lost: &mut BTreeMap<u32, Worker>,
 ) -> Result<(), Error> {
@@ -248,13 +239,13 @@ async fn rebalance<H: MessageHandler>(
         .map(|(p, _)| *p)
         .collect();
     for p in finished {
-        stop_worker(sh, conn, leases, workers, p).await;
+        stop_worker(sh, conn, workers, p).await;
     }
     // Renew; a lost lease stops its worker without releasing (it is someone else's now).
     let (t, g) = (sh.topic.as_str(), sh.group.as_str());
     let owned: Vec<(u32, Lease)> = workers.iter().map(|(p, w)| (*p, w.lease.clone())).collect();
     for (p, lease) in owned {
-        if !leases.renew(conn, &lease, sh.opts.lease_ttl).await? {
+        if !lease::renew(conn, &lease, sh.opts.lease_ttl).await? {
             warn!(
                 topic = t,
                 partition = p,
@@ -277,8 +268,8 @@ async fn rebalance<H: MessageHandler>(
         eligible.len().div_ceil(live.max(1) as usize)
     }
     .min(sh.opts.worker_count);
-    give_up_partitions(sh, conn, leases, workers, &eligible, target).await;
-    acquire_partitions(sh, conn, leases, workers, lost, &eligible, target).await
+    give_up_partitions(sh, conn, workers, &eligible, target).await;
+    acquire_partitions(sh, conn, workers, lost, &eligible, target).await
 }
 
 /// Registers this consumer in the group's member set (expiring after one lease TTL),
@@ -302,7 +293,6 @@ async fn heartbeat<H: MessageHandler>(
 async fn give_up_partitions<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
     conn: &mut Connection,
-    leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     eligible: &[u32],
     target: usize,
@@ -313,7 +303,7 @@ async fn give_up_partitions<H: MessageHandler>(
         .filter(|p| !eligible.contains(p))
         .collect();
     for p in leaving {
-        stop_worker(sh, conn, leases, workers, p).await;
+        stop_worker(sh, conn, workers, p).await;
     }
     while workers.len() > target {
         let Some(&p) = workers.keys().next_back() else {
@@ -326,7 +316,7 @@ async fn give_up_partitions<H: MessageHandler>(
             target,
             "rebalancing: giving a partition up"
         );
-        stop_worker(sh, conn, leases, workers, p).await;
+        stop_worker(sh, conn, workers, p).await;
     }
 }
 
@@ -334,7 +324,6 @@ async fn give_up_partitions<H: MessageHandler>(
 async fn acquire_partitions<H: MessageHandler>(
     sh: &Arc<Shared<H>>,
     conn: &mut Connection,
-    leases: &LeaseScripts,
     workers: &mut BTreeMap<u32, Worker>,
     lost: &BTreeMap<u32, Worker>,
     eligible: &[u32],
@@ -350,9 +339,8 @@ async fn acquire_partitions<H: MessageHandler>(
         }
         let key = sh.keys.lease(t, p, g);
         let fence = sh.keys.fence(t, p, g);
-        let Some(lease) = leases
-            .acquire(conn, &key, &fence, &sh.ctl.consumer, sh.opts.lease_ttl)
-            .await?
+        let Some(lease) =
+            lease::acquire(conn, &key, &fence, &sh.ctl.consumer, sh.opts.lease_ttl).await?
         else {
             continue;
         };

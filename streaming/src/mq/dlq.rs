@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use super::Connection;
 use bytes::Bytes;
 use redis::{AsyncCommands, Script, Value};
+use std::sync::LazyLock;
 
-use crate::mq::frontier::LUA_ADVANCE;
-use crate::mq::lease::{Fence, LUA_LEASE_HELD};
+use crate::mq::lease::Fence;
 use crate::mq::message::{
     encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, F_RETRY_GROUP, HEADER_ORIGINAL_ID,
 };
@@ -15,55 +15,16 @@ use crate::mq::retry::truncate;
 use crate::mq::topic::{now_ms, KeySpace};
 use crate::Error;
 
-const LUA_DEAD_LETTER: &str = r#"
--- KEYS: stream, acked, frontier, dlq, lease, fencing counter
--- ARGV: lease value held ('' = none), lease ttl ms, ack ('1': acknowledge the entry for the
---       group and advance the frontier; '0': NOACK reader, nothing to acknowledge), group,
---       id, limit, n, the entry's field, value, ... (n values), dlq.* field, value, ...
--- More than `limit` entry values are packed into one `dlq.fields` value (MessagePack array),
--- so no `unpack` here grows with the entry (Lua's stack holds ~8000 values).
-if not lease_held(KEYS[5], KEYS[6], ARGV[1], ARGV[2]) then return 'fenced' end
-local ack = ARGV[3] == '1'
-if ack and redis.call('XACK', KEYS[1], ARGV[4], ARGV[5]) == 0 then return 0 end
-local limit, n = tonumber(ARGV[6]), tonumber(ARGV[7])
-local args = {}
-if n <= limit then
-  for j = 8, 7 + n do args[#args + 1] = ARGV[j] end
-else
-  local packed = {}
-  for j = 8, 7 + n do packed[#packed + 1] = ARGV[j] end
-  args[1] = 'dlq.fields'
-  args[2] = cmsgpack.pack(packed)
-end
-for j = 8 + n, #ARGV do args[#args + 1] = ARGV[j] end
-redis.call('XADD', KEYS[4], '*', unpack(args))
-if ack then
-  local newly = {}
-  newly[ARGV[5]] = true
-  advance(KEYS[1], KEYS[2], KEYS[3], newly)
-end
-return 1
-"#;
-
-const LUA_REPLAY: &str = r#"
--- KEYS: dlq, stream; ARGV: dlq id, field, value, ...
-if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
-return redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
-"#;
-
 /// A failed entry with more fields than this is dead-lettered with its fields packed into
 /// one `dlq.fields` value.
 pub(crate) const PACKED_FIELDS_OVER: usize = 1000;
 
-pub(crate) fn dead_letter_script() -> Script {
-    Script::new(&format!(
-        "{LUA_ADVANCE}\n{LUA_LEASE_HELD}\n{LUA_DEAD_LETTER}"
-    ))
-}
+/// Appends an entry to the dead-letter stream (acknowledging it, in XACK mode).
+static DEAD_LETTER: LazyLock<Script> =
+    lua_script!("advance.lua", "lease_held.lua", "dead_letter.lua");
 
-pub(crate) fn replay_script() -> Script {
-    Script::new(LUA_REPLAY)
-}
+/// Moves a dead letter back to its partition.
+static REPLAY: LazyLock<Script> = lua_script!("replay.lua");
 
 /// Why and where a message is dead-lettered.
 pub(crate) struct DeadLetterCause<'a> {
@@ -77,43 +38,15 @@ pub(crate) struct DeadLetterCause<'a> {
     pub(crate) error: &'a str,
 }
 
-/// Acknowledges entry `cause.id` and appends `fields` + the `dlq.*` fields to the dead-letter
-/// stream, atomically, if `fence` still holds the partition's lease. Returns `false` when
-/// the entry was no longer pending.
+/// Appends `fields` + the `dlq.*` fields to the dead-letter stream, if `fence` still holds
+/// the partition's lease; with `ack`, atomically with acknowledging entry `cause.id` for
+/// the group and advancing the frontier (else a NOACK reader's: nothing to acknowledge).
+/// Returns `false` when, with `ack`, the entry was no longer pending (nothing written).
 ///
 /// # Errors
 /// [`Error::Fenced`] (nothing written) when another owner took the lease.
-pub(crate) async fn ack_and_dead_letter(
+pub(crate) async fn write_dead_letter(
     conn: &mut Connection,
-    script: &Script,
-    keys: &KeySpace,
-    fence: Fence<'_>,
-    cause: &DeadLetterCause<'_>,
-    fields: Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<bool, Error> {
-    write_dead_letter(conn, script, keys, fence, true, cause, fields).await
-}
-
-/// Appends `fields` + the `dlq.*` fields to the dead-letter stream without acknowledging
-/// (NOACK readers), if `fence` still holds the partition's lease.
-///
-/// # Errors
-/// [`Error::Fenced`] (nothing written) when another owner took the lease.
-pub(crate) async fn dead_letter_without_ack(
-    conn: &mut Connection,
-    script: &Script,
-    keys: &KeySpace,
-    fence: Fence<'_>,
-    cause: &DeadLetterCause<'_>,
-    fields: Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<(), Error> {
-    write_dead_letter(conn, script, keys, fence, false, cause, fields).await?;
-    Ok(())
-}
-
-async fn write_dead_letter(
-    conn: &mut Connection,
-    script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
     ack: bool,
@@ -121,7 +54,7 @@ async fn write_dead_letter(
     fields: Vec<(Vec<u8>, Vec<u8>)>,
 ) -> Result<bool, Error> {
     let (t, p, g) = (cause.topic, cause.partition, cause.group);
-    let mut inv = script.key(keys.stream(t, p));
+    let mut inv = DEAD_LETTER.key(keys.stream(t, p));
     inv.key(keys.acked(t, p, g))
         .key(keys.frontier(t, p, g))
         .key(keys.dlq(t, p));
@@ -302,7 +235,6 @@ fn rmp_array_len(bytes: &[u8]) -> Option<usize> {
 
 pub(crate) async fn replay(
     conn: &mut Connection,
-    script: &Script,
     keys: &KeySpace,
     topic: &str,
     partition: u32,
@@ -318,7 +250,7 @@ pub(crate) async fn replay(
         return Ok(None);
     };
     let fields = replay_fields(&entry, topic, partition, dlq_id)?;
-    let mut inv = script.key(keys.dlq(topic, partition));
+    let mut inv = REPLAY.key(keys.dlq(topic, partition));
     inv.key(keys.stream(topic, partition)).arg(dlq_id);
     for (f, v) in fields {
         inv.arg(f).arg(v);

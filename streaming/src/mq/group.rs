@@ -1,11 +1,10 @@
-//! Consumer-group creation from an explicit start policy, and moving a group's
-//! last-delivered id (`XGROUP SETID`) instead of destroying it.
+//! Consumer-group creation from an explicit start policy (moving a group's last-delivered
+//! id instead of destroying it is the partition reader's, under its lease).
 
 use super::Connection;
-use redis::{AsyncCommands, Script, Value};
+use redis::{AsyncCommands, Value};
 use tracing::{info, warn};
 
-use crate::mq::lease::{is_fenced_reply, Fence, LUA_LEASE_HELD};
 use crate::mq::options::StartPolicy;
 use crate::mq::topic::{parse_xinfo_groups, GroupInfo, KeySpace};
 use crate::Error;
@@ -89,143 +88,4 @@ pub(crate) async fn ensure_group(
         }
     }
     Ok(created.then_some(start_id))
-}
-
-const LUA_POSITION: &str = r#"
--- KEYS: stream, lease, fencing counter; ARGV: lease value held, lease ttl ms, group, id
--- Points the group at `id` (creating it there if missing), if the lease is still ours.
-if not lease_held(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then return 'fenced' end
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[3], ARGV[4], 'MKSTREAM')
-if type(created) == 'table' and created.err then
-  if not string.find(created.err, 'BUSYGROUP') then return redis.error_reply(created.err) end
-  redis.call('XGROUP', 'SETID', KEYS[1], ARGV[3], ARGV[4])
-end
-return 1
-"#;
-
-const LUA_CLAIM: &str = r#"
--- KEYS: stream, lease, fencing counter; ARGV: lease value held, lease ttl ms, group,
---       consumer, cursor, count
--- One XAUTOCLAIM step (ids only) moving pending entries to the owner, if the lease is
--- still ours; returns the next cursor.
-if not lease_held(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then return 'fenced' end
-local r = redis.call('XAUTOCLAIM', KEYS[1], ARGV[3], ARGV[4], 0, ARGV[5], 'COUNT', ARGV[6], 'JUSTID')
-return r[1]
-"#;
-
-const LUA_READ: &str = r#"
--- KEYS: stream, lease, fencing counter; ARGV: lease value held, lease ttl ms, group,
---       consumer, count, from id ('>' = new entries), noack ('1' | '0')
--- XREADGROUP (never blocking) if the lease is still ours: a stale owner's read neither
--- moves the group's last-delivered id nor takes entries into its pending list.
-if not lease_held(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then return 'fenced' end
-if ARGV[7] == '1' then
-  return redis.call('XREADGROUP', 'GROUP', ARGV[3], ARGV[4], 'COUNT', ARGV[5], 'NOACK',
-                    'STREAMS', KEYS[1], ARGV[6])
-end
-return redis.call('XREADGROUP', 'GROUP', ARGV[3], ARGV[4], 'COUNT', ARGV[5],
-                  'STREAMS', KEYS[1], ARGV[6])
-"#;
-
-/// The scripts a partition owner uses on its group: each first checks the owner's lease
-/// (see [`crate::mq::lease`]), so a stale owner moves, claims and reads nothing.
-pub(crate) struct OwnerScripts {
-    position: Script,
-    claim: Script,
-    read: Script,
-}
-
-impl OwnerScripts {
-    pub(crate) fn new() -> Self {
-        let with_fence = |body: &str| Script::new(&format!("{LUA_LEASE_HELD}\n{body}"));
-        Self {
-            position: with_fence(LUA_POSITION),
-            claim: with_fence(LUA_CLAIM),
-            read: with_fence(LUA_READ),
-        }
-    }
-
-    /// Points `group` at `id` (`XGROUP SETID`, creating the group there if missing) for the
-    /// holder of `fence`'s lease, keeping the group: restoring moves the group's last id
-    /// and never destroys the group (which would wipe its pending entries).
-    ///
-    /// # Errors
-    /// [`Error::Fenced`] (nothing moved) when another owner took the lease.
-    pub(crate) async fn set_group_id(
-        &self,
-        conn: &mut Connection,
-        fence: Fence<'_>,
-        (stream, groups_set): (&str, &str),
-        group: &str,
-        id: &str,
-    ) -> Result<(), Error> {
-        let _: () = conn.sadd(groups_set, group).await?;
-        let mut inv = self.position.key(stream);
-        fence.push(&mut inv);
-        inv.arg(group).arg(id);
-        let v: Value = inv.invoke_async(conn).await?;
-        fence.int_reply(&v)?;
-        Ok(())
-    }
-
-    /// Moves every pending entry of `group` to `consumer` (the partition's owner, holding
-    /// `fence`'s lease), so it is processed again before new entries.
-    ///
-    /// # Errors
-    /// [`Error::Fenced`] (nothing claimed) when another owner took the lease.
-    pub(crate) async fn claim_all(
-        &self,
-        conn: &mut Connection,
-        fence: Fence<'_>,
-        stream: &str,
-        group: &str,
-        consumer: &str,
-    ) -> Result<(), Error> {
-        let mut cursor = "0-0".to_string();
-        for _ in 0..100_000 {
-            let mut inv = self.claim.key(stream);
-            fence.push(&mut inv);
-            inv.arg(group).arg(consumer).arg(&cursor).arg(1000);
-            let v: Value = inv.invoke_async(conn).await?;
-            if is_fenced_reply(&v) {
-                return Err(fence.error());
-            }
-            let next: String = redis::from_redis_value(&v)?;
-            if next == "0-0" {
-                break;
-            }
-            cursor = next;
-        }
-        Ok(())
-    }
-
-    /// Reads up to `count` entries of `group` from `from` (`>`: new ones) without
-    /// blocking, for the holder of `fence`'s lease; the reply of `XREADGROUP`.
-    ///
-    /// # Errors
-    /// [`Error::Fenced`] (nothing read) when another owner took the lease.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn read(
-        &self,
-        conn: &mut Connection,
-        fence: Fence<'_>,
-        stream: &str,
-        (group, consumer): (&str, &str),
-        count: usize,
-        from: &str,
-        noack: bool,
-    ) -> Result<Value, Error> {
-        let mut inv = self.read.key(stream);
-        fence.push(&mut inv);
-        inv.arg(group)
-            .arg(consumer)
-            .arg(count.max(1))
-            .arg(from)
-            .arg(if noack { "1" } else { "0" });
-        let v: Value = inv.invoke_async(conn).await?;
-        if is_fenced_reply(&v) {
-            return Err(fence.error());
-        }
-        Ok(v)
-    }
 }

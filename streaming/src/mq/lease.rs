@@ -13,30 +13,17 @@ use std::time::Duration;
 
 use super::Connection;
 use redis::{Script, ScriptInvocation, Value};
+use std::sync::LazyLock;
 
 use crate::mq::topic::KeySpace;
 use crate::Error;
 
-/// Lua prelude of every script that writes for a partition owner: `lease_held(lease,
-/// fence, value, ttl)` is true when the lease holds `value` (extended by `ttl` ms) or
-/// expired and nobody took it since (the counter still holds our token: taken back under
-/// it), and false when another owner took it — the script then writes nothing and returns
-/// `'fenced'`. An empty `value` is a caller that holds no lease (not fenced).
-pub(crate) const LUA_LEASE_HELD: &str = r#"
-local function lease_held(lease, fence, value, ttl)
-  if value == '' then return true end
-  local held = redis.call('GET', lease)
-  if held == value then
-    redis.call('PEXPIRE', lease, ttl)
-    return true
-  end
-  if (not held) and redis.call('GET', fence) == string.match(value, '^(%d+) ') then
-    redis.call('SET', lease, value, 'PX', ttl)
-    return true
-  end
-  return false
-end
-"#;
+/// Lua prelude of every script that writes for a partition owner (`lua/lease_held.lua`):
+/// `lease_held(lease, fence, value, ttl)` is true when the lease holds `value` (extended by
+/// `ttl` ms) or expired and nobody took it since (the counter still holds our token: taken
+/// back under it), and false when another owner took it — the script then writes nothing
+/// and returns `'fenced'`. An empty `value` is a caller that holds no lease (not fenced).
+pub(crate) const LUA_LEASE_HELD: &str = include_str!("lua/lease_held.lua");
 
 /// The lease a fenced script checks for one partition of a group: its lease and counter
 /// keys (passed even without a lease, so a script always has the same keys, all in the
@@ -122,41 +109,17 @@ pub(crate) fn is_fenced_reply(v: &Value) -> bool {
     }
 }
 
-const LUA_ACQUIRE: &str = r#"
--- KEYS: lease, fencing counter; ARGV: owner, ttl ms.
--- Takes a free lease under a new fencing token; returns the token, or 0 when held.
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], token .. ' ' .. ARGV[1], 'PX', ARGV[2])
-return token
-"#;
+/// Takes a free lease under a new fencing token.
+static ACQUIRE: LazyLock<Script> = lua_script!("lease_acquire.lua");
 
-const LUA_RENEW: &str = r#"
--- KEYS: lease, fencing counter; ARGV: held value "{token} {owner}", ttl ms.
--- Extends the lease; an expired lease that nobody took since (the counter still holds our
--- token) is taken back under the same token. Returns 1 when held now, else 0.
-if ARGV[1] ~= '' and lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 1 end
-return 0
-"#;
+/// Extends a lease held (or takes it back when nobody took it since).
+static RENEW: LazyLock<Script> = lua_script!("lease_held.lua", "lease_renew.lua");
 
-const LUA_REFENCE: &str = r#"
--- KEYS: lease, fencing counter; ARGV: held value "{token} {owner}", ttl ms, owner.
--- Moves a lease still held (or expired with nobody taking it since) to a new fencing
--- token: a write made under the old value that reaches Redis later is refused. Returns
--- the new token, or 0 when another owner took the lease.
-if ARGV[1] ~= '' and lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then
-  local token = redis.call('INCR', KEYS[2])
-  redis.call('SET', KEYS[1], token .. ' ' .. ARGV[3], 'PX', ARGV[2])
-  return token
-end
-return 0
-"#;
+/// Moves a lease held to a new fencing token.
+static REFENCE: LazyLock<Script> = lua_script!("lease_held.lua", "lease_refence.lua");
 
-const LUA_RELEASE: &str = r#"
--- KEYS: lease; ARGV: held value.
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"#;
+/// Deletes a lease still held.
+static RELEASE: LazyLock<Script> = lua_script!("lease_release.lua");
 
 /// A lease held: its key and its value `"{token} {owner}"` (what every fenced write
 /// compares).
@@ -170,111 +133,81 @@ pub(crate) struct Lease {
     pub(crate) token: u64,
 }
 
-/// The lease scripts, loaded once per subscription.
-pub(crate) struct LeaseScripts {
-    acquire: Script,
-    renew: Script,
-    refence: Script,
-    release: Script,
-}
-
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-impl LeaseScripts {
-    pub(crate) fn new() -> Self {
-        Self {
-            acquire: Script::new(LUA_ACQUIRE),
-            renew: Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_RENEW}")),
-            refence: Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_REFENCE}")),
-            release: Script::new(LUA_RELEASE),
-        }
-    }
+/// Takes the lease `key` if nobody holds it, under a new token drawn from `fence`.
+pub(crate) async fn acquire(
+    conn: &mut Connection,
+    key: &str,
+    fence: &str,
+    owner: &str,
+    ttl: Duration,
+) -> Result<Option<Lease>, Error> {
+    let token: u64 = ACQUIRE
+        .key(key)
+        .key(fence)
+        .arg(owner)
+        .arg(ms(ttl))
+        .invoke_async(conn)
+        .await?;
+    Ok((token > 0).then(|| Lease {
+        key: key.to_string(),
+        fence: fence.to_string(),
+        value: format!("{token} {owner}"),
+        token,
+    }))
+}
 
-    /// Takes the lease `key` if nobody holds it, under a new token drawn from `fence`.
-    pub(crate) async fn acquire(
-        &self,
-        conn: &mut Connection,
-        key: &str,
-        fence: &str,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<Lease>, Error> {
-        let token: u64 = self
-            .acquire
-            .key(key)
-            .key(fence)
-            .arg(owner)
-            .arg(ms(ttl))
-            .invoke_async(conn)
-            .await?;
-        Ok((token > 0).then(|| Lease {
-            key: key.to_string(),
-            fence: fence.to_string(),
-            value: format!("{token} {owner}"),
-            token,
-        }))
-    }
+/// Extends `lease` (taking it back if it expired and nobody took it since: the token
+/// decides); `false` when another owner took it.
+pub(crate) async fn renew(
+    conn: &mut Connection,
+    lease: &Lease,
+    ttl: Duration,
+) -> Result<bool, Error> {
+    let n: i64 = RENEW
+        .key(&lease.key)
+        .key(&lease.fence)
+        .arg(&lease.value)
+        .arg(ms(ttl))
+        .invoke_async(conn)
+        .await?;
+    Ok(n == 1)
+}
 
-    /// Extends `lease` (taking it back if it expired and nobody took it since: the token
-    /// decides); `false` when another owner took it.
-    pub(crate) async fn renew(
-        &self,
-        conn: &mut Connection,
-        lease: &Lease,
-        ttl: Duration,
-    ) -> Result<bool, Error> {
-        let n: i64 = self
-            .renew
-            .key(&lease.key)
-            .key(&lease.fence)
-            .arg(&lease.value)
-            .arg(ms(ttl))
-            .invoke_async(conn)
-            .await?;
-        Ok(n == 1)
-    }
+/// Moves `lease`, still held (or expired and taken by nobody since), to a new fencing
+/// token, so that a write made under the old one that reaches Redis later is refused;
+/// `None` when another owner took it.
+pub(crate) async fn refence(
+    conn: &mut Connection,
+    lease: &Lease,
+    owner: &str,
+    ttl: Duration,
+) -> Result<Option<Lease>, Error> {
+    let token: u64 = REFENCE
+        .key(&lease.key)
+        .key(&lease.fence)
+        .arg(&lease.value)
+        .arg(ms(ttl))
+        .arg(owner)
+        .invoke_async(conn)
+        .await?;
+    Ok((token > 0).then(|| Lease {
+        key: lease.key.clone(),
+        fence: lease.fence.clone(),
+        value: format!("{token} {owner}"),
+        token,
+    }))
+}
 
-    /// Moves `lease`, still held (or expired and taken by nobody since), to a new fencing
-    /// token, so that a write made under the old one that reaches Redis later is refused;
-    /// `None` when another owner took it.
-    pub(crate) async fn refence(
-        &self,
-        conn: &mut Connection,
-        lease: &Lease,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<Lease>, Error> {
-        let token: u64 = self
-            .refence
-            .key(&lease.key)
-            .key(&lease.fence)
-            .arg(&lease.value)
-            .arg(ms(ttl))
-            .arg(owner)
-            .invoke_async(conn)
-            .await?;
-        Ok((token > 0).then(|| Lease {
-            key: lease.key.clone(),
-            fence: lease.fence.clone(),
-            value: format!("{token} {owner}"),
-            token,
-        }))
-    }
-
-    /// Deletes `lease`; `false` when it was not held any more.
-    pub(crate) async fn release(
-        &self,
-        conn: &mut Connection,
-        lease: &Lease,
-    ) -> Result<bool, Error> {
-        let n: i64 = self
-            .release
-            .key(&lease.key)
-            .arg(&lease.value)
-            .invoke_async(conn)
-            .await?;
-        Ok(n == 1)
-    }
+/// Deletes `lease`; `false` when it was not held any more.
+pub(crate) async fn release(conn: &mut Connection, lease: &Lease) -> Result<bool, Error> {
+    let n: i64 = RELEASE
+        .key(&lease.key)
+        .arg(&lease.value)
+        .invoke_async(conn)
+        .await?;
+    Ok(n == 1)
 }

@@ -59,6 +59,20 @@
 //! - keys are Redis Cluster slot-safe, and the client connects to one server or to a
 //!   cluster ([`Endpoint`]: a `redis+cluster://` URL or [`Endpoint::cluster`]).
 
+/// A `LazyLock<redis::Script>` for a `static` (the script is made once): the files of
+/// `mq/lua/` named, concatenated in order (preludes first).
+macro_rules! lua_script {
+    ($($file:literal),+ $(,)?) => {
+        std::sync::LazyLock::new(|| {
+            redis::Script::new(concat!($(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/src/mq/lua/",
+                $file
+            ))),+))
+        })
+    };
+}
+
 mod connection;
 mod consumer;
 pub(crate) mod dlq;
@@ -71,6 +85,7 @@ pub(crate) mod lease;
 pub(crate) mod message;
 mod options;
 mod producer;
+pub(crate) mod reader;
 pub(crate) mod retry;
 pub(crate) mod slot;
 pub(crate) mod topic;
@@ -293,7 +308,6 @@ impl Mq {
             group: group.to_owned(),
             partitions,
             handler,
-            scripts: worker::Scripts::new(),
         });
         Ok(consumer::start(shared, conn))
     }
@@ -314,23 +328,6 @@ impl Mq {
         committed: Option<&str>,
         start: StartPolicy,
     ) -> Result<ExclusiveReader, Error> {
-        self.exclusive_reader_keeping(topic, group, partition, consumer, committed, start, None)
-            .await
-    }
-
-    /// [`Self::exclusive_reader`] that keeps `held` when it is still this partition's
-    /// lease (a re-take by the same owner keeps its fencing token).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn exclusive_reader_keeping(
-        &self,
-        topic: &str,
-        group: &str,
-        partition: u32,
-        consumer: &str,
-        committed: Option<&str>,
-        start: StartPolicy,
-        held: Option<lease::Lease>,
-    ) -> Result<ExclusiveReader, Error> {
         validate_name("topic", topic)?;
         validate_name("group", group)?;
         validate_name("consumer", consumer)?;
@@ -341,32 +338,31 @@ impl Mq {
                 reason: format!("{partition} out of range 0..{partitions}"),
             });
         }
-        let reader = ExclusiveReader {
-            // Its reads block at most as long as the caller asks: the engine asks 1 ms.
+        let at = (topic, partition, group);
+        let mut reader = ExclusiveReader {
+            // Its reads block at most as long as the caller asks: up to 1 s.
             conn: connect(
                 &self.endpoint,
                 self.opts.response_timeout,
                 exclusive::EXCLUSIVE_BLOCK,
             )
             .await?,
-            keys: self.keys.clone(),
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            partition,
-            consumer: consumer.to_owned(),
-            lease_ttl: self.opts.lease_ttl,
-            leases: lease::LeaseScripts::new(),
-            lease: None,
-            retry: self.opts.retry.clone(),
-            retry_poll_interval: self.opts.retry_poll_interval,
-            max_len: self.opts.max_len,
-            promote: retry::promote_script(),
-            schedule: retry::schedule_noack_script(),
-            dead_letter: dlq::dead_letter_script(),
-            owner: group::OwnerScripts::new(),
-            next_promote: tokio::time::Instant::now(),
+            reader: reader::PartitionReader::owner(
+                reader::ReadMode::NoAck,
+                &self.keys,
+                at,
+                consumer,
+                &self.opts,
+            ),
         };
-        reader.open(committed, start, held).await
+        let conn = &mut reader.conn;
+        let at = reader::Position {
+            start,
+            from_frontier: false,
+            committed,
+        };
+        reader.reader.take(conn, at).await?;
+        Ok(reader)
     }
 
     /// Creates `group` on every partition of `topic` where it is missing, at the id `start`
@@ -413,16 +409,7 @@ impl Mq {
             });
         }
         let mut conn = self.conn.clone();
-        frontier::ack(
-            &mut conn,
-            &frontier::ack_script(),
-            &self.keys,
-            topic,
-            partition,
-            group,
-            ids,
-        )
-        .await
+        frontier::ack(&mut conn, &self.keys, topic, partition, group, ids).await
     }
 
     /// The commit frontier of (topic, group, partition), if stored (see [`StartPolicy`]).
@@ -472,15 +459,7 @@ impl Mq {
     ) -> Result<Option<String>, Error> {
         validate_name("topic", topic)?;
         let mut conn = self.conn.clone();
-        dlq::replay(
-            &mut conn,
-            &dlq::replay_script(),
-            &self.keys,
-            topic,
-            partition,
-            dlq_id,
-        )
-        .await
+        dlq::replay(&mut conn, &self.keys, topic, partition, dlq_id).await
     }
 
     /// Deletes every dead letter of `topic`; returns how many there were.

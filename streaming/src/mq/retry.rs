@@ -5,9 +5,9 @@ use std::time::Duration;
 use super::Connection;
 use rand::Rng;
 use redis::{Script, Value};
+use std::sync::LazyLock;
 
-use crate::mq::frontier::LUA_ADVANCE;
-use crate::mq::lease::{Fence, LUA_LEASE_HELD};
+use crate::mq::lease::{is_fenced_reply, Fence};
 use crate::mq::message::{
     encode_fields, Message, F_RETRY_GROUP, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE,
     HEADER_ORIGINAL_ID,
@@ -63,78 +63,20 @@ pub(crate) fn truncate(s: &str) -> String {
     s.chars().take(MAX_ERROR_CHARS).collect()
 }
 
-const LUA_SCHEDULE: &str = r#"
--- KEYS: stream, acked, frontier, due zset, data hash, lease, fencing counter
--- ARGV: lease value held ('' = none), lease ttl ms, group, failed entry id,
---       token (group + '\n' + id), delay ms, field, value, ...
--- (the fields include `rg` = group)
-if not lease_held(KEYS[6], KEYS[7], ARGV[1], ARGV[2]) then return 'fenced' end
-if redis.call('XACK', KEYS[1], ARGV[3], ARGV[4]) == 0 then return 0 end
-local fields = {}
-for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[5], ARGV[5], cmsgpack.pack(fields))
-redis.call('ZADD', KEYS[4], now + tonumber(ARGV[6]), ARGV[5])
-local newly = {}
-newly[ARGV[4]] = true
-advance(KEYS[1], KEYS[2], KEYS[3], newly)
-return 1
-"#;
+/// Acknowledges a failed entry and schedules its retry.
+static SCHEDULE: LazyLock<Script> = lua_script!(
+    "advance.lua",
+    "lease_held.lua",
+    "schedule_retry.lua",
+    "schedule.lua"
+);
 
-const LUA_PROMOTE: &str = r#"
--- KEYS: stream, due zset, data hash, lease, fencing counter
--- ARGV: lease value held ('' = none), lease ttl ms, limit, maxlen (0 = none)
--- The stored fields carry `rg` (the group the retry is addressed to), so the new entry
--- does too.
-if not lease_held(KEYS[4], KEYS[5], ARGV[1], ARGV[2]) then return 'fenced' end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
-for _, tok in ipairs(tokens) do
-  local packed = redis.call('HGET', KEYS[3], tok)
-  if packed then
-    local fields = cmsgpack.unpack(packed)
-    if tonumber(ARGV[4]) > 0 then
-      redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', unpack(fields))
-    else
-      redis.call('XADD', KEYS[1], '*', unpack(fields))
-    end
-  end
-  redis.call('HDEL', KEYS[3], tok)
-  redis.call('ZREM', KEYS[2], tok)
-end
-return #tokens
-"#;
+/// Schedules a retry without acknowledging (NOACK readers).
+static SCHEDULE_NOACK: LazyLock<Script> =
+    lua_script!("lease_held.lua", "schedule_retry.lua", "schedule_noack.lua");
 
-const LUA_SCHEDULE_NOACK: &str = r#"
--- KEYS: due zset, data hash, lease, fencing counter
--- ARGV: lease value held ('' = none), lease ttl ms, token (group + '\n' + id), delay ms,
---       field, value, ... (the fields include `rg` = group)
--- For NOACK readers: nothing to acknowledge; a token already scheduled (by this group) is
--- not scheduled twice.
-if not lease_held(KEYS[3], KEYS[4], ARGV[1], ARGV[2]) then return 'fenced' end
-if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then return 0 end
-local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[2], ARGV[3], cmsgpack.pack(fields))
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
-return 1
-"#;
-
-pub(crate) fn schedule_noack_script() -> Script {
-    Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_SCHEDULE_NOACK}"))
-}
-
-pub(crate) fn schedule_script() -> Script {
-    Script::new(&format!("{LUA_ADVANCE}\n{LUA_LEASE_HELD}\n{LUA_SCHEDULE}"))
-}
-
-pub(crate) fn promote_script() -> Script {
-    Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_PROMOTE}"))
-}
+/// Moves due retries back into the stream.
+static PROMOTE: LazyLock<Script> = lua_script!("lease_held.lua", "promote.lua");
 
 /// The fields of `group`'s retry entry of `msg`: same key, payload, timestamp, max retries
 /// and headers, `rc + 1`, `x-original-message-id` (kept if present), error headers, and
@@ -176,7 +118,6 @@ fn delay_ms(delay: Duration) -> u64 {
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn ack_and_schedule(
     conn: &mut Connection,
-    script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
     group: &str,
@@ -186,7 +127,7 @@ pub(crate) async fn ack_and_schedule(
     error: &str,
 ) -> Result<bool, Error> {
     let (t, p) = (msg.topic.as_str(), msg.partition);
-    let mut inv = script.key(keys.stream(t, p));
+    let mut inv = SCHEDULE.key(keys.stream(t, p));
     inv.key(keys.acked(t, p, group))
         .key(keys.frontier(t, p, group))
         .key(keys.retry_due(t, p))
@@ -212,7 +153,6 @@ pub(crate) async fn ack_and_schedule(
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn schedule_without_ack(
     conn: &mut Connection,
-    script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
     group: &str,
@@ -221,7 +161,7 @@ pub(crate) async fn schedule_without_ack(
     failure: (&str, &str),
 ) -> Result<bool, Error> {
     let (t, p) = (msg.topic.as_str(), msg.partition);
-    let mut inv = script.key(keys.retry_due(t, p));
+    let mut inv = SCHEDULE_NOACK.key(keys.retry_due(t, p));
     inv.key(keys.retry_data(t, p));
     fence.push(&mut inv);
     inv.arg(retry_token(group, &msg.id)).arg(delay_ms(delay));
@@ -233,28 +173,30 @@ pub(crate) async fn schedule_without_ack(
 }
 
 /// Moves up to `limit` due retries of a partition back into its stream, if `fence` (a
-/// lease of the retrying group) still holds the partition; returns how many.
+/// lease of the retrying group) still holds the partition; returns how many moved and how
+/// many stay scheduled.
 ///
 /// # Errors
 /// [`Error::Fenced`] (nothing moved) when another owner took the lease.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn promote_due(
     conn: &mut Connection,
-    script: &Script,
     keys: &KeySpace,
     fence: Fence<'_>,
     (topic, partition): (&str, u32),
     limit: usize,
     max_len: Option<usize>,
-) -> Result<u64, Error> {
-    let mut inv = script.key(keys.stream(topic, partition));
+) -> Result<(u64, u64), Error> {
+    let mut inv = PROMOTE.key(keys.stream(topic, partition));
     inv.key(keys.retry_due(topic, partition))
         .key(keys.retry_data(topic, partition));
     fence.push(&mut inv);
     inv.arg(limit).arg(max_len.unwrap_or(0));
     let v: Value = inv.invoke_async(conn).await?;
-    let n = fence.int_reply(&v)?;
-    Ok(u64::try_from(n).unwrap_or(0))
+    if is_fenced_reply(&v) {
+        return Err(fence.error());
+    }
+    Ok(redis::from_redis_value(&v)?)
 }
 
 #[cfg(test)]

@@ -207,8 +207,9 @@
 // - `persist`, `schema`, `runtime` (keyed state kept in Redis);
 // - `context` (what a subtask's partitions share), `chain` (a partition's operator
 //   chain), `pending` (a batch's state writes);
-// - `ownership` (lease, fencing, read position), `membership` (the `p % live` share),
-//   `hot_keys`, `failure` (retry / dead letter), `read` (one batch read);
+// - `ownership` (a partition's `mq` partition reader: lease, fencing, read position),
+//   `membership` (the `p % live` share), `hot_keys`, `failure` (the `x-runtime-*`
+//   headers and verdict of a failed record), `read` (one batch read);
 // - `part` (a partition a subtask holds), then its steps as `impl Part` blocks, each
 //   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
 //   `turn`;

@@ -27,9 +27,11 @@ use super::RedisRuntimeConfig;
 use crate::mq::lease::{Fence, LUA_LEASE_HELD};
 use crate::mq::Connection;
 use crate::{Error, OperatorId};
+use redis::Script;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::LazyLock;
 
 /// The schema check of one partition's states, handed to each store by
 /// [`Persist::schema`](super::Persist::schema). Clones share it.
@@ -144,29 +146,14 @@ pub(crate) async fn fetch(
     )))
 }
 
-const LUA_FLUSH: &str = r#"
--- KEYS: state index, schema hash, lease, fencing counter
--- ARGV: lease value held, lease ttl ms, n prefixes, prefix..., field, fingerprint, ...
--- Deletes the index's hashes named `prefix` or `prefix:s<i>` and writes the fingerprints,
--- if the partition's lease is still ours.
-if not lease_held(KEYS[3], KEYS[4], ARGV[1], ARGV[2]) then return 'fenced' end
-local n = tonumber(ARGV[3])
-if n > 0 then
-  for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-    for j = 4, n + 3 do
-      local p = ARGV[j]
-      if k == p or (string.sub(k, 1, #p + 2) == p .. ':s' and string.match(string.sub(k, #p + 3), '^%d+$')) then
-        redis.call('DEL', k)
-        redis.call('SREM', KEYS[1], k)
-      end
-    end
-  end
-end
-local args = {}
-for j = n + 4, #ARGV do args[#args + 1] = ARGV[j] end
-if #args > 0 then redis.call('HSET', KEYS[2], unpack(args)) end
-return 0
-"#;
+/// Clears states and writes fingerprints (`lua/schema_flush.lua`, after the lease check
+/// it calls).
+static FLUSH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{LUA_LEASE_HELD}\n{}",
+        include_str!("lua/schema_flush.lua")
+    ))
+});
 
 /// Writes what the gate decided since the last flush: deletes cleared states' hashes and
 /// writes new fingerprints (one script that first checks the partition's lease in
@@ -188,8 +175,7 @@ pub(crate) async fn flush(
     if clears.is_empty() && writes.is_empty() {
         return Ok(());
     }
-    let script = redis::Script::new(&format!("{LUA_LEASE_HELD}\n{LUA_FLUSH}"));
-    let mut inv = script.key(keys.index());
+    let mut inv = FLUSH.key(keys.index());
     inv.key(keys.schema());
     fence.push(&mut inv);
     inv.arg(clears.len());

@@ -71,7 +71,7 @@ where
             return true;
         }
         self.next_renew = now + renew_every;
-        match self.owner.renew(ctx, conn).await {
+        match self.owner.renew(conn).await {
             Ok(true) => {}
             Ok(false) => {
                 // Expired (e.g. this process stalled or Redis was down longer than the

@@ -1,0 +1,3 @@
+-- KEYS: dlq, stream; ARGV: dlq id, field, value, ...
+if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
+return redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
