@@ -7,7 +7,9 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --latency [--redis-url URL] [--rate MSG_PER_S] [--seconds S]
 //! cargo run --release -p streaming --example redis_engine_bench -- --windows [--redis-url URL] [--messages N] [--ts-step-ms MS]
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
+//! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! ```
+//! `--only` runs one engine scenario of throughput mode (e.g. under `perf record`).
 //! Needs a running Redis (default `redis://127.0.0.1:6379`); everything it writes is under
 //! fresh key prefixes. Throughput mode: messages are produced first; the figure is messages
 //! per second from `execute_async` until every message is committed. Latency mode: a
@@ -667,6 +669,7 @@ fn main() {
     let mut latency = false;
     let mut windows = false;
     let mut takeover_keys = None;
+    let mut only: Option<(usize, AckMode, u32)> = None;
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
@@ -675,6 +678,21 @@ fn main() {
             "--latency" => latency = true,
             "--windows" => windows = true,
             "--takeover" => takeover_keys = Some(1_000_000u64),
+            "--only" => {
+                let keys = args.next().and_then(|v| v.parse().ok());
+                let mode = match args.next().as_deref() {
+                    Some("xack") => Some(AckMode::Xack),
+                    Some("offset") => Some(AckMode::Offset),
+                    _ => None,
+                };
+                let par = args.next().and_then(|v| v.parse().ok());
+                only = Some(
+                    keys.zip(mode)
+                        .zip(par)
+                        .map(|((k, m), p)| (k, m, p))
+                        .expect("--only KEYS xack|offset PARALLELISM"),
+                );
+            }
             "--keys" => {
                 takeover_keys = Some(
                     args.next()
@@ -723,6 +741,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if let Some((keys, mode, parallelism)) = only {
+        let rate = engine_run(&url, &rt, n, keys, mode, parallelism);
+        println!(
+            "engine keyed count, {keys} keys, {mode:?}, parallelism {parallelism}: {rate:.0} msg/s"
+        );
+        return;
+    }
     println!("| scenario | keys | ack mode | parallelism | msg/s |");
     println!("|---|---|---|---|---|");
     for keys in [16, 10_000] {

@@ -1,0 +1,224 @@
+//! Tests of the stores' loading, change tracking and lazy state.
+use super::*;
+use crate::redis::config::SchemaMismatchPolicy;
+use std::collections::HashMap;
+
+pub(crate) fn drained(p: &mut dyn Persist) -> Vec<(String, String, Option<String>)> {
+    let mut out = Vec::new();
+    p.drain("op", &mut |(s, f, v)| out.push((s.to_string(), f, v)))
+        .unwrap();
+    out.sort();
+    out
+}
+
+#[test]
+fn keyed_table_loads_and_drains_only_changed_keys_as_json() {
+    let mut t: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
+    t.load(
+        "op",
+        ROLLING_STATE,
+        vec![("\"a\"".into(), "1".into()), ("\"b\"".into(), "2".into())],
+    )
+    .unwrap();
+    assert_eq!(t.map.get("a"), Some(&Some(1)));
+    assert!(drained(&mut t).is_empty(), "loading is not a change");
+    t.changes.mark(&"a".to_string());
+    t.map.insert("a".into(), Some(5));
+    t.changes.mark(&"c".to_string());
+    assert_eq!(
+        drained(&mut t),
+        [
+            ("rolling".into(), "\"a\"".into(), Some("5".into())),
+            ("rolling".into(), "\"c\"".into(), None),
+        ]
+    );
+    assert!(drained(&mut t).is_empty());
+    let e = t
+        .load("op", ROLLING_STATE, vec![("not json".into(), "1".into())])
+        .unwrap_err();
+    assert!(matches!(e, Error::StateDecode { .. }), "{e}");
+}
+
+fn wanted(p: &mut dyn Persist) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    p.wanted("op", &mut |s, f| out.push((s.to_string(), f)))
+        .unwrap();
+    out.sort();
+    out
+}
+
+type Table = KeyedTable<String, i64, ChangedKeys<String>>;
+
+/// What the sum operator does for one element of `key`.
+fn add(t: &mut Table, key: &str, v: i64) {
+    let key = key.to_string();
+    t.changes.mark(&key);
+    match t.map.get_mut(&key) {
+        Some(acc) => *acc += v,
+        None => {
+            t.changes.missing(&key);
+            t.map.insert(key, v);
+        }
+    }
+}
+
+#[test]
+fn a_table_without_stored_state_misses_nothing() {
+    let mut t = Table::default();
+    add(&mut t, "a", 1);
+    assert!(!t.has_wanted(), "nothing stored: a new key is new");
+    assert_eq!(t.cached(), 1);
+}
+
+#[test]
+fn a_stored_table_wants_unknown_keys_once_and_knows_fetched_absent_ones() {
+    let mut t = Table::default();
+    t.stored(ROLLING_STATE);
+    add(&mut t, "a", 1);
+    add(&mut t, "b", 1);
+    assert!(t.has_wanted());
+    assert_eq!(
+        wanted(&mut t),
+        [
+            ("rolling".into(), "\"a\"".into()),
+            ("rolling".into(), "\"b\"".into())
+        ]
+    );
+    // The engine rolls back, fetches ("a" is stored, "b" is not) and runs again.
+    t.roll_back("op", &[]).unwrap();
+    assert!(t.map.is_empty());
+    t.load("op", ROLLING_STATE, vec![("\"a\"".into(), "41".into())])
+        .unwrap();
+    t.fetched();
+    assert!(!t.has_wanted());
+    add(&mut t, "a", 1);
+    add(&mut t, "b", 1);
+    assert!(!t.has_wanted(), "both keys are known now");
+    assert_eq!(t.map.get("a"), Some(&42));
+    assert_eq!(t.map.get("b"), Some(&1));
+    assert_eq!(
+        drained(&mut t),
+        [
+            ("rolling".into(), "\"a\"".into(), Some("42".into())),
+            ("rolling".into(), "\"b\"".into(), Some("1".into())),
+        ]
+    );
+    assert_eq!(t.cached(), 2, "b is in the map, no more known as absent");
+}
+
+#[test]
+fn a_rollback_forgets_changed_and_already_written_keys_only() {
+    let mut t = Table::default();
+    t.load(
+        "op",
+        ROLLING_STATE,
+        vec![
+            ("\"a\"".into(), "1".into()),
+            ("\"b\"".into(), "2".into()),
+            ("\"c\"".into(), "3".into()),
+        ],
+    )
+    .unwrap();
+    add(&mut t, "a", 10);
+    add(&mut t, "b", 10);
+    t.roll_back("op", &[("rolling", "\"c\""), ("other", "\"b\"")])
+        .unwrap();
+    // a: still marked; c: already drained into the batch's writes; b's entry of another
+    // state is not this state's.
+    assert_eq!(t.map.len(), 0, "{:?}", t.map);
+    assert_eq!(
+        wanted(&mut t),
+        [
+            ("rolling".into(), "\"a\"".into()),
+            ("rolling".into(), "\"b\"".into()),
+            ("rolling".into(), "\"c\"".into())
+        ]
+    );
+    let e = t.roll_back("op", &[("rolling", "not json")]).unwrap_err();
+    assert!(matches!(e, Error::StateDecode { .. }), "{e}");
+}
+
+#[test]
+fn trimming_evicts_down_to_seven_eighths_and_later_lookups_fetch() {
+    let mut t = Table::default();
+    for i in 0..100 {
+        add(&mut t, &format!("k{i}"), 1);
+    }
+    let _ = drained(&mut t);
+    t.trim(0);
+    assert_eq!(t.cached(), 100, "0 = unbounded");
+    t.trim(100);
+    assert_eq!(t.cached(), 100, "at the bound");
+    t.trim(64);
+    assert_eq!(t.cached(), 56);
+    let evicted = (0..100)
+        .map(|i| format!("k{i}"))
+        .find(|k| !t.map.contains_key(k))
+        .unwrap();
+    add(&mut t, &evicted, 1);
+    assert_eq!(
+        wanted(&mut t),
+        [("rolling".into(), format!("\"{evicted}\""))]
+    );
+}
+
+#[test]
+fn adopting_swaps_contents_of_the_same_type_only() {
+    let mut old = Table::default();
+    add(&mut old, "a", 5);
+    let mut new = Table::default();
+    assert!(new.adopt(old.as_any()));
+    assert_eq!(new.map.get("a"), Some(&5));
+    let mut other: KeyedTable<String, u8, ChangedKeys<String>> = KeyedTable::default();
+    assert!(!other.adopt(new.as_any()));
+}
+
+#[test]
+fn window_rollback_drops_the_keys_panes_and_queued_timers() {
+    use crate::time::TimeWindow;
+    type Panes = WindowState<String, i64, (), ChangedKeys<String>>;
+    let mut w = Panes::default();
+    let window = TimeWindow::new(0, 10);
+    let pane = format!(
+        "[{{\"window\":{},\"acc\":3,\"trigger\":null,\"has_content\":true,\"pending\":true,\"timers\":[9]}}]",
+        serde_json::to_string(&window).unwrap()
+    );
+    w.load(
+        "op",
+        PANES_STATE,
+        vec![
+            ("\"a\"".into(), pane.clone()),
+            ("\"b\"".into(), pane.clone()),
+            ("\"a\"".into(), pane),
+        ],
+    )
+    .unwrap();
+    assert_eq!(w.timers.len(), 2, "a field HSCAN returned twice loads once");
+    w.changes.mark(&"a".to_string());
+    w.roll_back("op", &[]).unwrap();
+    assert!(!w.keys.contains_key("a"));
+    assert_eq!(w.timers.len(), 1);
+    assert_eq!(wanted(&mut w), [("panes".into(), "\"a\"".into())]);
+    w.fetched();
+    assert!(!w.has_wanted());
+}
+
+#[test]
+fn rolling_tables_are_checked_when_the_gate_is_handed_over() {
+    let g = SchemaGate::new(
+        SchemaMismatchPolicy::Fail,
+        "job".into(),
+        HashMap::from([(
+            "op/rolling".to_string(),
+            "rolling<Option<u64>> by String".into(),
+        )]),
+    );
+    let mut same: KeyedTable<String, Option<u64>, ChangedKeys<String>> = KeyedTable::default();
+    same.schema("op", &g).unwrap();
+    let mut other: KeyedTable<String, Option<i64>, ChangedKeys<String>> = KeyedTable::default();
+    let e = other.schema("op", &g).unwrap_err();
+    assert!(
+        e.to_string().contains("`rolling<Option<i64>> by String`"),
+        "{e}"
+    );
+}
