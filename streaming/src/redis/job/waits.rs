@@ -360,3 +360,58 @@ fn block_on<F: Future>(what: &'static str, wait: F) -> Result<F::Output, Error> 
         })?;
     Ok(rt.block_on(wait))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::RedisRuntimeConfig;
+    use std::sync::Arc;
+
+    /// A client of a job with no pipeline whose Redis refuses connections (port 1).
+    fn client() -> JobClient {
+        let client = redis::Client::open("redis://127.0.0.1:1/").unwrap();
+        let shared = JobShared::new(
+            &RedisRuntimeConfig::default(),
+            crate::mq::Endpoint::single(client),
+            Vec::new(),
+        );
+        JobClient::new(Arc::new(shared))
+    }
+
+    fn is_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn the_waits_futures_are_send() {
+        let job = client();
+        is_send(&job.await_termination(Duration::ZERO));
+        is_send(&job.await_caught_up(Duration::ZERO));
+        is_send(&job.await_flushed(Duration::ZERO));
+        is_send(&job.shutdown(Duration::ZERO));
+    }
+
+    #[test]
+    fn await_termination_wakes_when_the_last_subtask_ends() {
+        let job = client();
+        job.shared.subtask_started();
+        let shared = Arc::clone(&job.shared);
+        let ending = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            shared.subtask_ended();
+        });
+        assert!(!job.blocking_await_termination(Duration::ZERO));
+        assert!(job.blocking_await_termination(Duration::MAX));
+        ending.join().unwrap();
+    }
+
+    #[test]
+    fn a_wait_that_cannot_reach_redis_ends_by_its_deadline_naming_the_address() {
+        let job = client();
+        job.shared.subtask_started();
+        let t = std::time::Instant::now();
+        match job.blocking_await_caught_up(Duration::from_millis(300)) {
+            Err(Error::Connect { addr, .. }) => assert_eq!(addr, "127.0.0.1:1"),
+            other => panic!("expected a connect error, got {other:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+}
