@@ -97,12 +97,8 @@ async fn bounded_by_cancel(
     subtask: impl std::future::Future<Output = Result<(), Error>>,
     job: &JobShared,
 ) -> Result<(), Error> {
-    let mut changes = job.changes();
     let grace = async {
-        if changes.wait_for(|_| job.is_cancelled()).await.is_err() {
-            // The job outlives its subtasks, and the signal with it: not reached.
-            std::future::pending::<()>().await;
-        }
+        job.cancelled_signal().await;
         tokio::time::sleep(job.response_timeout).await;
     };
     tokio::select! {

@@ -10,11 +10,12 @@ use std::sync::Arc;
 ///
 /// Its waits are `async` ([`await_caught_up`](Self::await_caught_up),
 /// [`await_flushed`](Self::await_flushed), [`await_termination`](Self::await_termination),
-/// [`shutdown`](Self::shutdown)) and run on any tokio runtime, a current-thread one
-/// included: they sleep until the job commits (or stops), and hold no thread meanwhile.
-/// Each has a `blocking_` variant for code outside a runtime. The other methods return
-/// at once, but [`scale_parallelism`](Self::scale_parallelism), which asks Redis for each
-/// new subtask's name.
+/// [`shutdown`](Self::shutdown)) and run on any tokio runtime with its I/O and time
+/// drivers (`enable_all`), a current-thread one included: they sleep until the job
+/// commits (or stops), and hold no thread meanwhile; their futures are `Send`. Each has a
+/// `blocking_` variant for code outside a runtime. The other methods return at once,
+/// except [`scale_parallelism`](Self::scale_parallelism), which asks Redis for each new
+/// subtask's name.
 ///
 /// The job runs on threads of its own (one per subtask), whoever holds the client.
 /// Dropping the client cancels the job and returns at once: its subtasks stop in the
@@ -67,7 +68,7 @@ impl JobClient {
     ///
     /// # Panics
     /// When called from within an async runtime (it would block the runtime's thread):
-    /// `.await` [`shutdown`](Self::shutdown) there.
+    /// `.await` [`shutdown`](Self::shutdown) there (a `spawn_blocking` thread may call it).
     pub fn blocking_shutdown(&self, timeout: std::time::Duration) -> bool {
         self.cancel();
         self.blocking_await_termination(timeout)

@@ -35,6 +35,10 @@ pub(crate) struct JobShared {
     /// a stop, an error, a subtask's end, the cancel): the waits sleep on it instead of
     /// polling. Its value is a change counter and means nothing else.
     changes: watch::Sender<u64>,
+    /// Set with `cancelled` (which the subtask loops read): what
+    /// [`cancelled_signal`](Self::cancelled_signal) waits on, apart from `changes` so that
+    /// commits do not wake every subtask.
+    cancel_signal: watch::Sender<bool>,
     pub(super) progress: Mutex<Vec<PartitionProgress>>,
     /// The consumer name of the subtask that took each partition last, by (topic, group,
     /// partition): only it clears [`PartitionProgress::owned`] when it lets go. Locked
@@ -82,6 +86,7 @@ impl JobShared {
             idle_timeout: config.watermark_idle_timeout(),
             running: AtomicUsize::new(0),
             changes: watch::Sender::new(0),
+            cancel_signal: watch::Sender::new(false),
             progress: Mutex::default(),
             holders: Mutex::default(),
             errors: Mutex::default(),
@@ -248,7 +253,17 @@ impl JobShared {
     /// and end) and wakes whatever waits for that. Returns at once.
     pub(crate) fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
+        self.cancel_signal.send_replace(true);
         self.signal_change();
+    }
+
+    /// Returns once the job is cancelled ([`cancel`](Self::cancel)).
+    pub(crate) async fn cancelled_signal(&self) {
+        let mut cancelled = self.cancel_signal.subscribe();
+        if cancelled.wait_for(|c| *c).await.is_err() {
+            // The sender lives as long as `self`: not reached.
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Wakes the client's waits: something they check may have changed. Called after the

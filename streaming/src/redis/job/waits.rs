@@ -37,7 +37,8 @@ impl JobClient {
     ///
     /// # Panics
     /// When called from within an async runtime (it would block the runtime's thread):
-    /// `.await` [`await_termination`](Self::await_termination) there.
+    /// `.await` [`await_termination`](Self::await_termination) there (a
+    /// `spawn_blocking` thread may call it).
     pub fn blocking_await_termination(&self, timeout: Duration) -> bool {
         block_on(
             "blocking_await_termination",
@@ -96,7 +97,8 @@ impl JobClient {
     ///
     /// # Panics
     /// When called from within an async runtime (it would block the runtime's thread):
-    /// `.await` [`await_caught_up`](Self::await_caught_up) there.
+    /// `.await` [`await_caught_up`](Self::await_caught_up) there (a
+    /// `spawn_blocking` thread may call it).
     pub fn blocking_await_caught_up(&self, timeout: Duration) -> Result<bool, Error> {
         block_on("blocking_await_caught_up", self.await_caught_up(timeout))?
     }
@@ -163,7 +165,8 @@ impl JobClient {
     ///
     /// # Panics
     /// When called from within an async runtime (it would block the runtime's thread):
-    /// `.await` [`await_flushed`](Self::await_flushed) there.
+    /// `.await` [`await_flushed`](Self::await_flushed) there (a
+    /// `spawn_blocking` thread may call it).
     pub fn blocking_await_flushed(&self, timeout: Duration) -> Result<bool, Error> {
         block_on("blocking_await_flushed", self.await_flushed(timeout))?
     }
@@ -401,6 +404,28 @@ mod tests {
         assert!(!job.blocking_await_termination(Duration::ZERO));
         assert!(job.blocking_await_termination(Duration::MAX));
         ending.join().unwrap();
+    }
+
+    #[test]
+    fn blocking_waits_run_on_a_spawn_blocking_thread_and_panic_in_async_code() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let job = client();
+        let waiting = rt.spawn_blocking(move || {
+            let stopped = job.blocking_await_termination(Duration::ZERO);
+            (job, stopped)
+        });
+        let (job, stopped) = rt.block_on(waiting).unwrap();
+        assert!(stopped, "no subtask runs");
+        let in_async = rt.block_on(async {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job.blocking_await_termination(Duration::ZERO)
+            }))
+        });
+        assert!(in_async.is_err());
     }
 
     #[test]
