@@ -22,6 +22,21 @@ use std::sync::Arc;
 /// background (within about
 /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)). Call
 /// [`shutdown`](Self::shutdown) first to know that they did.
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # async fn serve(env: streaming::redis::RedisEnv) -> Result<(), streaming::Error> {
+/// // In a tokio service (any runtime flavour), with pipelines registered on `env`:
+/// let job = env.execute_async()?;
+/// if !job.await_caught_up(Duration::from_secs(30)).await? {
+///     eprintln!("not caught up yet: {:?}", job.diagnostics().errors);
+/// }
+/// // On SIGTERM: hand the partitions over at once, waiting at most 10 s.
+/// let stopped = job.shutdown(Duration::from_secs(10)).await;
+/// # let _ = stopped;
+/// # Ok(())
+/// # }
+/// ```
 pub struct JobClient {
     pub(super) shared: Arc<JobShared>,
 }
