@@ -17,7 +17,7 @@
 //! parallelism 2, and is done once every message is acknowledged. `delays` (key = carrier)
 //! and `sessions` (key = tail number; flights without one are produced without a key) use
 //! `--partitions N` partitions (default 1) and parallelism `min(2, N)`, with a watermark
-//! idle timeout of 500 ms. The input is finished when `JobClient::await_flushed` returns
+//! idle timeout of 500 ms. The input is finished when `JobClient::blocking_await_flushed` returns
 //! true: every flight (all produced before the job started) is committed AND every
 //! partition that received flights was idle-flushed (`idle_flushes >= 1` in
 //! `JobClient::diagnostics`, watermark at `i64::MAX`) — a drained partition flushes its

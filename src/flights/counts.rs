@@ -205,7 +205,7 @@ fn run_on_redis(
     let total = msgs.len() as u64;
     // Every flight was produced before the job started: once the job has caught up with the
     // topic, each one is committed (counted) or dead-lettered.
-    if !job.await_caught_up(opts.deadline)? {
+    if !job.blocking_await_caught_up(opts.deadline)? {
         let d = job.diagnostics();
         let done: u64 = d.partitions.iter().map(|p| p.records).sum();
         return Err(if d.running_subtasks == 0 {
@@ -218,7 +218,7 @@ fn run_on_redis(
         }
         .into());
     }
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let info = rt.block_on(mq.describe_topic(topic))?;
     let dead: u64 = info.partition_info.iter().map(|p| p.dead_letters).sum();
     if dead > 0 {

@@ -174,7 +174,7 @@ fn run_windowed<T: Clone + Send + 'static>(
             let started = Instant::now();
             let job = env.execute_async()?;
             let finished = await_finished(&job, msgs.len() as u64, redis.deadline);
-            job.cancel();
+            job.blocking_shutdown(Duration::MAX);
             finished?;
             let d = job.diagnostics();
             let info = rt.block_on(mq.describe_topic(topic))?;
@@ -213,13 +213,13 @@ fn run_windowed<T: Clone + Send + 'static>(
 }
 
 /// Waits until the job has processed all `total` flights and emitted its last windows:
-/// [`JobClient::await_flushed`] — caught up (every message produced before the start is
+/// [`JobClient::blocking_await_flushed`] — caught up (every message produced before the start is
 /// committed or dead-lettered) and every partition that received flights idle-flushed
 /// (watermark `i64::MAX`: every remaining window fired and committed). Flights were all
 /// produced before the job started, so a partition reads nothing — and flushes — only
 /// once drained.
 fn await_finished(job: &JobClient, total: u64, deadline: Duration) -> Result<(), BoxError> {
-    if job.await_flushed(deadline)? {
+    if job.blocking_await_flushed(deadline)? {
         return Ok(());
     }
     let d = job.diagnostics();

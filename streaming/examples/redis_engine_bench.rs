@@ -159,7 +159,7 @@ fn engine_run(
     }
     let secs = started.elapsed().as_secs_f64();
     job.cancel();
-    job.await_termination(Duration::from_secs(10));
+    job.blocking_await_termination(Duration::from_secs(10));
     rt.block_on(mq.delete_topic("t")).ok();
     delete_prefix(url, &prefix);
     delete_prefix(url, &state_prefix);
@@ -312,7 +312,7 @@ fn event_time_run(
     let fired_total = sum_partitions(&job, |p| p.window_fired);
     let late = sum_partitions(&job, |p| p.window_late_dropped);
     job.cancel();
-    job.await_termination(Duration::from_secs(10));
+    job.blocking_await_termination(Duration::from_secs(10));
     rt.block_on(mq.delete_topic("t")).ok();
     delete_prefix(url, &mq_prefix);
     delete_prefix(url, &state_prefix);
@@ -624,7 +624,7 @@ fn latency_run(
     }
     let achieved_rate = producer.join().unwrap();
     job.cancel();
-    job.await_termination(Duration::from_secs(10));
+    job.blocking_await_termination(Duration::from_secs(10));
     let _: Result<(), _> = redis::cmd("DEL").arg(&keys).query(&mut conn);
     rt.block_on(mq.delete_topic("t")).ok();
     delete_prefix(url, &mq_prefix);

@@ -151,7 +151,7 @@ fn keyed_count_equals_memory(s: Setup) {
         let job = env.execute_async().unwrap();
         wait_until("every record", &job, || committed_records(&job) == 600);
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         assert_eq!(by_key(&out.snapshot()), expected, "{mode:?}");
         let d = job.diagnostics();
         assert_eq!(d.partitions.len(), 4);
@@ -195,7 +195,7 @@ fn rolling_reduce_is_the_same_on_both_engines_and_state_is_readable_json() {
         .unwrap();
     let job = env.execute_async().unwrap();
     wait_until("every record", &job, || committed_records(&job) == 400);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
     got.sort_unstable();
     assert_eq!(got, mem_sorted);
@@ -245,7 +245,7 @@ fn cancel_and_restart(mode: AckMode) {
     };
     // First run: cancel mid-stream.
     let job = run(1);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     // Usually mid-stream (batches of 10); the checks below hold wherever it stopped.
     let done_first = committed_records(&job);
     assert!(done_first > 0 && done_first <= 3000);
@@ -256,7 +256,7 @@ fn cancel_and_restart(mode: AckMode) {
     wait_until("every record", &job, || {
         committed_records(&job) + done_first == 4000
     });
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     // Exactly-once state and list sink: each key's outputs are 1..=count, once each.
     let mut conn = rt
         .block_on(
@@ -373,7 +373,7 @@ fn failing_records(mode: AckMode, result: ProcessingErrorResult) {
     let dead = |mq: &Mq| rt.block_on(mq.dead_letters("f", 100)).unwrap();
     wait_until("the dead letters", &job, || dead(&mq).len() == 3);
     wait_until("the good records", &job, || out.len() == 198);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let mut expected: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for w in input.iter().filter(|w| w.starts_with('w')) {
         let v = expected.entry(w.clone()).or_default();
@@ -508,10 +508,10 @@ fn registration_rules() {
         .unwrap_err();
     assert!(engine_reason(e).contains("already started"));
     assert!(engine_reason(env.execute_async().unwrap_err()).contains("already"));
-    assert!(job.await_termination(Duration::from_secs(60)));
+    assert!(job.blocking_await_termination(Duration::from_secs(60)));
     assert!(!job.diagnostics().errors.is_empty());
-    job.cancel();
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
+    job.blocking_shutdown(Duration::MAX);
 }
 
 #[test]
@@ -545,7 +545,7 @@ fn pause_resume_and_in_flight() {
     wait_until("nothing in flight", &job, || {
         committed_records(&job) == 20 && job.in_flight() == 0
     });
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
 }
 
 #[test]
@@ -571,7 +571,7 @@ fn state_ttl_expires_each_state_hash() {
     .unwrap();
     let job = env.execute_async().unwrap();
     wait_until("every record", &job, || committed_records(&job) == 5);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let mut conn = rt
         .block_on(
             redis::Client::open(s.redis.url())
@@ -653,7 +653,7 @@ fn list_map_and_set_state_survive_a_restart_and_match_memory() {
         .unwrap();
         let job = env.execute_async().unwrap();
         wait_until("the records", &job, || committed_records(&job) == expect);
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
     };
     send(&producer, &input[..250]);
     run(250);
@@ -754,7 +754,7 @@ fn foreign_retries_are_skipped(mode: AckMode) {
         },
     );
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     let mut expected: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for w in &input {
         let v = expected.entry(w.clone()).or_default();

@@ -142,7 +142,7 @@ fn run_late_batch(
     let dead = s.rt.block_on(mq.dead_letters(topic, 10)).unwrap();
     assert_eq!(dead.len(), 2);
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     job
 }
 
@@ -227,10 +227,10 @@ fn a_watermark_stuck_at_min_is_still_flushed_and_awaited() {
         .sink(out.clone())
         .unwrap();
         let job = env.execute_async().unwrap();
-        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         assert_eq!(records(&job), 4);
         assert_eq!(sorted(out.snapshot()), expected, "{mode:?}");
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
     }
 }
 
@@ -265,20 +265,22 @@ fn await_flushed_after_a_restart_waits_for_the_restored_windows() {
         // First run: no idle flush, so the last windows stay open.
         let first = CollectSink::new();
         let job = run(Duration::from_secs(3600), &first);
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
         assert_eq!(records(&job), 4);
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         assert_eq!(first.len(), 3, "{:?}", first.snapshot());
         // Second run, no new input.
         let second = CollectSink::new();
         let job = run(Duration::from_millis(300), &second);
-        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         let mut all = first.snapshot();
         all.extend(second.snapshot());
         assert_eq!(sorted(all), expected, "{mode:?}");
         assert_eq!(job.diagnostics().partitions[0].idle_flushes, 1);
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
     }
 }
 
@@ -333,8 +335,10 @@ fn undecodable_payloads_are_dead_lettered_without_retry() {
         let job = env.execute_async().unwrap();
         let dead = || s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
         wait_until("two dead letters", &job, || dead().len() == 2);
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
-        job.cancel();
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        job.blocking_shutdown(Duration::MAX);
         let mut letters = dead();
         letters.sort_by(|a, b| a.id.cmp(&b.id));
         for d in &letters {
@@ -384,7 +388,7 @@ fn a_permanent_user_error_is_dead_lettered_at_once() {
         wait_until("the permanent failure", &job, || {
             dead().len() == 1 && failed(&job) == 2
         });
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
         let d = &dead()[0];
         assert_eq!(d.payload.as_ref(), b"unknown-customer");
         assert_eq!((d.attempts, d.error_type.as_str()), (1, "user_function"));
@@ -429,8 +433,10 @@ fn entries_with_huge_field_counts_are_dead_lettered() {
             .unwrap();
         let job = env.execute_async().unwrap();
         wait_until("the valid record", &job, || out.len() == 1);
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
-        job.cancel();
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        job.blocking_shutdown(Duration::MAX);
         let frontier = s.rt.block_on(mq.commit_frontier(&topic, "g", 0)).unwrap();
         assert_eq!(frontier.as_deref(), Some(last_id.as_str()), "{mode:?}");
         let letters = s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
@@ -496,10 +502,12 @@ fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
     let job = env.execute_async().unwrap();
     let dead = || s.rt.block_on(mq.dead_letters(topic, 100)).unwrap();
     wait_until("six dead letters", &job, || dead().len() == 6);
-    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
     // 6 bad records × 3 attempts each.
     assert_eq!(failed(&job), 18);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     assert_eq!(out.len(), 54);
     let mut conn = s.conn();
     let acked: Vec<String> =
@@ -532,7 +540,9 @@ fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
             .sink(RedisListSink::new("seen"))
             .unwrap();
         let job = env.execute_async().unwrap();
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
         assert_eq!(records(&job), 10);
         let mut conn = s.conn();
         let stream = mq.keys().stream(&topic, 0);
@@ -548,9 +558,9 @@ fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
         let more: Vec<String> = (10..15).map(|i| format!("k{i},{i}")).collect();
         s.send(&topic, &more.iter().map(String::as_str).collect::<Vec<_>>());
         wait_until("the group is back and caught up", &job, || {
-            records(&job) >= 15 && job.await_caught_up(Duration::ZERO).unwrap()
+            records(&job) >= 15 && job.blocking_await_caught_up(Duration::ZERO).unwrap()
         });
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
         let key = RedisListSink::<()>::key_for("seen", &topic, 0);
         let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
         assert_eq!(list.len(), expected, "restore = {restore}: {list:?}");
@@ -591,8 +601,10 @@ fn entries_for_another_group_are_counted_as_skipped() {
             .sink(out.clone())
             .unwrap();
         let job = env.execute_async().unwrap();
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
-        job.cancel();
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        job.blocking_shutdown(Duration::MAX);
         assert_eq!(out.snapshot(), vec![("a".to_string(), 2)]);
         let p = &job.diagnostics().partitions[0];
         assert_eq!((p.records, p.skipped), (1, 1), "{mode:?}");
@@ -621,7 +633,7 @@ fn a_producer_cannot_forge_the_original_id_of_a_dead_letter() {
     let job = env.execute_async().unwrap();
     let dead = || s.rt.block_on(mq.dead_letters(topic, 10)).unwrap();
     wait_until("the dead letter", &job, || dead().len() == 1);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let d = &dead()[0];
     assert_eq!(d.original_id, d.id);
     assert!(
@@ -654,8 +666,10 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
             .unwrap();
         let job = env.execute_async().unwrap();
         wait_until("the lost reply", &job, || proxy.fired());
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
-        job.cancel();
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        job.blocking_shutdown(Duration::MAX);
         let key = RedisListSink::<()>::key_for("lost-reply-out", &topic, 0);
         let mut conn = s.conn();
         let list: Vec<String> = s.rt.block_on(conn.lrange(&key, 0, -1)).unwrap();
@@ -702,8 +716,10 @@ fn a_commit_that_reaches_redis_after_the_partition_was_taken_again_is_refused() 
             .unwrap();
         let job = env.execute_async().unwrap();
         wait_until("the late commit", &job, || proxy.late_reply().is_some());
-        assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
-        job.cancel();
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        job.blocking_shutdown(Duration::MAX);
         let reply = String::from_utf8_lossy(&proxy.late_reply().unwrap()).into_owned();
         assert!(
             reply.contains("fenced"),
@@ -765,11 +781,12 @@ fn a_batch_longer_than_the_lease_commits_when_nobody_took_the_partition() {
             .unwrap();
         let job = env.execute_async().unwrap();
         assert!(
-            job.await_caught_up(Duration::from_secs(30)).unwrap(),
+            job.blocking_await_caught_up(Duration::from_secs(30))
+                .unwrap(),
             "{mode:?}: {:?}",
             job.diagnostics()
         );
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
         let d = job.diagnostics();
         assert_eq!(d.partitions[0].fenced, 0, "{mode:?}: {d:?}");
         let mut conn = s.conn();

@@ -62,7 +62,7 @@ impl Setup {
             .unwrap();
         let job = env.execute_async().unwrap();
         wait_until("v1 commits every record", &job, || records(&job) == n);
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
         out.snapshot()
     }
 
@@ -163,7 +163,7 @@ fn run_v2_text(
         .unwrap();
     let job = env.execute_async().unwrap();
     wait_until("v2 done", &job, || done(&job));
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
     got.sort();
     (job.diagnostics(), got)
@@ -181,7 +181,8 @@ fn schema_mismatch_fail_stops_only_that_partition_and_keeps_the_state() {
             && d.partitions[1].records == 1;
         if done {
             caught_up.set(Some(
-                job.await_caught_up(Duration::from_millis(100)).unwrap(),
+                job.blocking_await_caught_up(Duration::from_millis(100))
+                    .unwrap(),
             ));
         }
         done
@@ -281,7 +282,7 @@ fn schema_mismatch_ignore_decodes_the_stored_state_as_the_new_type() {
         .unwrap();
     let job = env.execute_async().unwrap();
     wait_until("v2 done", &job, || records(&job) == 2);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
     got.sort();
     assert_eq!(got, [("k0".to_string(), 0), ("k1".to_string(), 0)]);
@@ -355,7 +356,7 @@ fn state_without_codec_is_dead_lettered_at_once_and_reported_once() {
             .sum::<u64>()
             == 3
     });
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let d = job.diagnostics();
     assert_eq!(dead.len(), 3);
     let mut payloads: Vec<String> = dead
@@ -425,7 +426,8 @@ fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelis
     register_count(&env, topic);
     let job = env.execute_async().unwrap();
     assert!(
-        job.await_caught_up(Duration::from_secs(60)).unwrap(),
+        job.blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap(),
         "{:?}",
         job.diagnostics()
     );
@@ -453,10 +455,12 @@ fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelis
     }
     assert_eq!(counts, want);
     // Still caught up: nothing new arrived.
-    assert!(job.await_caught_up(Duration::ZERO).unwrap());
+    assert!(job.blocking_await_caught_up(Duration::ZERO).unwrap());
     // A new record moves the end; caught up again once it is committed.
     s.produce(topic, &strs(&["k0"]));
-    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
     let k0_partition = (0..4)
         .find(|p| {
             s.hgetall(&s.state_hash(topic, topic, *p, "count"))
@@ -467,7 +471,7 @@ fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelis
         s.hgetall(&s.state_hash(topic, topic, k0_partition, "count"))["\"k0\""],
         (want["k0"] + 1).to_string()
     );
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
 }
 
 #[test]
@@ -515,7 +519,9 @@ fn await_caught_up_waits_for_a_scheduled_retry() {
         .sink(CollectSink::new())
         .unwrap();
     let job = env.execute_async().unwrap();
-    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
     let d = job.diagnostics();
     assert_eq!((d.partitions[0].records, d.partitions[0].failed), (5, 1));
     assert_eq!(
@@ -529,7 +535,7 @@ fn await_caught_up_waits_for_a_scheduled_retry() {
         ]),
         "k1 counted once, after its retry"
     );
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
 }
 
 /// Two jobs given the same explicit `job_instance_id` (two pods with one config) still
@@ -576,8 +582,8 @@ fn the_same_explicit_instance_id_twice_still_shares_the_partitions() {
             .into(),
         "two names, one per process"
     );
-    a.cancel();
-    b.cancel();
+    a.blocking_shutdown(Duration::MAX);
+    b.blocking_shutdown(Duration::MAX);
     // A restart with the same id does not reuse either name.
     let c = start();
     wait_until("the restarted job owns everything", &c, || {
@@ -585,7 +591,7 @@ fn the_same_explicit_instance_id_twice_still_shares_the_partitions() {
     });
     let names: std::collections::BTreeSet<String> = lease_owners().into_values().collect();
     assert_eq!(names, ["same-id-job-pod-a-2".to_string()].into());
-    c.cancel();
+    c.blocking_shutdown(Duration::MAX);
 }
 
 /// Partitions nothing was written to have no stream key yet: the wait still answers (the
@@ -600,7 +606,9 @@ fn await_caught_up_with_partitions_that_never_received_a_message() {
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     register_count(&env, topic);
     let job = env.execute_async().unwrap();
-    assert!(job.await_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
     let counted: u64 = (0..4)
         .filter_map(|p| {
             s.hgetall(&s.state_hash(topic, topic, p, "count"))
@@ -609,5 +617,5 @@ fn await_caught_up_with_partitions_that_never_received_a_message() {
         })
         .sum();
     assert_eq!(counted, 50);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
 }

@@ -2,7 +2,7 @@
 //! middle of a job: it reconnects, resumes every partition from its last commit and ends
 //! with exact state and exactly-once list-sink output (both ack modes), whatever the
 //! outage's length (every partition commits again within 10 s of Redis answering). A
-//! cancel during an outage, or with Redis frozen (`SIGSTOP`), returns within twice the
+//! shutdown during an outage, or with Redis frozen (`SIGSTOP`), returns within twice the
 //! response timeout; the job client's waits honour their own timeouts.
 
 mod support;
@@ -196,7 +196,7 @@ impl WordCount {
             );
             std::thread::sleep(Duration::from_millis(50));
         };
-        self.job.cancel();
+        self.job.blocking_shutdown(Duration::MAX);
         let done = lists(&self.rt, &self.url).unwrap_or(done);
         for (w, counts) in &done {
             let expected = self.words.iter().filter(|x| *x == w).count() as u64;
@@ -213,7 +213,7 @@ fn survives_restart(mode: AckMode) {
     // A wait started while Redis is down keeps checking through the restart (as the job
     // keeps retrying) and sees the job catch up; `Duration::MAX` is "no deadline".
     let caught_up = std::thread::scope(|scope| {
-        let waiting = scope.spawn(|| w.job.await_caught_up(Duration::MAX));
+        let waiting = scope.spawn(|| w.job.blocking_await_caught_up(Duration::MAX));
         std::thread::sleep(Duration::from_millis(300));
         w.redis.server().restart();
         waiting.join().unwrap()
@@ -273,7 +273,7 @@ fn outage_30s_offset() {
     survives_outage(AckMode::Offset, Duration::from_secs(30));
 }
 
-/// `cancel()` while Redis is down returns within twice the response timeout.
+/// `blocking_shutdown` while Redis is down returns within twice the response timeout.
 #[test]
 fn cancel_during_outage_is_bounded() {
     let response_timeout = Duration::from_secs(1);
@@ -283,15 +283,15 @@ fn cancel_during_outage_is_bounded() {
     // Let the subtasks notice and enter their reconnect loops.
     std::thread::sleep(Duration::from_secs(2));
     let t = Instant::now();
-    w.job.cancel();
+    w.job.blocking_shutdown(Duration::MAX);
     let took = t.elapsed();
     eprintln!("cancel during an outage took {took:?}");
     assert!(took <= response_timeout * 2, "cancel took {took:?}");
 }
 
 /// With Redis frozen (`SIGSTOP`) under a running job, the job client's waits honour their
-/// timeouts, the stall shows per partition in the diagnostics, and `cancel()` returns
-/// within twice the response timeout.
+/// timeouts, the stall shows per partition in the diagnostics, and `blocking_shutdown`
+/// returns within twice the response timeout.
 #[test]
 fn frozen_redis_does_not_hang_the_job_client() {
     let response_timeout = Duration::from_secs(1);
@@ -302,14 +302,17 @@ fn frozen_redis_does_not_hang_the_job_client() {
     let frozen_at = std::time::SystemTime::now();
     // A short wait ends by its own deadline, not by the response timeout.
     let t = Instant::now();
-    assert!(w.job.await_caught_up(Duration::from_millis(400)).is_err());
+    assert!(w
+        .job
+        .blocking_await_caught_up(Duration::from_millis(400))
+        .is_err());
     let took = t.elapsed();
     assert!(
         took <= Duration::from_millis(600),
         "await_caught_up(400 ms) took {took:?}"
     );
     let t = Instant::now();
-    let r = w.job.await_caught_up(Duration::from_secs(3));
+    let r = w.job.blocking_await_caught_up(Duration::from_secs(3));
     let took = t.elapsed();
     assert!(
         took <= Duration::from_secs(3) + Duration::from_millis(500),
@@ -339,7 +342,7 @@ fn frozen_redis_does_not_hang_the_job_client() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let t = Instant::now();
-    w.job.cancel();
+    w.job.blocking_shutdown(Duration::MAX);
     let took = t.elapsed();
     eprintln!("cancel with Redis frozen took {took:?}");
     assert!(took <= response_timeout * 2, "cancel took {took:?}");

@@ -192,7 +192,7 @@ fn run(test: &str, topic: &str, enabled: bool, rate: f64) -> Vec<Captured> {
     .unwrap();
     let job = env.execute_async().unwrap();
     wait_until("every record", &job, || out.len() == 40);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     cap.events
         .lock()
         .unwrap()

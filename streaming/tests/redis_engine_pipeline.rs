@@ -120,7 +120,7 @@ fn the_same_pipeline_text_counts_the_same_on_both_engines() {
             std::thread::sleep(Duration::from_millis(20));
         }
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         assert_eq!(by_key(&out.snapshot()), expected, "{mode:?}");
         // The state is kept under the operator id the macro gives the `process`.
         let ids = streaming::__private::pipeline_ids!(env

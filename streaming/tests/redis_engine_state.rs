@@ -47,7 +47,7 @@ impl Setup {
             .unwrap();
         let job = env.execute_async().unwrap();
         wait_until("every record", &job, || committed(&job) == n);
-        job.cancel();
+        job.blocking_shutdown(Duration::MAX);
         (job.diagnostics(), out.snapshot())
     }
 

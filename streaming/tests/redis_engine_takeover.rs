@@ -146,7 +146,7 @@ fn xack_mode_claims_entries_a_dead_consumer_left_pending() {
     let out = CollectSink::new();
     let job = f.start(AckMode::Xack, &out);
     wait_for(&out, 60, &job);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     check(&out, &input);
     let info = f.rt.block_on(f.mq.describe_topic("t")).unwrap();
     for p in &info.partition_info {
@@ -164,7 +164,7 @@ fn offset_mode_reads_again_what_was_read_but_never_committed() {
     let out = CollectSink::new();
     let job = f.start(AckMode::Offset, &out);
     wait_for(&out, 40, &job);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let second = words(25);
     f.send(&second);
     // An owner read the new entries with NOACK (the group's position moved past them) and
@@ -181,7 +181,7 @@ fn offset_mode_reads_again_what_was_read_but_never_committed() {
     }
     let job = f.start(AckMode::Offset, &out);
     wait_for(&out, 65, &job);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let all: Vec<String> = first.iter().chain(&second).cloned().collect();
     check(&out, &all);
 }

@@ -64,9 +64,9 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
         .sink(CollectSink::new())
         .unwrap();
     let job = env.execute_async().unwrap();
-    assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+    assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
     let d = job.diagnostics();
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
 
     // name → (sum of counters over partitions, gauges by partition)
     let mut counters: BTreeMap<String, u64> = BTreeMap::new();

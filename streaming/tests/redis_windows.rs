@@ -159,11 +159,11 @@ macro_rules! run_differential {
             .sink(out.clone())
             .unwrap();
             let job = env.execute_async().unwrap();
-            assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+            assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
             assert_eq!(records(&job), 300);
             assert!(flushed(&job));
             job.cancel();
-            assert!(job.await_termination(Duration::from_secs(10)));
+            assert!(job.blocking_await_termination(Duration::from_secs(10)));
             assert_eq!(sorted(out.snapshot()), expected, "{name} {mode:?}");
             let d = job.diagnostics();
             let late: u64 = d.partitions.iter().map(|p| p.window_late_dropped).sum();
@@ -292,9 +292,9 @@ fn session_arrivals(name: &str, input: &[(String, i64)]) -> (Vec<Vec<i64>>, Vec<
     .sink(out.clone())
     .unwrap();
     let job = env.execute_async().unwrap();
-    assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+    assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     (mem, out.snapshot())
 }
 
@@ -416,9 +416,9 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
             assert_eq!(d.partitions[0].watermark, Some(150 - 25), "{topic}");
             assert_eq!(d.partitions[0].window_late_dropped, 0, "{topic}");
         }
-        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         assert_eq!(sorted(out.snapshot()), mem, "{topic}");
         let failed: u64 = job.diagnostics().partitions.iter().map(|p| p.failed).sum();
         if with_output {
@@ -488,7 +488,7 @@ fn restart_with_open_windows_gives_the_uninterrupted_output() {
         });
         let wm = job.diagnostics().partitions[0].watermark;
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         wm
     };
     send(&rt, &mq, "ev", &input[..130]);
@@ -543,7 +543,7 @@ fn partitions_keep_their_own_watermarks() {
     wait_until("fast windows", &job, || out.len() == 8);
     wait_until("all records", &job, || records(&job) == 12);
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     let got = sorted(out.snapshot());
     let want: Vec<Counted> = (0..8)
         .map(|i| {
@@ -656,7 +656,7 @@ fn process_timers_survive_a_restart_and_fire_with_their_key() {
         let job = env.execute_async().unwrap();
         wait_until("records", &job, || records(&job) == until);
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
     };
     // The first run stops at event time 95: every timer is still pending.
     send(&rt, &mq, "ev", &input[..20]);
@@ -700,7 +700,7 @@ fn a_full_event_time_timer_queue_fails_the_record() {
             == 5
     });
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     let d = job.diagnostics();
     assert_eq!(d.partitions[0].records, 3);
     assert_eq!(d.partitions[0].failed, 2);
@@ -792,10 +792,10 @@ mod differential {
         .unwrap();
         let job = env.execute_async().unwrap();
         let n = input.len() as u64;
-        prop_assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        prop_assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         prop_assert_eq!(records(&job), n);
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         prop_assert_eq!(sorted(out.snapshot()), expected);
         Ok(())
     }
@@ -890,7 +890,7 @@ fn idle_flush_ends_an_epoch_and_the_next_records_start_a_new_one() {
         records(&job) == 70 && job.diagnostics().partitions[0].idle_flushes == 2
     });
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     let d = job.diagnostics();
     assert_eq!(d.partitions[0].window_late_dropped, 0);
     assert_eq!(sorted(out.snapshot()), expected);
@@ -979,7 +979,7 @@ fn mark_idle_flushes_and_a_silent_generator_keeps_min() {
             .any(|p| p.group == "silent" && p.records == 4)
     });
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     assert_eq!(
         sorted(out.snapshot()),
         vec![
@@ -1037,7 +1037,7 @@ fn window_fires_per_record_are_capped_and_carried_over() {
         assert_eq!(fired(&job), 2 + i as u64);
     }
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     let got = sorted(out.snapshot());
     let want: Vec<Counted> = (0..5)
         .map(|i| (format!("k{i}"), TimeWindow::new(0, 100), 1))
@@ -1099,7 +1099,7 @@ fn late_elements_reach_the_side_output() {
         records(&job) == 5 && flushed(&job)
     });
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     assert_eq!(sorted(out.snapshot()), mem);
     assert_eq!(
         late.snapshot(),
@@ -1162,13 +1162,13 @@ fn processing_time_timers_fire_on_the_wall_clock_and_survive_a_restart() {
     let job = start(&out);
     wait_until("3 records", &job, || records(&job) == 3);
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     // Cancelled well before the 3 s timers were due (unless this machine stalled).
     let early = out.len();
     let job = start(&out);
     wait_until("the timers", &job, || out.len() == 3);
     job.cancel();
-    assert!(job.await_termination(Duration::from_secs(10)));
+    assert!(job.blocking_await_termination(Duration::from_secs(10)));
     let mut got = out.snapshot();
     got.sort();
     assert_eq!(got, ["a", "b", "c"]);
@@ -1189,7 +1189,9 @@ fn await_flushed_without_an_idle_timeout_is_a_config_error() {
         .sink(CollectSink::new())
         .unwrap();
     let job = env.execute_async().unwrap();
-    let e = job.await_flushed(Duration::from_secs(1)).unwrap_err();
+    let e = job
+        .blocking_await_flushed(Duration::from_secs(1))
+        .unwrap_err();
     assert!(
         matches!(
             e,
@@ -1200,7 +1202,7 @@ fn await_flushed_without_an_idle_timeout_is_a_config_error() {
         ),
         "{e}"
     );
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
 }
 
 /// A fire cap never changes results: with 40 sessions due at once and a cap of 4, each key's
@@ -1252,8 +1254,8 @@ fn the_fire_cap_does_not_change_results() {
         .sink(out.clone())
         .unwrap();
     let job = env.execute_async().unwrap();
-    assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
-    job.cancel();
+    assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
+    job.blocking_shutdown(Duration::MAX);
     assert_eq!(sorted(out.snapshot()), expected);
 }
 
@@ -1281,7 +1283,7 @@ fn the_flushed_watermark_stays_reported_until_the_next_epoch() {
     // The flush (after 100 ms) comes before the timer (after 1 s) commits its output.
     wait_until("the timer", &job, || out.len() == 1);
     let p = job.diagnostics().partitions[0].clone();
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     assert_eq!(p.idle_flushes, 1);
     assert!(p.batches >= 2, "the timer's commit is reported: {p:?}");
     assert_eq!(p.watermark, Some(i64::MAX));
@@ -1376,7 +1378,7 @@ fn deleted_timers_stay_deleted_across_a_restart_on_both_engines() {
         let job = env.execute_async().unwrap();
         wait_until("records", &job, || records(&job) == until);
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
     };
     send(&rt, &mq, "ev", &input[..5]);
     run(5);
@@ -1424,10 +1426,10 @@ macro_rules! both_engines {
             $tail.sink(out.clone()).unwrap();
         }
         let job = env.execute_async().unwrap();
-        assert!(job.await_flushed(Duration::from_secs(60)).unwrap());
+        assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         assert_eq!(records(&job), input.len() as u64);
         job.cancel();
-        assert!(job.await_termination(Duration::from_secs(10)));
+        assert!(job.blocking_await_termination(Duration::from_secs(10)));
         (mem, out.snapshot())
     }};
 }

@@ -29,7 +29,7 @@ pipeline! {
         .sink(out.clone())
 }?;
 let job = env.execute_async()?;
-job.await_caught_up(Duration::from_secs(10))?;
-job.cancel();
+job.blocking_await_caught_up(Duration::from_secs(10))?;
+job.blocking_shutdown(Duration::from_secs(10));
 "#,
 };

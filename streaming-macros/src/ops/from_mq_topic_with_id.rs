@@ -22,6 +22,6 @@ pipeline! {
         .print()
 }?;
 let job = env.execute_async()?;
-job.cancel();
+job.blocking_shutdown(Duration::from_secs(10));
 "#,
 };

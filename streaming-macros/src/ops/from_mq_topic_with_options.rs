@@ -24,6 +24,6 @@ pipeline! {
         .print_with_prefix("len")
 }?;
 let job = env.execute_async()?;
-job.cancel();
+job.blocking_shutdown(Duration::from_secs(10));
 "#,
 };

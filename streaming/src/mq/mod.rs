@@ -98,8 +98,7 @@ use tracing::info;
 
 pub use connection::MIN_REDIS_VERSION;
 pub(crate) use connection::{
-    blocking_connection, connect, connect_error, prove, prove_blocking, Backoff,
-    BlockingConnection, Connection,
+    blocking_connection, connect, connect_error, prove, prove_blocking, Backoff, Connection,
 };
 pub use consumer::Subscription;
 pub use dlq::DeadLetter;

@@ -42,11 +42,7 @@ pub(crate) trait PipelineDef: Send {
     fn topic(&self) -> &str;
     fn group(&self) -> &str;
     fn options(&self) -> SubscriptionOptions;
-    fn start(
-        self: Box<Self>,
-        spec: PipelineSpec,
-        job: Arc<JobShared>,
-    ) -> Vec<std::thread::JoinHandle<()>>;
+    fn start(self: Box<Self>, spec: PipelineSpec, job: Arc<JobShared>);
 }
 
 struct Def<P, S> {
@@ -70,12 +66,8 @@ where
     fn options(&self) -> SubscriptionOptions {
         self.plan.root().options.clone()
     }
-    fn start(
-        self: Box<Self>,
-        spec: PipelineSpec,
-        job: Arc<JobShared>,
-    ) -> Vec<std::thread::JoinHandle<()>> {
-        subtask::start(self.plan, self.sink, spec, job)
+    fn start(self: Box<Self>, spec: PipelineSpec, job: Arc<JobShared>) {
+        subtask::start(self.plan, self.sink, spec, job);
     }
 }
 
@@ -124,7 +116,8 @@ struct EnvState {
 ///     .sink(out.clone())?;
 /// let job = env.execute_async()?;
 /// // ...
-/// job.cancel();
+/// // Stops the job and waits (at most 10 s) for its subtasks to hand their partitions over.
+/// job.blocking_shutdown(std::time::Duration::from_secs(10));
 /// # Ok::<(), streaming::Error>(())
 /// ```
 #[derive(Clone)]
@@ -383,7 +376,6 @@ impl RedisEnv {
                 .map(|d| (d.topic().to_string(), d.group().to_string()))
                 .collect(),
         ));
-        let mut threads = Vec::new();
         for def in pipelines {
             let spec = PipelineSpec {
                 endpoint: self.inner.endpoint.clone(),
@@ -392,9 +384,9 @@ impl RedisEnv {
                 group: def.group().to_string(),
                 options: def.options(),
             };
-            threads.extend(def.start(spec, Arc::clone(&job)));
+            def.start(spec, Arc::clone(&job));
         }
-        Ok(JobClient::new(job, threads))
+        Ok(JobClient::new(job))
     }
 }
 

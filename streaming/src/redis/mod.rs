@@ -135,8 +135,9 @@
 //! apart), so every partition commits again within seconds of Redis answering, from its
 //! last commit (exactly-once state and list-sink output hold). Each partition's
 //! [`PartitionProgress::last_commit_at`] and [`PartitionProgress::last_error`] show a
-//! stall; [`JobClient::cancel`] returns within about one response timeout whatever Redis
-//! does.
+//! stall; after a cancel, every subtask stops within about one response timeout whatever
+//! Redis does ([`JobClient::shutdown`] waits for that), and dropping the [`JobClient`]
+//! never blocks.
 //!
 //! # Event time
 //!

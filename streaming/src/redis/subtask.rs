@@ -22,26 +22,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Starts the subtasks of one pipeline and registers how to start more
-/// ([`JobShared::scale`]).
-pub(crate) fn start<P, S>(
-    plan: P,
-    sink: S,
-    spec: PipelineSpec,
-    job: Arc<JobShared>,
-) -> Vec<std::thread::JoinHandle<()>>
+/// ([`JobShared::scale`]). Each runs on a thread of its own that nobody joins: its end is
+/// counted in the job ([`JobShared::subtask_ended`]), even when it panics.
+pub(crate) fn start<P, S>(plan: P, sink: S, spec: PipelineSpec, job: Arc<JobShared>)
 where
     P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone + Send + 'static,
     S: Sink<<P as Plan>::Out> + Clone + Send + 'static,
 {
     let n = spec.config.pipeline_parallelism();
-    let spawn = move |job: &Arc<JobShared>, subtask: u32, siblings: Vec<String>| {
-        let (plan, sink, spec, job) = (plan.clone(), sink.clone(), spec.clone(), Arc::clone(job));
+    let spawn = move |shared: &Arc<JobShared>, subtask: u32, siblings: Vec<String>| {
+        let (plan, sink, spec) = (plan.clone(), sink.clone(), spec.clone());
+        let job = Arc::clone(shared);
         job.subtask_started();
         let consumer = siblings[subtask as usize % siblings.len()].clone();
         job.register_subtask(&consumer);
         let name = format!("streaming-{}-{subtask}", spec.topic);
-        let job2 = Arc::clone(&job);
+        let ended = SubtaskEnd {
+            job: Arc::clone(&job),
+            consumer: consumer.clone(),
+        };
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            let _ended = ended;
             let result = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -61,38 +62,43 @@ where
                     spec.topic, spec.group
                 ));
             }
-            job.subtask_left(&consumer);
-            job.subtask_ended();
         });
-        match spawned {
-            Ok(t) => Some(t),
-            Err(e) => {
-                job2.error(format!("cannot spawn subtask {subtask}: {e}"));
-                job2.subtask_ended();
-                None
-            }
+        if let Err(e) = spawned {
+            // The closure, and `ended` with it, was dropped: the subtask counts as ended.
+            shared.error(format!("cannot spawn subtask {subtask}: {e}"));
         }
     };
     let names: Vec<String> = (0..n).map(|_| job.consumer_name()).collect();
-    let threads = (0..n)
-        .filter_map(|subtask| spawn(&job, subtask, names.clone()))
-        .collect();
+    for subtask in 0..n {
+        spawn(&job, subtask, names.clone());
+    }
     job.add_pipeline(names, Box::new(spawn));
-    threads
+}
+
+/// Counts a subtask's end in the job when dropped: at the end of its thread, when the
+/// thread unwinds from a panic, or when it could not be spawned.
+struct SubtaskEnd {
+    job: Arc<JobShared>,
+    consumer: String,
+}
+
+impl Drop for SubtaskEnd {
+    fn drop(&mut self) {
+        self.job.subtask_left(&self.consumer);
+        self.job.subtask_ended();
+    }
 }
 
 /// Runs `subtask` until it ends, or until `response_timeout` after the job was cancelled:
 /// a subtask still waiting on a frozen or silent Redis by then is dropped where it stands
 /// (its uncommitted batch is read again by the next run; its leases expire), so that
-/// [`JobClient::cancel`](super::JobClient::cancel) returns within a bound.
+/// [`JobClient::shutdown`](super::JobClient::shutdown) can wait for it within a bound.
 async fn bounded_by_cancel(
     subtask: impl std::future::Future<Output = Result<(), Error>>,
     job: &JobShared,
 ) -> Result<(), Error> {
     let grace = async {
-        while !job.is_cancelled() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        job.cancelled_signal().await;
         tokio::time::sleep(job.response_timeout).await;
     };
     tokio::select! {
@@ -178,7 +184,11 @@ where
             }
             busy |= part.turn(&make, &ctx, &mut conn, renew_every).await;
         }
-        if !busy {
+        if busy {
+            // Batches committed and left `in_flight` (their progress signalled already,
+            // while they were still in flight).
+            job.signal_change();
+        } else {
             tokio::time::sleep(idle).await;
         }
     }

@@ -98,10 +98,13 @@ pub fn serve() {
         }
         if let Some(ms) = line.strip_prefix("caught_up ") {
             let timeout = Duration::from_millis(ms.trim().parse().unwrap());
-            println!("CAUGHT_UP {}", job.await_caught_up(timeout).unwrap());
+            println!(
+                "CAUGHT_UP {}",
+                job.blocking_await_caught_up(timeout).unwrap()
+            );
         }
     }
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     println!("FINAL {:?}", job.diagnostics());
     std::io::stdout().flush().unwrap();
     std::process::exit(0);

@@ -1,48 +1,25 @@
 //! Whether a job has caught up with its streams: the check of every partition's committed
-//! position in Redis.
+//! position in Redis, and whether a change here or only Redis can move what it waits for.
 
 use super::progress::PartitionProgress;
 use super::shared::JobShared;
 use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::Connection;
 use crate::redis::AckMode;
 use crate::Error;
+use redis::Script;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::sync::LazyLock;
+use std::time::Duration;
 
 /// How long one caught-up check may always take, however short the wait's timeout: a
 /// zero timeout still checks once against a healthy but busy server.
 pub(super) const MIN_CHECK: Duration = Duration::from_millis(250);
 
-/// One caught-up check's connection: every wait on it is bounded by `budget` and ends by
-/// `end`.
-struct Check {
-    conn: crate::mq::BlockingConnection,
-    budget: Duration,
-    end: Instant,
-}
-
-impl Check {
-    /// The connection, its timeouts set for the next query: what is left until `end` (at
-    /// least `MIN_CHECK`, so a zero timeout still checks once), at most the budget.
-    fn bound(&mut self) -> Result<&mut crate::mq::BlockingConnection, Error> {
-        let left = self.end.saturating_duration_since(Instant::now());
-        let t = Some(left.max(MIN_CHECK).min(self.budget));
-        self.conn.set_read_timeout(t)?;
-        self.conn.set_write_timeout(t)?;
-        Ok(&mut self.conn)
-    }
-}
-
 /// What Redis shows of one partition, read atomically in one slot (one script, so it is
-/// one command on a Redis Cluster too): the stream's last entry, the retries due, the
-/// groups (none when nothing was written to the partition yet: `XINFO GROUPS` of a missing
-/// stream fails), the commit frontier and the lease.
-/// KEYS: stream, retry schedule, frontier, lease. ARGV: none.
-const PARTITION_VIEW: &str = "local groups = {} \
-     if redis.call('EXISTS', KEYS[1]) == 1 then groups = redis.call('XINFO', 'GROUPS', KEYS[1]) end \
-     return {redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1), \
-     redis.call('ZRANGE', KEYS[2], 0, -1), groups, \
-     redis.call('GET', KEYS[3]), redis.call('GET', KEYS[4])}";
+/// one command on a Redis Cluster too).
+static PARTITION_VIEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/partition_view.lua")));
 
 /// What Redis shows of one partition ([`PARTITION_VIEW`]): its stream's last entry, the
 /// retries due, the groups, the commit frontier and the lease.
@@ -54,21 +31,38 @@ type PartitionView = (
     Option<String>,
 );
 
+/// What one caught-up check found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Check {
+    /// Caught up.
+    CaughtUp,
+    /// Not yet, and what it waits for is work of this process (a partition it holds
+    /// reading, committing or being taken, records in flight): that work signals the job's
+    /// change signal when it moves.
+    AwaitingHere,
+    /// Not yet, and what it waits for shows only in Redis: a partition another process
+    /// holds, or nobody, a retry scheduled, a topic or group not created yet.
+    AwaitingRedis,
+}
+
 impl JobShared {
     /// Whether every partition of every pipeline is taken, running, and committed up to
-    /// its stream's last entry, with no retry scheduled (one script per partition). Every
-    /// wait on Redis (connect and each reply) is bounded by `budget` and ends by `end`.
-    pub(super) fn caught_up(&self, budget: Duration, end: Instant) -> Result<bool, Error> {
+    /// its stream's last entry, with no retry scheduled (one script per partition, on
+    /// `conn`), and if not, what it waits for. Each reply is bounded by `conn`'s response
+    /// timeout.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when a call fails.
+    pub(super) async fn caught_up(&self, conn: &mut Connection) -> Result<Check, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
-        let conn = crate::mq::blocking_connection(&self.endpoint, budget)?;
-        let mut check = Check { conn, budget, end };
         for (topic, group) in &self.pipelines {
             let partitions: Option<u32> = redis::cmd("HGET")
                 .arg(self.keys.meta(topic))
                 .arg("partitions")
-                .query(check.bound()?)?;
+                .query_async(conn)
+                .await?;
             let Some(partitions) = partitions else {
-                return Ok(false);
+                return Ok(Check::AwaitingRedis);
             };
             for p in 0..partitions {
                 // A partition this process does not hold (another process's share, or not
@@ -76,33 +70,39 @@ impl JobShared {
                 let mine = progress
                     .iter()
                     .find(|x| x.partition == p && &x.topic == topic && &x.group == group);
-                if !self.partition_caught_up(&mut check, (topic, p, group), mine)? {
-                    return Ok(false);
+                let view = self.view(conn, (topic, p, group)).await?;
+                let check = self.partition_caught_up((topic, p, group), mine, view);
+                if check != Check::CaughtUp {
+                    return Ok(check);
                 }
             }
         }
         // A batch leaves `in_flight` after its progress is recorded: nothing in flight now
         // means every commit seen above is in the diagnostics too.
-        Ok(self.in_flight.load(Ordering::SeqCst) == 0)
+        Ok(if self.in_flight.load(Ordering::SeqCst) == 0 {
+            Check::CaughtUp
+        } else {
+            Check::AwaitingHere
+        })
     }
 
     /// Whether partition `p` is held (here or by another process), did not stop here, has
     /// no retry of its group scheduled, and is committed up to its stream's last entry;
-    /// `mine` is its progress in this process, if any.
+    /// `mine` is its progress in this process, if any, `view` what Redis shows of it.
     fn partition_caught_up(
         &self,
-        check: &mut Check,
         (topic, p, group): (&String, u32, &String),
         mine: Option<&PartitionProgress>,
-    ) -> Result<bool, Error> {
+        (last, retries, groups, frontier, lease): PartitionView,
+    ) -> Check {
         if mine.is_some_and(|x| x.stopped.is_some()) {
-            return Ok(false);
+            // It reads nothing more; the other partitions' changes still wake the wait.
+            return Check::AwaitingHere;
         }
         let here = mine.filter(|x| x.owned);
-        let (last, retries, groups, frontier, lease) = self.view(check, (topic, p, group))?;
         if here.is_none() && lease.is_none() {
             // Neither this process nor another holds it: not taken (yet, or any more).
-            return Ok(false);
+            return Check::AwaitingRedis;
         }
         let never_taken = mine.is_none_or(|x| x.takes == 0);
         if here.is_none() && never_taken && lease.as_deref().is_some_and(|l| self.holds(l)) {
@@ -110,26 +110,33 @@ impl JobShared {
             // loading the partition (restored windows may await a flush): not done yet.
             // After a first take, a partition between two owners of this process (e.g.
             // after an outage) is judged by what Redis shows committed, as before.
-            return Ok(false);
+            return Check::AwaitingHere;
         }
+        // What only Redis shows moves it from here on, unless this process holds it.
+        let awaiting = if here.is_some() {
+            Check::AwaitingHere
+        } else {
+            Check::AwaitingRedis
+        };
         // Retry tokens are `{group}\n{id}` (a bare id: an older retry for every group).
         let ours = format!("{group}\n");
         if retries
             .iter()
             .any(|t| t.starts_with(&ours) || !t.contains('\n'))
         {
-            return Ok(false);
+            // Promoted when due, by whichever process holds it, or by another job.
+            return Check::AwaitingRedis;
         }
         let Some(last) = last_entry_id(&last) else {
-            return Ok(true); // empty stream
+            return Check::CaughtUp; // empty stream
         };
         let Some(g) = parse_xinfo_groups(&groups)
             .into_iter()
             .find(|g| &g.name == group)
         else {
-            return Ok(false);
+            return Check::AwaitingRedis;
         };
-        Ok(match self.ack_mode {
+        let committed = match self.ack_mode {
             AckMode::Xack => g.pending == 0 && id_at_least(&g.last_delivered_id, &last),
             AckMode::Offset => {
                 let at_take = here.and_then(|_| {
@@ -142,23 +149,27 @@ impl JobShared {
                     .flatten()
                     .any(|c| id_at_least(&c, &last))
             }
-        })
+        };
+        if committed {
+            Check::CaughtUp
+        } else {
+            awaiting
+        }
     }
 
     /// Reads what Redis shows of partition `p` in one script.
-    fn view(
+    async fn view(
         &self,
-        check: &mut Check,
+        conn: &mut Connection,
         (topic, p, group): (&String, u32, &String),
     ) -> Result<PartitionView, Error> {
-        Ok(redis::cmd("EVAL")
-            .arg(PARTITION_VIEW)
-            .arg(4)
-            .arg(self.keys.stream(topic, p))
-            .arg(self.keys.retry_due(topic, p))
-            .arg(self.keys.frontier(topic, p, group))
-            .arg(self.keys.lease(topic, p, group))
-            .query(check.bound()?)?)
+        Ok(PARTITION_VIEW
+            .key(self.keys.stream(topic, p))
+            .key(self.keys.retry_due(topic, p))
+            .key(self.keys.frontier(topic, p, group))
+            .key(self.keys.lease(topic, p, group))
+            .invoke_async(conn)
+            .await?)
     }
 }
 

@@ -4,14 +4,41 @@ use super::progress::{HotStats, JobDiagnostics};
 use super::shared::JobShared;
 use crate::Error;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 /// A running Redis job, from [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
-/// Dropping it cancels the job.
+///
+/// Its waits are `async` ([`await_caught_up`](Self::await_caught_up),
+/// [`await_flushed`](Self::await_flushed), [`await_termination`](Self::await_termination),
+/// [`shutdown`](Self::shutdown)) and run on any tokio runtime with its I/O and time
+/// drivers (`enable_all`), a current-thread one included: they sleep until the job
+/// commits (or stops), and hold no thread meanwhile; their futures are `Send`. Each has a
+/// `blocking_` variant for code outside a runtime. The other methods return at once,
+/// except [`scale_parallelism`](Self::scale_parallelism), which asks Redis for each new
+/// subtask's name.
+///
+/// The job runs on threads of its own (one per subtask), whoever holds the client.
+/// Dropping the client cancels the job and returns at once: its subtasks stop in the
+/// background (within about
+/// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)). Call
+/// [`shutdown`](Self::shutdown) first to know that they did.
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # async fn serve(env: streaming::redis::RedisEnv) -> Result<(), streaming::Error> {
+/// // In a tokio service (any runtime flavour), with pipelines registered on `env`:
+/// let job = env.execute_async()?;
+/// if !job.await_caught_up(Duration::from_secs(30)).await? {
+///     eprintln!("not caught up yet: {:?}", job.diagnostics().errors);
+/// }
+/// // On SIGTERM: hand the partitions over at once, waiting at most 10 s.
+/// let stopped = job.shutdown(Duration::from_secs(10)).await;
+/// # let _ = stopped;
+/// # Ok(())
+/// # }
+/// ```
 pub struct JobClient {
     pub(super) shared: Arc<JobShared>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for JobClient {
@@ -23,32 +50,43 @@ impl std::fmt::Debug for JobClient {
 }
 
 impl JobClient {
-    pub(crate) fn new(shared: Arc<JobShared>, threads: Vec<JoinHandle<()>>) -> Self {
-        JobClient {
-            shared,
-            threads: Mutex::new(threads),
-        }
+    pub(crate) fn new(shared: Arc<JobShared>) -> Self {
+        JobClient { shared }
     }
 
-    /// Stops the job and waits for its subtasks: each finishes its current batch (it
-    /// commits or is read again later), closes its chains and sinks and releases its
-    /// partitions. Idempotent.
+    /// Asks the job to stop and returns at once; idempotent. Each subtask finishes its
+    /// current batch (it commits or is read again later), closes its chains and sinks,
+    /// releases its partitions and ends. [`await_termination`](Self::await_termination)
+    /// waits for that, [`shutdown`](Self::shutdown) does both.
     ///
-    /// It returns within about [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)
-    /// whatever Redis does: a subtask still waiting on Redis that long after the cancel
-    /// (a frozen or silent server) is dropped where it stands — its batch was not
-    /// committed and is read again by the next run, and its partition leases expire after
-    /// `lease_ttl`.
+    /// Every subtask ends within about
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) of the
+    /// cancel whatever Redis does: one still waiting on Redis that long (a frozen or
+    /// silent server) is dropped where it stands — its batch was not committed and is
+    /// read again by the next run, and its partition leases expire after `lease_ttl`.
     pub fn cancel(&self) {
-        self.shared.cancelled.store(true, Ordering::SeqCst);
-        let threads = self
-            .threads
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for t in threads {
-            let _ = t.join();
-        }
+        self.shared.cancel();
+    }
+
+    /// Cancels the job ([`cancel`](Self::cancel)) and waits until every subtask has
+    /// stopped, at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
+    /// stopped. With a `timeout` of at least about
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) it is
+    /// `true` whatever Redis does. `false` leaves the job cancelled: the subtasks still
+    /// running stop in the background, and calling it again waits for them.
+    pub async fn shutdown(&self, timeout: std::time::Duration) -> bool {
+        self.cancel();
+        self.await_termination(timeout).await
+    }
+
+    /// [`shutdown`](Self::shutdown), blocking the calling thread.
+    ///
+    /// # Panics
+    /// When called from within an async runtime (it would block the runtime's thread):
+    /// `.await` [`shutdown`](Self::shutdown) there (a `spawn_blocking` thread may call it).
+    pub fn blocking_shutdown(&self, timeout: std::time::Duration) -> bool {
+        self.cancel();
+        self.blocking_await_termination(timeout)
     }
 
     /// Changes the number of subtasks of every pipeline of the running job to `n` (≥ 1)
@@ -58,6 +96,11 @@ impl JobClient {
     /// partitions at their next heartbeat, from the last commit. State and Redis sinks
     /// stay exactly-once across the handover (state keys carry no subtask); other side
     /// effects are at-least-once. See [`JobDiagnostics::live_parallelism`].
+    ///
+    /// It draws each new subtask's consumer name from a counter in Redis: one blocking
+    /// round trip per new subtask, each at most
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) (an
+    /// unreachable Redis gives a local name instead).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] (field `parallelism`) for `n == 0`; [`Error::Engine`]
@@ -69,17 +112,13 @@ impl JobClient {
                 reason: "must be at least 1".into(),
             });
         }
-        let mut threads = self.threads.lock().map_err(|_| Error::Engine {
-            op: "scale_parallelism",
-            reason: "poisoned".into(),
-        })?;
         if self.shared.is_cancelled() {
             return Err(Error::Engine {
                 op: "scale_parallelism",
                 reason: "the job was cancelled".into(),
             });
         }
-        threads.extend(self.shared.scale(n));
+        self.shared.scale(n);
         Ok(())
     }
 
@@ -127,7 +166,7 @@ impl JobClient {
             owned_partitions: partitions.iter().filter(|p| p.owned).count(),
             paused: self.shared.paused.load(Ordering::SeqCst),
             in_flight: self.in_flight(),
-            running_subtasks: self.shared.running.load(Ordering::SeqCst),
+            running_subtasks: self.shared.running(),
             partitions,
             errors: self
                 .shared
@@ -143,6 +182,8 @@ impl JobClient {
     }
 }
 
+/// Cancels the job ([`JobClient::cancel`]) without waiting: the subtasks stop in the
+/// background.
 impl Drop for JobClient {
     fn drop(&mut self) {
         self.cancel();

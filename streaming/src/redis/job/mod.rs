@@ -1,7 +1,8 @@
 //! The job client and what a running job's subtasks share with it.
 //!
 //! - [`client`]: [`JobClient`] (cancel, scale, pause, diagnostics);
-//! - [`waits`]: its waits (termination, caught up, flushed);
+//! - [`waits`]: its waits (termination, caught up, flushed): async, woken by the job's
+//!   changes, each with a `blocking_` variant;
 //! - [`caught_up`]: the caught-up check against Redis;
 //! - [`shared`]: [`JobShared`], the state the subtasks and the client share;
 //! - [`progress`]: what the job reports ([`PartitionProgress`], [`JobDiagnostics`]);

@@ -1,5 +1,6 @@
 //! What the subtasks of a running job share with its client: cancel and pause flags,
-//! progress and errors, the consumer names and how to start more subtasks.
+//! progress and errors, the consumer names, how to start more subtasks, and the signal
+//! that wakes the client's waits when any of it changes.
 
 use super::progress::{HotStats, PartitionProgress};
 use crate::mq::topic::parse_xinfo_groups;
@@ -9,14 +10,14 @@ use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
 
 /// Starts one more subtask of a pipeline: (job, subtask index, the consumer names started
-/// together, of which the subtask's is at its index).
-pub(crate) type Spawner =
-    Box<dyn Fn(&Arc<JobShared>, u32, Vec<String>) -> Option<JoinHandle<()>> + Send>;
+/// together, of which the subtask's is at its index). The subtask runs on a thread of its
+/// own, which nobody joins: its end is counted in [`JobShared::subtask_ended`].
+pub(crate) type Spawner = Box<dyn Fn(&Arc<JobShared>, u32, Vec<String>) + Send>;
 
 /// A pipeline's running subtasks and how to start more.
 struct PipelineSubtasks {
@@ -30,7 +31,14 @@ pub(crate) struct JobShared {
     pub(crate) paused: AtomicBool,
     pub(crate) in_flight: AtomicU64,
     pub(super) running: AtomicUsize,
-    pub(super) done: (Mutex<()>, Condvar),
+    /// Bumped after every change a wait of the client checks (a commit, a take, a let-go,
+    /// a stop, an error, a subtask's end, the cancel): the waits sleep on it instead of
+    /// polling. Its value is a change counter and means nothing else.
+    changes: watch::Sender<u64>,
+    /// Set with `cancelled` (which the subtask loops read): what
+    /// [`cancelled_signal`](Self::cancelled_signal) waits on, apart from `changes` so that
+    /// commits do not wake every subtask.
+    cancel_signal: watch::Sender<bool>,
     pub(super) progress: Mutex<Vec<PartitionProgress>>,
     /// The consumer name of the subtask that took each partition last, by (topic, group,
     /// partition): only it clears [`PartitionProgress::owned`] when it lets go. Locked
@@ -77,7 +85,8 @@ impl JobShared {
             in_flight: AtomicU64::new(0),
             idle_timeout: config.watermark_idle_timeout(),
             running: AtomicUsize::new(0),
-            done: (Mutex::new(()), Condvar::new()),
+            changes: watch::Sender::new(0),
+            cancel_signal: watch::Sender::new(false),
             progress: Mutex::default(),
             holders: Mutex::default(),
             errors: Mutex::default(),
@@ -152,12 +161,10 @@ impl JobShared {
     }
 
     /// Brings every pipeline to `n` subtasks: starts new ones (new consumer names), or
-    /// tells the last ones to hand their partitions over and stop. Returns the threads
-    /// started.
-    pub(super) fn scale(self: &Arc<Self>, n: u32) -> Vec<JoinHandle<()>> {
-        let mut threads = Vec::new();
+    /// tells the last ones to hand their partitions over and stop.
+    pub(super) fn scale(self: &Arc<Self>, n: u32) {
         let Ok(mut pipelines) = self.subtasks.lock() else {
-            return threads;
+            return;
         };
         for pipeline in pipelines.iter_mut() {
             while pipeline.live.len() > n as usize {
@@ -170,12 +177,11 @@ impl JobShared {
             let first = pipeline.live.len();
             let names: Vec<String> = (first..n as usize).map(|_| self.consumer_name()).collect();
             for (i, name) in names.iter().enumerate() {
-                threads.extend((pipeline.spawn)(self, i as u32, names.clone()));
+                (pipeline.spawn)(self, i as u32, names.clone());
                 pipeline.live.push(name.clone());
             }
         }
         self.live_parallelism.store(u64::from(n), Ordering::SeqCst);
-        threads
     }
 
     /// Records that the subtask named `consumer` took partition `partition` of (topic,
@@ -228,19 +234,53 @@ impl JobShared {
     /// lease lost): it is not owned any more — unless another subtask of this process
     /// took it since, whose hold a late let-go must not clear.
     pub(crate) fn let_go(&self, topic: &str, group: &str, partition: u32, consumer: &str) {
-        let Ok(mut holders) = self.holders.lock() else {
-            return;
-        };
-        let key = (topic.to_string(), group.to_string(), partition);
-        if holders.get(&key).is_some_and(|h| h != consumer) {
-            return;
+        if let Ok(mut holders) = self.holders.lock() {
+            let key = (topic.to_string(), group.to_string(), partition);
+            if holders.get(&key).is_none_or(|h| h == consumer) {
+                holders.remove(&key);
+                self.progress(topic, group, partition, |p| p.owned = false);
+            }
         }
-        holders.remove(&key);
-        self.progress(topic, group, partition, |p| p.owned = false);
+        // Whoever holds it now: the records the caller let go of have left `in_flight`.
+        self.signal_change();
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Asks every subtask to stop (they finish their batch, hand their partitions over
+    /// and end) and wakes whatever waits for that. Returns at once.
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.cancel_signal.send_replace(true);
+        self.signal_change();
+    }
+
+    /// Returns once the job is cancelled ([`cancel`](Self::cancel)).
+    pub(crate) async fn cancelled_signal(&self) {
+        let mut cancelled = self.cancel_signal.subscribe();
+        if cancelled.wait_for(|c| *c).await.is_err() {
+            // The sender lives as long as `self`: not reached.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Wakes the client's waits: something they check may have changed. Called after the
+    /// change is visible (progress recorded, records out of `in_flight`, a subtask gone).
+    pub(crate) fn signal_change(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver of the change signal ([`signal_change`](Self::signal_change)); changes
+    /// before this call count as seen.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Subtasks started and not ended.
+    pub(super) fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
     }
 
     pub(crate) fn subtask_started(&self) {
@@ -248,9 +288,8 @@ impl JobShared {
     }
 
     pub(crate) fn subtask_ended(&self) {
-        let _g = self.done.0.lock();
         self.running.fetch_sub(1, Ordering::SeqCst);
-        self.done.1.notify_all();
+        self.signal_change();
     }
 
     /// Reports an error of one partition: in the job's errors and as the partition's
@@ -300,6 +339,8 @@ impl JobShared {
             }
         };
         f(&mut all[i]);
+        drop(all);
+        self.signal_change();
     }
 }
 
