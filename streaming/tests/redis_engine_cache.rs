@@ -98,7 +98,7 @@ fn taking_a_partition_fetches_only_the_keys_its_batches_touch() {
     let config = || s.config("take").build().unwrap();
     let (job, out) = start_count(&s, "take", config());
     wait_until("the first run", &job, || committed(&job) == 2000);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     assert_eq!(out.len(), 2000);
 
     // A new instance takes the partition holding 2,000 keys; three records arrive.
@@ -109,7 +109,7 @@ fn taking_a_partition_fetches_only_the_keys_its_batches_touch() {
         &["k7".to_string(), "k1999".to_string(), "new".to_string()],
     );
     wait_until("the second run", &job, || out.len() == 3);
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
     got.sort();
     // The counts continue from the stored state: the keys were fetched.
@@ -173,13 +173,13 @@ fn counts_stay_exact_when_the_state_exceeds_the_cache() {
     wait_until("the first part", &job, || {
         committed(&job) == first.len() as u64
     });
-    job.cancel();
+    job.blocking_shutdown(Duration::MAX);
     // A restart in the middle: the new owner starts with an empty cache.
     s.produce("bound", rest);
     let (job2, out2) = start_count(&s, "bound", config());
     let rest_n = rest.len() as u64;
     wait_until("the rest", &job2, || committed(&job2) == rest_n);
-    job2.cancel();
+    job2.blocking_shutdown(Duration::MAX);
 
     let mut expected: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for w in input.iter().filter(|w| !w.starts_with("boom")) {

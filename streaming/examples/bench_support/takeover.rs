@@ -181,7 +181,7 @@ pub(crate) fn takeover_main(url: &str, keys: u64, unique: impl Fn(&str) -> Strin
     let done_at = wait(&job, "random records", |j| records(j) >= 100 + n);
     let rate = n as f64 / (done_at - sending).as_secs_f64();
     let rss_after = rss_bytes();
-    job.cancel();
+    job.blocking_shutdown(Duration::from_secs(30));
     let slow: Vec<(u64, u64, Vec<String>)> = redis::cmd("SLOWLOG")
         .arg("GET")
         .arg(128)
