@@ -338,7 +338,7 @@ fn original_fields(entry: &RawEntry, topic: &str, partition: u32) -> Fields {
             .map(|(f, v)| (f.as_bytes().to_vec(), v))
             .collect()
         }
-        Err(_) => plain
+        Err((plain, _)) => plain
             .fields
             .into_iter()
             .filter(|(f, _)| f != F_RETRY_COUNT.as_bytes())

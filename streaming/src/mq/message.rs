@@ -256,24 +256,54 @@ impl RawEntry {
             .map(|(_, v)| v.as_slice())
     }
 
-    /// Decodes the entry of `topic`/`partition` into a [`Message`].
+    /// Decodes the entry of `topic`/`partition` into a [`Message`], moving its id, payload,
+    /// key and retry group out of the entry (no copy).
     ///
     /// # Errors
-    /// The reason the entry is malformed (stored in the dead-letter entry).
-    pub(crate) fn decode(&self, topic: &str, partition: u32) -> Result<Message, String> {
-        let payload = self.get(F_PAYLOAD).ok_or("missing field `p` (payload)")?;
+    /// The entry back, with the reason it is malformed (stored in the dead-letter entry).
+    pub(crate) fn decode(self, topic: &str, partition: u32) -> Result<Message, (RawEntry, String)> {
+        let parsed = match self.parse() {
+            Ok(p) => p,
+            Err(reason) => return Err((self, reason)),
+        };
+        let (mut payload, mut key, mut retry_group) = (None, None, None);
+        for (f, v) in self.fields {
+            let slot = match f.as_slice() {
+                b"p" => &mut payload,
+                b"k" => &mut key,
+                b"rg" => &mut retry_group,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(v);
+            }
+        }
+        // `parse` checked that the payload is present and the key and group are UTF-8.
+        let text = |v: Vec<u8>| String::from_utf8(v).unwrap_or_default();
+        Ok(Message {
+            id: self.id,
+            topic: topic.to_owned(),
+            partition,
+            key: key.map(text),
+            payload: Bytes::from(payload.unwrap_or_default()),
+            headers: parsed.headers,
+            timestamp_ms: parsed.timestamp_ms,
+            retry_count: parsed.retry_count,
+            max_retries: parsed.max_retries,
+            retry_group: retry_group.map(text),
+        })
+    }
+
+    /// Checks the entry and parses its numbers and headers.
+    fn parse(&self) -> Result<Parsed, String> {
+        self.get(F_PAYLOAD).ok_or("missing field `p` (payload)")?;
         let ts = self
             .get(F_TIMESTAMP)
             .ok_or("missing field `ts` (timestamp)")?;
         let timestamp_ms = parse_num::<i64>(ts, F_TIMESTAMP)?;
-        let key = match self.get(F_KEY) {
-            None => None,
-            Some(k) => Some(
-                std::str::from_utf8(k)
-                    .map_err(|e| format!("field `k` (key) is not UTF-8: {e}"))?
-                    .to_owned(),
-            ),
-        };
+        if let Some(k) = self.get(F_KEY) {
+            std::str::from_utf8(k).map_err(|e| format!("field `k` (key) is not UTF-8: {e}"))?;
+        }
         let headers = match self.get(F_HEADERS) {
             None => BTreeMap::new(),
             Some(h) => serde_json::from_slice::<BTreeMap<String, String>>(h)
@@ -287,27 +317,25 @@ impl RawEntry {
             None => None,
             Some(v) => Some(parse_num::<u32>(v, F_MAX_RETRIES)?),
         };
-        let retry_group = match self.get(F_RETRY_GROUP) {
-            None => None,
-            Some(g) => Some(
-                std::str::from_utf8(g)
-                    .map_err(|e| format!("field `rg` (retry group) is not UTF-8: {e}"))?
-                    .to_owned(),
-            ),
-        };
-        Ok(Message {
-            id: self.id.clone(),
-            topic: topic.to_owned(),
-            partition,
-            key,
-            payload: Bytes::copy_from_slice(payload),
-            headers,
+        if let Some(g) = self.get(F_RETRY_GROUP) {
+            std::str::from_utf8(g)
+                .map_err(|e| format!("field `rg` (retry group) is not UTF-8: {e}"))?;
+        }
+        Ok(Parsed {
             timestamp_ms,
+            headers,
             retry_count,
             max_retries,
-            retry_group,
         })
     }
+}
+
+/// The parsed fields of a well-formed entry.
+struct Parsed {
+    timestamp_ms: i64,
+    headers: BTreeMap<String, String>,
+    retry_count: u32,
+    max_retries: Option<u32>,
 }
 
 fn parse_num<T: std::str::FromStr>(v: &[u8], field: &str) -> Result<T, String> {
@@ -481,27 +509,31 @@ mod tests {
         assert!(!m.is_for_group("good"));
         let r = raw(&[("p", b"x"), ("ts", b"1"), ("rg", b"\xff")])
             .decode("t", 0)
-            .unwrap_err();
+            .unwrap_err()
+            .1;
         assert!(r.contains("`rg` (retry group)"), "{r}");
     }
 
     #[test]
     fn malformed_reasons() {
-        let r = raw(&[("ts", b"1")]).decode("t", 0).unwrap_err();
+        let r = raw(&[("ts", b"1")]).decode("t", 0).unwrap_err().1;
         assert!(r.contains("missing field `p`"), "{r}");
-        let r = raw(&[("p", b"x")]).decode("t", 0).unwrap_err();
+        let r = raw(&[("p", b"x")]).decode("t", 0).unwrap_err().1;
         assert!(r.contains("missing field `ts`"), "{r}");
         let r = raw(&[("p", b"x"), ("ts", b"abc")])
             .decode("t", 0)
-            .unwrap_err();
+            .unwrap_err()
+            .1;
         assert!(r.contains("`ts` is not a number"), "{r}");
         let r = raw(&[("p", b"x"), ("ts", b"1"), ("h", b"[1]")])
             .decode("t", 0)
-            .unwrap_err();
+            .unwrap_err()
+            .1;
         assert!(r.contains("`h` (headers)"), "{r}");
         let r = raw(&[("p", b"x"), ("ts", b"1"), ("k", b"\xff")])
             .decode("t", 0)
-            .unwrap_err();
+            .unwrap_err()
+            .1;
         assert!(r.contains("not UTF-8"), "{r}");
     }
 }

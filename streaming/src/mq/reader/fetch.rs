@@ -331,7 +331,7 @@ impl PartitionReader {
         for e in entries {
             let m = match e.decode(&self.topic, self.partition) {
                 Ok(m) => m,
-                Err(reason) => {
+                Err((e, reason)) => {
                     batch.dead_lettered += 1;
                     self.dead_letter_malformed(conn, e, &reason).await?;
                     continue;
