@@ -74,6 +74,9 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         let Value::Array(_) = reply else {
             return Err(self.owner.fenced_error(ctx, lease.token));
         };
+        for (_, store) in &self.stores {
+            store.borrow_mut().committed();
+        }
         let sizes: Vec<i64> = redis::from_redis_value(&reply)?;
         for (h, size) in pending.hashes.iter().zip(sizes) {
             if let Ok(size) = u64::try_from(size) {

@@ -164,10 +164,16 @@
 //! - each watermark operator's watermark (state `watermark`, field `"watermark"`): a
 //!   restarted or rolled-back partition continues from the committed watermark, so late
 //!   elements are judged as in an uninterrupted run;
-//! - window panes (state `panes`, field = key as JSON, value = that key's panes: window,
-//!   accumulator, trigger state, registered event-time timers); the timer queue is rebuilt
-//!   from them on load. Window keys, accumulators and custom triggers must therefore be
-//!   serde `Serialize + DeserializeOwned` on this engine;
+//! - window panes (state `panes`), one field per (key, window) pane: field =
+//!   `[key, window start, window end]` as JSON, value = `[accumulator, trigger state,
+//!   flags, event-time timers, last arrival]` as JSON (flags: bit 0 the pane has
+//!   content, bit 1 its content was not emitted yet), e.g. field
+//!   `["k1",1700000000000,1700000060000]`, value `[3,null,3,[1700000059999],0]`. A batch
+//!   writes only the panes whose value changed and deletes the fields of panes that are
+//!   gone; the timer queue is rebuilt from the panes on load. Window keys, accumulators
+//!   and custom triggers must therefore be serde `Serialize + DeserializeOwned` on this
+//!   engine. (Stored window state of the earlier layout, one field per key, fails the
+//!   schema check: its fingerprint is `panes<..>`, this layout's `panes/2<..>`.);
 //! - keyed process timers (state `__timers`, field = key, value = `[[time, domain], ..]`).
 //!
 //! Idle flush ([`RedisRuntimeConfig::watermark_idle_timeout`]): a partition

@@ -17,26 +17,27 @@ pub(crate) struct Bucket<Acc, Tr> {
     /// The pane's window (of a merging window: the cover of the windows merged into it).
     pub(crate) window: TimeWindow,
     /// The window function's accumulator.
-    pub(super) acc: Acc,
+    pub(crate) acc: Acc,
     /// The trigger's state for this pane.
-    pub(super) trigger: Tr,
+    pub(crate) trigger: Tr,
     /// Elements were added since the pane was created or purged.
-    pub(super) has_content: bool,
+    pub(crate) has_content: bool,
     /// Elements were added since the last emission: emitted at cleanup if still set.
-    pub(super) pending: bool,
+    pub(crate) pending: bool,
     /// Event-time timers registered for this pane (trigger timers and the cleanup time).
     pub(crate) timers: Vec<i64>,
     /// Merging windows: the arrival number of the pane's latest element (numbers count
     /// up per key while the key has panes).
     #[serde(default)]
-    pub(super) last_arrival: u64,
+    pub(crate) last_arrival: u64,
 }
 
 /// The window operator's state: panes per key and the event-time timer queue.
 ///
-/// The Redis engine keeps it in one hash per (partition, operator): field = the key as
-/// JSON, value = the key's panes as JSON (window, accumulator, trigger state, flags and
-/// registered event-time timers); the timer queue is rebuilt from the panes on load.
+/// The Redis engine keeps it in one hash per (partition, operator), one field per pane:
+/// field = `[key, window start, window end]` as JSON, value = `[accumulator, trigger
+/// state, flags, event-time timers, last arrival]` as JSON; the timer queue is rebuilt
+/// from the panes on load.
 #[derive(Clone)]
 pub struct WindowState<K, Acc, Tr, C> {
     pub(crate) keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
@@ -46,6 +47,27 @@ pub struct WindowState<K, Acc, Tr, C> {
     /// Most windows fired by timers per record (0 = unlimited); due windows beyond it
     /// fire before the next record.
     pub(crate) max_fires: usize,
+    /// What an engine that writes panes back last committed of each key's panes (empty
+    /// on the memory engine).
+    pub(crate) written: WrittenPanes<K>,
+}
+
+/// Per key, the panes an engine last wrote back: (window, digest of the stored value), and
+/// the writes of the batch being committed (applied once it commits, dropped on a
+/// rollback). A pane whose digest did not change is not written again.
+#[derive(Clone)]
+pub(crate) struct WrittenPanes<K> {
+    pub(crate) committed: HashMap<K, Vec<(TimeWindow, u64)>>,
+    pub(crate) staged: HashMap<K, Vec<(TimeWindow, u64)>>,
+}
+
+impl<K> Default for WrittenPanes<K> {
+    fn default() -> Self {
+        WrittenPanes {
+            committed: HashMap::new(),
+            staged: HashMap::new(),
+        }
+    }
 }
 
 impl<K, Acc, Tr, C: Default> Default for WindowState<K, Acc, Tr, C> {
@@ -55,6 +77,7 @@ impl<K, Acc, Tr, C: Default> Default for WindowState<K, Acc, Tr, C> {
             timers: TimerQueue::default(),
             changes: C::default(),
             max_fires: 0,
+            written: WrittenPanes::default(),
         }
     }
 }

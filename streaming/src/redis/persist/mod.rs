@@ -267,6 +267,9 @@ pub trait Persist: 'static + Sealed {
     /// [`Error::StateDecode`] when a written field does not decode.
     fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error>;
 
+    /// The writes drained since the last commit were committed.
+    fn committed(&mut self) {}
+
     /// Evicts clean entries until at most `max` keys are in memory; keys with timers stay.
     fn trim(&mut self, max: usize) {
         let _ = max;
@@ -408,6 +411,7 @@ pub(crate) const PANES_STATE: &str = "panes";
 pub(crate) const WATERMARK_STATE: &str = "watermark";
 pub(crate) const WATERMARK_FIELD: &str = "\"watermark\"";
 
+mod panes;
 mod stores;
 
 #[cfg(test)]

@@ -173,34 +173,82 @@ fn adopting_swaps_contents_of_the_same_type_only() {
     assert!(!other.adopt(new.as_any()));
 }
 
+type Panes = WindowState<String, i64, (), ChangedKeys<String>>;
+
+fn pane(key: &str, start: i64, end: i64, acc: i64) -> (String, String) {
+    (
+        format!("[\"{key}\",{start},{end}]"),
+        format!("[{acc},null,3,[{}],0]", end - 1),
+    )
+}
+
 #[test]
 fn window_rollback_drops_the_keys_panes_and_queued_timers() {
-    use crate::time::TimeWindow;
-    type Panes = WindowState<String, i64, (), ChangedKeys<String>>;
     let mut w = Panes::default();
-    let window = TimeWindow::new(0, 10);
-    let pane = format!(
-        "[{{\"window\":{},\"acc\":3,\"trigger\":null,\"has_content\":true,\"pending\":true,\"timers\":[9]}}]",
-        serde_json::to_string(&window).unwrap()
-    );
-    w.load(
-        "op",
-        PANES_STATE,
-        vec![
-            ("\"a\"".into(), pane.clone()),
-            ("\"b\"".into(), pane.clone()),
-            ("\"a\"".into(), pane),
-        ],
-    )
-    .unwrap();
+    let a = pane("a", 0, 10, 3);
+    w.load("op", PANES_STATE, vec![a.clone(), pane("b", 0, 10, 3), a])
+        .unwrap();
     assert_eq!(w.timers.len(), 2, "a field HSCAN returned twice loads once");
+    assert_eq!(w.keys["a"][0].acc, 3);
+    assert!(w.keys["a"][0].has_content && w.keys["a"][0].pending);
     w.changes.mark(&"a".to_string());
     w.roll_back("op", &[]).unwrap();
     assert!(!w.keys.contains_key("a"));
     assert_eq!(w.timers.len(), 1);
-    assert_eq!(wanted(&mut w), [("panes".into(), "\"a\"".into())]);
+    // The committed panes of `a` are fetched again, field by field.
+    assert_eq!(wanted(&mut w), [("panes".into(), "[\"a\",0,10]".into())]);
     w.fetched();
     assert!(!w.has_wanted());
+}
+
+#[test]
+fn a_batch_writes_only_the_panes_that_changed_and_deletes_those_gone() {
+    let mut w = Panes::default();
+    w.load(
+        "op",
+        PANES_STATE,
+        vec![
+            pane("a", 0, 10, 1),
+            pane("a", 10, 20, 2),
+            pane("b", 0, 10, 5),
+        ],
+    )
+    .unwrap();
+    // `a`: the second pane changes, the first is cleaned up; `b` is marked but unchanged.
+    let k = "a".to_string();
+    w.changes.mark(&k);
+    w.changes.mark(&"b".to_string());
+    let panes = w.keys.get_mut(&k).unwrap();
+    panes.retain(|p| p.window.start() == 10);
+    panes[0].acc = 7;
+    assert_eq!(
+        drained(&mut w),
+        [
+            ("panes".into(), "[\"a\",0,10]".into(), None),
+            (
+                "panes".into(),
+                "[\"a\",10,20]".into(),
+                Some("[7,null,3,[19],0]".into())
+            ),
+        ]
+    );
+    // A second drain in the same batch compares with what the first wrote.
+    w.changes.mark(&k);
+    assert!(drained(&mut w).is_empty());
+    w.committed();
+    assert_eq!(w.written.committed[&k].len(), 1);
+    // After the commit a rollback fetches the committed pane only.
+    w.changes.mark(&k);
+    w.roll_back("op", &[]).unwrap();
+    assert_eq!(wanted(&mut w), [("panes".into(), "[\"a\",10,20]".into())]);
+    let e = w
+        .load(
+            "op",
+            PANES_STATE,
+            vec![("[\"a\",5,5]".into(), "[1,null,1,[],0]".into())],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("end 5 <= start 5"), "{e}");
 }
 
 #[test]

@@ -1,0 +1,239 @@
+//! [`Persist`] for window state: one hash field per (key, window) pane, written only when
+//! the pane changed.
+//!
+//! Field: `[key, window start, window end]` as JSON (e.g. `["k1",1700000000000,1700000060000]`).
+//! Value: `[accumulator, trigger state, flags, event-time timers, last arrival]` as JSON,
+//! flags bit 0 = the pane has content, bit 1 = content not emitted yet (e.g.
+//! `[3,null,3,[1700000059999],0]`). A batch that changes a key's panes rewrites only the
+//! panes whose stored value changed and deletes the fields of panes that are gone.
+
+use super::*;
+use crate::ops::window::WrittenPanes;
+use crate::time::TimeWindow;
+use std::collections::HashMap;
+use std::hash::Hasher;
+
+/// A pane's stored value (see the module docs).
+#[derive(Serialize)]
+struct PaneOut<'a, Acc, Tr>(&'a Acc, &'a Tr, u8, &'a [i64], u64);
+
+#[derive(serde::Deserialize)]
+struct PaneIn<Acc, Tr>(Acc, Tr, u8, Vec<i64>, u64);
+
+const HAS_CONTENT: u8 = 1;
+const PENDING: u8 = 2;
+
+fn pane_field<K: Serialize>(operator: &str, key: &K, w: &TimeWindow) -> Result<String, Error> {
+    serde_json::to_string(&(key, w.start(), w.end()))
+        .map_err(|e| decode_err(operator, PANES_STATE, e))
+}
+
+fn encode<Acc: Serialize, Tr: Serialize>(
+    operator: &str,
+    b: &Bucket<Acc, Tr>,
+) -> Result<String, Error> {
+    let flags = u8::from(b.has_content) * HAS_CONTENT | u8::from(b.pending) * PENDING;
+    serde_json::to_string(&PaneOut(
+        &b.acc,
+        &b.trigger,
+        flags,
+        &b.timers,
+        b.last_arrival,
+    ))
+    .map_err(|e| decode_err(operator, PANES_STATE, e))
+}
+
+fn decode<K: DeserializeOwned, Acc: DeserializeOwned, Tr: DeserializeOwned>(
+    operator: &str,
+    field: &str,
+    value: &str,
+) -> Result<(K, Bucket<Acc, Tr>), Error> {
+    let err = |e: String| decode_err(operator, PANES_STATE, e);
+    let (key, start, end): (K, i64, i64) =
+        serde_json::from_str(field).map_err(|e| err(e.to_string()))?;
+    if end <= start {
+        return Err(err(format!(
+            "pane field {field}: window end {end} <= start {start}"
+        )));
+    }
+    let PaneIn(acc, trigger, flags, timers, last_arrival) =
+        serde_json::from_str(value).map_err(|e| err(e.to_string()))?;
+    let bucket = Bucket {
+        window: TimeWindow::new(start, end),
+        acc,
+        trigger,
+        has_content: flags & HAS_CONTENT != 0,
+        pending: flags & PENDING != 0,
+        timers,
+        last_arrival,
+    };
+    Ok((key, bucket))
+}
+
+fn digest(value: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(value.as_bytes());
+    h.finish()
+}
+
+impl<K: Hash + Eq> WrittenPanes<K> {
+    fn committed_windows(&self, key: &K) -> impl Iterator<Item = &TimeWindow> {
+        self.committed
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(|(w, _)| w)
+    }
+
+    /// The panes last written of `key`: by this batch's earlier drains, else committed.
+    fn last(&self, key: &K) -> &[(TimeWindow, u64)] {
+        (self.staged.get(key).or_else(|| self.committed.get(key)))
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
+impl<K, Acc, Tr, C> Sealed for WindowState<K, Acc, Tr, C> {}
+
+impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr, ChangedKeys<K>>
+where
+    K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
+    Acc: Serialize + DeserializeOwned + 'static,
+    Tr: Serialize + DeserializeOwned + 'static,
+{
+    fn configure(&mut self, limits: &StateLimits) {
+        self.max_fires = limits.window_max_fires_per_record;
+    }
+
+    fn has_event_time_work(&self) -> bool {
+        self.keys.values().any(|panes| !panes.is_empty())
+    }
+
+    fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
+        // `/2`: one field per pane (the layout before it, one field per key, is another
+        // schema).
+        let fingerprint = format!(
+            "{PANES_STATE}/2<{}, {}> by {}",
+            short_type_name::<Acc>(),
+            short_type_name::<Tr>(),
+            short_type_name::<K>()
+        );
+        gate.admit(operator, PANES_STATE, &fingerprint)?;
+        Ok(())
+    }
+
+    fn load(&mut self, operator: &str, _state: &str, entries: StoredEntries) -> Result<(), Error> {
+        let mut loaded: HashMap<K, Vec<Bucket<Acc, Tr>>> = HashMap::new();
+        for (field, value) in entries {
+            let (k, b) = decode::<K, Acc, Tr>(operator, &field, &value)?;
+            let in_memory = self
+                .keys
+                .get(&k)
+                .is_some_and(|p| p.iter().any(|p| p.window == b.window));
+            let panes = loaded.entry(k).or_default();
+            // `HSCAN` may return a field twice.
+            if in_memory || panes.iter().any(|p| p.window == b.window) {
+                continue;
+            }
+            panes.push(b);
+        }
+        for (k, mut panes) in loaded {
+            panes.sort_by_key(|b| (b.window.start(), b.window.end()));
+            let written = self.written.committed.entry(k.clone()).or_default();
+            for b in &panes {
+                if !written.iter().any(|(w, _)| *w == b.window) {
+                    let value = encode(operator, b)?;
+                    written.push((b.window, digest(&value)));
+                }
+                // The timer queue is rebuilt from the panes' registered timers.
+                for &t in &b.timers {
+                    self.timers.push(t, (k.clone(), b.window));
+                }
+            }
+            self.keys.entry(k).or_default().extend(panes);
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
+        let dirty: Vec<K> = self.changes.drain().collect();
+        for k in dirty {
+            let panes = self.keys.get(&k).map(Vec::as_slice).unwrap_or_default();
+            let last = self.written.last(&k);
+            let mut now = Vec::with_capacity(panes.len());
+            for b in panes {
+                let value = encode(operator, b)?;
+                let d = digest(&value);
+                now.push((b.window, d));
+                if !last.contains(&(b.window, d)) {
+                    out((
+                        PANES_STATE,
+                        pane_field(operator, &k, &b.window)?,
+                        Some(value),
+                    ));
+                }
+            }
+            for (w, _) in last {
+                if !now.iter().any(|(n, _)| n == w) {
+                    out((PANES_STATE, pane_field(operator, &k, w)?, None));
+                }
+            }
+            self.written.staged.insert(k, now);
+        }
+        Ok(())
+    }
+
+    fn committed(&mut self) {
+        for (k, now) in self.written.staged.drain() {
+            if now.is_empty() {
+                self.written.committed.remove(&k);
+            } else {
+                self.written.committed.insert(k, now);
+            }
+        }
+    }
+
+    fn has_wanted(&self) -> bool {
+        !self.changes.lazy.wanted.is_empty()
+    }
+
+    fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
+        for k in &self.changes.lazy.wanted {
+            for w in self.written.committed_windows(k) {
+                out(PANES_STATE, pane_field(operator, k, w)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn fetched(&mut self) {
+        self.changes.lazy.wanted.clear();
+    }
+
+    fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
+        self.written.staged.clear();
+        let mut keys: Vec<K> = self.changes.drain().collect();
+        for (state, field) in written.iter().filter(|(s, _)| *s == PANES_STATE) {
+            let (k, _, _): (K, i64, i64) =
+                serde_json::from_str(field).map_err(|e| decode_err(operator, state, e))?;
+            keys.push(k);
+        }
+        for k in keys {
+            // The key's queued timers go with its panes; loading them again queues the
+            // committed ones.
+            for b in self.keys.remove(&k).unwrap_or_default() {
+                for &t in &b.timers {
+                    self.timers.remove(t, &(k.clone(), b.window));
+                }
+            }
+            self.changes.lazy.wanted.insert(k);
+        }
+        Ok(())
+    }
+
+    fn cached(&self) -> usize {
+        self.keys.len()
+    }
+
+    adopt_same_type!();
+}
