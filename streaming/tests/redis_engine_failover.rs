@@ -75,7 +75,10 @@ fn partition_len(conn: &mut impl redis::ConnectionLike, p: u32) -> usize {
 fn wait_output(conn: &mut impl redis::ConnectionLike, n: usize, deadline: Duration) {
     let end = Instant::now() + deadline;
     while output(conn, PARTITIONS).len() < n {
-        assert!(Instant::now() < end, "fewer than {n} output lines after {deadline:?}");
+        assert!(
+            Instant::now() < end,
+            "fewer than {n} output lines after {deadline:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -150,7 +153,10 @@ fn through_a_failover(test: &str, n: usize, replica_wait: Option<Duration>) -> O
         // The promoted master has no replica: commits on its slots are not confirmed
         // until the killed node is back (as its replica).
         cluster.restart_node(old, Duration::from_secs(30));
-        println!("{test}: {old} rejoined as a replica after {:?}", killed_at.elapsed());
+        println!(
+            "{test}: {old} rejoined as a replica after {:?}",
+            killed_at.elapsed()
+        );
     }
     let end = killed_at + Duration::from_secs(60);
     let resumed_after = loop {
@@ -161,10 +167,16 @@ fn through_a_failover(test: &str, n: usize, replica_wait: Option<Duration>) -> O
         if now.iter().zip(&before).all(|(a, b)| a > b) {
             break killed_at.elapsed();
         }
-        assert!(Instant::now() < end, "partitions {victims:?} never committed again");
+        assert!(
+            Instant::now() < end,
+            "partitions {victims:?} never committed again"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(w.await_caught_up(Duration::from_secs(90)), "never caught up");
+    assert!(
+        w.await_caught_up(Duration::from_secs(90)),
+        "never caught up"
+    );
     let final_diagnostics = w.stop();
     let out = output(&mut conn, PARTITIONS);
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -198,7 +210,8 @@ fn with_replica_wait_a_killed_master_loses_and_duplicates_nothing() {
     // Commits on the dead master's slots failed (connection, or not confirmed while the
     // promoted master had no replica) and were read again.
     assert!(
-        o.final_diagnostics.contains("reading again from the last commit"),
+        o.final_diagnostics
+            .contains("reading again from the last commit"),
         "{}",
         o.final_diagnostics
     );
@@ -246,7 +259,10 @@ fn replica_wait_on_a_server_without_replicas_fails_at_start_naming_the_option() 
     match env.execute_async() {
         Err(Error::InvalidConfig { field, reason }) => {
             assert_eq!(field, "commit_replica_wait");
-            assert!(reason.contains("0 connected replica(s), fewer than 1"), "{reason}");
+            assert!(
+                reason.contains("0 connected replica(s), fewer than 1"),
+                "{reason}"
+            );
         }
         Err(e) => panic!("expected InvalidConfig, got {e}"),
         Ok(_) => panic!("started a job whose commits no replica can confirm"),
@@ -287,7 +303,10 @@ fn commits_a_frozen_replica_does_not_confirm_are_read_again_exactly_once() {
     replica.freeze();
     std::thread::sleep(Duration::from_millis(1500));
     replica.thaw();
-    assert!(w.await_caught_up(Duration::from_secs(60)), "never caught up");
+    assert!(
+        w.await_caught_up(Duration::from_secs(60)),
+        "never caught up"
+    );
     let diagnostics = w.stop();
     check_exactly_once(&output(&mut conn, PARTITIONS), N);
     assert!(
@@ -361,7 +380,10 @@ fn two_workers_on_a_cluster_under_kill_chaos_and_a_master_failover_are_exactly_o
         .map(|w| w.unwrap_or_else(|| Worker::spawn(&spec)))
         .collect();
     assert!(master_killed);
-    assert!(live[0].await_caught_up(Duration::from_secs(120)), "never caught up");
+    assert!(
+        live[0].await_caught_up(Duration::from_secs(120)),
+        "never caught up"
+    );
     for w in live.drain(..) {
         w.stop();
     }

@@ -115,7 +115,13 @@ mod tests {
 
     #[test]
     fn the_wait_timeout_is_whole_milliseconds_and_never_zero() {
-        assert_eq!(ReplicaWait::new(1, Duration::from_micros(1500)).timeout_ms(), 1);
-        assert_eq!(ReplicaWait::new(1, Duration::from_millis(250)).timeout_ms(), 250);
+        assert_eq!(
+            ReplicaWait::new(1, Duration::from_micros(1500)).timeout_ms(),
+            1
+        );
+        assert_eq!(
+            ReplicaWait::new(1, Duration::from_millis(250)).timeout_ms(),
+            250
+        );
     }
 }
