@@ -8,7 +8,10 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --windows [--redis-url URL] [--messages N] [--ts-step-ms MS]
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
+//! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! ```
+//! `--cluster-url` compares the keyed count on one Redis and on a cluster, without and
+//! with `commit_replica_wait` (see `cluster_main`).
 //! `--only` runs one engine scenario of throughput mode (e.g. under `perf record`).
 //! Needs a running Redis (default `redis://127.0.0.1:6379`); everything it writes is under
 //! fresh key prefixes. Throughput mode: messages are produced first; the figure is messages
@@ -29,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
-use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig};
+use streaming::redis::{
+    AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig, ReplicaWait,
+};
 use streaming::time::TumblingEventTimeWindows;
 use streaming::{pipeline, BoxError};
 
@@ -79,7 +84,19 @@ fn produce(
     keys: usize,
     ts_step: Option<i64>,
 ) {
-    rt.block_on(mq.create_topic(topic, 4))
+    produce_to(rt, mq, (topic, 4), n, keys, ts_step);
+}
+
+/// [`produce`] to a topic of `partitions` partitions.
+fn produce_to(
+    rt: &tokio::runtime::Runtime,
+    mq: &Mq,
+    (topic, partitions): (&str, u32),
+    n: usize,
+    keys: usize,
+    ts_step: Option<i64>,
+) {
+    rt.block_on(mq.create_topic(topic, partitions))
         .expect("create topic");
     let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = (0..n)
@@ -106,6 +123,35 @@ fn engine_run(
     mode: AckMode,
     parallelism: u32,
 ) -> f64 {
+    let run = CountRun {
+        keys,
+        mode,
+        parallelism,
+        partitions: 4,
+        replica_wait: None,
+    };
+    count_run(url, rt, n, &run)
+}
+
+/// One keyed-count scenario.
+struct CountRun {
+    keys: usize,
+    mode: AckMode,
+    parallelism: u32,
+    partitions: u32,
+    replica_wait: Option<ReplicaWait>,
+}
+
+/// The keyed count of `run` over `n` messages on `url` (one server or a cluster): msg/s
+/// from `execute_async` until every message is committed.
+fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) -> f64 {
+    let &CountRun {
+        keys,
+        mode,
+        parallelism,
+        partitions,
+        replica_wait,
+    } = run;
     let prefix = unique("mq");
     let opts = MqOptions::builder()
         .key_prefix(prefix.clone())
@@ -114,7 +160,7 @@ fn engine_run(
     let mq = rt
         .block_on(Mq::connect(url, opts.clone()))
         .expect("connect");
-    produce(rt, &mq, "t", n, keys, None);
+    produce_to(rt, &mq, ("t", partitions), n, keys, None);
     let state_prefix = unique("state");
     let config = RedisRuntimeConfig::builder()
         .job_name("bench")
@@ -122,6 +168,7 @@ fn engine_run(
         .mq_options(opts)
         .ack_mode(mode)
         .pipeline_parallelism(parallelism)
+        .commit_replica_wait(replica_wait)
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(url, config).unwrap();
@@ -662,6 +709,45 @@ fn latency_main(url: &str, rate: usize, seconds: u64) {
     }
 }
 
+/// Cluster mode: the keyed count (10,000 keys, offset mode, 12 partitions) on one Redis
+/// (`url`) and on a cluster (`cluster_url`), parallelism 1 and 2, then on the cluster with
+/// `commit_replica_wait` 1 replica / 1 s; each scenario `repeats` times, the median.
+fn cluster_main(url: &str, cluster_url: &str, n: usize, repeats: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("| deployment | replica wait | parallelism | msg/s (median of {repeats}) |");
+    println!("|---|---|---|---|");
+    let wait = ReplicaWait::new(1, Duration::from_secs(1));
+    for (name, target, replica_wait) in [
+        ("one Redis", url, None),
+        ("cluster, 3 masters", cluster_url, None),
+        ("cluster, 3 masters", cluster_url, Some(wait)),
+    ] {
+        for parallelism in [1, 2] {
+            let run = CountRun {
+                keys: 10_000,
+                mode: AckMode::Offset,
+                parallelism,
+                partitions: 12,
+                replica_wait,
+            };
+            let mut rates: Vec<f64> = (0..repeats)
+                .map(|_| count_run(target, &rt, n, &run))
+                .collect();
+            rates.sort_by(f64::total_cmp);
+            let waits = replica_wait.map_or("none".to_string(), |w| {
+                format!("WAIT {} {}", w.replicas, w.timeout.as_millis())
+            });
+            println!(
+                "| {name} | {waits} | {parallelism} | {:.0} |",
+                rates[rates.len() / 2]
+            );
+        }
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut url = "redis://127.0.0.1:6379".to_string();
@@ -673,8 +759,18 @@ fn main() {
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
+    let mut cluster_url: Option<String> = None;
+    let mut repeats = 3usize;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--cluster-url" => cluster_url = Some(args.next().expect("--cluster-url URL")),
+            "--repeats" => {
+                repeats = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|r: &usize| *r > 0)
+                    .expect("--repeats N (> 0)")
+            }
             "--latency" => latency = true,
             "--windows" => windows = true,
             "--takeover" => takeover_keys = Some(1_000_000u64),
@@ -727,6 +823,10 @@ fn main() {
     }
     if latency {
         latency_main(&url, rate, seconds);
+        return;
+    }
+    if let Some(cluster_url) = cluster_url {
+        cluster_main(&url, &cluster_url, n, repeats);
         return;
     }
     if windows {

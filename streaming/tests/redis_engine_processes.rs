@@ -61,6 +61,7 @@ fn fixture(test: &str, mode: AckMode, messages: usize) -> Fixture {
             mode,
             parallelism: 1,
             record_delay: Duration::from_millis(2),
+            replica_wait: None,
         },
         _redis: redis,
         conn,

@@ -402,7 +402,10 @@ pub(crate) fn prove_blocking(endpoint: &Endpoint, timeout: Duration) -> Result<(
 
 /// Runs `check` on the text of an `INFO` reply: one text from a server, or one per
 /// node (a map node → text) from a cluster, where the first failure names its node.
-fn for_each_info(info: &Value, check: fn(&str) -> Result<(), String>) -> Result<(), String> {
+pub(crate) fn for_each_info(
+    info: &Value,
+    check: impl Fn(&str) -> Result<(), String>,
+) -> Result<(), String> {
     let text = |v: &Value| redis::from_redis_value::<String>(v).unwrap_or_default();
     match info {
         Value::Map(nodes) => nodes.iter().try_for_each(|(node, v)| {

@@ -98,7 +98,8 @@ use tracing::info;
 
 pub use connection::MIN_REDIS_VERSION;
 pub(crate) use connection::{
-    blocking_connection, connect, connect_error, prove, prove_blocking, Backoff, Connection,
+    blocking_connection, connect, connect_error, for_each_info, prove, prove_blocking, Backoff,
+    Connection,
 };
 pub use consumer::Subscription;
 pub use dlq::DeadLetter;

@@ -4,10 +4,15 @@
 //! - [`AckMode::Xack`]: `HSET`/`HDEL` state + `RPUSH` sink + `XACK` + frontier advance;
 //! - [`AckMode::Offset`]: the entries were read with `NOACK`; `HSET`/`HDEL` + `RPUSH` +
 //!   `SET` of the committed offset (the group's commit-frontier key).
+//!
+//! With `commit_replica_wait`, `WAIT` follows the script in the same request to the same
+//! node; a commit confirmed on fewer replicas than asked fails like one whose reply was
+//! lost (the partition is read again from what Redis holds).
 
 use super::context::{guarded, Ctx};
 use super::part::Part;
 use super::pending::{drain_into, Pending, PendingHash};
+use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
 use super::{AckMode, RedisListSink};
 use crate::api::Sink;
@@ -15,7 +20,7 @@ use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::lease::{Lease, LUA_LEASE_HELD};
 use crate::mq::Connection;
 use crate::Error;
-use redis::{Script, ScriptInvocation, Value};
+use redis::{Cmd, Script, Value};
 use std::sync::LazyLock;
 
 /// The batch commit (`lua/commit.lua`, after the frontier and lease functions it calls).
@@ -70,10 +75,16 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             sampled: &sampled,
             lists: &lists,
         };
-        let reply: Value = call.invocation().invoke_async(conn).await?;
+        let wait = ctx.spec.config.commit_replica_wait();
+        let (reply, acked) = run_commit(conn, &COMMIT, &call.eval_cmd(), wait.as_ref()).await?;
         let Value::Array(_) = reply else {
             return Err(self.owner.fenced_error(ctx, lease.token));
         };
+        if let (Some(w), Some(acked)) = (wait, acked) {
+            if acked < i64::from(w.replicas) {
+                return Err(not_confirmed(&w, acked, self.partition));
+            }
+        }
         for (_, store) in &self.stores {
             store.borrow_mut().committed();
         }
@@ -129,20 +140,24 @@ struct CommitCall<'a> {
 }
 
 impl CommitCall<'_> {
-    fn invocation(&self) -> ScriptInvocation<'static> {
+    /// `EVALSHA` of the commit script with its keys and arguments.
+    fn eval_cmd(&self) -> Cmd {
         let (ctx, t, p) = (self.ctx, self.ctx.spec.topic.as_str(), self.partition);
         let g = ctx.spec.group.as_str();
-        let mut inv = COMMIT.key(ctx.keys.stream(t, p));
-        inv.key(ctx.keys.acked(t, p, g))
-            .key(ctx.keys.frontier(t, p, g))
-            .key(&self.state_index)
-            .key(&self.lease.key)
-            .key(&self.lease.fence);
+        let mut inv = redis::cmd("EVALSHA");
+        inv.arg(COMMIT.get_hash())
+            .arg(6 + self.hashes.len() + self.lists.len())
+            .arg(ctx.keys.stream(t, p))
+            .arg(ctx.keys.acked(t, p, g))
+            .arg(ctx.keys.frontier(t, p, g))
+            .arg(&self.state_index)
+            .arg(&self.lease.key)
+            .arg(&self.lease.fence);
         for h in self.hashes {
-            inv.key(&h.key);
+            inv.arg(&h.key);
         }
         for (k, _) in self.lists {
-            inv.key(k);
+            inv.arg(k);
         }
         self.head_args(&mut inv);
         self.hash_args(&mut inv);
@@ -151,7 +166,7 @@ impl CommitCall<'_> {
     }
 
     /// Mode, group, state ttl, lease value and ttl, the ids acknowledged.
-    fn head_args(&self, inv: &mut ScriptInvocation<'_>) {
+    fn head_args(&self, inv: &mut Cmd) {
         let config = &self.ctx.spec.config;
         let mode = match config.ack_mode() {
             AckMode::Xack => "x",
@@ -177,7 +192,7 @@ impl CommitCall<'_> {
     }
 
     /// Per hash: its sets, its deletes, whether it is sampled.
-    fn hash_args(&self, inv: &mut ScriptInvocation<'_>) {
+    fn hash_args(&self, inv: &mut Cmd) {
         inv.arg(self.hashes.len());
         for (h, sample) in self.hashes.iter().zip(self.sampled) {
             let sets = h.fields.iter().filter(|(_, v)| v.is_some()).count();
@@ -198,7 +213,7 @@ impl CommitCall<'_> {
     }
 
     /// Per sink list: its values.
-    fn list_args(&self, inv: &mut ScriptInvocation<'_>) {
+    fn list_args(&self, inv: &mut Cmd) {
         inv.arg(self.lists.len());
         for (_, values) in self.lists {
             inv.arg(values.len());

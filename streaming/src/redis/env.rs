@@ -338,7 +338,9 @@ impl RedisEnv {
     /// [`Error::Engine`] when called twice or without a registered pipeline;
     /// [`Error::Connect`] naming the address when Redis cannot be reached, does not answer
     /// in time, refuses the password, is not a Redis server or is older than
-    /// [`MIN_REDIS_VERSION`](crate::mq::MIN_REDIS_VERSION).
+    /// [`MIN_REDIS_VERSION`](crate::mq::MIN_REDIS_VERSION);
+    /// [`Error::InvalidConfig`] naming `commit_replica_wait` when it is set and a master
+    /// (the server, or a master of the cluster) has fewer connected replicas than it asks.
     pub fn execute_async(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
             op: "execute_async",
@@ -358,9 +360,13 @@ impl RedisEnv {
             st.started = true;
             std::mem::take(&mut st.pipelines)
         };
-        if let Err(e) =
-            crate::mq::prove_blocking(&self.inner.endpoint, config.mq_options().response_timeout)
-        {
+        let timeout = config.mq_options().response_timeout;
+        let proved = crate::mq::prove_blocking(&self.inner.endpoint, timeout).and_then(|()| {
+            config.commit_replica_wait().map_or(Ok(()), |w| {
+                super::replica_wait::check_replicas_blocking(&self.inner.endpoint, &w, timeout)
+            })
+        });
+        if let Err(e) = proved {
             // Not started: the pipelines stay registered for another attempt.
             if let Ok(mut st) = self.inner.state.lock() {
                 st.started = false;

@@ -240,6 +240,7 @@ mod pending;
 pub(crate) mod persist;
 mod process_state;
 mod read;
+mod replica_wait;
 mod report;
 pub(crate) mod runtime;
 mod schema;
@@ -251,7 +252,7 @@ mod turn;
 
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
-    SchemaMismatchPolicy,
+    ReplicaWait, SchemaMismatchPolicy,
 };
 pub use env::RedisEnv;
 pub use failure::{

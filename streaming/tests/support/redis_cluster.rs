@@ -17,6 +17,8 @@ pub const NODE_TIMEOUT_MS: u64 = 1000;
 /// A running cluster of six `redis-server` processes.
 pub struct TestCluster {
     nodes: Vec<RedisServer>,
+    /// Indexes of the nodes killed by [`kill_node`](Self::kill_node).
+    killed: Vec<usize>,
 }
 
 impl TestCluster {
@@ -39,7 +41,10 @@ impl TestCluster {
                 ])
             })
             .collect();
-        let cluster = Self { nodes };
+        let cluster = Self {
+            nodes,
+            killed: Vec::new(),
+        };
         let addrs: Vec<String> = cluster
             .nodes
             .iter()
@@ -103,10 +108,29 @@ impl TestCluster {
         self.nodes.iter().map(RedisServer::url).collect()
     }
 
+    /// The ports of the nodes still running (not killed by [`kill_node`](Self::kill_node)).
+    fn live_ports(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.killed.contains(i))
+            .map(|(_, n)| n.port())
+            .collect()
+    }
+
+    /// `CLUSTER NODES` as the first live node that answers sees it.
+    fn cluster_nodes(&self) -> String {
+        self.live_ports()
+            .into_iter()
+            .map(|p| command(p, &["CLUSTER", "NODES"]))
+            .find(|r| !r.is_empty())
+            .unwrap_or_default()
+    }
+
     /// The masters and their slot ranges, from `CLUSTER NODES`: `(port, [(first,
     /// last)])`, by port.
     pub fn masters(&self) -> Vec<(u16, Vec<(u16, u16)>)> {
-        let nodes = command(self.nodes[0].port(), &["CLUSTER", "NODES"]);
+        let nodes = self.cluster_nodes();
         let mut masters: Vec<(u16, Vec<(u16, u16)>)> = nodes
             .lines()
             .filter_map(|l| {
@@ -141,7 +165,7 @@ impl TestCluster {
 
     /// `CLUSTER KEYSLOT key`, as the server computes it.
     pub fn key_slot(&self, key: &str) -> u16 {
-        command(self.nodes[0].port(), &["CLUSTER", "KEYSLOT", key])
+        command(self.live_ports()[0], &["CLUSTER", "KEYSLOT", key])
             .parse()
             .expect("CLUSTER KEYSLOT reply")
     }
@@ -157,6 +181,117 @@ impl TestCluster {
             .collect();
         keys.sort();
         keys
+    }
+
+    /// Kills the node on `port` at once (`SIGKILL`); the cluster fails it over after
+    /// `cluster-node-timeout` when it was a master.
+    pub fn kill_node(&mut self, port: u16) {
+        let i = self
+            .nodes
+            .iter()
+            .position(|n| n.port() == port)
+            .unwrap_or_else(|| panic!("no node on port {port}"));
+        self.nodes[i].kill();
+        self.killed.push(i);
+    }
+
+    /// Starts the node on `port` again (same port and directory, so it rejoins from its
+    /// `nodes.conf`, as a replica of whoever took its slots) and waits (bounded by
+    /// `deadline`) until its link to its master is up.
+    pub fn restart_node(&mut self, port: u16, deadline: Duration) {
+        let i = self
+            .nodes
+            .iter()
+            .position(|n| n.port() == port)
+            .unwrap_or_else(|| panic!("no node on port {port}"));
+        self.nodes[i].restart();
+        self.killed.retain(|k| *k != i);
+        let end = Instant::now() + deadline;
+        loop {
+            let info = command(port, &["INFO", "replication"]);
+            if info.contains("role:slave") && info.contains("master_link_status:up") {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "node {port} not a replica within {deadline:?}: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits (bounded by `deadline`) until a live master other than `old` serves `slot`
+    /// and every live node reports `cluster_state:ok`; returns the new master's port.
+    pub fn await_failover(&self, slot: u16, old: u16, deadline: Duration) -> u16 {
+        let end = Instant::now() + deadline;
+        loop {
+            let master = self
+                .masters()
+                .into_iter()
+                .find(|(_, ranges)| ranges.iter().any(|&(a, b)| a <= slot && slot <= b))
+                .map(|(port, _)| port);
+            let ok = self
+                .live_ports()
+                .into_iter()
+                .all(|p| command(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+            if let Some(m) = master.filter(|m| *m != old && ok) {
+                return m;
+            }
+            assert!(
+                Instant::now() < end,
+                "no failover of slot {slot} from {old} within {deadline:?}: {}",
+                self.cluster_nodes()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits (bounded by `deadline`) until every live master's replicas have
+    /// acknowledged all it holds (`INFO replication`: each replica's `offset` equals the
+    /// master's `master_repl_offset`).
+    pub fn await_replicated(&self, deadline: Duration) {
+        let end = Instant::now() + deadline;
+        let masters: Vec<u16> = self.masters().into_iter().map(|(p, _)| p).collect();
+        for m in masters {
+            loop {
+                let info = command(m, &["INFO", "replication"]);
+                let field = |name: &str| {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim().to_string())
+                };
+                let offset = field("master_repl_offset:");
+                let replica = field("slave0:").and_then(|v| {
+                    v.split(',')
+                        .find_map(|kv| kv.strip_prefix("offset="))
+                        .map(str::to_string)
+                });
+                if offset.is_some() && offset == replica {
+                    break;
+                }
+                assert!(
+                    Instant::now() < end,
+                    "master {m} not replicated within {deadline:?}: {info}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// A blocking cluster connection for the test's own reads (the client's default
+    /// retries, so it follows a failover).
+    pub fn connection(&self) -> redis::cluster::ClusterConnection {
+        let nodes: Vec<String> = self
+            .live_ports()
+            .into_iter()
+            .map(|p| format!("redis://127.0.0.1:{p}/"))
+            .collect();
+        redis::cluster::ClusterClient::builder(nodes)
+            .connection_timeout(Duration::from_secs(5))
+            .response_timeout(Duration::from_secs(5))
+            .build()
+            .and_then(|c| c.get_connection())
+            .expect("connect to the test cluster")
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, StartPolicy, SubscriptionOptions};
-use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig};
+use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig, ReplicaWait};
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
@@ -35,6 +35,8 @@ pub struct WorkerSpec {
     pub parallelism: u32,
     /// Per-record processing time (widens the window in which a batch is in flight).
     pub record_delay: Duration,
+    /// `commit_replica_wait`: wait for one replica, at most this long (`None`: no wait).
+    pub replica_wait: Option<Duration>,
 }
 
 /// The child side: runs the job while stdin is open, when started as a worker.
@@ -49,6 +51,9 @@ pub fn serve() {
         AckMode::Offset
     };
     let delay = Duration::from_micros(var("W_DELAY_US").parse().unwrap());
+    let replica_wait = std::env::var("W_REPLICA_WAIT_MS")
+        .ok()
+        .map(|ms| ReplicaWait::new(1, Duration::from_millis(ms.parse().unwrap())));
     let opts = super::fast_options("w")
         .key_prefix(var("W_PREFIX"))
         .build()
@@ -59,6 +64,7 @@ pub fn serve() {
         .mq_options(opts)
         .ack_mode(mode)
         .pipeline_parallelism(var("W_PAR").parse().unwrap())
+        .commit_replica_wait(replica_wait)
         .build()
         .unwrap();
     println!("INSTANCE {}", config.job_instance_id());
@@ -126,8 +132,8 @@ impl Worker {
     /// Starts a copy of the running test binary as a worker (its test `worker`).
     pub fn spawn(spec: &WorkerSpec) -> Worker {
         let exe = std::env::current_exe().unwrap();
-        let mut child = Command::new(exe)
-            .args(["worker", "--exact", "--nocapture", "--test-threads", "1"])
+        let mut cmd = Command::new(exe);
+        cmd.args(["worker", "--exact", "--nocapture", "--test-threads", "1"])
             .env("STREAMING_WORKER", "1")
             .env("W_URL", &spec.url)
             .env("W_PREFIX", &spec.prefix)
@@ -143,9 +149,12 @@ impl Worker {
             .env("W_DELAY_US", spec.record_delay.as_micros().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        match spec.replica_wait {
+            Some(d) => cmd.env("W_REPLICA_WAIT_MS", d.as_millis().to_string()),
+            None => cmd.env_remove("W_REPLICA_WAIT_MS"),
+        };
+        let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let out = Arc::new(Mutex::new(Vec::new()));
@@ -251,7 +260,7 @@ pub fn word(i: usize) -> String {
 }
 
 /// Every output line of the job, over all partitions.
-pub fn output(conn: &mut redis::Connection, partitions: u32) -> Vec<String> {
+pub fn output(conn: &mut impl redis::ConnectionLike, partitions: u32) -> Vec<String> {
     let mut all = Vec::new();
     for p in 0..partitions {
         let v: Vec<String> = redis::cmd("LRANGE")
@@ -304,7 +313,7 @@ pub fn check_exactly_once(out: &[String], n: usize) {
 
 /// The owners (instance ids) of the partitions' leases now, `None` for a free lease.
 pub fn lease_owners(
-    conn: &mut redis::Connection,
+    conn: &mut impl redis::ConnectionLike,
     prefix: &str,
     partitions: u32,
     instances: &[String],
@@ -328,7 +337,7 @@ pub fn lease_owners(
 
 /// The raw values (`"{token} {consumer}"`) of the partitions' leases now.
 pub fn lease_values(
-    conn: &mut redis::Connection,
+    conn: &mut impl redis::ConnectionLike,
     prefix: &str,
     partitions: u32,
 ) -> Vec<Option<String>> {

@@ -68,6 +68,36 @@ pub enum AckMode {
     Offset,
 }
 
+/// How a batch commit waits for replicas: `WAIT replicas timeout`, sent right after the
+/// commit script on the same connection to the node that ran it (on a Redis Cluster, the
+/// master of the partition's hash slot), before the batch counts as done.
+///
+/// Set it with [`RedisRuntimeConfigBuilder::commit_replica_wait`]; see
+/// [`RedisRuntimeConfig::commit_replica_wait`] for what it guarantees and what happens
+/// when fewer replicas acknowledge in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaWait {
+    /// Replicas that must acknowledge the commit (`numreplicas` of `WAIT`), at least 1.
+    pub replicas: u32,
+    /// Longest wait for them (`timeout` of `WAIT`, whole milliseconds, at least 1 ms and
+    /// shorter than the queue's response timeout).
+    pub timeout: Duration,
+}
+
+impl ReplicaWait {
+    /// Waits for `replicas` replicas, at most `timeout`, after every batch commit.
+    pub fn new(replicas: u32, timeout: Duration) -> Self {
+        ReplicaWait { replicas, timeout }
+    }
+
+    /// The `WAIT` timeout argument: whole milliseconds, at least 1 (0 would block forever).
+    pub(crate) fn timeout_ms(&self) -> u64 {
+        u64::try_from(self.timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+}
+
 /// The Redis engine's options, built with
 /// [`RedisRuntimeConfig::builder`]; each field's default is on its getter.
 #[derive(Clone, Debug)]
@@ -100,6 +130,7 @@ pub struct RedisRuntimeConfig {
     watermark_idle_timeout: Option<Duration>,
     window_max_fires_per_record: u32,
     event_time_timer_max_size: u32,
+    commit_replica_wait: Option<ReplicaWait>,
 }
 
 macro_rules! getters {
@@ -239,6 +270,34 @@ getters! {
     /// [`Error::TimerQueueFull`] and goes to retry / dead letter. 0 = unbounded. Default
     /// 100,000.
     event_time_timer_max_size: u32;
+    /// Make every batch commit (and every commit of processing-time timers and of the
+    /// idle flush) wait for replicas before it counts as done: `WAIT replicas timeout`
+    /// right after the commit script, on the same connection to the same node. `None`
+    /// (the default) does not wait.
+    ///
+    /// Redis replication is asynchronous: without the wait, a master that dies right
+    /// after a commit can lose it when a replica is promoted. The partition's state,
+    /// committed offset and [`RedisListSink`](crate::redis::RedisListSink) appends share
+    /// a hash slot and are lost together (the replica never saw that commit), but this
+    /// process does not know: its next commits build on in-memory state and read
+    /// positions the new master lacks, so records can be lost (their outputs missing) or
+    /// processed twice. With the wait, a
+    /// batch whose commit `WAIT` confirms on fewer replicas than asked within the timeout
+    /// is **not** counted as done: the partition is reset, as after any commit whose
+    /// outcome is unknown, and read again from its last commit as Redis then holds it
+    /// (the engine takes it again and reloads its state), so a commit the new master lacks
+    /// is redone and one it has is not — state and Redis sinks stay exactly-once. The
+    /// failure (naming `commit_replica_wait`) is in the job's errors and the partition's
+    /// `last_error`, and the partition retries with the usual backoff.
+    ///
+    /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async) refuses to start
+    /// (with [`Error::InvalidConfig`] naming `commit_replica_wait`) when a master — the
+    /// single server, or any master of a cluster — has fewer connected replicas than
+    /// asked: every commit would fail to be confirmed. A replica that disconnects while
+    /// the job runs makes commits fail and retry until it is back (or a failover gives
+    /// the master replicas again). `WAIT` is not consensus: see the crate's README on
+    /// what survives a failover with it.
+    commit_replica_wait: Option<ReplicaWait>;
 }
 
 impl Default for RedisRuntimeConfig {
@@ -272,6 +331,7 @@ impl Default for RedisRuntimeConfig {
             watermark_idle_timeout: None,
             window_max_fires_per_record: 256,
             event_time_timer_max_size: 100_000,
+            commit_replica_wait: None,
         }
     }
 }
@@ -386,6 +446,9 @@ setters! {
     window_max_fires_per_record: u32;
     /// Sets [`RedisRuntimeConfig::event_time_timer_max_size`] (0 = unbounded).
     event_time_timer_max_size: u32;
+    /// Sets [`RedisRuntimeConfig::commit_replica_wait`] (at least 1 replica; a timeout of
+    /// at least 1 ms and under the queue's response timeout).
+    commit_replica_wait: Option<ReplicaWait>;
 }
 
 /// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
@@ -417,7 +480,9 @@ impl RedisRuntimeConfigBuilder {
     /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms),
     /// `watermark_idle_timeout` (above zero but under 1 ms), `hot_key_warn_interval`
     /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
-    /// [`MqOptions::validate`] failed; the reason names the inner field).
+    /// [`MqOptions::validate`] failed; the reason names the inner field),
+    /// `commit_replica_wait` (0 replicas, a timeout under 1 ms, or one not shorter than
+    /// the response timeout of `mq_options`).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
         key_part("job_name", &c.job_name)?;
@@ -464,6 +529,9 @@ impl RedisRuntimeConfigBuilder {
             }
             other => other,
         })?;
+        if let Some(w) = c.commit_replica_wait {
+            check_replica_wait(&w, c.mq_options.response_timeout)?;
+        }
         if c.state_ttl.is_some_and(|d| d.is_zero()) {
             c.state_ttl = None;
         }
@@ -487,6 +555,37 @@ impl RedisRuntimeConfigBuilder {
         }
         Ok(c)
     }
+}
+
+/// A replica wait the engine can honour: at least one replica, and a `WAIT` that returns
+/// before the connection's response timeout gives up on it.
+fn check_replica_wait(w: &ReplicaWait, response_timeout: Duration) -> Result<(), Error> {
+    let field = "commit_replica_wait";
+    if w.replicas == 0 {
+        return Err(invalid(
+            field,
+            "waits for 0 replicas: set at least 1, or `None` not to wait",
+        ));
+    }
+    if w.timeout < Duration::from_millis(1) {
+        return Err(invalid(
+            field,
+            format!(
+                "timeout {:?} is under 1 ms (`WAIT` with 0 ms blocks forever): set at least 1 ms",
+                w.timeout
+            ),
+        ));
+    }
+    if w.timeout >= response_timeout {
+        return Err(invalid(
+            field,
+            format!(
+                "timeout {:?} is not shorter than the response timeout {response_timeout:?} of `mq_options`: the call would time out before `WAIT` answers",
+                w.timeout
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -127,3 +127,21 @@ fn an_idle_timeout_under_a_millisecond_is_refused() {
     let c = idle(Duration::from_millis(1)).build().unwrap();
     assert_eq!(c.watermark_idle_timeout(), Some(Duration::from_millis(1)));
 }
+
+#[test]
+fn commit_replica_wait_is_validated_naming_the_field() {
+    let with = |w: ReplicaWait| RedisRuntimeConfig::builder().commit_replica_wait(Some(w));
+    let ms = Duration::from_millis;
+    assert_eq!(RedisRuntimeConfig::default().commit_replica_wait(), None);
+    let ok = with(ReplicaWait::new(1, ms(500))).build().unwrap();
+    assert_eq!(ok.commit_replica_wait(), Some(ReplicaWait::new(1, ms(500))));
+    for bad in [
+        ReplicaWait::new(0, ms(500)),
+        ReplicaWait::new(1, Duration::ZERO),
+        ReplicaWait::new(1, Duration::from_micros(999)),
+        // Not shorter than the default response timeout (5 s).
+        ReplicaWait::new(1, Duration::from_secs(5)),
+    ] {
+        assert_eq!(field(with(bad).build()), "commit_replica_wait", "{bad:?}");
+    }
+}

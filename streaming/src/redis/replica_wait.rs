@@ -1,0 +1,127 @@
+//! The batch commit's script call, optionally followed by `WAIT` for replicas, and the
+//! check at job start that every master has the replicas a commit waits for.
+
+use super::ReplicaWait;
+use crate::mq::{Connection, Endpoint};
+use crate::Error;
+use redis::{Cmd, ErrorKind, Script, Value};
+use std::time::Duration;
+
+/// Runs `eval` (an `EVALSHA` of `script`) on `conn`, loading the script once when the
+/// server does not have it. With `wait`, the same call is a pipeline `EVALSHA` + `WAIT`:
+/// one request to one node (on a cluster, the master of the script's keys) over one
+/// connection, so `WAIT` counts the replicas that acknowledged this commit.
+///
+/// Returns the script's reply and, with `wait`, the replicas `WAIT` counted.
+///
+/// # Errors
+/// The server's or the connection's error, as [`Error::Redis`].
+pub(super) async fn run_commit(
+    conn: &mut Connection,
+    script: &Script,
+    eval: &Cmd,
+    wait: Option<&ReplicaWait>,
+) -> Result<(Value, Option<i64>), Error> {
+    let first = attempt(conn, eval, wait).await;
+    match first {
+        Err(e) if e.kind() == ErrorKind::NoScriptError => {
+            script.load_async(conn).await?;
+            Ok(attempt(conn, eval, wait).await?)
+        }
+        other => Ok(other?),
+    }
+}
+
+async fn attempt(
+    conn: &mut Connection,
+    eval: &Cmd,
+    wait: Option<&ReplicaWait>,
+) -> redis::RedisResult<(Value, Option<i64>)> {
+    let Some(w) = wait else {
+        return eval.query_async(conn).await.map(|v| (v, None));
+    };
+    let mut pipe = redis::pipe();
+    pipe.add_command(eval.clone())
+        .cmd("WAIT")
+        .arg(w.replicas)
+        .arg(w.timeout_ms());
+    let (reply, acked): (Value, i64) = pipe.query_async(conn).await?;
+    Ok((reply, Some(acked)))
+}
+
+/// The error of a commit that `WAIT` confirmed on `acked` replicas, fewer than `w` asks.
+pub(super) fn not_confirmed(w: &ReplicaWait, acked: i64, partition: u32) -> Error {
+    Error::Engine {
+        op: "commit",
+        reason: format!(
+            "partition {partition}: commit confirmed by {acked} replica(s) within {:?}, fewer than the {} `commit_replica_wait` asks; not counted as done",
+            w.timeout, w.replicas
+        ),
+    }
+}
+
+/// Fails when a master behind `endpoint` (the server, or every master of a cluster) has
+/// fewer connected replicas than `w` asks (`connected_slaves` of `INFO replication`).
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming `commit_replica_wait` and the master; a connection
+/// error as [`Error::Connect`].
+pub(super) fn check_replicas_blocking(
+    endpoint: &Endpoint,
+    w: &ReplicaWait,
+    timeout: Duration,
+) -> Result<(), Error> {
+    let mut conn = crate::mq::blocking_connection(endpoint, timeout)?;
+    let info: Value = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut conn)
+        .map_err(|e| crate::mq::connect_error(endpoint, e, timeout))?;
+    let wanted = w.replicas;
+    crate::mq::for_each_info(&info, |text| {
+        let found = connected_replicas(text);
+        if found >= wanted {
+            Ok(())
+        } else {
+            Err(format!("{found} connected replica(s), fewer than {wanted}"))
+        }
+    })
+    .map_err(|reason| Error::InvalidConfig {
+        field: "commit_replica_wait",
+        reason: format!(
+            "{}: {reason}: every commit would fail to be confirmed (add replicas, or set `None` not to wait)",
+            endpoint.address()
+        ),
+    })
+}
+
+/// `connected_slaves` of an `INFO replication` text (0 when absent).
+fn connected_replicas(info: &str) -> u32 {
+    info.lines()
+        .find_map(|l| l.strip_prefix("connected_slaves:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connected_replicas_are_read_from_info_replication() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=...\r\n";
+        assert_eq!(connected_replicas(info), 2);
+        assert_eq!(connected_replicas("role:master\r\n"), 0);
+    }
+
+    #[test]
+    fn the_wait_timeout_is_whole_milliseconds_and_never_zero() {
+        assert_eq!(
+            ReplicaWait::new(1, Duration::from_micros(1500)).timeout_ms(),
+            1
+        );
+        assert_eq!(
+            ReplicaWait::new(1, Duration::from_millis(250)).timeout_ms(),
+            250
+        );
+    }
+}
