@@ -95,6 +95,7 @@ cfg_redis! {
     pub(crate) mod lease;
     pub(crate) mod message;
     mod options;
+    pub(crate) mod options_file;
     mod producer;
     pub(crate) mod reader;
     pub(crate) mod retry;

@@ -4,6 +4,8 @@ use crate::mq::MqOptions;
 use crate::Error;
 use std::time::Duration;
 
+mod file;
+
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
         field,
