@@ -75,7 +75,7 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use std::time::Instant;
-use streaming_suite::flights::{self, Args, ArgsError, Command, Engine};
+use streaming_suite::flights::{self, Args, Command, Engine};
 
 fn main() -> ExitCode {
     use std::io::IsTerminal;
@@ -87,9 +87,10 @@ fn main() -> ExitCode {
         )
         .init();
 
-    let args = match flights::parse_args(std::env::args().skip(1)) {
+    let args = match flights::parse_args(std::env::args_os()) {
         Ok(a) => a,
-        Err(e) => return arg_error(&e),
+        // `--help` prints the help and exits with 0; bad arguments exit with 2.
+        Err(e) => e.exit(),
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -99,14 +100,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn arg_error(e: &ArgsError) -> ExitCode {
-    eprintln!("error: {e}");
-    if matches!(e, ArgsError::Usage { .. }) {
-        eprintln!("(run with --help for usage)");
-    }
-    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
 }
 
 fn is_broken_pipe(mut e: &(dyn std::error::Error + 'static)) -> bool {
@@ -122,10 +115,6 @@ fn is_broken_pipe(mut e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    if args.command == Command::Help {
-        println!("{}", flights::USAGE);
-        return Ok(());
-    }
     let path = args.data.unwrap_or_else(flights::default_data_path);
     let started = Instant::now();
     let data = flights::load(&path)?;
@@ -212,7 +201,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 "counts done"
             );
         }
-        Command::Help => unreachable!("handled above"),
     }
     out.flush()?;
     Ok(())

@@ -12,11 +12,12 @@ use std::time::Duration;
 use streaming::api::{AggregateFunction, Sink};
 use streaming::{BoxError, Error, MemoryEnv};
 
-/// Which time of a flight is its event time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Which time of a flight is its event time (`--event-time sched|actual`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum EventTime {
     /// Scheduled departure (the replay order: the stream is in order).
     #[default]
+    #[value(name = "sched")]
     Scheduled,
     /// Actual departure = scheduled + `dep_delay` (the stream is out of order).
     Actual,

@@ -10,7 +10,7 @@ mod jobs;
 mod topic;
 mod windows_redis;
 
-pub use cli::{parse_args, Args, ArgsError, Command, Engine, DEFAULT_REDIS_URL, USAGE};
+pub use cli::{parse_args, Args, Command, Engine, DEFAULT_REDIS_URL};
 pub use counts::{counts, counts_redis, CountLine, CountsSummary, RedisCounts};
 pub use data::{
     default_data_path, format_utc, load, parse_csv, Dataset, Flight, LoadError, DATA_DIR_ENV,

@@ -140,13 +140,22 @@ pub trait FromMqTopic<S> {
         &self,
         topic: &str,
         group: &str,
-        options: crate::mq::SubscriptionOptions,
+        options: MqSubscriptionOptions,
     ) -> S;
 }
 
+/// The options of `from_mq_topic_with_options`: the queue's subscription options. Without
+/// feature `redis` no environment has a message queue and no value is accepted.
+#[cfg(feature = "redis")]
+type MqSubscriptionOptions = crate::mq::SubscriptionOptions;
+#[cfg(not(feature = "redis"))]
+type MqSubscriptionOptions = std::convert::Infallible;
+
 /// The stream a message-queue source starts on the Redis engine.
+#[cfg(feature = "redis")]
 type MqStream = crate::dataflow::DataStream<crate::redis::env::MqTopicSource>;
 
+#[cfg(feature = "redis")]
 impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
     fn from_mq_topic(&self, topic: &str, group: &str) -> MqStream {
         crate::redis::RedisEnv::from_mq_topic(self, topic, group)
@@ -158,7 +167,7 @@ impl FromMqTopic<MqStream> for crate::redis::RedisEnv {
         &self,
         topic: &str,
         group: &str,
-        options: crate::mq::SubscriptionOptions,
+        options: MqSubscriptionOptions,
     ) -> MqStream {
         crate::redis::RedisEnv::from_mq_topic_with_options(self, topic, group, options)
     }
@@ -177,7 +186,7 @@ impl<E: FromMqTopic<S> + ?Sized, S> FromMqTopic<S> for &E {
         &self,
         topic: &str,
         group: &str,
-        options: crate::mq::SubscriptionOptions,
+        options: MqSubscriptionOptions,
     ) -> S {
         E::from_mq_topic_with_options(self, topic, group, options)
     }
@@ -206,7 +215,7 @@ pub fn from_mq_topic_with_options<E: FromMqTopic<S>, S>(
     env: &E,
     topic: &str,
     group: &str,
-    options: crate::mq::SubscriptionOptions,
+    options: MqSubscriptionOptions,
 ) -> S {
     env.from_mq_topic_with_options(topic, group, options)
 }

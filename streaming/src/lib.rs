@@ -43,6 +43,14 @@
 //! - [`guide`]: the event-time semantics both engines follow, and how the Redis engine runs
 //!   a job.
 //!
+//! # Cargo features
+//!
+//! - `redis` (default): the Redis engine ([`redis`]) and the message queue ([`mq`]), with
+//!   their dependencies `redis` and `tokio`. Without it (`default-features = false`) the
+//!   crate is the memory engine, the DSL and everything engine-neutral; [`mq`] then holds
+//!   only [`mq::partition_for_key`], and [`Error`] has no [`Error::Redis`] or
+//!   [`Error::Connect`] variant (the other variants carry plain types and stay).
+//!
 //! Every fallible call returns [`Error`], which names the failing operator or setting;
 //! [`Error::kind`] says what it is about and [`Error::is_retryable`] whether trying again
 //! may succeed.
@@ -190,6 +198,19 @@
 //! # Operators
 #![doc = streaming_macros::__dsl_reference!()]
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// Declares items that exist only with feature `redis` (tokio's `cfg_rt!` idiom): each gets
+/// `#[cfg(feature = "redis")]` and, in the docs, a note saying it needs the feature.
+macro_rules! cfg_redis {
+    ($($item:item)*) => {
+        $(
+            #[cfg(feature = "redis")]
+            #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+            $item
+        )*
+    };
+}
 
 // The builder, the memory engine and the pipeline macro.
 pub use dataflow::{DataStream, KeyedStream, WindowedStream};
@@ -206,9 +227,12 @@ pub mod api;
 pub mod time;
 // The in-memory engine.
 pub mod memory;
-// The Redis engine.
+// The Redis engine (feature `redis`).
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
-// The Redis Streams message queue the Redis engine reads from.
+// The Redis Streams message queue the Redis engine reads from; without feature `redis`,
+// only its partition function.
 pub mod mq;
 
 /// The guide: the event-time semantics both engines follow (and where they differ from
@@ -249,12 +273,13 @@ pub mod __private {
         ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput, WatermarkState,
         WindowFunction, WindowState,
     };
-    pub use crate::redis::env::{MqTopicSource, RedisPortable};
-    pub use crate::redis::persist::Persist;
-    pub use crate::redis::runtime::RedisRuntime;
+    #[cfg(feature = "redis")]
+    pub use crate::redis::{
+        env::MqTopicSource, env::RedisPortable, persist::Persist, runtime::RedisRuntime,
+    };
 }
 
 /// The README's examples run as doctests.
 #[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "redis"))]
 pub struct ReadmeDoctests;

@@ -95,6 +95,10 @@ pub enum Error {
     /// A Redis command of the message queue ([`crate::mq`]) or the Redis engine failed:
     /// connection lost or no reply in time ([`ErrorKind::Connection`]), or a server error
     /// reply or a reply of an unexpected shape ([`ErrorKind::Server`]).
+    ///
+    /// Only with feature `redis`.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     #[error("redis: {source}")]
     Redis {
         /// [`ErrorKind::Connection`] or [`ErrorKind::Server`], as [`Error::kind`] returns.
@@ -106,6 +110,10 @@ pub enum Error {
     /// No usable connection to the Redis server at `addr`: refused, no reply within the
     /// response timeout, a wrong or missing password, not a Redis server, or a Redis older
     /// than this crate needs. `reason` says which, in words.
+    ///
+    /// Only with feature `redis`.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     #[error("redis at {addr}: {reason}")]
     Connect {
         /// The address tried, `host:port` (or the socket path).
@@ -279,6 +287,8 @@ pub enum ErrorKind {
     Engine,
 }
 
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 impl From<redis::RedisError> for Error {
     fn from(source: redis::RedisError) -> Self {
         let kind = if is_transient(&source) {
@@ -293,6 +303,7 @@ impl From<redis::RedisError> for Error {
 /// Whether the client's error comes from the connection or a server that is not ready yet
 /// (refused, timed out, dropped, loading its data set, a failover in progress): trying
 /// again later may succeed.
+#[cfg(feature = "redis")]
 fn is_transient(e: &redis::RedisError) -> bool {
     e.is_io_error()
         || e.is_timeout()
@@ -324,7 +335,9 @@ impl Error {
             Error::HotKey { .. } | Error::TimerQueueFull { .. } => ErrorKind::Limit,
             Error::CheckpointNotFound(_) | Error::CheckpointBusy(_) => ErrorKind::Checkpoint,
             Error::Mq { .. } => ErrorKind::Queue,
+            #[cfg(feature = "redis")]
             Error::Connect { .. } => ErrorKind::Connection,
+            #[cfg(feature = "redis")]
             Error::Redis { kind, .. } => *kind,
             Error::Fenced { .. } => ErrorKind::Fenced,
             Error::Engine { .. } => ErrorKind::Engine,
@@ -353,6 +366,7 @@ impl Error {
             return false;
         }
         match self {
+            #[cfg(feature = "redis")]
             Error::Connect { source, .. } => source.as_ref().is_some_and(is_transient),
             Error::CheckpointBusy(_) => true,
             Error::CheckpointNotFound(_) => false,
@@ -412,5 +426,6 @@ impl Error {
     }
 }
 
-#[cfg(test)]
+// The table of every variant builds the Redis client's errors too.
+#[cfg(all(test, feature = "redis"))]
 mod tests;

@@ -5,6 +5,10 @@
 //! `Message`, `MqOptions`, `SubscriptionOptions`, pausable consumers, commit frontier,
 //! retry and dead-letter queue.
 //!
+//! Everything here but [`partition_for_key`] needs feature `redis` (on by default); the
+//! memory engine uses that function to split a collection into partitions the way the
+//! producer splits a topic.
+//!
 //! The API is async and needs a [tokio](https://docs.rs/tokio) runtime (multi-threaded:
 //! `subscribe` spawns tasks), e.g. `#[tokio::main]`; add `tokio` to your dependencies.
 //!
@@ -59,8 +63,13 @@
 //! - keys are Redis Cluster slot-safe, and the client connects to one server or to a
 //!   cluster ([`Endpoint`]: a `redis+cluster://` URL or [`Endpoint::cluster`]).
 
+mod partition;
+
+pub use partition::partition_for_key;
+
 /// A `LazyLock<redis::Script>` for a `static` (the script is made once): the files of
 /// `mq/lua/` named, concatenated in order (preludes first).
+#[cfg(feature = "redis")]
 macro_rules! lua_script {
     ($($file:literal),+ $(,)?) => {
         std::sync::LazyLock::new(|| {
@@ -73,55 +82,61 @@ macro_rules! lua_script {
     };
 }
 
-mod connection;
-mod consumer;
-pub(crate) mod dlq;
-mod endpoint;
-mod exclusive;
-pub(crate) mod frontier;
-pub(crate) mod group;
-mod handler;
-pub(crate) mod lease;
-pub(crate) mod message;
-mod options;
-mod producer;
-pub(crate) mod reader;
-pub(crate) mod retry;
-pub(crate) mod slot;
-pub(crate) mod topic;
-mod worker;
+// The queue itself: only with feature `redis`.
+cfg_redis! {
+    mod connection;
+    mod consumer;
+    pub(crate) mod dlq;
+    mod endpoint;
+    mod exclusive;
+    pub(crate) mod frontier;
+    pub(crate) mod group;
+    mod handler;
+    pub(crate) mod lease;
+    pub(crate) mod message;
+    mod options;
+    pub(crate) mod options_file;
+    mod producer;
+    pub(crate) mod reader;
+    pub(crate) mod retry;
+    pub(crate) mod slot;
+    pub(crate) mod topic;
+    mod worker;
 
-use std::sync::Arc;
-use std::time::Duration;
+    use std::sync::Arc;
+    use std::time::Duration;
 
-use tracing::info;
+    use tracing::info;
 
-pub use connection::MIN_REDIS_VERSION;
-pub(crate) use connection::{
-    blocking_connection, connect, connect_error, for_each_info, prove, prove_blocking, Backoff,
-    Connection,
-};
-pub use consumer::Subscription;
-pub use dlq::DeadLetter;
-pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};
-pub use exclusive::{ExclusiveBatch, ExclusiveReader};
-pub use handler::{Failure, HandleResult, MessageHandler};
-pub use message::{
-    Message, OutgoingMessage, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_ORIGINAL_ID,
-};
-pub use options::{
-    Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, StartPolicy, SubscriptionOptions,
-    SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
-};
-pub use producer::{partition_for_key, Producer};
-pub use retry::{retry_token, RetryOutcome};
-pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
+    pub use connection::MIN_REDIS_VERSION;
+    pub(crate) use connection::{
+        blocking_connection, connect, connect_error, for_each_info, prove, prove_blocking, Backoff,
+        Connection,
+    };
+    pub use consumer::Subscription;
+    pub use dlq::DeadLetter;
+    pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};
+    pub use exclusive::{ExclusiveBatch, ExclusiveReader};
+    pub use handler::{Failure, HandleResult, MessageHandler};
+    pub use message::{
+        Message, OutgoingMessage, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_ORIGINAL_ID,
+    };
+    pub use options::{
+        Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, StartPolicy, SubscriptionOptions,
+        SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
+    };
+    pub use producer::Producer;
+    pub use retry::{retry_token, RetryOutcome};
+    pub use topic::{GroupInfo, KeySpace, PartitionInfo, TopicInfo};
 
-use crate::Error;
-use topic::validate_name;
+    use crate::Error;
+    use topic::validate_name;
+}
 
 /// A handle on the queue: one Redis endpoint (a server or a cluster), options, and a
 /// shared multiplexed connection for admin and producing. Cheap to clone.
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 #[derive(Clone)]
 pub struct Mq {
     endpoint: Endpoint,
@@ -130,6 +145,7 @@ pub struct Mq {
     keys: KeySpace,
 }
 
+#[cfg(feature = "redis")]
 impl std::fmt::Debug for Mq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mq")
@@ -138,6 +154,7 @@ impl std::fmt::Debug for Mq {
     }
 }
 
+#[cfg(feature = "redis")]
 impl Mq {
     /// Connects to Redis at `url` (e.g. `redis://127.0.0.1:6379/`, or a Redis Cluster by
     /// its seed nodes, `redis+cluster://127.0.0.1:7000,127.0.0.1:7001`; see
@@ -473,6 +490,7 @@ impl Mq {
     }
 }
 
+#[cfg(feature = "redis")]
 fn generated_consumer_name() -> String {
     use rand::Rng;
     let r: u64 = rand::rng().random();

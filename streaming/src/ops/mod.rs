@@ -22,6 +22,7 @@ pub use keyed::KeyedTable;
 pub(crate) use keyed::{KeyedReduce, KeyedSum, KeyedSumBy};
 pub(crate) use process::KeyedProcess;
 pub use process::{NoTimers, OnTimer, ProcessFn, ProcessState};
+#[cfg(feature = "redis")]
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
 pub(crate) use sink::SinkOp;

@@ -1,7 +1,9 @@
 //! Side outputs (the late-data sink of a window): delivered at once on the memory engine,
 //! buffered with the batch on the Redis engine.
 
-use crate::api::{CommitWrites, Sink};
+#[cfg(feature = "redis")]
+use crate::api::CommitWrites;
+use crate::api::Sink;
 use crate::BoxError;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -23,6 +25,7 @@ pub(crate) struct SideBuffer<T, L> {
 
 /// A buffered side output as the engine sees it at commit time (one call per batch, not
 /// per record).
+#[cfg(feature = "redis")]
 pub(crate) trait PendingOutput {
     /// Hands the buffered records to the sink, in order.
     fn deliver(&mut self) -> Result<(), BoxError>;
@@ -43,6 +46,7 @@ impl<T, L> SideOutput<T, L> {
 
     /// A side output that buffers records until the engine delivers them; the engine keeps
     /// the returned handle.
+    #[cfg(feature = "redis")]
     pub(crate) fn buffered(sink: L) -> (Self, Rc<RefCell<SideBuffer<T, L>>>) {
         let cell = Rc::new(RefCell::new(SideBuffer {
             sink,
@@ -57,6 +61,7 @@ impl<T, L> SideOutput<T, L> {
     }
 }
 
+#[cfg(feature = "redis")]
 impl<T, L: Sink<T>> PendingOutput for SideBuffer<T, L> {
     fn deliver(&mut self) -> Result<(), BoxError> {
         let Some(pending) = self.pending.as_mut() else {

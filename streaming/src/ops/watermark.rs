@@ -46,6 +46,7 @@ impl<C: KeyChanges<()>> WatermarkState<C> {
     }
 
     /// Starts a new watermark epoch (after an idle flush): back to `i64::MIN`.
+    #[cfg(feature = "redis")]
     pub(crate) fn reset_epoch(&mut self) {
         self.set(MIN_WATERMARK, false);
     }

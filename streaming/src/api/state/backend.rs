@@ -427,7 +427,11 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     fn fingerprint(&self, slot: &Slot<K>) -> String {
         format!("{} by {}", slot.declared, short_type_name::<K>())
     }
+}
 
+/// What the Redis engine's state store reads and writes: slots by name, entries as JSON.
+#[cfg(feature = "redis")]
+impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     /// The states opened so far: (slot, name, fingerprint).
     pub(crate) fn states(&self) -> impl Iterator<Item = (usize, &'static str, String)> + '_ {
         (self.slots.iter().enumerate()).map(|(i, s)| (i, s.name, self.fingerprint(s)))

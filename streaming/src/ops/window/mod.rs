@@ -12,8 +12,10 @@ pub(crate) use functions::{
     SummingFunction,
 };
 pub use rejected::{NoRejectedOutput, RejectedOutput, RejectedTo};
+pub(crate) use state::Bucket;
 pub use state::WindowState;
-pub(crate) use state::{Bucket, WrittenPanes};
+#[cfg(feature = "redis")]
+pub(crate) use state::WrittenPanes;
 
 use super::changes::KeyChanges;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};

@@ -49,6 +49,7 @@ pub struct WindowState<K, Acc, Tr, C> {
     pub(crate) max_fires: usize,
     /// What an engine that writes panes back last committed of each key's panes (empty
     /// on the memory engine).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) written: WrittenPanes<K>,
 }
 
@@ -56,6 +57,7 @@ pub struct WindowState<K, Acc, Tr, C> {
 /// the writes of the batch being committed (applied once it commits, dropped on a
 /// rollback). A pane whose digest did not change is not written again.
 #[derive(Clone)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) struct WrittenPanes<K> {
     pub(crate) committed: HashMap<K, Vec<(TimeWindow, u64)>>,
     pub(crate) staged: HashMap<K, Vec<(TimeWindow, u64)>>,

@@ -4,6 +4,8 @@ use crate::mq::MqOptions;
 use crate::Error;
 use std::time::Duration;
 
+mod file;
+
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
         field,
@@ -357,12 +359,12 @@ fn process_instance_id() -> String {
 }
 
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
-        .unwrap_or_else(|| "local".into())
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    if host.is_empty() {
+        "local".into()
+    } else {
+        host
+    }
 }
 
 impl RedisRuntimeConfig {

@@ -32,7 +32,7 @@ fn encode<Acc: Serialize, Tr: Serialize>(
     operator: &str,
     b: &Bucket<Acc, Tr>,
 ) -> Result<String, Error> {
-    let flags = u8::from(b.has_content) * HAS_CONTENT | u8::from(b.pending) * PENDING;
+    let flags = (u8::from(b.has_content) * HAS_CONTENT) | (u8::from(b.pending) * PENDING);
     serde_json::to_string(&PaneOut(
         &b.acc,
         &b.trigger,
