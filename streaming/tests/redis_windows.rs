@@ -1727,3 +1727,53 @@ fn sliding_windows_fire_in_descending_start_order_on_both_engines() {
     assert_eq!(mem[..3], [(0, 2), (10, 2), (20, 2)]);
     assert_eq!(redis, mem);
 }
+
+/// A window feeding a keyed `reduce`: the reduce's keys are fetched when windows fire at
+/// an idle flush, also at the second flush of a process (after the first, the partition's
+/// chain is renewed and the reduce's keys may not be in memory).
+#[test]
+fn windows_feeding_a_keyed_reduce_fire_at_every_idle_flush() {
+    let rt = rt();
+    let s = setup("win-reduce");
+    let mq = s.mq(&rt);
+    rt.block_on(mq.create_topic("wr", 1)).unwrap();
+    let env = s.env(
+        s.config("win-reduce", AckMode::Offset)
+            .watermark_idle_timeout(Some(Duration::from_millis(200))),
+    );
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options("wr", "g", earliest(50))
+        .map(|m: Message| parse(&m))
+        .assign_timestamps_and_watermarks_with(
+            |e: &(String, i64), _ts: i64| e.1,
+            BoundedOutOfOrderness::new(Duration::from_millis(5)).unwrap(),
+        )
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .count()
+        .map(|(k, _w, n): (String, TimeWindow, u64)| (k, n))
+        .key_by(|e: &(String, u64)| e.0.clone())
+        .reduce(|a: (String, u64), b: (String, u64)| (a.0, a.1 + b.1))
+        .sink(out.clone())
+        .unwrap();
+    let phase = |from: i64| -> Vec<(String, i64)> {
+        (0..20).map(|i| (format!("w{}", i % 4), from + i)).collect()
+    };
+    let job = env.execute_async().unwrap();
+    send(&rt, &mq, "wr", &phase(0));
+    wait_until("the first flush", &job, || out.len() == 4);
+    send(&rt, &mq, "wr", &phase(100));
+    wait_until("the second flush", &job, || out.len() == 8);
+    job.blocking_shutdown(Duration::MAX);
+    let mut last: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, n) in out.snapshot() {
+        last.insert(k, n);
+    }
+    let expected: BTreeMap<String, u64> = (0..4).map(|i| (format!("w{i}"), 10)).collect();
+    assert_eq!(last, expected, "each key: 5 in each window");
+    assert!(
+        job.diagnostics().errors.is_empty(),
+        "{:?}",
+        job.diagnostics().errors
+    );
+}

@@ -17,6 +17,10 @@ use std::collections::HashMap;
 /// state's size.
 const CHUNK: usize = 500;
 
+/// Most runs of timers or an idle flush, each after a fetch of the keys the one before
+/// missed.
+const MAX_RUNS: u32 = 64;
+
 /// One `HMGET` of a fetch: the store (by index), its state, the hash and the fields.
 struct Fetch {
     store: usize,
@@ -140,6 +144,32 @@ where
         Ok(())
     }
 
+    /// Runs `work` on the chain (timers, an idle flush: work without records) until it
+    /// ran with every key it touched in memory: a run that missed keys is rolled back, the
+    /// keys fetched, and `work` runs again on the fresh chain.
+    ///
+    /// # Errors
+    /// `work`'s error (the chain is then as `work` left it); a fetch's.
+    pub(super) async fn run_loaded<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        conn: &mut Connection,
+        mut work: impl FnMut(&mut C) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        for _ in 0..MAX_RUNS {
+            let r = work(&mut self.chain);
+            if !self.has_wanted() {
+                return r;
+            }
+            self.roll_back(plan, &Pending::default())?;
+            self.fetch_wanted(conn).await?;
+        }
+        Err(Error::Engine {
+            op: "load state",
+            reason: format!("keys still missing after {MAX_RUNS} fetches"),
+        })
+    }
+
     /// Rolls the batch back: every store forgets the keys the batch changed (those
     /// already drained into `pending` too) and wants them fetched again, and a fresh chain
     /// (no outputs, no side outputs, operators as built) takes over the stores' contents.
@@ -160,6 +190,15 @@ where
                 .collect();
             store.borrow_mut().roll_back(op.as_str(), &written)?;
         }
+        self.renew_chain(plan)
+    }
+
+    /// Replaces the chain with a fresh one (no outputs, no side outputs, operators as
+    /// built) that takes over the stores' contents: the state cache survives.
+    ///
+    /// # Errors
+    /// As [`roll_back`](Self::roll_back).
+    pub(super) fn renew_chain<F: Make<C, O>>(&mut self, plan: &F) -> Result<(), Error> {
         let old = std::mem::take(&mut self.stores);
         let _ = self.chain.close();
         self.out.borrow_mut().clear();

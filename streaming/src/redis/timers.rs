@@ -31,7 +31,11 @@ where
         if Instant::now() < self.next_timers {
             return Ok(());
         }
-        if let Err(e) = self.chain.on_processing_time(wall_clock_ms()) {
+        let now = wall_clock_ms();
+        if let Err(e) = self
+            .run_loaded(plan, conn, |chain| chain.on_processing_time(now))
+            .await
+        {
             // A failing timer function: roll back to the last commit and try again later
             // (the timer is still in the committed state).
             ctx.job.error(format!(
@@ -56,8 +60,10 @@ where
     /// `watermark_idle_timeout` (or its generator marked it idle) and its watermark epoch
     /// has begun, the watermark goes to `i64::MAX` — every due window and event-time timer
     /// fires — and the results, the state and a watermark reset to `i64::MIN` commit
-    /// together. The chain is then rebuilt (fresh watermark generators), so the next
-    /// message starts a new epoch from its own event time.
+    /// together. The chain is then rebuilt (fresh watermark generators; the state cache
+    /// stays), so the next message starts a new epoch from its own event time. Keys the
+    /// fired windows or timers touch that are not in memory are fetched and the flush runs
+    /// again, as for a batch.
     pub(super) async fn maybe_flush_idle<F: Make<C, O>>(
         &mut self,
         plan: &F,
@@ -81,7 +87,12 @@ where
         }
         tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
                         idle, "idle flush: watermark to MAX");
-        if let Err(e) = self.chain.on_watermark(crate::time::MAX_WATERMARK) {
+        let flushed = self
+            .run_loaded(plan, conn, |chain| {
+                chain.on_watermark(crate::time::MAX_WATERMARK)
+            })
+            .await;
+        if let Err(e) = flushed {
             // A user function failed while windows fired: nothing is committed; the next
             // attempt runs after another idle timeout.
             ctx.job.error(format!(
@@ -98,6 +109,7 @@ where
         self.awaiting_flush = false;
         self.report_idle_flush(ctx);
         self.last_read = Instant::now();
-        self.rebuild(plan, ctx, conn).await
+        // Fresh watermark generators; the state cache (clean: just committed) stays.
+        self.renew_chain(plan)
     }
 }
