@@ -7,8 +7,9 @@
 //!
 //! Processing model: each pipeline runs `pipeline_parallelism`
 //! subtasks (threads) per process and builds one operator chain per owned partition
-//! from a clone of the pipeline (so state caches are per partition). Taking a partition loads its state (one script: every state hash of the
-//! partition); each batch runs against that in-memory cache, and its changed entries, the
+//! from a clone of the pipeline (so state caches are per partition). Each batch runs
+//! against the partition's in-memory state cache (see *State loading* below), and its
+//! changed entries, the
 //! [`RedisListSink`] appends and the acknowledgement are written in one Lua script (see
 //! the batch commit's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
 //!
@@ -63,7 +64,8 @@
 //! operator id (`{source_id}/{position}:{kind}`), `state` the state name (rolling
 //! reduce/sum: `rolling`); fields are the keys as JSON, values the values as JSON
 //! (serde_json; a list or set state's value is the key's whole collection as a JSON array,
-//! a map state's a JSON array of `[key, value]` pairs). With `keyed_state_shard_count` N > 1
+//! a map state's a JSON array of `[key, value]` pairs — a change of one element rewrites
+//! the key's whole collection). With `keyed_state_shard_count` N > 1
 //! each such hash is split into N hashes `...:{state}:s{i}` (same hash tag), a field going
 //! to `i = FNV-1a-64(field's UTF-8 bytes) % N`.
 //! Changing N for existing state is not supported (no migration: keep it fixed per job).
@@ -77,9 +79,15 @@
 //! records touch keys not in memory runs once on a guess, is rolled back, fetches the
 //! missed keys' fields (`HMGET`s pipelined in one round trip) and runs again; keys with
 //! pending timers are fetched when the partition is taken and stay in memory. Taking a
-//! partition therefore costs the same whatever its number of keys, and each stateful
-//! operator keeps at most `state_cache_max_entries` keys per partition in memory (clean
-//! keys are evicted after a commit).
+//! partition therefore costs the same whatever its number of keys, and each rolling
+//! table and keyed process operator keeps at most `state_cache_max_entries` keys per
+//! partition in memory (clean keys are evicted after a commit), plus the keys with
+//! pending timers, which are never evicted; window panes are not evicted (a window's
+//! panes leave memory when the window is cleaned up). Timers and the idle flush fetch
+//! the keys they miss the same way (e.g. a keyed `reduce` after a window). A batch that
+//! runs again is run by a fresh copy of the pipeline's functions (as after a failed
+//! record): state a closure captures, or a side effect of a user function (a log line, a
+//! call to another system), is not rolled back and may happen once per run.
 //!
 //! State schema versions: with `state_schema_evolution_enabled` (default), each
 //! state's fingerprint (kind, value and key types, e.g. `ValueState<u64> by String`) is
@@ -167,14 +175,16 @@
 //! - window panes (state `panes`), one field per (key, window) pane: field =
 //!   `[key, window start, window end]` as JSON, value = `[accumulator, trigger state,
 //!   flags, event-time timers, last arrival]` as JSON (flags: bit 0 the pane has
-//!   content, bit 1 its content was not emitted yet), e.g. field
+//!   content, bit 1 its content was not emitted yet; last arrival: for merging (session)
+//!   windows the arrival number of the pane's latest element, else 0), e.g. field
 //!   `["k1",1700000000000,1700000060000]`, value `[3,null,3,[1700000059999],0]`. A batch
 //!   writes only the panes whose value changed and deletes the fields of panes that are
 //!   gone; the timer queue is rebuilt from the panes on load. Window keys, accumulators
 //!   and custom triggers must therefore be serde `Serialize + DeserializeOwned` on this
 //!   engine. (Stored window state of the earlier layout, one field per key, fails the
 //!   schema check: its fingerprint is `panes<..>`, this layout's `panes/2<..>`.);
-//! - keyed process timers (state `__timers`, field = key, value = `[[time, domain], ..]`).
+//! - keyed process timers (state `__timers`, field = key as JSON, value = the key's
+//!   timers `[[time ms, domain], ..]`, e.g. `[[1700000059999,"EventTime"],[1700000000500,"ProcessingTime"]]`).
 //!
 //! Idle flush ([`RedisRuntimeConfig::watermark_idle_timeout`]): a partition
 //! that has read nothing for the timeout, or whose generator called `mark_idle`, flushes

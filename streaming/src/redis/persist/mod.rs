@@ -372,13 +372,15 @@ pub(crate) fn decode_keys<K: DeserializeOwned, V>(
     entries: StoredEntries,
     mut value: impl FnMut(String) -> Result<V, serde_json::Error>,
 ) -> Result<Vec<(K, V)>, Error> {
-    let decode = |e: serde_json::Error| decode_err(operator, state, e);
+    // The field names the entry: with a million fields, the one that does not decode.
+    let decode = |field: &str, e: serde_json::Error| {
+        decode_err(operator, state, format!("field {field}: {e}"))
+    };
     let mut out = Vec::with_capacity(entries.len());
     for (field, json) in entries {
-        out.push((
-            serde_json::from_str(&field).map_err(decode)?,
-            value(json).map_err(decode)?,
-        ));
+        let key = serde_json::from_str(&field).map_err(|e| decode(&field, e))?;
+        let value = value(json).map_err(|e| decode(&field, e))?;
+        out.push((key, value));
     }
     Ok(out)
 }

@@ -50,14 +50,14 @@ fn decode<K: DeserializeOwned, Acc: DeserializeOwned, Tr: DeserializeOwned>(
 ) -> Result<(K, Bucket<Acc, Tr>), Error> {
     let err = |e: String| decode_err(operator, PANES_STATE, e);
     let (key, start, end): (K, i64, i64) =
-        serde_json::from_str(field).map_err(|e| err(e.to_string()))?;
+        serde_json::from_str(field).map_err(|e| err(format!("field {field}: {e}")))?;
     if end <= start {
         return Err(err(format!(
             "pane field {field}: window end {end} <= start {start}"
         )));
     }
     let PaneIn(acc, trigger, flags, timers, last_arrival) =
-        serde_json::from_str(value).map_err(|e| err(e.to_string()))?;
+        serde_json::from_str(value).map_err(|e| err(format!("field {field}: {e}")))?;
     let bucket = Bucket {
         window: TimeWindow::new(start, end),
         acc,
