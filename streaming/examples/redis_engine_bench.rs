@@ -115,6 +115,28 @@ fn produce_to(
     }
 }
 
+/// Registers the keyed count over topic `t`, group `g` (from the beginning, batches of
+/// 500): `map(key) → key_by → process(ValueState<u64> count + 1) → discard`.
+fn register_keyed_count(env: &RedisEnv) {
+    let source = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .batch_count(500)
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options("t", "g", source)
+        .map(|m: Message| m.key.unwrap_or_default())
+        .key_by(|k: &String| k.clone())
+        .process(|k: String, ctx, out| {
+            let mut c = ctx.state(&COUNT)?;
+            let n = c.value() + 1;
+            c.update(n);
+            out.collect((k, n));
+            Ok(())
+        })
+        .sink(Discard)
+        .unwrap();
+}
+
 fn engine_run(
     url: &str,
     rt: &tokio::runtime::Runtime,
@@ -172,23 +194,7 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(url, config).unwrap();
-    let source = SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .batch_count(500)
-        .build()
-        .unwrap();
-    env.from_mq_topic_with_options("t", "g", source)
-        .map(|m: Message| m.key.unwrap_or_default())
-        .key_by(|k: &String| k.clone())
-        .process(|k: String, ctx, out| {
-            let mut c = ctx.state(&COUNT)?;
-            let n = c.value() + 1;
-            c.update(n);
-            out.collect((k, n));
-            Ok(())
-        })
-        .sink(Discard)
-        .unwrap();
+    register_keyed_count(&env);
     let started = Instant::now();
     let job = env.execute_async().unwrap();
     loop {

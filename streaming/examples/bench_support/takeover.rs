@@ -10,22 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use streaming::api::{Sink, ValueStateDescriptor};
-use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
+use streaming::mq::{Mq, MqOptions, OutgoingMessage};
 use streaming::redis::{JobClient, RedisEnv, RedisRuntimeConfig};
-use streaming::BoxError;
-
-const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
-
-/// Drops records.
-#[derive(Clone, Copy)]
-struct Discard;
-
-impl<T> Sink<T> for Discard {
-    fn invoke(&mut self, _value: T) -> Result<(), BoxError> {
-        Ok(())
-    }
-}
 
 /// This process's resident set size in bytes (`/proc/self/status`), 0 when unknown.
 fn rss_bytes() -> u64 {
@@ -148,23 +134,7 @@ pub(crate) fn takeover_main(url: &str, keys: u64, unique: impl Fn(&str) -> Strin
         .unwrap();
     let cache = config.state_cache_max_entries();
     let env = RedisEnv::try_with_config(url, config).unwrap();
-    let source = SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .batch_count(500)
-        .build()
-        .unwrap();
-    env.from_mq_topic_with_options("t", "g", source)
-        .map(|m: Message| m.key.unwrap_or_default())
-        .key_by(|k: &String| k.clone())
-        .process(|k: String, ctx, out| {
-            let mut c = ctx.state(&COUNT)?;
-            let n = c.value() + 1;
-            c.update(n);
-            out.collect((k, n));
-            Ok(())
-        })
-        .sink(Discard)
-        .unwrap();
+    super::register_keyed_count(&env);
     let rss_before = rss_bytes();
     let started = Instant::now();
     let job = env.execute_async().unwrap();
