@@ -219,7 +219,8 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
     n as f64 / secs
 }
 
-/// Deletes every key under `prefix:` (SCAN + DEL): the benchmark's own fresh prefixes only.
+/// Deletes every key under `prefix:` (SCAN + UNLINK, which frees large hashes without
+/// blocking the server): the benchmark's own fresh prefixes only.
 fn delete_prefix(url: &str, prefix: &str) {
     let Ok(client) = redis::Client::open(url) else {
         return;
@@ -240,7 +241,7 @@ fn delete_prefix(url: &str, prefix: &str) {
         Err(_) => return,
     };
     for chunk in keys.chunks(500) {
-        let _: Result<(), _> = redis::cmd("DEL").arg(chunk).query(&mut conn);
+        let _: Result<(), _> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
     }
 }
 

@@ -204,13 +204,6 @@ pub(crate) fn takeover_main(url: &str, keys: u64, unique: impl Fn(&str) -> Strin
         .unwrap_or(());
     rt.block_on(mq.delete_topic("t")).ok();
     for prefix in [&mq_prefix, &state_prefix] {
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{prefix}:*"))
-            .query(&mut conn)
-            .unwrap_or_default();
-        for k in keys {
-            // UNLINK: the state hash is large; freeing it must not block the server.
-            let _: Result<(), _> = redis::cmd("UNLINK").arg(k).query(&mut conn);
-        }
+        super::delete_prefix(url, prefix);
     }
 }
