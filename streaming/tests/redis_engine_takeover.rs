@@ -185,3 +185,94 @@ fn offset_mode_reads_again_what_was_read_but_never_committed() {
     let all: Vec<String> = first.iter().chain(&second).cloned().collect();
     check(&out, &all);
 }
+
+/// Takes partition 0's lease from the job (a new fencing token, as a new owner's take
+/// would) and appends `words` to its stream in the same script, so the job's next read
+/// finds entries while its lease is gone. Returns the group's last-delivered id then.
+fn steal_and_append(f: &Fixture, words: &[&str]) -> String {
+    let keys = f.mq.keys();
+    let script = redis::Script::new(
+        r"
+        local t = redis.call('INCR', KEYS[2])
+        redis.call('SET', KEYS[1], t .. ' thief', 'PX', 60000)
+        for _, w in ipairs(ARGV) do
+          redis.call('XADD', KEYS[3], '*', 'p', w, 'ts', '1', 'k', w)
+        end
+        for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[3])) do
+          if g[2] == 'g' then
+            for i = 1, #g, 2 do
+              if g[i] == 'last-delivered-id' then return g[i + 1] end
+            end
+          end
+        end
+        return redis.error_reply('no group g')
+        ",
+    );
+    let client = redis::Client::open(f.redis.url()).unwrap();
+    f.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        script
+            .key(keys.lease("t", 0, "g"))
+            .key(keys.fence("t", 0, "g"))
+            .key(keys.stream("t", 0))
+            .arg(words)
+            .invoke_async(&mut c)
+            .await
+            .unwrap()
+    })
+}
+
+/// An owner whose lease was taken while it was idle reads the entries appended since
+/// (its read runs as guard + read + undo in one transaction): the read is refused and
+/// undone — the group's last-delivered id stays where it was and nothing is left in the
+/// stale owner's pending list — and once the lease is free again every entry is
+/// processed exactly once.
+fn stale_read_moves_nothing(mode: AckMode, test: &str) {
+    let f = fixture(test);
+    let first = words(20);
+    f.send(&first);
+    let out = CollectSink::new();
+    let job = f.start(mode, &out);
+    wait_for(&out, 20, &job);
+    let late = ["x1", "x2", "x3"];
+    let before = steal_and_append(&f, &late);
+    let fenced = || {
+        job.diagnostics()
+            .partitions
+            .iter()
+            .any(|p| p.partition == 0 && p.fenced >= 1)
+    };
+    support::engine::wait_until("the job finds partition 0 fenced", &job, fenced);
+    let info = f.rt.block_on(f.mq.describe_topic("t")).unwrap();
+    let g = info.partition_info[0]
+        .groups
+        .iter()
+        .find(|g| g.name == "g")
+        .unwrap();
+    assert_eq!(
+        (g.last_delivered_id.as_str(), g.pending),
+        (before.as_str(), 0),
+        "the stale read moved the group: {g:?}"
+    );
+    assert_eq!(out.len(), 20, "nothing of the stale read was emitted");
+    // The thief leaves; the job takes the partition back and reads the new entries.
+    f.cmd(redis::cmd("DEL").arg(f.mq.keys().lease("t", 0, "g")));
+    wait_for(&out, 23, &job);
+    job.blocking_shutdown(Duration::MAX);
+    let all: Vec<String> = first
+        .iter()
+        .cloned()
+        .chain(late.iter().map(|w| w.to_string()))
+        .collect();
+    check(&out, &all);
+}
+
+#[test]
+fn a_stale_owners_read_is_undone_xack_mode() {
+    stale_read_moves_nothing(AckMode::Xack, "stale-read-xack");
+}
+
+#[test]
+fn a_stale_owners_read_is_undone_offset_mode() {
+    stale_read_moves_nothing(AckMode::Offset, "stale-read-offset");
+}

@@ -74,11 +74,20 @@ impl<'a> Fence<'a> {
     /// its arguments: call it after the script's own keys and before its own arguments
     /// (the script calls `lease_held(KEYS[n+1], KEYS[n+2], ARGV[1], ARGV[2])`).
     pub(crate) fn push(&self, inv: &mut ScriptInvocation<'_>) {
+        let (lease, fence, value, ttl) = self.parts();
+        inv.key(lease).key(fence).arg(value).arg(ttl);
+    }
+
+    /// The lease and counter keys, then the held value ("" without a lease) and the ttl in
+    /// ms: what [`Self::push`] appends, for a script sent as a plain `EVAL` command.
+    pub(crate) fn parts(&self) -> (String, String, &'a str, u64) {
         let (t, p, g) = (self.topic, self.partition, self.group);
-        inv.key(self.keys.lease(t, p, g))
-            .key(self.keys.fence(t, p, g))
-            .arg(self.lease.map_or("", |l| l.value.as_str()))
-            .arg(ms(self.ttl));
+        (
+            self.keys.lease(t, p, g),
+            self.keys.fence(t, p, g),
+            self.lease.map_or("", |l| l.value.as_str()),
+            ms(self.ttl),
+        )
     }
 
     /// The error of a write this fence refused.

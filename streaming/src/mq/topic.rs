@@ -111,6 +111,11 @@ impl KeySpace {
     pub fn frontier(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("frontier:{group}"))
     }
+    /// Where a fenced read refused by its lease check notes the group's last-delivered id
+    /// for its undo, `P:{T:n}:readundo:G` (lives 10 s at most).
+    pub(crate) fn read_undo(&self, topic: &str, partition: u32, group: &str) -> String {
+        self.part(topic, partition, &format!("readundo:{group}"))
+    }
     /// Ids acknowledged above the frontier, `P:{T:n}:acked:G`.
     pub fn acked(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("acked:{group}"))

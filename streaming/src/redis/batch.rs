@@ -97,7 +97,11 @@ where
         batch: Batch,
     ) -> Result<(), Error> {
         let Batch {
-            msgs, ids, last_id, ..
+            msgs,
+            ids,
+            last_id,
+            read_after,
+            ..
         } = batch;
         // 2. Process, rolling back and skipping failed records.
         let mdc = Mdc::new(&ctx.spec.config);
@@ -129,7 +133,10 @@ where
         };
         let processed = (msgs.len() - skip.len()) as u64;
         let failed = skip.len() as u64;
-        if let Err(e) = self.commit(ctx, conn, pending, &ids).await {
+        if let Err(e) = self
+            .commit(ctx, conn, pending, (&ids, read_after.as_deref()))
+            .await
+        {
             self.commit_failed(&e, last_id, processed, failed);
             return Err(e);
         }

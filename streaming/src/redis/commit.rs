@@ -39,13 +39,13 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     }
 
     /// Writes the stores' changes, the sink's outputs and the acknowledgement of `ids` in
-    /// one atomic script.
+    /// one atomic script (`read_after`: see [`Batch::read_after`](super::read::Batch)).
     pub(super) async fn commit(
         &mut self,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         mut pending: Pending,
-        ids: &[String],
+        (ids, read_after): (&[String], Option<&str>),
     ) -> Result<(), Error> {
         if self.has_wanted() {
             // Timers and flushes run only on keys in memory (keys with timers stay); a
@@ -71,6 +71,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             state_index: self.state_keys.index(),
             lease: &lease,
             ids,
+            read_after,
             hashes: &pending.hashes,
             sampled: &sampled,
             lists: &lists,
@@ -133,6 +134,7 @@ struct CommitCall<'a> {
     state_index: String,
     lease: &'a Lease,
     ids: &'a [String],
+    read_after: Option<&'a str>,
     hashes: &'a [PendingHash],
     /// Per hash, whether the script returns its `HLEN`.
     sampled: &'a [bool],
@@ -165,7 +167,8 @@ impl CommitCall<'_> {
         inv
     }
 
-    /// Mode, group, state ttl, lease value and ttl, the ids acknowledged.
+    /// Mode, group, state ttl, lease value and ttl, the ids acknowledged, where they were
+    /// read from.
     fn head_args(&self, inv: &mut Cmd) {
         let config = &self.ctx.spec.config;
         let mode = match config.ack_mode() {
@@ -189,6 +192,7 @@ impl CommitCall<'_> {
         for id in self.ids {
             inv.arg(id);
         }
+        inv.arg(self.read_after.unwrap_or(""));
     }
 
     /// Per hash: its sets, its deletes, whether it is sampled.

@@ -20,6 +20,9 @@ pub(super) struct Batch {
     pub(super) last_id: Option<String>,
     /// Entries skipped: retries addressed to another consumer group (field `rg`).
     pub(super) skipped: u64,
+    /// Xack mode, a read of new entries: the group's last-delivered id before it (the
+    /// commit moves the frontier from there to the last id without walking the stream).
+    pub(super) read_after: Option<String>,
 }
 
 /// Reads up to `count` entries (without waiting for more).
@@ -34,14 +37,15 @@ pub(super) async fn read(
         .read(conn, count, Duration::from_millis(1))
         .await?;
     let last_id = b.last_id().cloned();
-    let ids = match ctx.spec.config.ack_mode() {
-        AckMode::Xack => b.ids,
-        AckMode::Offset => last_id.iter().cloned().collect(),
+    let (ids, read_after) = match ctx.spec.config.ack_mode() {
+        AckMode::Xack => (b.ids, b.read_after),
+        AckMode::Offset => (last_id.iter().cloned().collect(), None),
     };
     Ok(Batch {
         msgs: b.messages,
         ids,
         last_id,
         skipped: b.skipped as u64,
+        read_after,
     })
 }

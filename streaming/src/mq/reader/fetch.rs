@@ -17,8 +17,16 @@ use crate::mq::retry::promote_due;
 use crate::mq::Connection;
 use crate::Error;
 
-/// `XREADGROUP` (never blocking) under the lease check.
-static READ: LazyLock<Script> = lua_script!("lease_held.lua", "read.lua");
+/// The lease check before a fenced read, sent as `EVAL` inside the read's transaction:
+/// an `EVALSHA` the server lost (a restart) would fail there while the read after it ran
+/// unchecked.
+const READ_GUARD: &str = concat!(
+    include_str!("../lua/lease_held.lua"),
+    include_str!("../lua/read_guard.lua")
+);
+
+/// The undo of a read the guard refused (same transaction, also sent as `EVAL`).
+const READ_UNDO: &str = include_str!("../lua/read_undo.lua");
 
 /// One `XAUTOCLAIM .. JUSTID` step under the lease check.
 static CLAIM: LazyLock<Script> = lua_script!("lease_held.lua", "claim.lua");
@@ -65,7 +73,7 @@ impl PartitionReader {
         } else {
             block
         };
-        let entries = match self.claim_and_fetch(conn, count, block).await {
+        let (entries, before) = match self.claim_and_fetch(conn, count, block).await {
             Err(e) if self.member.is_some() && is_nogroup(&e) => {
                 self.regroup(conn).await?;
                 return Ok(ReadBatch::default());
@@ -73,7 +81,9 @@ impl PartitionReader {
             r => r?,
         };
         let deliveries = self.deliveries(conn, &entries).await?;
-        self.sort(conn, entries, &deliveries).await
+        let mut batch = self.sort(conn, entries, &deliveries).await?;
+        batch.read_after = before.filter(|_| !batch.ids.is_empty());
+        Ok(batch)
     }
 
     async fn claim_and_fetch(
@@ -81,15 +91,15 @@ impl PartitionReader {
         conn: &mut Connection,
         count: usize,
         block: Duration,
-    ) -> Result<Vec<RawEntry>, Error> {
+    ) -> Result<(Vec<RawEntry>, Option<String>), Error> {
         self.promote_if_due(conn, count).await?;
         self.claim_idle_if_due(conn, count).await?;
-        let entries = self.fetch(conn, count, block).await?;
-        if self.replaying && entries.is_empty() {
+        let read = self.fetch(conn, count, block).await?;
+        if self.replaying && read.0.is_empty() {
             self.replaying = false;
             return self.fetch(conn, count, block).await;
         }
-        Ok(entries)
+        Ok(read)
     }
 
     /// Moves due retries back into the stream when it is time.
@@ -179,19 +189,21 @@ impl PartitionReader {
     }
 
     /// Reads up to `count` entries: this consumer's pending ones while replaying, else new
-    /// ones, waiting up to `block` when there are none.
+    /// ones, waiting up to `block` when there are none. With the entries, for an owner's
+    /// read of new entries, the group's last-delivered id before the read: the entries
+    /// are then every entry after it (see [`ReadBatch::read_after`]).
     async fn fetch(
         &self,
         conn: &mut Connection,
         count: usize,
         block: Duration,
-    ) -> Result<Vec<RawEntry>, Error> {
+    ) -> Result<(Vec<RawEntry>, Option<String>), Error> {
         let from = if self.replaying { "0" } else { ">" };
         if self.member.is_some() && !self.replaying {
             // Unfenced: Redis waits for new entries itself.
-            return self.read_blocking(conn, count, block).await;
+            return Ok((self.read_blocking(conn, count, block).await?, None));
         }
-        let mut v = self.read_fenced(conn, count, from).await?;
+        let (mut v, mut before) = self.read_fenced(conn, count, from).await?;
         if matches!(v, Value::Nil) && !self.replaying && block >= MIN_BLOCK {
             // Wait without reading for the group (a plain XREAD moves nothing), then read
             // under the lease check again.
@@ -205,35 +217,71 @@ impl PartitionReader {
                 .arg("$")
                 .query_async(conn)
                 .await?;
-            v = self.read_fenced(conn, count, from).await?;
+            (v, before) = self.read_fenced(conn, count, from).await?;
         }
         // Entries are parsed binary-safe and in field order (redis-rs's `StreamReadReply`
         // keys fields by `String`: one foreign entry with a non-UTF-8 field name would
         // fail the whole read, again on every retry, instead of being dead-lettered).
-        parse_read_reply(&v)
+        let entries = parse_read_reply(&v)?;
+        Ok((entries, before.filter(|_| !self.replaying)))
     }
 
-    /// `XREADGROUP` from `from` under the lease check (never blocking).
+    /// `XREADGROUP` from `from` under the lease check (never blocking), in one transaction:
+    /// a guard script checks the lease, the read runs as a plain command (a script returning
+    /// n entries costs Redis several times the read itself: each entry is converted into
+    /// Lua values and back), and an undo script puts a refused read back — the group's
+    /// last-delivered id and, in XACK mode, the pending entries it took — so a stale
+    /// owner's read moves nothing. Returns the reply and the group's last-delivered id
+    /// before the read (`None` when unknown).
     async fn read_fenced(
         &self,
         conn: &mut Connection,
         count: usize,
         from: &str,
-    ) -> Result<Value, Error> {
+    ) -> Result<(Value, Option<String>), Error> {
         let fence = self.fence()?;
-        let mut inv = READ.key(self.stream());
-        fence.push(&mut inv);
-        let noack = self.mode == ReadMode::NoAck;
-        inv.arg(&self.group)
+        let (lease, fence_counter, held, ttl) = fence.parts();
+        let (stream, undo) = (self.stream(), self.keys.read_undo(&self.topic, self.partition, &self.group));
+        let mut read = redis::cmd("XREADGROUP");
+        read.arg("GROUP")
+            .arg(&self.group)
             .arg(&self.consumer)
-            .arg(count)
-            .arg(from)
-            .arg(if noack { "1" } else { "0" });
-        let v: Value = inv.invoke_async(conn).await?;
-        if is_fenced_reply(&v) {
+            .arg("COUNT")
+            .arg(count);
+        if self.mode == ReadMode::NoAck {
+            read.arg("NOACK");
+        }
+        read.arg("STREAMS").arg(&stream).arg(from);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("EVAL")
+            .arg(READ_GUARD)
+            .arg(4)
+            .arg(&stream)
+            .arg(lease)
+            .arg(fence_counter)
+            .arg(&undo)
+            .arg(held)
+            .arg(ttl)
+            .arg(&self.group)
+            .add_command(read)
+            .cmd("EVAL")
+            .arg(READ_UNDO)
+            .arg(2)
+            .arg(&stream)
+            .arg(&undo)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(count);
+        let (guard, v, undone): (Value, Value, Value) = pipe.query_async(conn).await?;
+        if is_fenced_reply(&guard) || is_fenced_reply(&undone) {
             return Err(fence.error());
         }
-        Ok(v)
+        let before = match guard {
+            Value::BulkString(b) if !b.is_empty() => String::from_utf8(b).ok(),
+            _ => None,
+        };
+        Ok((v, before))
     }
 
     /// `XREADGROUP .. BLOCK` of new entries (a subscription member: no lease to check).

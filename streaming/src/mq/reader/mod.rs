@@ -64,6 +64,11 @@ pub(crate) struct ReadBatch {
     pub(crate) dead_lettered: usize,
     /// Retries addressed to another consumer group, skipped.
     pub(crate) skipped: usize,
+    /// For an owner's read of new entries: the group's last-delivered id before the read,
+    /// so `ids` are every entry of the stream after it up to the last (an XACK commit can
+    /// move the commit frontier from there without walking the stream). `None` for
+    /// replays of pending entries, subscription reads and empty reads.
+    pub(crate) read_after: Option<String>,
 }
 
 impl ReadBatch {

@@ -3,7 +3,8 @@
 -- KEYS: stream, acked set, frontier (= committed offset in Offset mode), state index,
 --       lease, fencing counter, state hashes..., sink lists...
 -- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), lease value held "{token} {owner}",
---       lease ttl ms, n ids, ids...,
+--       lease ttl ms, n ids, ids..., read after (XACK: the group's last-delivered id
+--       before the read of these ids, which are then every entry after it; '' = unknown),
 --       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
 --       n lists, per list: n, value, ...
 -- Returns per hash its HLEN after the writes when sampled, else -1; or the string
@@ -24,6 +25,7 @@ local i = 6
 local nids = tonumber(ARGV[i]); i = i + 1
 local ids = {}
 for j = 1, nids do ids[j] = ARGV[i]; i = i + 1 end
+local read_after = ARGV[i]; i = i + 1
 local ttl = tonumber(ARGV[3])
 local nh = tonumber(ARGV[i]); i = i + 1
 local sizes = {}
@@ -53,15 +55,22 @@ for l = 1, nl do
 end
 if nids > 0 then
   if ARGV[1] == 'x' then
-    local newly = {}
-    for j = 1, nids do newly[ids[j]] = true end
     local j = 1
     while j <= nids do
       local k = math.min(j + 3999, nids)
       redis.call('XACK', KEYS[1], ARGV[2], unpack(ids, j, k))
       j = k + 1
     end
-    advance(KEYS[1], KEYS[2], KEYS[3], newly)
+    -- The ids are every entry after `read_after`: when the frontier is there and nothing
+    -- is parked above it, it moves to the last id without walking the stream.
+    if read_after ~= '' and redis.call('SCARD', KEYS[2]) == 0
+        and redis.call('GET', KEYS[3]) == read_after then
+      redis.call('SET', KEYS[3], ids[nids])
+    else
+      local newly = {}
+      for k = 1, nids do newly[ids[k]] = true end
+      advance(KEYS[1], KEYS[2], KEYS[3], newly)
+    end
   else
     local cur = redis.call('GET', KEYS[3])
     if (not cur) or id_gt(ids[nids], cur) then redis.call('SET', KEYS[3], ids[nids]) end
