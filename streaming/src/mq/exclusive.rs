@@ -77,8 +77,8 @@ impl ExclusiveReader {
     }
 
     /// Reads up to `count` new entries with `XREADGROUP .. COUNT count NOACK STREAMS s >`,
-    /// in a script that first checks the lease (a reader whose lease was taken moves
-    /// nothing). When none are there it waits up to `block` (at most 1 s: the connection
+    /// in a transaction with a lease check before it and an undo after it (a reader whose
+    /// lease was taken moves nothing: the group's last-delivered id is put back). When none are there it waits up to `block` (at most 1 s: the connection
     /// allows 1 s of blocking on top of the response timeout; below 2 ms it does not wait)
     /// for the stream to grow and reads once more.
     ///
