@@ -1,7 +1,8 @@
 //! The Redis engine's state cache against a private redis-server: keyed state is fetched
 //! per key when a batch needs it (taking a partition does not read it whole), a cache
-//! smaller than the state evicts clean keys without losing a count, and a failed record
-//! rolls back only the keys its batch changed.
+//! smaller than the state evicts clean keys without losing a count, a failed record
+//! rolls back only the keys its batch changed, and a stored value that does not decode
+//! fails only its key's records.
 
 mod support;
 
@@ -12,6 +13,7 @@ use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, RetryPolicy};
 use streaming::redis::{
     CollectSink, JobClient, ProcessingErrorResult, RedisEnv, RedisRuntimeConfig,
+    HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE,
 };
 use streaming::BoxError;
 use support::engine::{earliest, rt, wait_until, EngineSetup};
@@ -201,4 +203,147 @@ fn counts_stay_exact_when_the_state_exceeds_the_cache() {
         failed,
         input.iter().filter(|w| w.starts_with("boom")).count() as u64
     );
+}
+
+/// A plain connection to the test's redis-server, as `redis-cli` would use.
+fn raw(s: &EngineSetup) -> redis::Connection {
+    redis::Client::open(s.redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// The one state hash of this test whose name ends with `suffix` (e.g. `:process:count`).
+fn state_hash(s: &EngineSetup, suffix: &str) -> String {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}*{suffix}", s.prefix))
+        .query(&mut raw(s))
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    keys.into_iter().next().unwrap()
+}
+
+fn hget(s: &EngineSetup, hash: &str, field: &str) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(hash)
+        .arg(field)
+        .query(&mut raw(s))
+        .unwrap()
+}
+
+fn hset(s: &EngineSetup, hash: &str, field: &str, value: &str) {
+    let _: i64 = redis::cmd("HSET")
+        .arg(hash)
+        .arg(field)
+        .arg(value)
+        .query(&mut raw(s))
+        .unwrap();
+}
+
+/// Asserts that the dead-letter queue of `topic` holds `n` records of key `p`, each with
+/// headers naming the state decode error of `state` and the key.
+fn assert_dead_lettered_for_decode(s: &EngineSetup, topic: &str, state: &str, n: usize) {
+    let dead = s.rt.block_on(s.mq().dead_letters(topic, 100)).unwrap();
+    assert_eq!(dead.len(), n, "{dead:?}");
+    for d in &dead {
+        assert_eq!(&d.payload[..], b"p");
+        assert_eq!(d.error_type, "state_decode");
+        let header = |h: &str| d.headers.get(h).cloned().unwrap_or_default();
+        assert_eq!(header(HEADER_RUNTIME_ERROR_TYPE), "state_decode");
+        let message = header(HEADER_RUNTIME_ERROR_MESSAGE);
+        for part in [&format!("state `{state}`"), "key \"p\"", "does not decode"] {
+            assert!(message.contains(part), "{part} not in {message}");
+        }
+    }
+}
+
+#[test]
+fn a_process_state_value_that_does_not_decode_fails_only_its_keys_records() {
+    let s = private_setup("cache-poison");
+    s.rt.block_on(s.mq().create_topic("poison", 1)).unwrap();
+    let words = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    s.produce("poison", &words(&["a", "b", "p"]));
+    let config = || s.config("poison").build().unwrap();
+    let (job, _) = start_count(&s, "poison", config());
+    wait_until("the first run", &job, || committed(&job) == 3);
+    job.blocking_shutdown(Duration::MAX);
+
+    // Someone writes garbage into key `p`'s stored count; a new instance takes over.
+    let hash = state_hash(&s, ":process:count");
+    hset(&s, &hash, "\"p\"", "{not json");
+    s.produce("poison", &words(&["a", "p", "b", "p", "a"]));
+    let (job, out) = start_count(&s, "poison", config());
+    wait_until("the batch with `p`", &job, || committed(&job) == 5);
+    let mut got = out.snapshot();
+    got.sort();
+    let counts = |c: &[(&str, u64)]| c.iter().map(|(w, n)| (w.to_string(), *n)).collect();
+    let expected: Vec<(String, u64)> = counts(&[("a", 2), ("a", 3), ("b", 2)]);
+    assert_eq!(got, expected);
+    assert_dead_lettered_for_decode(&s, "poison", "count", 2);
+    assert_eq!(hget(&s, &hash, "\"p\"").as_deref(), Some("{not json"));
+
+    // The partition goes on committing, and `p` fails again until the value is fixed.
+    s.produce("poison", &words(&["p", "a"]));
+    wait_until("the next batch", &job, || committed(&job) == 7);
+    assert_dead_lettered_for_decode(&s, "poison", "count", 3);
+    hset(&s, &hash, "\"p\"", "41");
+    s.produce("poison", &words(&["p"]));
+    wait_until("the fixed key", &job, || committed(&job) == 8);
+    job.blocking_shutdown(Duration::MAX);
+    let mut got = out.snapshot();
+    got.sort();
+    let expected: Vec<(String, u64)> = counts(&[("a", 2), ("a", 3), ("a", 4), ("b", 2), ("p", 42)]);
+    assert_eq!(got, expected);
+    assert_eq!(hget(&s, &hash, "\"p\"").as_deref(), Some("42"));
+}
+
+#[test]
+fn a_rolling_reduce_value_that_does_not_decode_fails_only_its_keys_records() {
+    let s = private_setup("cache-poison-rolling");
+    s.rt.block_on(s.mq().create_topic("rpoison", 1)).unwrap();
+    let words = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let start = || {
+        let env =
+            RedisEnv::try_with_config(s.redis.url(), s.config("rpoison").build().unwrap()).unwrap();
+        let out = CollectSink::new();
+        env.from_mq_topic_with_options("rpoison", "g", earliest(50))
+            .map(|m: Message| (m.text().unwrap().to_string(), 1u64))
+            .key_by(|(w, _): &(String, u64)| w.clone())
+            .reduce(|(w, a), (_, b)| (w, a + b))
+            .sink(out.clone())
+            .unwrap();
+        (env.execute_async().unwrap(), out)
+    };
+    s.produce("rpoison", &words(&["a", "b", "p"]));
+    let (job, _) = start();
+    wait_until("the first run", &job, || committed(&job) == 3);
+    job.blocking_shutdown(Duration::MAX);
+
+    // An older encoding: valid JSON, not the table's value type.
+    let hash = state_hash(&s, ":reduce:rolling");
+    hset(&s, &hash, "\"p\"", "{\"count\":1}");
+    s.produce("rpoison", &words(&["a", "p", "b", "p", "a"]));
+    let (job, out) = start();
+    wait_until("the batch with `p`", &job, || committed(&job) == 5);
+    let mut got = out.snapshot();
+    got.sort();
+    let counts = |c: &[(&str, u64)]| c.iter().map(|(w, n)| (w.to_string(), *n)).collect();
+    let expected: Vec<(String, u64)> = counts(&[("a", 2), ("a", 3), ("b", 2)]);
+    assert_eq!(got, expected);
+    assert_dead_lettered_for_decode(&s, "rpoison", "rolling", 2);
+    assert_eq!(hget(&s, &hash, "\"p\"").as_deref(), Some("{\"count\":1}"));
+
+    // The user deletes the value: `p` starts over.
+    let _: i64 = redis::cmd("HDEL")
+        .arg(&hash)
+        .arg("\"p\"")
+        .query(&mut raw(&s))
+        .unwrap();
+    s.produce("rpoison", &words(&["p", "a"]));
+    wait_until("the next batch", &job, || committed(&job) == 7);
+    job.blocking_shutdown(Duration::MAX);
+    let mut got = out.snapshot();
+    got.sort();
+    let expected: Vec<(String, u64)> = counts(&[("a", 2), ("a", 3), ("a", 4), ("b", 2), ("p", 1)]);
+    assert_eq!(got, expected);
 }

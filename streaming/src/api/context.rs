@@ -227,7 +227,7 @@ impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> StateRef<K> for &D {
 
     #[inline(always)]
     fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<D::Handle<'s>, Error> {
-        let slot = ctx.state.resolve(self, ctx.opener)?;
+        let slot = ctx.state.resolve(self, ctx.opener, ctx.key)?;
         let (backend, key) = ctx.backend_and_key();
         backend.open::<D>(slot, key)
     }

@@ -17,9 +17,14 @@ pub trait KeyChanges<K>: Default + Clone + 'static {
     /// Notes that `key` has no state in memory. An engine that loads state lazily notes
     /// the key as missing when it does not know the key to be absent from its store: the
     /// record then runs again once the key is loaded.
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when the key's stored state does not decode: the record
+    /// fails.
     #[inline(always)]
-    fn missing(&mut self, key: &K) {
+    fn missing(&mut self, key: &K) -> Result<(), Error> {
         let _ = key;
+        Ok(())
     }
 }
 
@@ -45,9 +50,14 @@ pub trait ProcessTracking<K>: OpenState<K> + Default + Clone + 'static {
     /// Notes that a record or timer of `key` runs: an engine that loads state lazily notes
     /// the key as missing when its state is not in memory (the record then runs again
     /// once it is loaded).
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when the key's stored state does not decode: the record or
+    /// timer fails.
     #[inline(always)]
-    fn touch(&mut self, key: &K) {
+    fn touch(&mut self, key: &K) -> Result<(), Error> {
         let _ = key;
+        Ok(())
     }
 }
 
@@ -57,8 +67,9 @@ impl<K> OpenState<K> for NoChanges {
         &mut self,
         _operator: &str,
         _state: &OpenedState<'_>,
-    ) -> Result<Vec<(K, String)>, Error> {
-        Ok(Vec::new())
+        _load: &mut dyn FnMut(K, &str) -> Result<(), String>,
+    ) -> Result<(), Error> {
+        Ok(())
     }
 }
 

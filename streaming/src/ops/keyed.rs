@@ -98,7 +98,7 @@ where
                     slot.insert(reduced).clone()
                 }
                 None => {
-                    table.changes.missing(&key);
+                    table.changes.missing(&key)?;
                     table.map.insert(key, Some(value.clone()));
                     value
                 }
@@ -153,7 +153,7 @@ where
                     *acc
                 }
                 None => {
-                    table.changes.missing(&key);
+                    table.changes.missing(&key)?;
                     table.map.insert(key.clone(), value);
                     value
                 }
@@ -214,7 +214,7 @@ where
                     *acc
                 }
                 None => {
-                    table.changes.missing(&key);
+                    table.changes.missing(&key)?;
                     table.map.insert(key.clone(), v);
                     v
                 }

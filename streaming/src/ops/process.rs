@@ -175,6 +175,9 @@ pub(crate) struct ContextTimes {
 impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
     /// Runs `f` with the context of `key`, then notes the states it changed (also when it
     /// failed: the engine then rolls the batch back anyway).
+    ///
+    /// # Errors
+    /// The engine's, when `key`'s stored state does not decode (`f` does not run).
     #[inline]
     pub(crate) fn with_context<R>(
         &mut self,
@@ -182,16 +185,19 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         times: ContextTimes,
         timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
-    ) -> R {
-        self.tracking.touch(key);
+    ) -> Result<R, Error> {
+        self.tracking.touch(key)?;
         let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
         let result = f(&mut ctx);
         let changed = ctx.changed();
         self.note_changes(changed, key);
-        result
+        Ok(result)
     }
 
     /// [`with_context`](Self::with_context) for a timer of `domain`.
+    ///
+    /// # Errors
+    /// As [`with_context`](Self::with_context).
     #[inline]
     pub(crate) fn with_timer_context<R>(
         &mut self,
@@ -200,14 +206,14 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         domain: TimeDomain,
         timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut TimerContext<'_, K>) -> R,
-    ) -> R {
-        self.tracking.touch(key);
+    ) -> Result<R, Error> {
+        self.tracking.touch(key)?;
         let inner = KeyedContext::new(self.context_parts(key, times, timers));
         let mut ctx = TimerContext { inner, domain };
         let result = f(&mut ctx);
         let changed = ctx.inner.changed();
         self.note_changes(changed, key);
-        result
+        Ok(result)
     }
 
     #[inline]
@@ -422,9 +428,11 @@ where
             };
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;
-            let called = st.with_timer_context(&key, times, domain, &mut self.requests, |ctx| {
-                guard(&self.id, || function.on_timer(time, ctx, &mut out))
-            });
+            let called = st
+                .with_timer_context(&key, times, domain, &mut self.requests, |ctx| {
+                    guard(&self.id, || function.on_timer(time, ctx, &mut out))
+                })
+                .and_then(|called| called);
             let first = out.into_first();
             Self::check(&self.id, called, &mut self.out)?;
             Self::register(&self.id, st, &key, &mut self.requests)?;
@@ -466,9 +474,11 @@ where
             };
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;
-            let called = st.with_context(&key, times, &mut self.requests, |ctx| {
-                guard(&self.id, || function.process_element(value, ctx, &mut out))
-            });
+            let called = st
+                .with_context(&key, times, &mut self.requests, |ctx| {
+                    guard(&self.id, || function.process_element(value, ctx, &mut out))
+                })
+                .and_then(|called| called);
             first = out.into_first();
             Self::check(&self.id, called, &mut self.out)?;
             if !self.requests.is_empty() {

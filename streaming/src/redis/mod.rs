@@ -89,6 +89,17 @@
 //! record): state a closure captures, or a side effect of a user function (a log line, a
 //! call to another system), is not rolled back and may happen once per run.
 //!
+//! A stored value that does not decode (written by hand, or an older encoding the schema
+//! check did not catch) fails only its key: the key's records fail with
+//! [`Error::StateDecode`](crate::Error::StateDecode) (naming operator, state and key) and
+//! go to the dead-letter queue (error type `state_decode`, not retried), the other keys of
+//! the batch load and commit as usual, and the engine never writes or deletes the value,
+//! so it can be inspected and fixed. The key is fetched again by the next batch that
+//! touches it after a commit (and when the partition is taken again): once the value is
+//! fixed or deleted, the key's next records use it. A window pane that does not decode
+//! does the same for its key (none of the key's panes are used, none is written); a field
+//! that is no key's (not the key's JSON) is skipped with a warning and left in Redis.
+//!
 //! State schema versions: with `state_schema_evolution_enabled` (default), each
 //! state's fingerprint (kind, value and key types, e.g. `ValueState<u64> by String`) is
 //! kept in the hash `{state_key_prefix}:{job}:{T:n}:{group}:schema` (field

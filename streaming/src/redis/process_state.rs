@@ -2,8 +2,8 @@
 //! and timers ([`ProcessChanges`]), and how that state is loaded and written back.
 
 use super::persist::{
-    adopt_same_type, decode_entries, decode_err, decode_keys, drain_json, trim_target, ChangedKeys,
-    Lazy, Persist, StateLimits, StateWrite, StoredEntries, TIMERS_STATE,
+    adopt_same_type, decode_err, drain_json, keyed_entries, trim_target, ChangedKeys, Lazy,
+    Persist, Poison, StateLimits, StateWrite, StoredEntries, TIMERS_STATE,
 };
 use super::schema::SchemaGate;
 use crate::api::state::{OpenState, OpenedState};
@@ -26,7 +26,8 @@ pub struct ProcessChanges<K> {
     /// Changed keys per state (by slot; the last set stands for every slot from 63 on).
     states: Vec<ChangedKeys<K>>,
     timers: ChangedKeys<K>,
-    pending: HashMap<String, Vec<(K, String)>>,
+    /// Stored entries of states not opened yet, by state: (key, field, value JSON).
+    pending: HashMap<String, Vec<(K, String, String)>>,
     schema: Option<SchemaGate>,
     lazy: Lazy<K>,
     /// The states (and `__timers`) with stored entries in the partition.
@@ -50,7 +51,14 @@ impl<K> Default for ProcessChanges<K> {
 const SHARED_SLOT: usize = 63;
 
 impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
-    fn open(&mut self, operator: &str, state: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error> {
+    /// An entry that does not decode poisons its key (see [`Lazy`]); its other states stay
+    /// in memory until the next rollback evicts it, but no record of it runs.
+    fn open(
+        &mut self,
+        operator: &str,
+        state: &OpenedState<'_>,
+        load: &mut dyn FnMut(K, &str) -> Result<(), String>,
+    ) -> Result<(), Error> {
         if !state.persistent {
             return Err(Error::StateNotPersistent {
                 operator: OperatorId::from_text(operator),
@@ -64,7 +72,17 @@ impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
                 stored.clear();
             }
         }
-        Ok(stored)
+        for (key, field, json) in stored {
+            if let Err(e) = load(key.clone(), &json) {
+                let why = Poison::new(operator, state.name, &field, e);
+                self.lazy.poison(key, why);
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self, key: &K) -> Result<(), Error> {
+        self.lazy.check_opened(key)
     }
 }
 
@@ -88,15 +106,17 @@ impl<K: Hash + Eq + Clone + 'static> ProcessTracking<K> for ProcessChanges<K> {
     }
 
     #[inline]
-    fn touch(&mut self, key: &K) {
+    fn touch(&mut self, key: &K) -> Result<(), Error> {
         let lazy = &mut self.lazy;
         if !lazy.known.contains(key) {
+            lazy.check(key)?;
             if lazy.complete {
                 lazy.known.insert(key.clone());
             } else if !lazy.wanted.contains(key) {
                 lazy.wanted.insert(key.clone());
             }
         }
+        Ok(())
     }
 }
 
@@ -134,8 +154,15 @@ impl<K: Hash + Eq + Clone + 'static> ProcessState<K, ProcessChanges<K>> {
             };
         }
         for entries in self.tracking.pending.values_mut() {
-            entries.retain(|(k, _)| k != key);
+            entries.retain(|(k, _, _)| k != key);
         }
+    }
+
+    /// `key`'s stored state does not decode: what of it is in memory goes, and its
+    /// records fail until a rollback wants it again.
+    fn poison(&mut self, key: K, why: Poison) {
+        self.evict(&key);
+        self.tracking.lazy.poison(key, why);
     }
 }
 
@@ -163,10 +190,20 @@ where
         Ok(())
     }
 
+    /// An entry that does not decode poisons its key (see [`Lazy`]): what of the key is in
+    /// memory goes, and its entries of other states are skipped.
     fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
+        let entries = keyed_entries(&self.tracking.lazy, operator, state, entries);
         if state == TIMERS_STATE {
             type Timers = Vec<(i64, TimeDomain)>;
-            for (k, timers) in decode_entries::<K, Timers>(operator, state, entries)? {
+            for (k, field, json) in entries {
+                let timers = match serde_json::from_str::<Timers>(&json) {
+                    Ok(timers) => timers,
+                    Err(e) => {
+                        self.poison(k, Poison::new(operator, state, &field, e));
+                        continue;
+                    }
+                };
                 for (time, domain) in timers {
                     self.add_timer(&k, time, domain);
                 }
@@ -177,15 +214,20 @@ where
             return Ok(());
         }
         // The values stay JSON until the state's descriptor (its codec) is known.
-        let stored = decode_keys::<K, String>(operator, state, entries, Ok)?;
         match self.backend.slot_of(state) {
-            Some(slot) => self.backend.load(slot, stored),
+            Some(slot) => {
+                for (k, field, json) in entries {
+                    if let Err(e) = self.backend.load(slot, k.clone(), &json) {
+                        self.poison(k, Poison::new(operator, state, &field, e));
+                    }
+                }
+            }
             None => {
                 let pending = self.tracking.pending.entry(state.to_string()).or_default();
-                pending.extend(stored);
-                Ok(())
+                pending.extend(entries);
             }
         }
+        Ok(())
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
@@ -258,12 +300,13 @@ where
     }
 
     fn fetched(&mut self) {
-        let lazy = &mut self.tracking.lazy;
-        lazy.known.extend(lazy.wanted.drain());
+        self.tracking.lazy.fetched(|_| true);
     }
 
     fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
         let mut keys = self.tracking.take_changed();
+        // A key poisoned when a state was opened may have other states in memory.
+        keys.extend(self.tracking.lazy.poisoned.keys().cloned());
         for (state, field) in written {
             keys.push(serde_json::from_str(field).map_err(|e| decode_err(operator, state, e))?);
         }
@@ -296,10 +339,14 @@ where
         if !self.tracking.pending.is_empty() {
             let gone: std::collections::HashSet<&K> = evict.iter().collect();
             for entries in self.tracking.pending.values_mut() {
-                entries.retain(|(k, _)| !gone.contains(k));
+                entries.retain(|(k, _, _)| !gone.contains(k));
             }
         }
         self.tracking.lazy.complete = false;
+    }
+
+    fn committed(&mut self) {
+        self.tracking.lazy.committed();
     }
 
     fn cached(&self) -> usize {
@@ -334,7 +381,7 @@ mod tests {
             watermark: 0,
             processing_time: 0,
         };
-        st.with_context(&key.to_string(), times, &mut Vec::new(), f)
+        (st.with_context(&key.to_string(), times, &mut Vec::new(), f)).unwrap()
     }
 
     #[test]

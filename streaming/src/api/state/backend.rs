@@ -21,11 +21,28 @@ use std::marker::PhantomData;
 /// decode (after its schema check).
 #[doc(hidden)]
 pub trait OpenState<K> {
-    /// Called before the state's first use; returns its stored entries (key, value JSON).
+    /// Called before the state's first use: hands its stored entries (key, value JSON) to
+    /// `load`, which decodes them into the state (`Err`: why an entry does not decode; the
+    /// engine decides what becomes of its key).
     ///
     /// # Errors
     /// The engine cannot keep the state, or its schema check failed.
-    fn open(&mut self, operator: &str, state: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error>;
+    fn open(
+        &mut self,
+        operator: &str,
+        state: &OpenedState<'_>,
+        load: &mut dyn FnMut(K, &str) -> Result<(), String>,
+    ) -> Result<(), Error>;
+
+    /// Whether the record of `key` that opened a state may go on, after
+    /// [`open`](Self::open) (an entry of `key` may not have decoded).
+    ///
+    /// # Errors
+    /// The engine's error for `key`'s records.
+    fn check(&self, key: &K) -> Result<(), Error> {
+        let _ = key;
+        Ok(())
+    }
 }
 
 /// A state being opened (see [`OpenState`]).
@@ -320,35 +337,37 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         &mut self,
         descriptor: &D,
         opener: &mut dyn OpenState<K>,
+        key: &K,
     ) -> Result<usize, Error> {
         match self.find(descriptor.name()) {
             Some(i) => Ok(i),
-            None => self.open_slot(descriptor, opener),
+            None => self.open_slot(descriptor, opener, key),
         }
     }
 
+    /// Opens `descriptor`'s state for the record of `key`: the slot is kept even when the
+    /// record may not go on ([`OpenState::check`]), so the other keys' entries stay loaded.
     #[cold]
     #[inline(never)]
     fn open_slot<D: StateDescriptor<K>>(
         &mut self,
         descriptor: &D,
         opener: &mut dyn OpenState<K>,
+        key: &K,
     ) -> Result<usize, Error> {
         let mut slot = Slot::new(descriptor, self.hasher.clone());
-        let stored = opener.open(
-            &self.operator,
-            &OpenedState {
-                name: slot.name,
-                declared: &slot.declared,
-                fingerprint: self.fingerprint(&slot),
-                persistent: slot.persistent,
-            },
-        )?;
-        for (key, json) in stored {
-            (slot.load)(&mut *slot.data, key, &json)
-                .map_err(|r| self.decode_error(slot.name, r))?;
-        }
+        let opened = OpenedState {
+            name: slot.name,
+            declared: &slot.declared,
+            fingerprint: self.fingerprint(&slot),
+            persistent: slot.persistent,
+        };
+        let (load, data) = (slot.load, &mut slot.data);
+        opener.open(&self.operator, &opened, &mut |k, json| {
+            load(&mut **data, k, json)
+        })?;
         self.slots.push(slot);
+        opener.check(key)?;
         Ok(self.slots.len() - 1)
     }
 
@@ -442,17 +461,13 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         self.find(name)
     }
 
-    /// Decodes stored entries into state `slot`.
+    /// Decodes `key`'s stored value `json` into state `slot`.
     ///
     /// # Errors
-    /// [`Error::StateDecode`] for an entry that does not decode.
-    pub(crate) fn load(&mut self, slot: usize, stored: Vec<(K, String)>) -> Result<(), Error> {
-        for (key, json) in stored {
-            let s = &mut self.slots[slot];
-            let loaded = (s.load)(&mut *s.data, key, &json);
-            loaded.map_err(|r| self.decode_error(self.slots[slot].name, r))?;
-        }
-        Ok(())
+    /// Why the value does not decode.
+    pub(crate) fn load(&mut self, slot: usize, key: K, json: &str) -> Result<(), String> {
+        let s = &mut self.slots[slot];
+        (s.load)(&mut *s.data, key, json)
     }
 
     /// State `slot`'s name and the value of `key` as JSON (`None` when unset).

@@ -107,8 +107,13 @@ mod tests {
     /// The memory engine's part in opening a state: nothing.
     struct InProcess;
     impl<K> OpenState<K> for InProcess {
-        fn open(&mut self, _: &str, _: &OpenedState<'_>) -> Result<Vec<(K, String)>, Error> {
-            Ok(Vec::new())
+        fn open(
+            &mut self,
+            _: &str,
+            _: &OpenedState<'_>,
+            _: &mut dyn FnMut(K, &str) -> Result<(), String>,
+        ) -> Result<(), Error> {
+            Ok(())
         }
     }
 

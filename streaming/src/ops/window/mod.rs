@@ -251,6 +251,7 @@ where
         } = &mut *state;
         changes.mark(&key);
         if !keys.contains_key(&key) {
+            changes.missing(&key)?;
             keys.insert(key.clone(), Vec::new());
         }
         let panes = keys.get_mut(&key).expect("inserted above");
@@ -309,6 +310,9 @@ where
             changes,
             ..
         } = &mut *state;
+        if !keys.contains_key(&key) {
+            changes.missing(&key)?;
+        }
         let empty = Vec::new();
         let panes = keys.get(&key).unwrap_or(&empty);
         let arrival = panes.iter().map(|b| b.last_arrival).max().unwrap_or(0) + 1;

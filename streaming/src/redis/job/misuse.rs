@@ -41,7 +41,7 @@ impl JobShared {
             } => (
                 operator,
                 state.as_str(),
-                format!("{e}: the stored state does not decode as the pipeline's type (e.g. its type changed under `state_schema_mismatch_policy` Ignore); records using it go to the dead-letter queue (not retried). Clear the state (policy Clear) or keep the old type"),
+                format!("{e}: the stored state does not decode as the pipeline's type (e.g. its type changed under `state_schema_mismatch_policy` Ignore, or it was written by hand); records of that key go to the dead-letter queue (not retried), the other keys go on. Fix or delete the stored value, clear the state (policy Clear) or keep the old type"),
             ),
             _ => return,
         };

@@ -13,7 +13,7 @@ use crate::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::rc::Rc;
 
@@ -51,8 +51,10 @@ impl<K: Hash + Eq + Clone + 'static> KeyChanges<K> for ChangedKeys<K> {
     }
 
     #[inline]
-    fn missing(&mut self, key: &K) {
+    fn missing(&mut self, key: &K) -> Result<(), Error> {
+        self.lazy.check(key)?;
         self.lazy.missing(key);
+        Ok(())
     }
 }
 
@@ -84,12 +86,16 @@ impl<K: Hash + Eq> ChangedKeys<K> {
 /// memory (or known to be absent), `wanted` the keys to fetch before the batch runs again
 /// (looked up and not known, or forgotten by a rollback). `complete` while nothing stored
 /// can be missing from memory (no stored state when the partition was taken, nothing
-/// evicted since): then no key is ever missing.
+/// evicted since): then no key is ever missing. `poisoned` are keys whose stored state
+/// was fetched and does not decode: neither known nor in memory, their records fail with
+/// the decode error until the batch commits; the next batch that touches one fetches it
+/// again (the user may have fixed or deleted the stored value since).
 #[derive(Clone, Debug)]
 pub(crate) struct Lazy<K> {
     pub(crate) complete: bool,
     pub(crate) known: HashSet<K>,
     pub(crate) wanted: HashSet<K>,
+    pub(crate) poisoned: HashMap<K, Poison>,
 }
 
 impl<K> Default for Lazy<K> {
@@ -98,7 +104,38 @@ impl<K> Default for Lazy<K> {
             complete: true,
             known: HashSet::new(),
             wanted: HashSet::new(),
+            poisoned: HashMap::new(),
         }
+    }
+}
+
+/// Why a key's stored state does not decode: the [`Error::StateDecode`] its records fail
+/// with.
+#[derive(Clone, Debug)]
+pub(crate) struct Poison {
+    operator: String,
+    state: String,
+    reason: String,
+    /// Found since the last commit: the key's records fail (else the key is fetched
+    /// again when a record touches it).
+    fresh: bool,
+}
+
+impl Poison {
+    /// The stored value of `key` (as JSON, the field of `state`'s hash) does not decode.
+    pub(crate) fn new(operator: &str, state: &str, key: &str, e: impl std::fmt::Display) -> Self {
+        Poison {
+            operator: operator.to_string(),
+            state: state.to_string(),
+            reason: format!(
+                "the stored value of key {key} does not decode ({e}); it is left in Redis as it is: fix or delete that field, and the key's next records use it"
+            ),
+            fresh: true,
+        }
+    }
+
+    fn error(&self) -> Error {
+        decode_err(&self.operator, &self.state, &self.reason)
     }
 }
 
@@ -111,10 +148,95 @@ impl<K: Hash + Eq + Clone> Lazy<K> {
         }
     }
 
-    /// Wants `key` again (a rollback forgot it).
+    /// Whether a record of `key` may run: [`Error::StateDecode`] when its stored state was
+    /// found not to decode since the last commit. A key found so before is wanted again
+    /// (the record runs on a guess, then again once the key is fetched).
+    #[inline]
+    pub(crate) fn check(&mut self, key: &K) -> Result<(), Error> {
+        if self.poisoned.is_empty() {
+            return Ok(());
+        }
+        self.check_poisoned(key)
+    }
+
+    #[cold]
+    fn check_poisoned(&mut self, key: &K) -> Result<(), Error> {
+        match self.poisoned.get(key) {
+            None => Ok(()),
+            Some(p) if p.fresh => Err(p.error()),
+            Some(_) => {
+                self.poisoned.remove(key);
+                self.wanted.insert(key.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Error::StateDecode`] when `key` is poisoned (right after a state was opened).
+    pub(crate) fn check_opened(&self, key: &K) -> Result<(), Error> {
+        self.poisoned.get(key).map_or(Ok(()), |p| Err(p.error()))
+    }
+
+    /// Whether `key`'s stored state does not decode.
+    pub(crate) fn is_poisoned(&self, key: &K) -> bool {
+        !self.poisoned.is_empty() && self.poisoned.contains_key(key)
+    }
+
+    /// `key`'s stored state does not decode (`why`): the key is not known, and its records
+    /// fail until the batch commits.
+    pub(crate) fn poison(&mut self, key: K, why: Poison) {
+        self.known.remove(&key);
+        self.poisoned.insert(key, why);
+    }
+
+    /// The batch committed: a poisoned key is fetched again when a record next touches it.
+    pub(crate) fn committed(&mut self) {
+        for p in self.poisoned.values_mut() {
+            p.fresh = false;
+        }
+    }
+
+    /// The wanted keys were fetched: those that decoded and `known_if` accepts are known.
+    pub(crate) fn fetched(&mut self, mut known_if: impl FnMut(&K) -> bool) {
+        for k in self.wanted.drain() {
+            if !self.poisoned.contains_key(&k) && known_if(&k) {
+                self.known.insert(k);
+            }
+        }
+    }
+
+    /// Wants `key` again (a rollback forgot it), unless it is poisoned: its stored state
+    /// was just found not to decode.
     pub(crate) fn forget(&mut self, key: K) {
         self.known.remove(&key);
-        self.wanted.insert(key);
+        if !self.poisoned.contains_key(&key) {
+            self.wanted.insert(key);
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned> Lazy<K> {
+    /// The key of stored field `field` of `state`: decoded, else the wanted key whose JSON
+    /// it is. `None` (with a warning) when it is no key's: no record can use it, so it is
+    /// skipped and left in Redis.
+    pub(crate) fn key_of(&self, operator: &str, state: &str, field: &str) -> Option<K> {
+        match serde_json::from_str(field) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                let wanted = (self.wanted.iter())
+                    .find(|k| serde_json::to_string(k).is_ok_and(|f| f == field))
+                    .cloned();
+                if wanted.is_none() {
+                    tracing::warn!(
+                        operator,
+                        state,
+                        field,
+                        "stored field is no key's (skipped, left in Redis): {e}"
+                    );
+                }
+                wanted
+            }
+        }
     }
 }
 
@@ -191,10 +313,12 @@ pub(crate) async fn open_schema(
 /// accumulators and triggers serde) and for the watermark of each watermark operator
 /// ([`WatermarkState`]).
 pub trait Persist: 'static + Sealed {
-    /// Adds the stored entries of state `state` (field = key as JSON, value = JSON).
+    /// Adds the stored entries of state `state` (field = key as JSON, value = JSON). A
+    /// keyed store poisons the key of a value that does not decode (see [`Lazy`]) and skips
+    /// a field that is no key's.
     ///
     /// # Errors
-    /// [`Error::StateDecode`] when an entry does not decode.
+    /// [`Error::StateDecode`] when an entry of unkeyed state (a watermark) does not decode.
     fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error>;
 
     /// Hands every change since the last drain to `out` and forgets them.
@@ -361,40 +485,27 @@ pub(crate) fn trim_target(max: usize) -> usize {
 /// The state name of the table of a rolling reduce or sum.
 pub(crate) const ROLLING_STATE: &str = "rolling";
 
-/// Stored entries of `state` (field = key as JSON, value as JSON), keys decoded; the
-/// values as `value` makes them.
-///
-/// # Errors
-/// [`Error::StateDecode`] when a key or value does not decode.
-pub(crate) fn decode_keys<K: DeserializeOwned, V>(
+/// The stored entries of `state` (field = key as JSON, value as JSON) as (key, field,
+/// value): fields that are no key's are skipped (see [`Lazy::key_of`]), and so are the
+/// entries of keys already poisoned.
+pub(crate) fn keyed_entries<K>(
+    lazy: &Lazy<K>,
     operator: &str,
     state: &str,
     entries: StoredEntries,
-    mut value: impl FnMut(String) -> Result<V, serde_json::Error>,
-) -> Result<Vec<(K, V)>, Error> {
-    // The field names the entry: with a million fields, the one that does not decode.
-    let decode = |field: &str, e: serde_json::Error| {
-        decode_err(operator, state, format!("field {field}: {e}"))
-    };
+) -> Vec<(K, String, String)>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned,
+{
     let mut out = Vec::with_capacity(entries.len());
     for (field, json) in entries {
-        let key = serde_json::from_str(&field).map_err(|e| decode(&field, e))?;
-        let value = value(json).map_err(|e| decode(&field, e))?;
-        out.push((key, value));
+        if let Some(k) = lazy.key_of(operator, state, &field) {
+            if !lazy.is_poisoned(&k) {
+                out.push((k, field, json));
+            }
+        }
     }
-    Ok(out)
-}
-
-/// Stored entries of `state`, keys and values decoded.
-///
-/// # Errors
-/// [`Error::StateDecode`] when a key or value does not decode.
-pub(crate) fn decode_entries<K: DeserializeOwned, V: DeserializeOwned>(
-    operator: &str,
-    state: &str,
-    entries: StoredEntries,
-) -> Result<Vec<(K, V)>, Error> {
-    decode_keys(operator, state, entries, |json| serde_json::from_str(&json))
+    out
 }
 
 pub(crate) fn decode_err(operator: &str, state: &str, e: impl std::fmt::Display) -> Error {

@@ -43,32 +43,42 @@ fn encode<Acc: Serialize, Tr: Serialize>(
     .map_err(|e| decode_err(operator, PANES_STATE, e))
 }
 
-fn decode<K: DeserializeOwned, Acc: DeserializeOwned, Tr: DeserializeOwned>(
-    operator: &str,
-    field: &str,
+/// The key and window of pane field `field`; `None` (with a warning) when it is no pane's
+/// field: no record can use it, so it is skipped and left in Redis.
+fn pane_key<K: DeserializeOwned>(operator: &str, field: &str) -> Option<(K, TimeWindow)> {
+    let why = match serde_json::from_str::<(K, i64, i64)>(field) {
+        Ok((key, start, end)) if end > start => return Some((key, TimeWindow::new(start, end))),
+        Ok((_, start, end)) => format!("window end {end} <= start {start}"),
+        Err(e) => e.to_string(),
+    };
+    tracing::warn!(
+        operator,
+        state = PANES_STATE,
+        field,
+        "stored field is no pane's (skipped, left in Redis): {why}"
+    );
+    None
+}
+
+fn decode_pane<Acc: DeserializeOwned, Tr: DeserializeOwned>(
+    window: TimeWindow,
     value: &str,
-) -> Result<(K, Bucket<Acc, Tr>), Error> {
-    let err = |e: String| decode_err(operator, PANES_STATE, e);
-    let (key, start, end): (K, i64, i64) =
-        serde_json::from_str(field).map_err(|e| err(format!("field {field}: {e}")))?;
-    if end <= start {
-        return Err(err(format!(
-            "pane field {field}: window end {end} <= start {start}"
-        )));
-    }
-    let PaneIn(acc, trigger, flags, timers, last_arrival) =
-        serde_json::from_str(value).map_err(|e| err(format!("field {field}: {e}")))?;
-    let bucket = Bucket {
-        window: TimeWindow::new(start, end),
+) -> Result<Bucket<Acc, Tr>, serde_json::Error> {
+    let PaneIn(acc, trigger, flags, timers, last_arrival) = serde_json::from_str(value)?;
+    Ok(Bucket {
+        window,
         acc,
         trigger,
         has_content: flags & HAS_CONTENT != 0,
         pending: flags & PENDING != 0,
         timers,
         last_arrival,
-    };
-    Ok((key, bucket))
+    })
 }
+
+/// The digest of a pane whose stored value did not decode: no pane's, so the pane is
+/// written when it is next loaded and changed.
+const UNDECODED: u64 = 0;
 
 fn digest(value: &str) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
@@ -94,6 +104,33 @@ impl<K: Hash + Eq> WrittenPanes<K> {
 }
 
 impl<K, Acc, Tr, C> Sealed for WindowState<K, Acc, Tr, C> {}
+
+impl<K, Acc, Tr> WindowState<K, Acc, Tr, ChangedKeys<K>>
+where
+    K: Hash + Eq + Clone,
+{
+    /// Notes stored pane `window` of `key` as committed (unless it is): a fetch of the
+    /// key asks for it.
+    fn remember_pane(&mut self, key: K, window: TimeWindow, digest: u64) {
+        let written = self.written.committed.entry(key).or_default();
+        if !written.iter().any(|(w, _)| *w == window) {
+            written.push((window, digest));
+        }
+    }
+
+    /// `key`'s stored pane `window` does not decode: its panes in memory go (with their
+    /// queued timers; their fields stay known, so a fetch of the key asks for them all) and
+    /// its records fail until a rollback wants it again.
+    fn poison(&mut self, key: K, window: TimeWindow, why: Poison) {
+        for b in self.keys.remove(&key).unwrap_or_default() {
+            for &t in &b.timers {
+                self.timers.remove(t, &(key.clone(), b.window));
+            }
+        }
+        self.remember_pane(key.clone(), window, UNDECODED);
+        self.changes.lazy.poison(key, why);
+    }
+}
 
 impl<K, Acc, Tr> Persist for WindowState<K, Acc, Tr, ChangedKeys<K>>
 where
@@ -122,10 +159,30 @@ where
         Ok(())
     }
 
-    fn load(&mut self, operator: &str, _state: &str, entries: StoredEntries) -> Result<(), Error> {
+    /// A pane that does not decode poisons its key (see [`Lazy`]): none of the key's
+    /// panes stays in memory.
+    fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
         let mut loaded: HashMap<K, Vec<Bucket<Acc, Tr>>> = HashMap::new();
         for (field, value) in entries {
-            let (k, b) = decode::<K, Acc, Tr>(operator, &field, &value)?;
+            let Some((k, window)) = pane_key::<K>(operator, &field) else {
+                continue;
+            };
+            if self.changes.lazy.is_poisoned(&k) {
+                self.remember_pane(k, window, UNDECODED);
+                continue;
+            }
+            let b = match decode_pane::<Acc, Tr>(window, &value) {
+                Ok(b) => b,
+                Err(e) => {
+                    for b in loaded.remove(&k).unwrap_or_default() {
+                        self.remember_pane(k.clone(), b.window, UNDECODED);
+                    }
+                    let key = serde_json::to_string(&k).unwrap_or_default();
+                    let what = format!("{key} (pane field {field})");
+                    self.poison(k, window, Poison::new(operator, state, &what, e));
+                    continue;
+                }
+            };
             let in_memory = self
                 .keys
                 .get(&k)
@@ -184,6 +241,7 @@ where
     }
 
     fn committed(&mut self) {
+        self.changes.lazy.committed();
         for (k, now) in self.written.staged.drain() {
             if now.is_empty() {
                 self.written.committed.remove(&k);
@@ -226,7 +284,7 @@ where
                     self.timers.remove(t, &(k.clone(), b.window));
                 }
             }
-            self.changes.lazy.wanted.insert(k);
+            self.changes.lazy.forget(k);
         }
         Ok(())
     }

@@ -10,9 +10,17 @@ where
     K: Serialize + DeserializeOwned + Hash + Eq + Clone + 'static,
     V: Serialize + DeserializeOwned + 'static,
 {
+    /// A value that does not decode poisons its key (see [`Lazy`]).
     fn load(&mut self, operator: &str, state: &str, entries: StoredEntries) -> Result<(), Error> {
-        self.map
-            .extend(decode_entries::<K, V>(operator, state, entries)?);
+        let lazy = &mut self.changes.lazy;
+        for (k, field, json) in keyed_entries(lazy, operator, state, entries) {
+            match serde_json::from_str::<V>(&json) {
+                Ok(v) => {
+                    self.map.insert(k, v);
+                }
+                Err(e) => lazy.poison(k, Poison::new(operator, state, &field, e)),
+            }
+        }
         Ok(())
     }
 
@@ -58,12 +66,8 @@ where
     }
 
     fn fetched(&mut self) {
-        let lazy = &mut self.changes.lazy;
-        for k in lazy.wanted.drain() {
-            if !self.map.contains_key(&k) {
-                lazy.known.insert(k);
-            }
-        }
+        let map = &self.map;
+        self.changes.lazy.fetched(|k| !map.contains_key(k));
     }
 
     fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
@@ -74,6 +78,10 @@ where
             self.changes.lazy.forget(k);
         }
         Ok(())
+    }
+
+    fn committed(&mut self) {
+        self.changes.lazy.committed();
     }
 
     fn trim(&mut self, max: usize) {

@@ -33,10 +33,10 @@ fn keyed_table_loads_and_drains_only_changed_keys_as_json() {
         ]
     );
     assert!(drained(&mut t).is_empty());
-    let e = t
-        .load("op", ROLLING_STATE, vec![("not json".into(), "1".into())])
-        .unwrap_err();
-    assert!(matches!(e, Error::StateDecode { .. }), "{e}");
+    // A field that is no key's JSON: no record can use it, it is skipped.
+    t.load("op", ROLLING_STATE, vec![("not json".into(), "1".into())])
+        .unwrap();
+    assert_eq!(t.map.len(), 2);
 }
 
 fn wanted(p: &mut dyn Persist) -> Vec<(String, String)> {
@@ -50,16 +50,21 @@ fn wanted(p: &mut dyn Persist) -> Vec<(String, String)> {
 type Table = KeyedTable<String, i64, ChangedKeys<String>>;
 
 /// What the sum operator does for one element of `key`.
-fn add(t: &mut Table, key: &str, v: i64) {
+fn try_add(t: &mut Table, key: &str, v: i64) -> Result<(), Error> {
     let key = key.to_string();
     t.changes.mark(&key);
     match t.map.get_mut(&key) {
         Some(acc) => *acc += v,
         None => {
-            t.changes.missing(&key);
+            t.changes.missing(&key)?;
             t.map.insert(key, v);
         }
     }
+    Ok(())
+}
+
+fn add(t: &mut Table, key: &str, v: i64) {
+    try_add(t, key, v).unwrap();
 }
 
 #[test]
@@ -173,6 +178,50 @@ fn adopting_swaps_contents_of_the_same_type_only() {
     assert!(!other.adopt(new.as_any()));
 }
 
+#[test]
+fn a_value_that_does_not_decode_fails_its_key_until_the_batch_commits() {
+    let mut t = Table::default();
+    t.stored(ROLLING_STATE);
+    add(&mut t, "a", 1);
+    add(&mut t, "p", 1);
+    t.roll_back("op", &[]).unwrap();
+    let stored = vec![
+        ("\"a\"".into(), "41".into()),
+        ("\"p\"".into(), "oops".into()),
+    ];
+    t.load("op", ROLLING_STATE, stored).unwrap();
+    t.fetched();
+    add(&mut t, "a", 1);
+    assert_eq!(t.map.get("a"), Some(&42), "the other key loaded");
+    let e = try_add(&mut t, "p", 1).unwrap_err().to_string();
+    for part in ["`op`", "state `rolling`", "key \"p\"", "does not decode"] {
+        assert!(e.contains(part), "{part} not in {e}");
+    }
+    // The record's rollback does not fetch `p` again: its records fail in this batch.
+    t.roll_back("op", &[]).unwrap();
+    assert_eq!(wanted(&mut t), [("rolling".into(), "\"a\"".into())]);
+    t.load("op", ROLLING_STATE, vec![("\"a\"".into(), "41".into())])
+        .unwrap();
+    t.fetched();
+    assert!(try_add(&mut t, "p", 1).is_err());
+    t.roll_back("op", &[]).unwrap();
+    add(&mut t, "a", 1);
+    assert!(
+        drained(&mut t).iter().all(|(_, f, _)| f != "\"p\""),
+        "p is never written"
+    );
+    // After the commit, the next record of `p` fetches it again (now fixed).
+    t.committed();
+    add(&mut t, "p", 1);
+    assert_eq!(wanted(&mut t), [("rolling".into(), "\"p\"".into())]);
+    t.roll_back("op", &[]).unwrap();
+    t.load("op", ROLLING_STATE, vec![("\"p\"".into(), "9".into())])
+        .unwrap();
+    t.fetched();
+    add(&mut t, "p", 1);
+    assert_eq!(t.map.get("p"), Some(&10));
+}
+
 type Panes = WindowState<String, i64, (), ChangedKeys<String>>;
 
 fn pane(key: &str, start: i64, end: i64, acc: i64) -> (String, String) {
@@ -199,6 +248,38 @@ fn window_rollback_drops_the_keys_panes_and_queued_timers() {
     assert_eq!(wanted(&mut w), [("panes".into(), "[\"a\",0,10]".into())]);
     w.fetched();
     assert!(!w.has_wanted());
+}
+
+#[test]
+fn a_pane_that_does_not_decode_leaves_none_of_its_keys_panes_in_memory() {
+    let mut w = Panes::default();
+    let bad = ("[\"p\",10,20]".to_string(), "\"oops\"".to_string());
+    let panes = vec![
+        pane("p", 0, 10, 1),
+        bad,
+        pane("a", 0, 10, 3),
+        pane("p", 20, 30, 1),
+    ];
+    w.load("op", PANES_STATE, panes).unwrap();
+    assert!(!w.keys.contains_key("p"));
+    assert_eq!(w.timers.len(), 1, "only a's pane is queued");
+    assert_eq!(w.keys["a"][0].acc, 3);
+    let e = w.changes.missing(&"p".to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("key \"p\" (pane field [\"p\",10,20])") && e.contains("state `panes`"),
+        "{e}"
+    );
+    // After the commit, a record of `p` wants it again: every pane of it is fetched.
+    w.committed();
+    w.changes.missing(&"p".to_string()).unwrap();
+    assert_eq!(
+        wanted(&mut w),
+        [
+            ("panes".into(), "[\"p\",0,10]".into()),
+            ("panes".into(), "[\"p\",10,20]".into()),
+            ("panes".into(), "[\"p\",20,30]".into()),
+        ]
+    );
 }
 
 #[test]
@@ -241,14 +322,14 @@ fn a_batch_writes_only_the_panes_that_changed_and_deletes_those_gone() {
     w.changes.mark(&k);
     w.roll_back("op", &[]).unwrap();
     assert_eq!(wanted(&mut w), [("panes".into(), "[\"a\",10,20]".into())]);
-    let e = w
-        .load(
-            "op",
-            PANES_STATE,
-            vec![("[\"a\",5,5]".into(), "[1,null,1,[],0]".into())],
-        )
-        .unwrap_err();
-    assert!(e.to_string().contains("end 5 <= start 5"), "{e}");
+    // A field that is no pane's (end <= start): no record can use it, it is skipped.
+    w.load(
+        "op",
+        PANES_STATE,
+        vec![("[\"a\",5,5]".into(), "[1,null,1,[],0]".into())],
+    )
+    .unwrap();
+    assert!(!w.keys.contains_key("a"));
 }
 
 #[test]
