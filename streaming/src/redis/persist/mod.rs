@@ -473,4 +473,6 @@ mod panes;
 mod stores;
 
 #[cfg(test)]
+mod collection_tests;
+#[cfg(test)]
 pub(crate) mod tests;
