@@ -4,8 +4,7 @@
 use super::*;
 use crate::api::state::CollectionKind;
 use crate::api::{
-    KeyedContext, ListStateDescriptor, MapStateDescriptor, SetStateDescriptor,
-    ValueStateDescriptor,
+    KeyedContext, ListStateDescriptor, MapStateDescriptor, SetStateDescriptor, ValueStateDescriptor,
 };
 use crate::ops::process::ContextTimes;
 use crate::ops::ProcessState;
@@ -62,7 +61,14 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 fn written(state: &str, replaced: bool, size: usize, added: &[&str], removed: &[&str]) -> Written {
     let key = "\"k\"".to_string();
-    (state.into(), key, replaced, size, strings(added), strings(removed))
+    (
+        state.into(),
+        key,
+        replaced,
+        size,
+        strings(added),
+        strings(removed),
+    )
 }
 
 /// Opens the three collections of key `k` and loads their stored elements.
@@ -105,7 +111,13 @@ fn a_batch_drains_only_the_elements_it_changed() {
     assert_eq!(
         collections(&mut st),
         [
-            written("last", false, 1000, &["\"e7\"=70", "\"new\"=1"], &["\"e8\""]),
+            written(
+                "last",
+                false,
+                1000,
+                &["\"e7\"=70", "\"new\"=1"],
+                &["\"e8\""]
+            ),
             written("log", false, 4, &["7", "8"], &[]),
             written("seen", false, 2, &["3"], &["2"]),
         ]
@@ -161,17 +173,27 @@ fn a_rollback_forgets_the_changed_keys_and_wants_them_again() {
     });
     with(&mut st, "z", |c| c.state(&COUNT).unwrap().update(1));
     st.roll_back("op", &[]).unwrap();
-    assert!(collections(&mut st).is_empty(), "the changes went with the keys");
+    assert!(
+        collections(&mut st).is_empty(),
+        "the changes went with the keys"
+    );
     let mut wanted = Vec::new();
-    st.wanted_collections("op", &mut |s, k, kind| wanted.push((s.to_string(), k, kind)))
-        .unwrap();
+    st.wanted_collections("op", &mut |s, k, kind| {
+        wanted.push((s.to_string(), k, kind))
+    })
+    .unwrap();
     wanted.sort_by(|a, b| a.1.cmp(&b.1));
-    assert_eq!(wanted[0], ("last".into(), "\"k\"".into(), CollectionKind::Map));
+    assert_eq!(
+        wanted[0],
+        ("last".into(), "\"k\"".into(), CollectionKind::Map)
+    );
     // Fetched again: the committed map, without the rolled-back put.
     st.load_collection("op", "last", "\"k\"", strings(&["\"e1\"", "1"]))
         .unwrap();
     st.fetched();
-    let e1 = with(&mut st, "k", |c| c.state(&LAST).unwrap().get(&"e1".into()).copied());
+    let e1 = with(&mut st, "k", |c| {
+        c.state(&LAST).unwrap().get(&"e1".into()).copied()
+    });
     assert_eq!(e1, Some(1));
 }
 
@@ -191,10 +213,16 @@ fn sizes_fetched_before_a_collection_opened_make_its_keys_fetched_again() {
     assert!(!st.has_wanted());
     let mut wanted = Vec::new();
     with(&mut st, "k", |c| c.state(&SEEN).map(|_| ()).unwrap());
-    assert!(st.has_wanted(), "the key's members are fetched once the kind is known");
+    assert!(
+        st.has_wanted(),
+        "the key's members are fetched once the kind is known"
+    );
     st.wanted("op", &mut |s, f| wanted.push((s.to_string(), f)))
         .unwrap();
-    assert!(wanted.is_empty(), "no size is fetched for a known collection");
+    assert!(
+        wanted.is_empty(),
+        "no size is fetched for a known collection"
+    );
     st.wanted_collections("op", &mut |s, k, _| wanted.push((s.to_string(), k)))
         .unwrap();
     assert_eq!(wanted, [("seen".to_string(), "\"k\"".to_string())]);
