@@ -40,6 +40,10 @@ impl<K> KeyChanges<K> for NoChanges {
 /// The change tracking of a keyed process operator's state, and the engine's part in
 /// opening one of its states for the first time.
 pub trait ProcessTracking<K>: OpenState<K> + Default + Clone + 'static {
+    /// Whether collection states log which elements each record changed (an engine that
+    /// writes them back one by one); the memory engine's states log nothing.
+    const TRACKS_ELEMENTS: bool = false;
+
     /// Notes that the states in `changed` changed for `key` (bit `i`: the operator's `i`-th
     /// state; the last bit: every state from the 64th on).
     fn mark_states(&mut self, changed: u64, key: &K);

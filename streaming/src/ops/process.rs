@@ -140,11 +140,15 @@ pub struct ProcessState<K, P> {
     pub(crate) max_event_timers: usize,
 }
 
-impl<K: Hash + Eq + Clone + 'static, P: Default> ProcessState<K, P> {
+impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
     /// Empty state of `operator`.
     pub(crate) fn new(operator: &OperatorId) -> Self {
+        let mut backend = KeyedStateBackend::new(operator.to_string());
+        if P::TRACKS_ELEMENTS {
+            backend.track_elements();
+        }
         ProcessState {
-            backend: KeyedStateBackend::new(operator.to_string()),
+            backend,
             event_timers: TimerQueue::default(),
             processing_timers: TimerQueue::default(),
             registered: HashMap::new(),

@@ -1,16 +1,19 @@
 //! A partition's state cache: what taking the partition loads (the index of its state
 //! hashes; whole, in `HSCAN` chunks, the states loaded eagerly), what a batch fetches
-//! (`HMGET` of the keys it missed, one pipelined round trip), how a batch is rolled back
+//! (`HMGET` of the keys it missed, and the Redis key of each of their collections, one
+//! pipelined round trip), how a batch is rolled back
 //! (the keys it changed are forgotten and fetched again; nothing else is reloaded) and how
 //! the cache stays bounded (clean keys evicted after a commit).
 
 use super::chain::Make;
 use super::part::Part;
-use super::pending::Pending;
+use super::pending::{KeyKind, Pending};
+use crate::api::state::CollectionKind;
 use crate::api::Sink;
 use crate::mq::Connection;
 use crate::ops::Operator;
 use crate::Error;
+use redis::Value;
 use std::collections::HashMap;
 
 /// Fields per `HSCAN` call and per `HMGET` command: each command stays short, whatever the
@@ -27,6 +30,33 @@ struct Fetch {
     state: String,
     hash: String,
     fields: Vec<String>,
+}
+
+/// One key's collection to fetch: the store (by index), the state, the key as JSON, the
+/// collection's kind and its Redis key.
+struct CollectionFetch {
+    store: usize,
+    state: String,
+    key: String,
+    kind: CollectionKind,
+    redis_key: String,
+}
+
+/// A reply of strings: an array (`SMEMBERS`, `LRANGE`, `HGETALL` on RESP2) or a map
+/// (`HGETALL` on RESP3), flattened to field, value, field, value, ….
+fn flat_strings(reply: Value) -> Result<Vec<String>, Error> {
+    match reply {
+        Value::Map(pairs) => {
+            let mut out = Vec::with_capacity(pairs.len() * 2);
+            for (f, v) in pairs {
+                out.push(redis::from_redis_value(&f)?);
+                out.push(redis::from_redis_value(&v)?);
+            }
+            Ok(out)
+        }
+        Value::Nil => Ok(Vec::new()),
+        other => Ok(redis::from_redis_value(&other)?),
+    }
 }
 
 impl<C, S, O> Part<C, S, O>
@@ -86,11 +116,12 @@ where
         self.fetch_wanted(conn).await
     }
 
-    /// Fetches every wanted key's stored entries (`HMGET`s in chunks, pipelined: one
-    /// round trip) into its store.
+    /// Fetches every wanted key's stored entries (`HMGET`s in chunks) and collections
+    /// (`HGETALL`, `SMEMBERS`, `LRANGE` of each key's own Redis key), pipelined: one round
+    /// trip, into its store.
     pub(super) async fn fetch_wanted(&mut self, conn: &mut Connection) -> Result<(), Error> {
         let mut fetches: Vec<Fetch> = Vec::new();
-        let mut open: HashMap<(usize, String), usize> = HashMap::new();
+        let mut collections: Vec<CollectionFetch> = Vec::new();
         let mut wanting = Vec::new();
         for (i, (op, store)) in self.stores.iter().enumerate() {
             let mut store = store.borrow_mut();
@@ -99,9 +130,10 @@ where
             }
             wanting.push(i);
             let keys = &self.state_keys;
+            let mut open: HashMap<String, usize> = HashMap::new();
             store.wanted(op.as_str(), &mut |state, field| {
                 let hash = keys.hash(op.as_str(), state, &field);
-                let at = *open.entry((i, hash.clone())).or_insert_with(|| {
+                let at = *open.entry(hash.clone()).or_insert_with(|| {
                     fetches.push(Fetch {
                         store: i,
                         state: state.to_string(),
@@ -112,34 +144,67 @@ where
                 });
                 fetches[at].fields.push(field);
             })?;
+            store.wanted_collections(op.as_str(), &mut |state, key, kind| {
+                collections.push(CollectionFetch {
+                    store: i,
+                    redis_key: keys.collection(op.as_str(), state, &key),
+                    state: state.to_string(),
+                    key,
+                    kind,
+                });
+            })?;
         }
-        if !fetches.is_empty() {
-            let mut pipe = redis::pipe();
-            for f in &fetches {
-                for chunk in f.fields.chunks(CHUNK) {
-                    pipe.cmd("HMGET").arg(&f.hash).arg(chunk);
-                }
-            }
-            let replies: Vec<Vec<Option<String>>> = pipe.query_async(conn).await?;
-            let mut replies = replies.into_iter();
-            for f in fetches {
-                let mut entries = Vec::new();
-                for chunk in f.fields.chunks(CHUNK) {
-                    let values = replies.next().unwrap_or_default();
-                    for (field, value) in chunk.iter().zip(values) {
-                        if let Some(value) = value {
-                            entries.push((field.clone(), value));
-                        }
-                    }
-                }
-                if !entries.is_empty() {
-                    let (op, store) = &self.stores[f.store];
-                    store.borrow_mut().load(op.as_str(), &f.state, entries)?;
-                }
-            }
+        if !fetches.is_empty() || !collections.is_empty() {
+            self.fetch(conn, fetches, collections).await?;
         }
         for i in wanting {
             self.stores[i].1.borrow_mut().fetched();
+        }
+        Ok(())
+    }
+
+    /// Runs `fetches` and `collections` in one pipeline and loads the replies.
+    async fn fetch(
+        &mut self,
+        conn: &mut Connection,
+        fetches: Vec<Fetch>,
+        collections: Vec<CollectionFetch>,
+    ) -> Result<(), Error> {
+        let mut pipe = redis::pipe();
+        for f in &fetches {
+            for chunk in f.fields.chunks(CHUNK) {
+                pipe.cmd("HMGET").arg(&f.hash).arg(chunk);
+            }
+        }
+        for c in &collections {
+            match c.kind {
+                CollectionKind::Map => pipe.cmd("HGETALL").arg(&c.redis_key),
+                CollectionKind::Set => pipe.cmd("SMEMBERS").arg(&c.redis_key),
+                CollectionKind::List => pipe.cmd("LRANGE").arg(&c.redis_key).arg(0).arg(-1),
+            };
+        }
+        let replies: Vec<Value> = pipe.query_async(conn).await?;
+        let mut replies = replies.into_iter();
+        for f in fetches {
+            let mut entries = Vec::new();
+            for chunk in f.fields.chunks(CHUNK) {
+                let reply = replies.next().unwrap_or(Value::Nil);
+                let values: Vec<Option<String>> = redis::from_redis_value(&reply)?;
+                for (field, value) in chunk.iter().zip(values) {
+                    if let Some(value) = value {
+                        entries.push((field.clone(), value));
+                    }
+                }
+            }
+            if !entries.is_empty() {
+                let (op, store) = &self.stores[f.store];
+                store.borrow_mut().load(op.as_str(), &f.state, entries)?;
+            }
+        }
+        for c in collections {
+            let stored = flat_strings(replies.next().unwrap_or(Value::Nil))?;
+            let (op, store) = &self.stores[c.store];
+            (store.borrow_mut()).load_collection(op.as_str(), &c.state, &c.key, stored)?;
         }
         Ok(())
     }
@@ -185,7 +250,9 @@ where
     ) -> Result<(), Error> {
         for (op, store) in &self.stores {
             let written: Vec<(&str, &str)> = (pending.hashes.iter())
-                .filter(|h| h.operator == op.as_str())
+                // A collection's writes come with its key's size in the state's hash:
+                // that field names the key.
+                .filter(|h| h.operator == op.as_str() && h.kind == KeyKind::State)
                 .flat_map(|h| h.fields.keys().map(|f| (h.state.as_str(), f.as_str())))
                 .collect();
             store.borrow_mut().roll_back(op.as_str(), &written)?;

@@ -1,9 +1,10 @@
 //! The batch commit: the stores' changes, the sink's outputs and the acknowledgement, in
 //! one Lua script under the lease check.
 //!
-//! - [`AckMode::Xack`]: `HSET`/`HDEL` state + `RPUSH` sink + `XACK` + frontier advance;
-//! - [`AckMode::Offset`]: the entries were read with `NOACK`; `HSET`/`HDEL` + `RPUSH` +
-//!   `SET` of the committed offset (the group's commit-frontier key).
+//! - [`AckMode::Xack`]: `HSET`/`HDEL` state (a collection key: `DEL` when replaced, then
+//!   `HSET`/`HDEL`, `SADD`/`SREM` or `RPUSH`) + `RPUSH` sink + `XACK` + frontier advance;
+//! - [`AckMode::Offset`]: the entries were read with `NOACK`; the same state writes +
+//!   `RPUSH` + `SET` of the committed offset (the group's commit-frontier key).
 //!
 //! With `commit_replica_wait`, `WAIT` follows the script in the same request to the same
 //! node; a commit confirmed on fewer replicas than asked fails like one whose reply was
@@ -11,10 +12,11 @@
 
 use super::context::{guarded, Ctx};
 use super::part::Part;
-use super::pending::{drain_into, Pending, PendingHash};
+use super::pending::{drain_into, KeyKind, Pending, PendingHash};
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
 use super::{AckMode, RedisListSink};
+use crate::api::state::CollectionKind;
 use crate::api::Sink;
 use crate::mq::frontier::LUA_ADVANCE;
 use crate::mq::lease::{Lease, LUA_LEASE_HELD};
@@ -62,7 +64,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         let fence = self.owner.fence(ctx, &lease);
         schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
         // 4. Commit state + sink lists + acknowledgement atomically.
-        pending.hashes.retain(|h| !h.fields.is_empty());
+        pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
         let lists = self.list_writes(ctx);
         let call = CommitCall {
@@ -195,16 +197,29 @@ impl CommitCall<'_> {
         inv.arg(self.read_after.unwrap_or(""));
     }
 
-    /// Per hash: its sets, its deletes, whether it is sampled.
+    /// Per key: its kind, whether it is replaced, its sets (fields and values, set
+    /// members or list elements), its deletes, whether it is sampled.
     fn hash_args(&self, inv: &mut Cmd) {
         inv.arg(self.hashes.len());
         for (h, sample) in self.hashes.iter().zip(self.sampled) {
+            let kind = match h.kind {
+                KeyKind::State => "i",
+                KeyKind::Collection(CollectionKind::Map) => "h",
+                KeyKind::Collection(CollectionKind::Set) => "s",
+                KeyKind::Collection(CollectionKind::List) => "l",
+            };
+            inv.arg(kind).arg(if h.replace { "1" } else { "0" });
             let sets = h.fields.iter().filter(|(_, v)| v.is_some()).count();
-            inv.arg(sets);
+            inv.arg(sets + h.appends.len());
             for (f, v) in &h.fields {
-                if let Some(v) = v {
-                    inv.arg(f).arg(v);
-                }
+                match v {
+                    Some(_) if kind == "s" => inv.arg(f),
+                    Some(v) => inv.arg(f).arg(v),
+                    None => continue,
+                };
+            }
+            for v in &h.appends {
+                inv.arg(v);
             }
             inv.arg(h.fields.len() - sets);
             for (f, v) in &h.fields {

@@ -59,7 +59,7 @@ impl HotKeys {
             && pending
                 .hashes
                 .iter()
-                .any(|h| !h.fields.is_empty() && self.is_armed(&h.key))
+                .any(|h| h.writes() && self.is_armed(&h.key))
         {
             if let Ok(mut h) = ctx.job.hot.lock() {
                 h.throttled += 1;
@@ -91,7 +91,7 @@ impl HotKeys {
                 continue;
             }
             let before = self.writes;
-            self.writes += h.fields.len() as u64;
+            self.writes += (h.fields.len() + h.appends.len()) as u64;
             sampled.push(every > 0 && self.writes / every > before / every);
         }
         sampled

@@ -7,7 +7,11 @@
 ///   fields = the key as JSON, values = the value as JSON; with `keyed_state_shard_count`
 ///   N > 1, N hashes `...:{state}:s{i}`, a field going to shard
 ///   `i = FNV-1a-64(field bytes) % N` ([`shard_of`]);
-/// - index of those hashes (a set): `{prefix}:{job}:{T:n}:{group}:index`;
+/// - a collection state (list, map, set) of a keyed process operator: its state hash
+///   holds each key's size, and each key's elements are in their own Redis key
+///   `{prefix}:{job}:{T:n}:{group}:{operator}:{state}:k:{key as JSON}` (a list, a hash
+///   of map key → value, a set), not in the index;
+/// - index of the state hashes (a set): `{prefix}:{job}:{T:n}:{group}:index`;
 /// - schema fingerprints (a hash): `{prefix}:{job}:{T:n}:{group}:schema`.
 ///
 /// `{T:n}` is the partition's hash tag, shared with its stream, so one script can commit
@@ -94,6 +98,13 @@ impl StateKeys {
         }
     }
 
+    /// The Redis key of one key's collection in (operator, state) (`key`: the key as JSON):
+    /// `{unsharded hash}:k:{key}`. Not listed in the index: the state's hash lists the
+    /// keys (field = key as JSON, value = the collection's size).
+    pub(crate) fn collection(&self, operator: &str, state: &str, key: &str) -> String {
+        format!("{}:{operator}:{state}:k:{key}", self.base)
+    }
+
     /// The state name of `key` when it is a hash (or, sharded, a shard hash) of `operator`.
     pub(crate) fn state_of<'k>(&self, key: &'k str, operator: &str) -> Option<&'k str> {
         let rest = key
@@ -125,6 +136,10 @@ mod tests {
         assert_eq!(k.state_of(&h, "orders.billing/2:process"), Some("count"));
         assert_eq!(k.state_of(&h, "orders.billing/2:proc"), None);
         assert_eq!(k.state_of(&h, "orders.billing/3:process"), None);
+        assert_eq!(
+            k.collection("orders.billing/2:process", "seen", "\"k\""),
+            "streaming:runtime:job:{orders:3}:billing:orders.billing/2:process:seen:k:\"k\""
+        );
     }
 
     #[test]

@@ -63,21 +63,25 @@
 //! where `{T:n}` is the partition's hash tag (shared with its stream), `operator` the
 //! operator id (`{source_id}/{position}:{kind}`), `state` the state name (rolling
 //! reduce/sum: `rolling`); fields are the keys as JSON, values the values as JSON
-//! (serde_json; a list or set state's value is the key's whole collection as a JSON array,
-//! a map state's a JSON array of `[key, value]` pairs — a change of one element rewrites
-//! the key's whole collection). With `keyed_state_shard_count` N > 1
+//! (serde_json). A list, map or set state keeps each key's elements in the key's own Redis
+//! key `…:{state}:k:{key as JSON}` (a list of elements, a hash of map key → value, a set
+//! of members, each as JSON) and the key's size in the state's hash; a batch writes only
+//! the elements it changed (see the engine guide, `docs/redis-engine.md`). With
+//! `keyed_state_shard_count` N > 1
 //! each such hash is split into N hashes `...:{state}:s{i}` (same hash tag), a field going
 //! to `i = FNV-1a-64(field's UTF-8 bytes) % N`.
 //! Changing N for existing state is not supported (no migration: keep it fixed per job).
 //! The set `{state_key_prefix}:{job}:{T:n}:{group}:index` lists the partition's state
-//! hashes. `state_ttl` sets a `PEXPIRE` on each hash written.
+//! hashes (not the keys' collections: the state's hash lists those). `state_ttl` sets a
+//! `PEXPIRE` on each hash and collection written.
 //!
 //! State loading: taking a partition reads the index and, whole (`HSCAN` in chunks of 500
 //! fields, so no command blocks Redis for long), only window panes, keyed process timers
 //! (`__timers`) and watermarks — state bounded by open windows and pending timers. Rolling
 //! `reduce`/`sum` tables and keyed process states are fetched per key: a batch whose
 //! records touch keys not in memory runs once on a guess, is rolled back, fetches the
-//! missed keys' fields (`HMGET`s pipelined in one round trip) and runs again; keys with
+//! missed keys' fields and collections (`HMGET`s, and `HGETALL` / `SMEMBERS` / `LRANGE` of
+//! each collection's key, pipelined in one round trip) and runs again; keys with
 //! pending timers are fetched when the partition is taken and stay in memory. Taking a
 //! partition therefore costs the same whatever its number of keys, and each rolling
 //! table and keyed process operator keeps at most `state_cache_max_entries` keys per

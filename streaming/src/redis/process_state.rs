@@ -2,11 +2,11 @@
 //! and timers ([`ProcessChanges`]), and how that state is loaded and written back.
 
 use super::persist::{
-    adopt_same_type, decode_err, drain_json, keyed_entries, trim_target, ChangedKeys, Lazy,
-    Persist, Poison, StateLimits, StateWrite, StoredEntries, TIMERS_STATE,
+    adopt_same_type, decode_err, drain_json, keyed_entries, trim_target, ChangedKeys,
+    CollectionWrite, Lazy, Persist, Poison, StateLimits, StateWrite, StoredEntries, TIMERS_STATE,
 };
 use super::schema::SchemaGate;
-use crate::api::state::{OpenState, OpenedState};
+use crate::api::state::{CollectionKind, OpenState, OpenedState};
 use crate::api::TimeDomain;
 use crate::ops::{KeyChanges, ProcessState, ProcessTracking};
 use crate::{Error, OperatorId};
@@ -72,6 +72,14 @@ impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
                 stored.clear();
             }
         }
+        if state.collection.is_some() {
+            // What was fetched before the state's kind was known are the keys' sizes from
+            // the state's hash: their elements are fetched now (the batch runs again).
+            for (k, _, _) in stored {
+                self.lazy.forget(k);
+            }
+            return Ok(());
+        }
         for (key, field, json) in stored {
             if let Err(e) = load(key.clone(), &json) {
                 let why = Poison::new(operator, state.name, &field, e);
@@ -87,6 +95,8 @@ impl<K: Hash + Eq + Clone + 'static> OpenState<K> for ProcessChanges<K> {
 }
 
 impl<K: Hash + Eq + Clone + 'static> ProcessTracking<K> for ProcessChanges<K> {
+    const TRACKS_ELEMENTS: bool = true;
+
     #[inline]
     fn mark_states(&mut self, changed: u64, key: &K) {
         let mut bits = changed;
@@ -131,6 +141,17 @@ impl<K> ProcessChanges<K> {
 }
 
 impl<K: Hash + Eq + Clone> ProcessChanges<K> {
+    /// The keys state `slot` changed since its last drain: taken, except for slots from
+    /// [`SHARED_SLOT`] on, whose shared set is cleared after the last of them drained.
+    fn changed_in(&mut self, slot: usize) -> Option<Vec<K>> {
+        let changed = self.states.get_mut(slot.min(SHARED_SLOT))?;
+        Some(if slot < SHARED_SLOT {
+            changed.drain().collect()
+        } else {
+            changed.iter().cloned().collect()
+        })
+    }
+
     /// Every key changed since the last drain (of any state or of the timers), forgotten.
     fn take_changed(&mut self) -> Vec<K> {
         let mut keys: std::collections::HashSet<K> = self.timers.drain().collect();
@@ -144,6 +165,22 @@ impl<K: Hash + Eq + Clone> ProcessChanges<K> {
 impl<K, C> crate::sealed::Sealed for ProcessState<K, C> {}
 
 impl<K: Hash + Eq + Clone + 'static> ProcessState<K, ProcessChanges<K>> {
+    /// The stored states a wanted key is fetched from, with the kind of those opened as
+    /// collections (fetched from the key's own Redis key). A state the schema check
+    /// cleared is deleted at the next commit: nothing of it is fetched.
+    fn fetched_states<'a>(
+        &'a self,
+        operator: &'a str,
+    ) -> impl Iterator<Item = (&'a String, Option<CollectionKind>)> + 'a {
+        let t = &self.tracking;
+        (t.stored.iter())
+            .filter(move |s| !(t.schema.as_ref()).is_some_and(|g| g.cleared(operator, s)))
+            .map(|s| {
+                let slot = self.backend.slot_of(s);
+                (s, slot.and_then(|slot| self.backend.collection(slot)))
+            })
+    }
+
     /// Forgets `key`'s states and timers (its queued timers leave the queues).
     fn evict(&mut self, key: &K) {
         self.backend.evict(key);
@@ -215,6 +252,12 @@ where
         }
         // The values stay JSON until the state's descriptor (its codec) is known.
         match self.backend.slot_of(state) {
+            Some(slot) if self.backend.collection(slot).is_some() => {
+                // Sizes from the state's hash: the elements are fetched instead.
+                for (k, _, _) in entries {
+                    self.tracking.lazy.forget(k);
+                }
+            }
             Some(slot) => {
                 for (k, field, json) in entries {
                     if let Err(e) = self.backend.load(slot, k.clone(), &json) {
@@ -233,13 +276,11 @@ where
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
         let slots = self.backend.len();
         for slot in 0..slots {
-            let Some(changed) = self.tracking.states.get_mut(slot.min(SHARED_SLOT)) else {
+            if self.backend.collection(slot).is_some() {
+                continue; // drained by `drain_collections`
+            }
+            let Some(keys) = self.tracking.changed_in(slot) else {
                 break;
-            };
-            let keys: Vec<K> = if slot < SHARED_SLOT {
-                changed.drain().collect()
-            } else {
-                changed.iter().cloned().collect()
             };
             let state = self.backend.name(slot);
             if !keys.is_empty() {
@@ -268,6 +309,40 @@ where
         )
     }
 
+    fn drain_collections(
+        &mut self,
+        operator: &str,
+        out: &mut dyn FnMut(CollectionWrite<'_>),
+    ) -> Result<(), Error> {
+        for slot in 0..self.backend.len() {
+            let Some(kind) = self.backend.collection(slot) else {
+                continue;
+            };
+            let Some(keys) = self.tracking.changed_in(slot) else {
+                break;
+            };
+            let state = self.backend.name(slot);
+            if !keys.is_empty() {
+                self.tracking.remember_stored(state);
+            }
+            for key in keys {
+                // A key of the shared set may not have changed this state.
+                let Some(changes) = self.backend.take_changes(slot, &key)? else {
+                    continue;
+                };
+                let key =
+                    serde_json::to_string(&key).map_err(|e| decode_err(operator, state, e))?;
+                out(CollectionWrite {
+                    state,
+                    key,
+                    kind,
+                    changes,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn lazy(&self, state: &str) -> bool {
         state != TIMERS_STATE
     }
@@ -285,16 +360,56 @@ where
 
     fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
         let t = &self.tracking;
-        // A state the schema check cleared is deleted at the next commit: nothing of it
-        // is fetched.
-        let states: Vec<&String> = (t.stored.iter())
-            .filter(|s| !(t.schema.as_ref()).is_some_and(|g| g.cleared(operator, s)))
+        let states: Vec<&String> = (self.fetched_states(operator))
+            .filter(|(_, kind)| kind.is_none())
+            .map(|(s, _)| s)
             .collect();
         for k in &t.lazy.wanted {
             let field = serde_json::to_string(k).map_err(|e| decode_err(operator, "key", e))?;
             for state in &states {
                 out(state, field.clone());
             }
+        }
+        Ok(())
+    }
+
+    fn wanted_collections(
+        &mut self,
+        operator: &str,
+        out: &mut dyn FnMut(&str, String, CollectionKind),
+    ) -> Result<(), Error> {
+        let states: Vec<(&String, CollectionKind)> = (self.fetched_states(operator))
+            .filter_map(|(s, kind)| Some((s, kind?)))
+            .collect();
+        if states.is_empty() {
+            return Ok(());
+        }
+        for k in &self.tracking.lazy.wanted {
+            let key = serde_json::to_string(k).map_err(|e| decode_err(operator, "key", e))?;
+            for (state, kind) in &states {
+                out(state, key.clone(), *kind);
+            }
+        }
+        Ok(())
+    }
+
+    fn load_collection(
+        &mut self,
+        operator: &str,
+        state: &str,
+        key: &str,
+        stored: Vec<String>,
+    ) -> Result<(), Error> {
+        let Some(slot) = self.backend.slot_of(state) else {
+            return Ok(());
+        };
+        let k: K = serde_json::from_str(key).map_err(|e| decode_err(operator, state, e))?;
+        if stored.is_empty() {
+            return Ok(());
+        }
+        // An element that does not decode poisons the key, as a value state's entry does.
+        if let Err(e) = self.backend.load_elements(slot, k.clone(), stored) {
+            self.poison(k, Poison::new(operator, state, key, e));
         }
         Ok(())
     }

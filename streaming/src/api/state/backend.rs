@@ -7,6 +7,7 @@
 //! directly gets its slot the first time it is used and is found by name afterwards (a scan
 //! of the operator's few names). Every state of a record shares one hash of its key.
 
+use super::elements::{CollectionKind, EncodedChanges};
 use super::values::{change_bit, Changed, KeyRef, KeyedValues};
 use super::{short_type_name, StateDescriptor};
 use crate::{Error, OperatorId};
@@ -58,6 +59,8 @@ pub struct OpenedState<'a> {
     pub fingerprint: String,
     /// Whether the descriptor has a codec (values can be kept as JSON).
     pub persistent: bool,
+    /// For a persistent collection state, its kind (its elements are stored one by one).
+    pub collection: Option<CollectionKind>,
 }
 
 /// A state declared with `.state(..)` in `pipeline!`: the index of its declaration, which
@@ -132,10 +135,12 @@ where
     }
 }
 
-/// One state's descriptor and values.
+/// One state's descriptor and values, and the changes of each key not written back yet
+/// (only while the backend tracks elements).
 struct SlotData<K, D: StateDescriptor<K>> {
     descriptor: D,
     values: KeyedValues<K, D::Value>,
+    deltas: KeyedValues<K, D::Delta>,
 }
 
 /// One state of the operator, its type erased; `type_id` says what `data` holds.
@@ -144,12 +149,16 @@ struct Slot<K> {
     /// The descriptor's kind and type, e.g. `ValueState<u64>`.
     declared: String,
     persistent: bool,
+    /// A persistent collection's kind.
+    collection: Option<CollectionKind>,
     type_id: TypeId,
     data: Box<dyn Any>,
     clone: fn(&dyn Any) -> Box<dyn Any>,
     load: fn(&mut dyn Any, K, &str) -> Result<(), String>,
     dump: fn(&dyn Any, &K) -> Result<Option<String>, String>,
     evict: fn(&mut dyn Any, &K),
+    load_elements: fn(&mut dyn Any, K, Vec<String>) -> Result<(), String>,
+    take_changes: fn(&mut dyn Any, &K) -> Result<Option<EncodedChanges>, String>,
 }
 
 fn clone_data<K: Clone + 'static, D: StateDescriptor<K>>(data: &dyn Any) -> Box<dyn Any> {
@@ -157,6 +166,7 @@ fn clone_data<K: Clone + 'static, D: StateDescriptor<K>>(data: &dyn Any) -> Box<
     Box::new(SlotData {
         descriptor: data.descriptor.clone(),
         values: data.values.clone(),
+        deltas: data.deltas.clone(),
     })
 }
 
@@ -188,6 +198,38 @@ where
 {
     let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
     data.values.remove_owned(key);
+    data.deltas.remove_owned(key);
+}
+
+fn load_elements<K, D>(data: &mut dyn Any, key: K, stored: Vec<String>) -> Result<(), String>
+where
+    K: Hash + Eq + Clone + 'static,
+    D: StateDescriptor<K>,
+{
+    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
+    let codec = data
+        .descriptor
+        .elements()
+        .ok_or("state without an element codec")?;
+    data.values.insert_owned(key, (codec.decode)(stored)?);
+    Ok(())
+}
+
+/// Takes `key`'s element changes (`None` when it has none) and encodes them.
+fn take_changes<K, D>(data: &mut dyn Any, key: &K) -> Result<Option<EncodedChanges>, String>
+where
+    K: Hash + Eq + Clone + 'static,
+    D: StateDescriptor<K>,
+{
+    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
+    let codec = data
+        .descriptor
+        .elements()
+        .ok_or("state without an element codec")?;
+    let Some(delta) = data.deltas.take_owned(key) else {
+        return Ok(None);
+    };
+    (codec.encode)(data.values.get_owned(key), &delta).map(Some)
 }
 
 impl<K: Hash + Eq + Clone + 'static> Slot<K> {
@@ -196,15 +238,19 @@ impl<K: Hash + Eq + Clone + 'static> Slot<K> {
             name: descriptor.name(),
             declared: short_type_name::<D>(),
             persistent: descriptor.codec().is_some(),
+            collection: (descriptor.codec().and(descriptor.elements())).map(|c| c.kind),
             type_id: TypeId::of::<SlotData<K, D>>(),
             data: Box::new(SlotData {
                 descriptor: descriptor.clone(),
-                values: KeyedValues::<K, D::Value>::with_hasher(hasher),
+                values: KeyedValues::<K, D::Value>::with_hasher(hasher.clone()),
+                deltas: KeyedValues::<K, D::Delta>::with_hasher(hasher),
             }),
             clone: clone_data::<K, D>,
             load: load_entry::<K, D>,
             dump: dump_entry::<K, D>,
             evict: evict_entry::<K, D>,
+            load_elements: load_elements::<K, D>,
+            take_changes: take_changes::<K, D>,
         }
     }
 
@@ -234,12 +280,15 @@ impl<K> Clone for Slot<K> {
             name: self.name,
             declared: self.declared.clone(),
             persistent: self.persistent,
+            collection: self.collection,
             type_id: self.type_id,
             data: (self.clone)(&*self.data),
             clone: self.clone,
             load: self.load,
             dump: self.dump,
             evict: self.evict,
+            load_elements: self.load_elements,
+            take_changes: self.take_changes,
         }
     }
 }
@@ -258,6 +307,9 @@ pub(crate) struct KeyedStateBackend<K> {
     key_hash: u64,
     /// The states the current record changed (bit `i`: slot `i`).
     changed: u64,
+    /// Whether collection handles log their changed elements (an engine that writes
+    /// changes back element by element; the memory engine does not).
+    track_elements: bool,
 }
 
 impl<K> KeyedStateBackend<K> {
@@ -284,7 +336,13 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             declared: 0,
             key_hash: 0,
             changed: 0,
+            track_elements: false,
         }
+    }
+
+    /// Makes collection handles log their changed elements from now on.
+    pub(crate) fn track_elements(&mut self) {
+        self.track_elements = true;
     }
 
     fn find(&self, name: &str) -> Option<usize> {
@@ -361,6 +419,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             declared: &slot.declared,
             fingerprint: self.fingerprint(&slot),
             persistent: slot.persistent,
+            collection: slot.collection,
         };
         let (load, data) = (slot.load, &mut slot.data);
         opener.open(&self.operator, &opened, &mut |k, json| {
@@ -399,7 +458,12 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             key,
             hash: self.key_hash,
         };
-        Ok(data.descriptor.open(&mut data.values, key, changed))
+        let deltas = if self.track_elements {
+            Some(&mut data.deltas)
+        } else {
+            None
+        };
+        Ok(data.descriptor.open(&mut data.values, key, changed, deltas))
     }
 
     /// Opens declared state `slot` for `key` (see [`open`](Self::open)). The pipeline's
@@ -443,8 +507,15 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         }
     }
 
+    /// `MapState<u32, u64> by String`; a collection stored element by element has `/2`
+    /// after its kind (`MapState/2<u32, u64> by String`): stored state of the layout
+    /// before it (one JSON value per key) is another schema.
     fn fingerprint(&self, slot: &Slot<K>) -> String {
-        format!("{} by {}", slot.declared, short_type_name::<K>())
+        let declared = match (slot.collection, slot.declared.split_once('<')) {
+            (Some(_), Some((kind, types))) => format!("{kind}/2<{types}"),
+            _ => slot.declared.clone(),
+        };
+        format!("{declared} by {}", short_type_name::<K>())
     }
 }
 
@@ -485,6 +556,41 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
             });
         }
         (s.dump)(&*s.data, key).map_err(|r| self.decode_error(s.name, r))
+    }
+
+    /// The collection kind of state `slot` (`None`: a value state).
+    pub(crate) fn collection(&self, slot: usize) -> Option<CollectionKind> {
+        self.slots[slot].collection
+    }
+
+    /// Decodes `key`'s stored collection (see [`ElementCodec`](super::ElementCodec)'s
+    /// `decode`) into state `slot`.
+    ///
+    /// # Errors
+    /// Why an element does not decode (the caller names operator, state and key).
+    pub(crate) fn load_elements(
+        &mut self,
+        slot: usize,
+        key: K,
+        stored: Vec<String>,
+    ) -> Result<(), String> {
+        let s = &mut self.slots[slot];
+        (s.load_elements)(&mut *s.data, key, stored)
+    }
+
+    /// Takes the element changes of `key` in collection state `slot`, encoded (`None`
+    /// when it has none).
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when an element does not encode.
+    pub(crate) fn take_changes(
+        &mut self,
+        slot: usize,
+        key: &K,
+    ) -> Result<Option<EncodedChanges>, Error> {
+        let s = &mut self.slots[slot];
+        let taken = (s.take_changes)(&mut *s.data, key);
+        taken.map_err(|r| self.decode_error(self.slots[slot].name, r))
     }
 
     /// Forgets `key`'s value in every state (the engine loads it again when needed).

@@ -1,6 +1,7 @@
 //! The four state descriptors and their JSON codecs.
 
 use super::codec::JsonCodec;
+use super::elements::{ElementChanges, ElementCodec, ListChanges};
 use super::handles::{ListState, MapState, SetState, ValueState};
 use super::values::{Changed, KeyEntry, KeyRef, KeyedValues};
 use super::StateDescriptor;
@@ -64,6 +65,7 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
     for ValueStateDescriptor<T>
 {
     type Value = T;
+    type Delta = ();
     type Handle<'s>
         = ValueState<'s, K, T>
     where
@@ -80,6 +82,7 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
         values: &'s mut KeyedValues<K, T>,
         key: KeyRef<'s, K>,
         changed: Changed<'s>,
+        _deltas: Option<&'s mut KeyedValues<K, ()>>,
     ) -> ValueState<'s, K, T> {
         ValueState {
             entry: KeyEntry::open(values, key),
@@ -97,18 +100,25 @@ impl<K: Hash + Eq + Clone + 'static, T: Clone + 'static> StateDescriptor<K>
 /// [`StateDescriptor`] implementation.
 macro_rules! collection_descriptor {
     ($(#[$doc:meta])* $name:ident<$($p:ident),*> opens $handle:ident, per key $coll:ty,
-     state where [$($state_bounds:tt)*], persistent where [$($bounds:tt)*], codec $codec:expr) => {
+     changes $delta:ty, state where [$($state_bounds:tt)*],
+     persistent where [$($bounds:tt)*], codec $codec:expr, elements $elements:expr) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<$($p),*> {
             name: &'static str,
             codec: Option<JsonCodec<$coll>>,
+            elements: Option<ElementCodec<$coll, $delta>>,
             _types: PhantomData<fn() -> ($($p,)*)>,
         }
 
         impl<$($p),*> Clone for $name<$($p),*> {
             fn clone(&self) -> Self {
-                $name { name: self.name, codec: self.codec, _types: PhantomData }
+                $name {
+                    name: self.name,
+                    codec: self.codec,
+                    elements: self.elements,
+                    _types: PhantomData,
+                }
             }
         }
 
@@ -116,7 +126,7 @@ macro_rules! collection_descriptor {
             /// A state named `name`, empty for every key until written. The memory engine
             /// keeps it; for the Redis engine use [`persistent`](Self::persistent).
             pub const fn new(name: &'static str) -> Self {
-                $name { name, codec: None, _types: PhantomData }
+                $name { name, codec: None, elements: None, _types: PhantomData }
             }
         }
 
@@ -125,11 +135,16 @@ macro_rules! collection_descriptor {
             $($bounds)*
         {
             /// Like [`new`](Self::new), with a JSON codec so that engines keeping state
-            /// outside the process (the Redis engine: one hash field per key, the whole
-            /// collection as its JSON value) can store it; works the same on the memory
-            /// engine.
+            /// outside the process (the Redis engine: one Redis key per key of the state,
+            /// holding its elements as JSON, and a batch writes only the elements it
+            /// changed) can store it; works the same on the memory engine.
             pub const fn persistent(name: &'static str) -> Self {
-                $name { name, codec: Some($codec), _types: PhantomData }
+                $name {
+                    name,
+                    codec: Some($codec),
+                    elements: Some($elements),
+                    _types: PhantomData,
+                }
             }
         }
 
@@ -138,6 +153,7 @@ macro_rules! collection_descriptor {
             $($state_bounds)*
         {
             type Value = $coll;
+            type Delta = $delta;
             type Handle<'s>
                 = $handle<'s, K, $($p),*>
             where
@@ -154,12 +170,21 @@ macro_rules! collection_descriptor {
                 values: &'s mut KeyedValues<K, $coll>,
                 key: KeyRef<'s, K>,
                 changed: Changed<'s>,
+                deltas: Option<&'s mut KeyedValues<K, $delta>>,
             ) -> Self::Handle<'s> {
-                $handle { entry: KeyEntry::open(values, key), changed }
+                $handle {
+                    entry: KeyEntry::open(values, key),
+                    changed,
+                    delta: deltas.map(|d| KeyEntry::open(d, key)),
+                }
             }
 
             fn codec(&self) -> Option<JsonCodec<$coll>> {
                 self.codec
+            }
+
+            fn elements(&self) -> Option<ElementCodec<$coll, $delta>> {
+                self.elements
             }
         }
     };
@@ -167,20 +192,25 @@ macro_rules! collection_descriptor {
 
 collection_descriptor!(
     /// A list of values per key.
-    ListStateDescriptor<T> opens ListState, per key Vec<T>,
+    ListStateDescriptor<T> opens ListState, per key Vec<T>, changes ListChanges,
     state where [T: Clone + 'static],
-    persistent where [T: Serialize + DeserializeOwned], codec JsonCodec::new()
+    persistent where [T: Serialize + DeserializeOwned], codec JsonCodec::new(),
+    elements ElementCodec::list()
 );
 collection_descriptor!(
-    /// A map per key (stored in Redis as a JSON array of `[key, value]` pairs).
+    /// A map per key (stored in Redis as a hash per key: field = map key as JSON, value =
+    /// value as JSON).
     MapStateDescriptor<MK, MV> opens MapState, per key HashMap<MK, MV>,
+    changes ElementChanges<MK>,
     state where [MK: Hash + Eq + Clone + 'static, MV: Clone + 'static],
     persistent where [MK: Serialize + DeserializeOwned + Hash + Eq, MV: Serialize + DeserializeOwned],
-    codec JsonCodec { ser: ser_pairs::<MK, MV>, de: de_pairs::<MK, MV> }
+    codec JsonCodec { ser: ser_pairs::<MK, MV>, de: de_pairs::<MK, MV> },
+    elements ElementCodec::map()
 );
 collection_descriptor!(
     /// A set of values per key.
-    SetStateDescriptor<T> opens SetState, per key HashSet<T>,
+    SetStateDescriptor<T> opens SetState, per key HashSet<T>, changes ElementChanges<T>,
     state where [T: Hash + Eq + Clone + 'static],
-    persistent where [T: Serialize + DeserializeOwned + Hash + Eq], codec JsonCodec::new()
+    persistent where [T: Serialize + DeserializeOwned + Hash + Eq], codec JsonCodec::new(),
+    elements ElementCodec::set()
 );

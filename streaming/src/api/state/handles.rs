@@ -2,8 +2,11 @@
 //!
 //! Opening a handle looks the key up once; its reads and writes reuse that place. Reading
 //! never marks a state changed; every call that changes it does, so an engine that writes
-//! state back writes exactly the (state, key) pairs a record changed.
+//! state back writes exactly the (state, key) pairs a record changed. A collection handle
+//! opened by such an engine also logs which elements changed (`delta`), so that only
+//! those are written; opened by the memory engine it logs nothing.
 
+use super::elements::{Cleared, ElementChanges, ListChanges};
 use super::values::{Changed, KeyEntry};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -46,12 +49,14 @@ impl<K: Hash + Eq + Clone, T: Clone> ValueState<'_, K, T> {
 
 /// A per-key collection handle: the key's collection and the record's change mask.
 macro_rules! collection_handle {
-    ($(#[$doc:meta])* $name:ident<$($p:ident),*> of $coll:ty) => {
+    ($(#[$doc:meta])* $name:ident<$($p:ident),*> of $coll:ty, changes $delta:ty) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<'s, K, $($p),*> {
             pub(crate) entry: KeyEntry<'s, K, $coll>,
             pub(crate) changed: Changed<'s>,
+            /// The key's changed elements, when the engine writes changes back.
+            pub(crate) delta: Option<KeyEntry<'s, K, $delta>>,
         }
 
         impl<K: Hash + Eq + Clone, $($p),*> $name<'_, K, $($p),*> {
@@ -59,6 +64,9 @@ macro_rules! collection_handle {
             pub fn clear(&mut self) {
                 if self.entry.remove().is_some() {
                     self.changed.mark();
+                    if let Some(d) = &mut self.delta {
+                        d.get_or_insert_with(Default::default).clear();
+                    }
                 }
             }
         }
@@ -67,15 +75,15 @@ macro_rules! collection_handle {
 
 collection_handle!(
     /// The list of a [`ListStateDescriptor`](super::ListStateDescriptor) for the current key.
-    ListState<T> of Vec<T>
+    ListState<T> of Vec<T>, changes ListChanges
 );
 collection_handle!(
     /// The map of a [`MapStateDescriptor`](super::MapStateDescriptor) for the current key.
-    MapState<MK, MV> of HashMap<MK, MV>
+    MapState<MK, MV> of HashMap<MK, MV>, changes ElementChanges<MK>
 );
 collection_handle!(
     /// The set of a [`SetStateDescriptor`](super::SetStateDescriptor) for the current key.
-    SetState<T> of HashSet<T>
+    SetState<T> of HashSet<T>, changes ElementChanges<T>
 );
 
 impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
@@ -86,7 +94,15 @@ impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
 
     /// Appends one element.
     pub fn add(&mut self, value: T) {
-        self.entry.get_or_insert_with(Vec::new).push(value);
+        let list = self.entry.get_or_insert_with(Vec::new);
+        if let Some(d) = &mut self.delta {
+            let len = list.len();
+            d.get_or_insert_with(|| ListChanges {
+                replaced: false,
+                from: len,
+            });
+        }
+        list.push(value);
         self.changed.mark();
     }
 
@@ -97,11 +113,14 @@ impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
         } else {
             self.entry.set(values);
             self.changed.mark();
+            if let Some(d) = &mut self.delta {
+                d.get_or_insert_with(Default::default).replaced = true;
+            }
         }
     }
 }
 
-impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
+impl<K: Hash + Eq + Clone, MK: Hash + Eq + Clone, MV> MapState<'_, K, MK, MV> {
     /// The value under `map_key`.
     pub fn get(&self, map_key: &MK) -> Option<&MV> {
         self.entry.get().and_then(|m| m.get(map_key))
@@ -115,6 +134,9 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
     /// Inserts or replaces; returns the previous value.
     pub fn put(&mut self, map_key: MK, value: MV) -> Option<MV> {
         self.changed.mark();
+        if let Some(d) = &mut self.delta {
+            d.get_or_insert_with(Default::default).touch(&map_key);
+        }
         self.entry
             .get_or_insert_with(HashMap::new)
             .insert(map_key, value)
@@ -128,6 +150,9 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
             self.entry.remove();
         }
         self.changed.mark();
+        if let Some(d) = &mut self.delta {
+            d.get_or_insert_with(Default::default).touch(map_key);
+        }
         Some(v)
     }
 
@@ -147,10 +172,21 @@ impl<K: Hash + Eq + Clone, MK: Hash + Eq, MV> MapState<'_, K, MK, MV> {
     }
 }
 
-impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
+impl<K: Hash + Eq + Clone, T: Hash + Eq + Clone> SetState<'_, K, T> {
     /// Adds `value`; returns whether it was new.
     pub fn add(&mut self, value: T) -> bool {
-        let added = self.entry.get_or_insert_with(HashSet::new).insert(value);
+        let set = self.entry.get_or_insert_with(HashSet::new);
+        let added = match &mut self.delta {
+            None => set.insert(value),
+            Some(d) => {
+                let added = !set.contains(&value);
+                if added {
+                    d.get_or_insert_with(Default::default).touch(&value);
+                    set.insert(value);
+                }
+                added
+            }
+        };
         if added {
             self.changed.mark();
         }
@@ -174,6 +210,9 @@ impl<K: Hash + Eq + Clone, T: Hash + Eq> SetState<'_, K, T> {
             self.entry.remove();
         }
         self.changed.mark();
+        if let Some(d) = &mut self.delta {
+            d.get_or_insert_with(Default::default).touch(value);
+        }
         true
     }
 

@@ -11,6 +11,7 @@
 mod backend;
 mod codec;
 mod descriptors;
+mod elements;
 mod handles;
 mod values;
 
@@ -20,9 +21,12 @@ pub use codec::JsonCodec;
 pub use descriptors::{
     ListStateDescriptor, MapStateDescriptor, SetStateDescriptor, ValueStateDescriptor,
 };
+#[cfg(feature = "redis")]
+pub(crate) use elements::{CollectionKind, EncodedChanges};
 pub use handles::{ListState, MapState, SetState, ValueState};
 pub(crate) use values::{Changed, KeyRef, KeyedValues};
 
+use elements::ElementCodec;
 use std::any::type_name;
 
 /// Describes one named keyed state and how to open it for a key. Implemented by
@@ -45,6 +49,10 @@ pub trait StateDescriptor<K>: Clone + 'static {
     /// What the state keeps per key (the value, or the key's whole collection).
     #[doc(hidden)]
     type Value: Clone + 'static;
+    /// What an engine that writes changes back tracks of one key's changes (a
+    /// collection's changed elements; nothing for a value).
+    #[doc(hidden)]
+    type Delta: Default + Clone + 'static;
     /// The handle for one key.
     type Handle<'s>
     where
@@ -60,12 +68,20 @@ pub trait StateDescriptor<K>: Clone + 'static {
         values: &'s mut KeyedValues<K, Self::Value>,
         key: KeyRef<'s, K>,
         changed: Changed<'s>,
+        deltas: Option<&'s mut KeyedValues<K, Self::Delta>>,
     ) -> Self::Handle<'s>;
 
     /// How to read and write the per-key value as JSON, when the descriptor has a codec
     /// (engines that keep state outside the process need it).
     #[doc(hidden)]
     fn codec(&self) -> Option<JsonCodec<Self::Value>>;
+
+    /// How a collection state's elements are encoded one by one, when the descriptor has
+    /// a codec (`None` for a value state).
+    #[doc(hidden)]
+    fn elements(&self) -> Option<ElementCodec<Self::Value, Self::Delta>> {
+        None
+    }
 }
 
 /// `ValueState<u64>` for `streaming::api::state::ValueStateDescriptor<u64>`: module paths

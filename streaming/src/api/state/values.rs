@@ -95,6 +95,13 @@ impl<K: Hash + Eq, V> KeyedValues<K, V> {
         }
     }
 
+    /// Removes the value of an owned key and returns it.
+    pub(crate) fn take_owned(&mut self, key: &K) -> Option<V> {
+        let hash = self.hasher.hash_one(key);
+        let o = self.table.find_entry(hash, |(k, _)| k == key).ok()?;
+        Some(o.remove().0 .1)
+    }
+
     /// The value of `key`, hashing it (writing state back).
     pub(crate) fn get_owned(&self, key: &K) -> Option<&V> {
         let hash = self.hasher.hash_one(key);

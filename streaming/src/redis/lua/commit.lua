@@ -5,9 +5,15 @@
 -- ARGV: mode ('x' | 'o'), group, ttl ms (0 = none), lease value held "{token} {owner}",
 --       lease ttl ms, n ids, ids..., read after (XACK: the group's last-delivered id
 --       before the read of these ids, which are then every entry after it; '' = unknown),
---       n hashes, per hash: n set, field, value, ..., n del, field, ..., sample (0 | 1),
+--       n hashes, per hash: kind, replace (0 | 1), n set, item, ..., n del, field, ...,
+--       sample (0 | 1),
 --       n lists, per list: n, value, ...
--- Returns per hash its HLEN after the writes when sampled, else -1; or the string
+-- A state hash's kind is 'i' (a state hash: HSET field, value / HDEL, listed in the state
+-- index); a key's collection (not listed in the index) is 'h' (a map: HSET field, value /
+-- HDEL), 's' (a set: SADD member / SREM) or 'l' (a list: RPUSH element); replace 1 deletes
+-- the key first.
+-- Returns per hash its size (HLEN, SCARD, LLEN) after the writes when sampled, else -1;
+-- or the string
 -- 'fenced' (and writes nothing) when another owner took the lease since. A lease that
 -- expired during a long batch and that nobody took (the counter still holds our token) is
 -- taken back; a held lease is extended: a commit renews the lease.
@@ -29,21 +35,29 @@ local read_after = ARGV[i]; i = i + 1
 local ttl = tonumber(ARGV[3])
 local nh = tonumber(ARGV[i]); i = i + 1
 local sizes = {}
+local SET = {i = 'HSET', h = 'HSET', s = 'SADD', l = 'RPUSH'}
+local DEL = {i = 'HDEL', h = 'HDEL', s = 'SREM'}
+local LEN = {i = 'HLEN', h = 'HLEN', s = 'SCARD', l = 'LLEN'}
 for h = 1, nh do
   local key = KEYS[6 + h]
+  local kind = ARGV[i]
+  if ARGV[i + 1] == '1' then redis.call('DEL', key) end
+  i = i + 2
+  local width = 1
+  if kind == 'i' or kind == 'h' then width = 2 end
   local nset = tonumber(ARGV[i]); i = i + 1
   if nset > 0 then
-    chunked_argv('HSET', key, i, i + 2 * nset - 1)
-    i = i + 2 * nset
+    chunked_argv(SET[kind], key, i, i + width * nset - 1)
+    i = i + width * nset
   end
   local ndel = tonumber(ARGV[i]); i = i + 1
   if ndel > 0 then
-    chunked_argv('HDEL', key, i, i + ndel - 1)
+    chunked_argv(DEL[kind], key, i, i + ndel - 1)
     i = i + ndel
   end
-  redis.call('SADD', KEYS[4], key)
+  if kind == 'i' then redis.call('SADD', KEYS[4], key) end
   if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
-  if ARGV[i] == '1' then sizes[h] = redis.call('HLEN', key) else sizes[h] = -1 end
+  if ARGV[i] == '1' then sizes[h] = redis.call(LEN[kind], key) else sizes[h] = -1 end
   i = i + 1
 end
 local nl = tonumber(ARGV[i]); i = i + 1

@@ -1,8 +1,9 @@
 -- Runs after mq's lease_held.lua.
 -- KEYS: state index, schema hash, lease, fencing counter
 -- ARGV: lease value held, lease ttl ms, n prefixes, prefix..., field, fingerprint, ...
--- Deletes the index's hashes named `prefix` or `prefix:s<i>` and writes the fingerprints,
--- if the partition's lease is still ours.
+-- Deletes the index's hashes named `prefix` or `prefix:s<i>`, with the keys' collections
+-- `prefix:k:<field>` of a collection state (the hash's fields name them), and writes the
+-- fingerprints, if the partition's lease is still ours.
 if not lease_held(KEYS[3], KEYS[4], ARGV[1], ARGV[2]) then return 'fenced' end
 local n = tonumber(ARGV[3])
 if n > 0 then
@@ -10,6 +11,9 @@ if n > 0 then
     for j = 4, n + 3 do
       local p = ARGV[j]
       if k == p or (string.sub(k, 1, #p + 2) == p .. ':s' and string.match(string.sub(k, #p + 3), '^%d+$')) then
+        for _, f in ipairs(redis.call('HKEYS', k)) do
+          redis.call('DEL', p .. ':k:' .. f)
+        end
         redis.call('DEL', k)
         redis.call('SREM', KEYS[1], k)
       end

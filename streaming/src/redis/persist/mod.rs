@@ -4,7 +4,7 @@
 use super::keys::StateKeys;
 use super::schema::SchemaGate;
 use super::RedisRuntimeConfig;
-use crate::api::state::short_type_name;
+use crate::api::state::{short_type_name, CollectionKind, EncodedChanges};
 use crate::mq::Connection;
 use crate::ops::window::Bucket;
 use crate::ops::{KeyChanges, KeyedTable, OperatorId, WatermarkState, WindowState};
@@ -20,6 +20,17 @@ use std::rc::Rc;
 /// One change to write: state name, field (the key as JSON), new value as JSON (`None` =
 /// delete the field).
 pub(crate) type StateWrite<'a> = (&'a str, String, Option<String>);
+
+/// One key's changes of a collection state (list, map or set), written to the key's own
+/// Redis key; the state's hash keeps the key's size (field = the key as JSON).
+#[derive(Debug, PartialEq, Eq)]
+pub struct CollectionWrite<'a> {
+    pub(crate) state: &'a str,
+    /// The key as JSON.
+    pub(crate) key: String,
+    pub(crate) kind: CollectionKind,
+    pub(crate) changes: EncodedChanges,
+}
 
 /// Stored entries of one state as loaded from its hash: (field = the key as JSON, value as
 /// JSON).
@@ -327,6 +338,20 @@ pub trait Persist: 'static + Sealed {
     /// [`Error::StateDecode`] when a value does not encode.
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error>;
 
+    /// Hands every collection state's changes since the last drain to `out` (before
+    /// [`drain`](Self::drain)). The default has none.
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when an element does not encode.
+    fn drain_collections(
+        &mut self,
+        operator: &str,
+        out: &mut dyn FnMut(CollectionWrite<'_>),
+    ) -> Result<(), Error> {
+        let _ = (operator, out);
+        Ok(())
+    }
+
     /// Connects the store to its partition's state schema check (before any
     /// [`load`](Self::load)): the store calls `SchemaGate::admit` with each state's
     /// fingerprint before decoding its stored entries, at once for states whose types it
@@ -376,6 +401,37 @@ pub trait Persist: 'static + Sealed {
     /// [`Error::StateDecode`] when a key does not encode.
     fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
         let _ = (operator, out);
+        Ok(())
+    }
+
+    /// Hands out (state, key as JSON, kind) of every wanted key's collection to fetch
+    /// from its own Redis key; the engine passes what it holds to
+    /// [`load_collection`](Self::load_collection) (nothing when it is empty).
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when a key does not encode.
+    fn wanted_collections(
+        &mut self,
+        operator: &str,
+        out: &mut dyn FnMut(&str, String, CollectionKind),
+    ) -> Result<(), Error> {
+        let _ = (operator, out);
+        Ok(())
+    }
+
+    /// Adds `key`'s stored collection of state `state`: map fields and values
+    /// alternating, set members or list elements, as JSON.
+    ///
+    /// # Errors
+    /// [`Error::StateDecode`] when the key or an element does not decode.
+    fn load_collection(
+        &mut self,
+        operator: &str,
+        state: &str,
+        key: &str,
+        stored: Vec<String>,
+    ) -> Result<(), Error> {
+        let _ = (operator, state, key, stored);
         Ok(())
     }
 
@@ -527,5 +583,7 @@ pub(crate) const WATERMARK_FIELD: &str = "\"watermark\"";
 mod panes;
 mod stores;
 
+#[cfg(test)]
+mod collection_tests;
 #[cfg(test)]
 pub(crate) mod tests;
