@@ -268,3 +268,49 @@ fn one_put_into_a_big_map_writes_that_entry_only() {
         .collect();
     assert_eq!(changed, ["\"e1000\""]);
 }
+
+#[test]
+fn a_collection_element_that_does_not_decode_fails_only_its_keys_records() {
+    let s = setup("coll-poison");
+    s.rt.block_on(s.mq().create_topic("cp", 1)).unwrap();
+    s.produce_records("cp", &records(&["a put x 1", "b put x 2"]));
+    s.run_collections("cp", "cp", 2);
+    // Someone writes an element that is no `u32` into b's map.
+    let b_map = s.collection_key("cp", "cp", "last", "b");
+    let mut conn = s.client();
+    let _: () =
+        s.rt.block_on(conn.hset(&b_map, "\"x\"", "{not json"))
+            .unwrap();
+
+    s.produce_records("cp", &records(&["b put y 3", "a put y 4", "b add q"]));
+    let out = s.run_collections("cp", "cp", 3);
+    let a = (
+        BTreeMap::from([("x".to_string(), 1), ("y".to_string(), 4)]),
+        BTreeSet::new(),
+        Vec::new(),
+    );
+    assert_eq!(
+        out,
+        [("a".to_string(), a)],
+        "a is untouched by b's bad element"
+    );
+    let dead = s.rt.block_on(s.mq().dead_letters("cp", 10)).unwrap();
+    let payloads: Vec<&[u8]> = dead.iter().map(|d| &d.payload[..]).collect();
+    assert_eq!(
+        payloads,
+        [&b"b put y 3"[..], b"b add q"],
+        "b's records only"
+    );
+    for d in &dead {
+        assert_eq!(d.error_type, "state_decode");
+        for part in ["state `last`", "key \"b\"", "does not decode"] {
+            assert!(d.error.contains(part), "{part} not in {d:?}");
+        }
+    }
+    let stored: HashMap<String, String> = s.rt.block_on(conn.hgetall(&b_map)).unwrap();
+    assert_eq!(
+        stored,
+        HashMap::from([("\"x\"".into(), "{not json".into())]),
+        "the bad element is left as it was"
+    );
+}

@@ -29,6 +29,7 @@ fn with<R>(st: &mut Tracked, key: &str, f: impl FnOnce(&mut KeyedContext<'_, Str
         processing_time: 0,
     };
     st.with_context(&key.to_string(), times, &mut Vec::new(), f)
+        .expect("the key is not poisoned")
 }
 
 /// One collection write: state, key, replaced, size, added (map: `field=value`; sorted
@@ -240,5 +241,6 @@ fn the_memory_engine_logs_no_element_changes() {
     st.with_context(&"k".to_string(), times, &mut Vec::new(), |c| {
         let m = c.state(&LAST).unwrap();
         assert!(m.delta.is_none());
-    });
+    })
+    .expect("the key is not poisoned");
 }
