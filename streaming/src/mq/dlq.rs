@@ -120,10 +120,13 @@ pub(crate) async fn write_dead_letter(
 /// | `dlq.error` | error message, ≤ 512 chars |
 /// | `dlq.failed_ms` | when it was dead-lettered, epoch ms (consumer clock) |
 ///
-/// Admin: [`crate::mq::Mq::dead_letters`] lists, [`crate::mq::Mq::replay_dead_letter`]
+/// Admin: [`crate::mq::Mq::dead_letters`] lists (per topic),
+/// [`crate::mq::Mq::dead_letters_in`] pages through one partition's,
+/// [`crate::mq::Mq::dead_letter`] reads one, [`crate::mq::Mq::replay_dead_letter`]
 /// moves one back to its original partition (atomically: `XDEL` from the dead-letter stream
 /// and `XADD` to the partition in one script, retry count reset to 0),
-/// [`crate::mq::Mq::purge_dead_letters`] deletes them.
+/// [`crate::mq::Mq::delete_dead_letter`] deletes one and
+/// [`crate::mq::Mq::purge_dead_letters`] all of a topic's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
     /// Id of the entry in the dead-letter stream (use it to replay).
@@ -207,17 +210,41 @@ pub(crate) async fn list(
 ) -> Result<Vec<DeadLetter>, Error> {
     let mut out = Vec::new();
     for p in 0..partitions {
-        let v: Value = redis::cmd("XRANGE")
-            .arg(keys.dlq(topic, p))
-            .arg("-")
-            .arg("+")
-            .arg("COUNT")
-            .arg(limit_per_partition)
-            .query_async(conn)
-            .await?;
-        out.extend(parse_entries(&v)?.into_iter().map(to_dead_letter));
+        out.extend(range(conn, keys, (topic, p), ("-", "+"), limit_per_partition).await?);
     }
     Ok(out)
+}
+
+/// Up to `count` dead letters of one (topic, partition) with ids in `bounds` (`XRANGE`
+/// bounds: `-`, `+`, an id, or `(id` for "after id"), oldest first.
+pub(crate) async fn range(
+    conn: &mut Connection,
+    keys: &KeySpace,
+    (topic, partition): (&str, u32),
+    (start, end): (&str, &str),
+    count: usize,
+) -> Result<Vec<DeadLetter>, Error> {
+    let v: Value = redis::cmd("XRANGE")
+        .arg(keys.dlq(topic, partition))
+        .arg(start)
+        .arg(end)
+        .arg("COUNT")
+        .arg(count)
+        .query_async(conn)
+        .await?;
+    Ok(parse_entries(&v)?.into_iter().map(to_dead_letter).collect())
+}
+
+/// Deletes dead letter `dlq_id` of (topic, partition); whether it existed.
+pub(crate) async fn delete(
+    conn: &mut Connection,
+    keys: &KeySpace,
+    topic: &str,
+    partition: u32,
+    dlq_id: &str,
+) -> Result<bool, Error> {
+    let n: u64 = conn.xdel(keys.dlq(topic, partition), &[dlq_id]).await?;
+    Ok(n > 0)
 }
 
 /// The length of a MessagePack array (`fixarray`, `array 16`, `array 32`), if `bytes` starts

@@ -49,7 +49,8 @@
 //! - dead letters are kept per partition (`P:{T:n}:dlq`) so that "acknowledge + dead
 //!   letter" is one script in one slot; the topic's dead-letter queue is their union, and
 //!   the admin calls ([`Mq::dead_letters`], [`Mq::replay_dead_letter`],
-//!   [`Mq::purge_dead_letters`]) work per topic;
+//!   [`Mq::purge_dead_letters`]) work per topic, and [`Mq::dead_letters_in`],
+//!   [`Mq::dead_letter`] and [`Mq::delete_dead_letter`] on one partition;
 //! - [`HandleResult::Fail`] dead-letters like `DeadLetter`, with error type `fail:<type>`;
 //! - without an [`Assignment`] each member targets `ceil(partitions / live members)`, so
 //!   with more members than that split allows some members hold no partition;
@@ -456,6 +457,77 @@ impl Mq {
         let n = self.partitions(topic).await?;
         let mut conn = self.conn.clone();
         dlq::list(&mut conn, &self.keys, topic, n, limit_per_partition.max(1)).await
+    }
+
+    /// Up to `count` dead letters of partition `partition` of `topic`, oldest first,
+    /// starting after dead-letter id `after` (from the first with `None`): pages through
+    /// one partition's dead-letter stream (pass the last `dlq_id` of a page as `after`).
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::InvalidConfig`] for a
+    /// partition out of range; [`Error::Redis`] (also for an `after` that is not a
+    /// stream id).
+    pub async fn dead_letters_in(
+        &self,
+        topic: &str,
+        partition: u32,
+        after: Option<&str>,
+        count: usize,
+    ) -> Result<Vec<DeadLetter>, Error> {
+        self.check_partition(topic, partition).await?;
+        let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
+        let mut conn = self.conn.clone();
+        let at = (topic, partition);
+        dlq::range(&mut conn, &self.keys, at, (&start, "+"), count.max(1)).await
+    }
+
+    /// Dead letter `dlq_id` of partition `partition` of `topic`, or `None` if there is no
+    /// such dead letter (e.g. replayed or purged).
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::InvalidConfig`] for a
+    /// partition out of range; [`Error::Redis`] (also for a `dlq_id` that is not a stream
+    /// id).
+    pub async fn dead_letter(
+        &self,
+        topic: &str,
+        partition: u32,
+        dlq_id: &str,
+    ) -> Result<Option<DeadLetter>, Error> {
+        self.check_partition(topic, partition).await?;
+        let mut conn = self.conn.clone();
+        let at = (topic, partition);
+        let found = dlq::range(&mut conn, &self.keys, at, (dlq_id, dlq_id), 1).await?;
+        Ok(found.into_iter().next())
+    }
+
+    /// Deletes dead letter `dlq_id` of partition `partition` of `topic` (`XDEL`, without
+    /// replaying it); returns whether it existed.
+    ///
+    /// # Errors
+    /// [`Error::Mq`] if the topic does not exist; [`Error::InvalidConfig`] for a
+    /// partition out of range; [`Error::Redis`].
+    pub async fn delete_dead_letter(
+        &self,
+        topic: &str,
+        partition: u32,
+        dlq_id: &str,
+    ) -> Result<bool, Error> {
+        self.check_partition(topic, partition).await?;
+        let mut conn = self.conn.clone();
+        dlq::delete(&mut conn, &self.keys, topic, partition, dlq_id).await
+    }
+
+    /// Fails unless `topic` exists and has partition `partition`.
+    async fn check_partition(&self, topic: &str, partition: u32) -> Result<(), Error> {
+        let partitions = self.partitions(topic).await?;
+        if partition >= partitions {
+            return Err(Error::InvalidConfig {
+                field: "partition",
+                reason: format!("{partition} out of range 0..{partitions}"),
+            });
+        }
+        Ok(())
     }
 
     /// Moves dead letter `dlq_id` of `partition` back to that partition's stream, with its

@@ -120,6 +120,36 @@ impl StateKeys {
     }
 }
 
+impl super::RedisRuntimeConfig {
+    /// The Redis hash in which the engine keeps one key's value of keyed state `state` of
+    /// operator `operator` (its [`OperatorId`](crate::OperatorId), e.g.
+    /// `orders.billing/2:process`), for partition `partition` of `topic` read by consumer
+    /// group `group`, under this configuration's state key prefix, job name and shard
+    /// count: `{prefix}:{job}:{T:n}:{group}:{operator}:{state}`, with `:s{i}` appended when
+    /// `keyed_state_shard_count` is above 1.
+    ///
+    /// `field` is the key as the engine writes it, `serde_json::to_string(&key)` (it also
+    /// picks the shard); the hash maps that field to the value as JSON (a list, map or
+    /// set state's whole collection is one value).
+    pub fn keyed_state_hash(
+        &self,
+        (topic, partition, group): (&str, u32, &str),
+        operator: &str,
+        state: &str,
+        field: &str,
+    ) -> String {
+        let tag = crate::mq::KeySpace::new("").hash_tag(topic, partition);
+        let keys = StateKeys::new(
+            &self.state_key_prefix(),
+            &self.job_name(),
+            &tag,
+            group,
+            self.keyed_state_shard_count(),
+        );
+        keys.hash(operator, state, field)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +169,33 @@ mod tests {
         assert_eq!(
             k.collection("orders.billing/2:process", "seen", "\"k\""),
             "streaming:runtime:job:{orders:3}:billing:orders.billing/2:process:seen:k:\"k\""
+        );
+    }
+
+    #[test]
+    fn the_config_names_the_hash_a_key_is_stored_in() {
+        let c = crate::redis::RedisRuntimeConfig::builder()
+            .job_name("totals")
+            .build()
+            .unwrap();
+        let h = c.keyed_state_hash(
+            ("orders", 3, "billing"),
+            "orders.billing/2:process",
+            "count",
+            "\"k\"",
+        );
+        assert_eq!(
+            h,
+            "streaming:runtime:totals:{orders:3}:billing:orders.billing/2:process:count"
+        );
+        let c = crate::redis::RedisRuntimeConfig::builder()
+            .keyed_state_shard_count(4)
+            .build()
+            .unwrap();
+        let i = shard_of("\"k\"", 4);
+        assert_eq!(
+            c.keyed_state_hash(("t", 0, "g"), "t.g/3:process", "count", "\"k\""),
+            format!("streaming:runtime:redis-streaming-job:{{t:0}}:g:t.g/3:process:count:s{i}")
         );
     }
 

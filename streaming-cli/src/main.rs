@@ -1,0 +1,102 @@
+//! `streaming-admin`: the topics, consumer lag, dead letters and keyed state of the
+//! `streaming` library's Redis Streams queue and Redis engine, from a shell.
+//!
+//! Every command prints a human table, or with `--json` one JSON document on stdout; a
+//! failure prints one line on stderr (`error: …`) and exits with status 1 (2 for a usage
+//! error, from clap).
+
+mod dlq;
+mod lag;
+mod output;
+mod state;
+mod topics;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use streaming::mq::{Mq, MqOptions};
+
+use output::Output;
+
+/// The Redis URL when neither `--redis-url` nor `REDIS_URL` gives one.
+const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// Inspect and repair the topics, dead letters and keyed state that the `streaming`
+/// library keeps in Redis.
+#[derive(Debug, Parser)]
+#[command(name = "streaming-admin", version)]
+struct Cli {
+    /// Redis to connect to (`redis://host:port/db`, or `redis+cluster://host:port,…`).
+    #[arg(long, env = "REDIS_URL", hide_env_values = true, default_value = DEFAULT_REDIS_URL, global = true)]
+    redis_url: String,
+    /// Prefix of the message queue's keys (`MqOptions::key_prefix`).
+    #[arg(long, default_value_t = MqOptions::default().key_prefix, global = true)]
+    key_prefix: String,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List, describe, create and delete topics.
+    #[command(subcommand)]
+    Topics(topics::TopicsCommand),
+    /// Lag and pending entries per topic, consumer group and partition.
+    Lag(lag::LagArgs),
+    /// List, show, replay and purge dead letters.
+    #[command(subcommand)]
+    Dlq(dlq::DlqCommand),
+    /// Read the Redis engine's keyed state.
+    #[command(subcommand)]
+    State(state::StateCommand),
+}
+
+/// A command's failure: the one line printed after `error: `.
+#[derive(Debug)]
+struct Failure(String);
+
+impl From<streaming::Error> for Failure {
+    fn from(e: streaming::Error) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+type Result<T> = std::result::Result<T, Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let out = Output { json: cli.json };
+    let (url, prefix) = (cli.redis_url.as_str(), cli.key_prefix.as_str());
+    match &cli.command {
+        Command::Topics(cmd) => topics::run(&connect(url, prefix).await?, cmd, &out).await,
+        Command::Lag(args) => lag::run(&connect(url, prefix).await?, args, &out).await,
+        Command::Dlq(cmd) => dlq::run(&connect(url, prefix).await?, cmd, &out).await,
+        // Engine state is not the queue's: a plain connection reads it.
+        Command::State(cmd) => state::run(url, cmd, &out).await,
+    }
+}
+
+/// A queue handle on `url` with key prefix `prefix`; a failure names the URL.
+async fn connect(url: &str, prefix: &str) -> Result<Mq> {
+    let opts = MqOptions::builder().key_prefix(prefix).build()?;
+    Mq::connect(url, opts)
+        .await
+        .map_err(|e| Failure(format!("cannot connect to Redis at `{url}`: {e}")))
+}

@@ -1,0 +1,179 @@
+//! `state get`: one key's keyed state of the Redis engine, as JSON.
+
+use std::time::Duration;
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+use streaming::redis::RedisRuntimeConfig;
+
+use crate::output::Output;
+use crate::{Failure, Result};
+
+/// How long connecting and the read may take.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum StateCommand {
+    /// Prints the stored value of one key of one keyed state.
+    ///
+    /// The state lives in the hash `{state-prefix}:{job}:{topic:partition}:{group}:{operator}:{state}`
+    /// (`:s{i}` appended with `--shards` above 1), field = the key as JSON.
+    Get {
+        /// The job's name (`RedisRuntimeConfig::job_name`).
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name())]
+        job: String,
+        /// The source topic.
+        #[arg(long)]
+        topic: String,
+        /// The source partition (where the key's messages are).
+        #[arg(long)]
+        partition: u32,
+        /// The consumer group the job reads with.
+        #[arg(long)]
+        group: String,
+        /// The operator id, e.g. `orders.billing/2:process`.
+        #[arg(long)]
+        operator: String,
+        /// The state's name, e.g. `count`.
+        #[arg(long)]
+        state: String,
+        /// The key as JSON, e.g. `'"customer-7"'`, `42` or `'["a",1]'`.
+        #[arg(long)]
+        key: String,
+        /// Prefix of keyed-state keys (`RedisRuntimeConfig::state_key_prefix`).
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().state_key_prefix())]
+        state_prefix: String,
+        /// Hashes per state (`RedisRuntimeConfig::keyed_state_shard_count`).
+        #[arg(long, default_value_t = 1)]
+        shards: u32,
+    },
+}
+
+pub(crate) async fn run(url: &str, cmd: &StateCommand, out: &Output) -> Result<()> {
+    let StateCommand::Get {
+        job,
+        topic,
+        partition,
+        group,
+        operator,
+        state,
+        key,
+        state_prefix,
+        shards,
+    } = cmd;
+    let config = RedisRuntimeConfig::builder()
+        .job_name(job.as_str())
+        .state_key_prefix(state_prefix.as_str())
+        .keyed_state_shard_count(*shards)
+        .build()?;
+    let fields = key_fields(key)?;
+    let mut conn = connect(url).await?;
+    let at = (topic.as_str(), *partition, group.as_str());
+    let mut tried = Vec::new();
+    for field in &fields {
+        let hash = config.keyed_state_hash(at, operator, state, field);
+        let stored: Option<String> = timed(
+            redis::cmd("HGET")
+                .arg(&hash)
+                .arg(field)
+                .query_async(&mut conn),
+        )
+        .await
+        .map_err(|e| Failure(format!("reading `{hash}` at `{url}`: {e}")))?;
+        let Some(stored) = stored else {
+            tried.push(hash);
+            continue;
+        };
+        let value: Value = serde_json::from_str(&stored).map_err(|e| {
+            Failure(format!(
+                "field `{field}` of `{hash}` is not JSON ({e}): {stored}"
+            ))
+        })?;
+        let json = json!({ "hash": hash, "field": field, "value": value });
+        out.print_line(&format!("{value:#}"), &json);
+        return Ok(());
+    }
+    Err(Failure(format!(
+        "no state `{state}` of operator `{operator}` for key {key} (looked in `{}`)",
+        tried.join("`, `")
+    )))
+}
+
+/// The hash fields the engine may have written for `key` (JSON text): serde_json's
+/// compact form, and the text without blanks in the order written (a struct key's fields
+/// keep their declaration order, which a parsed JSON object does not).
+fn key_fields(key: &str) -> Result<Vec<String>> {
+    let parsed: Value = serde_json::from_str(key).map_err(|e| {
+        Failure(format!(
+            "`--key` must be JSON, e.g. '\"customer-7\"' or 42: {e}"
+        ))
+    })?;
+    let compact = parsed.to_string();
+    let as_written = without_blanks(key);
+    Ok(if as_written == compact {
+        vec![compact]
+    } else {
+        vec![compact, as_written]
+    })
+}
+
+/// `json` without the blanks between tokens (blanks inside strings stay).
+fn without_blanks(json: &str) -> String {
+    let (mut out, mut in_string, mut escaped) = (String::new(), false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if !c.is_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection> {
+    let fail =
+        |e: &dyn std::fmt::Display| Failure(format!("cannot connect to Redis at `{url}`: {e}"));
+    if url.starts_with(streaming::mq::CLUSTER_SCHEME) {
+        return Err(Failure(format!(
+            "`state get` reads from one Redis server, not a cluster (`{url}`): pass the URL of the master that holds the partition's slot"
+        )));
+    }
+    let client = redis::Client::open(url).map_err(|e| fail(&e))?;
+    timed(client.get_multiplexed_async_connection())
+        .await
+        .map_err(|e| fail(&e))
+}
+
+/// `f`, failing after [`TIMEOUT`].
+async fn timed<T>(
+    f: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> std::result::Result<T, String> {
+    match tokio::time::timeout(TIMEOUT, f).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer within {TIMEOUT:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_fields_are_the_compact_form_and_the_order_written() {
+        assert_eq!(key_fields(" \"a b\" ").unwrap(), ["\"a b\""]);
+        assert_eq!(key_fields("[ \"a\", 1 ]").unwrap(), ["[\"a\",1]"]);
+        // serde_json sorts a parsed object's fields; a struct key keeps its own order.
+        assert_eq!(
+            key_fields("{\"b\": 1, \"a\": \"x y\"}").unwrap(),
+            ["{\"a\":\"x y\",\"b\":1}", "{\"b\":1,\"a\":\"x y\"}"]
+        );
+        assert!(key_fields("customer-7").is_err());
+    }
+}

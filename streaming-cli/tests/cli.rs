@@ -1,0 +1,605 @@
+//! `streaming-admin` against a private redis-server: topics, lag, dead letters and keyed
+//! state made by the library itself (producer, exclusive reader, a Redis engine job).
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use streaming::api::ValueStateDescriptor;
+use streaming::mq::{
+    ExclusiveReader, Failure, Message, Mq, MqOptions, OutgoingMessage, StartPolicy,
+    SubscriptionOptions, HEADER_ORIGINAL_ID,
+};
+use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
+
+/// A `redis-server` on a free loopback port in a temporary directory, killed on drop.
+struct Redis {
+    port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start() -> Self {
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let dir = tempfile::tempdir().expect("temp dir");
+            let mut child = Process::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no", "--dir"])
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server (is it installed?)");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline && child.try_wait().ok().flatten().is_none() {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Redis {
+                        port,
+                        child,
+                        _dir: dir,
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("could not start redis-server");
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// `streaming-admin --redis-url <this server>`, with `REDIS_URL` cleared.
+    fn admin(&self) -> Command {
+        let mut cmd = Command::cargo_bin("streaming-admin").expect("the binary");
+        cmd.env_remove("REDIS_URL")
+            .args(["--redis-url", &self.url()]);
+        cmd
+    }
+
+    /// Runs `args` with `--json`, expects success, parses stdout.
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.admin().args(args).arg("--json").assert().success();
+        let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"))
+    }
+
+    fn mq(&self, rt: &tokio::runtime::Runtime) -> Mq {
+        rt.block_on(Mq::connect(&self.url(), MqOptions::default()))
+            .unwrap()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn send(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, partition: u32, payload: &str) {
+    let msg = OutgoingMessage::new(payload.to_owned()).partition(partition);
+    rt.block_on(mq.producer().send_message(topic, msg)).unwrap();
+}
+
+fn reader(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, group: &str) -> ExclusiveReader {
+    rt.block_on(mq.exclusive_reader(topic, group, 0, "admin-test", None, StartPolicy::Earliest))
+        .unwrap()
+}
+
+fn read(rt: &tokio::runtime::Runtime, r: &mut ExclusiveReader) -> Vec<Message> {
+    rt.block_on(r.read(100, Duration::from_millis(50)))
+        .unwrap()
+        .messages
+}
+
+#[test]
+fn topics_create_list_describe_and_delete() {
+    let redis = Redis::start();
+    redis
+        .admin()
+        .args(["topics", "create", "orders", "--partitions", "2"])
+        .assert()
+        .success()
+        .stdout("created topic `orders` with 2 partitions\n");
+    redis
+        .admin()
+        .args(["topics", "create", "orders", "--partitions", "2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("already exists"));
+    redis
+        .admin()
+        .args(["topics", "create", "orders", "--partitions", "3"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("exists with 2 partitions, not 3"));
+    redis
+        .admin()
+        .args(["topics", "create", "bad{name}", "--partitions", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(
+            "error: invalid configuration `topic`",
+        ));
+
+    let rt = rt();
+    let mq = redis.mq(&rt);
+    for (p, payload) in [(0, "a"), (0, "b"), (0, "c"), (1, "d")] {
+        send(&rt, &mq, "orders", p, payload);
+    }
+    rt.block_on(mq.ensure_group("orders", "billing", StartPolicy::Earliest))
+        .unwrap();
+    // `billing` takes two entries of partition 0 (NOACK: nothing pending).
+    let mut r = rt
+        .block_on(mq.exclusive_reader("orders", "billing", 0, "c1", None, StartPolicy::Earliest))
+        .unwrap();
+    let got = rt.block_on(r.read(2, Duration::ZERO)).unwrap();
+    assert_eq!(got.messages.len(), 2);
+
+    assert_eq!(
+        redis.json(&["topics", "list"]),
+        serde_json::json!([{ "topic": "orders", "partitions": 2 }])
+    );
+    let d = redis.json(&["topics", "describe", "orders"]);
+    assert_eq!(d["partitions"], 2);
+    let p0 = &d["partition_info"][0];
+    assert_eq!(
+        (p0["length"].as_u64(), p0["dead_letters"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let billing = &p0["groups"][0];
+    assert_eq!(billing["group"], "billing");
+    assert_eq!(billing["lag"], 1);
+    assert_eq!(billing["pending"], 0);
+    assert_eq!(billing["last_delivered_id"], got.last_id.unwrap().as_str());
+    assert!(billing["commit_frontier"].is_string(), "{billing}");
+    assert_eq!(d["partition_info"][1]["groups"][0]["lag"], 1);
+
+    redis
+        .admin()
+        .args(["topics", "describe", "orders"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("PARTITION  LENGTH").and(predicate::str::contains("billing")),
+        );
+    redis
+        .admin()
+        .args(["topics", "delete", "orders"])
+        .assert()
+        .success()
+        .stdout("deleted topic `orders`\n");
+    for args in [
+        ["topics", "describe", "orders"],
+        ["topics", "delete", "orders"],
+    ] {
+        redis
+            .admin()
+            .args(args)
+            .assert()
+            .code(1)
+            .stderr("error: topic `orders` does not exist (`topics list` shows the topics)\n");
+    }
+    assert_eq!(redis.json(&["topics", "list"]), serde_json::json!([]));
+}
+
+#[test]
+fn lag_per_topic_group_and_partition() {
+    let redis = Redis::start();
+    let rt = rt();
+    let mq = redis.mq(&rt);
+    rt.block_on(mq.create_topic("clicks", 2)).unwrap();
+    rt.block_on(mq.create_topic("views", 1)).unwrap();
+    for (p, payload) in [(0, "a"), (0, "b"), (1, "c")] {
+        send(&rt, &mq, "clicks", p, payload);
+    }
+    send(&rt, &mq, "views", 0, "v");
+    rt.block_on(mq.ensure_group("clicks", "a", StartPolicy::Earliest))
+        .unwrap();
+    rt.block_on(mq.ensure_group("clicks", "b", StartPolicy::Latest))
+        .unwrap();
+    rt.block_on(mq.ensure_group("views", "a", StartPolicy::Earliest))
+        .unwrap();
+    let mut r = reader(&rt, &mq, "clicks", "a");
+    assert_eq!(read(&rt, &mut r).len(), 2);
+
+    let rows = redis.json(&["lag"]);
+    let got: Vec<(String, String, u64, u64, u64)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["topic"].as_str().unwrap().to_owned(),
+                r["group"].as_str().unwrap().to_owned(),
+                r["partition"].as_u64().unwrap(),
+                r["lag"].as_u64().unwrap(),
+                r["pending"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let s = |x: &str| x.to_owned();
+    assert_eq!(
+        got,
+        [
+            (s("clicks"), s("a"), 0, 0, 0),
+            (s("clicks"), s("a"), 1, 1, 0),
+            (s("clicks"), s("b"), 0, 0, 0),
+            (s("clicks"), s("b"), 1, 0, 0),
+            (s("views"), s("a"), 0, 1, 0),
+        ]
+    );
+    assert_eq!(
+        redis
+            .json(&["lag", "clicks", "--group", "a"])
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    redis
+        .admin()
+        .args(["lag", "views"])
+        .assert()
+        .success()
+        .stdout("TOPIC  GROUP  PARTITION  LAG  PENDING\nviews  a      0          1    0\n");
+    redis
+        .admin()
+        .args(["lag", "views", "--group", "nobody"])
+        .assert()
+        .code(1)
+        .stderr("error: consumer group `nobody` reads no partition of topic `views`\n");
+    redis
+        .admin()
+        .args(["lag", "nope"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("topic `nope` does not exist"));
+}
+
+/// Dead-letters the messages `r` reads whose text `dead` lists (with their error types).
+fn dead_letter_some(rt: &tokio::runtime::Runtime, r: &mut ExclusiveReader, dead: &[(&str, &str)]) {
+    for m in read(rt, r) {
+        let text = m.text().unwrap().to_owned();
+        if let Some((_, error_type)) = dead.iter().find(|(p, _)| *p == text) {
+            let failure = Failure::new(*error_type, format!("cannot handle {text}"));
+            rt.block_on(r.dead_letter(&m, &failure)).unwrap();
+        }
+    }
+}
+
+/// Topic `jobs` (2 partitions) whose group `workers` dead-lettered three of five messages
+/// of partition 0: `bad-1`, `bad-2` (`decode`) and `slow-1` (`timeout`).
+struct Dlq {
+    redis: Redis,
+    rt: tokio::runtime::Runtime,
+    mq: Mq,
+    reader: ExclusiveReader,
+    /// `dlq list jobs --json`.
+    listed: Vec<Value>,
+}
+
+impl Dlq {
+    fn new() -> Self {
+        let redis = Redis::start();
+        let rt = rt();
+        let mq = redis.mq(&rt);
+        rt.block_on(mq.create_topic("jobs", 2)).unwrap();
+        for payload in ["ok-1", "bad-1", "bad-2", "slow-1", "ok-2"] {
+            send(&rt, &mq, "jobs", 0, payload);
+        }
+        let mut reader = reader(&rt, &mq, "jobs", "workers");
+        let dead = [
+            ("bad-1", "decode"),
+            ("bad-2", "decode"),
+            ("slow-1", "timeout"),
+        ];
+        dead_letter_some(&rt, &mut reader, &dead);
+        let listed = redis
+            .json(&["dlq", "list", "jobs"])
+            .as_array()
+            .unwrap()
+            .clone();
+        Dlq {
+            redis,
+            rt,
+            mq,
+            reader,
+            listed,
+        }
+    }
+
+    /// How many dead letters `dlq list jobs <filters>` shows.
+    fn count(&self, filters: &[&str]) -> usize {
+        let mut args = vec!["dlq", "list", "jobs"];
+        args.extend_from_slice(filters);
+        self.redis.json(&args).as_array().unwrap().len()
+    }
+
+    fn dlq_id(&self, i: usize) -> String {
+        self.listed[i]["dlq_id"].as_str().unwrap().to_owned()
+    }
+}
+
+#[test]
+fn dlq_list_filters_and_show() {
+    let d = Dlq::new();
+    let all = &d.listed;
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0]["group"], "workers");
+    assert_eq!(all[0]["partition"], 0);
+    assert_eq!(all[0]["error_type"], "decode");
+    assert_eq!(all[0]["error"], "cannot handle bad-1");
+    assert_eq!(all[2]["error_type"], "timeout");
+    assert_eq!(d.count(&["--error-type", "decode"]), 2);
+    assert_eq!(
+        d.count(&["--error-type", "timeout", "--group", "workers"]),
+        1
+    );
+    assert_eq!(d.count(&["--group", "others"]), 0);
+    assert_eq!(d.count(&["--partition", "1"]), 0);
+    assert_eq!(d.count(&["--partition", "0", "--limit", "2"]), 2);
+    let admin = |args: &[&str]| {
+        let mut cmd = d.redis.admin();
+        cmd.args(["dlq"]).args(args);
+        cmd
+    };
+    admin(&["list", "jobs", "--partition", "2"])
+        .assert()
+        .code(1)
+        .stderr("error: topic `jobs` has partitions 0..2, not partition 2\n");
+    admin(&["list", "jobs"]).assert().success().stdout(
+        predicate::str::contains("cannot handle slow-1")
+            .and(predicate::str::contains("ERROR-TYPE")),
+    );
+
+    let slow_id = d.dlq_id(2);
+    let shown = d.redis.json(&["dlq", "show", "jobs", &slow_id]);
+    assert_eq!(shown["payload"], "slow-1");
+    assert_eq!(shown["attempts"], 1);
+    assert_eq!(shown["fields"]["dlq.error_type"], "timeout");
+    admin(&["show", "jobs", &slow_id, "--partition", "0"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("payload:      slow-1"));
+    admin(&["show", "jobs", "1-0"])
+        .assert()
+        .code(1)
+        .stderr("error: topic `jobs` has no dead letter `1-0`\n");
+    admin(&["show", "jobs", "xyz"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(
+            "error: `xyz` is not a dead-letter id",
+        ));
+}
+
+#[test]
+fn dlq_replay_puts_the_message_back_once() {
+    let mut d = Dlq::new();
+    d.redis
+        .admin()
+        .args(["dlq", "replay", "jobs"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("pass `--all`"));
+    let slow_id = d.dlq_id(2);
+    let replayed = d
+        .redis
+        .json(&["dlq", "replay", "jobs", "--error-type", "timeout"]);
+    let replayed = replayed.as_array().unwrap();
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(replayed[0]["dlq_id"], slow_id.as_str());
+    assert_eq!(d.count(&[]), 2);
+    // The group reads it again, once, in its original partition, as the same message.
+    let again = read(&d.rt, &mut d.reader);
+    assert_eq!(again.len(), 1, "the replayed message, once");
+    assert_eq!(again[0].text().unwrap(), "slow-1");
+    assert_eq!(again[0].partition, 0);
+    assert_eq!(again[0].id, replayed[0]["new_id"].as_str().unwrap());
+    assert_eq!(
+        again[0].headers.get(HEADER_ORIGINAL_ID).map(String::as_str),
+        d.listed[2]["original_id"].as_str()
+    );
+    assert!(read(&d.rt, &mut d.reader).is_empty());
+    // A replayed dead letter is gone: it cannot be replayed twice.
+    d.redis
+        .admin()
+        .args(["dlq", "replay", "jobs", "--id", &slow_id])
+        .assert()
+        .code(1)
+        .stderr(format!(
+            "error: topic `jobs` has no dead letter `{slow_id}`\n"
+        ));
+    let described = d.redis.json(&["topics", "describe", "jobs"]);
+    assert_eq!(described["partition_info"][0]["length"], 6);
+    assert_eq!(described["partition_info"][0]["dead_letters"], 2);
+}
+
+#[test]
+fn dlq_purge_by_id_by_filter_and_all() {
+    let mut d = Dlq::new();
+    let first = d.dlq_id(0);
+    assert_eq!(
+        d.redis.json(&["dlq", "purge", "jobs", "--id", &first])["purged"],
+        1
+    );
+    assert_eq!(d.count(&[]), 2);
+    send(&d.rt, &d.mq, "jobs", 0, "bad-3");
+    dead_letter_some(&d.rt, &mut d.reader, &[("bad-3", "fail:io")]);
+    assert_eq!(d.count(&["--error-type", "fail"]), 1);
+    d.redis
+        .admin()
+        .args(["dlq", "purge", "jobs", "--error-type", "decode"])
+        .assert()
+        .success()
+        .stdout("purged 1 dead letters of `jobs`\n");
+    assert_eq!(d.count(&["--error-type", "timeout"]), 1);
+    assert_eq!(
+        d.redis.json(&["dlq", "purge", "jobs", "--all"])["purged"],
+        2
+    );
+    assert_eq!(d.count(&[]), 0);
+}
+
+const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+
+#[test]
+fn state_get_reads_a_jobs_keyed_state_as_json() {
+    let redis = Redis::start();
+    let rt = rt();
+    let mq = redis.mq(&rt);
+    rt.block_on(mq.create_topic("words", 1)).unwrap();
+    for w in ["to", "be", "or", "not", "to", "be", "to"] {
+        send(&rt, &mq, "words", 0, w);
+    }
+    let config = RedisRuntimeConfig::builder()
+        .job_name("wordcount")
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
+    let sub = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .poll_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options("words", "g", sub)
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(|w: String, ctx, out| {
+            let mut count = ctx.state(&COUNT)?;
+            let n = count.value() + 1;
+            count.update(n);
+            out.collect((w, n));
+            Ok(())
+        })
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while job
+        .diagnostics()
+        .partitions
+        .iter()
+        .map(|p| p.records)
+        .sum::<u64>()
+        < 7
+    {
+        assert!(Instant::now() < deadline, "{:?}", job.diagnostics());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    job.blocking_shutdown(Duration::from_secs(10));
+
+    let get = |key: &str| {
+        let mut args = vec!["state", "get", "--job", "wordcount", "--topic", "words"];
+        args.extend([
+            "--partition",
+            "0",
+            "--group",
+            "g",
+            "--operator",
+            "words.g/3:process",
+        ]);
+        args.extend(["--state", "count", "--key", key]);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    redis
+        .admin()
+        .args(get("\"to\""))
+        .assert()
+        .success()
+        .stdout("3\n");
+    let got = redis.json(
+        &get(" \"be\" ")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(got["value"], 2);
+    assert_eq!(got["field"], "\"be\"");
+    assert_eq!(
+        got["hash"],
+        "streaming:runtime:wordcount:{words:0}:g:words.g/3:process:count"
+    );
+    redis
+        .admin()
+        .args(get("\"never\""))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(
+            "error: no state `count` of operator `words.g/3:process` for key \"never\"",
+        ));
+    redis
+        .admin()
+        .args(get("never"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with("error: `--key` must be JSON"));
+}
+
+#[test]
+fn unreachable_redis_is_one_line_naming_the_url() {
+    // A port nobody listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://127.0.0.1:{port}/");
+    for args in [
+        vec!["topics", "list"],
+        vec!["lag"],
+        vec!["dlq", "list", "t"],
+    ] {
+        let out = Command::cargo_bin("streaming-admin")
+            .unwrap()
+            .env("REDIS_URL", &url)
+            .args(&args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::starts_with(format!(
+                "error: cannot connect to Redis at `{url}`"
+            )));
+        let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    let mut args = vec![
+        "state",
+        "get",
+        "--topic",
+        "t",
+        "--partition",
+        "0",
+        "--group",
+        "g",
+    ];
+    args.extend(["--operator", "t.g/1:process", "--state", "s", "--key", "1"]);
+    Command::cargo_bin("streaming-admin")
+        .unwrap()
+        .args(["--redis-url", &url])
+        .args(&args)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(format!(
+            "error: cannot connect to Redis at `{url}`"
+        )));
+}
