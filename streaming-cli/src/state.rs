@@ -16,8 +16,11 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) enum StateCommand {
     /// Prints the stored value of one key of one keyed state.
     ///
-    /// The state lives in the hash `{state-prefix}:{job}:{topic:partition}:{group}:{operator}:{state}`
-    /// (`:s{i}` appended with `--shards` above 1), field = the key as JSON.
+    /// A value state lives in the hash `{state-prefix}:{job}:{topic:partition}:{group}:{operator}:{state}`
+    /// (`:s{i}` appended with `--shards` above 1), field = the key as JSON. A collection
+    /// state (list, map, set) keeps each key's collection in its own Redis key, that hash
+    /// (unsharded) + `:k:` + the key as JSON: a list, a hash (map key → value) or a set,
+    /// each element as JSON; it prints as a JSON array (a map: `[key, value]` pairs).
     Get {
         /// The job's name (`RedisRuntimeConfig::job_name`).
         #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name())]
@@ -70,7 +73,18 @@ pub(crate) async fn run(url: &str, cmd: &StateCommand, out: &Output) -> Result<(
     let mut conn = connect(url).await?;
     let at = (topic.as_str(), *partition, group.as_str());
     let mut tried = Vec::new();
+    let unsharded = RedisRuntimeConfig::builder()
+        .job_name(job.as_str())
+        .state_key_prefix(state_prefix.as_str())
+        .build()?;
     for field in &fields {
+        let base = unsharded.keyed_state_hash(at, operator, state, field);
+        let collection = format!("{base}:k:{field}");
+        if let Some(value) = read_collection(&mut conn, url, &collection).await? {
+            let json = json!({ "key": collection, "collection": value });
+            out.print_line(&format!("{value:#}"), &json);
+            return Ok(());
+        }
         let hash = config.keyed_state_hash(at, operator, state, field);
         let stored: Option<String> = timed(
             redis::cmd("HGET")
@@ -97,6 +111,47 @@ pub(crate) async fn run(url: &str, cmd: &StateCommand, out: &Output) -> Result<(
         "no state `{state}` of operator `{operator}` for key {key} (looked in `{}`)",
         tried.join("`, `")
     )))
+}
+
+/// The collection stored at `key` as a JSON array (`None` when there is no such key).
+async fn read_collection(
+    conn: &mut redis::aio::MultiplexedConnection,
+    url: &str,
+    key: &str,
+) -> Result<Option<Value>> {
+    let fail = |e: String| Failure(format!("reading `{key}` at `{url}`: {e}"));
+    let kind: String = timed(redis::cmd("TYPE").arg(key).query_async(conn))
+        .await
+        .map_err(fail)?;
+    let parse = |text: &str| -> Result<Value> {
+        serde_json::from_str(text)
+            .map_err(|e| Failure(format!("an element of `{key}` is not JSON ({e}): {text}")))
+    };
+    let items: Vec<Value> = match kind.as_str() {
+        "list" | "set" => {
+            let cmd = if kind == "list" {
+                redis::cmd("LRANGE").arg(key).arg(0).arg(-1).clone()
+            } else {
+                redis::cmd("SMEMBERS").arg(key).clone()
+            };
+            let mut raw: Vec<String> = timed(cmd.query_async(conn)).await.map_err(fail)?;
+            if kind == "set" {
+                raw.sort(); // a set has no order: print a stable one
+            }
+            raw.iter().map(|t| parse(t)).collect::<Result<_>>()?
+        }
+        "hash" => {
+            let raw: Vec<(String, String)> =
+                timed(redis::cmd("HGETALL").arg(key).query_async(conn))
+                    .await
+                    .map_err(fail)?;
+            raw.iter()
+                .map(|(k, v)| Ok(json!([parse(k)?, parse(v)?])))
+                .collect::<Result<_>>()?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(Value::Array(items)))
 }
 
 /// The hash fields the engine may have written for `key` (JSON text): serde_json's

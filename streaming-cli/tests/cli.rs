@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
-use streaming::api::ValueStateDescriptor;
+use streaming::api::{SetStateDescriptor, ValueStateDescriptor};
 use streaming::mq::{
     ExclusiveReader, Failure, Message, Mq, MqOptions, OutgoingMessage, StartPolicy,
     SubscriptionOptions, HEADER_ORIGINAL_ID,
@@ -462,6 +462,7 @@ fn dlq_purge_by_id_by_filter_and_all() {
 }
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+const LETTERS: SetStateDescriptor<String> = SetStateDescriptor::persistent("letters");
 
 #[test]
 fn state_get_reads_a_jobs_keyed_state_as_json() {
@@ -489,6 +490,10 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
             let mut count = ctx.state(&COUNT)?;
             let n = count.value() + 1;
             count.update(n);
+            let mut letters = ctx.state(&LETTERS)?;
+            for c in w.chars() {
+                letters.add(c.to_string());
+            }
             out.collect((w, n));
             Ok(())
         })
@@ -509,7 +514,7 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
     }
     job.blocking_shutdown(Duration::from_secs(10));
 
-    let get = |key: &str| {
+    let get_state = |state: &str, key: &str| {
         let mut args = vec!["state", "get", "--job", "wordcount", "--topic", "words"];
         args.extend([
             "--partition",
@@ -519,9 +524,10 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
             "--operator",
             "words.g/3:process",
         ]);
-        args.extend(["--state", "count", "--key", key]);
+        args.extend(["--state", state, "--key", key]);
         args.into_iter().map(str::to_owned).collect::<Vec<_>>()
     };
+    let get = |key: &str| get_state("count", key);
     redis
         .admin()
         .args(get("\"to\""))
@@ -539,6 +545,24 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
     assert_eq!(
         got["hash"],
         "streaming:runtime:wordcount:{words:0}:g:words.g/3:process:count"
+    );
+    // A set state: each key's members in a Redis set of their own, printed sorted.
+    redis
+        .admin()
+        .args(get_state("letters", "\"to\""))
+        .assert()
+        .success()
+        .stdout("[\n  \"o\",\n  \"t\"\n]\n");
+    let got = redis.json(
+        &get_state("letters", "\"not\"")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(got["collection"], serde_json::json!(["n", "o", "t"]));
+    assert_eq!(
+        got["key"],
+        "streaming:runtime:wordcount:{words:0}:g:words.g/3:process:letters:k:\"not\""
     );
     redis
         .admin()
