@@ -29,11 +29,15 @@
 //!   owner makes for the partition — the batch commit (with processing-time timers and the
 //!   idle flush), the retry schedule and dead letter of a failed or malformed record, the
 //!   promotion of due retries, the state schema write, and on the read side the take's
-//!   `XAUTOCLAIM` / `XGROUP SETID` and every `XREADGROUP` (which move the group's
-//!   position or pending list) — runs in a script that first checks that the lease still
-//!   holds this exact value (or expired with nobody taking it since: the fencing counter
-//!   still holds our token, and the lease is taken back); otherwise it writes nothing and
-//!   the owner gets
+//!   `XAUTOCLAIM` / `XGROUP SETID` — runs in a script that first checks that the lease
+//!   still holds this exact value (or expired with nobody taking it since: the fencing
+//!   counter still holds our token, and the lease is taken back); otherwise it writes
+//!   nothing. Every `XREADGROUP` (which moves the group's position and, in
+//!   [`AckMode::Xack`], fills the pending list) is one transaction of that check, the read
+//!   itself, and an undo that puts a refused read back (position and pending entries), so
+//!   a stale owner's read moves nothing either (the read stays outside Lua: a script
+//!   returning a batch of entries costs Redis several times the read). Either way the
+//!   owner gets
 //!   [`Error::Fenced`](crate::Error::Fenced), drops the partition's chain and state cache,
 //!   and takes it again (from the last commit) once it wins the lease. A lease never
 //!   passes because a consumer name matches, so views of the membership may disagree for a

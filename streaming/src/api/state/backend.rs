@@ -1,8 +1,8 @@
 //! The keyed state of one process operator: one slot per state, found once.
 //!
 //! A state declared with `pipeline!`'s `.state(..)` gets its slot when the pipeline is
-//! built ([`DeclareStates`]); the expansion hands the process function a
-//! [`DeclaredState`] holding its index, so a record's access is an index, a type-id
+//! built ([`DeclareStates`](super::DeclareStates)); the expansion hands the process function a
+//! [`DeclaredState`](super::DeclaredState) holding its index, so a record's access is an index, a type-id
 //! comparison and one lookup of the key. A descriptor passed to `ctx.state(&DESCRIPTOR)`
 //! directly gets its slot the first time it is used and is found by name afterwards (a scan
 //! of the operator's few names). Every state of a record shares one hash of its key.
@@ -14,7 +14,6 @@ use crate::{Error, OperatorId};
 use std::any::{Any, TypeId};
 use std::collections::hash_map::RandomState;
 use std::hash::Hash;
-use std::marker::PhantomData;
 
 /// What an engine does when a process operator opens one of its states for the first time.
 /// An engine that keeps state in the process does nothing; one that stores it elsewhere
@@ -63,76 +62,10 @@ pub struct OpenedState<'a> {
     pub collection: Option<CollectionKind>,
 }
 
-/// A state declared with `.state(..)` in `pipeline!`: the index of its declaration, which
-/// is its slot in the operator's state (the pipeline's build put it there). Not public API.
-#[doc(hidden)]
-pub struct DeclaredState<D> {
-    index: usize,
-    _descriptor: PhantomData<fn() -> D>,
-}
-
-impl<D> DeclaredState<D> {
-    /// The `index`-th state of the `.state(..)` declarations before `process`.
-    #[inline(always)]
-    pub const fn at(index: usize) -> Self {
-        DeclaredState {
-            index,
-            _descriptor: PhantomData,
-        }
-    }
-
-    /// Its slot in the operator's state.
-    #[inline(always)]
-    pub(crate) fn slot(self) -> usize {
-        self.index
-    }
-}
-
-impl<D> Clone for DeclaredState<D> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<D> Copy for DeclaredState<D> {}
-
 #[cold]
 #[inline(never)]
 fn declared_state_replaced(e: Error) -> ! {
     panic!("{e} (the operator's state was restored from a checkpoint of another pipeline)")
-}
-
-/// The states declared before a `process`, registered with the operator's state when the
-/// pipeline is built: `()` or a pair (descriptor, the rest), in declaration order. Not
-/// public API.
-#[doc(hidden)]
-pub trait DeclareStates<K>: Clone + 'static {
-    /// Gives every declared state its slot, in declaration order.
-    ///
-    /// # Errors
-    /// [`Error::StateType`] when restored state has a state of the same name and another
-    /// type.
-    #[allow(private_interfaces)]
-    fn declare(&self, backend: &mut KeyedStateBackend<K>) -> Result<(), Error>;
-}
-
-impl<K> DeclareStates<K> for () {
-    #[allow(private_interfaces)]
-    fn declare(&self, _backend: &mut KeyedStateBackend<K>) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-impl<K, D, Rest> DeclareStates<K> for (D, Rest)
-where
-    K: Hash + Eq + Clone + 'static,
-    D: StateDescriptor<K>,
-    Rest: DeclareStates<K>,
-{
-    #[allow(private_interfaces)]
-    fn declare(&self, backend: &mut KeyedStateBackend<K>) -> Result<(), Error> {
-        backend.declare(&self.0)?;
-        self.1.declare(backend)
-    }
 }
 
 /// One state's descriptor and values, and the changes of each key not written back yet

@@ -10,14 +10,16 @@
 
 mod backend;
 mod codec;
+mod declared;
 mod descriptors;
 mod elements;
 mod handles;
 mod values;
 
-pub use backend::DeclaredState;
-pub(crate) use backend::{DeclareStates, KeyedStateBackend, OpenState, OpenedState};
+pub(crate) use backend::{KeyedStateBackend, OpenState, OpenedState};
 pub use codec::JsonCodec;
+pub(crate) use declared::DeclareStates;
+pub use declared::DeclaredState;
 pub use descriptors::{
     ListStateDescriptor, MapStateDescriptor, SetStateDescriptor, ValueStateDescriptor,
 };

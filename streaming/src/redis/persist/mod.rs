@@ -420,10 +420,11 @@ pub trait Persist: 'static + Sealed {
     }
 
     /// Adds `key`'s stored collection of state `state`: map fields and values
-    /// alternating, set members or list elements, as JSON.
+    /// alternating, set members or list elements, as JSON. An element that does not
+    /// decode poisons the key (its records fail; the stored collection stays as it is).
     ///
     /// # Errors
-    /// [`Error::StateDecode`] when the key or an element does not decode.
+    /// [`Error::StateDecode`] when the key does not decode.
     fn load_collection(
         &mut self,
         operator: &str,
