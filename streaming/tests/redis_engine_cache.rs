@@ -347,3 +347,64 @@ fn a_rolling_reduce_value_that_does_not_decode_fails_only_its_keys_records() {
     let expected: Vec<(String, u64)> = counts(&[("a", 2), ("a", 3), ("a", 4), ("b", 2), ("p", 1)]);
     assert_eq!(got, expected);
 }
+
+/// The delay a partition error announces (`… in 37.5ms: …` / `… retrying in 1.2s: …`).
+fn announced_delay(error: &str) -> Option<Duration> {
+    let (_, rest) = error.split_once(" in ")?;
+    let (text, _) = rest.split_once(": ")?;
+    let (number, unit) = text.split_at(text.find(|c: char| c.is_alphabetic() || c == 'µ')?);
+    let n: f64 = number.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "ms" => n / 1e3,
+        "µs" => n / 1e6,
+        "ns" => n / 1e9,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs))
+}
+
+#[test]
+fn a_batch_that_fails_every_time_is_retried_with_a_growing_backoff() {
+    let s = private_setup("cache-backoff");
+    s.rt.block_on(s.mq().create_topic("backoff", 1)).unwrap();
+    s.produce("backoff", &["a".to_string()]);
+    let config = || s.config("backoff").build().unwrap();
+    let (job, _) = start_count(&s, "backoff", config());
+    wait_until("the first run", &job, || committed(&job) == 1);
+    job.blocking_shutdown(Duration::MAX);
+
+    // The count's hash becomes a string: every batch touching it fails with WRONGTYPE.
+    let hash = state_hash(&s, ":process:count");
+    let _: () = redis::cmd("SET")
+        .arg(&hash)
+        .arg("not a hash")
+        .query(&mut raw(&s))
+        .unwrap();
+    s.produce("backoff", &["a".to_string(), "b".to_string()]);
+    let (job, out) = start_count(&s, "backoff", config());
+    let failures = || {
+        (job.diagnostics().errors.into_iter())
+            .filter(|e| e.contains("WRONGTYPE"))
+            .collect::<Vec<_>>()
+    };
+    wait_until("five failed attempts", &job, || failures().len() >= 5);
+    let delays: Vec<Duration> = failures()
+        .iter()
+        .take(5)
+        .map(|e| announced_delay(e).unwrap_or_else(|| panic!("no delay in {e}")))
+        .collect();
+    // Equal jitter: attempt k waits within [d/2, d] for d = 50 ms · 2^k (up to 2 s), so the
+    // fifth waits at least 8 times as long as the first; before, a successful re-take
+    // reset the backoff and every attempt waited 25–50 ms.
+    assert!(delays[4] >= delays[0] * 4, "{delays:?}");
+    assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{delays:?}");
+
+    // Once the key is fixed the partition commits again, from a fresh count.
+    let _: () = redis::cmd("DEL").arg(&hash).query(&mut raw(&s)).unwrap();
+    wait_until("the batch after the fix", &job, || committed(&job) == 2);
+    job.blocking_shutdown(Duration::MAX);
+    let mut got = out.snapshot();
+    got.sort();
+    assert_eq!(got, [("a".to_string(), 1), ("b".to_string(), 1)]);
+}

@@ -47,11 +47,17 @@ where
                 ),
                 Err(e) => ("processing-time timers not committed", Err(e)),
             },
-            Ok(_) => return true,
+            Ok(_) => {
+                // Only work that went through resets the backoff: a take that succeeds
+                // before the same batch fails again must not (it retried every 50 ms).
+                self.backoff.reset();
+                return true;
+            }
             Err(e) => ("batch not committed", Err(e)),
         };
-        if let Err(e) = r {
-            self.recover(plan, ctx, what, e);
+        match r {
+            Ok(()) => self.backoff.reset(),
+            Err(e) => self.recover(plan, ctx, what, e),
         }
         false
     }
@@ -113,17 +119,18 @@ where
             job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
             self.forget(plan, ctx);
         } else {
+            let delay = self.backoff.next_delay();
             job.partition_error(
                 &spec.topic,
                 &spec.group,
                 p,
                 format!(
-                    "partition {p} of {}: {what}, reading again from the last commit: {e}",
+                    "partition {p} of {}: {what}, reading again from the last commit in {delay:?}: {e}",
                     spec.topic
                 ),
             );
             self.needs_reset = true;
-            self.retry_at = Instant::now() + self.backoff.next_delay();
+            self.retry_at = Instant::now() + delay;
         }
     }
 
@@ -137,10 +144,7 @@ where
     ) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
         match self.take(plan, ctx, conn).await {
-            Ok(()) => {
-                self.needs_reset = false;
-                self.backoff.reset();
-            }
+            Ok(()) => self.needs_reset = false,
             Err(e) if schema::stops_partition(&e) => {
                 schema::stopped(job, &spec.topic, &spec.group, p, &e);
                 self.stopped = true;
