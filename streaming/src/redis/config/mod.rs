@@ -161,7 +161,9 @@ getters! {
     job_instance_id: String;
     /// Prefix of keyed-state keys. Default `streaming:runtime`.
     state_key_prefix: String;
-    /// Expiry of each state hash; `None` (the default) keeps state forever.
+    /// Expiry of each state hash (and of each key's collection), renewed by every commit
+    /// that writes it; `None` (the default) keeps state forever, and so does
+    /// `Some(Duration::ZERO)` (read as `None`).
     state_ttl: Option<Duration>;
     /// Sample the size of a state hash (HLEN) every N writes; 0 (default) = off.
     state_size_report_every_n_writes: u64;

@@ -139,7 +139,7 @@ impl Poison {
             operator: operator.to_string(),
             state: state.to_string(),
             reason: format!(
-                "the stored value of key {key} does not decode ({e}); it is left in Redis as it is: fix or delete that field, and the key's next records use it"
+                "the stored value of key {key} does not decode ({e}); it is left in Redis as it is: fix or delete it, and the key's next records use it"
             ),
             fresh: true,
         }
