@@ -432,6 +432,7 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
     }
 
     #[cold]
+    #[cfg(feature = "redis")]
     fn decode_error(&self, state: &str, reason: String) -> Error {
         Error::StateDecode {
             operator: OperatorId::from_text(self.operator.as_str()),
