@@ -236,11 +236,13 @@ pub mod redis;
 pub mod mq;
 
 /// The guide: the event-time semantics both engines follow (and where they differ from
-/// Flink), and how the Redis engine runs a job.
+/// Flink), how the Redis engine runs a job, and the metrics it reports.
 ///
 #[doc = include_str!("../docs/semantics.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/redis-engine.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/metrics.md")]
 pub mod guide {}
 
 mod dataflow;

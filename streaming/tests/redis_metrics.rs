@@ -1,5 +1,5 @@
-//! The Redis engine's `metrics` counters and gauges (one test binary: it installs the
-//! process-wide recorder).
+//! The Redis engine's `metrics` series (one test binary: it installs the process-wide
+//! recorder).
 
 mod support;
 
@@ -15,7 +15,7 @@ use support::redis_server::TestRedis;
 use support::{fast_options, unique_prefix};
 
 #[test]
-fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
+fn series_follow_the_diagnostics() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     recorder.install().unwrap();
@@ -68,9 +68,11 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
     let d = job.diagnostics();
     job.blocking_shutdown(Duration::MAX);
 
-    // name → (sum of counters over partitions, gauges by partition)
+    // name → sum of counters over partitions; gauges by (name, partition); histogram
+    // sample counts by name.
     let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-    let mut watermarks: BTreeMap<String, f64> = BTreeMap::new();
+    let mut gauges: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut histograms: BTreeMap<String, usize> = BTreeMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let k = key.key();
         let label = |name: &str| {
@@ -82,22 +84,27 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
         if label("job") != "metrics-job" {
             continue;
         }
+        let name = k.name().to_string();
         match value {
-            DebugValue::Counter(n) => *counters.entry(k.name().to_string()).or_default() += n,
+            DebugValue::Counter(n) => *counters.entry(name).or_default() += n,
             DebugValue::Gauge(g) => {
-                watermarks.insert(label("partition"), g.into_inner());
+                let at = format!("{}{}", label("partition"), label("operator"));
+                gauges.insert((name, at), g.into_inner());
             }
-            DebugValue::Histogram(_) => {}
+            DebugValue::Histogram(h) => *histograms.entry(name).or_default() += h.len(),
         }
     }
     let sum = |f: fn(&streaming::redis::PartitionProgress) -> u64| -> u64 {
         d.partitions.iter().map(f).sum()
     };
+    assert_eq!(counters["streaming_jobs_started_total"], 1);
+    assert_eq!(counters["streaming_pipelines_started_total"], 1);
+    assert_eq!(counters["streaming_jobs_cancelled_total"], 1);
     assert_eq!(counters["streaming_records_total"], 8);
     assert_eq!(counters["streaming_records_total"], sum(|p| p.records));
     assert_eq!(counters["streaming_records_failed_total"], 0);
-    // Per key: [0,100) fires at 150 with 1 element, the 20 is late, [100,200) and
-    // [200,300) fire at the flush.
+    // Per key: [0,100) fires at 150 with 1 element, the 20 is late, [100,200) fires at
+    // 250 and [200,300) at the flush.
     assert_eq!(counters["streaming_window_fired_total"], 6);
     assert_eq!(
         counters["streaming_window_fired_total"],
@@ -109,14 +116,39 @@ fn counters_and_the_watermark_gauge_follow_the_diagnostics() {
         sum(|p| p.idle_flushes)
     );
     assert!(counters["streaming_idle_flushes_total"] >= 1);
-    // Every partition that received data was flushed: its watermark gauge is i64::MAX.
-    assert!(!watermarks.is_empty());
-    for (partition, w) in &watermarks {
-        let p = d
-            .partitions
-            .iter()
-            .find(|p| p.partition.to_string() == *partition)
-            .unwrap();
-        assert_eq!(*w, p.watermark.unwrap() as f64, "partition {partition}");
+    // Each key's batch fires [0,100) and [100,200) in memory (never written); its
+    // [200,300) pane is written, then deleted by the flush that fires it.
+    assert_eq!(counters["streaming_state_writes_total"], 2);
+    assert_eq!(counters["streaming_state_deletes_total"], 2);
+    assert_eq!(counters["streaming_state_reads_total"], 0);
+    assert!(histograms["streaming_commit_seconds"] >= 1);
+    assert!(histograms["streaming_handle_seconds"] >= 1);
+    // Every partition that received data was flushed: its watermark gauge keeps the last
+    // event-time watermark (250: each key's latest element, out-of-orderness 0) and its
+    // flushed flag is 1; a partition that never committed a watermark has neither series.
+    let with_data: Vec<String> = d
+        .partitions
+        .iter()
+        .filter(|p| p.records > 0)
+        .map(|p| p.partition.to_string())
+        .collect();
+    assert!(!with_data.is_empty());
+    for p in ["0", "1"] {
+        let w = gauges.get(&("streaming_watermark_ms".into(), p.into()));
+        let flushed = gauges.get(&("streaming_watermark_flushed".into(), p.into()));
+        if with_data.iter().any(|d| d == p) {
+            assert_eq!(w, Some(&250.0), "partition {p}");
+            assert_eq!(flushed, Some(&1.0), "partition {p}");
+        } else {
+            assert_eq!((w, flushed), (None, None), "partition {p}");
+        }
     }
+    // The window operator's timer queue is empty once every window fired.
+    let timers: Vec<f64> = gauges
+        .iter()
+        .filter(|((name, _), _)| name == "streaming_timer_queue_size")
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(!timers.is_empty());
+    assert!(timers.iter().all(|t| *t == 0.0), "{timers:?}");
 }

@@ -24,6 +24,7 @@ use super::{schema, HotKeyPolicy, RedisRuntimeConfig};
 use crate::api::Sink;
 use crate::mq::Connection;
 use crate::mq::Message;
+use crate::mq::RetryOutcome;
 use crate::ops::Operator;
 use crate::Error;
 use std::collections::HashSet;
@@ -104,6 +105,7 @@ where
             ..
         } = batch;
         // 2. Process, rolling back and skipping failed records.
+        let started = std::time::Instant::now();
         let mdc = Mdc::new(&ctx.spec.config);
         let mut skip: HashSet<usize> = HashSet::new();
         let mut passes = 0u32;
@@ -133,6 +135,7 @@ where
         };
         let processed = (msgs.len() - skip.len()) as u64;
         let failed = skip.len() as u64;
+        self.metrics.handle_seconds.record(started.elapsed());
         if let Err(e) = self
             .commit(ctx, conn, pending, (&ids, read_after.as_deref()))
             .await
@@ -225,7 +228,12 @@ where
         let spec = ctx.spec;
         tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
                        id = %m.id, "record failed: {e}");
-        fail(ctx, conn, &mut self.owner, m, &e).await?;
+        let (error_type, outcome) = fail(ctx, conn, &mut self.owner, m, &e).await?;
+        match outcome {
+            Some(RetryOutcome::DeadLettered) => self.metrics.failure(true, error_type),
+            Some(RetryOutcome::Scheduled { .. }) => self.metrics.failure(false, error_type),
+            _ => {}
+        }
         ctx.job.report_misuse(&e);
         if matches!(e, Error::HotKey { .. }) {
             if let Ok(mut h) = ctx.job.hot.lock() {

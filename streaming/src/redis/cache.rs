@@ -183,7 +183,10 @@ where
                 CollectionKind::List => pipe.cmd("LRANGE").arg(&c.redis_key).arg(0).arg(-1),
             };
         }
+        let started = std::time::Instant::now();
         let replies: Vec<Value> = pipe.query_async(conn).await?;
+        self.metrics.fetch_seconds.record(started.elapsed());
+        self.count_reads(&fetches, &collections);
         let mut replies = replies.into_iter();
         for f in fetches {
             let mut entries = Vec::new();
@@ -207,6 +210,19 @@ where
             (store.borrow_mut()).load_collection(op.as_str(), &c.state, &c.key, stored)?;
         }
         Ok(())
+    }
+
+    /// A fetch's reads in the metrics: the fields of each state's `HMGET`s, one per
+    /// collection.
+    fn count_reads(&mut self, fetches: &[Fetch], collections: &[CollectionFetch]) {
+        let reads = fetches
+            .iter()
+            .map(|f| (f.store, &f.state, f.fields.len()))
+            .chain(collections.iter().map(|c| (c.store, &c.state, 1)));
+        for (store, state, n) in reads {
+            let op = self.stores[store].0.as_str();
+            self.metrics.state(op, state).reads.increment(n as u64);
+        }
     }
 
     /// Runs `work` on the chain (timers, an idle flush: work without records) until it

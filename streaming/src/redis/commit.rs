@@ -13,6 +13,7 @@
 use super::context::{guarded, Ctx};
 use super::part::Part;
 use super::pending::{drain_into, KeyKind, Pending, PendingHash};
+use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
 use super::{AckMode, RedisListSink};
@@ -79,7 +80,9 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             lists: &lists,
         };
         let wait = ctx.spec.config.commit_replica_wait();
+        let started = std::time::Instant::now();
         let (reply, acked) = run_commit(conn, &COMMIT, &call.eval_cmd(), wait.as_ref()).await?;
+        self.metrics.commit_seconds.record(started.elapsed());
         let Value::Array(_) = reply else {
             return Err(self.owner.fenced_error(ctx, lease.token));
         };
@@ -94,10 +97,34 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         let sizes: Vec<i64> = redis::from_redis_value(&reply)?;
         for (h, size) in pending.hashes.iter().zip(sizes) {
             if let Ok(size) = u64::try_from(size) {
-                self.hot.sampled_size(ctx, h, size);
+                let hot = self.hot.sampled_size(ctx, h, size);
+                let m = self.metrics.state(&h.operator, &h.state);
+                m.size.set(size as f64);
+                m.hot_keys.increment(u64::from(hot));
             }
         }
+        self.count_commit(&pending);
         Ok(())
+    }
+
+    /// A commit's state writes and deletes, and the operators' timer queues, in the
+    /// metrics.
+    fn count_commit(&mut self, pending: &Pending) {
+        for h in &pending.hashes {
+            if h.state == WATERMARK_STATE {
+                continue;
+            }
+            let deletes = h.fields.values().filter(|v| v.is_none()).count();
+            let writes = h.fields.len() - deletes + h.appends.len() + usize::from(h.replace);
+            let m = self.metrics.state(&h.operator, &h.state);
+            m.writes.increment(writes as u64);
+            m.deletes.increment(deletes as u64);
+        }
+        for (op, store) in &self.stores {
+            if let Some(n) = store.borrow().timers() {
+                self.metrics.timer_queue(op.as_str(), n);
+            }
+        }
     }
 
     /// 3. Outputs to the sink and the side outputs.

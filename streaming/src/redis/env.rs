@@ -367,6 +367,7 @@ impl RedisEnv {
             })
         });
         if let Err(e) = proved {
+            super::part_metrics::job::start_failed(&config.job_name());
             // Not started: the pipelines stay registered for another attempt.
             if let Ok(mut st) = self.inner.state.lock() {
                 st.started = false;
@@ -382,6 +383,7 @@ impl RedisEnv {
                 .map(|d| (d.topic().to_string(), d.group().to_string()))
                 .collect(),
         ));
+        super::part_metrics::job::started(&config.job_name());
         for def in pipelines {
             let spec = PipelineSpec {
                 endpoint: self.inner.endpoint.clone(),
@@ -390,6 +392,8 @@ impl RedisEnv {
                 group: def.group().to_string(),
                 options: def.options(),
             };
+            let name = config.job_name();
+            super::part_metrics::job::pipeline(&name, &spec.topic, &spec.group, true);
             def.start(spec, Arc::clone(&job));
         }
         Ok(JobClient::new(job))

@@ -6,7 +6,7 @@ use super::job::is_misuse;
 use super::ownership::Ownership;
 use super::{ProcessingErrorResult, RedisRuntimeConfig};
 use crate::mq::Connection;
-use crate::mq::{Failure, HandleResult, Message};
+use crate::mq::{Failure, HandleResult, Message, RetryOutcome};
 use crate::Error;
 
 /// Header naming the job of a retried or dead-lettered record.
@@ -88,15 +88,16 @@ impl Failed {
 }
 
 /// Sends a failed record, with the `x-runtime-*` headers, to retry or the dead-letter
-/// queue.
+/// queue; returns its error type and what became of it.
 pub(super) async fn fail(
     ctx: &Ctx<'_>,
     conn: &mut Connection,
     owner: &mut Ownership,
     msg: &Message,
     e: &Error,
-) -> Result<(), Error> {
+) -> Result<(&'static str, Option<RetryOutcome>), Error> {
     let failed = Failed::new(&ctx.spec.config, e);
     let m = failed.headers(ctx, msg);
-    owner.reader()?.settle(conn, &m, &failed.verdict()).await
+    let outcome = owner.reader()?.settle(conn, &m, &failed.verdict()).await?;
+    Ok((failed.kind, outcome))
 }

@@ -98,8 +98,8 @@ impl HotKeys {
     }
 
     /// Records a sampled `HLEN`; at the threshold, warns (once per interval per hash) and
-    /// arms the hot-key policy for the interval.
-    pub(super) fn sampled_size(&mut self, ctx: &Ctx<'_>, h: &PendingHash, size: u64) {
+    /// arms the hot-key policy for the interval. `true` when it warned.
+    pub(super) fn sampled_size(&mut self, ctx: &Ctx<'_>, h: &PendingHash, size: u64) -> bool {
         let config = &ctx.spec.config;
         self.fields.insert(h.key.clone(), size);
         let threshold = config.hot_key_fields_warn_threshold();
@@ -124,5 +124,6 @@ impl HotKeys {
                 },
             );
         }
+        warn
     }
 }

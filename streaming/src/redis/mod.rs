@@ -180,12 +180,12 @@
 //!
 //! Metrics (the [`metrics`](https://docs.rs/metrics) facade; install a recorder, e.g. a
 //! Prometheus exporter, before `execute_async`: each partition registers its handles when
-//! the job starts): per committed batch, labelled `job`, `topic`, `group`,
-//! `partition` — counters `streaming_records_total`, `streaming_records_failed_total`,
-//! `streaming_window_fired_total`, `streaming_window_late_dropped_total`,
-//! `streaming_idle_flushes_total`, `streaming_records_skipped_total` (retries addressed to
-//! another consumer group), and the gauge `streaming_watermark_ms` (the partition's
-//! watermark as `f64`; `i64::MAX` after an idle flush). They match [`JobDiagnostics`].
+//! the job starts): `streaming_*` series labelled `job`, `topic`, `group`, `partition`
+//! (and `operator`, `state` where they apply), updated per batch, never per record; their
+//! counters match [`JobDiagnostics`]. The table of every series, and the watermark gauge's
+//! rule (no series before the first event-time watermark; an idle flush sets
+//! `streaming_watermark_flushed` instead of reporting `i64::MAX`), is in the
+//! [guide](crate::guide#redis-engine-metrics).
 //!
 //! State kept in Redis per partition, written with each batch's atomic commit:
 //! - each watermark operator's watermark (state `watermark`, field `"watermark"`): a

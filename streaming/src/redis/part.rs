@@ -67,6 +67,8 @@ pub(super) struct Part<C, S, O> {
     pub(super) hot: HotKeys,
     /// Its metric handles (registered once, when the partition is set up).
     pub(super) metrics: PartMetrics,
+    /// When the consumer lag is sampled next.
+    pub(super) next_lag_sample: Instant,
     /// The state schema check of the current chain (see `schema`).
     pub(super) schema: Option<SchemaGate>,
     /// Stopped for good (e.g. a state schema mismatch under `SchemaMismatchPolicy::Fail`): not read any more.
@@ -113,6 +115,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             retry_at: Instant::now(),
             hot: HotKeys::default(),
             metrics: PartMetrics::new(&ctx.job_name, &spec.topic, &spec.group, p),
+            next_lag_sample: Instant::now(),
             schema: None,
             stopped: false,
         };

@@ -1,21 +1,55 @@
-//! A partition's `metrics` handles, labelled job/topic/group/partition (see the
-//! [`redis`](super) module docs).
+//! A partition's `metrics` handles, labelled job/topic/group/partition (see
+//! `docs/metrics.md`, included in the [`redis`](super) module docs).
+//!
+//! Every series is updated once per committed batch (or idle flush, timer commit, fetch,
+//! failed record, lag sample), never per record. Handles are registered once and kept:
+//! the per-partition ones when the partition is set up, those with an operator or state
+//! label when that (operator, state) first shows up.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The labels of a partition's series.
+type Labels = Vec<(&'static str, String)>;
+
+/// One (operator, state)'s series.
+pub(super) struct StateMetrics {
+    pub(super) reads: metrics::Counter,
+    pub(super) writes: metrics::Counter,
+    pub(super) deletes: metrics::Counter,
+    pub(super) size: metrics::Gauge,
+    pub(super) hot_keys: metrics::Counter,
+}
 
 /// A partition's metric handles. Registered when the job starts: install the recorder
 /// before [`RedisEnv::execute_async`](super::RedisEnv::execute_async).
 pub(super) struct PartMetrics {
+    labels: Labels,
     pub(super) records: metrics::Counter,
     pub(super) failed: metrics::Counter,
     pub(super) window_fired: metrics::Counter,
     pub(super) window_late_dropped: metrics::Counter,
     pub(super) idle_flushes: metrics::Counter,
     pub(super) skipped: metrics::Counter,
-    pub(super) watermark: metrics::Gauge,
+    /// Time a batch spent in the chain (all passes, fetches and failed records included).
+    pub(super) handle_seconds: metrics::Histogram,
+    /// One commit's round trip (script, and `WAIT` when asked).
+    pub(super) commit_seconds: metrics::Histogram,
+    /// One fetch of missed keys' state (one pipelined round trip).
+    pub(super) fetch_seconds: metrics::Histogram,
+    /// Registered at the partition's first event-time watermark (never a placeholder 0).
+    watermark: Option<metrics::Gauge>,
+    /// Registered with the first watermark or flush.
+    watermark_flushed: Option<metrics::Gauge>,
+    /// Registered at the first lag sample.
+    lag: Option<metrics::Gauge>,
+    state: HashMap<(String, String), StateMetrics>,
+    timers: HashMap<String, metrics::Gauge>,
 }
 
 impl PartMetrics {
     pub(super) fn new(job: &str, topic: &str, group: &str, partition: u32) -> Self {
-        let labels = [
+        let labels = vec![
             ("job", job.to_string()),
             ("topic", topic.to_string()),
             ("group", group.to_string()),
@@ -28,7 +62,124 @@ impl PartMetrics {
             window_late_dropped: metrics::counter!("streaming_window_late_dropped_total", &labels),
             idle_flushes: metrics::counter!("streaming_idle_flushes_total", &labels),
             skipped: metrics::counter!("streaming_records_skipped_total", &labels),
-            watermark: metrics::gauge!("streaming_watermark_ms", &labels),
+            handle_seconds: metrics::histogram!("streaming_handle_seconds", &labels),
+            commit_seconds: metrics::histogram!("streaming_commit_seconds", &labels),
+            fetch_seconds: metrics::histogram!("streaming_state_fetch_seconds", &labels),
+            watermark: None,
+            watermark_flushed: None,
+            lag: None,
+            state: HashMap::new(),
+            timers: HashMap::new(),
+            labels,
+        }
+    }
+
+    /// The partition's labels and `extra`.
+    fn with(&self, extra: &[(&'static str, &str)]) -> Labels {
+        let mut labels = self.labels.clone();
+        labels.extend(extra.iter().map(|(k, v)| (*k, (*v).to_string())));
+        labels
+    }
+
+    /// The series of `state` of `operator`, registered on first use.
+    pub(super) fn state(&mut self, operator: &str, state: &str) -> &StateMetrics {
+        let key = (operator.to_string(), state.to_string());
+        if !self.state.contains_key(&key) {
+            let l = self.with(&[("operator", operator), ("state", state)]);
+            let m = StateMetrics {
+                reads: metrics::counter!("streaming_state_reads_total", &l),
+                writes: metrics::counter!("streaming_state_writes_total", &l),
+                deletes: metrics::counter!("streaming_state_deletes_total", &l),
+                size: metrics::gauge!("streaming_state_size_fields", &l),
+                hot_keys: metrics::counter!("streaming_state_hot_key_total", &l),
+            };
+            self.state.insert(key.clone(), m);
+        }
+        &self.state[&key]
+    }
+
+    /// Sets `operator`'s timer queue size.
+    pub(super) fn timer_queue(&mut self, operator: &str, size: usize) {
+        let gauge = match self.timers.get(operator) {
+            Some(g) => g,
+            None => {
+                let l = self.with(&[("operator", operator)]);
+                let g = metrics::gauge!("streaming_timer_queue_size", &l);
+                self.timers.entry(operator.to_string()).or_insert(g)
+            }
+        };
+        gauge.set(size as f64);
+    }
+
+    /// The watermark after a commit: an event time sets `streaming_watermark_ms` and
+    /// clears `streaming_watermark_flushed`; an idle flush (`i64::MAX`) sets the flag and
+    /// leaves the last event-time watermark; no watermark yet (`i64::MIN`) sets nothing.
+    pub(super) fn watermark(&mut self, watermark: i64) {
+        let flushed = watermark == crate::time::MAX_WATERMARK;
+        if watermark == crate::time::MIN_WATERMARK {
+            return;
+        }
+        if !flushed {
+            self.watermark
+                .get_or_insert_with(|| metrics::gauge!("streaming_watermark_ms", &self.labels))
+                .set(watermark as f64);
+        }
+        self.watermark_flushed
+            .get_or_insert_with(|| metrics::gauge!("streaming_watermark_flushed", &self.labels))
+            .set(if flushed { 1.0 } else { 0.0 });
+    }
+
+    /// Sets the sampled consumer lag.
+    pub(super) fn lag(&mut self, lag: u64) {
+        self.lag
+            .get_or_insert_with(|| metrics::gauge!("streaming_consumer_lag", &self.labels))
+            .set(lag as f64);
+    }
+
+    /// Counts a failed record's retry (`dead_letter == false`) or dead letter, by error
+    /// type (the failure path, not per record: registered here).
+    pub(super) fn failure(&self, dead_letter: bool, error_type: &str) {
+        let l = self.with(&[("error_type", error_type)]);
+        if dead_letter {
+            metrics::counter!("streaming_dead_letters_total", &l).increment(1);
+        } else {
+            metrics::counter!("streaming_records_retried_total", &l).increment(1);
+        }
+    }
+}
+
+/// How often an owned partition samples its consumer lag (one `XINFO GROUPS`).
+pub(super) const LAG_SAMPLE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Job-level series, labelled `job` (and `topic`, `group` for a pipeline).
+pub(super) mod job {
+    /// `streaming_jobs_started_total`.
+    pub(in crate::redis) fn started(job: &str) {
+        metrics::counter!("streaming_jobs_started_total", "job" => job.to_string()).increment(1);
+    }
+
+    /// `streaming_job_start_failed_total`.
+    pub(in crate::redis) fn start_failed(job: &str) {
+        metrics::counter!("streaming_job_start_failed_total", "job" => job.to_string())
+            .increment(1);
+    }
+
+    /// `streaming_jobs_cancelled_total`.
+    pub(in crate::redis) fn cancelled(job: &str) {
+        metrics::counter!("streaming_jobs_cancelled_total", "job" => job.to_string()).increment(1);
+    }
+
+    /// `streaming_pipelines_started_total` or `streaming_pipeline_start_failed_total`.
+    pub(in crate::redis) fn pipeline(job: &str, topic: &str, group: &str, started: bool) {
+        let labels = [
+            ("job", job.to_string()),
+            ("topic", topic.to_string()),
+            ("group", group.to_string()),
+        ];
+        if started {
+            metrics::counter!("streaming_pipelines_started_total", &labels).increment(1);
+        } else {
+            metrics::counter!("streaming_pipeline_start_failed_total", &labels).increment(1);
         }
     }
 }

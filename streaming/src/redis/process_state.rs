@@ -211,6 +211,10 @@ where
         self.max_event_timers = limits.event_time_timer_max_size;
     }
 
+    fn timers(&self) -> Option<usize> {
+        Some(self.event_timers.len() + self.processing_timers.len())
+    }
+
     fn has_event_time_work(&self) -> bool {
         self.registered
             .values()

@@ -4,7 +4,11 @@
 use super::chain::effective_watermark;
 use super::context::Ctx;
 use super::part::Part;
+use super::part_metrics::LAG_SAMPLE_INTERVAL;
 use super::PartitionProgress;
+use crate::mq::topic::parse_xinfo_groups;
+use crate::mq::Connection;
+use tokio::time::Instant;
 
 /// What one commit adds to a partition's progress.
 struct Committed {
@@ -24,7 +28,7 @@ struct Committed {
 impl<C, S, O> Part<C, S, O> {
     /// Reports a committed batch (or processing-time timers: no `last_id`, no records).
     pub(super) fn report_batch(
-        &self,
+        &mut self,
         ctx: &Ctx<'_>,
         last_id: Option<String>,
         processed: u64,
@@ -34,7 +38,7 @@ impl<C, S, O> Part<C, S, O> {
     }
 
     /// Reports a committed idle flush.
-    pub(super) fn report_idle_flush(&self, ctx: &Ctx<'_>) {
+    pub(super) fn report_idle_flush(&mut self, ctx: &Ctx<'_>) {
         let flush = Committed {
             flushed: true,
             ..self.committed(None, 0, 0)
@@ -59,7 +63,7 @@ impl<C, S, O> Part<C, S, O> {
     }
 
     /// Counts `c` in the metrics and the job's per-partition progress.
-    fn report(&self, ctx: &Ctx<'_>, c: Committed) {
+    fn report(&mut self, ctx: &Ctx<'_>, c: Committed) {
         let spec = ctx.spec;
         let m = &self.metrics;
         m.skipped.increment(c.skipped);
@@ -70,15 +74,46 @@ impl<C, S, O> Part<C, S, O> {
         if c.flushed {
             m.idle_flushes.increment(1);
         }
-        let mut reported = None;
+        let watermark = if c.flushed {
+            Some(crate::time::MAX_WATERMARK)
+        } else {
+            c.watermark
+        };
         ctx.job
             .progress(&spec.topic, &spec.group, self.partition, |pr| {
                 pr.subtask = ctx.subtask;
                 count(pr, c);
-                reported = pr.watermark;
             });
-        if let Some(w) = reported {
-            self.metrics.watermark.set(w as f64);
+        if let Some(w) = watermark {
+            self.metrics.watermark(w);
+        }
+    }
+}
+
+impl<C, S, O> Part<C, S, O> {
+    /// Samples the partition's consumer lag when due (at most every
+    /// [`LAG_SAMPLE_INTERVAL`]): the group's `lag` of `XINFO GROUPS`, entries not read yet.
+    /// A failed sample is left for the next one.
+    pub(super) async fn sample_lag(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) {
+        let now = Instant::now();
+        if now < self.next_lag_sample {
+            return;
+        }
+        self.next_lag_sample = now + LAG_SAMPLE_INTERVAL;
+        let (topic, p, group) = ctx.at(self.partition);
+        let groups: Result<redis::Value, _> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(ctx.keys.stream(topic, p))
+            .query_async(conn)
+            .await;
+        match groups {
+            Ok(v) => {
+                let info = parse_xinfo_groups(&v).into_iter().find(|g| g.name == group);
+                if let Some(lag) = info.and_then(|g| g.lag) {
+                    self.metrics.lag(lag);
+                }
+            }
+            Err(e) => tracing::debug!(topic, partition = p, "lag sample failed: {e}"),
         }
     }
 }

@@ -6,6 +6,7 @@ use super::context::{Ctx, PipelineSpec};
 use super::job::JobShared;
 use super::membership::Membership;
 use super::part::{Part, MAX_BACKOFF};
+use super::part_metrics;
 use super::RedisRuntime;
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, Plan};
@@ -158,7 +159,12 @@ where
     P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone,
     S: Sink<<P as Plan>::Out> + Clone,
 {
-    let Some((mq, partitions)) = open_queue(spec, subtask, job).await? else {
+    let opened = open_queue(spec, subtask, job).await;
+    if subtask == 0 && opened.is_err() {
+        let (name, topic, group) = (spec.config.job_name(), &spec.topic, &spec.group);
+        part_metrics::job::pipeline(&name, topic, group, false);
+    }
+    let Some((mq, partitions)) = opened? else {
         return Ok(());
     };
     let ctx = Ctx::new(spec, job, mq, consumer, subtask);

@@ -39,6 +39,7 @@ where
             }
             return false;
         }
+        self.sample_lag(ctx, conn).await;
         let (what, r) = match self.step(plan, ctx, conn).await {
             Ok(0) => match self.fire_processing_timers(plan, ctx, conn).await {
                 Ok(()) => (

@@ -16,7 +16,7 @@ impl PartitionReader {
     /// [`Self::retry_or_dead_letter`], [`HandleResult::DeadLetter`] as
     /// [`Self::dead_letter`], [`HandleResult::Fail`] as a dead letter of error type
     /// `fail:<type>`; [`HandleResult::Success`] does nothing (the batch's commit
-    /// acknowledges it).
+    /// acknowledges it). Returns what became of a failed `msg` (`None` on success).
     ///
     /// # Errors
     /// As [`Self::retry_or_dead_letter`].
@@ -25,19 +25,20 @@ impl PartitionReader {
         conn: &mut Connection,
         msg: &Message,
         verdict: &HandleResult,
-    ) -> Result<(), Error> {
-        match verdict {
-            HandleResult::Success => {}
-            HandleResult::Retry(f) => {
-                self.retry_or_dead_letter(conn, msg, f).await?;
+    ) -> Result<Option<RetryOutcome>, Error> {
+        Ok(match verdict {
+            HandleResult::Success => None,
+            HandleResult::Retry(f) => Some(self.retry_or_dead_letter(conn, msg, f).await?),
+            HandleResult::DeadLetter(f) => {
+                self.dead_letter(conn, msg, f).await?;
+                Some(RetryOutcome::DeadLettered)
             }
-            HandleResult::DeadLetter(f) => self.dead_letter(conn, msg, f).await?,
             HandleResult::Fail(f) => {
                 let f = Failure::new(format!("fail:{}", f.error_type), f.message.clone());
                 self.dead_letter(conn, msg, &f).await?;
+                Some(RetryOutcome::DeadLettered)
             }
-        }
-        Ok(())
+        })
     }
 
     /// Schedules this group's retry of `msg` after the retry policy's backoff (the retry

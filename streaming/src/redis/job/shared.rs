@@ -252,7 +252,9 @@ impl JobShared {
     /// Asks every subtask to stop (they finish their batch, hand their partitions over
     /// and end) and wakes whatever waits for that. Returns at once.
     pub(crate) fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
+        if !self.cancelled.swap(true, Ordering::SeqCst) {
+            crate::redis::part_metrics::job::cancelled(&self.job_name);
+        }
         self.cancel_signal.send_replace(true);
         self.signal_change();
     }

@@ -477,6 +477,12 @@ pub trait Persist: 'static + Sealed {
     fn has_event_time_work(&self) -> bool {
         false
     }
+
+    /// The timers queued in memory (window panes' event-time timers, a process
+    /// operator's event- and processing-time timers); `None` for state without timers.
+    fn timers(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Limits the Redis engine applies to operator state (from

@@ -146,6 +146,10 @@ where
         self.keys.values().any(|panes| !panes.is_empty())
     }
 
+    fn timers(&self) -> Option<usize> {
+        Some(self.timers.len())
+    }
+
     fn schema(&mut self, operator: &str, gate: &SchemaGate) -> Result<(), Error> {
         // `/2`: one field per pane (the layout before it, one field per key, is another
         // schema).
