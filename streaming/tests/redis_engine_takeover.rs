@@ -276,3 +276,41 @@ fn a_stale_owners_read_is_undone_xack_mode() {
 fn a_stale_owners_read_is_undone_offset_mode() {
     stale_read_moves_nothing(AckMode::Offset, "stale-read-offset");
 }
+
+/// Every run of a job reads with consumers of its own; taking a partition deletes the
+/// consumers of earlier runs that have nothing pending, so the group's consumer list does
+/// not grow with every restart (it held one more consumer per run and partition).
+fn consumers_do_not_pile_up(mode: AckMode, test: &str) {
+    let f = fixture(test);
+    let out = CollectSink::new();
+    let mut all = Vec::new();
+    for run in 0..3 {
+        let words = words(10);
+        f.send(&words);
+        all.extend(words);
+        let job = f.start(mode, &out);
+        wait_for(&out, all.len(), &job);
+        job.blocking_shutdown(Duration::MAX);
+        let info = f.rt.block_on(f.mq.describe_topic("t")).unwrap();
+        for p in &info.partition_info {
+            let g = p.groups.iter().find(|g| g.name == "g").unwrap();
+            assert_eq!(
+                (g.consumers, g.pending),
+                (1, 0),
+                "run {run}, partition {}: {g:?}",
+                p.partition
+            );
+        }
+    }
+    check(&out, &all);
+}
+
+#[test]
+fn earlier_runs_consumers_are_deleted_xack_mode() {
+    consumers_do_not_pile_up(AckMode::Xack, "prune-xack");
+}
+
+#[test]
+fn earlier_runs_consumers_are_deleted_offset_mode() {
+    consumers_do_not_pile_up(AckMode::Offset, "prune-offset");
+}

@@ -332,7 +332,9 @@ impl Mq {
 
     /// Opens a `NOACK` reader on one partition for an exclusive owner (see
     /// [`ExclusiveReader`]): takes the lease, then points the group at `committed`
-    /// (`XGROUP SETID`) or, with `None`, creates a missing group from `start`.
+    /// (`XGROUP SETID`) or, with `None`, creates a missing group from `start`, and deletes
+    /// the group's other consumers of the partition that have nothing pending (earlier
+    /// owners), so the consumer list does not grow with every restart.
     ///
     /// # Errors
     /// [`Error::Mq`] if another consumer holds the lease or the topic does not exist;

@@ -34,6 +34,9 @@ static CLAIM: LazyLock<Script> = lua_script!("lease_held.lua", "claim.lua");
 /// `XGROUP SETID` (or `CREATE`) under the lease check.
 static SET_GROUP_ID: LazyLock<Script> = lua_script!("lease_held.lua", "set_group_id.lua");
 
+/// A take's clean-up of earlier owners' consumers (nothing pending) under the lease check.
+static PRUNE_CONSUMERS: LazyLock<Script> = lua_script!("lease_held.lua", "prune_consumers.lua");
+
 /// A take's claim moves at most this many entries per script call.
 const CLAIM_STEP: usize = 1000;
 
@@ -159,6 +162,18 @@ impl PartitionReader {
             cursor = next;
         }
         Ok(())
+    }
+
+    /// A take's clean-up: deletes the group's other consumers of this partition that have
+    /// nothing pending (earlier owners; after [`Self::claim_all`] in XACK mode), so the
+    /// consumer list does not grow with every run. Returns how many went.
+    pub(super) async fn prune_consumers(&self, conn: &mut Connection) -> Result<i64, Error> {
+        let fence = self.fence()?;
+        let mut inv = PRUNE_CONSUMERS.key(self.stream());
+        fence.push(&mut inv);
+        inv.arg(&self.group).arg(&self.consumer);
+        let v: Value = inv.invoke_async(conn).await?;
+        fence.int_reply(&v)
     }
 
     /// A subscription member's claim, every `claim_idle / 2` (at once again while more

@@ -236,7 +236,8 @@ impl PartitionReader {
     /// reader still holds moves to a new token, so a write of an earlier attempt that
     /// reaches Redis only now is refused), then the group's position (see [`Position`]);
     /// in XACK mode every entry pending in the group is claimed for this consumer, to be
-    /// read again before new ones.
+    /// read again before new ones. The group's other consumers of the partition with
+    /// nothing pending (earlier owners) are deleted.
     ///
     /// # Errors
     /// [`is_leased_elsewhere`] when another owner holds the lease; [`Error::Fenced`] when
@@ -268,6 +269,7 @@ impl PartitionReader {
                 }
             }
         }
+        self.prune_consumers(conn).await?;
         self.next_promote = Instant::now();
         Ok(())
     }
