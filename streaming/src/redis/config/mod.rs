@@ -4,7 +4,10 @@ use crate::mq::MqOptions;
 use crate::Error;
 use std::time::Duration;
 
+mod checks;
 mod file;
+
+use checks::check_replica_wait;
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
@@ -133,6 +136,7 @@ pub struct RedisRuntimeConfig {
     window_max_fires_per_record: u32,
     event_time_timer_max_size: u32,
     commit_replica_wait: Option<ReplicaWait>,
+    stalled_after: Duration,
 }
 
 macro_rules! getters {
@@ -302,6 +306,11 @@ getters! {
     /// the master replicas again). `WAIT` is not consensus: see the crate's README on
     /// what survives a failover with it.
     commit_replica_wait: Option<ReplicaWait>;
+    /// An owned partition with work (lag above 0 sampled, or an error, since its last
+    /// commit) and no commit for this long is reported stalled: in
+    /// [`PartitionProgress::stalled`](crate::redis::PartitionProgress::stalled), the job
+    /// registry and the gauge `streaming_partition_stalled`. Default 60 s, at least 1 ms.
+    stalled_after: Duration;
 }
 
 impl Default for RedisRuntimeConfig {
@@ -336,6 +345,7 @@ impl Default for RedisRuntimeConfig {
             window_max_fires_per_record: 256,
             event_time_timer_max_size: 100_000,
             commit_replica_wait: None,
+            stalled_after: Duration::from_secs(60),
         }
     }
 }
@@ -453,6 +463,8 @@ setters! {
     /// Sets [`RedisRuntimeConfig::commit_replica_wait`] (at least 1 replica; a timeout of
     /// at least 1 ms and under the queue's response timeout).
     commit_replica_wait: Option<ReplicaWait>;
+    /// Sets [`RedisRuntimeConfig::stalled_after`] (at least 1 ms).
+    stalled_after: Duration;
 }
 
 /// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
@@ -486,7 +498,7 @@ impl RedisRuntimeConfigBuilder {
     /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
     /// [`MqOptions::validate`] failed; the reason names the inner field),
     /// `commit_replica_wait` (0 replicas, a timeout under 1 ms, or one not shorter than
-    /// the response timeout of `mq_options`).
+    /// the response timeout of `mq_options`), `stalled_after` (under 1 ms).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
         key_part("job_name", &c.job_name)?;
@@ -551,6 +563,9 @@ impl RedisRuntimeConfigBuilder {
             }
             _ => {}
         }
+        if c.stalled_after < Duration::from_millis(1) {
+            return Err(invalid("stalled_after", "must be at least 1 ms"));
+        }
         if i64::try_from(c.watermark_out_of_orderness.as_millis()).is_err() {
             return Err(invalid(
                 "watermark_out_of_orderness",
@@ -559,37 +574,6 @@ impl RedisRuntimeConfigBuilder {
         }
         Ok(c)
     }
-}
-
-/// A replica wait the engine can honour: at least one replica, and a `WAIT` that returns
-/// before the connection's response timeout gives up on it.
-fn check_replica_wait(w: &ReplicaWait, response_timeout: Duration) -> Result<(), Error> {
-    let field = "commit_replica_wait";
-    if w.replicas == 0 {
-        return Err(invalid(
-            field,
-            "waits for 0 replicas: set at least 1, or `None` not to wait",
-        ));
-    }
-    if w.timeout < Duration::from_millis(1) {
-        return Err(invalid(
-            field,
-            format!(
-                "timeout {:?} is under 1 ms (`WAIT` with 0 ms blocks forever): set at least 1 ms",
-                w.timeout
-            ),
-        ));
-    }
-    if w.timeout >= response_timeout {
-        return Err(invalid(
-            field,
-            format!(
-                "timeout {:?} is not shorter than the response timeout {response_timeout:?} of `mq_options`: the call would time out before `WAIT` answers",
-                w.timeout
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
