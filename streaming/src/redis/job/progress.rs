@@ -1,7 +1,7 @@
 //! What a running job reports: per-partition progress and the job's diagnostics.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Progress of one partition of a running job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -76,6 +76,37 @@ pub struct PartitionProgress {
     /// event-time timers a previous run left unfired. Such a partition is flushed after
     /// the idle timeout whatever its watermark (even one that never left `i64::MIN`).
     pub awaiting_flush: bool,
+    /// The consumer lag last sampled (entries not yet delivered to the group; sampled
+    /// every few seconds while the partition is owned); `None` before the first sample or
+    /// when Redis cannot tell.
+    pub lag: Option<u64>,
+    /// When [`lag`](Self::lag) was sampled.
+    pub lag_sampled_at: Option<SystemTime>,
+    /// When this process first took the partition in this run.
+    pub first_taken_at: Option<SystemTime>,
+    /// Whether the partition is stalled: owned, with work (a [`lag`](Self::lag) above 0
+    /// sampled since its last commit, or an error since then), and no commit for
+    /// `stalled_after` (since its first take when it never committed). Computed when
+    /// read; also the gauge `streaming_partition_stalled` and the job registry's
+    /// `stalled`.
+    pub stalled: bool,
+}
+
+impl PartitionProgress {
+    /// Whether the partition is stalled at `now` (see [`stalled`](Self::stalled)).
+    pub(crate) fn is_stalled(&self, stalled_after: Duration, now: SystemTime) -> bool {
+        let since_commit = |t: Option<SystemTime>| match (t, self.last_commit_at) {
+            (Some(t), Some(commit)) => t > commit,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let lagging = self.lag.is_some_and(|l| l > 0) && since_commit(self.lag_sampled_at);
+        let has_work = lagging || since_commit(self.last_error_at);
+        let since = self.last_commit_at.or(self.first_taken_at);
+        self.owned
+            && has_work
+            && since.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= stalled_after)
+    }
 }
 
 /// What [`JobClient::diagnostics`](super::JobClient::diagnostics) reports.
