@@ -4,73 +4,16 @@ use crate::mq::MqOptions;
 use crate::Error;
 use std::time::Duration;
 
-mod checks;
 mod file;
+mod policies;
 
-use checks::check_replica_wait;
+pub use policies::{AckMode, HotKeyPolicy, ProcessingErrorResult, SchemaMismatchPolicy};
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
         field,
         reason: reason.into(),
     }
-}
-
-/// What a write to a keyed-state hash does after the hash was found hot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HotKeyPolicy {
-    /// Log a rate-limited warning and count `keyed_state_hot_key`.
-    #[default]
-    LogOnly,
-    /// Also sleep up to `keyed_state_hot_key_throttle_max` before the write (back-pressure).
-    Throttle,
-    /// Also fail the record, which then follows the retry / dead-letter path.
-    FailFast,
-}
-
-/// What happens when stored state has another schema version than the pipeline's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SchemaMismatchPolicy {
-    /// Do not start the partition ([`Error::StateSchema`](crate::Error::StateSchema) in the
-    /// job's diagnostics); other partitions run.
-    #[default]
-    Fail,
-    /// Delete the state's stored hashes of the partition and start it empty.
-    Clear,
-    /// Warn and decode the stored entries as the new type.
-    Ignore,
-}
-
-/// What the engine does with a record whose processing failed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ProcessingErrorResult {
-    /// Retry with the queue's backoff, then dead-letter after the last attempt.
-    #[default]
-    Retry,
-    /// Dead-letter at once.
-    DeadLetter,
-    /// Dead-letter at once, recorded as a failure (error type `fail:<type>`).
-    Fail,
-}
-
-/// How a batch's input is acknowledged.
-///
-/// The default is [`AckMode::Offset`]: measured end to end (a keyed count over 4
-/// partitions) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
-/// no pending-entries list), with the same exactly-once state. Its costs: lag and
-/// progress show as the group's last-delivered id and the committed offset, not as
-/// pending entries; a failed record's retry or dead letter is written just before the
-/// batch commit rather than in the same script (a crash in between can repeat that retry
-/// or dead letter — at-least-once on the error path only).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AckMode {
-    /// Consumer-group semantics: entries stay in the pending-entries list until the batch's
-    /// commit runs `XACK`; a dead consumer's pending entries are claimed by the next owner.
-    Xack,
-    /// Exclusive partition owners read with `NOACK` and write the partition's committed
-    /// offset in the batch's atomic commit; a new owner moves the group to that offset.
-    #[default]
-    Offset,
 }
 
 /// How a batch commit waits for replicas: `WAIT replicas timeout`, sent right after the
@@ -574,6 +517,37 @@ impl RedisRuntimeConfigBuilder {
         }
         Ok(c)
     }
+}
+
+/// A replica wait the engine can honour: at least one replica, and a `WAIT` that returns
+/// before the connection's response timeout gives up on it.
+fn check_replica_wait(w: &ReplicaWait, response_timeout: Duration) -> Result<(), Error> {
+    let field = "commit_replica_wait";
+    if w.replicas == 0 {
+        return Err(invalid(
+            field,
+            "waits for 0 replicas: set at least 1, or `None` not to wait",
+        ));
+    }
+    if w.timeout < Duration::from_millis(1) {
+        return Err(invalid(
+            field,
+            format!(
+                "timeout {:?} is under 1 ms (`WAIT` with 0 ms blocks forever): set at least 1 ms",
+                w.timeout
+            ),
+        ));
+    }
+    if w.timeout >= response_timeout {
+        return Err(invalid(
+            field,
+            format!(
+                "timeout {:?} is not shorter than the response timeout {response_timeout:?} of `mq_options`: the call would time out before `WAIT` answers",
+                w.timeout
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
