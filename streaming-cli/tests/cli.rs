@@ -620,7 +620,7 @@ fn jobs_list_and_show_read_the_registry_of_a_running_job() {
     // The registry's heartbeat follows the commits within a renew interval.
     let shown = loop {
         let shown = redis.json(&["jobs", "show", "clickcount"]);
-        let offsets: Vec<Option<String>> = (0..2).map(|p| committed(p)).collect();
+        let offsets: Vec<Option<String>> = (0..2).map(&committed).collect();
         let registered: Vec<Option<String>> = (0..2)
             .map(|p| {
                 shown[0]["partitions"][p]["offset"]

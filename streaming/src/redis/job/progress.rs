@@ -66,8 +66,8 @@ pub struct PartitionProgress {
     pub last_commit_at: Option<SystemTime>,
     /// The last error the partition met and is recovering from (e.g. Redis unreachable:
     /// the message names the address). It is kept after the partition recovered: the
-    /// partition is stalled now only if [`last_error_at`](Self::last_error_at) is later
-    /// than [`last_commit_at`](Self::last_commit_at).
+    /// partition is still failing only if [`last_error_at`](Self::last_error_at) is later
+    /// than [`last_commit_at`](Self::last_commit_at) (see [`stalled`](Self::stalled)).
     pub last_error: Option<String>,
     /// When [`last_error`](Self::last_error) happened.
     pub last_error_at: Option<SystemTime>,
@@ -151,4 +151,66 @@ pub(crate) struct HotStats {
     pub(crate) throttled: u64,
     pub(crate) rejected: u64,
     pub(crate) sizes: BTreeMap<String, u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: u64) -> Option<SystemTime> {
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+    }
+
+    fn owned() -> PartitionProgress {
+        PartitionProgress {
+            owned: true,
+            first_taken_at: at(0),
+            last_commit_at: at(10),
+            ..PartitionProgress::default()
+        }
+    }
+
+    #[test]
+    fn a_partition_is_stalled_with_work_and_no_commit_for_stalled_after() {
+        let after = Duration::from_secs(60);
+        let now = at(100).unwrap();
+        let failing = PartitionProgress {
+            last_error_at: at(20),
+            ..owned()
+        };
+        assert!(failing.is_stalled(after, now));
+        assert!(!failing.is_stalled(after, at(69).unwrap()));
+        // An error before the last commit is history, not work.
+        let recovered = PartitionProgress {
+            last_error_at: at(5),
+            ..owned()
+        };
+        assert!(!recovered.is_stalled(after, now));
+        // A lag sampled before the last commit is stale; one sampled after it is work.
+        let stale = PartitionProgress {
+            lag: Some(3),
+            lag_sampled_at: at(9),
+            ..owned()
+        };
+        assert!(!stale.is_stalled(after, now));
+        let lagging = PartitionProgress {
+            lag_sampled_at: at(11),
+            ..stale.clone()
+        };
+        assert!(lagging.is_stalled(after, now));
+        // Never committed: counted from the first take.
+        let never = PartitionProgress {
+            last_commit_at: None,
+            last_error_at: at(1),
+            ..owned()
+        };
+        assert!(never.is_stalled(after, now));
+        assert!(!never.is_stalled(after, at(59).unwrap()));
+        // Not owned here: not this process's to report.
+        let elsewhere = PartitionProgress {
+            owned: false,
+            ..failing
+        };
+        assert!(!elsewhere.is_stalled(after, now));
+    }
 }
