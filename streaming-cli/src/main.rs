@@ -1,4 +1,4 @@
-//! `streaming-admin`: the topics, consumer lag, dead letters and keyed state of the
+//! `streaming-admin`: the topics, consumer lag, dead letters, running jobs and keyed state of the
 //! `streaming` library's Redis Streams queue and Redis engine, from a shell.
 //!
 //! Every command prints a human table, or with `--json` one JSON document on stdout; a
@@ -6,6 +6,7 @@
 //! error, from clap).
 
 mod dlq;
+mod jobs;
 mod lag;
 mod output;
 mod state;
@@ -49,6 +50,9 @@ enum Command {
     /// List, show, replay and purge dead letters.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
+    /// The Redis engine's running jobs, from the job registry.
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
     /// Read the Redis engine's keyed state.
     #[command(subcommand)]
     State(state::StateCommand),
@@ -88,6 +92,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Topics(cmd) => topics::run(&connect(url, prefix).await?, cmd, &out).await,
         Command::Lag(args) => lag::run(&connect(url, prefix).await?, args, &out).await,
         Command::Dlq(cmd) => dlq::run(&connect(url, prefix).await?, cmd, &out).await,
+        Command::Jobs(cmd) => jobs::run(&connect(url, prefix).await?, cmd, &out).await,
         // Engine state is not the queue's: a plain connection reads it.
         Command::State(cmd) => state::run(url, cmd, &out).await,
     }

@@ -1,5 +1,5 @@
-//! `streaming-admin` against a private redis-server: topics, lag, dead letters and keyed
-//! state made by the library itself (producer, exclusive reader, a Redis engine job).
+//! `streaming-admin` against a private redis-server: topics, lag, dead letters, running jobs
+//! and keyed state made by the library itself (producer, exclusive reader, a Redis engine job).
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command as Process, Stdio};
@@ -578,6 +578,97 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         .assert()
         .code(1)
         .stderr(predicate::str::starts_with("error: `--key` must be JSON"));
+}
+
+#[test]
+fn jobs_list_and_show_read_the_registry_of_a_running_job() {
+    let redis = Redis::start();
+    let rt = rt();
+    let mq = redis.mq(&rt);
+    rt.block_on(mq.create_topic("clicks", 2)).unwrap();
+    for (p, w) in [(0, "a"), (0, "b"), (1, "c")] {
+        send(&rt, &mq, "clicks", p, w);
+    }
+    let fast = MqOptions::builder()
+        .lease_ttl(Duration::from_millis(1500))
+        .lease_renew_interval(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("clickcount")
+        .job_instance_id("cli-test")
+        .mq_options(fast)
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
+    let sub = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .poll_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options("clicks", "g", sub)
+        .map(|m: Message| m.text().unwrap().to_string())
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let committed = |p: u32| {
+        let d = job.diagnostics();
+        let part = d.partitions.iter().find(|x| x.partition == p).cloned();
+        part.and_then(|x| x.last_committed_id)
+    };
+    // The registry's heartbeat follows the commits within a renew interval.
+    let shown = loop {
+        let shown = redis.json(&["jobs", "show", "clickcount"]);
+        let offsets: Vec<Option<String>> = (0..2).map(&committed).collect();
+        let registered: Vec<Option<String>> = (0..2)
+            .map(|p| {
+                shown[0]["partitions"][p]["offset"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        if offsets.iter().all(Option::is_some) && registered == offsets {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "{shown:#}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(shown[0]["instance"], "cli-test");
+    assert_eq!(shown[0]["partitions"][1]["topic"], "clicks");
+    assert_eq!(shown[0]["partitions"][1]["stalled"], false);
+    let listed = redis.json(&["jobs", "list"]);
+    assert_eq!(listed[0]["job"], "clickcount");
+    assert_eq!(listed[0]["instance"], "cli-test");
+    assert_eq!(listed[0]["parallelism"], 1);
+    assert_eq!(listed[0]["partitions"], 2);
+    assert_eq!(listed[0]["stalled"], 0);
+    assert!(listed[0]["heartbeat_age_ms"].as_u64().unwrap() < 10_000);
+    redis
+        .admin()
+        .args(["jobs", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(
+            "JOB         INSTANCE  PARALLELISM  PARTITIONS  STALLED  PAUSED  HEARTBEAT\nclickcount  cli-test  1            2           0        false",
+        ));
+    let offset0 = committed(0).unwrap();
+    redis
+        .admin()
+        .args(["jobs", "show", "clickcount"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("OFFSET").and(predicate::str::contains(offset0)));
+    redis
+        .admin()
+        .args(["jobs", "show", "nope"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(
+            "error: no running instance of job `nope` in the registry",
+        ));
+    assert!(job.blocking_shutdown(Duration::from_secs(10)));
+    assert_eq!(redis.json(&["jobs", "list"]), serde_json::json!([]));
 }
 
 #[test]

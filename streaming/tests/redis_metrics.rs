@@ -143,6 +143,11 @@ fn series_follow_the_diagnostics() {
             assert_eq!((w, flushed), (None, None), "partition {p}");
         }
     }
+    // The registry's heartbeat sets each partition's stalled gauge: nothing stalled.
+    for p in ["0", "1"] {
+        let stalled = gauges.get(&("streaming_partition_stalled".into(), p.into()));
+        assert_eq!(stalled, Some(&0.0), "partition {p}");
+    }
     // The window operator's timer queue is empty once every window fired.
     let timers: Vec<f64> = gauges
         .iter()

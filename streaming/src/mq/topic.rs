@@ -141,6 +141,20 @@ impl KeySpace {
     pub fn consumer_seq(&self, job: &str, instance: &str) -> String {
         format!("{}:job:{job}:{instance}:seq", self.prefix)
     }
+    /// The Redis engine's job registry: names of jobs with registered instances,
+    /// `P:jobs` (set).
+    pub fn jobs(&self) -> String {
+        format!("{}:jobs", self.prefix)
+    }
+    /// Instance ids registered for job `job`, `P:jobs:J` (set; an id whose
+    /// [`job_instance`](Self::job_instance) key expired is gone).
+    pub fn job_instances(&self, job: &str) -> String {
+        format!("{}:jobs:{job}", self.prefix)
+    }
+    /// A running job instance's heartbeat, `P:jobs:J:I` (JSON string with a TTL).
+    pub fn job_instance(&self, job: &str, instance: &str) -> String {
+        format!("{}:jobs:{job}:{instance}", self.prefix)
+    }
     /// Live subtasks of the Redis engine's jobs reading `group`,
     /// `P:topic:T:runners:G` (sorted set: consumer name → heartbeat expiry, epoch ms).
     pub fn runners(&self, topic: &str, group: &str) -> String {

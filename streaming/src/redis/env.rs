@@ -396,6 +396,7 @@ impl RedisEnv {
             super::part_metrics::job::pipeline(&name, &spec.topic, &spec.group, true);
             def.start(spec, Arc::clone(&job));
         }
+        super::job::start_registry(&job);
         Ok(JobClient::new(job))
     }
 }

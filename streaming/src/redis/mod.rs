@@ -288,7 +288,10 @@ pub use failure::{
     HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
     HEADER_RUNTIME_JOB,
 };
-pub use job::{JobClient, JobDiagnostics, PartitionProgress};
+pub use job::{
+    registered_instances, JobClient, JobDiagnostics, PartitionProgress, RegisteredInstance,
+    RegisteredPartition, RegisteredPipeline,
+};
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
 
 pub(crate) use runtime::RedisRuntime;

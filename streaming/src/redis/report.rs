@@ -109,9 +109,14 @@ impl<C, S, O> Part<C, S, O> {
         match groups {
             Ok(v) => {
                 let info = parse_xinfo_groups(&v).into_iter().find(|g| g.name == group);
-                if let Some(lag) = info.and_then(|g| g.lag) {
+                let lag = info.and_then(|g| g.lag);
+                if let Some(lag) = lag {
                     self.metrics.lag(lag);
                 }
+                ctx.job.progress(topic, group, p, |pr| {
+                    pr.lag = lag;
+                    pr.lag_sampled_at = Some(std::time::SystemTime::now());
+                });
             }
             Err(e) => tracing::debug!(topic, partition = p, "lag sample failed: {e}"),
         }

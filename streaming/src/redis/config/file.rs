@@ -61,6 +61,8 @@ struct RedisRuntimeConfigFile {
     window_max_fires_per_record: Option<u32>,
     event_time_timer_max_size: Option<u32>,
     commit_replica_wait: Option<ReplicaWaitFile>,
+    #[serde(default, with = "humantime_serde")]
+    stalled_after: Option<Duration>,
 }
 
 /// [`ReplicaWait`] as written in a file: `{ replicas = 1, timeout = "500ms" }`.
@@ -113,7 +115,8 @@ impl<'de> Deserialize<'de> for RedisRuntimeConfig {
             restore_group_from_commit_frontier, sink_deduplication_enabled,
             sink_deduplication_ttl, sink_dedup_key_prefix, pipeline_parallelism, timer_threads,
             mdc_enabled, mdc_sample_rate, processing_error_result, ack_mode,
-            watermark_out_of_orderness, window_max_fires_per_record, event_time_timer_max_size);
+            watermark_out_of_orderness, window_max_fires_per_record, event_time_timer_max_size,
+            stalled_after);
         if let Some(ttl) = file.state_ttl {
             b = b.state_ttl(Some(ttl));
         }
@@ -165,6 +168,7 @@ mod tests {
             pipeline_parallelism = 4
             watermark_out_of_orderness = "1500ms"
             state_cache_max_entries = 5000
+            stalled_after = "90s"
             commit_replica_wait = { replicas = 1, timeout = "250ms" }
             [mq_options]
             lease_ttl = "20s"
@@ -187,6 +191,7 @@ mod tests {
         assert_eq!(config.mq_options().lease_ttl, Duration::from_secs(20));
         assert_eq!(config.mq_options().retry.max_retries, 5);
         assert_eq!(config.state_cache_max_entries(), 5000);
+        assert_eq!(config.stalled_after(), Duration::from_secs(90));
         assert_eq!(
             config.commit_replica_wait(),
             Some(ReplicaWait::new(1, Duration::from_millis(250)))
@@ -210,6 +215,8 @@ mod tests {
             e.to_string().contains("`mq_options`: lease_renew_interval"),
             "{e}"
         );
+        let e = toml::from_str::<RedisRuntimeConfig>(r#"stalled_after = "0s""#).unwrap_err();
+        assert!(e.to_string().contains("`stalled_after`"), "{e}");
         let e = toml::from_str::<RedisRuntimeConfig>(r#"ack_mode = "noack""#).unwrap_err();
         assert!(e.to_string().contains("ack_mode"), "{e}");
     }

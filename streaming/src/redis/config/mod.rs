@@ -5,69 +5,15 @@ use crate::Error;
 use std::time::Duration;
 
 mod file;
+mod policies;
+
+pub use policies::{AckMode, HotKeyPolicy, ProcessingErrorResult, SchemaMismatchPolicy};
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig {
         field,
         reason: reason.into(),
     }
-}
-
-/// What a write to a keyed-state hash does after the hash was found hot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HotKeyPolicy {
-    /// Log a rate-limited warning and count `keyed_state_hot_key`.
-    #[default]
-    LogOnly,
-    /// Also sleep up to `keyed_state_hot_key_throttle_max` before the write (back-pressure).
-    Throttle,
-    /// Also fail the record, which then follows the retry / dead-letter path.
-    FailFast,
-}
-
-/// What happens when stored state has another schema version than the pipeline's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SchemaMismatchPolicy {
-    /// Do not start the partition ([`Error::StateSchema`](crate::Error::StateSchema) in the
-    /// job's diagnostics); other partitions run.
-    #[default]
-    Fail,
-    /// Delete the state's stored hashes of the partition and start it empty.
-    Clear,
-    /// Warn and decode the stored entries as the new type.
-    Ignore,
-}
-
-/// What the engine does with a record whose processing failed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ProcessingErrorResult {
-    /// Retry with the queue's backoff, then dead-letter after the last attempt.
-    #[default]
-    Retry,
-    /// Dead-letter at once.
-    DeadLetter,
-    /// Dead-letter at once, recorded as a failure (error type `fail:<type>`).
-    Fail,
-}
-
-/// How a batch's input is acknowledged.
-///
-/// The default is [`AckMode::Offset`]: measured end to end (a keyed count over 4
-/// partitions) it is 1.5–2.3× faster than [`AckMode::Xack`] (the server keeps
-/// no pending-entries list), with the same exactly-once state. Its costs: lag and
-/// progress show as the group's last-delivered id and the committed offset, not as
-/// pending entries; a failed record's retry or dead letter is written just before the
-/// batch commit rather than in the same script (a crash in between can repeat that retry
-/// or dead letter — at-least-once on the error path only).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AckMode {
-    /// Consumer-group semantics: entries stay in the pending-entries list until the batch's
-    /// commit runs `XACK`; a dead consumer's pending entries are claimed by the next owner.
-    Xack,
-    /// Exclusive partition owners read with `NOACK` and write the partition's committed
-    /// offset in the batch's atomic commit; a new owner moves the group to that offset.
-    #[default]
-    Offset,
 }
 
 /// How a batch commit waits for replicas: `WAIT replicas timeout`, sent right after the
@@ -133,6 +79,7 @@ pub struct RedisRuntimeConfig {
     window_max_fires_per_record: u32,
     event_time_timer_max_size: u32,
     commit_replica_wait: Option<ReplicaWait>,
+    stalled_after: Duration,
 }
 
 macro_rules! getters {
@@ -302,6 +249,11 @@ getters! {
     /// the master replicas again). `WAIT` is not consensus: see the crate's README on
     /// what survives a failover with it.
     commit_replica_wait: Option<ReplicaWait>;
+    /// An owned partition with work (lag above 0 sampled, or an error, since its last
+    /// commit) and no commit for this long is reported stalled: in
+    /// [`PartitionProgress::stalled`](crate::redis::PartitionProgress::stalled), the job
+    /// registry and the gauge `streaming_partition_stalled`. Default 60 s, at least 1 ms.
+    stalled_after: Duration;
 }
 
 impl Default for RedisRuntimeConfig {
@@ -336,6 +288,7 @@ impl Default for RedisRuntimeConfig {
             window_max_fires_per_record: 256,
             event_time_timer_max_size: 100_000,
             commit_replica_wait: None,
+            stalled_after: Duration::from_secs(60),
         }
     }
 }
@@ -453,6 +406,8 @@ setters! {
     /// Sets [`RedisRuntimeConfig::commit_replica_wait`] (at least 1 replica; a timeout of
     /// at least 1 ms and under the queue's response timeout).
     commit_replica_wait: Option<ReplicaWait>;
+    /// Sets [`RedisRuntimeConfig::stalled_after`] (at least 1 ms).
+    stalled_after: Duration;
 }
 
 /// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
@@ -486,7 +441,7 @@ impl RedisRuntimeConfigBuilder {
     /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
     /// [`MqOptions::validate`] failed; the reason names the inner field),
     /// `commit_replica_wait` (0 replicas, a timeout under 1 ms, or one not shorter than
-    /// the response timeout of `mq_options`).
+    /// the response timeout of `mq_options`), `stalled_after` (under 1 ms).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
         key_part("job_name", &c.job_name)?;
@@ -550,6 +505,9 @@ impl RedisRuntimeConfigBuilder {
                 ));
             }
             _ => {}
+        }
+        if c.stalled_after < Duration::from_millis(1) {
+            return Err(invalid("stalled_after", "must be at least 1 ms"));
         }
         if i64::try_from(c.watermark_out_of_orderness.as_millis()).is_err() {
             return Err(invalid(

@@ -139,15 +139,7 @@ impl JobClient {
 
     /// Job name, instance id, parallelism and per-partition progress.
     pub fn diagnostics(&self) -> JobDiagnostics {
-        let mut partitions = self
-            .shared
-            .progress
-            .lock()
-            .map(|p| p.clone())
-            .unwrap_or_default();
-        partitions.sort_by(|a, b| {
-            (&a.topic, &a.group, a.partition).cmp(&(&b.topic, &b.group, b.partition))
-        });
+        let partitions = self.shared.progress_now();
         let hot = self
             .shared
             .hot

@@ -6,12 +6,14 @@
 //! - [`caught_up`]: the caught-up check against Redis;
 //! - [`shared`]: [`JobShared`], the state the subtasks and the client share;
 //! - [`progress`]: what the job reports ([`PartitionProgress`], [`JobDiagnostics`]);
-//! - [`misuse`]: misuses of the API, reported once each.
+//! - [`misuse`]: misuses of the API, reported once each;
+//! - [`registry`]: the instance's heartbeat in the job registry, and reading the registry.
 
 mod caught_up;
 mod client;
 mod misuse;
 mod progress;
+mod registry;
 mod shared;
 mod waits;
 
@@ -19,4 +21,8 @@ pub(crate) use caught_up::id_at_least;
 pub use client::JobClient;
 pub(crate) use misuse::is_misuse;
 pub use progress::{JobDiagnostics, PartitionProgress};
+pub(crate) use registry::start as start_registry;
+pub use registry::{
+    registered_instances, RegisteredInstance, RegisteredPartition, RegisteredPipeline,
+};
 pub(crate) use shared::JobShared;

@@ -1,7 +1,7 @@
 //! What a running job reports: per-partition progress and the job's diagnostics.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Progress of one partition of a running job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,8 +66,8 @@ pub struct PartitionProgress {
     pub last_commit_at: Option<SystemTime>,
     /// The last error the partition met and is recovering from (e.g. Redis unreachable:
     /// the message names the address). It is kept after the partition recovered: the
-    /// partition is stalled now only if [`last_error_at`](Self::last_error_at) is later
-    /// than [`last_commit_at`](Self::last_commit_at).
+    /// partition is still failing only if [`last_error_at`](Self::last_error_at) is later
+    /// than [`last_commit_at`](Self::last_commit_at) (see [`stalled`](Self::stalled)).
     pub last_error: Option<String>,
     /// When [`last_error`](Self::last_error) happened.
     pub last_error_at: Option<SystemTime>,
@@ -76,6 +76,37 @@ pub struct PartitionProgress {
     /// event-time timers a previous run left unfired. Such a partition is flushed after
     /// the idle timeout whatever its watermark (even one that never left `i64::MIN`).
     pub awaiting_flush: bool,
+    /// The consumer lag last sampled (entries not yet delivered to the group; sampled
+    /// every few seconds while the partition is owned); `None` before the first sample or
+    /// when Redis cannot tell.
+    pub lag: Option<u64>,
+    /// When [`lag`](Self::lag) was sampled.
+    pub lag_sampled_at: Option<SystemTime>,
+    /// When this process first took the partition in this run.
+    pub first_taken_at: Option<SystemTime>,
+    /// Whether the partition is stalled: owned, with work (a [`lag`](Self::lag) above 0
+    /// sampled since its last commit, or an error since then), and no commit for
+    /// `stalled_after` (since its first take when it never committed). Computed when
+    /// read; also the gauge `streaming_partition_stalled` and the job registry's
+    /// `stalled`.
+    pub stalled: bool,
+}
+
+impl PartitionProgress {
+    /// Whether the partition is stalled at `now` (see [`stalled`](Self::stalled)).
+    pub(crate) fn is_stalled(&self, stalled_after: Duration, now: SystemTime) -> bool {
+        let since_commit = |t: Option<SystemTime>| match (t, self.last_commit_at) {
+            (Some(t), Some(commit)) => t > commit,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let lagging = self.lag.is_some_and(|l| l > 0) && since_commit(self.lag_sampled_at);
+        let has_work = lagging || since_commit(self.last_error_at);
+        let since = self.last_commit_at.or(self.first_taken_at);
+        self.owned
+            && has_work
+            && since.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= stalled_after)
+    }
 }
 
 /// What [`JobClient::diagnostics`](super::JobClient::diagnostics) reports.
@@ -120,4 +151,66 @@ pub(crate) struct HotStats {
     pub(crate) throttled: u64,
     pub(crate) rejected: u64,
     pub(crate) sizes: BTreeMap<String, u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: u64) -> Option<SystemTime> {
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+    }
+
+    fn owned() -> PartitionProgress {
+        PartitionProgress {
+            owned: true,
+            first_taken_at: at(0),
+            last_commit_at: at(10),
+            ..PartitionProgress::default()
+        }
+    }
+
+    #[test]
+    fn a_partition_is_stalled_with_work_and_no_commit_for_stalled_after() {
+        let after = Duration::from_secs(60);
+        let now = at(100).unwrap();
+        let failing = PartitionProgress {
+            last_error_at: at(20),
+            ..owned()
+        };
+        assert!(failing.is_stalled(after, now));
+        assert!(!failing.is_stalled(after, at(69).unwrap()));
+        // An error before the last commit is history, not work.
+        let recovered = PartitionProgress {
+            last_error_at: at(5),
+            ..owned()
+        };
+        assert!(!recovered.is_stalled(after, now));
+        // A lag sampled before the last commit is stale; one sampled after it is work.
+        let stale = PartitionProgress {
+            lag: Some(3),
+            lag_sampled_at: at(9),
+            ..owned()
+        };
+        assert!(!stale.is_stalled(after, now));
+        let lagging = PartitionProgress {
+            lag_sampled_at: at(11),
+            ..stale.clone()
+        };
+        assert!(lagging.is_stalled(after, now));
+        // Never committed: counted from the first take.
+        let never = PartitionProgress {
+            last_commit_at: None,
+            last_error_at: at(1),
+            ..owned()
+        };
+        assert!(never.is_stalled(after, now));
+        assert!(!never.is_stalled(after, at(59).unwrap()));
+        // Not owned here: not this process's to report.
+        let elsewhere = PartitionProgress {
+            owned: false,
+            ..failing
+        };
+        assert!(!elsewhere.is_stalled(after, now));
+    }
 }

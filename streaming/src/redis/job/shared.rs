@@ -71,6 +71,13 @@ pub(crate) struct JobShared {
     /// Offset mode: the group's read position when the partition was taken, by (topic,
     /// group, partition) — what is committed before the first commit of this run.
     pub(super) taken_at: Mutex<HashMap<(String, String, u32), String>>,
+    /// `stalled_after`: how long an owned partition with work may go without a commit.
+    pub(super) stalled_after: Duration,
+    /// How often the registry task writes the instance's heartbeat
+    /// (`mq_options.lease_renew_interval`).
+    pub(super) registry_interval: Duration,
+    /// Whether the registry task still runs (its key not removed yet).
+    pub(super) registry_running: AtomicBool,
 }
 
 impl JobShared {
@@ -105,6 +112,9 @@ impl JobShared {
             ack_mode: config.ack_mode(),
             pipelines,
             taken_at: Mutex::default(),
+            stalled_after: config.stalled_after(),
+            registry_interval: config.mq_options().lease_renew_interval,
+            registry_running: AtomicBool::new(false),
         }
     }
 
@@ -226,6 +236,7 @@ impl JobShared {
         self.progress(topic, group, partition, |p| {
             p.taken = true;
             p.owned = true;
+            p.first_taken_at.get_or_insert_with(SystemTime::now);
             p.takes += 1;
         });
     }
@@ -285,6 +296,11 @@ impl JobShared {
         self.running.load(Ordering::SeqCst)
     }
 
+    /// Whether the registry task still runs (the instance's key not removed yet).
+    pub(super) fn registry_running(&self) -> bool {
+        self.registry_running.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn subtask_started(&self) {
         self.running.fetch_add(1, Ordering::SeqCst);
     }
@@ -312,6 +328,20 @@ impl JobShared {
             }
             errors.push(e);
         }
+    }
+
+    /// Every partition's progress, sorted by (topic, group, partition), with
+    /// [`PartitionProgress::stalled`] computed now.
+    pub(super) fn progress_now(&self) -> Vec<PartitionProgress> {
+        let mut partitions = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        partitions.sort_by(|a, b| {
+            (&a.topic, &a.group, a.partition).cmp(&(&b.topic, &b.group, b.partition))
+        });
+        let now = SystemTime::now();
+        for p in &mut partitions {
+            p.stalled = p.is_stalled(self.stalled_after, now);
+        }
+        partitions
     }
 
     /// Updates (or adds) the progress of (topic, group, partition).

@@ -24,12 +24,18 @@ const MIN_SPACING: Duration = Duration::from_millis(5);
 impl JobClient {
     /// Waits until every subtask stopped (after [`cancel`](Self::cancel) or a fatal
     /// error), at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
-    /// stopped. It asks nothing of Redis.
+    /// stopped and the instance left the job registry (its key removed). It asks nothing
+    /// of Redis.
     pub async fn await_termination(&self, timeout: Duration) -> bool {
         let end = deadline(timeout);
         let job = &*self.shared;
         let mut changes = job.changes();
-        let stopped = async { changes.wait_for(|_| job.running() == 0).await.is_ok() };
+        let stopped = async {
+            changes
+                .wait_for(|_| job.running() == 0 && !job.registry_running())
+                .await
+                .is_ok()
+        };
         tokio::time::timeout_at(end, stopped).await == Ok(true)
     }
 

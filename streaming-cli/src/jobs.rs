@@ -1,0 +1,126 @@
+//! `jobs list` and `jobs show <job>`: the Redis engine's job registry (each running job
+//! instance's heartbeat).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+use streaming::mq::Mq;
+use streaming::redis::{registered_instances, RegisteredInstance};
+
+use crate::output::{or_dash, Output, Table};
+use crate::{Failure, Result};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum JobsCommand {
+    /// Lists the running job instances: parallelism, partitions owned, stalled partitions
+    /// and the age of the last heartbeat.
+    List,
+    /// Shows one job: per instance and owned partition, the committed offset, watermark,
+    /// last commit, last error and whether it is stalled.
+    Show {
+        /// The job's name (`RedisRuntimeConfig::job_name`).
+        job: String,
+    },
+}
+
+pub(crate) async fn run(mq: &Mq, cmd: &JobsCommand, out: &Output) -> Result<()> {
+    match cmd {
+        JobsCommand::List => list(mq, out).await,
+        JobsCommand::Show { job } => show(mq, job, out).await,
+    }
+}
+
+/// Milliseconds since the Unix epoch now.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How long ago `at_ms` was, e.g. `1.2s` (`0.0s` for a clock ahead of ours).
+fn age(at_ms: u64, now_ms: u64) -> String {
+    format!("{:.1}s", now_ms.saturating_sub(at_ms) as f64 / 1000.0)
+}
+
+fn stalled_count(i: &RegisteredInstance) -> usize {
+    i.partitions.iter().filter(|p| p.stalled).count()
+}
+
+async fn list(mq: &Mq, out: &Output) -> Result<()> {
+    let instances = registered_instances(mq, None).await?;
+    let now = now_ms();
+    let mut table = Table::new(&[
+        "JOB",
+        "INSTANCE",
+        "PARALLELISM",
+        "PARTITIONS",
+        "STALLED",
+        "PAUSED",
+        "HEARTBEAT",
+    ]);
+    let mut rows = Vec::new();
+    for i in &instances {
+        table.row(vec![
+            i.job.clone(),
+            i.instance.clone(),
+            i.parallelism.to_string(),
+            i.partitions.len().to_string(),
+            stalled_count(i).to_string(),
+            i.paused.to_string(),
+            age(i.heartbeat_at_ms, now),
+        ]);
+        rows.push(json!({
+            "job": i.job,
+            "instance": i.instance,
+            "parallelism": i.parallelism,
+            "partitions": i.partitions.len(),
+            "stalled": stalled_count(i),
+            "paused": i.paused,
+            "heartbeat_age_ms": now.saturating_sub(i.heartbeat_at_ms),
+        }));
+    }
+    out.print(&table, &Value::Array(rows));
+    Ok(())
+}
+
+async fn show(mq: &Mq, job: &str, out: &Output) -> Result<()> {
+    let instances = registered_instances(mq, Some(job)).await?;
+    if instances.is_empty() {
+        return Err(Failure(format!(
+            "no running instance of job `{job}` in the registry (`jobs list` shows the running jobs)"
+        )));
+    }
+    let now = now_ms();
+    let mut table = Table::new(&[
+        "INSTANCE",
+        "TOPIC",
+        "GROUP",
+        "PARTITION",
+        "OFFSET",
+        "LAG",
+        "WATERMARK",
+        "LAST COMMIT",
+        "STALLED",
+        "LAST ERROR",
+    ]);
+    for i in &instances {
+        for p in &i.partitions {
+            table.row(vec![
+                i.instance.clone(),
+                p.topic.clone(),
+                p.group.clone(),
+                p.partition.to_string(),
+                or_dash(p.offset.clone()),
+                or_dash(p.lag),
+                or_dash(p.watermark),
+                or_dash(p.last_commit_at_ms.map(|t| format!("{} ago", age(t, now)))),
+                p.stalled.to_string(),
+                or_dash(p.last_error.clone()),
+            ]);
+        }
+    }
+    let json = serde_json::to_value(&instances).map_err(|e| Failure(e.to_string()))?;
+    out.print(&table, &json);
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! The job registry: every running job instance keeps a heartbeat key in Redis saying
+//! what it runs and how its partitions do, so that a shell (`streaming-admin jobs`) sees
+//! jobs from outside their processes.
+//!
+//! Keys (queue key prefix `P`, no hash tag: never written together with a partition's
+//! keys): `P:jobs` (set of job names), `P:jobs:{job}` (set of instance ids) and
+//! `P:jobs:{job}:{instance}` (a [`RegisteredInstance`] as JSON, expiring after three
+//! heartbeat intervals). One task per instance writes them every `lease_renew_interval`
+//! (three commands, whatever the number of partitions) and removes its key when the job
+//! stops.
+
+use super::progress::PartitionProgress;
+use super::shared::JobShared;
+use crate::mq::{Connection, Mq};
+use crate::Error;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// What a running job instance last reported to the registry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RegisteredInstance {
+    /// The job's name (`RedisRuntimeConfig::job_name`).
+    pub job: String,
+    /// The instance id (`RedisRuntimeConfig::job_instance_id`).
+    pub instance: String,
+    /// Subtasks per pipeline now.
+    pub parallelism: u32,
+    /// Whether the job is paused.
+    pub paused: bool,
+    /// When the instance wrote this record, in ms since the Unix epoch (its clock).
+    pub heartbeat_at_ms: u64,
+    /// Its pipelines.
+    pub pipelines: Vec<RegisteredPipeline>,
+    /// The partitions it owns, sorted by (topic, group, partition).
+    pub partitions: Vec<RegisteredPartition>,
+}
+
+/// A pipeline of a [`RegisteredInstance`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RegisteredPipeline {
+    /// The topic it reads.
+    pub topic: String,
+    /// The consumer group it reads with.
+    pub group: String,
+}
+
+/// An owned partition of a [`RegisteredInstance`] (see [`PartitionProgress`] for the
+/// meaning of each field).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RegisteredPartition {
+    /// The topic.
+    pub topic: String,
+    /// The consumer group.
+    pub group: String,
+    /// The partition.
+    pub partition: u32,
+    /// The id of the last entry whose batch committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    /// The consumer lag last sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag: Option<u64>,
+    /// The watermark (ms) as of the last commit; absent until the partition committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<i64>,
+    /// When the partition last committed, in ms since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_commit_at_ms: Option<u64>,
+    /// The last error the partition met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When [`last_error`](Self::last_error) happened, in ms since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error_at_ms: Option<u64>,
+    /// Whether the partition is stalled ([`PartitionProgress::stalled`]).
+    pub stalled: bool,
+}
+
+/// The instances in the registry of the queue behind `mq` (its key prefix), of job `job`
+/// or of every job, sorted by (job, instance). An instance whose key expired (its process
+/// died without removing it) is not listed. One `SMEMBERS` per job and one `GET` per
+/// instance.
+///
+/// # Errors
+/// [`Error::Redis`]; [`Error::Engine`] for a record that is not a registry record.
+pub async fn registered_instances(
+    mq: &Mq,
+    job: Option<&str>,
+) -> Result<Vec<RegisteredInstance>, Error> {
+    let keys = mq.keys();
+    let mut conn = mq.connection();
+    let jobs: Vec<String> = match job {
+        Some(j) => vec![j.to_string()],
+        None => {
+            redis::cmd("SMEMBERS")
+                .arg(keys.jobs())
+                .query_async(&mut conn)
+                .await?
+        }
+    };
+    let mut found = Vec::new();
+    for job in jobs {
+        let instances: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(keys.job_instances(&job))
+            .query_async(&mut conn)
+            .await?;
+        for instance in instances {
+            let key = keys.job_instance(&job, &instance);
+            let text: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
+            let Some(text) = text else { continue };
+            found.push(serde_json::from_str(&text).map_err(|e| Error::Engine {
+                op: "registered_instances",
+                reason: format!("`{key}` is not a job registry record: {e}"),
+            })?);
+        }
+    }
+    found.sort_by(|a: &RegisteredInstance, b| (&a.job, &a.instance).cmp(&(&b.job, &b.instance)));
+    Ok(found)
+}
+
+/// Starts the registry task of `job` on a thread of its own: it writes the heartbeat
+/// until the job is cancelled or its subtasks all ended, then removes the instance.
+pub(crate) fn start(job: &Arc<JobShared>) {
+    job.registry_running.store(true, Ordering::SeqCst);
+    let ended = RegistryEnd(Arc::clone(job));
+    let spawned = std::thread::Builder::new()
+        .name("streaming-registry".into())
+        .spawn(move || {
+            let job = Arc::clone(&ended.0);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            match rt {
+                Ok(rt) => rt.block_on(run(&job)),
+                Err(e) => job.error(format!("job registry: cannot start a tokio runtime: {e}")),
+            }
+            drop(ended);
+        });
+    if let Err(e) = spawned {
+        job.error(format!("job registry: cannot spawn its thread: {e}"));
+    }
+}
+
+/// Marks the registry task ended when dropped (also when its thread unwinds or could
+/// not be spawned), and wakes the waits for termination.
+struct RegistryEnd(Arc<JobShared>);
+
+impl Drop for RegistryEnd {
+    fn drop(&mut self) {
+        self.0.registry_running.store(false, Ordering::SeqCst);
+        self.0.signal_change();
+    }
+}
+
+async fn run(job: &JobShared) {
+    let interval = job.registry_interval;
+    let mut conn: Option<Connection> = None;
+    let mut gauges = HashMap::new();
+    while !job.is_cancelled() && job.running() > 0 {
+        let progress = job.progress_now();
+        set_stalled_gauges(job, &progress, &mut gauges);
+        if conn.is_none() {
+            conn = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO)
+                .await
+                .ok();
+        }
+        if let Some(c) = conn.as_mut() {
+            if let Err(e) = heartbeat(job, c, progress).await {
+                tracing::debug!(job = %job.job_name, "job registry heartbeat failed: {e}");
+            }
+        }
+        tokio::select! {
+            () = job.cancelled_signal() => {}
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
+    if let Some(mut c) = conn {
+        let left = tokio::time::timeout(job.response_timeout, leave(job, &mut c)).await;
+        if !matches!(left, Ok(Ok(()))) {
+            tracing::debug!(job = %job.job_name, "job registry: the instance key was not removed; it expires");
+        }
+    }
+}
+
+/// Sets `streaming_partition_stalled` (0/1) of every partition the job has met.
+fn set_stalled_gauges(
+    job: &JobShared,
+    progress: &[PartitionProgress],
+    gauges: &mut HashMap<(String, String, u32), metrics::Gauge>,
+) {
+    for p in progress {
+        let key = (p.topic.clone(), p.group.clone(), p.partition);
+        let gauge = gauges.entry(key).or_insert_with(|| {
+            let labels = [
+                ("job", job.job_name.clone()),
+                ("topic", p.topic.clone()),
+                ("group", p.group.clone()),
+                ("partition", p.partition.to_string()),
+            ];
+            metrics::gauge!("streaming_partition_stalled", &labels)
+        });
+        gauge.set(if p.stalled { 1.0 } else { 0.0 });
+    }
+}
+
+/// Writes the instance's record (expiring after three intervals) and its index entries.
+async fn heartbeat(
+    job: &JobShared,
+    conn: &mut Connection,
+    progress: Vec<PartitionProgress>,
+) -> Result<(), Error> {
+    let record = record(job, progress);
+    let text = serde_json::to_string(&record).map_err(|e| Error::Engine {
+        op: "job registry",
+        reason: e.to_string(),
+    })?;
+    let keys = &job.keys;
+    let ttl = u64::try_from(job.registry_interval.saturating_mul(3).as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    let key = keys.job_instance(&job.job_name, &job.job_instance_id);
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg(text)
+        .arg("PX")
+        .arg(ttl)
+        .query_async(conn)
+        .await?;
+    let _: u64 = redis::cmd("SADD")
+        .arg(keys.job_instances(&job.job_name))
+        .arg(&job.job_instance_id)
+        .query_async(conn)
+        .await?;
+    let _: u64 = redis::cmd("SADD")
+        .arg(keys.jobs())
+        .arg(&job.job_name)
+        .query_async(conn)
+        .await?;
+    Ok(())
+}
+
+/// Removes the instance: its key, its id from the job's set, and the job from the set of
+/// jobs when it was the last instance (a heartbeat of another instance adds it back).
+async fn leave(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
+    let keys = &job.keys;
+    let instances = keys.job_instances(&job.job_name);
+    let _: u64 = redis::cmd("DEL")
+        .arg(keys.job_instance(&job.job_name, &job.job_instance_id))
+        .query_async(conn)
+        .await?;
+    let _: u64 = redis::cmd("SREM")
+        .arg(&instances)
+        .arg(&job.job_instance_id)
+        .query_async(conn)
+        .await?;
+    let left: u64 = redis::cmd("SCARD")
+        .arg(&instances)
+        .query_async(conn)
+        .await?;
+    if left == 0 {
+        let _: u64 = redis::cmd("SREM")
+            .arg(keys.jobs())
+            .arg(&job.job_name)
+            .query_async(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The registry record of `job` now, from its partitions' `progress`.
+fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstance {
+    let partitions = progress
+        .into_iter()
+        .filter(|p| p.owned)
+        .map(|p| RegisteredPartition {
+            offset: p.last_committed_id,
+            lag: p.lag,
+            watermark: p.watermark,
+            last_commit_at_ms: p.last_commit_at.map(unix_ms),
+            last_error: p.last_error,
+            last_error_at_ms: p.last_error_at.map(unix_ms),
+            stalled: p.stalled,
+            topic: p.topic,
+            group: p.group,
+            partition: p.partition,
+        })
+        .collect();
+    RegisteredInstance {
+        job: job.job_name.clone(),
+        instance: job.job_instance_id.clone(),
+        parallelism: u32::try_from(job.live_parallelism.load(Ordering::SeqCst)).unwrap_or(u32::MAX),
+        paused: job.paused.load(Ordering::SeqCst),
+        heartbeat_at_ms: unix_ms(SystemTime::now()),
+        pipelines: (job.pipelines.iter())
+            .map(|(topic, group)| RegisteredPipeline {
+                topic: topic.clone(),
+                group: group.clone(),
+            })
+            .collect(),
+        partitions,
+    }
+}
+
+/// `t` in ms since the Unix epoch (0 before it).
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
