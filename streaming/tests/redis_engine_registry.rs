@@ -183,3 +183,22 @@ fn a_partition_failing_every_batch_is_reported_stalled() {
     );
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
 }
+
+/// An instance that died without leaving (its key expired) leaves its id in the job's set;
+/// the next instance of the job to start removes it.
+#[test]
+fn a_starting_instance_removes_dead_instances_ids() {
+    let s = setup("registry-prune");
+    let keys = KeySpace::new(s.mq_opts.key_prefix.clone());
+    let set = keys.job_instances("registry");
+    let _: () = conn(&s).sadd(&set, "dead-1").unwrap();
+    let job = start(&s, Duration::from_secs(60));
+    let ids = || -> Vec<String> {
+        let mut ids: Vec<String> = conn(&s).smembers(&set).unwrap();
+        ids.sort();
+        ids
+    };
+    wait_until("the dead id removed", &job, || ids() == ["test"]);
+    job.blocking_shutdown(Duration::MAX);
+    assert!(ids().is_empty(), "the last instance leaves: {:?}", ids());
+}

@@ -162,6 +162,7 @@ async fn run(job: &JobShared) {
     let interval = job.registry_interval;
     let mut conn: Option<Connection> = None;
     let mut gauges = HashMap::new();
+    let mut pruned = false;
     while !job.is_cancelled() && job.running() > 0 {
         let progress = job.progress_now();
         set_stalled_gauges(job, &progress, &mut gauges);
@@ -173,6 +174,8 @@ async fn run(job: &JobShared) {
         if let Some(c) = conn.as_mut() {
             if let Err(e) = heartbeat(job, c, progress).await {
                 tracing::debug!(job = %job.job_name, "job registry heartbeat failed: {e}");
+            } else if !pruned {
+                pruned = prune_expired(job, c).await.is_ok();
             }
         }
         tokio::select! {
@@ -242,6 +245,28 @@ async fn heartbeat(
         .arg(&job.job_name)
         .query_async(conn)
         .await?;
+    Ok(())
+}
+
+/// Removes from the job's set of instances the ids whose key expired (processes that died
+/// without leaving); run once per instance start, so the set does not grow with crashes.
+async fn prune_expired(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
+    let keys = &job.keys;
+    let set = keys.job_instances(&job.job_name);
+    let ids: Vec<String> = redis::cmd("SMEMBERS").arg(&set).query_async(conn).await?;
+    for id in ids.iter().filter(|id| **id != job.job_instance_id) {
+        let alive: bool = redis::cmd("EXISTS")
+            .arg(keys.job_instance(&job.job_name, id))
+            .query_async(conn)
+            .await?;
+        if !alive {
+            let _: u64 = redis::cmd("SREM")
+                .arg(&set)
+                .arg(id)
+                .query_async(conn)
+                .await?;
+        }
+    }
     Ok(())
 }
 
