@@ -153,9 +153,13 @@ pub(super) const LAG_SAMPLE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Job-level series, labelled `job` (and `topic`, `group` for a pipeline).
 pub(super) mod job {
-    /// `streaming_jobs_started_total`.
+    /// `streaming_jobs_started_total`; the job's failure and cancel counters are
+    /// registered at 0 with it, so a scrape shows them before they first move.
     pub(in crate::redis) fn started(job: &str) {
         metrics::counter!("streaming_jobs_started_total", "job" => job.to_string()).increment(1);
+        metrics::counter!("streaming_job_start_failed_total", "job" => job.to_string())
+            .increment(0);
+        metrics::counter!("streaming_jobs_cancelled_total", "job" => job.to_string()).increment(0);
     }
 
     /// `streaming_job_start_failed_total`.
@@ -178,6 +182,7 @@ pub(super) mod job {
         ];
         if started {
             metrics::counter!("streaming_pipelines_started_total", &labels).increment(1);
+            metrics::counter!("streaming_pipeline_start_failed_total", &labels).increment(0);
         } else {
             metrics::counter!("streaming_pipeline_start_failed_total", &labels).increment(1);
         }
