@@ -13,7 +13,7 @@
 //! `amount` per user in one-minute tumbling event-time windows and appends each window's
 //! `[user, total]` as JSON to the Redis list sink `totals` (one list per partition). A
 //! partition without input for one second flushes its watermark, which fires its open
-//! windows. An event that is not such JSON fails (retry, then dead letter).
+//! windows. An event that is not such JSON is dead-lettered (bad input is never retried).
 //!
 //! `GET http://ADDR/metrics` serves every `streaming_*` series in the Prometheus text
 //! format (`streaming::guide`, "Redis engine metrics", lists them); latency histograms
