@@ -11,7 +11,8 @@
 //! Events are messages whose payload is JSON `{"user": "ann", "amount": 12}`; event time
 //! is the message timestamp. The job (name `service`, consumer group `service`) sums
 //! `amount` per user in one-minute tumbling event-time windows and appends each window's
-//! `[user, total]` as JSON to the Redis list sink `totals` (one list per partition). A
+//! `[user, {"start": ms, "end": ms}, total]` as JSON to the Redis list sink `totals` (one
+//! list per partition: `totals:{events:N}` with the default topic). A
 //! partition without input for one second flushes its watermark, which fires its open
 //! windows. An event that is not such JSON is dead-lettered (bad input is never retried).
 //!
