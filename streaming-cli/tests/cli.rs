@@ -105,6 +105,15 @@ fn reader(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, group: &str) -> Ex
         .unwrap()
 }
 
+/// A job's subscription: from the start of each partition, polling every 50 ms.
+fn earliest() -> SubscriptionOptions {
+    SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .poll_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap()
+}
+
 fn read(rt: &tokio::runtime::Runtime, r: &mut ExclusiveReader) -> Vec<Message> {
     rt.block_on(r.read(100, Duration::from_millis(50)))
         .unwrap()
@@ -478,12 +487,7 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
-    let sub = SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .poll_timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
-    env.from_mq_topic_with_options("words", "g", sub)
+    env.from_mq_topic_with_options("words", "g", earliest())
         .map(|m: Message| m.text().unwrap().to_string())
         .key_by(|w: &String| w.clone())
         .process(|w: String, ctx, out| {
@@ -601,12 +605,7 @@ fn jobs_list_and_show_read_the_registry_of_a_running_job() {
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
-    let sub = SubscriptionOptions::builder()
-        .start(StartPolicy::Earliest)
-        .poll_timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
-    env.from_mq_topic_with_options("clicks", "g", sub)
+    env.from_mq_topic_with_options("clicks", "g", earliest())
         .map(|m: Message| m.text().unwrap().to_string())
         .sink(CollectSink::new())
         .unwrap();

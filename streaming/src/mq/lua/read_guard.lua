@@ -3,9 +3,9 @@
 -- because a script's reply of n stream entries costs Redis several times the read (every
 -- entry is converted into Lua values and back).
 -- KEYS: stream, lease, fencing counter, undo key
--- ARGV: lease value held, lease ttl ms, group
--- Returns the group's last-delivered id before the read ('' when the group is missing)
--- while the lease is ours; otherwise notes that id in the undo key (read_undo.lua puts
+-- ARGV: lease value held, lease ttl ms, group, position wanted ('1' | '0')
+-- Returns, while the lease is ours, the group's last-delivered id before the read when
+-- asked ('' when not asked or the group is missing); otherwise notes that id in the undo key (read_undo.lua puts
 -- the group back there) and returns 'fenced'.
 local function last_delivered(stream, group)
   local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', stream)
@@ -18,7 +18,10 @@ local function last_delivered(stream, group)
   end
   return nil
 end
+if lease_held(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then
+  if ARGV[4] ~= '1' then return '' end
+  return last_delivered(KEYS[1], ARGV[3]) or ''
+end
 local before = last_delivered(KEYS[1], ARGV[3])
-if lease_held(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then return before or '' end
 if before then redis.call('SET', KEYS[4], before, 'PX', 10000) end
 return 'fenced'

@@ -247,7 +247,7 @@ impl PartitionReader {
     /// Lua values and back), and an undo script puts a refused read back — the group's
     /// last-delivered id and, in XACK mode, the pending entries it took — so a stale
     /// owner's read moves nothing. Returns the reply and the group's last-delivered id
-    /// before the read (`None` when unknown).
+    /// before the read (XACK mode; `None` when unknown or in NOACK mode).
     async fn read_fenced(
         &self,
         conn: &mut Connection,
@@ -279,6 +279,8 @@ impl PartitionReader {
             .arg(held)
             .arg(ttl)
             .arg(&self.group)
+            // Only an XACK commit uses the position (to skip its frontier walk).
+            .arg(if self.mode == ReadMode::Xack { "1" } else { "0" })
             .add_command(read)
             .cmd("EVAL")
             .arg(READ_UNDO)
