@@ -7,17 +7,6 @@ use std::sync::LazyLock;
 use crate::mq::topic::KeySpace;
 use crate::Error;
 
-/// Lua source of the helpers shared by every acknowledging script: stream id comparison
-/// (`id_gt(a, b)`) and the frontier walk `advance(stream, acked_set, frontier_key, newly)`,
-/// which takes a table whose keys are the ids the calling script just acknowledged, stores
-/// the new frontier and returns it.
-///
-/// Public so that a caller's own commit script (e.g. the Redis engine writing state and
-/// acknowledging in one script) can prepend it and keep the frontier
-/// exact; pass the keys [`KeySpace::stream`], [`KeySpace::acked`] and
-/// [`KeySpace::frontier`] of the partition (same hash tag) in `KEYS`.
-pub(crate) const LUA_ADVANCE: &str = include_str!("lua/advance.lua");
-
 /// Acknowledges ids and advances the frontier.
 static ACK: LazyLock<Script> = lua_script!("advance.lua", "ack.lua");
 

@@ -116,6 +116,11 @@ impl KeySpace {
     pub(crate) fn read_undo(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("readundo:{group}"))
     }
+    /// Where a batch commit refused by its guard notes why for the undo at its end,
+    /// `P:{T:n}:commitundo:G` (lives only inside the commit's transaction; 10 s at most).
+    pub(crate) fn commit_undo(&self, topic: &str, partition: u32, group: &str) -> String {
+        self.part(topic, partition, &format!("commitundo:{group}"))
+    }
     /// Ids acknowledged above the frontier, `P:{T:n}:acked:G`.
     pub fn acked(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("acked:{group}"))

@@ -4,49 +4,43 @@
 use super::ReplicaWait;
 use crate::mq::{Connection, Endpoint};
 use crate::Error;
-use redis::{Cmd, ErrorKind, Script, Value};
+use redis::{Pipeline, Value};
 use std::time::Duration;
 
-/// Runs `eval` (an `EVALSHA` of `script`) on `conn`, loading the script once when the
-/// server does not have it. With `wait`, the same call is a pipeline `EVALSHA` + `WAIT`:
-/// one request to one node (on a cluster, the master of the script's keys) over one
-/// connection, so `WAIT` counts the replicas that acknowledged this commit.
+/// Runs the commit transaction `commit` (`MULTI` … `EXEC` as plain commands) on `conn`.
+/// With `wait`, `WAIT` follows `EXEC` in the same request: one request to one node (on a
+/// cluster, the master of the commit's keys) over one connection, so `WAIT` counts the
+/// replicas that acknowledged this commit.
 ///
-/// Returns the script's reply and, with `wait`, the replicas `WAIT` counted.
+/// Returns the reply of the transaction's last command (the commit's tail script) and,
+/// with `wait`, the replicas `WAIT` counted.
 ///
 /// # Errors
-/// The server's or the connection's error, as [`Error::Redis`].
+/// The server's or the connection's error, as [`Error::Redis`]; a transaction the server
+/// discarded (`EXECABORT`, e.g. out of memory) is such an error.
 pub(super) async fn run_commit(
     conn: &mut Connection,
-    script: &Script,
-    eval: &Cmd,
+    commit: &Pipeline,
     wait: Option<&ReplicaWait>,
 ) -> Result<(Value, Option<i64>), Error> {
-    let first = attempt(conn, eval, wait).await;
-    match first {
-        Err(e) if e.kind() == ErrorKind::NoScriptError => {
-            script.load_async(conn).await?;
-            Ok(attempt(conn, eval, wait).await?)
-        }
-        other => Ok(other?),
+    let mut pipe = commit.clone();
+    if let Some(w) = wait {
+        pipe.cmd("WAIT").arg(w.replicas).arg(w.timeout_ms());
     }
-}
-
-async fn attempt(
-    conn: &mut Connection,
-    eval: &Cmd,
-    wait: Option<&ReplicaWait>,
-) -> redis::RedisResult<(Value, Option<i64>)> {
-    let Some(w) = wait else {
-        return eval.query_async(conn).await.map(|v| (v, None));
+    let mut replies: Vec<Value> = pipe.query_async(conn).await?;
+    let acked = match wait {
+        Some(_) => Some(redis::from_redis_value::<i64>(
+            &replies.pop().unwrap_or(Value::Nil),
+        )?),
+        None => None,
     };
-    let mut pipe = redis::pipe();
-    pipe.add_command(eval.clone())
-        .cmd("WAIT")
-        .arg(w.replicas)
-        .arg(w.timeout_ms());
-    let (reply, acked): (Value, i64) = pipe.query_async(conn).await?;
-    Ok((reply, Some(acked)))
+    let Some(Value::Array(mut results)) = replies.pop() else {
+        return Err(Error::Engine {
+            op: "commit",
+            reason: "the commit's transaction returned no results".into(),
+        });
+    };
+    Ok((results.pop().unwrap_or(Value::Nil), acked))
 }
 
 /// The error of a commit that `WAIT` confirmed on `acked` replicas, fewer than `w` asks.

@@ -1,0 +1,55 @@
+-- Runs after advance.lua. The last command of a batch commit's transaction (see
+-- commit_guard.lua): undoes the writes when the guard refused them, else acknowledges
+-- the batch's ids and returns the sizes asked for.
+-- KEYS: stream, acked set, frontier (= committed offset in Offset mode), undo marker,
+--       written keys... (in the guard's order)
+-- ARGV: mode ('x' | 'o'), group, n ids, ids..., read after (XACK: the group's
+--       last-delivered id before the read of these ids, which are then every entry
+--       after it; '' = unknown), per written key the command returning its size
+--       ('HLEN' | 'SCARD' | 'LLEN') or '-' (not asked)
+-- Returns per written key its size after the writes, -1 when not asked; or the guard's
+-- reason ('fenced', 'WRONGTYPE …') after putting every written key back as it was.
+local why = redis.call('GET', KEYS[4])
+if why then
+  redis.call('DEL', KEYS[4])
+  for i = 5, #KEYS do
+    local stash = KEYS[i] .. ':commit-stash'
+    redis.call('DEL', KEYS[i])
+    if redis.call('EXISTS', stash) == 1 then redis.call('RENAME', stash, KEYS[i]) end
+  end
+  return why
+end
+local nids = tonumber(ARGV[3])
+local i = 4 + nids
+local read_after = ARGV[i]
+i = i + 1
+if nids > 0 then
+  local last = ARGV[3 + nids]
+  if ARGV[1] == 'x' then
+    local j = 4
+    while j <= 3 + nids do
+      local k = math.min(j + 3999, 3 + nids)
+      redis.call('XACK', KEYS[1], ARGV[2], unpack(ARGV, j, k))
+      j = k + 1
+    end
+    -- The ids are every entry after `read_after`: when the frontier is there and nothing
+    -- is parked above it, it moves to the last id without walking the stream.
+    if read_after ~= '' and redis.call('SCARD', KEYS[2]) == 0
+        and redis.call('GET', KEYS[3]) == read_after then
+      redis.call('SET', KEYS[3], last)
+    else
+      local newly = {}
+      for k = 4, 3 + nids do newly[ARGV[k]] = true end
+      advance(KEYS[1], KEYS[2], KEYS[3], newly)
+    end
+  else
+    local cur = redis.call('GET', KEYS[3])
+    if (not cur) or id_gt(last, cur) then redis.call('SET', KEYS[3], last) end
+  end
+end
+local sizes = {}
+for k = 5, #KEYS do
+  if ARGV[i] == '-' then sizes[k - 4] = -1 else sizes[k - 4] = redis.call(ARGV[i], KEYS[k]) end
+  i = i + 1
+end
+return sizes

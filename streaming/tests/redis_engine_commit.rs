@@ -1,0 +1,202 @@
+//! A batch commit is one transaction: guard script, the state and sink writes as plain
+//! commands, tail script. When the guard refuses (another owner took the lease while the
+//! batch ran, or a written key holds another type), the writes that follow it are undone
+//! by the tail: Redis holds exactly what it held before the commit.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::AsyncCommands;
+use streaming::api::ValueStateDescriptor;
+use streaming::mq::Message;
+use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink};
+use support::engine::{earliest, setup, wait_until, EngineSetup};
+
+const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+
+/// Stops the job's processing at the record "slow" until released.
+#[derive(Clone, Default)]
+struct Gate {
+    reached: Arc<AtomicBool>,
+    released: Arc<AtomicBool>,
+}
+
+impl Gate {
+    /// Called by the process function: blocks at "slow" until released (60 s at most).
+    fn pass(&self, word: &str) {
+        if word != "slow" || self.released.load(Ordering::SeqCst) {
+            return;
+        }
+        self.reached.store(true, Ordering::SeqCst);
+        let end = Instant::now() + Duration::from_secs(60);
+        while !self.released.load(Ordering::SeqCst) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// A keyed count of topic `c` (one partition) into state `count` and list sink `out`.
+fn start(s: &EngineSetup, mode: AckMode, gate: &Gate) -> JobClient {
+    let config = s.config("commit").ack_mode(mode).build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let gate = gate.clone();
+    env.from_mq_topic_with_options("c", "g", earliest(50))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .process(move |w: String, ctx, out| {
+            gate.pass(&w);
+            let mut c = ctx.state(&COUNT)?;
+            let n = c.value() + 1;
+            c.update(n);
+            out.collect(format!("{w}={n}"));
+            Ok(())
+        })
+        .sink(RedisListSink::<String>::text("out"))
+        .unwrap();
+    env.execute_async().unwrap()
+}
+
+/// Everything the job's commits write on partition 0 (state hash, sink list, state
+/// index, committed position), and every key of the partition's slot.
+fn snapshot(s: &EngineSetup) -> (HashMap<String, String>, Vec<String>, String, Vec<String>) {
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let mq = s.mq();
+    let keys = mq.keys();
+    let hash = format!("{}:commit:{{c:0}}:g:c.g/3:process:count", s.prefix);
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let counts: HashMap<String, String> = c.hgetall(&hash).await.unwrap();
+        // (A list the test turned into a string reads as empty.)
+        let out: Vec<String> = (c.lrange(RedisListSink::<String>::key_for("out", "c", 0), 0, -1))
+            .await
+            .unwrap_or_default();
+        let frontier: Option<String> = c.get(keys.frontier("c", 0, "g")).await.unwrap();
+        let stream = keys.stream("c", 0);
+        let queue_prefix = &stream[..stream.find('{').unwrap()];
+        let mut slot: Vec<String> = c.keys(format!("{queue_prefix}*")).await.unwrap();
+        let state: Vec<String> = c.keys(format!("{}*", s.prefix)).await.unwrap();
+        slot.extend(state);
+        slot.retain(|k| k.contains("{c:0}"));
+        slot.sort();
+        (counts, out, frontier.unwrap_or_default(), slot)
+    })
+}
+
+fn counts(words: &[&str]) -> HashMap<String, String> {
+    let mut n: HashMap<String, u64> = HashMap::new();
+    for w in words {
+        *n.entry(format!("\"{w}\"")).or_default() += 1;
+    }
+    n.into_iter().map(|(k, v)| (k, v.to_string())).collect()
+}
+
+/// The job is held inside a batch (at "slow") while the test takes the lease, as a new
+/// owner would; the batch's commit is refused and leaves Redis exactly as it was; once the
+/// lease is free again, every record is counted once.
+fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
+    let s = setup(test);
+    let mq = s.mq();
+    s.rt.block_on(mq.create_topic("c", 1)).unwrap();
+    let first = ["a", "b", "a", "c"];
+    s.produce("c", &first.map(String::from));
+    let gate = Gate::default();
+    let job = start(&s, mode, &gate);
+    wait_until("the first batch committed", &job, || {
+        snapshot(&s).0 == counts(&first)
+    });
+    let second = ["a", "d", "slow", "b"];
+    s.produce("c", &second.map(String::from));
+    wait_until("the job reaches \"slow\"", &job, || {
+        gate.reached.load(Ordering::SeqCst)
+    });
+    let before = snapshot(&s);
+    let keys = mq.keys();
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let token: u64 = c.incr(keys.fence("c", 0, "g"), 1).await.unwrap();
+        let _: () = c
+            .set_ex(keys.lease("c", 0, "g"), format!("{token} thief"), 60)
+            .await
+            .unwrap();
+    });
+    gate.released.store(true, Ordering::SeqCst);
+    wait_until("the job finds partition 0 fenced", &job, || {
+        job.diagnostics().partitions.iter().any(|p| p.fenced >= 1)
+    });
+    let after = snapshot(&s);
+    assert_eq!(after, before, "the refused commit changed Redis");
+    assert_eq!(after.0, counts(&first));
+
+    let _: () = s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        c.del(keys.lease("c", 0, "g")).await.unwrap()
+    });
+    let all: Vec<&str> = first.iter().chain(&second).copied().collect();
+    wait_until("every record counted", &job, || snapshot(&s).0 == counts(&all));
+    job.blocking_shutdown(Duration::MAX);
+    let (state, out, _, slot) = snapshot(&s);
+    assert_eq!(state, counts(&all));
+    assert_eq!(
+        out,
+        ["a=1", "b=1", "a=2", "c=1", "a=3", "d=1", "slow=1", "b=2"],
+        "the sink list holds each output once"
+    );
+    assert!(
+        !slot.iter().any(|k| k.contains("commit-stash") || k.contains("commitundo")),
+        "{slot:?}"
+    );
+}
+
+#[test]
+fn a_fenced_commit_writes_nothing_offset_mode() {
+    a_fenced_commit_writes_nothing(AckMode::Offset, "fenced-commit-offset");
+}
+
+#[test]
+fn a_fenced_commit_writes_nothing_xack_mode() {
+    a_fenced_commit_writes_nothing(AckMode::Xack, "fenced-commit-xack");
+}
+
+/// A commit whose state hash is found holding a string writes nothing — not the other
+/// keys' state, not the sink list, not the acknowledgement — and says which key.
+#[test]
+fn a_commit_into_a_key_of_another_type_writes_nothing() {
+    let s = setup("commit-wrongtype");
+    let mq = s.mq();
+    s.rt.block_on(mq.create_topic("c", 1)).unwrap();
+    let gate = Gate::default();
+    gate.released.store(true, Ordering::SeqCst);
+    let first = ["a", "b"];
+    s.produce("c", &first.map(String::from));
+    let job = start(&s, AckMode::Offset, &gate);
+    wait_until("the first batch committed", &job, || {
+        snapshot(&s).0 == counts(&first)
+    });
+    // The sink list becomes a string; the state hash stays a hash.
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let list = RedisListSink::<String>::key_for("out", "c", 0);
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = c.del(&list).await.unwrap();
+        let _: () = c.set(&list, "not a list").await.unwrap();
+    });
+    let before = snapshot(&s);
+    s.produce("c", &["a", "c"].map(String::from));
+    wait_until("the commit fails naming the list", &job, || {
+        job.diagnostics().partitions.iter().any(|p| {
+            let e = p.last_error.as_deref().unwrap_or("");
+            e.contains("WRONGTYPE") && e.contains(&list) && e.contains("nothing of the batch")
+        })
+    });
+    let after = snapshot(&s);
+    job.cancel();
+    job.blocking_await_termination(Duration::from_secs(30));
+    assert_eq!(after.0, before.0, "no state written");
+    assert_eq!(after.2, before.2, "nothing acknowledged");
+    assert_eq!(after.3, before.3, "no key created or left behind");
+}
