@@ -60,9 +60,17 @@ fn start(s: &EngineSetup, mode: AckMode, gate: &Gate) -> JobClient {
     env.execute_async().unwrap()
 }
 
-/// Everything the job's commits write on partition 0 (state hash, sink list, state
-/// index, committed position), and every key of the partition's slot.
-fn snapshot(s: &EngineSetup) -> (HashMap<String, String>, Vec<String>, String, Vec<String>) {
+/// What the job's commits write on partition 0: state hash, sink list, committed
+/// position, every key of the partition's slot, and the group's pending entries.
+type Snapshot = (
+    HashMap<String, String>,
+    Vec<String>,
+    String,
+    Vec<String>,
+    u64,
+);
+
+fn snapshot(s: &EngineSetup) -> Snapshot {
     let client = redis::Client::open(s.redis.url()).unwrap();
     let mq = s.mq();
     let keys = mq.keys();
@@ -82,7 +90,18 @@ fn snapshot(s: &EngineSetup) -> (HashMap<String, String>, Vec<String>, String, V
         slot.extend(state);
         slot.retain(|k| k.contains("{c:0}"));
         slot.sort();
-        (counts, out, frontier.unwrap_or_default(), slot)
+        // (Offset mode reads without a group's pending entries: none.)
+        let summary: redis::Value = redis::cmd("XPENDING")
+            .arg(&stream)
+            .arg("g")
+            .query_async(&mut c)
+            .await
+            .unwrap_or(redis::Value::Nil);
+        let pending = match summary {
+            redis::Value::Array(v) => redis::from_redis_value(&v[0]).unwrap(),
+            _ => 0,
+        };
+        (counts, out, frontier.unwrap_or_default(), slot, pending)
     })
 }
 
@@ -137,9 +156,12 @@ fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
         c.del(keys.lease("c", 0, "g")).await.unwrap()
     });
     let all: Vec<&str> = first.iter().chain(&second).copied().collect();
-    wait_until("every record counted", &job, || snapshot(&s).0 == counts(&all));
+    wait_until("every record counted", &job, || {
+        snapshot(&s).0 == counts(&all)
+    });
     job.blocking_shutdown(Duration::MAX);
-    let (state, out, _, slot) = snapshot(&s);
+    let (state, out, _, slot, pending) = snapshot(&s);
+    assert_eq!(pending, 0);
     assert_eq!(state, counts(&all));
     assert_eq!(
         out,
@@ -147,7 +169,9 @@ fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
         "the sink list holds each output once"
     );
     assert!(
-        !slot.iter().any(|k| k.contains("commit-stash") || k.contains("commitundo")),
+        !slot
+            .iter()
+            .any(|k| k.contains("commit-stash") || k.contains("commitundo")),
         "{slot:?}"
     );
 }
@@ -199,4 +223,5 @@ fn a_commit_into_a_key_of_another_type_writes_nothing() {
     assert_eq!(after.0, before.0, "no state written");
     assert_eq!(after.2, before.2, "nothing acknowledged");
     assert_eq!(after.3, before.3, "no key created or left behind");
+    assert_eq!(after.4, before.4, "nothing acknowledged");
 }

@@ -7,7 +7,11 @@
 //! `RPUSH`; `RPUSH` sink lists; `SADD` to the state index; `PEXPIRE` with a state TTL) →
 //! tail script (puts the keys back after a refusal; else acknowledges) → `EXEC`.
 //!
-//! - [`AckMode::Xack`]: the tail `XACK`s the ids and advances the frontier;
+//! - [`AckMode::Xack`]: the ids are `XACK`ed and the frontier advanced; when the batch is
+//!   every entry after the group's position before the read (a plain read of new
+//!   entries), `XACK` is a plain command of the transaction (the guard moves the stream
+//!   aside too when it refuses) and the tail moves the frontier to the last id; otherwise
+//!   the tail `XACK`s them;
 //! - [`AckMode::Offset`]: the entries were read with `NOACK`; the tail `SET`s the
 //!   committed offset (the group's commit-frontier key).
 //!
@@ -102,6 +106,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             ctx,
             partition: self.partition,
             state_index: self.state_keys.index(),
+            stream: ctx.keys.stream(ctx.spec.topic.as_str(), self.partition),
             lease: &lease,
             ids,
             read_after,
@@ -201,6 +206,8 @@ struct CommitCall<'a> {
     ctx: &'a Ctx<'a>,
     partition: u32,
     state_index: String,
+    /// The partition's stream.
+    stream: String,
     lease: &'a Lease,
     ids: &'a [String],
     read_after: Option<&'a str>,
@@ -231,7 +238,18 @@ impl CommitCall<'_> {
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), "set"));
         }
+        if self.native_ack() {
+            keys.push((self.stream.as_str(), "stream"));
+        }
         keys
+    }
+
+    /// Whether the transaction `XACK`s the ids as a plain command (Xack mode, the ids
+    /// being every entry after `read_after`); the tail then gets only the last id.
+    fn native_ack(&self) -> bool {
+        self.ctx.spec.config.ack_mode() == AckMode::Xack
+            && self.read_after.is_some()
+            && !self.ids.is_empty()
     }
 
     /// `MULTI`, the guard, the writes, the tail, `EXEC` (a plain pipeline: the caller may
@@ -262,23 +280,37 @@ impl CommitCall<'_> {
             guard.arg(*ty);
         }
         self.writes(&mut pipe);
+        let native_ack = self.native_ack();
+        if native_ack {
+            let ack = pipe.cmd("XACK").arg(&self.stream).arg(g);
+            for id in self.ids {
+                ack.arg(id);
+            }
+        }
         let mode = match config.ack_mode() {
+            AckMode::Xack if native_ack => "a",
             AckMode::Xack => "x",
             AckMode::Offset => "o",
+        };
+        // Mode 'a' needs the last id only.
+        let ids = if native_ack {
+            &self.ids[self.ids.len() - 1..]
+        } else {
+            self.ids
         };
         let tail = pipe
             .cmd("EVAL")
             .arg(COMMIT_TAIL.as_str())
             .arg(4 + written.len())
-            .arg(ctx.keys.stream(t, p))
+            .arg(&self.stream)
             .arg(ctx.keys.acked(t, p, g))
             .arg(ctx.keys.frontier(t, p, g))
             .arg(&undo);
         for (k, _) in &written {
             tail.arg(*k);
         }
-        tail.arg(mode).arg(g).arg(self.ids.len());
-        for id in self.ids {
+        tail.arg(mode).arg(g).arg(ids.len());
+        for id in ids {
             tail.arg(id);
         }
         tail.arg(self.read_after.unwrap_or(""));
@@ -295,9 +327,12 @@ impl CommitCall<'_> {
     /// The batch's writes as plain commands: per key its delete when replaced, sets and
     /// deletes (or appends), expiry; the sink lists' appends; the state index.
     fn writes(&self, pipe: &mut Pipeline) {
-        let ttl = self.ctx.spec.config.state_ttl().map(|d| {
-            u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-        });
+        let ttl = self
+            .ctx
+            .spec
+            .config
+            .state_ttl()
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1));
         for h in self.hashes {
             if h.replace {
                 pipe.cmd("DEL").arg(&h.key);

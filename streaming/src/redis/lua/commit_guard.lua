@@ -4,7 +4,8 @@
 -- times the writes (every argument is converted into a Lua string and back).
 -- KEYS: lease, fencing counter, undo marker, written keys...
 -- ARGV: lease value held, lease ttl ms, per written key the type it must have or have
---       none ('hash' | 'set' | 'list')
+--       none ('hash' | 'set' | 'list' | 'stream': the partition's stream when the
+--       transaction XACKs: moved aside, the XACK finds no stream and changes nothing)
 -- Returns 1 when the writes may go ahead (the lease is ours: extended or taken back, see
 -- lease_held). Otherwise — another owner took the lease ('fenced'), or a written key
 -- holds another type ('WRONGTYPE …') — every written key is moved aside to

@@ -3,10 +3,11 @@
 -- the batch's ids and returns the sizes asked for.
 -- KEYS: stream, acked set, frontier (= committed offset in Offset mode), undo marker,
 --       written keys... (in the guard's order)
--- ARGV: mode ('x' | 'o'), group, n ids, ids..., read after (XACK: the group's
---       last-delivered id before the read of these ids, which are then every entry
---       after it; '' = unknown), per written key the command returning its size
---       ('HLEN' | 'SCARD' | 'LLEN') or '-' (not asked)
+-- ARGV: mode ('x': XACK the ids here | 'a': the transaction XACKed them before this
+--       script, only the last id is passed | 'o': Offset), group, n ids, ids..., read
+--       after (XACK: the group's last-delivered id before the read of these ids, which
+--       are then every entry after it; '' = unknown, never with 'a'), per written key the
+--       command returning its size ('HLEN' | 'SCARD' | 'LLEN') or '-' (not asked)
 -- Returns per written key its size after the writes, -1 when not asked; or the guard's
 -- reason ('fenced', 'WRONGTYPE …') after putting every written key back as it was.
 local why = redis.call('GET', KEYS[4])
@@ -25,7 +26,17 @@ local read_after = ARGV[i]
 i = i + 1
 if nids > 0 then
   local last = ARGV[3 + nids]
-  if ARGV[1] == 'x' then
+  if ARGV[1] == 'a' then
+    if redis.call('SCARD', KEYS[2]) == 0 and redis.call('GET', KEYS[3]) == read_after then
+      redis.call('SET', KEYS[3], last)
+    else
+      local newly = {}
+      for _, e in ipairs(redis.call('XRANGE', KEYS[1], '(' .. read_after, last)) do
+        newly[e[1]] = true
+      end
+      advance(KEYS[1], KEYS[2], KEYS[3], newly)
+    end
+  elseif ARGV[1] == 'x' then
     local j = 4
     while j <= 3 + nids do
       local k = math.min(j + 3999, 3 + nids)
