@@ -6,13 +6,15 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --latency [--redis-url URL] [--rate MSG_PER_S] [--seconds S]
 //! cargo run --release -p streaming --example redis_engine_bench -- --windows [--redis-url URL] [--messages N] [--ts-step-ms MS]
+//! cargo run --release -p streaming --example redis_engine_bench -- --window-only KEYS PARALLELISM [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! ```
 //! `--cluster-url` compares the keyed count on one Redis and on a cluster, without and
 //! with `commit_replica_wait` (see `cluster_main`).
-//! `--only` runs one engine scenario of throughput mode (e.g. under `perf record`).
+//! `--only` runs one engine scenario of throughput mode (e.g. under `perf record`);
+//! `--window-only` the tumbling window count of window mode.
 //! Needs a running Redis (default `redis://127.0.0.1:6379`); everything it writes is under
 //! fresh key prefixes. Throughput mode: messages are produced first; the figure is messages
 //! per second from `execute_async` until every message is committed. Latency mode: a
@@ -763,6 +765,7 @@ fn main() {
     let mut windows = false;
     let mut takeover_keys = None;
     let mut only: Option<(usize, AckMode, u32)> = None;
+    let mut window_only: Option<(usize, u32)> = None;
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
@@ -780,6 +783,11 @@ fn main() {
             }
             "--latency" => latency = true,
             "--windows" => windows = true,
+            "--window-only" => {
+                let keys = args.next().and_then(|v| v.parse().ok());
+                let par = args.next().and_then(|v| v.parse().ok());
+                window_only = Some(keys.zip(par).expect("--window-only KEYS PARALLELISM"));
+            }
             "--takeover" => takeover_keys = Some(1_000_000u64),
             "--only" => {
                 let keys = args.next().and_then(|v| v.parse().ok());
@@ -838,6 +846,31 @@ fn main() {
     }
     if windows {
         windows_main(&url, n, ts_step);
+        return;
+    }
+    if let Some((keys, parallelism)) = window_only {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let input = Input {
+            n,
+            keys,
+            step: ts_step,
+        };
+        let expected = expected_windows(n, keys, ts_step);
+        let win = event_time_run(
+            &url,
+            &rt,
+            input,
+            parallelism,
+            EventJob::TumblingCount,
+            expected,
+        );
+        println!(
+            "1-min tumbling count, {keys} keys, parallelism {parallelism}: {:.0} msg/s",
+            win.rate
+        );
         return;
     }
     if let Some(keys) = takeover_keys {

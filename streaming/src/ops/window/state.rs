@@ -53,21 +53,23 @@ pub struct WindowState<K, Acc, Tr, C> {
     pub(crate) written: WrittenPanes<K>,
 }
 
-/// Per key, the panes an engine last wrote back: (window, digest of the stored value), and
-/// the writes of the batch being committed (applied once it commits, dropped on a
-/// rollback). A pane whose digest did not change is not written again.
+/// Per key, the panes an engine last wrote back: (window, digest of the stored value). A
+/// batch's drain updates them in place and logs each key's entry from before in `undo`
+/// (cleared once the batch commits, restored in reverse order on a rollback). A pane whose
+/// digest did not change is not written again.
 #[derive(Clone)]
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) struct WrittenPanes<K> {
     pub(crate) committed: HashMap<K, Vec<(TimeWindow, u64)>>,
-    pub(crate) staged: HashMap<K, Vec<(TimeWindow, u64)>>,
+    /// Per key a drain changed, its entry before (`None`: it had none).
+    pub(crate) undo: Vec<(K, Option<Vec<(TimeWindow, u64)>>)>,
 }
 
 impl<K> Default for WrittenPanes<K> {
     fn default() -> Self {
         WrittenPanes {
             committed: HashMap::new(),
-            staged: HashMap::new(),
+            undo: Vec::new(),
         }
     }
 }

@@ -95,11 +95,14 @@ impl<K: Hash + Eq> WrittenPanes<K> {
             .map(|(w, _)| w)
     }
 
-    /// The panes last written of `key`: by this batch's earlier drains, else committed.
-    fn last(&self, key: &K) -> &[(TimeWindow, u64)] {
-        (self.staged.get(key).or_else(|| self.committed.get(key)))
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+    /// Puts back the entries the batch's drains changed (a rollback).
+    fn restore(&mut self) {
+        while let Some((k, before)) = self.undo.pop() {
+            match before {
+                Some(v) => self.committed.insert(k, v),
+                None => self.committed.remove(&k),
+            };
+        }
     }
 }
 
@@ -218,15 +221,17 @@ where
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
         let dirty: Vec<K> = self.changes.drain().collect();
+        let written = &mut self.written;
         for k in dirty {
             let panes = self.keys.get(&k).map(Vec::as_slice).unwrap_or_default();
-            let last = self.written.last(&k);
+            let last = written.committed.get_mut(&k);
+            let before = last.as_deref().map(Vec::as_slice).unwrap_or_default();
             let mut now = Vec::with_capacity(panes.len());
             for b in panes {
                 let value = encode(operator, b)?;
                 let d = digest(&value);
                 now.push((b.window, d));
-                if !last.contains(&(b.window, d)) {
+                if !before.contains(&(b.window, d)) {
                     out((
                         PANES_STATE,
                         pane_field(operator, &k, &b.window)?,
@@ -234,25 +239,34 @@ where
                     ));
                 }
             }
-            for (w, _) in last {
+            for (w, _) in before {
                 if !now.iter().any(|(n, _)| n == w) {
                     out((PANES_STATE, pane_field(operator, &k, w)?, None));
                 }
             }
-            self.written.staged.insert(k, now);
+            match last {
+                Some(slot) if now.is_empty() => {
+                    let old = std::mem::take(slot);
+                    written.committed.remove(&k);
+                    written.undo.push((k, Some(old)));
+                }
+                Some(slot) => {
+                    let old = std::mem::replace(slot, now);
+                    written.undo.push((k, Some(old)));
+                }
+                None if now.is_empty() => {}
+                None => {
+                    written.committed.insert(k.clone(), now);
+                    written.undo.push((k, None));
+                }
+            }
         }
         Ok(())
     }
 
     fn committed(&mut self) {
         self.changes.lazy.committed();
-        for (k, now) in self.written.staged.drain() {
-            if now.is_empty() {
-                self.written.committed.remove(&k);
-            } else {
-                self.written.committed.insert(k, now);
-            }
-        }
+        self.written.undo.clear();
     }
 
     fn has_wanted(&self) -> bool {
@@ -273,7 +287,7 @@ where
     }
 
     fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
-        self.written.staged.clear();
+        self.written.restore();
         let mut keys: Vec<K> = self.changes.drain().collect();
         for (state, field) in written.iter().filter(|(s, _)| *s == PANES_STATE) {
             let (k, _, _): (K, i64, i64) =

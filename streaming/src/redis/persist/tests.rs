@@ -332,6 +332,36 @@ fn a_batch_writes_only_the_panes_that_changed_and_deletes_those_gone() {
     assert!(!w.keys.contains_key("a"));
 }
 
+/// A drain updates the written panes in place; a rollback before the commit puts them
+/// back, so the same change made again (after the key is fetched again) is written again.
+#[test]
+fn a_rollback_after_a_drain_puts_the_written_panes_back() {
+    let mut w = Panes::default();
+    w.load("op", PANES_STATE, vec![pane("a", 0, 10, 1)])
+        .unwrap();
+    let k = "a".to_string();
+    let change = |w: &mut Panes| {
+        w.changes.mark(&k);
+        w.keys.get_mut(&k).unwrap()[0].acc = 2;
+    };
+    let write = (
+        "panes".to_string(),
+        "[\"a\",0,10]".to_string(),
+        Some("[2,null,3,[9],0]".to_string()),
+    );
+    change(&mut w);
+    assert_eq!(drained(&mut w), [write.clone()]);
+    w.roll_back("op", &[("panes", "[\"a\",0,10]")]).unwrap();
+    assert_eq!(wanted(&mut w), [("panes".into(), "[\"a\",0,10]".into())]);
+    w.load("op", PANES_STATE, vec![pane("a", 0, 10, 1)])
+        .unwrap();
+    w.fetched();
+    change(&mut w);
+    assert_eq!(drained(&mut w), [write]);
+    w.committed();
+    assert!(w.written.undo.is_empty());
+}
+
 #[test]
 fn rolling_tables_are_checked_when_the_gate_is_handed_over() {
     let g = SchemaGate::new(
