@@ -60,10 +60,13 @@ pub struct WindowState<K, Acc, Tr, C> {
 #[derive(Clone)]
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) struct WrittenPanes<K> {
-    pub(crate) committed: HashMap<K, Vec<(TimeWindow, u64)>>,
+    pub(crate) committed: HashMap<K, PaneDigests>,
     /// Per key a drain changed, its entry before (`None`: it had none).
-    pub(crate) undo: Vec<(K, Option<Vec<(TimeWindow, u64)>>)>,
+    pub(crate) undo: Vec<(K, Option<PaneDigests>)>,
 }
+
+/// A key's written panes: (window, digest of the stored value).
+pub(crate) type PaneDigests = Vec<(TimeWindow, u64)>;
 
 impl<K> Default for WrittenPanes<K> {
     fn default() -> Self {

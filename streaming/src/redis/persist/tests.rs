@@ -350,7 +350,7 @@ fn a_rollback_after_a_drain_puts_the_written_panes_back() {
         Some("[2,null,3,[9],0]".to_string()),
     );
     change(&mut w);
-    assert_eq!(drained(&mut w), [write.clone()]);
+    assert_eq!(drained(&mut w), std::slice::from_ref(&write));
     w.roll_back("op", &[("panes", "[\"a\",0,10]")]).unwrap();
     assert_eq!(wanted(&mut w), [("panes".into(), "[\"a\",0,10]".into())]);
     w.load("op", PANES_STATE, vec![pane("a", 0, 10, 1)])
