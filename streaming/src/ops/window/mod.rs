@@ -15,7 +15,7 @@ pub use rejected::{NoRejectedOutput, RejectedOutput, RejectedTo};
 pub(crate) use state::Bucket;
 pub use state::WindowState;
 #[cfg(feature = "redis")]
-pub(crate) use state::WrittenPanes;
+pub(crate) use state::{PaneDigests, WrittenPanes};
 
 use super::changes::KeyChanges;
 use super::{guard, user_error, Counters, Operator, OperatorId, Shared};

@@ -65,8 +65,9 @@ pub(crate) struct WrittenPanes<K> {
     pub(crate) undo: Vec<(K, Option<PaneDigests>)>,
 }
 
-/// A key's written panes: (window, digest of the stored value).
-pub(crate) type PaneDigests = Vec<(TimeWindow, u64)>;
+/// A key's written panes: (window, digest of the stored value); one inline (a key mostly
+/// has one pane), so the digests share the map's slot instead of another allocation.
+pub(crate) type PaneDigests = smallvec::SmallVec<[(TimeWindow, u64); 1]>;
 
 impl<K> Default for WrittenPanes<K> {
     fn default() -> Self {

@@ -8,7 +8,7 @@
 //! panes whose stored value changed and deletes the fields of panes that are gone.
 
 use super::*;
-use crate::ops::window::WrittenPanes;
+use crate::ops::window::{PaneDigests, WrittenPanes};
 use crate::time::TimeWindow;
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -225,8 +225,8 @@ where
         for k in dirty {
             let panes = self.keys.get(&k).map(Vec::as_slice).unwrap_or_default();
             let last = written.committed.get_mut(&k);
-            let before = last.as_deref().map(Vec::as_slice).unwrap_or_default();
-            let mut now = Vec::with_capacity(panes.len());
+            let before = last.as_deref().map(|d| d.as_slice()).unwrap_or_default();
+            let mut now = PaneDigests::with_capacity(panes.len());
             for b in panes {
                 let value = encode(operator, b)?;
                 let d = digest(&value);
