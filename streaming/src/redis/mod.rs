@@ -10,8 +10,9 @@
 //! from a clone of the pipeline (so state caches are per partition). Each batch runs
 //! against the partition's in-memory state cache (see *State loading* below), and its
 //! changed entries, the
-//! [`RedisListSink`] appends and the acknowledgement are written in one Lua script (see
-//! the batch commit's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
+//! [`RedisListSink`] appends and the acknowledgement are written in one transaction
+//! (`MULTI` … `EXEC`) that a lease check at its start voids when another owner took the
+//! partition (see the batch commit's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
 //!
 //! Ownership across processes (a job may run as several processes against one Redis):
 //! - *Membership.* Every subtask heartbeats its consumer name into the sorted set
@@ -121,7 +122,7 @@
 //! new type.
 //!
 //! State size and hot keys: every `state_size_report_every_n_writes` state
-//! field writes (counted per partition), the batch's commit script also returns the
+//! field writes (counted per partition), the batch's commit also returns the
 //! `HLEN` of the hash whose writes crossed the mark (no extra round trip); the last
 //! sampled size per hash key is in [`JobDiagnostics::state_sizes`]. With
 //! `hot_key_fields_warn_threshold > 0` (and no report interval, each written hash is

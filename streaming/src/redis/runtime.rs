@@ -91,7 +91,7 @@ impl<S: Persist> StoreFactory<S> for RedisRuntime {
 }
 
 /// Side outputs are buffered: the runner delivers them when the batch commits (a Redis
-/// sink's writes go into the batch's commit script) and drops them on a rollback.
+/// sink's writes go into the batch's commit) and drops them on a rollback.
 impl<T: 'static, L: Sink<T> + 'static> SideOutputFactory<T, L> for RedisRuntime {
     fn side_output(&self, sink: L) -> SideOutput<T, L> {
         let (output, buffer) = SideOutput::buffered(sink);

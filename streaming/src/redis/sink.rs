@@ -18,7 +18,7 @@ pub struct JsonList;
 pub struct TextList;
 
 /// Appends every record to a Redis list (`RPUSH`), atomically with the batch that produced
-/// it: the sink only buffers, and the engine writes the buffer in the batch's commit script
+/// it: the sink only buffers, and the engine writes the buffer in the batch's commit
 /// together with the state changes and the acknowledgement. So a
 /// record's output is in the list exactly once per acknowledged input — no duplicates after
 /// a crash, unlike sinks that write on their own.
@@ -54,7 +54,7 @@ impl<T, E> Clone for RedisListSink<T, E> {
 
 /// Checks a sink's list name: non-empty and without `{` or `}` (a brace would open a hash
 /// tag of its own, so the list would leave the partition's hash slot on Redis Cluster and the
-/// batch's one commit script could no longer write it).
+/// batch's one commit transaction could no longer write it).
 fn validate_list_name(list: &str) -> Result<(), Error> {
     let reason = if list.is_empty() {
         "must not be empty".to_string()

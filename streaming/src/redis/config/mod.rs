@@ -17,7 +17,7 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
 }
 
 /// How a batch commit waits for replicas: `WAIT replicas timeout`, sent right after the
-/// commit script on the same connection to the node that ran it (on a Redis Cluster, the
+/// commit's transaction on the same connection to the node that ran it (on a Redis Cluster, the
 /// master of the partition's hash slot), before the batch counts as done.
 ///
 /// Set it with [`RedisRuntimeConfigBuilder::commit_replica_wait`]; see
@@ -223,7 +223,7 @@ getters! {
     event_time_timer_max_size: u32;
     /// Make every batch commit (and every commit of processing-time timers and of the
     /// idle flush) wait for replicas before it counts as done: `WAIT replicas timeout`
-    /// right after the commit script, on the same connection to the same node. `None`
+    /// right after the commit's transaction, on the same connection to the same node. `None`
     /// (the default) does not wait.
     ///
     /// Redis replication is asynchronous: without the wait, a master that dies right
