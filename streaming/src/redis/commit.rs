@@ -76,7 +76,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     }
 
     /// Writes the stores' changes, the sink's outputs and the acknowledgement of `ids` in
-    /// one atomic script (`read_after`: see [`Batch::read_after`](super::read::Batch)).
+    /// one transaction (`read_after`: see [`Batch::read_after`](super::read::Batch)).
     pub(super) async fn commit(
         &mut self,
         ctx: &Ctx<'_>,

@@ -40,6 +40,15 @@ pub(super) async fn run_commit(
             reason: "the commit's transaction returned no results".into(),
         });
     };
+    // The guard checked every written key's type, so no write fails; should one fail
+    // anyway, the batch is not counted as done.
+    if let Some(Value::ServerError(e)) = results.iter().find(|v| matches!(v, Value::ServerError(_)))
+    {
+        return Err(Error::Engine {
+            op: "commit",
+            reason: format!("a command of the commit's transaction failed: {e:?}"),
+        });
+    }
     Ok((results.pop().unwrap_or(Value::Nil), acked))
 }
 
