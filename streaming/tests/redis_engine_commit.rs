@@ -14,7 +14,10 @@ use redis::AsyncCommands;
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::Message;
 use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink};
+use streaming::time::{BoundedOutOfOrderness, TumblingEventTimeWindows};
+use streaming::BoxError;
 use support::engine::{earliest, setup, wait_until, EngineSetup};
+use support::redis_server::TestRedis;
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
@@ -171,7 +174,7 @@ fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
     assert!(
         !slot
             .iter()
-            .any(|k| k.contains("commit-stash") || k.contains("commitundo")),
+            .any(|k| k.contains("\0stash") || k.contains("commitundo")),
         "{slot:?}"
     );
 }
@@ -224,4 +227,167 @@ fn a_commit_into_a_key_of_another_type_writes_nothing() {
     assert_eq!(after.2, before.2, "nothing acknowledged");
     assert_eq!(after.3, before.3, "no key created or left behind");
     assert_eq!(after.4, before.4, "nothing acknowledged");
+}
+
+fn parse(m: &Message) -> Result<(String, i64), BoxError> {
+    let text = m.text()?;
+    let (k, ts) = text.split_once(',').ok_or("not `key,ts`")?;
+    Ok((k.to_string(), ts.parse()?))
+}
+
+/// The main sink and the late-data side output append to one list: a refused commit of a
+/// batch that writes both leaves the list as it was (the list was moved aside once and
+/// put back once; a second undo of the same key deleted the whole list).
+#[test]
+fn a_fenced_commit_keeps_a_list_two_sinks_write() {
+    let s = setup("fenced-commit-two-sinks");
+    let mq = s.mq();
+    s.rt.block_on(mq.create_topic("w", 1)).unwrap();
+    let gate = Gate::default();
+    let config = s.config("dup").ack_mode(AckMode::Offset).build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let g = gate.clone();
+    env.from_mq_topic_with_options("w", "g", earliest(50))
+        .try_map(move |m: Message| {
+            let e = parse(&m)?;
+            if e.1 == 400 {
+                g.pass("slow");
+            }
+            Ok::<_, BoxError>(e)
+        })
+        .assign_timestamps_and_watermarks_with(
+            |e: &(String, i64), _ts: i64| e.1,
+            BoundedOutOfOrderness::new(Duration::from_millis(25)).unwrap(),
+        )
+        .key_by(|e: &(String, i64)| e.0.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
+        .side_output_late_data(RedisListSink::<(String, i64)>::new("out"))
+        .count()
+        .sink(RedisListSink::new("out"))
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let list = RedisListSink::<String>::key_for("out", "w", 0);
+    let lrange = || -> Vec<String> {
+        s.rt.block_on(async {
+            let mut c = client.get_multiplexed_async_connection().await.unwrap();
+            c.lrange(&list, 0, -1).await.unwrap()
+        })
+    };
+    s.produce("w", &["a,10", "a,250"].map(String::from));
+    wait_until("the first window's count", &job, || !lrange().is_empty());
+    let before = lrange();
+    // A late element (side output) and a window firing (main sink) in one batch.
+    s.produce("w", &["a,20", "a,260", "a,400"].map(String::from));
+    wait_until("the job reaches ts 400", &job, || {
+        gate.reached.load(Ordering::SeqCst)
+    });
+    let keys = mq.keys();
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let token: u64 = c.incr(keys.fence("w", 0, "g"), 1).await.unwrap();
+        let _: () = c
+            .set_ex(keys.lease("w", 0, "g"), format!("{token} thief"), 60)
+            .await
+            .unwrap();
+    });
+    gate.released.store(true, Ordering::SeqCst);
+    wait_until("the job finds partition 0 fenced", &job, || {
+        job.diagnostics().partitions.iter().any(|p| p.fenced >= 1)
+    });
+    let after = lrange();
+    job.cancel();
+    job.blocking_await_termination(Duration::from_secs(30));
+    assert_eq!(after, before, "the refused commit changed the sink list");
+}
+
+/// Under `maxmemory` with `noeviction`, Redis refuses a script a write that may grow
+/// memory only while the script has written nothing yet. A commit whose plain writes all
+/// shrink memory (here one `HDEL`) runs even when the server reached its limit after the
+/// commands were queued; the tail must then still move the committed offset (its first
+/// write is a `DEL`), else the batch's writes stay applied without their offset and are
+/// applied again. Runs the engine's guard and tail scripts as the commit sends them, on a
+/// private server.
+#[test]
+fn a_commit_at_the_memory_limit_moves_the_offset_with_its_writes() {
+    let redis = TestRedis::private();
+    let rt = support::engine::rt();
+    let guard = concat!(
+        include_str!("../src/mq/lua/lease_held.lua"),
+        include_str!("../src/redis/lua/commit_guard.lua")
+    );
+    let tail = concat!(
+        include_str!("../src/mq/lua/advance.lua"),
+        include_str!("../src/redis/lua/commit_tail.lua")
+    );
+    let client = redis::Client::open(redis.url()).unwrap();
+    rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let mut admin = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::pipe()
+            .cmd("SET")
+            .arg("{p}:lease")
+            .arg("5 me")
+            .cmd("SET")
+            .arg("{p}:fence")
+            .arg("5")
+            .cmd("HSET")
+            .arg("{p}:state")
+            .arg("a")
+            .arg("1")
+            .arg("b")
+            .arg("2")
+            .cmd("SET")
+            .arg("{p}:offset")
+            .arg("5-0")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("MULTI").query_async(&mut c).await.unwrap();
+        let queued = [
+            redis::cmd("EVAL")
+                .arg(guard)
+                .arg(4)
+                .arg(&["{p}:lease", "{p}:fence", "{p}:undo", "{p}:state"][..])
+                .arg(&["5 me", "1500", "hash"][..])
+                .clone(),
+            redis::cmd("HDEL").arg("{p}:state").arg("a").clone(),
+            redis::cmd("EVAL")
+                .arg(tail)
+                .arg(5)
+                .arg(&["{p}:s", "{p}:acked", "{p}:offset", "{p}:undo", "{p}:state"][..])
+                .arg(&["o", "g", "1", "7-0", "", "-"][..])
+                .clone(),
+        ];
+        for cmd in &queued {
+            let _: () = cmd.query_async(&mut c).await.unwrap();
+        }
+        let _: () = redis::pipe()
+            .cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg("noeviction")
+            .cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("1")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let exec: redis::Value = redis::cmd("EXEC").query_async(&mut c).await.unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("0")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let state: HashMap<String, String> = admin.hgetall("{p}:state").await.unwrap();
+        let offset: String = admin.get("{p}:offset").await.unwrap();
+        assert_eq!(
+            (state.len(), offset.as_str()),
+            (1, "7-0"),
+            "the transaction's replies: {exec:?}"
+        );
+    });
 }

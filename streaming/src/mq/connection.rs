@@ -58,6 +58,14 @@ fn debug_check_slots<'a>(cmds: impl IntoIterator<Item = &'a Cmd>) {
     }
 }
 
+/// Whether `pipe` sends its own `MULTI` first (a transaction with commands after its
+/// `EXEC`, such as the batch commit's `WAIT`).
+fn opens_transaction(pipe: &Pipeline) -> bool {
+    pipe.cmd_iter().next().is_some_and(|c| {
+        matches!(c.args_iter().next(), Some(redis::Arg::Simple(n)) if n.eq_ignore_ascii_case(b"MULTI"))
+    })
+}
+
 /// [`debug_check_slots`] for one command: a script always, any command on a cluster —
 /// but for the multi-key commands the cluster client splits by slot itself.
 fn debug_check_command(cmd: &Cmd, cluster: bool) {
@@ -92,7 +100,9 @@ impl redis::aio::ConnectionLike for Connection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        if cfg!(debug_assertions) && (cmd.is_transaction() || self.is_cluster()) {
+        if cfg!(debug_assertions)
+            && (cmd.is_transaction() || opens_transaction(cmd) || self.is_cluster())
+        {
             debug_check_slots(cmd.cmd_iter());
         }
         match self {

@@ -40,8 +40,10 @@ pub(super) async fn run_commit(
             reason: "the commit's transaction returned no results".into(),
         });
     };
-    // The guard checked every written key's type, so no write fails; should one fail
-    // anyway, the batch is not counted as done.
+    // No command should fail: the guard checked every written key's type, Redis refuses a
+    // transaction with writes that grow memory as a whole at its limit, and both scripts
+    // write first with a DEL (never refused). Should one fail anyway, the batch is not
+    // counted as done.
     if let Some(Value::ServerError(e)) = results.iter().find(|v| matches!(v, Value::ServerError(_)))
     {
         return Err(Error::Engine {

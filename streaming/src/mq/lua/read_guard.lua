@@ -18,6 +18,10 @@ local function last_delivered(stream, group)
   end
   return nil
 end
+-- The first command is a write that Redis never refuses for memory (DEL): under
+-- `maxmemory`, a script is refused a write that may grow memory only while it has written
+-- nothing yet, so the undo key's SET below always goes through.
+redis.call('DEL', KEYS[4])
 if lease_held(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then
   if ARGV[4] ~= '1' then return '' end
   return last_delivered(KEYS[1], ARGV[3]) or ''

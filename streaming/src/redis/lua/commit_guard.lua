@@ -9,8 +9,13 @@
 -- Returns 1 when the writes may go ahead (the lease is ours: extended or taken back, see
 -- lease_held). Otherwise — another owner took the lease ('fenced'), or a written key
 -- holds another type ('WRONGTYPE …') — every written key is moved aside to
--- key .. ':commit-stash' before the writes, the reason is noted in the undo marker, and
--- commit_tail.lua puts the keys back: the transaction then changes nothing.
+-- key .. '\0stash' (no state or list name holds a NUL) before the writes, the reason is
+-- noted in the undo marker, and commit_tail.lua puts the keys back: the transaction then
+-- changes nothing.
+-- The first command is a write that Redis never refuses for memory (DEL): under
+-- `maxmemory`, a script is refused a write that may grow memory only while it has written
+-- nothing yet, so every later write of the guard goes through.
+redis.call('DEL', KEYS[3])
 local why
 if not lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then
   why = 'fenced'
@@ -23,14 +28,11 @@ else
     end
   end
 end
-if not why then
-  redis.call('DEL', KEYS[3])
-  return 1
-end
+if not why then return 1 end
 for i = 4, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('RENAME', KEYS[i], KEYS[i] .. ':commit-stash')
-  end
+  local stash = KEYS[i] .. '\0stash'
+  redis.call('DEL', stash)
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('RENAME', KEYS[i], stash) end
 end
 redis.call('SET', KEYS[3], why, 'PX', 10000)
 return why

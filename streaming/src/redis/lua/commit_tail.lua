@@ -10,11 +10,14 @@
 --       command returning its size ('HLEN' | 'SCARD' | 'LLEN') or '-' (not asked)
 -- Returns per written key its size after the writes, -1 when not asked; or the guard's
 -- reason ('fenced', 'WRONGTYPE …') after putting every written key back as it was.
+-- The first write is DEL, which Redis never refuses for memory: under `maxmemory` a
+-- script is refused a write that may grow memory only while it has written nothing yet,
+-- so the frontier's SET always follows the batch's writes.
 local why = redis.call('GET', KEYS[4])
+redis.call('DEL', KEYS[4])
 if why then
-  redis.call('DEL', KEYS[4])
   for i = 5, #KEYS do
-    local stash = KEYS[i] .. ':commit-stash'
+    local stash = KEYS[i] .. '\0stash'
     redis.call('DEL', KEYS[i])
     if redis.call('EXISTS', stash) == 1 then redis.call('RENAME', stash, KEYS[i]) end
   end
