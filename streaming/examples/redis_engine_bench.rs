@@ -8,6 +8,7 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --windows [--redis-url URL] [--messages N] [--ts-step-ms MS]
 //! cargo run --release -p streaming --example redis_engine_bench -- --window-only KEYS PARALLELISM [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
+//! cargo run --release -p streaming --example redis_engine_bench -- --lua-args [--redis-url URL]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! ```
@@ -27,7 +28,8 @@
 //! (`key_by → window(TumblingEventTimeWindows::of(60 s)) → count()`), each timed from
 //! `execute_async` until every message is committed, with the windows fired by then and,
 //! after an idle flush (not timed), the total against the expected number of
-//! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`. All modes print a
+//! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`; script-argument
+//! mode: `bench_support/lua_args.rs`. All modes print a
 //! Markdown table.
 
 use std::time::{Duration, Instant};
@@ -40,6 +42,8 @@ use streaming::redis::{
 use streaming::time::TumblingEventTimeWindows;
 use streaming::{pipeline, BoxError};
 
+#[path = "bench_support/lua_args.rs"]
+mod lua_args;
 #[path = "bench_support/takeover.rs"]
 mod takeover;
 
@@ -766,6 +770,7 @@ fn main() {
     let mut takeover_keys = None;
     let mut only: Option<(usize, AckMode, u32)> = None;
     let mut window_only: Option<(usize, u32)> = None;
+    let mut lua_args = false;
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
@@ -783,6 +788,7 @@ fn main() {
             }
             "--latency" => latency = true,
             "--windows" => windows = true,
+            "--lua-args" => lua_args = true,
             "--window-only" => {
                 let keys = args.next().and_then(|v| v.parse().ok());
                 let par = args.next().and_then(|v| v.parse().ok());
@@ -846,6 +852,10 @@ fn main() {
     }
     if windows {
         windows_main(&url, n, ts_step);
+        return;
+    }
+    if lua_args {
+        lua_args::lua_args_main(&url, unique);
         return;
     }
     if let Some((keys, parallelism)) = window_only {

@@ -16,8 +16,9 @@
 //!   committed offset (the group's commit-frontier key).
 //!
 //! The writes are not script arguments because Redis converts every argument of a script
-//! into a Lua string and back, which cost more than twice the writes themselves (500
-//! fields into a 10,000-field hash: `HSET` 0.21 ms, the same from a script 0.48 ms). Guard and
+//! into a Lua string and back, which costs several times the writes themselves (500
+//! fields into a 10,000-field hash: `HSET` 0.08–0.11 ms, the same from a script
+//! 0.27–0.37 ms; `redis_engine_bench -- --lua-args`). Guard and
 //! tail go as `EVAL` (an `EVALSHA` the server lost by a restart would fail inside the
 //! transaction while the writes ran unchecked).
 //!
