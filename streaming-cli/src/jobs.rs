@@ -43,6 +43,16 @@ fn age(at_ms: u64, now_ms: u64) -> String {
     format!("{:.1}s", now_ms.saturating_sub(at_ms) as f64 / 1000.0)
 }
 
+/// A partition's watermark as the table shows it: event time in ms, or `end of input`
+/// once an idle flush advanced it to the end (`i64::MAX`; the JSON keeps the number).
+fn watermark_text(watermark: i64) -> String {
+    if watermark == i64::MAX {
+        "end of input".to_owned()
+    } else {
+        watermark.to_string()
+    }
+}
+
 fn stalled_count(i: &RegisteredInstance) -> usize {
     i.partitions.iter().filter(|p| p.stalled).count()
 }
@@ -113,7 +123,7 @@ async fn show(mq: &Mq, job: &str, out: &Output) -> Result<()> {
                 p.partition.to_string(),
                 or_dash(p.offset.clone()),
                 or_dash(p.lag),
-                or_dash(p.watermark),
+                or_dash(p.watermark.map(watermark_text)),
                 or_dash(p.last_commit_at_ms.map(|t| format!("{} ago", age(t, now)))),
                 p.stalled.to_string(),
                 or_dash(p.last_error.clone()),
@@ -123,4 +133,15 @@ async fn show(mq: &Mq, job: &str, out: &Output) -> Result<()> {
     let json = serde_json::to_value(&instances).map_err(|e| Failure(e.to_string()))?;
     out.print(&table, &json);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flushed_watermark_reads_as_the_end_of_input() {
+        assert_eq!(watermark_text(i64::MAX), "end of input");
+        assert_eq!(watermark_text(1_700_000_000_000), "1700000000000");
+    }
 }
