@@ -108,6 +108,27 @@ fn snapshot(s: &EngineSetup) -> Snapshot {
     })
 }
 
+/// Takes partition 0 of `topic` from the job (a new fencing token, as a new owner's take
+/// would) while the job is held at the gate, releases it, and waits until the job's
+/// commit of that batch is refused.
+fn steal_and_release(s: &EngineSetup, topic: &str, gate: &Gate, job: &JobClient) {
+    let mq = s.mq();
+    let keys = mq.keys();
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let token: u64 = c.incr(keys.fence(topic, 0, "g"), 1).await.unwrap();
+        let _: () = c
+            .set_ex(keys.lease(topic, 0, "g"), format!("{token} thief"), 60)
+            .await
+            .unwrap();
+    });
+    gate.released.store(true, Ordering::SeqCst);
+    wait_until("the job finds partition 0 fenced", job, || {
+        job.diagnostics().partitions.iter().any(|p| p.fenced >= 1)
+    });
+}
+
 fn counts(words: &[&str]) -> HashMap<String, String> {
     let mut n: HashMap<String, u64> = HashMap::new();
     for w in words {
@@ -136,21 +157,9 @@ fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
         gate.reached.load(Ordering::SeqCst)
     });
     let before = snapshot(&s);
-    let keys = mq.keys();
-    let client = redis::Client::open(s.redis.url()).unwrap();
-    s.rt.block_on(async {
-        let mut c = client.get_multiplexed_async_connection().await.unwrap();
-        let token: u64 = c.incr(keys.fence("c", 0, "g"), 1).await.unwrap();
-        let _: () = c
-            .set_ex(keys.lease("c", 0, "g"), format!("{token} thief"), 60)
-            .await
-            .unwrap();
-    });
-    gate.released.store(true, Ordering::SeqCst);
-    wait_until("the job finds partition 0 fenced", &job, || {
-        job.diagnostics().partitions.iter().any(|p| p.fenced >= 1)
-    });
+    steal_and_release(&s, "c", &gate, &job);
     let after = snapshot(&s);
+    let (keys, client) = (mq.keys(), redis::Client::open(s.redis.url()).unwrap());
     assert_eq!(after, before, "the refused commit changed Redis");
     assert_eq!(after.0, counts(&first));
 
@@ -282,19 +291,7 @@ fn a_fenced_commit_keeps_a_list_two_sinks_write() {
     wait_until("the job reaches ts 400", &job, || {
         gate.reached.load(Ordering::SeqCst)
     });
-    let keys = mq.keys();
-    s.rt.block_on(async {
-        let mut c = client.get_multiplexed_async_connection().await.unwrap();
-        let token: u64 = c.incr(keys.fence("w", 0, "g"), 1).await.unwrap();
-        let _: () = c
-            .set_ex(keys.lease("w", 0, "g"), format!("{token} thief"), 60)
-            .await
-            .unwrap();
-    });
-    gate.released.store(true, Ordering::SeqCst);
-    wait_until("the job finds partition 0 fenced", &job, || {
-        job.diagnostics().partitions.iter().any(|p| p.fenced >= 1)
-    });
+    steal_and_release(&s, "w", &gate, &job);
     let after = lrange();
     job.cancel();
     job.blocking_await_termination(Duration::from_secs(30));
