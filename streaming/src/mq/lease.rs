@@ -142,7 +142,8 @@ pub(crate) struct Lease {
     pub(crate) token: u64,
 }
 
-fn ms(d: Duration) -> u64 {
+/// `d` in whole milliseconds, at least 1 (a zero TTL would be refused or mean none).
+pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 

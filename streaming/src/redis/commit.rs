@@ -35,7 +35,7 @@ use super::schema;
 use super::{AckMode, RedisListSink};
 use crate::api::state::CollectionKind;
 use crate::api::Sink;
-use crate::mq::lease::Lease;
+use crate::mq::lease::ms;
 use crate::mq::Connection;
 use crate::Error;
 use redis::{Pipeline, Value};
@@ -98,6 +98,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         self.hot.throttle(ctx, &pending).await;
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);
+        let guard = fence.parts();
         schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
@@ -108,7 +109,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             partition: self.partition,
             state_index: self.state_keys.index(),
             stream: ctx.keys.stream(ctx.spec.topic.as_str(), self.partition),
-            lease: &lease,
+            guard,
             ids,
             read_after,
             hashes: &pending.hashes,
@@ -117,7 +118,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         };
         let wait = ctx.spec.config.commit_replica_wait();
         let started = std::time::Instant::now();
-        let (reply, acked) = run_commit(conn, &call.pipeline(), wait.as_ref()).await?;
+        let (reply, acked) = run_commit(conn, call.pipeline(), wait.as_ref()).await?;
         self.metrics.commit_seconds.record(started.elapsed());
         let sizes: Vec<i64> = match reply {
             Value::Array(_) => redis::from_redis_value(&reply)?,
@@ -209,7 +210,9 @@ struct CommitCall<'a> {
     state_index: String,
     /// The partition's stream.
     stream: String,
-    lease: &'a Lease,
+    /// The lease key, fencing counter, lease value held and lease ttl in ms (the guard's
+    /// check, as [`Fence::parts`](crate::mq::lease::Fence::parts) gives them).
+    guard: (String, String, &'a str, u64),
     ids: &'a [String],
     read_after: Option<&'a str>,
     hashes: &'a [PendingHash],
@@ -265,22 +268,20 @@ impl CommitCall<'_> {
         let config = &ctx.spec.config;
         let written = self.written();
         let undo = ctx.keys.commit_undo(t, p, g);
-        let lease_ttl = u64::try_from(config.mq_options().lease_ttl.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
+        let (lease, counter, held, lease_ttl) = &self.guard;
         let mut pipe = redis::pipe();
         pipe.cmd("MULTI");
         let guard = pipe
             .cmd("EVAL")
             .arg(COMMIT_GUARD.as_str())
             .arg(3 + written.len())
-            .arg(&self.lease.key)
-            .arg(&self.lease.fence)
+            .arg(lease)
+            .arg(counter)
             .arg(&undo);
         for (k, _) in &written {
             guard.arg(*k);
         }
-        guard.arg(&self.lease.value).arg(lease_ttl);
+        guard.arg(*held).arg(*lease_ttl);
         for (_, ty) in &written {
             guard.arg(*ty);
         }
@@ -332,20 +333,15 @@ impl CommitCall<'_> {
     /// The batch's writes as plain commands: per key its delete when replaced, sets and
     /// deletes (or appends), expiry; the sink lists' appends; the state index.
     fn writes(&self, pipe: &mut Pipeline) {
-        let ttl = self
-            .ctx
-            .spec
-            .config
-            .state_ttl()
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1));
+        let ttl = self.ctx.spec.config.state_ttl().map(ms);
         for h in self.hashes {
             if h.replace {
                 pipe.cmd("DEL").arg(&h.key);
             }
             let (set, del) = match h.kind {
-                KeyKind::Collection(CollectionKind::Set) => ("SADD", "SREM"),
-                KeyKind::Collection(CollectionKind::List) => ("RPUSH", "-"),
-                _ => ("HSET", "HDEL"),
+                KeyKind::Collection(CollectionKind::Set) => ("SADD", Some("SREM")),
+                KeyKind::Collection(CollectionKind::List) => ("RPUSH", None),
+                _ => ("HSET", Some("HDEL")),
             };
             let pairs = set == "HSET";
             let sets = h.fields.values().filter(|v| v.is_some()).count() + h.appends.len();
@@ -362,7 +358,8 @@ impl CommitCall<'_> {
                     cmd.arg(v);
                 }
             }
-            if sets < h.fields.len() + h.appends.len() && del != "-" {
+            let deletes = sets < h.fields.len() + h.appends.len();
+            if let Some(del) = del.filter(|_| deletes) {
                 let cmd = pipe.cmd(del).arg(&h.key);
                 for (f, v) in &h.fields {
                     if v.is_none() {

@@ -20,14 +20,13 @@ use std::time::Duration;
 /// discarded (`EXECABORT`, e.g. out of memory) is such an error.
 pub(super) async fn run_commit(
     conn: &mut Connection,
-    commit: &Pipeline,
+    mut commit: Pipeline,
     wait: Option<&ReplicaWait>,
 ) -> Result<(Value, Option<i64>), Error> {
-    let mut pipe = commit.clone();
     if let Some(w) = wait {
-        pipe.cmd("WAIT").arg(w.replicas).arg(w.timeout_ms());
+        commit.cmd("WAIT").arg(w.replicas).arg(w.timeout_ms());
     }
-    let mut replies: Vec<Value> = pipe.query_async(conn).await?;
+    let mut replies: Vec<Value> = commit.query_async(conn).await?;
     let acked = match wait {
         Some(_) => Some(redis::from_redis_value::<i64>(
             &replies.pop().unwrap_or(Value::Nil),
