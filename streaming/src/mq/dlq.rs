@@ -232,7 +232,7 @@ pub(crate) async fn range(
         .arg(count)
         .query_async(conn)
         .await?;
-    Ok(parse_entries(&v)?.into_iter().map(to_dead_letter).collect())
+    Ok(parse_entries(v)?.into_iter().map(to_dead_letter).collect())
 }
 
 /// Deletes dead letter `dlq_id` of (topic, partition); whether it existed.
@@ -273,7 +273,7 @@ pub(crate) async fn replay(
         .arg(dlq_id)
         .query_async(conn)
         .await?;
-    let Some(entry) = parse_entries(&v)?.into_iter().next() else {
+    let Some(entry) = parse_entries(v)?.into_iter().next() else {
         return Ok(None);
     };
     let fields = replay_fields(&entry, topic, partition, dlq_id)?;

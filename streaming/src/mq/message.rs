@@ -359,6 +359,16 @@ fn bulk(v: &Value) -> Option<Vec<u8>> {
     }
 }
 
+/// [`bulk`] of an owned reply: a bulk string's buffer is moved, not copied.
+fn bulk_owned(v: Value) -> Option<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.into_bytes()),
+        Value::Int(i) => Some(i.to_string().into_bytes()),
+        _ => None,
+    }
+}
+
 pub(crate) fn value_to_string(v: &Value) -> Option<String> {
     bulk(v).and_then(|b| String::from_utf8(b).ok())
 }
@@ -371,25 +381,33 @@ fn protocol(what: &str) -> Error {
     )))
 }
 
-/// Parses one entry `[id, [f, v, f, v, ...]]`; `None` for an entry whose fields are nil
-/// (deleted while pending).
-pub(crate) fn parse_entry(v: &Value) -> Result<Option<RawEntry>, Error> {
+/// Parses one entry `[id, [f, v, f, v, ...]]`, moving its strings out of the reply;
+/// `None` for an entry whose fields are nil (deleted while pending).
+pub(crate) fn parse_entry(v: Value) -> Result<Option<RawEntry>, Error> {
     let Value::Array(parts) = v else {
         return Err(protocol("stream entry is not an array"));
     };
+    let mut parts = parts.into_iter();
     let id = parts
-        .first()
-        .and_then(value_to_string)
+        .next()
+        .and_then(bulk_owned)
+        .and_then(|b| String::from_utf8(b).ok())
         .ok_or_else(|| protocol("stream entry without id"))?;
-    let fields = match parts.get(1) {
+    let fields = match parts.next() {
         None | Some(Value::Nil) => return Ok(None),
-        Some(Value::Array(kv)) => kv
-            .chunks(2)
-            .filter_map(|c| Some((bulk(&c[0])?, bulk(c.get(1)?)?)))
-            .collect(),
+        Some(Value::Array(kv)) => {
+            let mut fields = Vec::with_capacity(kv.len() / 2);
+            let mut kv = kv.into_iter();
+            while let (Some(f), Some(v)) = (kv.next(), kv.next()) {
+                if let (Some(f), Some(v)) = (bulk_owned(f), bulk_owned(v)) {
+                    fields.push((f, v));
+                }
+            }
+            fields
+        }
         Some(Value::Map(kv)) => kv
-            .iter()
-            .filter_map(|(k, v)| Some((bulk(k)?, bulk(v)?)))
+            .into_iter()
+            .filter_map(|(k, v)| Some((bulk_owned(k)?, bulk_owned(v)?)))
             .collect(),
         Some(_) => return Err(protocol("stream entry fields are not an array")),
     };
@@ -397,7 +415,7 @@ pub(crate) fn parse_entry(v: &Value) -> Result<Option<RawEntry>, Error> {
 }
 
 /// Parses a list of entries (XRANGE reply, or the entries of one stream).
-pub(crate) fn parse_entries(v: &Value) -> Result<Vec<RawEntry>, Error> {
+pub(crate) fn parse_entries(v: Value) -> Result<Vec<RawEntry>, Error> {
     match v {
         Value::Nil => Ok(Vec::new()),
         Value::Array(items) => {
@@ -415,7 +433,7 @@ pub(crate) fn parse_entries(v: &Value) -> Result<Vec<RawEntry>, Error> {
 
 /// Parses an `XREADGROUP`/`XREAD` reply for one stream: nil (timeout) or
 /// `[[stream, [entries]]]`.
-pub(crate) fn parse_read_reply(v: &Value) -> Result<Vec<RawEntry>, Error> {
+pub(crate) fn parse_read_reply(v: Value) -> Result<Vec<RawEntry>, Error> {
     match v {
         Value::Nil => Ok(Vec::new()),
         Value::Array(streams) => {
@@ -423,7 +441,8 @@ pub(crate) fn parse_read_reply(v: &Value) -> Result<Vec<RawEntry>, Error> {
             for s in streams {
                 match s {
                     Value::Array(pair) if pair.len() == 2 => {
-                        out.extend(parse_entries(&pair[1])?);
+                        let entries = pair.into_iter().nth(1).unwrap_or(Value::Nil);
+                        out.extend(parse_entries(entries)?);
                     }
                     _ => return Err(protocol("XREADGROUP stream is not [name, entries]")),
                 }

@@ -237,7 +237,7 @@ impl PartitionReader {
         // Entries are parsed binary-safe and in field order (redis-rs's `StreamReadReply`
         // keys fields by `String`: one foreign entry with a non-UTF-8 field name would
         // fail the whole read, again on every retry, instead of being dead-lettered).
-        let entries = parse_read_reply(&v)?;
+        let entries = parse_read_reply(v)?;
         Ok((entries, before.filter(|_| !self.replaying)))
     }
 
@@ -321,7 +321,7 @@ impl PartitionReader {
             .arg(">")
             .query_async(conn)
             .await?;
-        parse_read_reply(&v)
+        parse_read_reply(v)
     }
 
     /// A subscription member's delivery counts of replayed `entries` (`XPENDING`), to
