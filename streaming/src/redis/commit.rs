@@ -94,6 +94,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             });
         }
         self.drain_changes(&mut pending)?;
+        pending.dedup();
         self.deliver(ctx)?;
         self.hot.throttle(ctx, &pending).await;
         let lease = self.owner.fenced_unless_held(ctx)?;
@@ -347,7 +348,7 @@ impl CommitCall<'_> {
             let sets = h.fields.values().filter(|v| v.is_some()).count() + h.appends.len();
             if sets > 0 {
                 let cmd = pipe.cmd(set).arg(&h.key);
-                for (f, v) in &h.fields {
+                for (f, v) in h.fields.iter() {
                     match v {
                         Some(v) if pairs => cmd.arg(f).arg(v),
                         Some(_) => cmd.arg(f),
@@ -361,7 +362,7 @@ impl CommitCall<'_> {
             let deletes = sets < h.fields.len() + h.appends.len();
             if let Some(del) = del.filter(|_| deletes) {
                 let cmd = pipe.cmd(del).arg(&h.key);
-                for (f, v) in &h.fields {
+                for (f, v) in h.fields.iter() {
                     if v.is_none() {
                         cmd.arg(f);
                     }
