@@ -110,7 +110,8 @@ getters! {
     state_key_prefix: String;
     /// Expiry of each state hash (and of each key's collection), renewed by every commit
     /// that writes it; `None` (the default) keeps state forever, and so does
-    /// `Some(Duration::ZERO)` (read as `None`).
+    /// `Some(Duration::ZERO)` (read as `None`). Otherwise from 1 ms to 100 years
+    /// ([`build`](RedisRuntimeConfigBuilder::build) fails outside).
     state_ttl: Option<Duration>;
     /// Sample the size of a state hash (HLEN) every N writes; 0 (default) = off.
     state_size_report_every_n_writes: u64;
@@ -491,8 +492,21 @@ impl RedisRuntimeConfigBuilder {
         if let Some(w) = c.commit_replica_wait {
             check_replica_wait(&w, c.mq_options.response_timeout)?;
         }
-        if c.state_ttl.is_some_and(|d| d.is_zero()) {
-            c.state_ttl = None;
+        match c.state_ttl {
+            Some(d) if d.is_zero() => c.state_ttl = None,
+            Some(d) if d < Duration::from_millis(1) => {
+                return Err(invalid(
+                    "state_ttl",
+                    format!("{d:?} is under 1 ms (Redis expires keys in whole milliseconds): set at least 1 ms, or `None` to keep state forever"),
+                ));
+            }
+            Some(d) if d > MAX_STATE_TTL => {
+                return Err(invalid(
+                    "state_ttl",
+                    format!("{d:?} is over 100 years (Redis refuses an expiry that far out): set at most 100 years, or `None` to keep state forever"),
+                ));
+            }
+            _ => {}
         }
         match c.watermark_idle_timeout {
             Some(d) if d.is_zero() => c.watermark_idle_timeout = None,
@@ -518,6 +532,10 @@ impl RedisRuntimeConfigBuilder {
         Ok(c)
     }
 }
+
+/// The longest [`RedisRuntimeConfig::state_ttl`]: 100 years (Redis refuses a `PEXPIRE`
+/// whose expiry does not fit in 64-bit epoch milliseconds).
+const MAX_STATE_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// A replica wait the engine can honour: at least one replica, and a `WAIT` that returns
 /// before the connection's response timeout gives up on it.

@@ -114,6 +114,19 @@ fn invalid_fields_are_named() {
     assert_eq!(field(b().timer_threads(4).build()), "timer_threads");
     let c = b().state_ttl(Some(Duration::ZERO)).build().unwrap();
     assert_eq!(c.state_ttl(), None, "zero TTL means no TTL");
+    for bad in [
+        Duration::from_micros(500),
+        Duration::MAX,
+        Duration::from_secs(1 << 40),
+    ] {
+        let e = b().state_ttl(Some(bad)).build().unwrap_err();
+        assert!(e.to_string().contains("state_ttl"), "{bad:?}: {e}");
+    }
+    let century = Duration::from_secs(100 * 365 * 24 * 3600);
+    assert_eq!(
+        b().state_ttl(Some(century)).build().unwrap().state_ttl(),
+        Some(century)
+    );
 }
 
 #[test]
