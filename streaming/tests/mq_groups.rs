@@ -414,10 +414,18 @@ async fn exclusive_reader_retries_then_dead_letters() {
     assert_eq!(retried.retry_count, 1);
     assert_eq!(retried.original_id(), first_id);
     assert_eq!(retried.key.as_deref(), Some("k"));
+    // The first entry read again (a crash before the offset commit): its retry was
+    // delivered already and is not scheduled again.
+    assert_eq!(
+        r.retry_or_dead_letter(&b.messages[0], &fail).await.unwrap(),
+        streaming::mq::RetryOutcome::AlreadyScheduled
+    );
     assert_eq!(
         r.retry_or_dead_letter(&retried, &fail).await.unwrap(),
         streaming::mq::RetryOutcome::DeadLettered
     );
+    // Read again, the retry is not dead-lettered twice.
+    r.dead_letter(&retried, &fail).await.unwrap();
     let dead = mq.dead_letters("t", 10).await.unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].error_type, "retries_exhausted:io");

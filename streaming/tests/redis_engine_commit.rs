@@ -42,7 +42,8 @@ impl Gate {
     }
 }
 
-/// A keyed count of topic `c` (one partition) into state `count` and list sink `out`.
+/// A keyed count of topic `c` (one partition) into state `count` and list sink `out`; the
+/// record "bad" fails for good (dead-lettered at once).
 fn start(s: &EngineSetup, mode: AckMode, gate: &Gate) -> JobClient {
     let config = s.config("commit").ack_mode(mode).build().unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
@@ -52,6 +53,9 @@ fn start(s: &EngineSetup, mode: AckMode, gate: &Gate) -> JobClient {
         .key_by(|w: &String| w.clone())
         .process(move |w: String, ctx, out| {
             gate.pass(&w);
+            if w == "bad" {
+                return Err(streaming::Error::permanent("a bad word").into());
+            }
             let mut c = ctx.state(&COUNT)?;
             let n = c.value() + 1;
             c.update(n);
@@ -185,6 +189,72 @@ fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
             .iter()
             .any(|k| k.contains("\0stash") || k.contains("commitundo")),
         "{slot:?}"
+    );
+}
+
+/// A record dead-lettered inside a batch whose commit is then refused (the test takes the
+/// lease, as a new owner would) is read again when the batch runs again; it is not
+/// dead-lettered a second time. (In Offset mode nothing but the `settled` set marks it as
+/// handled until the offset commits.)
+fn a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once(mode: AckMode, test: &str) {
+    let s = setup(test);
+    let mq = s.mq();
+    let keys = mq.keys();
+    s.rt.block_on(mq.create_topic("c", 1)).unwrap();
+    s.produce("c", &["a", "bad", "slow", "b"].map(String::from));
+    let gate = Gate::default();
+    let job = start(&s, mode, &gate);
+    wait_until("the job reaches \"slow\"", &job, || {
+        gate.reached.load(Ordering::SeqCst)
+    });
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let dead_letters = || -> Vec<String> {
+        s.rt.block_on(async {
+            let mut c = client.get_multiplexed_async_connection().await.unwrap();
+            let v: redis::streams::StreamRangeReply = c.xrange_all(keys.dlq("c", 0)).await.unwrap();
+            v.ids
+                .iter()
+                .map(|e| e.get::<String>("p").unwrap_or_default())
+                .collect()
+        })
+    };
+    assert_eq!(
+        dead_letters(),
+        ["bad"],
+        "dead-lettered before the batch ran again"
+    );
+    steal_and_release(&s, "c", &gate, &job);
+    let _: () = s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        c.del(keys.lease("c", 0, "g")).await.unwrap()
+    });
+    wait_until("every good record counted", &job, || {
+        snapshot(&s).0 == counts(&["a", "slow", "b"])
+    });
+    job.blocking_shutdown(Duration::MAX);
+    assert_eq!(dead_letters(), ["bad"], "one dead letter");
+    let (state, out, _, slot, _) = snapshot(&s);
+    assert_eq!(state, counts(&["a", "slow", "b"]));
+    assert_eq!(out, ["a=1", "slow=1", "b=1"]);
+    assert!(
+        !slot.contains(&keys.settled("c", 0, "g")),
+        "the commit cleared the settled set: {slot:?}"
+    );
+}
+
+#[test]
+fn a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once_offset_mode() {
+    a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once(
+        AckMode::Offset,
+        "dlq-once-offset",
+    );
+}
+
+#[test]
+fn a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once_xack_mode() {
+    a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once(
+        AckMode::Xack,
+        "dlq-once-xack",
     );
 }
 
@@ -351,8 +421,17 @@ fn a_commit_at_the_memory_limit_moves_the_offset_with_its_writes() {
             redis::cmd("HDEL").arg("{p}:state").arg("a").clone(),
             redis::cmd("EVAL")
                 .arg(tail)
-                .arg(5)
-                .arg(&["{p}:s", "{p}:acked", "{p}:offset", "{p}:undo", "{p}:state"][..])
+                .arg(6)
+                .arg(
+                    &[
+                        "{p}:s",
+                        "{p}:acked",
+                        "{p}:offset",
+                        "{p}:undo",
+                        "{p}:settled",
+                        "{p}:state",
+                    ][..],
+                )
                 .arg(&["o", "g", "1", "7-0", "", "-"][..])
                 .clone(),
         ];

@@ -21,7 +21,7 @@ pub(crate) const PACKED_FIELDS_OVER: usize = 1000;
 
 /// Appends an entry to the dead-letter stream (acknowledging it, in XACK mode).
 static DEAD_LETTER: LazyLock<Script> =
-    lua_script!("advance.lua", "lease_held.lua", "dead_letter.lua");
+    lua_script!("advance.lua", "lease_held.lua", "settle.lua", "dead_letter.lua");
 
 /// Moves a dead letter back to its partition.
 static REPLAY: LazyLock<Script> = lua_script!("replay.lua");
@@ -59,6 +59,7 @@ pub(crate) async fn write_dead_letter(
         .key(keys.frontier(t, p, g))
         .key(keys.dlq(t, p));
     fence.push(&mut inv);
+    inv.key(keys.settled(t, p, g));
     inv.arg(if ack { "1" } else { "0" })
         .arg(g)
         .arg(cause.id)

@@ -99,7 +99,10 @@ impl ExclusiveReader {
 
     /// Appends `msg` to the partition's dead-letter stream (fields as in
     /// [`DeadLetter`](crate::mq::DeadLetter)), if the lease still holds. Nothing is
-    /// acknowledged (NOACK); commit the offset past `msg` as usual.
+    /// acknowledged (NOACK); commit the offset past `msg` as usual. An entry already
+    /// dead-lettered or retried within 24 h (read again after a crash before the offset
+    /// commit; see [`KeySpace::settled`](crate::mq::KeySpace::settled)) is not written
+    /// again.
     ///
     /// # Errors
     /// [`Error::Fenced`] when another owner took the lease (nothing written);
@@ -113,9 +116,10 @@ impl ExclusiveReader {
     /// dead-letters it when its retries are used up (error type
     /// `retries_exhausted:<type>`). The retry is addressed to this reader's group (other
     /// groups skip it). This group's retry of the same entry is scheduled at most once
-    /// while it waits. Unlike the subscription path this is not atomic with the caller's
-    /// offset commit: a crash between the two can schedule the retry again after the
-    /// first one was delivered (at-least-once).
+    /// while it waits. It is not atomic with the caller's offset commit, but the entry's
+    /// id is kept in [`KeySpace::settled`](crate::mq::KeySpace::settled) for 24 h (the
+    /// Redis engine clears it with each commit): when a crash between the two makes the
+    /// caller read the entry again, its retry or dead letter is not written twice.
     ///
     /// # Errors
     /// [`Error::Fenced`] when another owner took the lease (nothing written);

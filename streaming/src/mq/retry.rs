@@ -73,7 +73,7 @@ static SCHEDULE: LazyLock<Script> = lua_script!(
 
 /// Schedules a retry without acknowledging (NOACK readers).
 static SCHEDULE_NOACK: LazyLock<Script> =
-    lua_script!("lease_held.lua", "schedule_retry.lua", "schedule_noack.lua");
+    lua_script!("lease_held.lua", "schedule_retry.lua", "settle.lua", "schedule_noack.lua");
 
 /// Moves due retries back into the stream.
 static PROMOTE: LazyLock<Script> = lua_script!("lease_held.lua", "promote.lua");
@@ -164,6 +164,7 @@ pub(crate) async fn schedule_without_ack(
     let mut inv = SCHEDULE_NOACK.key(keys.retry_due(t, p));
     inv.key(keys.retry_data(t, p));
     fence.push(&mut inv);
+    inv.key(keys.settled(t, p, group));
     inv.arg(retry_token(group, &msg.id)).arg(delay_ms(delay));
     for (f, v) in retry_fields(msg, group, failure.0, failure.1) {
         inv.arg(f).arg(v);

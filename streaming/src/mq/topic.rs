@@ -121,6 +121,15 @@ impl KeySpace {
     pub(crate) fn commit_undo(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("commitundo:{group}"))
     }
+    /// The entries of the partition that `group`, reading with `NOACK` (its position
+    /// being an offset its owner commits), sent to retry or to the dead-letter stream
+    /// since that offset was last committed, `P:{T:n}:settled:G` (sorted set: entry id →
+    /// epoch ms): an entry read again after a crash is not retried or dead-lettered twice.
+    /// The Redis engine clears it with each commit; otherwise entries older than 24 h are
+    /// dropped.
+    pub fn settled(&self, topic: &str, partition: u32, group: &str) -> String {
+        self.part(topic, partition, &format!("settled:{group}"))
+    }
     /// Ids acknowledged above the frontier, `P:{T:n}:acked:G`.
     pub fn acked(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("acked:{group}"))

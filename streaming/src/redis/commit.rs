@@ -308,11 +308,12 @@ impl CommitCall<'_> {
         let tail = pipe
             .cmd("EVAL")
             .arg(COMMIT_TAIL.as_str())
-            .arg(4 + written.len())
+            .arg(5 + written.len())
             .arg(&self.stream)
             .arg(ctx.keys.acked(t, p, g))
             .arg(ctx.keys.frontier(t, p, g))
-            .arg(&undo);
+            .arg(&undo)
+            .arg(ctx.keys.settled(t, p, g));
         for (k, _) in &written {
             tail.arg(*k);
         }

@@ -1,5 +1,6 @@
 -- Runs after advance.lua and lease_held.lua.
--- KEYS: stream, acked, frontier, dlq, lease, fencing counter
+-- KEYS: stream, acked, frontier, dlq, lease, fencing counter, settled (NOACK: entries sent
+--       to retry or dead letter since the last offset commit, id → ms)
 -- ARGV: lease value held ('' = none), lease ttl ms, ack ('1': acknowledge the entry for the
 --       group and advance the frontier; '0': NOACK reader, nothing to acknowledge), group,
 --       id, limit, n, the entry's field, value, ... (n values), dlq.* field, value, ...
@@ -8,6 +9,9 @@
 if not lease_held(KEYS[5], KEYS[6], ARGV[1], ARGV[2]) then return 'fenced' end
 local ack = ARGV[3] == '1'
 if ack and redis.call('XACK', KEYS[1], ARGV[4], ARGV[5]) == 0 then return 0 end
+-- NOACK: nothing marks the entry as handled until its batch's offset is committed; an
+-- entry read again after a crash in between is not dead-lettered twice.
+if not ack and not settle(KEYS[7], ARGV[5]) then return 0 end
 local limit, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local args = {}
 if n <= limit then

@@ -2,7 +2,8 @@
 -- commit_guard.lua): undoes the writes when the guard refused them, else acknowledges
 -- the batch's ids and returns the sizes asked for.
 -- KEYS: stream, acked set, frontier (= committed offset in Offset mode), undo marker,
---       written keys... (in the guard's order)
+--       settled (Offset mode: the batch's entries sent to retry or dead letter, cleared
+--       once the offset passes them), written keys... (in the guard's order)
 -- ARGV: mode ('x': XACK the ids here | 'a': the transaction XACKed them before this
 --       script, only the last id is passed | 'o': Offset), group, n ids, ids..., read
 --       after (XACK: the group's last-delivered id before the read of these ids, which
@@ -16,7 +17,7 @@
 local why = redis.call('GET', KEYS[4])
 redis.call('DEL', KEYS[4])
 if why then
-  for i = 5, #KEYS do
+  for i = 6, #KEYS do
     local stash = KEYS[i] .. '\0stash'
     redis.call('DEL', KEYS[i])
     if redis.call('EXISTS', stash) == 1 then redis.call('RENAME', stash, KEYS[i]) end
@@ -61,9 +62,10 @@ if nids > 0 then
     if (not cur) or id_gt(last, cur) then redis.call('SET', KEYS[3], last) end
   end
 end
+if ARGV[1] == 'o' then redis.call('DEL', KEYS[5]) end
 local sizes = {}
-for k = 5, #KEYS do
-  if ARGV[i] == '-' then sizes[k - 4] = -1 else sizes[k - 4] = redis.call(ARGV[i], KEYS[k]) end
+for k = 6, #KEYS do
+  if ARGV[i] == '-' then sizes[k - 5] = -1 else sizes[k - 5] = redis.call(ARGV[i], KEYS[k]) end
   i = i + 1
 end
 return sizes
