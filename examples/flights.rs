@@ -6,7 +6,8 @@
 //! cargo run --release --example flights -- counts
 //! ```
 //! All take `--engine memory|redis` (default memory), `--redis-url URL` (with `--engine
-//! redis`, default `redis://127.0.0.1:6379`; nothing is started for you) and `--data PATH`
+//! redis`, default the `REDIS_URL` environment variable, else `redis://127.0.0.1:6379`;
+//! nothing is started for you) and `--data PATH`
 //! (default: `flights.csv.zip` in the directory `STREAMING_DATA_DIR` names, or
 //! `../shared/data/flights.csv.zip` relative to the repository root when it is unset).
 //!
@@ -131,6 +132,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let url = args
             .redis_url
             .clone()
+            .or_else(|| std::env::var("REDIS_URL").ok())
             .unwrap_or_else(|| flights::DEFAULT_REDIS_URL.to_string());
         let mut r = flights::RedisWindowed::new(url);
         r.partitions = partitions;

@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --example service -- [--redis-url URL] [--listen ADDR] [--topic NAME] [--partitions N]
 //! ```
-//! Defaults: `--redis-url redis://127.0.0.1:6379` (nothing is started for you),
+//! Defaults: `--redis-url` from `REDIS_URL`, else `redis://127.0.0.1:6379` (nothing is
+//! started for you),
 //! `--listen 127.0.0.1:9898`, `--topic events`, `--partitions 2` (the topic is created
 //! when missing).
 //!
@@ -44,8 +45,8 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Parser, Debug)]
 #[command(about = "Per-user spend per minute from JSON events, with a Prometheus endpoint")]
 struct Args {
-    /// The Redis server.
-    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    /// The Redis server (default: the `REDIS_URL` environment variable, else the local one).
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
     /// Where `/metrics` is served.
     #[arg(long, default_value = "127.0.0.1:9898")]
