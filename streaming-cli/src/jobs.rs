@@ -14,7 +14,8 @@ use crate::{Failure, Result};
 #[derive(Debug, Subcommand)]
 pub(crate) enum JobsCommand {
     /// Lists the running job instances: parallelism, partitions owned, stalled partitions
-    /// and the age of the last heartbeat.
+    /// and the age of the last heartbeat, marked `(late)` past two heartbeat intervals
+    /// (the instance was killed, stalled or cut off; its record expires at three).
     List,
     /// Shows one job: per instance and owned partition, the committed offset, watermark,
     /// last commit, last error and whether it is stalled.
@@ -41,6 +42,23 @@ fn now_ms() -> u64 {
 /// How long ago `at_ms` was, e.g. `1.2s` (`0.0s` for a clock ahead of ours).
 fn age(at_ms: u64, now_ms: u64) -> String {
     format!("{:.1}s", now_ms.saturating_sub(at_ms) as f64 / 1000.0)
+}
+
+/// Whether `i` missed a heartbeat: its record is older than two intervals (it expires
+/// after three), so the instance was killed, stalled or cut off from Redis.
+fn late(i: &RegisteredInstance, now_ms: u64) -> bool {
+    i.heartbeat_interval_ms > 0
+        && now_ms.saturating_sub(i.heartbeat_at_ms) > i.heartbeat_interval_ms.saturating_mul(2)
+}
+
+/// The heartbeat column: the record's age, marked `(late)` when [`late`].
+fn heartbeat_text(i: &RegisteredInstance, now_ms: u64) -> String {
+    let a = age(i.heartbeat_at_ms, now_ms);
+    if late(i, now_ms) {
+        format!("{a} (late)")
+    } else {
+        a
+    }
 }
 
 /// A partition's watermark as the table shows it: event time in ms, or `end of input`
@@ -78,7 +96,7 @@ async fn list(mq: &Mq, out: &Output) -> Result<()> {
             i.partitions.len().to_string(),
             stalled_count(i).to_string(),
             i.paused.to_string(),
-            age(i.heartbeat_at_ms, now),
+            heartbeat_text(i, now),
         ]);
         rows.push(json!({
             "job": i.job,
@@ -88,6 +106,8 @@ async fn list(mq: &Mq, out: &Output) -> Result<()> {
             "stalled": stalled_count(i),
             "paused": i.paused,
             "heartbeat_age_ms": now.saturating_sub(i.heartbeat_at_ms),
+            "heartbeat_interval_ms": i.heartbeat_interval_ms,
+            "late": late(i, now),
         }));
     }
     out.print(&table, &Value::Array(rows));
@@ -143,5 +163,26 @@ mod tests {
     fn a_flushed_watermark_reads_as_the_end_of_input() {
         assert_eq!(watermark_text(i64::MAX), "end of input");
         assert_eq!(watermark_text(1_700_000_000_000), "1700000000000");
+    }
+
+    fn instance(heartbeat_at_ms: u64, heartbeat_interval_ms: Option<u64>) -> RegisteredInstance {
+        let mut v = json!({
+            "job": "j", "instance": "i", "parallelism": 1, "paused": false,
+            "heartbeat_at_ms": heartbeat_at_ms, "pipelines": [], "partitions": [],
+        });
+        if let Some(ms) = heartbeat_interval_ms {
+            v["heartbeat_interval_ms"] = json!(ms);
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_record_older_than_two_intervals_is_late() {
+        let i = instance(10_000, Some(1_000));
+        assert_eq!(heartbeat_text(&i, 11_500), "1.5s");
+        assert_eq!(heartbeat_text(&i, 12_000), "2.0s");
+        assert_eq!(heartbeat_text(&i, 12_001), "2.0s (late)");
+        // A record without the interval (an older library) is never called late.
+        assert!(!late(&instance(10_000, None), 99_000));
     }
 }

@@ -99,6 +99,10 @@ fn a_running_instance_registers_its_partitions_and_leaves_on_shutdown() {
     assert_eq!(r["parallelism"], 1);
     assert_eq!(r["paused"], false);
     assert_eq!(
+        r["heartbeat_interval_ms"].as_u64(),
+        u64::try_from(s.mq_opts.lease_renew_interval.as_millis()).ok()
+    );
+    assert_eq!(
         r["pipelines"],
         serde_json::json!([{"topic": "t", "group": "g"}])
     );

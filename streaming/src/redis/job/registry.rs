@@ -33,6 +33,12 @@ pub struct RegisteredInstance {
     pub paused: bool,
     /// When the instance wrote this record, in ms since the Unix epoch (its clock).
     pub heartbeat_at_ms: u64,
+    /// How often the instance writes this record (`lease_renew_interval`), in ms; the
+    /// record expires after three intervals. A record older than two intervals belongs to
+    /// an instance that missed a heartbeat (killed, stalled or cut off from Redis). 0 in a
+    /// record written before this field existed.
+    #[serde(default)]
+    pub heartbeat_interval_ms: u64,
     /// Its pipelines.
     pub pipelines: Vec<RegisteredPipeline>,
     /// The partitions it owns, sorted by (topic, group, partition).
@@ -322,6 +328,7 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
         parallelism: u32::try_from(job.live_parallelism.load(Ordering::SeqCst)).unwrap_or(u32::MAX),
         paused: job.paused.load(Ordering::SeqCst),
         heartbeat_at_ms: unix_ms(SystemTime::now()),
+        heartbeat_interval_ms: u64::try_from(job.registry_interval.as_millis()).unwrap_or(u64::MAX),
         pipelines: (job.pipelines.iter())
             .map(|(topic, group)| RegisteredPipeline {
                 topic: topic.clone(),
