@@ -492,22 +492,7 @@ impl RedisRuntimeConfigBuilder {
         if let Some(w) = c.commit_replica_wait {
             check_replica_wait(&w, c.mq_options.response_timeout)?;
         }
-        match c.state_ttl {
-            Some(d) if d.is_zero() => c.state_ttl = None,
-            Some(d) if d < Duration::from_millis(1) => {
-                return Err(invalid(
-                    "state_ttl",
-                    format!("{d:?} is under 1 ms (Redis expires keys in whole milliseconds): set at least 1 ms, or `None` to keep state forever"),
-                ));
-            }
-            Some(d) if d > MAX_STATE_TTL => {
-                return Err(invalid(
-                    "state_ttl",
-                    format!("{d:?} is over 100 years (Redis refuses an expiry that far out): set at most 100 years, or `None` to keep state forever"),
-                ));
-            }
-            _ => {}
-        }
+        c.state_ttl = checked_state_ttl(c.state_ttl)?;
         match c.watermark_idle_timeout {
             Some(d) if d.is_zero() => c.watermark_idle_timeout = None,
             // Event time and the engine's timers are whole milliseconds; a shorter timeout
@@ -536,6 +521,22 @@ impl RedisRuntimeConfigBuilder {
 /// The longest [`RedisRuntimeConfig::state_ttl`]: 100 years (Redis refuses a `PEXPIRE`
 /// whose expiry does not fit in 64-bit epoch milliseconds).
 const MAX_STATE_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// `state_ttl` as the engine uses it: zero is `None`; under 1 ms or over 100 years fails.
+fn checked_state_ttl(ttl: Option<Duration>) -> Result<Option<Duration>, Error> {
+    match ttl {
+        Some(d) if d.is_zero() => Ok(None),
+        Some(d) if d < Duration::from_millis(1) => Err(invalid(
+            "state_ttl",
+            format!("{d:?} is under 1 ms (Redis expires keys in whole milliseconds): set at least 1 ms, or `None` to keep state forever"),
+        )),
+        Some(d) if d > MAX_STATE_TTL => Err(invalid(
+            "state_ttl",
+            format!("{d:?} is over 100 years (Redis refuses an expiry that far out): set at most 100 years, or `None` to keep state forever"),
+        )),
+        other => Ok(other),
+    }
+}
 
 /// A replica wait the engine can honour: at least one replica, and a `WAIT` that returns
 /// before the connection's response timeout gives up on it.
