@@ -69,16 +69,35 @@ async fn admin_create_describe_list_delete() {
     assert_eq!(g.pending, 0);
     assert_eq!(g.lag, Some(5));
     assert_eq!(g.frontier.as_deref(), Some("0-0"));
-
-    assert!(mq.delete_topic("orders").await.unwrap());
-    assert!(!mq.delete_topic("orders").await.unwrap());
-    assert_eq!(mq.list_topics().await.unwrap(), vec!["audit"]);
-    assert!(mq.describe_topic("orders").await.is_err());
+    // A NOACK reader's dead letter leaves the group's `settled` set: deleted with the rest.
+    let mut r = mq
+        .exclusive_reader("orders", "g1", 1, "c1", None, StartPolicy::Earliest)
+        .await
+        .unwrap();
+    let b = r
+        .read(1, std::time::Duration::from_millis(10))
+        .await
+        .unwrap();
+    let fail = streaming::mq::Failure::new("test", "dead on purpose");
+    r.dead_letter(&b.messages[0], &fail).await.unwrap();
+    r.release().await.unwrap();
+    let settled = mq.keys().settled("orders", 1, "g1");
     let mut conn = redis::Client::open(redis.url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
+    let n: u64 = redis::cmd("ZCARD")
+        .arg(&settled)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+
+    assert!(mq.delete_topic("orders").await.unwrap());
+    assert!(!mq.delete_topic("orders").await.unwrap());
+    assert_eq!(mq.list_topics().await.unwrap(), vec!["audit"]);
+    assert!(mq.describe_topic("orders").await.is_err());
     let left: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{}:*orders*", mq.options().key_prefix))
         .query_async(&mut conn)

@@ -298,6 +298,7 @@ pub(crate) async fn delete_topic(
             del.push(keys.fence(topic, p, g));
             del.push(keys.frontier(topic, p, g));
             del.push(keys.acked(topic, p, g));
+            del.push(keys.settled(topic, p, g));
         }
         // One slot per partition: a multi-key DEL stays cluster-safe.
         let _: () = conn.del(del).await?;
