@@ -413,12 +413,14 @@ mod tests {
         assert_eq!(k.dlq("orders", 3), "mq:{orders:3}:dlq");
         assert_eq!(k.lease("orders", 3, "g"), "mq:{orders:3}:lease:g");
         assert_eq!(k.frontier("orders", 3, "g"), "mq:{orders:3}:frontier:g");
+        assert_eq!(k.settled("orders", 3, "g"), "mq:{orders:3}:settled:g");
         assert_eq!(k.hash_tag("orders", 3), "{orders:3}");
         for key in [
             k.stream("o", 1),
             k.retry_due("o", 1),
             k.retry_data("o", 1),
             k.acked("o", 1, "g"),
+            k.settled("o", 1, "g"),
         ] {
             assert!(key.contains("{o:1}"), "{key}");
         }
