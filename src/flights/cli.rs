@@ -106,8 +106,9 @@ struct Common {
     /// The engine.
     #[arg(long, value_enum, default_value = "memory")]
     engine: Engine,
-    /// The Redis server of --engine redis (default redis://127.0.0.1:6379), or a Redis
-    /// Cluster: redis+cluster://host:port[,host:port...].
+    /// The Redis server of --engine redis (default: the REDIS_URL environment variable,
+    /// else redis://127.0.0.1:6379), or a Redis Cluster:
+    /// redis+cluster://host:port[,host:port...].
     #[arg(long, value_name = "URL", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     redis_url: Option<String>,
     /// The data file (default $STREAMING_DATA_DIR/flights.csv.zip, or

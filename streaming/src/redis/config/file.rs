@@ -228,4 +228,15 @@ mod tests {
         let e = toml::from_str::<RedisRuntimeConfig>("[mq_options]\nleases = 1").unwrap_err();
         assert!(e.to_string().contains("unknown field `leases`"), "{e}");
     }
+
+    #[test]
+    fn a_hundred_years_of_state_ttl_is_the_most_a_file_may_set() {
+        let ttl = |v: &str| toml::from_str::<RedisRuntimeConfig>(&format!("state_ttl = \"{v}\""));
+        assert!(ttl("100years").unwrap().state_ttl().is_some());
+        let e = ttl("101years").unwrap_err().to_string();
+        assert!(
+            e.contains("state_ttl") && e.contains("over 100 years"),
+            "{e}"
+        );
+    }
 }

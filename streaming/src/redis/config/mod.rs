@@ -518,9 +518,10 @@ impl RedisRuntimeConfigBuilder {
     }
 }
 
-/// The longest [`RedisRuntimeConfig::state_ttl`]: 100 years (Redis refuses a `PEXPIRE`
-/// whose expiry does not fit in 64-bit epoch milliseconds).
-const MAX_STATE_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// The longest [`RedisRuntimeConfig::state_ttl`]: 100 years of 365.25 days, as a
+/// configuration file's `"100years"` reads (Redis refuses a `PEXPIRE` whose expiry does
+/// not fit in 64-bit epoch milliseconds).
+const MAX_STATE_TTL: Duration = Duration::from_secs(100 * 31_557_600);
 
 /// `state_ttl` as the engine uses it: zero is `None`; under 1 ms or over 100 years fails.
 fn checked_state_ttl(ttl: Option<Duration>) -> Result<Option<Duration>, Error> {

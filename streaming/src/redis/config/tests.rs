@@ -122,11 +122,16 @@ fn invalid_fields_are_named() {
         let e = b().state_ttl(Some(bad)).build().unwrap_err();
         assert!(e.to_string().contains("state_ttl"), "{bad:?}: {e}");
     }
-    let century = Duration::from_secs(100 * 365 * 24 * 3600);
+    let century = Duration::from_secs(100 * 31_557_600);
     assert_eq!(
         b().state_ttl(Some(century)).build().unwrap().state_ttl(),
         Some(century)
     );
+    let e = (b()
+        .state_ttl(Some(century + Duration::from_secs(1)))
+        .build())
+    .unwrap_err();
+    assert!(e.to_string().contains("over 100 years"), "{e}");
 }
 
 #[test]
