@@ -133,6 +133,17 @@ fn steal_and_release(s: &EngineSetup, topic: &str, gate: &Gate, job: &JobClient)
     });
 }
 
+/// Deletes the lease of partition 0 of `topic` (the test's stolen one): the job takes the
+/// partition back.
+fn free_lease(s: &EngineSetup, topic: &str) {
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let lease = s.mq().keys().lease(topic, 0, "g");
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = c.del(lease).await.unwrap();
+    });
+}
+
 fn counts(words: &[&str]) -> HashMap<String, String> {
     let mut n: HashMap<String, u64> = HashMap::new();
     for w in words {
@@ -163,14 +174,10 @@ fn a_fenced_commit_writes_nothing(mode: AckMode, test: &str) {
     let before = snapshot(&s);
     steal_and_release(&s, "c", &gate, &job);
     let after = snapshot(&s);
-    let (keys, client) = (mq.keys(), redis::Client::open(s.redis.url()).unwrap());
     assert_eq!(after, before, "the refused commit changed Redis");
     assert_eq!(after.0, counts(&first));
 
-    let _: () = s.rt.block_on(async {
-        let mut c = client.get_multiplexed_async_connection().await.unwrap();
-        c.del(keys.lease("c", 0, "g")).await.unwrap()
-    });
+    free_lease(&s, "c");
     let all: Vec<&str> = first.iter().chain(&second).copied().collect();
     wait_until("every record counted", &job, || {
         snapshot(&s).0 == counts(&all)
@@ -207,16 +214,11 @@ fn a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once(mode: Ac
     wait_until("the job reaches \"slow\"", &job, || {
         gate.reached.load(Ordering::SeqCst)
     });
-    let client = redis::Client::open(s.redis.url()).unwrap();
     let dead_letters = || -> Vec<String> {
-        s.rt.block_on(async {
-            let mut c = client.get_multiplexed_async_connection().await.unwrap();
-            let v: redis::streams::StreamRangeReply = c.xrange_all(keys.dlq("c", 0)).await.unwrap();
-            v.ids
-                .iter()
-                .map(|e| e.get::<String>("p").unwrap_or_default())
-                .collect()
-        })
+        let dead = s.rt.block_on(mq.dead_letters("c", 100)).unwrap();
+        (dead.iter())
+            .map(|d| String::from_utf8_lossy(&d.payload).into_owned())
+            .collect()
     };
     assert_eq!(
         dead_letters(),
@@ -224,10 +226,7 @@ fn a_record_dead_lettered_before_a_refused_commit_is_dead_lettered_once(mode: Ac
         "dead-lettered before the batch ran again"
     );
     steal_and_release(&s, "c", &gate, &job);
-    let _: () = s.rt.block_on(async {
-        let mut c = client.get_multiplexed_async_connection().await.unwrap();
-        c.del(keys.lease("c", 0, "g")).await.unwrap()
-    });
+    free_lease(&s, "c");
     wait_until("every good record counted", &job, || {
         snapshot(&s).0 == counts(&["a", "slow", "b"])
     });
