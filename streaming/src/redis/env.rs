@@ -81,6 +81,8 @@ pub(crate) struct EnvInner {
 struct EnvState {
     pipelines: Vec<Box<dyn PipelineDef>>,
     started: bool,
+    /// The checkpoint `restore_from_checkpoint` asked for.
+    restore: Option<u64>,
 }
 
 /// The Redis engine's environment.
@@ -375,14 +377,21 @@ impl RedisEnv {
             }
             return Err(e);
         }
-        let job = Arc::new(JobShared::new(
-            config,
-            self.inner.endpoint.clone(),
-            pipelines
-                .iter()
-                .map(|d| (d.topic().to_string(), d.group().to_string()))
-                .collect(),
-        ));
+        let names: Vec<(String, String)> = (pipelines.iter())
+            .map(|d| (d.topic().to_string(), d.group().to_string()))
+            .collect();
+        let restored = self.restore_if_asked(&names);
+        if let Err(e) = restored {
+            if let Ok(mut st) = self.inner.state.lock() {
+                st.started = false;
+                st.pipelines = pipelines;
+            }
+            return Err(e);
+        }
+        let job = Arc::new(JobShared::new(config, self.inner.endpoint.clone(), names));
+        if let Ok(Some(id)) = restored {
+            job.checkpoints.saw_complete(id);
+        }
         super::part_metrics::job::started(&config.job_name());
         for def in pipelines {
             let spec = PipelineSpec {
@@ -397,7 +406,75 @@ impl RedisEnv {
             def.start(spec, Arc::clone(&job));
         }
         super::job::start_registry(&job);
+        super::checkpoint::start_scheduler(&job);
         Ok(JobClient::new(job))
+    }
+
+    /// Restores the job to checkpoint `id` when [`execute_async`](Self::execute_async)
+    /// starts it, before any partition is read: every partition of every registered
+    /// pipeline gets the checkpoint's keyed state, window panes, timers, watermark and
+    /// offset back, and the job reads every entry after that offset again (its outputs
+    /// are produced again: sinks see them twice unless they deduplicate). The consumer
+    /// groups are moved, not destroyed. A restore works at any `pipeline_parallelism`
+    /// (parts are per partition). Dead letters and scheduled retries made after the
+    /// checkpoint stay: a record may go to retry or dead letter again. Overrides
+    /// [`restore_from_latest_checkpoint`](RedisRuntimeConfig::restore_from_latest_checkpoint).
+    ///
+    /// A restore interrupted (the process killed) leaves partitions half restored: start
+    /// again with the same restore.
+    ///
+    /// # Errors
+    /// [`Error::Engine`] once the job was started. `execute_async` then fails (starting
+    /// nothing) with [`Error::Engine`] when checkpoint `id` is not complete or not stored,
+    /// lacks a registered pipeline or has another partition count, another process of
+    /// the job is running (its registry record is live, or it holds a partition's lease
+    /// past `lease_ttl`), or stream entries after a partition's offset were trimmed
+    /// (naming the partition; nothing is restored then).
+    pub fn restore_from_checkpoint(&self, id: u64) -> Result<(), Error> {
+        let mut st = self.inner.state.lock().map_err(|_| Error::Engine {
+            op: "restore_from_checkpoint",
+            reason: "poisoned".into(),
+        })?;
+        if st.started {
+            return Err(Error::Engine {
+                op: "restore_from_checkpoint",
+                reason: "the job was already started: call it before execute_async".into(),
+            });
+        }
+        st.restore = Some(id);
+        Ok(())
+    }
+
+    /// Every checkpoint of this environment's job (its `job_name` and
+    /// `checkpoint_key_prefix`) stored in Redis, by id: what
+    /// [`restore_from_checkpoint`](Self::restore_from_checkpoint) can go back to (the
+    /// complete ones). Needs no running job.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] / [`Error::Redis`] when Redis fails.
+    pub async fn checkpoints(&self) -> Result<Vec<super::Checkpoint>, Error> {
+        let config = &self.inner.config;
+        let timeout = config.mq_options().response_timeout;
+        let mut conn =
+            crate::mq::connect(&self.inner.endpoint, timeout, std::time::Duration::ZERO).await?;
+        let keys = super::checkpoint::CheckpointKeys::new(
+            &config.checkpoint_key_prefix(),
+            &config.job_name(),
+        );
+        super::checkpoint::list(&mut conn, &keys).await
+    }
+
+    /// The restore asked for, if any, before the job starts.
+    fn restore_if_asked(&self, pipelines: &[(String, String)]) -> Result<Option<u64>, Error> {
+        use super::checkpoint::{restore_at_start, RestoreRequest};
+        let config = &self.inner.config;
+        let asked = self.inner.state.lock().ok().and_then(|st| st.restore);
+        let request = match asked {
+            Some(id) => RestoreRequest::Id(id),
+            None if config.restore_from_latest_checkpoint() => RestoreRequest::Latest,
+            None => return Ok(None),
+        };
+        restore_at_start(&self.inner.endpoint, config, pipelines, request)
     }
 }
 

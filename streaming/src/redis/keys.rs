@@ -74,6 +74,16 @@ impl StateKeys {
         self.shards == 1
     }
 
+    /// `{prefix}:{job}:{T:n}:{group}`: what every state key of the partition starts with.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The shard count of state hashes.
+    pub(crate) fn shards(&self) -> u32 {
+        self.shards
+    }
+
     pub(crate) fn index(&self) -> String {
         format!("{}:index", self.base)
     }

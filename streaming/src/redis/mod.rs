@@ -254,6 +254,7 @@
 mod batch;
 mod cache;
 mod chain;
+mod checkpoint;
 mod commit;
 mod config;
 mod context;
@@ -280,6 +281,7 @@ mod takeover;
 mod timers;
 mod turn;
 
+pub use checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     ReplicaWait, SchemaMismatchPolicy,

@@ -73,6 +73,8 @@ pub(super) struct Part<C, S, O> {
     pub(super) schema: Option<SchemaGate>,
     /// Stopped for good (e.g. a state schema mismatch under `SchemaMismatchPolicy::Fail`): not read any more.
     pub(super) stopped: bool,
+    /// Open checkpoints whose part this partition wrote (or found written).
+    pub(super) checkpoints_written: Vec<u64>,
 }
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
@@ -118,6 +120,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             next_lag_sample: Instant::now(),
             schema: None,
             stopped: false,
+            checkpoints_written: Vec::new(),
         };
         guarded(ctx, "open sink", part.sink.open())?;
         ctx.job

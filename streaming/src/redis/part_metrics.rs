@@ -37,6 +37,8 @@ pub(super) struct PartMetrics {
     pub(super) commit_seconds: metrics::Histogram,
     /// One fetch of missed keys' state (one pipelined round trip).
     pub(super) fetch_seconds: metrics::Histogram,
+    /// Writing the partition's part of one checkpoint (all its copy steps).
+    pub(super) checkpoint_part_seconds: metrics::Histogram,
     /// Registered at the partition's first event-time watermark (never a placeholder 0).
     watermark: Option<metrics::Gauge>,
     /// Registered with the first watermark or flush.
@@ -65,6 +67,10 @@ impl PartMetrics {
             handle_seconds: metrics::histogram!("streaming_handle_seconds", &labels),
             commit_seconds: metrics::histogram!("streaming_commit_seconds", &labels),
             fetch_seconds: metrics::histogram!("streaming_state_fetch_seconds", &labels),
+            checkpoint_part_seconds: metrics::histogram!(
+                "streaming_checkpoint_part_seconds",
+                &labels
+            ),
             watermark: None,
             watermark_flushed: None,
             lag: None,

@@ -116,6 +116,13 @@ impl SchemaGate {
         }
     }
 
+    /// The fingerprint of (operator, state): the one to write, else the stored one.
+    pub(crate) fn fingerprint(&self, operator: &str, state: &str) -> Option<String> {
+        let gate = self.0.borrow();
+        let f = field(operator, state);
+        (gate.writes.get(&f).or_else(|| gate.stored.get(&f))).cloned()
+    }
+
     /// Whether the stored entries of (operator, state) were cleared.
     pub(crate) fn cleared(&self, operator: &str, state: &str) -> bool {
         self.0.borrow().cleared.contains(&field(operator, state))

@@ -2,6 +2,7 @@
 //! share (one operator chain per owned partition).
 
 use super::chain::{build_chain, state_limits, Make};
+use super::checkpoint::OpenCheckpoints;
 use super::context::{Ctx, PipelineSpec};
 use super::job::JobShared;
 use super::membership::Membership;
@@ -175,6 +176,7 @@ where
     let mut members = Membership::new(&ctx, siblings, partitions);
     let mut parts = BTreeMap::new();
     let idle = spec.options.poll_timeout.min(Duration::from_millis(10));
+    let mut checkpoints = OpenCheckpoints::new(&ctx);
     while !job.is_cancelled() && !members.leaving() {
         if members.due() {
             rebalance(&ctx, &mut conn, &mut members, &mut parts, &make, &sink).await?;
@@ -183,11 +185,14 @@ where
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
         }
+        checkpoints.poll(&ctx, &mut conn).await;
         let mut busy = false;
         for part in parts.values_mut() {
             if job.is_cancelled() || part.stopped {
                 continue;
             }
+            part.checkpoint(&make, &ctx, &mut conn, &checkpoints.open)
+                .await;
             busy |= part.turn(&make, &ctx, &mut conn, renew_every).await;
         }
         if busy {

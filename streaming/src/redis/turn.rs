@@ -63,6 +63,32 @@ where
         false
     }
 
+    /// Writes the partition's part of the open checkpoints it has not written yet, at
+    /// this batch boundary (nothing uncommitted). A part that fails is tried again at the
+    /// next boundary; a fenced one drops the partition like a fenced commit.
+    pub(super) async fn checkpoint<F: Make<C, O>>(
+        &mut self,
+        plan: &F,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        open: &[(u64, u64)],
+    ) {
+        if (open.is_empty() && self.checkpoints_written.is_empty()) || self.needs_reset {
+            return;
+        }
+        if let Err(e) = self.write_checkpoint_parts(ctx, conn, open).await {
+            if e.is_fenced() {
+                self.recover(plan, ctx, "checkpoint part not written", e);
+            } else {
+                let (spec, p) = (ctx.spec, self.partition);
+                ctx.job.partition_error(&spec.topic, &spec.group, p, format!(
+                    "partition {p} of {}: checkpoint part not written, trying again at the next batch boundary: {e}",
+                    spec.topic
+                ));
+            }
+        }
+    }
+
     /// Renews the lease when due; `false` when it was found lost (the partition is then
     /// dropped from memory until its lease is won again).
     async fn renew_if_due<F: Make<C, O>>(

@@ -63,6 +63,21 @@ struct RedisRuntimeConfigFile {
     commit_replica_wait: Option<ReplicaWaitFile>,
     #[serde(default, with = "humantime_serde")]
     stalled_after: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    checkpoint_interval: Option<Duration>,
+    restore_from_latest_checkpoint: Option<bool>,
+    checkpoint_key_prefix: Option<String>,
+    checkpoints_to_keep: Option<u32>,
+    #[serde(default, with = "humantime_serde")]
+    checkpoint_drain_timeout: Option<Duration>,
+    checkpoint_threads: Option<u32>,
+    defer_ack_until_checkpoint: Option<bool>,
+    ack_deferred_messages_on_checkpoint: Option<bool>,
+    leader_election_enabled: Option<bool>,
+    #[serde(default, with = "humantime_serde")]
+    leader_lease_ttl: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    leader_renew_interval: Option<Duration>,
 }
 
 /// [`ReplicaWait`] as written in a file: `{ replicas = 1, timeout = "500ms" }`.
@@ -116,7 +131,10 @@ impl<'de> Deserialize<'de> for RedisRuntimeConfig {
             sink_deduplication_ttl, sink_dedup_key_prefix, pipeline_parallelism, timer_threads,
             mdc_enabled, mdc_sample_rate, processing_error_result, ack_mode,
             watermark_out_of_orderness, window_max_fires_per_record, event_time_timer_max_size,
-            stalled_after);
+            stalled_after, checkpoint_interval, restore_from_latest_checkpoint,
+            checkpoint_key_prefix, checkpoints_to_keep, checkpoint_drain_timeout,
+            checkpoint_threads, defer_ack_until_checkpoint, ack_deferred_messages_on_checkpoint,
+            leader_election_enabled, leader_lease_ttl, leader_renew_interval);
         if let Some(ttl) = file.state_ttl {
             b = b.state_ttl(Some(ttl));
         }
@@ -169,6 +187,11 @@ mod tests {
             watermark_out_of_orderness = "1500ms"
             state_cache_max_entries = 5000
             stalled_after = "90s"
+            checkpoint_interval = "1s"
+            checkpoints_to_keep = 3
+            leader_election_enabled = true
+            leader_lease_ttl = "6s"
+            leader_renew_interval = "2s"
             commit_replica_wait = { replicas = 1, timeout = "250ms" }
             [mq_options]
             lease_ttl = "20s"
@@ -199,6 +222,14 @@ mod tests {
         // What the file leaves out keeps its default.
         assert_eq!(config.ack_mode(), AckMode::Offset);
         assert_eq!(config.state_key_prefix(), "streaming:runtime");
+        assert_eq!(config.checkpoint_interval(), Duration::from_secs(1));
+        assert_eq!(config.checkpoints_to_keep(), 3);
+        assert!(config.leader_election_enabled());
+        assert_eq!(
+            (config.leader_lease_ttl(), config.leader_renew_interval()),
+            (Duration::from_secs(6), Duration::from_secs(2))
+        );
+        assert_eq!(config.checkpoint_drain_timeout(), Duration::from_secs(30));
     }
 
     #[test]

@@ -4,8 +4,11 @@ use crate::mq::MqOptions;
 use crate::Error;
 use std::time::Duration;
 
+mod checkpoint;
 mod file;
 mod policies;
+
+pub(crate) use checkpoint::CheckpointOptions;
 
 pub use policies::{AckMode, HotKeyPolicy, ProcessingErrorResult, SchemaMismatchPolicy};
 
@@ -80,6 +83,7 @@ pub struct RedisRuntimeConfig {
     event_time_timer_max_size: u32,
     commit_replica_wait: Option<ReplicaWait>,
     stalled_after: Duration,
+    checkpoint: CheckpointOptions,
 }
 
 macro_rules! getters {
@@ -290,6 +294,7 @@ impl Default for RedisRuntimeConfig {
             event_time_timer_max_size: 100_000,
             commit_replica_wait: None,
             stalled_after: Duration::from_secs(60),
+            checkpoint: CheckpointOptions::default(),
         }
     }
 }
@@ -442,7 +447,11 @@ impl RedisRuntimeConfigBuilder {
     /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
     /// [`MqOptions::validate`] failed; the reason names the inner field),
     /// `commit_replica_wait` (0 replicas, a timeout under 1 ms, or one not shorter than
-    /// the response timeout of `mq_options`), `stalled_after` (under 1 ms).
+    /// the response timeout of `mq_options`), `stalled_after` (under 1 ms),
+    /// `checkpoint_key_prefix` (empty, braces or whitespace), `checkpoint_drain_timeout`
+    /// (under 1 ms), `checkpoint_threads` (anything but 1), `defer_ack_until_checkpoint`
+    /// (`true`), `ack_deferred_messages_on_checkpoint` (`false`), `leader_lease_ttl`
+    /// (under 1 ms), `leader_renew_interval` (zero, or not under `leader_lease_ttl`).
     pub fn build(self) -> Result<RedisRuntimeConfig, Error> {
         let mut c = self.config;
         key_part("job_name", &c.job_name)?;
@@ -493,6 +502,7 @@ impl RedisRuntimeConfigBuilder {
             check_replica_wait(&w, c.mq_options.response_timeout)?;
         }
         c.state_ttl = checked_state_ttl(c.state_ttl)?;
+        c.checkpoint.validate()?;
         match c.watermark_idle_timeout {
             Some(d) if d.is_zero() => c.watermark_idle_timeout = None,
             // Event time and the engine's timers are whole milliseconds; a shorter timeout

@@ -163,3 +163,76 @@ fn commit_replica_wait_is_validated_naming_the_field() {
         assert_eq!(field(with(bad).build()), "commit_replica_wait", "{bad:?}");
     }
 }
+
+#[test]
+fn checkpoint_and_leader_defaults_are_the_seeds() {
+    let c = RedisRuntimeConfig::builder().build().unwrap();
+    assert_eq!(c.checkpoint_interval(), Duration::ZERO);
+    assert!(!c.restore_from_latest_checkpoint());
+    assert_eq!(c.checkpoint_key_prefix(), "streaming:runtime:checkpoint:");
+    assert_eq!(c.checkpoints_to_keep(), 5);
+    assert_eq!(c.checkpoint_drain_timeout(), Duration::from_secs(30));
+    assert_eq!(c.checkpoint_threads(), 1);
+    assert!(!c.defer_ack_until_checkpoint());
+    assert!(c.ack_deferred_messages_on_checkpoint());
+    assert!(!c.leader_election_enabled());
+    assert_eq!(c.leader_lease_ttl(), Duration::from_secs(30));
+    assert_eq!(c.leader_renew_interval(), Duration::from_secs(10));
+    assert_eq!(c.checkpoint().period(), None);
+    let fast = RedisRuntimeConfig::builder()
+        .checkpoint_interval(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    assert_eq!(fast.checkpoint().period(), Some(Duration::from_millis(50)));
+}
+
+#[test]
+fn invalid_checkpoint_and_leader_fields_are_named() {
+    let b = RedisRuntimeConfig::builder;
+    assert_eq!(
+        field(b().checkpoint_key_prefix("a b").build()),
+        "checkpoint_key_prefix"
+    );
+    assert_eq!(
+        field(b().checkpoint_key_prefix("{x}").build()),
+        "checkpoint_key_prefix"
+    );
+    assert_eq!(
+        field(b().checkpoint_drain_timeout(Duration::ZERO).build()),
+        "checkpoint_drain_timeout"
+    );
+    assert_eq!(
+        field(b().checkpoint_threads(2).build()),
+        "checkpoint_threads"
+    );
+    assert_eq!(
+        field(b().checkpoint_threads(0).build()),
+        "checkpoint_threads"
+    );
+    assert_eq!(
+        field(b().defer_ack_until_checkpoint(true).build()),
+        "defer_ack_until_checkpoint"
+    );
+    assert_eq!(
+        field(b().ack_deferred_messages_on_checkpoint(false).build()),
+        "ack_deferred_messages_on_checkpoint"
+    );
+    assert_eq!(
+        field(b().leader_lease_ttl(Duration::ZERO).build()),
+        "leader_lease_ttl"
+    );
+    assert_eq!(
+        field(b().leader_renew_interval(Duration::ZERO).build()),
+        "leader_renew_interval"
+    );
+    assert_eq!(
+        field(
+            b().leader_lease_ttl(Duration::from_secs(5))
+                .leader_renew_interval(Duration::from_secs(5))
+                .build()
+        ),
+        "leader_renew_interval"
+    );
+    let e = b().defer_ack_until_checkpoint(true).build().unwrap_err();
+    assert!(e.to_string().contains("one transaction"), "{e}");
+}

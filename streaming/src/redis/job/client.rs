@@ -170,6 +170,11 @@ impl JobClient {
             hot_key_throttled: hot.throttled,
             hot_key_rejected: hot.rejected,
             state_sizes: hot.sizes,
+            is_leader: self.shared.checkpoints.is_leader(),
+            leader_instance_id: self.shared.checkpoints.leader_instance(),
+            fencing_token: self.shared.checkpoints.lease().map_or(0, |l| l.token),
+            checkpointing: self.shared.checkpoints.running.load(Ordering::SeqCst),
+            latest_checkpoint_id: self.shared.checkpoints.latest_id(),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`registry`]: the instance's heartbeat in the job registry, and reading the registry.
 
 mod caught_up;
+mod checkpoints;
 mod client;
 mod misuse;
 mod progress;

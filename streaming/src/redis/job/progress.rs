@@ -142,6 +142,19 @@ pub struct JobDiagnostics {
     /// The last sampled field count (`HLEN`) per state hash key (sampled every
     /// `state_size_report_every_n_writes` state writes).
     pub state_sizes: BTreeMap<String, u64>,
+    /// Whether this process is the job's leader now (always `false` without
+    /// `leader_election_enabled`).
+    pub is_leader: bool,
+    /// The instance id of the job's leader as last seen by this process (its own when it
+    /// leads); `None` without `leader_election_enabled` or while no process leads.
+    pub leader_instance_id: Option<String>,
+    /// The fencing token of this process's leader term (0 when it does not lead).
+    pub fencing_token: u64,
+    /// Whether this process is running a checkpoint now.
+    pub checkpointing: bool,
+    /// The id of the latest checkpoint this process completed or saw complete (`None`
+    /// before any).
+    pub latest_checkpoint_id: Option<u64>,
 }
 
 /// Hot-key and state-size counters shared by the subtasks.

@@ -48,8 +48,8 @@ pub(crate) struct JobShared {
     /// Misuses already reported (operator/state), so each is reported once.
     pub(super) misuses: Mutex<HashSet<String>>,
     pub(crate) hot: Mutex<HotStats>,
-    pub(super) job_name: String,
-    pub(super) job_instance_id: String,
+    pub(crate) job_name: String,
+    pub(crate) job_instance_id: String,
     pub(super) parallelism: u32,
     /// The next subtask's sequence number in its consumer name (never reused).
     next_seq: AtomicU64,
@@ -57,15 +57,15 @@ pub(crate) struct JobShared {
     subtasks: Mutex<Vec<PipelineSubtasks>>,
     /// Stop flags of the running subtasks, by consumer name (set when scaled away).
     stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
-    pub(super) live_parallelism: AtomicU64,
+    pub(crate) live_parallelism: AtomicU64,
     /// What [`JobClient::await_caught_up`](super::JobClient::await_caught_up) checks.
-    pub(super) endpoint: crate::mq::Endpoint,
+    pub(crate) endpoint: crate::mq::Endpoint,
     /// Bound of every wait on Redis (`mq_options.response_timeout`).
     pub(crate) response_timeout: Duration,
-    pub(super) keys: KeySpace,
+    pub(crate) keys: KeySpace,
     pub(super) ack_mode: AckMode,
     /// (topic, group) of each pipeline.
-    pub(super) pipelines: Vec<(String, String)>,
+    pub(crate) pipelines: Vec<(String, String)>,
     /// `watermark_idle_timeout` (what [`JobClient::await_flushed`](super::JobClient::await_flushed) waits for).
     pub(super) idle_timeout: Option<Duration>,
     /// Offset mode: the group's read position when the partition was taken, by (topic,
@@ -78,6 +78,12 @@ pub(crate) struct JobShared {
     pub(super) registry_interval: Duration,
     /// Whether the registry task still runs (its key not removed yet).
     pub(super) registry_running: AtomicBool,
+    /// The job's configuration.
+    pub(crate) config: RedisRuntimeConfig,
+    /// Its checkpoint and leader options.
+    pub(crate) checkpoint_options: crate::redis::config::CheckpointOptions,
+    /// Checkpoints and leadership as this process sees them.
+    pub(crate) checkpoints: crate::redis::checkpoint::CheckpointShared,
 }
 
 impl JobShared {
@@ -115,6 +121,14 @@ impl JobShared {
             stalled_after: config.stalled_after(),
             registry_interval: config.mq_options().lease_renew_interval,
             registry_running: AtomicBool::new(false),
+            config: config.clone(),
+            checkpoint_options: config.checkpoint().clone(),
+            checkpoints: crate::redis::checkpoint::CheckpointShared::new(
+                crate::redis::checkpoint::CheckpointKeys::new(
+                    &config.checkpoint_key_prefix(),
+                    &config.job_name(),
+                ),
+            ),
         }
     }
 

@@ -359,7 +359,7 @@ fn deadline(timeout: Duration) -> Instant {
 /// # Panics
 /// When called from within an async runtime (tokio's "cannot start a runtime from within
 /// a runtime"); a thread of `spawn_blocking` may call it.
-fn block_on<F: Future>(what: &'static str, wait: F) -> Result<F::Output, Error> {
+pub(super) fn block_on<F: Future>(what: &'static str, wait: F) -> Result<F::Output, Error> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,0 +1,108 @@
+//! Checkpoints of a Redis job: points in time to go back to, taken per partition at a
+//! batch boundary by the partition's owner, server-side, without stopping the job.
+//!
+//! - [`keys`]: where a checkpoint lives in Redis;
+//! - [`part`]: a partition owner writing its part;
+//! - [`coordinator`]: triggering, completing, listing and deleting checkpoints;
+//! - [`leader`]: the job's leader election (who schedules them);
+//! - [`restore`]: putting every partition back to a checkpoint.
+
+mod coordinator;
+mod keys;
+mod leader;
+mod part;
+mod restore;
+mod shared;
+
+pub(crate) use coordinator::{list, start_scheduler, trigger};
+pub(crate) use keys::CheckpointKeys;
+pub(crate) use part::OpenCheckpoints;
+pub(crate) use restore::{latest, restore_at_start, RestoreRequest};
+pub(crate) use shared::CheckpointShared;
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a [`Checkpoint`] can be restored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointStatus {
+    /// Still waiting for partitions to write their parts.
+    Pending,
+    /// Every partition wrote its part: it can be restored.
+    Complete,
+    /// A partition did not write its part within `checkpoint_drain_timeout`, or the
+    /// coordinator lost its leader lease: it is never restored, and deleted by the next
+    /// sweep.
+    Failed,
+    /// Being deleted (retention).
+    Deleting,
+}
+
+/// A checkpoint of a job, as stored in Redis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Checkpoint {
+    /// Its id: drawn from a counter per job, so ids grow across processes and leaders.
+    pub id: u64,
+    /// Whether it can be restored.
+    pub status: CheckpointStatus,
+    /// The instance id of the process that triggered it.
+    pub instance: String,
+    /// The fencing token of the leader term it was triggered in (0 without
+    /// `leader_election_enabled`).
+    pub fencing_token: u64,
+    /// Subtasks per pipeline of the triggering process then.
+    pub parallelism: u32,
+    /// When it was triggered, ms since the Unix epoch (the triggering process's clock).
+    pub started_at_ms: u64,
+    /// When it completed or failed, ms since the Unix epoch; `None` while pending.
+    pub finished_at_ms: Option<u64>,
+    /// Its pipelines: (topic, group, partition count). Each partition of each has a part.
+    pub pipelines: Vec<CheckpointPipeline>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
+}
+
+/// A pipeline of a [`Checkpoint`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CheckpointPipeline {
+    /// The topic the pipeline reads.
+    pub topic: String,
+    /// Its consumer group.
+    pub group: String,
+    /// The topic's partition count when the checkpoint was taken.
+    pub partitions: u32,
+}
+
+impl Checkpoint {
+    /// The partitions every complete checkpoint holds a part of.
+    pub(crate) fn parts(&self) -> u64 {
+        self.pipelines.iter().map(|p| u64::from(p.partitions)).sum()
+    }
+}
+
+/// The field of a partition's part in a checkpoint's parts hash.
+pub(crate) fn part_field(topic: &str, group: &str, partition: u32) -> String {
+    format!("{topic}/{group}/{partition}")
+}
+
+/// Milliseconds since the Unix epoch, by this process's clock.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The lease prelude and a script of `src/redis/lua/`.
+macro_rules! fenced_script {
+    ($file:literal) => {
+        std::sync::LazyLock::new(|| {
+            redis::Script::new(concat!(
+                include_str!("../../mq/lua/lease_held.lua"),
+                include_str!(concat!("../lua/", $file))
+            ))
+        })
+    };
+}
+pub(crate) use fenced_script;

@@ -1,0 +1,235 @@
+//! A partition owner writing its part of the open checkpoints, at a batch boundary.
+//!
+//! The part is a server-side copy (see [`keys`](super::keys)) in steps, each a script
+//! that first checks the partition's lease and fencing token: a begin step (copies of
+//! the index, schema, frontier and acked set; an earlier owner's unfinished copy
+//! removed), one step per chunk of 500 fields of each state hash (`HSCAN`, with the
+//! chunk's per-key collections), and an end step writing the part record. The owner
+//! commits nothing between the steps, so the copy is the state as of its last commit
+//! — consistent with the offset copied with it — and no step blocks Redis for long.
+
+use super::{fenced_script, now_ms, part_field};
+use crate::api::Sink;
+use crate::mq::lease::is_fenced_reply;
+use crate::mq::Connection;
+use crate::redis::context::Ctx;
+use crate::redis::part::Part;
+use crate::redis::persist::{PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE};
+use crate::Error;
+use redis::{Script, Value};
+use std::sync::LazyLock;
+use std::time::Duration;
+use tokio::time::Instant;
+
+static BEGIN: LazyLock<Script> = fenced_script!("checkpoint_part_begin.lua");
+static CHUNK: LazyLock<Script> = fenced_script!("checkpoint_copy_chunk.lua");
+static END: LazyLock<Script> = fenced_script!("checkpoint_part_end.lua");
+
+/// Fields per copy step.
+const CHUNK_FIELDS: usize = 500;
+
+/// How often a subtask looks for open checkpoints in Redis (a checkpoint opened by this
+/// process is seen at once).
+const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// A subtask's view of the job's open checkpoints.
+pub(crate) struct OpenCheckpoints {
+    /// (id, deadline in ms since the Unix epoch).
+    pub(crate) open: Vec<(u64, u64)>,
+    next_poll: Instant,
+    opened: tokio::sync::watch::Receiver<u64>,
+}
+
+impl OpenCheckpoints {
+    pub(crate) fn new(ctx: &Ctx<'_>) -> Self {
+        OpenCheckpoints {
+            open: Vec::new(),
+            next_poll: Instant::now(),
+            opened: ctx.job.checkpoints.opened.subscribe(),
+        }
+    }
+
+    /// Reads the open checkpoints when due (every 100 ms, or at once after this process
+    /// opened one). A failed read keeps the last list.
+    pub(crate) async fn poll(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) {
+        let changed = self.opened.has_changed().unwrap_or(false);
+        if !changed && Instant::now() < self.next_poll {
+            return;
+        }
+        self.opened.mark_unchanged();
+        self.next_poll = Instant::now() + POLL_EVERY;
+        let read: Result<Vec<(u64, f64)>, _> = redis::cmd("ZRANGE")
+            .arg(ctx.job.checkpoints.keys.open())
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(conn)
+            .await;
+        if let Ok(open) = read {
+            let now = now_ms();
+            self.open = (open.into_iter())
+                .map(|(id, deadline)| (id, deadline as u64))
+                .filter(|(_, deadline)| *deadline > now)
+                .collect();
+        }
+    }
+}
+
+/// What writing a part came to.
+enum Wrote {
+    /// The part is in Redis (written now, or by an earlier owner).
+    Part,
+    /// The checkpoint's deadline passed first: it fails without this part.
+    TooLate,
+}
+
+impl<C, S: Sink<O>, O> Part<C, S, O> {
+    /// Writes this partition's part of every open checkpoint it has not written yet.
+    /// Call at a batch boundary of a taken partition.
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when the lease passed to another owner; Redis errors.
+    pub(crate) async fn write_checkpoint_parts(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        open: &[(u64, u64)],
+    ) -> Result<(), Error> {
+        self.checkpoints_written
+            .retain(|id| open.iter().any(|(o, _)| o == id));
+        for &(id, deadline) in open {
+            if self.checkpoints_written.contains(&id) {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            if let Wrote::Part = self.write_part(ctx, conn, id, deadline).await? {
+                self.metrics
+                    .checkpoint_part_seconds
+                    .record(started.elapsed());
+            }
+            self.checkpoints_written.push(id);
+        }
+        Ok(())
+    }
+
+    async fn write_part(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        id: u64,
+        deadline: u64,
+    ) -> Result<Wrote, Error> {
+        let ck = &ctx.job.checkpoints.keys;
+        let lease = self.owner.fenced_unless_held(ctx)?;
+        let fence = self.owner.fence(ctx, &lease);
+        let (lease_key, fence_key, value, ttl) = fence.parts();
+        let (t, p, g) = ctx.at(self.partition);
+        let copy = ck.copy_prefix(id);
+        let record = ck.part_record(id, &self.state_keys);
+        let own = [
+            self.state_keys.index(),
+            self.state_keys.schema(),
+            ctx.keys.frontier(t, p, g),
+            ctx.keys.acked(t, p, g),
+        ];
+        let mut inv = BEGIN.key(&lease_key);
+        inv.key(&fence_key).key(&record);
+        let copies: Vec<String> = own.iter().map(|k| format!("{copy}{k}")).collect();
+        for k in own.iter().chain(&copies) {
+            inv.key(k);
+        }
+        inv.key(ctx.keys.stream(t, p));
+        let reply: Value = inv
+            .arg(value)
+            .arg(ttl)
+            .arg(&copy)
+            .arg(g)
+            .invoke_async(conn)
+            .await?;
+        if is_fenced_reply(&reply) {
+            return Err(fence.error());
+        }
+        if matches!(&reply, Value::BulkString(b) if b == b"done") {
+            return Ok(Wrote::Part);
+        }
+        let mut begun: Vec<String> = redis::from_redis_value(&reply)?;
+        let offset = begun.remove(0);
+        let mut fields = vec![
+            ("offset".to_string(), offset.clone()),
+            ("token".into(), lease.token.to_string()),
+            ("consumer".into(), ctx.consumer.clone()),
+            ("at_ms".into(), now_ms().to_string()),
+        ];
+        for hash in &begun {
+            let base = self.collection_base(hash);
+            let mut cursor = "0".to_string();
+            loop {
+                if now_ms() > deadline {
+                    return Ok(Wrote::TooLate);
+                }
+                let next: Value = CHUNK
+                    .key(&lease_key)
+                    .key(&fence_key)
+                    .key(hash)
+                    .key(format!("{copy}{hash}"))
+                    .arg(value)
+                    .arg(ttl)
+                    .arg(&cursor)
+                    .arg(CHUNK_FIELDS)
+                    .arg(base.as_deref().unwrap_or(""))
+                    .arg(&copy)
+                    .invoke_async(conn)
+                    .await?;
+                if is_fenced_reply(&next) {
+                    return Err(fence.error());
+                }
+                cursor = redis::from_redis_value(&next)?;
+                if cursor == "0" {
+                    break;
+                }
+            }
+            if let Some(base) = base {
+                fields.push((format!("c:{hash}"), base));
+            }
+        }
+        let mut inv = END.key(&lease_key);
+        inv.key(&fence_key).key(&record).arg(value).arg(ttl);
+        for (f, v) in &fields {
+            inv.arg(f).arg(v);
+        }
+        let done: Value = inv.invoke_async(conn).await?;
+        fence.int_reply(&done)?;
+        let _: i64 = redis::cmd("HSET")
+            .arg(ck.parts(id))
+            .arg(part_field(t, g, p))
+            .arg(&offset)
+            .query_async(conn)
+            .await?;
+        Ok(Wrote::Part)
+    }
+
+    /// The base name of the per-key collections of state hash `hash` (`base:k:{key}`),
+    /// `None` when its state keeps none: known from the chain's operators and the
+    /// state's schema fingerprint (a collection's has `/2<`); when the chain cannot tell
+    /// (an operator it does not have, no fingerprint), the hash's own unsharded name, so
+    /// that any collection is copied.
+    fn collection_base(&self, hash: &str) -> Option<String> {
+        for (op, _) in &self.stores {
+            let Some(state) = self.state_keys.state_of(hash, op.as_str()) else {
+                continue;
+            };
+            if [PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE].contains(&state) {
+                return None;
+            }
+            let fingerprint = self
+                .schema
+                .as_ref()
+                .and_then(|g| g.fingerprint(op.as_str(), state));
+            return match fingerprint {
+                Some(f) if !f.contains("/2<") => None,
+                _ => Some(self.state_keys.unsharded(op.as_str(), state)),
+            };
+        }
+        Some(super::keys::unsharded_name(hash, self.state_keys.shards()).to_string())
+    }
+}

@@ -1,0 +1,519 @@
+//! Restoring a checkpoint when the job starts, and deleting a checkpoint's parts.
+//!
+//! A restore takes each partition's lease (under a new fencing token: a stale owner
+//! that wakes up later writes nothing), deletes the partition's current state in chunks,
+//! copies the checkpoint's part back in chunks, puts back the index, schema and acked
+//! set, sets the commit frontier to the part's offset and moves the consumer group there
+//! (`XGROUP SETID`; its pending entries are acknowledged, they are read again), then
+//! releases the lease. Every step is a script that checks the lease.
+
+use super::coordinator::{leader_fence, parse_meta, FORGET};
+use super::keys::unsharded_name;
+use super::{fenced_script, Checkpoint, CheckpointKeys, CheckpointStatus};
+use crate::mq::lease::{self, is_fenced_reply, ms, Lease};
+use crate::mq::{Connection, KeySpace};
+use crate::redis::job::{id_at_least, JobShared};
+use crate::redis::keys::StateKeys;
+use crate::redis::RedisRuntimeConfig;
+use crate::Error;
+use redis::{Script, Value};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+static CLEAR: LazyLock<Script> = fenced_script!("checkpoint_clear_chunk.lua");
+static PUT_BACK: LazyLock<Script> = fenced_script!("checkpoint_restore_chunk.lua");
+static END: LazyLock<Script> = fenced_script!("checkpoint_restore_end.lua");
+static DROP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/checkpoint_drop_chunk.lua")));
+
+/// Fields per restore or delete step.
+const CHUNK_FIELDS: usize = 500;
+
+/// Which checkpoint a starting job restores.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RestoreRequest {
+    /// `restore_from_checkpoint(id)`: that one, or the start fails.
+    Id(u64),
+    /// `restore_from_latest_checkpoint`: the latest complete one, if any, unless another
+    /// process of the job is running.
+    Latest,
+}
+
+fn err(reason: String) -> Error {
+    Error::Engine {
+        op: "restore_from_checkpoint",
+        reason,
+    }
+}
+
+/// Restores `request` for a job with `pipelines` (topic, group) before it starts, on a
+/// thread of its own (the caller may be inside an async runtime). `Ok(None)` when
+/// nothing was restored (no checkpoint yet, or another process runs the job).
+///
+/// # Errors
+/// See [`RedisEnv::restore_from_checkpoint`](crate::redis::RedisEnv::restore_from_checkpoint).
+pub(crate) fn restore_at_start(
+    endpoint: &crate::mq::Endpoint,
+    config: &RedisRuntimeConfig,
+    pipelines: &[(String, String)],
+    request: RestoreRequest,
+) -> Result<Option<u64>, Error> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| err(format!("cannot start a tokio runtime: {e}")))?;
+            rt.block_on(restore(endpoint, config, pipelines, request))
+        })
+        .join()
+        .unwrap_or_else(|_| Err(err("the restore panicked".into())))
+    })
+}
+
+async fn restore(
+    endpoint: &crate::mq::Endpoint,
+    config: &RedisRuntimeConfig,
+    pipelines: &[(String, String)],
+    request: RestoreRequest,
+) -> Result<Option<u64>, Error> {
+    let timeout = config.mq_options().response_timeout;
+    let mut conn = crate::mq::connect(endpoint, timeout, Duration::ZERO).await?;
+    let (job, instance) = (config.job_name(), config.job_instance_id());
+    let keys = CheckpointKeys::new(&config.checkpoint_key_prefix(), &job);
+    let ck = match request {
+        RestoreRequest::Id(id) => Some(read(&mut conn, &keys, id).await?),
+        RestoreRequest::Latest => latest(&mut conn, &keys).await?,
+    };
+    let Some(ck) = ck else {
+        tracing::warn!(job = %job, "restore_from_latest_checkpoint: no complete checkpoint yet; starting from the committed state");
+        return Ok(None);
+    };
+    let mq = crate::mq::Mq::from_endpoint(endpoint.clone(), config.mq_options()).await?;
+    let others: Vec<String> = (crate::redis::job::registered_instances(&mq, Some(&job)).await?)
+        .into_iter()
+        .map(|i| i.instance)
+        .filter(|i| *i != instance)
+        .collect();
+    if !others.is_empty() {
+        if let RestoreRequest::Latest = request {
+            tracing::info!(job = %job, ?others, "restore_from_latest_checkpoint skipped: the job runs in other processes already, and a process joining it does not rewind it");
+            return Ok(None);
+        }
+        return Err(err(format!(
+            "job `{job}` is running in other processes ({}): stop them before restoring checkpoint {}",
+            others.join(", "),
+            ck.id
+        )));
+    }
+    let parts = plan(&mut conn, config, &keys, &ck, pipelines).await?;
+    for part in &parts {
+        restore_partition(&mut conn, config, &keys, ck.id, part).await?;
+    }
+    tracing::info!(job = %job, id = ck.id, partitions = parts.len(), "restored checkpoint");
+    Ok(Some(ck.id))
+}
+
+/// Checkpoint `id`, which must be complete.
+async fn read(conn: &mut Connection, keys: &CheckpointKeys, id: u64) -> Result<Checkpoint, Error> {
+    let fields: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(keys.meta(id))
+        .query_async(conn)
+        .await?;
+    match parse_meta(id, &fields) {
+        Some(ck) if ck.status == CheckpointStatus::Complete => Ok(ck),
+        Some(ck) => Err(err(format!(
+            "checkpoint {id} is {:?}, not complete: it cannot be restored",
+            ck.status
+        ))),
+        None => Err(err(format!(
+            "no checkpoint {id} (never taken, or deleted by retention)"
+        ))),
+    }
+}
+
+/// The latest complete checkpoint, if any.
+pub(crate) async fn latest(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+) -> Result<Option<Checkpoint>, Error> {
+    let newest: Vec<u64> = redis::cmd("ZRANGE")
+        .arg(keys.complete())
+        .arg(-1)
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    match newest.first() {
+        Some(&id) => read(conn, keys, id).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// One partition to restore.
+struct PartToRestore {
+    topic: String,
+    group: String,
+    partition: u32,
+    state: StateKeys,
+}
+
+/// Every partition of the job's pipelines, each checked first: the checkpoint has the
+/// pipeline with the same partition count, the partition's part is finished, and no
+/// stream entry after its offset was trimmed.
+async fn plan(
+    conn: &mut Connection,
+    config: &RedisRuntimeConfig,
+    keys: &CheckpointKeys,
+    ck: &Checkpoint,
+    pipelines: &[(String, String)],
+) -> Result<Vec<PartToRestore>, Error> {
+    let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
+    let id = ck.id;
+    let mut parts = Vec::new();
+    for (topic, group) in pipelines {
+        let Some(p) = ck
+            .pipelines
+            .iter()
+            .find(|p| p.topic == *topic && p.group == *group)
+        else {
+            return Err(err(format!("checkpoint {id} has no part of pipeline `{topic}` / `{group}` (it was taken by a job without it)")));
+        };
+        let now = crate::mq::topic::topic_partitions(conn, &mq_keys, topic).await?;
+        if now != p.partitions {
+            return Err(err(format!("topic `{topic}` has {now} partitions, checkpoint {id} has {}: a checkpoint restores onto the partition count it was taken at", p.partitions)));
+        }
+        for partition in 0..p.partitions {
+            let tag = mq_keys.hash_tag(topic, partition);
+            let state = StateKeys::new(
+                &config.state_key_prefix(),
+                &config.job_name(),
+                &tag,
+                group,
+                config.keyed_state_shard_count(),
+            );
+            let record: HashMap<String, String> = redis::cmd("HGETALL")
+                .arg(keys.part_record(id, &state))
+                .query_async(conn)
+                .await?;
+            let Some(offset) = record.get("offset") else {
+                return Err(err(format!("checkpoint {id} has no finished part of partition {partition} of `{topic}` (group `{group}`)")));
+            };
+            check_not_trimmed(conn, &mq_keys.stream(topic, partition), offset)
+                .await
+                .map_err(|reason| err(format!("partition {partition} of `{topic}` cannot go back to checkpoint {id}: {reason}")))?;
+            parts.push(PartToRestore {
+                topic: topic.clone(),
+                group: group.clone(),
+                partition,
+                state,
+            });
+        }
+    }
+    Ok(parts)
+}
+
+/// `Err(reason)` when an entry of `stream` after `offset` was deleted (trimmed by the
+/// queue's `max_len`, or `XDEL`): the checkpoint's replay would skip it.
+async fn check_not_trimmed(
+    conn: &mut Connection,
+    stream: &str,
+    offset: &str,
+) -> Result<(), String> {
+    let info: Result<HashMap<String, Value>, _> = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(stream)
+        .query_async(conn)
+        .await;
+    let Ok(info) = info else {
+        return Ok(()); // no stream: nothing after the offset
+    };
+    let deleted: String = (info.get("max-deleted-entry-id"))
+        .and_then(|v| redis::from_redis_value(v).ok())
+        .unwrap_or_else(|| "0-0".into());
+    let offset = if offset.is_empty() { "0-0" } else { offset };
+    if deleted != "0-0" && !id_at_least(offset, &deleted) {
+        return Err(format!(
+            "entries after its offset {offset} were trimmed or deleted from the stream (up to {deleted}); keep the queue's max_len above what is produced between two checkpoints you may restore"
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the partition's lease for the restore, waiting at most `lease_ttl` + 1 s for a
+/// dead owner's lease to expire.
+async fn take_lease(
+    conn: &mut Connection,
+    config: &RedisRuntimeConfig,
+    part: &PartToRestore,
+) -> Result<Lease, Error> {
+    let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
+    let (t, p, g) = (part.topic.as_str(), part.partition, part.group.as_str());
+    let ttl = config.mq_options().lease_ttl;
+    let owner = format!("{}-{}-restore", config.job_name(), config.job_instance_id());
+    let deadline = tokio::time::Instant::now() + ttl + Duration::from_secs(1);
+    loop {
+        if let Some(l) = lease::acquire(
+            conn,
+            &mq_keys.lease(t, p, g),
+            &mq_keys.fence(t, p, g),
+            &owner,
+            ttl,
+        )
+        .await?
+        {
+            return Ok(l);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let holder: Option<String> = redis::cmd("GET")
+                .arg(mq_keys.lease(t, p, g))
+                .query_async(conn)
+                .await?;
+            return Err(err(format!(
+                "partition {p} of `{t}` (group `{g}`) is leased by `{}`: stop every process of the job before restoring",
+                holder.unwrap_or_default()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn restore_partition(
+    conn: &mut Connection,
+    config: &RedisRuntimeConfig,
+    keys: &CheckpointKeys,
+    id: u64,
+    part: &PartToRestore,
+) -> Result<(), Error> {
+    let lease = take_lease(conn, config, part).await?;
+    let result = put_back(conn, config, keys, id, part, &lease).await;
+    let _ = lease::release(conn, &lease).await;
+    result
+}
+
+/// One chunked step over a hash: runs `step(cursor)` until it returns cursor `0`.
+async fn chunked(
+    conn: &mut Connection,
+    mut step: impl FnMut(&str) -> redis::ScriptInvocation<'static>,
+    fenced: impl Fn() -> Error,
+) -> Result<(), Error> {
+    let mut cursor = "0".to_string();
+    loop {
+        let reply: Value = step(&cursor).invoke_async(conn).await?;
+        if is_fenced_reply(&reply) {
+            return Err(fenced());
+        }
+        cursor = redis::from_redis_value(&reply)?;
+        if cursor == "0" {
+            return Ok(());
+        }
+    }
+}
+
+async fn put_back(
+    conn: &mut Connection,
+    config: &RedisRuntimeConfig,
+    keys: &CheckpointKeys,
+    id: u64,
+    part: &PartToRestore,
+    lease: &Lease,
+) -> Result<(), Error> {
+    let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
+    let (t, p, g) = (part.topic.as_str(), part.partition, part.group.as_str());
+    let ttl = ms(config.mq_options().lease_ttl);
+    let fenced = || Error::Fenced {
+        topic: t.to_string(),
+        group: g.to_string(),
+        partition: p,
+        token: lease.token,
+    };
+    let copy = keys.copy_prefix(id);
+    let state_ttl = config
+        .state_ttl()
+        .map(|d| ms(d).to_string())
+        .unwrap_or_default();
+    let shards = part.state.shards();
+    let current: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(part.state.index())
+        .query_async(conn)
+        .await?;
+    for hash in &current {
+        let base = unsharded_name(hash, shards).to_string();
+        chunked(
+            conn,
+            |cursor| {
+                let mut inv = CLEAR.key(&lease.key);
+                inv.key(&lease.fence)
+                    .key(hash)
+                    .arg(&lease.value)
+                    .arg(ttl)
+                    .arg(cursor)
+                    .arg(CHUNK_FIELDS)
+                    .arg(&base);
+                inv
+            },
+            fenced,
+        )
+        .await?;
+    }
+    let record: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(keys.part_record(id, &part.state))
+        .query_async(conn)
+        .await?;
+    let copied: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{copy}{}", part.state.index()))
+        .query_async(conn)
+        .await?;
+    for hash in &copied {
+        let base = record
+            .get(&format!("c:{hash}"))
+            .cloned()
+            .unwrap_or_default();
+        let from = format!("{copy}{hash}");
+        chunked(
+            conn,
+            |cursor| {
+                let mut inv = PUT_BACK.key(&lease.key);
+                inv.key(&lease.fence)
+                    .key(&from)
+                    .key(hash)
+                    .arg(&lease.value)
+                    .arg(ttl)
+                    .arg(cursor);
+                inv.arg(CHUNK_FIELDS).arg(&base).arg(&copy).arg(&state_ttl);
+                inv
+            },
+            fenced,
+        )
+        .await?;
+    }
+    let own = [
+        part.state.index(),
+        part.state.schema(),
+        mq_keys.frontier(t, p, g),
+        mq_keys.acked(t, p, g),
+    ];
+    let mut inv = END.key(&lease.key);
+    inv.key(&lease.fence)
+        .key(&own[0])
+        .key(&own[1])
+        .key(&own[2])
+        .key(&own[3]);
+    inv.key(mq_keys.settled(t, p, g)).key(mq_keys.stream(t, p));
+    for k in &own {
+        inv.key(format!("{copy}{k}"));
+    }
+    let reply: Value = inv
+        .arg(&lease.value)
+        .arg(ttl)
+        .arg(g)
+        .invoke_async(conn)
+        .await?;
+    if is_fenced_reply(&reply) {
+        return Err(fenced());
+    }
+    Ok(())
+}
+
+/// Deletes checkpoint `ck` (retention): marks it `deleting` (never restored from then
+/// on), deletes every partition's part in chunks, then its record.
+pub(super) async fn drop_checkpoint(
+    job: &JobShared,
+    conn: &mut Connection,
+    ck: &Checkpoint,
+) -> Result<(), Error> {
+    let keys = &job.checkpoints.keys;
+    let (lease, ttl, _) = leader_fence(job)?;
+    for step in ["mark", "drop"] {
+        if step == "drop" {
+            for p in &ck.pipelines {
+                for partition in 0..p.partitions {
+                    let tag = job.keys.hash_tag(&p.topic, partition);
+                    let config = &job.config;
+                    let state = StateKeys::new(
+                        &config.state_key_prefix(),
+                        &job.job_name,
+                        &tag,
+                        &p.group,
+                        config.keyed_state_shard_count(),
+                    );
+                    let own = [
+                        state.index(),
+                        state.schema(),
+                        job.keys.frontier(&p.topic, partition, &p.group),
+                        job.keys.acked(&p.topic, partition, &p.group),
+                    ];
+                    drop_part(conn, keys, ck.id, &state, &own).await?;
+                }
+            }
+        }
+        let reply: Value = FORGET
+            .key(keys.leader())
+            .key(keys.leader_token())
+            .key(keys.meta(ck.id))
+            .key(keys.parts(ck.id))
+            .key(keys.ids())
+            .key(keys.complete())
+            .arg(&lease)
+            .arg(ttl)
+            .arg(ck.id)
+            .arg(step)
+            .invoke_async(conn)
+            .await?;
+        if is_fenced_reply(&reply) {
+            return Err(err(format!(
+                "deleting checkpoint {}: the leader lease passed to another process",
+                ck.id
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes one partition's part of checkpoint `id` (`own`: the partition's index,
+/// schema, frontier and acked keys, whose copies go too).
+async fn drop_part(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+    id: u64,
+    state: &StateKeys,
+    own: &[String; 4],
+) -> Result<(), Error> {
+    let copy = keys.copy_prefix(id);
+    let record_key = keys.part_record(id, state);
+    let record: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(&record_key)
+        .query_async(conn)
+        .await?;
+    let copied: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{copy}{}", own[0]))
+        .query_async(conn)
+        .await?;
+    for hash in &copied {
+        let key = format!("{copy}{hash}");
+        match record.get(&format!("c:{hash}")) {
+            Some(base) => {
+                let base = format!("{copy}{base}");
+                chunked(
+                    conn,
+                    |cursor| {
+                        let mut inv = DROP.key(&key);
+                        inv.arg(cursor).arg(CHUNK_FIELDS).arg(&base);
+                        inv
+                    },
+                    || err("unreachable".into()),
+                )
+                .await?;
+            }
+            None => {
+                let _: i64 = redis::cmd("UNLINK").arg(&key).query_async(conn).await?;
+            }
+        }
+    }
+    let mut unlink = redis::cmd("UNLINK");
+    for k in own {
+        unlink.arg(format!("{copy}{k}"));
+    }
+    let _: i64 = unlink.arg(&record_key).query_async(conn).await?;
+    Ok(())
+}
