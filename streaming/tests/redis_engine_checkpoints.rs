@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::AsyncCommands;
+use streaming::api::ListStateDescriptor;
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, OutgoingMessage};
 use streaming::redis::{
@@ -173,7 +174,10 @@ fn a_restore_at_parallelism_3_replays_exactly_what_the_run_at_2_produced_after_t
         let counts_after = first.counts.snapshot()[counts_at_ck..].to_vec();
         let windows_after = first.windows.snapshot()[windows_at_ck..].to_vec();
         assert_eq!(counts_after.len(), 200);
-        assert!(!windows_after.is_empty(), "windows fired after the checkpoint");
+        assert!(
+            !windows_after.is_empty(),
+            "windows fired after the checkpoint"
+        );
         let state = s.counts(job_name, topics.0);
 
         let env = RedisEnv::try_with_config(
@@ -201,4 +205,361 @@ fn a_restore_at_parallelism_3_replays_exactly_what_the_run_at_2_produced_after_t
         );
         assert_eq!(s.counts(job_name, topics.0), state, "{mode:?}");
     }
+}
+
+const LOG: ListStateDescriptor<u32> = ListStateDescriptor::persistent("log");
+
+/// A job whose keyed list state (one Redis list per key) logs each record's number.
+fn register_log(env: &RedisEnv, topic: &str) -> CollectSink<(String, Vec<u32>)> {
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options(topic, "g", earliest(3))
+        .map(|m: Message| {
+            let (k, n) = m.text().unwrap().split_once(',').unwrap();
+            (k.to_string(), n.parse::<u32>().unwrap())
+        })
+        .key_by(|e: &(String, u32)| e.0.clone())
+        .process(|(k, n): (String, u32), ctx, out| {
+            let mut log = ctx.state(&LOG)?;
+            log.add(n);
+            out.collect((k, log.get().to_vec()));
+            Ok(())
+        })
+        .sink(out.clone())
+        .unwrap();
+    out
+}
+
+fn send_log(s: &Setup, topic: &str, keys: &[&str], from: u32) {
+    let producer = s.mq().producer();
+    let msgs: Vec<OutgoingMessage> = (keys.iter().enumerate())
+        .map(|(i, k)| OutgoingMessage::new(format!("{k},{}", from + i as u32)).key(k.to_string()))
+        .collect();
+    s.rt.block_on(producer.send_batch(topic, &msgs)).unwrap();
+}
+
+/// Per-key collections (a list per key in its own Redis key) come back as they were,
+/// and a key first seen after the checkpoint starts empty again.
+#[test]
+fn a_restore_brings_back_per_key_collections_and_drops_newer_keys() {
+    let s = setup("ck-collections");
+    let topic = "log";
+    s.rt.block_on(s.mq().create_topic(topic, 2)).unwrap();
+    let old: Vec<&str> = ["a", "b", "c", "a", "b", "a"].to_vec();
+    send_log(&s, topic, &old, 0);
+    let config = || s.ck_config("log", AckMode::Offset).build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    let first = register_log(&env, topic);
+    let job = env.execute_async().unwrap();
+    caught_up(&job);
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(ck.status, CheckpointStatus::Complete);
+    let at_ck = first.len();
+    send_log(&s, topic, &["a", "new", "c", "new"], 100);
+    caught_up(&job);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    let after = first.snapshot()[at_ck..].to_vec();
+    assert!(
+        after.contains(&("new".to_string(), vec![101, 103])),
+        "{after:?}"
+    );
+    assert!(
+        after.contains(&("a".to_string(), vec![0, 3, 5, 100])),
+        "{after:?}"
+    );
+
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    let second = register_log(&env, topic);
+    env.restore_from_checkpoint(ck.id).unwrap();
+    let job = env.execute_async().unwrap();
+    caught_up(&job);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    assert_eq!(sorted(second.snapshot()), sorted(after));
+}
+
+/// Periodic checkpoints under load; retention keeps exactly `checkpoints_to_keep`
+/// complete ones and deletes the others' keys.
+#[test]
+fn periodic_checkpoints_run_under_load_and_retention_keeps_exactly_three() {
+    let s = setup("ck-periodic");
+    let names = s.topics("p");
+    let topics = (names.0.as_str(), names.1.as_str());
+    let config = s
+        .ck_config("periodic", AckMode::Offset)
+        .checkpoint_interval(Duration::from_millis(50))
+        .checkpoints_to_keep(3)
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let out = register(&env, topics);
+    let job = env.execute_async().unwrap();
+    for round in 0..20 {
+        s.produce_both(topics, round * 50, 50);
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    caught_up(&job);
+    wait_until("ten checkpoints", &job, || {
+        job.diagnostics().latest_checkpoint_id.unwrap_or(0) >= 10
+    });
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    assert_eq!(out.counts.len(), 1000);
+    let stored = s.rt.block_on(env.checkpoints()).unwrap();
+    let complete: Vec<u64> = (stored.iter())
+        .filter(|c| c.status == CheckpointStatus::Complete)
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(complete.len(), 3, "{stored:?}");
+    let newest = *complete.last().unwrap();
+    assert!(newest >= 10, "{stored:?}");
+    assert!(
+        stored
+            .iter()
+            .all(|c| c.id >= complete[0] || c.status != CheckpointStatus::Complete),
+        "older checkpoints are deleted: {stored:?}"
+    );
+    // No key of a deleted checkpoint is left.
+    let mut conn = s.conn();
+    let pattern = format!("{}:ck:periodic:1:*", s.prefix);
+    let left: Vec<String> = s.rt.block_on(conn.keys(&pattern)).unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    let pattern = format!("{}:ck:periodic:{newest}:*", s.prefix);
+    let kept: Vec<String> = s.rt.block_on(conn.keys(&pattern)).unwrap();
+    assert!(kept.iter().any(|k| k.ends_with(":part")), "{kept:?}");
+}
+
+/// A one-partition job whose map sleeps 1.5 s on the payload `slow`.
+fn register_slow(env: &RedisEnv, topic: &str) -> CollectSink<String> {
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options(topic, "g", earliest(1))
+        .map(|m: Message| {
+            let text = m.text().unwrap().to_string();
+            if text == "slow" {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+            text
+        })
+        .sink(out.clone())
+        .unwrap();
+    out
+}
+
+/// A partition that does not reach a batch boundary within `checkpoint_drain_timeout`
+/// fails the checkpoint (it never hangs, never completes); one checkpoint runs at a time.
+#[test]
+fn a_checkpoint_fails_past_its_drain_timeout_and_runs_one_at_a_time() {
+    let s = setup("ck-drain");
+    let topic = "slow";
+    s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+    let config = s
+        .ck_config("drain", AckMode::Offset)
+        .checkpoint_drain_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let out = register_slow(&env, topic);
+    let job = std::sync::Arc::new(env.execute_async().unwrap());
+    s.produce(topic, &["fast".to_string()]);
+    caught_up(&job);
+    let first = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(first.status, CheckpointStatus::Complete);
+    s.produce(topic, &["slow".to_string()]);
+    wait_until("the slow record is read", &job, || job.in_flight() > 0);
+    let running = {
+        let job = std::sync::Arc::clone(&job);
+        std::thread::spawn(move || job.blocking_trigger_checkpoint_now())
+    };
+    wait_until("the checkpoint runs", &job, || {
+        job.diagnostics().checkpointing
+    });
+    assert_eq!(
+        job.blocking_trigger_checkpoint_now().unwrap(),
+        None,
+        "single flight"
+    );
+    let failed = running.join().unwrap().unwrap().unwrap();
+    assert_eq!(failed.status, CheckpointStatus::Failed, "{failed:?}");
+    assert!(
+        failed
+            .failure
+            .as_deref()
+            .unwrap()
+            .contains("0 of 1 partitions"),
+        "{failed:?}"
+    );
+    assert_eq!(
+        job.blocking_latest_checkpoint().unwrap().unwrap().id,
+        first.id
+    );
+    caught_up(&job);
+    let next = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(next.status, CheckpointStatus::Complete);
+    assert!(next.id > failed.id);
+    assert_eq!(
+        job.blocking_latest_checkpoint().unwrap().unwrap().id,
+        next.id
+    );
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    assert_eq!(out.snapshot(), ["fast", "slow"]);
+    let stored = s.rt.block_on(env.checkpoints()).unwrap();
+    assert!(
+        stored.iter().all(|c| c.id != failed.id),
+        "the failed one is swept once a newer one completed: {stored:?}"
+    );
+}
+
+/// A leader that lost its lease while a checkpoint ran cannot complete it: the write is
+/// refused, the checkpoint never becomes the latest, and the process stops leading.
+#[test]
+fn a_stale_leader_cannot_complete_a_checkpoint() {
+    let s = setup("ck-stale-leader");
+    let topic = "slow";
+    s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+    let config = s
+        .ck_config("stale", AckMode::Offset)
+        .leader_election_enabled(true)
+        .leader_lease_ttl(Duration::from_secs(30))
+        .leader_renew_interval(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let _out = register_slow(&env, topic);
+    let job = std::sync::Arc::new(env.execute_async().unwrap());
+    wait_until("leading", &job, || job.diagnostics().is_leader);
+    let d = job.diagnostics();
+    assert_eq!(d.leader_instance_id.as_deref(), Some("test"));
+    assert!(d.fencing_token > 0);
+    s.produce(topic, &["slow".to_string()]);
+    wait_until("the slow record is read", &job, || job.in_flight() > 0);
+    let running = {
+        let job = std::sync::Arc::clone(&job);
+        std::thread::spawn(move || job.blocking_trigger_checkpoint_now())
+    };
+    wait_until("the checkpoint runs", &job, || {
+        job.diagnostics().checkpointing
+    });
+    // Another process takes the lease (as after this one paused past its TTL).
+    let mut conn = s.conn();
+    let leader = format!("{}:ck:{{stale}}:leader", s.prefix);
+    let token: u64 =
+        s.rt.block_on(conn.incr(format!("{leader}:token"), 1))
+            .unwrap();
+    let _: () =
+        s.rt.block_on(conn.set(&leader, format!("{token} thief")))
+            .unwrap();
+    let refused = running.join().unwrap().unwrap_err();
+    assert!(
+        refused.to_string().contains("lost the leader lease"),
+        "{refused}"
+    );
+    assert!(!job.diagnostics().is_leader);
+    assert_eq!(job.blocking_latest_checkpoint().unwrap(), None);
+    let stored = job.blocking_checkpoints().unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].status, CheckpointStatus::Pending);
+    assert_eq!(stored[0].fencing_token, d.fencing_token);
+    let follower = job.blocking_trigger_checkpoint_now().unwrap_err();
+    assert!(
+        follower.to_string().contains("not the job's leader"),
+        "{follower}"
+    );
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+}
+
+/// A restore refuses, naming the partition, when entries after the checkpoint's offset
+/// were trimmed; nothing is restored then.
+#[test]
+fn a_restore_refuses_when_entries_after_the_offset_were_trimmed() {
+    let s = setup("ck-trimmed");
+    let names = s.topics("t");
+    let topics = (names.0.as_str(), names.1.as_str());
+    s.produce_both(topics, 0, 40);
+    let config = || s.ck_config("trim", AckMode::Offset).build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    register(&env, topics);
+    let job = env.execute_async().unwrap();
+    caught_up(&job);
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    s.produce_both(topics, 40, 40);
+    caught_up(&job);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    let state = s.counts("trim", topics.0);
+    let mut conn = s.conn();
+    let p = streaming::mq::partition_for_key("k0", PARTITIONS);
+    let stream = s.mq().keys().stream(topics.0, p);
+    let _: u64 =
+        s.rt.block_on(
+            redis::cmd("XTRIM")
+                .arg(&stream)
+                .arg("MAXLEN")
+                .arg(0)
+                .query_async(&mut conn),
+        )
+        .unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    register(&env, topics);
+    env.restore_from_checkpoint(ck.id).unwrap();
+    let e = env.execute_async().unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("partition {p} of `{}`", topics.0)) && e.contains("trimmed"),
+        "{e}"
+    );
+    assert_eq!(s.counts("trim", topics.0), state, "nothing restored");
+}
+
+/// `restore_from_checkpoint` of an unknown id fails the start; `restore_from_latest_checkpoint`
+/// restores the latest, and is skipped (the job starts) while another process runs the
+/// job, where an explicit restore fails naming that process.
+#[test]
+fn restores_need_a_complete_checkpoint_and_a_stopped_job() {
+    let s = setup("ck-latest");
+    let names = s.topics("l");
+    let topics = (names.0.as_str(), names.1.as_str());
+    s.produce_both(topics, 0, 30);
+    let env = RedisEnv::try_with_config(
+        s.redis.url(),
+        s.ck_config("latest", AckMode::Offset).build().unwrap(),
+    )
+    .unwrap();
+    register(&env, topics);
+    env.restore_from_checkpoint(99).unwrap();
+    let e = env.execute_async().unwrap_err().to_string();
+    assert!(e.contains("no checkpoint 99"), "{e}");
+    let env = RedisEnv::try_with_config(
+        s.redis.url(),
+        s.ck_config("latest", AckMode::Offset).build().unwrap(),
+    )
+    .unwrap();
+    register(&env, topics);
+    let job = env.execute_async().unwrap();
+    caught_up(&job);
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    s.produce_both(topics, 30, 20);
+    caught_up(&job);
+    // Another process of the job runs (instance `test`).
+    let latest = |instance: &str| {
+        let config = s
+            .ck_config("latest", AckMode::Offset)
+            .job_instance_id(instance)
+            .restore_from_latest_checkpoint(true)
+            .build()
+            .unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        let out = register(&env, topics);
+        (env, out)
+    };
+    let (env2, _) = latest("second");
+    let joined = env2.execute_async().unwrap();
+    assert_eq!(joined.diagnostics().latest_checkpoint_id, None, "skipped");
+    assert!(joined.blocking_shutdown(Duration::from_secs(30)));
+    let (env3, _) = latest("third");
+    env3.restore_from_checkpoint(ck.id).unwrap();
+    let e = env3.execute_async().unwrap_err().to_string();
+    assert!(e.contains("running in other processes (test)"), "{e}");
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    // Stopped: the latest checkpoint comes back and the 20 later records run again.
+    let (env4, out) = latest("fourth");
+    let job = env4.execute_async().unwrap();
+    assert_eq!(job.diagnostics().latest_checkpoint_id, Some(ck.id));
+    caught_up(&job);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    assert_eq!(out.counts.len(), 20);
 }

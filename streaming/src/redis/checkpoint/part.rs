@@ -154,8 +154,12 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         }
         let mut begun: Vec<String> = redis::from_redis_value(&reply)?;
         let offset = begun.remove(0);
+        let next = begun.remove(0);
+        let added = begun.remove(0);
         let mut fields = vec![
             ("offset".to_string(), offset.clone()),
+            ("next".into(), next),
+            ("added".into(), added),
             ("token".into(), lease.token.to_string()),
             ("consumer".into(), ctx.consumer.clone()),
             ("at_ms".into(), now_ms().to_string()),

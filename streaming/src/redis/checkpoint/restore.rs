@@ -196,10 +196,10 @@ async fn plan(
                 .arg(keys.part_record(id, &state))
                 .query_async(conn)
                 .await?;
-            let Some(offset) = record.get("offset") else {
+            if !record.contains_key("offset") {
                 return Err(err(format!("checkpoint {id} has no finished part of partition {partition} of `{topic}` (group `{group}`)")));
-            };
-            check_not_trimmed(conn, &mq_keys.stream(topic, partition), offset)
+            }
+            check_not_trimmed(conn, &mq_keys.stream(topic, partition), &record)
                 .await
                 .map_err(|reason| err(format!("partition {partition} of `{topic}` cannot go back to checkpoint {id}: {reason}")))?;
             parts.push(PartToRestore {
@@ -213,14 +213,23 @@ async fn plan(
     Ok(parts)
 }
 
-/// `Err(reason)` when an entry of `stream` after `offset` was deleted (trimmed by the
-/// queue's `max_len`, or `XDEL`): the checkpoint's replay would skip it.
+/// `Err(reason)` when an entry of `stream` after the part's offset is gone (trimmed by
+/// the queue's `max_len`, or `XDEL`): the restored run would skip it. The part recorded
+/// the first entry after its offset (`next`) and the stream's entries-added counter
+/// (`added`) when it was taken; trimming removes the oldest entries first, so the entries
+/// after the offset are intact when the stream's first entry is at or before the offset,
+/// or is `next`, or (no entry after the offset then) when every entry added since is
+/// still there.
 async fn check_not_trimmed(
     conn: &mut Connection,
     stream: &str,
-    offset: &str,
+    record: &HashMap<String, String>,
 ) -> Result<(), String> {
-    let info: Result<HashMap<String, Value>, _> = redis::cmd("XINFO")
+    let field = |f: &str| record.get(f).map(String::as_str).unwrap_or("");
+    let offset = Some(field("offset"))
+        .filter(|o| !o.is_empty())
+        .unwrap_or("0-0");
+    let info: Result<Value, _> = redis::cmd("XINFO")
         .arg("STREAM")
         .arg(stream)
         .query_async(conn)
@@ -228,16 +237,75 @@ async fn check_not_trimmed(
     let Ok(info) = info else {
         return Ok(()); // no stream: nothing after the offset
     };
-    let deleted: String = (info.get("max-deleted-entry-id"))
-        .and_then(|v| redis::from_redis_value(v).ok())
-        .unwrap_or_else(|| "0-0".into());
-    let offset = if offset.is_empty() { "0-0" } else { offset };
-    if deleted != "0-0" && !id_at_least(offset, &deleted) {
+    let info = StreamInfo::parse(info);
+    let gone = if !info.max_deleted.is_empty()
+        && info.max_deleted != "0-0"
+        && !id_at_least(offset, &info.max_deleted)
+    {
+        true
+    } else {
+        match (info.first.as_deref(), field("next")) {
+            (Some(first), _) if id_at_least(offset, first) => false,
+            (Some(first), next) if !next.is_empty() => first != next,
+            (None, next) if !next.is_empty() => true,
+            _ => {
+                let added: u64 = field("added").parse().unwrap_or(0);
+                info.length < info.added.saturating_sub(added)
+            }
+        }
+    };
+    if gone {
         return Err(format!(
-            "entries after its offset {offset} were trimmed or deleted from the stream (up to {deleted}); keep the queue's max_len above what is produced between two checkpoints you may restore"
+            "entries after its offset {offset} were trimmed or deleted from the stream (it holds {} entries from {}); keep the queue's max_len above what is produced after the oldest checkpoint you may restore",
+            info.length,
+            info.first.as_deref().unwrap_or("none")
         ));
     }
     Ok(())
+}
+
+/// What `XINFO STREAM` says of a stream's retained entries.
+#[derive(Default)]
+struct StreamInfo {
+    length: u64,
+    added: u64,
+    first: Option<String>,
+    max_deleted: String,
+}
+
+impl StreamInfo {
+    fn parse(info: Value) -> Self {
+        let pairs: Vec<(Value, Value)> = match info {
+            Value::Map(m) => m,
+            Value::Array(a) => (a.chunks(2))
+                .filter_map(|kv| match kv {
+                    [k, v] => Some((k.clone(), v.clone())),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut out = StreamInfo::default();
+        for (k, v) in pairs {
+            let key: String = redis::from_redis_value(&k).unwrap_or_default();
+            match key.as_str() {
+                "length" => out.length = redis::from_redis_value(&v).unwrap_or(0),
+                "entries-added" => out.added = redis::from_redis_value(&v).unwrap_or(0),
+                "max-deleted-entry-id" => {
+                    out.max_deleted = redis::from_redis_value(&v).unwrap_or_default()
+                }
+                "first-entry" => {
+                    if let Value::Array(entry) = v {
+                        out.first = entry
+                            .first()
+                            .and_then(|id| redis::from_redis_value(id).ok());
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// Takes the partition's lease for the restore, waiting at most `lease_ttl` + 1 s for a

@@ -5,7 +5,9 @@
 -- ARGV: lease value held, lease ttl ms, the checkpoint's copy prefix (a key's copy is
 --       named prefix .. key), group
 -- Returns 'fenced' (another owner holds the lease: nothing written), 'done' (the part
--- record exists: an earlier owner wrote the part), else {offset, index members...}: the
+-- record exists: an earlier owner wrote the part), else {offset, next, added, index
+-- members...} (next: the id of the stream's first entry after the offset, '' when none;
+-- added: the stream's entries-added counter, '' without a stream): the
 -- copies of index, schema, frontier and acked set are made and an earlier owner's
 -- unfinished copy is removed. The offset is the commit frontier, or when the partition
 -- never committed the group's last-delivered id ('' when the group does not exist).
@@ -34,6 +36,15 @@ if not offset then
   end
 end
 redis.call('SET', KEYS[10], offset)
-local out = {offset}
+local next, added = '', ''
+if redis.call('EXISTS', KEYS[12]) == 1 then
+  local after = redis.call('XRANGE', KEYS[12], '(' .. (offset == '' and '0-0' or offset), '+', 'COUNT', 1)
+  if #after > 0 then next = after[1][1] end
+  local info = redis.call('XINFO', 'STREAM', KEYS[12])
+  for i = 1, #info, 2 do
+    if info[i] == 'entries-added' then added = tostring(info[i + 1]) end
+  end
+end
+local out = {offset, next, added}
 for _, m in ipairs(redis.call('SMEMBERS', KEYS[4])) do out[#out + 1] = m end
 return out
