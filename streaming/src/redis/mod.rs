@@ -251,6 +251,7 @@
 //   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
 //   `turn`;
 // - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
+// `outbox` (the outbox dispatcher) stands apart: it uses `mq` only.
 mod batch;
 mod cache;
 mod chain;
@@ -264,6 +265,7 @@ mod hot_keys;
 mod job;
 mod keys;
 mod membership;
+pub mod outbox;
 mod ownership;
 mod part;
 mod part_metrics;

@@ -1,7 +1,9 @@
-//! Test support shared by the `mq_*` integration tests.
+//! Test support shared by the integration tests: private Redis servers and clusters, a
+//! private PostgreSQL cluster, engine and worker helpers.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod engine;
+pub mod postgres;
 pub mod proxy;
 pub mod redis_cluster;
 pub mod redis_server;

@@ -1,0 +1,319 @@
+//! One partition's outbox as the dispatcher sees it: the entries read and not yet settled,
+//! in stream order, and the Redis calls that read and settle them.
+
+use std::collections::VecDeque;
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use redis::streams::StreamPendingReply;
+use redis::{AsyncCommands, Script, Value};
+
+use super::options::RedisOutboxDispatcher;
+use super::{attempts_key, dlq_key, OutboxRecord, F_ID, F_PAYLOAD, F_TS};
+use crate::mq::message::{parse_entry, RawEntry};
+use crate::mq::topic::now_ms;
+use crate::mq::{Backoff, Connection};
+use crate::Error;
+
+/// Acknowledges and deletes a delivered entry (`lua/outbox_ack.lua`).
+static ACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/outbox_ack.lua")));
+/// Counts a failed delivery and dead-letters on the last attempt (`lua/outbox_fail.lua`).
+static FAIL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/outbox_fail.lua")));
+
+/// An entry read from the outbox and not yet settled.
+struct Unsettled {
+    entry: RawEntry,
+    /// Failed deliveries so far; `None` when unknown (the entry was pending when read: an
+    /// earlier dispatcher may have counted failures in Redis).
+    failed: Option<u32>,
+    /// Delivered; only its acknowledgement is missing (it failed on a Redis error).
+    delivered: bool,
+}
+
+/// What a failed delivery did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failed {
+    /// Counted; deliver again after the backoff.
+    Retry,
+    /// Moved to the dead-letter stream.
+    DeadLettered,
+    /// The entry was no longer pending for the group (settled elsewhere): dropped.
+    Gone,
+}
+
+pub(super) struct Lane {
+    pub(super) partition: u32,
+    key: String,
+    dlq: String,
+    attempts: String,
+    queue: VecDeque<Unsettled>,
+    /// The wait before the head entry's next delivery.
+    pub(super) backoff: Backoff,
+    /// No delivery from this lane before this instant (a failed head waits its backoff).
+    pub(super) not_before: Instant,
+}
+
+impl Lane {
+    pub(super) fn new(d: &RedisOutboxDispatcher, partition: u32) -> Self {
+        let key = d.outbox_key(partition);
+        Self {
+            partition,
+            dlq: dlq_key(&key),
+            attempts: attempts_key(&key),
+            key,
+            queue: VecDeque::new(),
+            backoff: Backoff::new(d.backoff_initial, d.backoff_max),
+            not_before: Instant::now(),
+        }
+    }
+
+    /// `XGROUP CREATE {outbox} {group} 0 MKSTREAM` unless the group exists.
+    pub(super) async fn ensure_group(
+        &self,
+        conn: &mut Connection,
+        group: &str,
+    ) -> Result<(), Error> {
+        let created: redis::RedisResult<()> =
+            conn.xgroup_create_mkstream(&self.key, group, "0").await;
+        match created {
+            Err(e) if e.code() != Some("BUSYGROUP") => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Reads more entries when none is unsettled, oldest first so that order holds: the
+    /// group's pending entries before new ones. This consumer's pending entries (left by
+    /// an earlier run under the same name) are read again at once; entries pending with
+    /// other consumers are claimed once idle for `claim_idle`, and until then the lane
+    /// reads nothing new.
+    pub(super) async fn fill(
+        &mut self,
+        conn: &mut Connection,
+        d: &RedisOutboxDispatcher,
+    ) -> Result<(), Error> {
+        if !self.queue.is_empty() {
+            return Ok(());
+        }
+        let pending: StreamPendingReply = conn.xpending(&self.key, &d.group).await?;
+        let StreamPendingReply::Data(pending) = pending else {
+            return self.read(conn, d, ">").await;
+        };
+        if pending.count == 0 {
+            return self.read(conn, d, ">").await;
+        }
+        let ours = pending
+            .consumers
+            .iter()
+            .any(|c| c.name == d.consumer && c.pending > 0);
+        if ours || self.claim(conn, d).await? {
+            self.read(conn, d, "0").await?;
+        }
+        Ok(())
+    }
+
+    /// `XREADGROUP GROUP g c COUNT n STREAMS outbox from` (never blocking): entries into
+    /// the queue; entries deleted while pending (nil fields) are acknowledged and skipped.
+    async fn read(
+        &mut self,
+        conn: &mut Connection,
+        d: &RedisOutboxDispatcher,
+        from: &str,
+    ) -> Result<(), Error> {
+        let reply: Value = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(&d.group)
+            .arg(&d.consumer)
+            .arg("COUNT")
+            .arg(d.batch_size)
+            .arg("STREAMS")
+            .arg(&self.key)
+            .arg(from)
+            .query_async(conn)
+            .await?;
+        let pending = from == "0";
+        for item in stream_entries(reply)? {
+            let id = entry_id(&item);
+            match parse_entry(item)? {
+                Some(entry) => self.queue.push_back(Unsettled {
+                    entry,
+                    failed: if pending { None } else { Some(0) },
+                    delivered: false,
+                }),
+                None => {
+                    if let Some(id) = id {
+                        self.ack_id(conn, &d.group, &id).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `XAUTOCLAIM .. JUSTID` of entries idle with any consumer for `claim_idle`, into
+    /// this consumer's pending list (the oldest first, up to the batch size); whether any
+    /// was claimed.
+    async fn claim(
+        &mut self,
+        conn: &mut Connection,
+        d: &RedisOutboxDispatcher,
+    ) -> Result<bool, Error> {
+        let idle = u64::try_from(d.claim_idle.as_millis()).unwrap_or(u64::MAX);
+        let reply: Value = redis::cmd("XAUTOCLAIM")
+            .arg(&self.key)
+            .arg(&d.group)
+            .arg(&d.consumer)
+            .arg(idle)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(d.batch_size)
+            .arg("JUSTID")
+            .query_async(conn)
+            .await?;
+        let claimed = match reply {
+            Value::Array(parts) => {
+                matches!(parts.get(1), Some(Value::Array(ids)) if !ids.is_empty())
+            }
+            _ => false,
+        };
+        Ok(claimed)
+    }
+
+    /// The head entry as a record, with its attempt number; `None` when the queue is
+    /// empty. Reads the failure count from Redis when it is unknown. The `bool` is true
+    /// when the record was delivered already and only its acknowledgement is missing.
+    pub(super) async fn head(
+        &mut self,
+        conn: &mut Connection,
+    ) -> Result<Option<(OutboxRecord, bool)>, Error> {
+        let Some(head) = self.queue.front_mut() else {
+            return Ok(None);
+        };
+        let failed = match head.failed {
+            Some(n) => n,
+            None => {
+                let n: Option<u32> = conn.hget(&self.attempts, &head.entry.id).await?;
+                head.failed = Some(n.unwrap_or(0));
+                n.unwrap_or(0)
+            }
+        };
+        let e = &head.entry;
+        let field = |name: &str| e.fields.iter().find(|(f, _)| f == name.as_bytes());
+        let text = |name: &str| field(name).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        let record = OutboxRecord {
+            id: text(F_ID).unwrap_or_default(),
+            partition: self.partition,
+            payload: field(F_PAYLOAD)
+                .map(|(_, v)| v.clone().into())
+                .unwrap_or_default(),
+            timestamp_ms: text(F_TS).and_then(|t| t.parse().ok()).unwrap_or(0),
+            entry_id: e.id.clone(),
+            attempt: failed.saturating_add(1),
+        };
+        Ok(Some((record, head.delivered)))
+    }
+
+    /// Notes that the head was delivered (so a failed acknowledgement is retried without
+    /// delivering it again), then acknowledges and deletes it.
+    pub(super) async fn settle_delivered(
+        &mut self,
+        conn: &mut Connection,
+        group: &str,
+    ) -> Result<(), Error> {
+        let Some(head) = self.queue.front_mut() else {
+            return Ok(());
+        };
+        head.delivered = true;
+        let id = head.entry.id.clone();
+        self.ack_id(conn, group, &id).await?;
+        self.queue.pop_front();
+        self.backoff.reset();
+        Ok(())
+    }
+
+    async fn ack_id(&self, conn: &mut Connection, group: &str, id: &str) -> Result<(), Error> {
+        let _: i64 = ACK
+            .key(&self.key)
+            .key(&self.attempts)
+            .arg(group)
+            .arg(id)
+            .invoke_async(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Counts a failed delivery of the head; dead-letters it (atomically with its
+    /// acknowledgement) when it was the last allowed attempt or `permanent`.
+    pub(super) async fn settle_failed(
+        &mut self,
+        conn: &mut Connection,
+        d: &RedisOutboxDispatcher,
+        reason: &str,
+        permanent: bool,
+    ) -> Result<Failed, Error> {
+        let Some(head) = self.queue.front_mut() else {
+            return Ok(Failed::Gone);
+        };
+        let (state, attempts): (i64, u32) = FAIL
+            .key(&self.key)
+            .key(&self.dlq)
+            .key(&self.attempts)
+            .arg(&d.group)
+            .arg(&head.entry.id)
+            .arg(d.max_attempts)
+            .arg(reason)
+            .arg(now_ms())
+            .arg(if permanent { "1" } else { "0" })
+            .invoke_async(conn)
+            .await?;
+        head.failed = Some(attempts);
+        let outcome = match state {
+            0 => Failed::Retry,
+            1 => Failed::DeadLettered,
+            _ => Failed::Gone,
+        };
+        if outcome == Failed::Retry {
+            self.not_before = Instant::now() + self.backoff.next_delay();
+        } else {
+            self.queue.pop_front();
+            self.backoff.reset();
+        }
+        Ok(outcome)
+    }
+}
+
+/// The entries of a one-stream `XREADGROUP` reply (nil, `[[key, entries]]` or a RESP3 map).
+fn stream_entries(reply: Value) -> Result<Vec<Value>, Error> {
+    let entries = match reply {
+        Value::Nil => return Ok(Vec::new()),
+        Value::Array(streams) => streams.into_iter().next().and_then(|s| match s {
+            Value::Array(pair) => pair.into_iter().nth(1),
+            _ => None,
+        }),
+        Value::Map(streams) => streams.into_iter().next().map(|(_, v)| v),
+        _ => None,
+    };
+    match entries {
+        Some(Value::Array(items)) => Ok(items),
+        Some(Value::Nil) | None => Ok(Vec::new()),
+        Some(_) => Err(Error::Mq {
+            op: "outbox_read",
+            reason: "XREADGROUP reply is not a list of entries".to_owned(),
+        }),
+    }
+}
+
+/// The id of a raw entry `[id, fields]`, if it has one.
+fn entry_id(item: &Value) -> Option<String> {
+    match item {
+        Value::Array(parts) => match parts.first() {
+            Some(Value::BulkString(b)) => String::from_utf8(b.clone()).ok(),
+            Some(Value::SimpleString(s)) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}

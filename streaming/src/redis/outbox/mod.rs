@@ -1,0 +1,204 @@
+//! The transactional outbox: records a pipeline's batch commit appends to a Redis stream in
+//! the source partition's hash slot, and the [`RedisOutboxDispatcher`] that delivers them
+//! to a system outside Redis (an HTTP service, a broker, a database) through a user's
+//! [`OutboxTarget`].
+//!
+//! # Key layout
+//! One outbox stream per source partition, in the partition's hash slot (its hash tag
+//! `{T:n}`, see [`KeySpace::hash_tag`](crate::mq::KeySpace::hash_tag)), so appending to it
+//! joins the partition's batch commit on a single server and on a Redis Cluster:
+//! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream; each entry has the fields
+//!   `id` (the record's stable id, see [`OutboxRecord::id`]), `payload` (the bytes the sink
+//!   serialised) and `ts` (the record's timestamp, epoch milliseconds, decimal);
+//! - `{outbox key}:dlq` — the dead-letter stream: a dead-lettered entry's fields plus
+//!   `reason` (the target's error, at most 512 characters), `attempts` (failed
+//!   deliveries), `outbox_entry_id` (the entry's id in the outbox stream) and `dlq_ms`;
+//! - `{outbox key}:attempts` — a hash of entry id → failed deliveries so far, so a restarted
+//!   dispatcher goes on counting where the last one stopped.
+//!
+//! The dispatcher reads each outbox stream in a consumer group (created at id `0` when
+//! missing, so it also delivers what was appended before it first ran).
+//!
+//! # Guarantees
+//! - *Order per partition.* A partition's records reach the target in outbox order; a
+//!   record that fails blocks the ones after it in its partition (not the other
+//!   partitions) until it is delivered or dead-lettered.
+//! - *At-least-once with stable ids.* A record is acknowledged and deleted (`XACK` + `XDEL`,
+//!   one script) only after [`OutboxTarget::deliver`] returned `Ok`. A dispatcher that
+//!   stops without settling a record (a crash, a dropped [`OutboxDispatch`], a lost reply)
+//!   leaves it pending in the group; the next dispatcher with the same consumer name reads
+//!   its pending entries first, in order, and delivers them again; one with another name
+//!   claims them once idle for `claim_idle`, and reads nothing newer from that partition
+//!   until then (so order holds). The target may thus see a record more than once,
+//!   always with the same [`OutboxRecord::id`]: a target that must not apply a record twice
+//!   keeps the ids it applied (a unique key, an upsert). End-to-end exactly-once is the
+//!   outbox append (in the batch commit) plus such an idempotent target.
+//! - *Dead letters.* A record whose delivery failed `max_attempts` times, or at once when
+//!   the target returns [`Error::Permanent`], moves to the
+//!   dead-letter stream with its reason and attempt count, atomically with its
+//!   acknowledgement (one script in the partition's slot).
+//! - Run one dispatcher per (outbox, consumer group) at a time: two dispatchers of one group
+//!   share nothing but Redis and would deliver concurrently (still at-least-once, but not
+//!   in order). Separate groups each get every record.
+
+mod dispatcher;
+mod lane;
+mod options;
+mod run;
+
+use std::future::Future;
+
+use bytes::Bytes;
+
+use crate::mq::KeySpace;
+use crate::{BoxError, Error};
+
+pub use dispatcher::{OutboxDispatch, OutboxStats};
+pub use options::{RedisOutboxDispatcher, RedisOutboxDispatcherBuilder};
+
+/// Field of an outbox entry: the record's stable id.
+pub(crate) const F_ID: &str = "id";
+/// Field of an outbox entry: the serialised record.
+pub(crate) const F_PAYLOAD: &str = "payload";
+/// Field of an outbox entry: the record's timestamp (epoch ms, decimal).
+pub(crate) const F_TS: &str = "ts";
+
+/// One record of an outbox, as the dispatcher hands it to an [`OutboxTarget`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutboxRecord {
+    /// The stable record id, `{job}/{topic}/{partition}/{source offset}/{index}`: the job
+    /// that produced it, the source topic, partition and entry id of the input record, and
+    /// the output's index among that input's outputs (from 0). The same on every delivery
+    /// of the record, so a target can deduplicate by it.
+    pub id: String,
+    /// The source partition whose outbox holds the record.
+    pub partition: u32,
+    /// What the sink serialised.
+    pub payload: Bytes,
+    /// The record's timestamp, epoch milliseconds (0 when the entry has none).
+    pub timestamp_ms: i64,
+    /// The entry's id in the outbox stream (`{ms}-{seq}`).
+    pub entry_id: String,
+    /// Which delivery attempt this is: 1 for the first, 2 after one failure, and so on
+    /// (failures are counted in Redis, so they survive a dispatcher restart).
+    pub attempt: u32,
+}
+
+impl OutboxRecord {
+    /// The payload as UTF-8 text.
+    ///
+    /// # Errors
+    /// [`Error::MqDecode`] when the payload is not UTF-8.
+    pub fn text(&self) -> Result<&str, Error> {
+        std::str::from_utf8(&self.payload).map_err(|e| Error::MqDecode {
+            what: "payload",
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// Where an outbox's records go: a user's client of another system.
+///
+/// `deliver` is called for one record at a time (the dispatcher awaits it before the next
+/// call, also across partitions) and should bound its own wait (a timeout). Return `Ok`
+/// once the record is durably accepted; an `Err` is retried with backoff up to the
+/// dispatcher's `max_attempts`, then dead-lettered; an
+/// [`Error::permanent`] error is dead-lettered at once. A record
+/// may be delivered again after a crash: deduplicate by [`OutboxRecord::id`].
+///
+/// ```
+/// use streaming::redis::outbox::{OutboxRecord, OutboxTarget};
+/// use streaming::BoxError;
+///
+/// struct Print;
+/// impl OutboxTarget for Print {
+///     async fn deliver(&mut self, record: &OutboxRecord) -> Result<(), BoxError> {
+///         println!("{} {}", record.id, record.text()?);
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait OutboxTarget: Send + 'static {
+    /// Delivers `record`; `Ok` lets the dispatcher acknowledge and delete it.
+    fn deliver(
+        &mut self,
+        record: &OutboxRecord,
+    ) -> impl Future<Output = Result<(), BoxError>> + Send;
+}
+
+/// The outbox stream of `name` for source partition `partition` of `topic`:
+/// `{prefix}:outbox:{name}:{T:n}`, in the partition's hash slot.
+pub(crate) fn outbox_key(keys: &KeySpace, prefix: &str, name: &str, topic: &str, p: u32) -> String {
+    format!("{prefix}:outbox:{name}:{}", keys.hash_tag(topic, p))
+}
+
+/// The dead-letter stream of an outbox stream, `{outbox key}:dlq`.
+pub(crate) fn dlq_key(outbox: &str) -> String {
+    format!("{outbox}:dlq")
+}
+
+/// The failed-attempt counts of an outbox stream, `{outbox key}:attempts`.
+pub(crate) fn attempts_key(outbox: &str) -> String {
+    format!("{outbox}:attempts")
+}
+
+/// The stable id of a record: `{job}/{topic}/{partition}/{source offset}/{index}`.
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the outbox sink will name records")
+)]
+pub(crate) fn record_id(
+    job: &str,
+    topic: &str,
+    partition: u32,
+    offset: &str,
+    index: u32,
+) -> String {
+    format!("{job}/{topic}/{partition}/{offset}/{index}")
+}
+
+/// The fields of an outbox entry, in order, as `XADD` (or a commit script) writes them:
+/// `id`, `payload`, `ts` (decimal epoch ms).
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the outbox sink will write entries")
+)]
+pub(crate) fn outbox_entry_fields(
+    id: &str,
+    payload: &[u8],
+    timestamp_ms: i64,
+) -> [(&'static str, Vec<u8>); 3] {
+    [
+        (F_ID, id.as_bytes().to_vec()),
+        (F_PAYLOAD, payload.to_vec()),
+        (F_TS, timestamp_ms.to_string().into_bytes()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_the_partition_hash_tag() {
+        let keys = KeySpace::new("mq");
+        let k = outbox_key(&keys, "mq", "mails", "orders", 3);
+        assert_eq!(k, "mq:outbox:mails:{orders:3}");
+        assert_eq!(dlq_key(&k), "mq:outbox:mails:{orders:3}:dlq");
+        assert_eq!(attempts_key(&k), "mq:outbox:mails:{orders:3}:attempts");
+        let slot = |k: &str| crate::mq::slot::key_slot(k.as_bytes());
+        assert_eq!(slot(&k), slot(&keys.stream("orders", 3)));
+        assert_eq!(slot(&dlq_key(&k)), slot(&keys.stream("orders", 3)));
+    }
+
+    #[test]
+    fn entry_fields_and_record_id() {
+        let id = record_id("job", "orders", 2, "17-0", 1);
+        assert_eq!(id, "job/orders/2/17-0/1");
+        let f = outbox_entry_fields(&id, b"{\"a\":1}", -5);
+        assert_eq!(f[0], ("id", b"job/orders/2/17-0/1".to_vec()));
+        assert_eq!(f[1], ("payload", b"{\"a\":1}".to_vec()));
+        assert_eq!(f[2], ("ts", b"-5".to_vec()));
+    }
+}
