@@ -62,6 +62,7 @@ fn fixture(test: &str, mode: AckMode, messages: usize) -> Fixture {
             parallelism: 1,
             record_delay: Duration::from_millis(2),
             replica_wait: None,
+            checkpoints: None,
         },
         _redis: redis,
         conn,

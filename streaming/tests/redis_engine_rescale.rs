@@ -64,6 +64,7 @@ fn rescale(mode: AckMode, test: &str) {
         parallelism: 1,
         record_delay: Duration::from_millis(2),
         replica_wait: None,
+        checkpoints: None,
     };
     let mut w = Worker::spawn(&spec);
     let name = |seq: u32| format!("wc-{}-{seq}", w.instance);

@@ -37,6 +37,17 @@ pub struct WorkerSpec {
     pub record_delay: Duration,
     /// `commit_replica_wait`: wait for one replica, at most this long (`None`: no wait).
     pub replica_wait: Option<Duration>,
+    /// Periodic checkpoints and leader election (`None`: neither).
+    pub checkpoints: Option<WorkerCheckpoints>,
+}
+
+/// A worker's checkpoint options: checkpoints every `interval`, leader election with
+/// lease `leader_ttl` renewed every `leader_renew` (checkpoint keys under `{prefix}:ck:`).
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerCheckpoints {
+    pub interval: Duration,
+    pub leader_ttl: Duration,
+    pub leader_renew: Duration,
 }
 
 /// The child side: runs the job while stdin is open, when started as a worker.
@@ -58,8 +69,26 @@ pub fn serve() {
         .key_prefix(var("W_PREFIX"))
         .build()
         .unwrap();
+    let ms = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .map(|v| Duration::from_millis(v.parse().unwrap()))
+    };
+    let mut builder = RedisRuntimeConfig::builder();
+    if let (Some(interval), Some(ttl), Some(renew)) = (
+        ms("W_CK_MS"),
+        ms("W_LEADER_TTL_MS"),
+        ms("W_LEADER_RENEW_MS"),
+    ) {
+        builder = builder
+            .checkpoint_key_prefix(format!("{}:ck:", var("W_PREFIX")))
+            .checkpoint_interval(interval)
+            .leader_election_enabled(true)
+            .leader_lease_ttl(ttl)
+            .leader_renew_interval(renew);
+    }
     // Default job_instance_id: every worker of a test runs on this host.
-    let config = RedisRuntimeConfig::builder()
+    let config = builder
         .job_name("wc")
         .mq_options(opts)
         .ack_mode(mode)
@@ -150,6 +179,14 @@ impl Worker {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        for k in ["W_CK_MS", "W_LEADER_TTL_MS", "W_LEADER_RENEW_MS"] {
+            cmd.env_remove(k);
+        }
+        if let Some(c) = spec.checkpoints {
+            cmd.env("W_CK_MS", c.interval.as_millis().to_string())
+                .env("W_LEADER_TTL_MS", c.leader_ttl.as_millis().to_string())
+                .env("W_LEADER_RENEW_MS", c.leader_renew.as_millis().to_string());
+        }
         match spec.replica_wait {
             Some(d) => cmd.env("W_REPLICA_WAIT_MS", d.as_millis().to_string()),
             None => cmd.env_remove("W_REPLICA_WAIT_MS"),
