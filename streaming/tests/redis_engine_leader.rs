@@ -97,6 +97,7 @@ impl Fixture {
                     id,
                     meta.get("token")?.parse().ok()?,
                     meta.get("instance")?.clone(),
+                    meta.get("finished_at_ms")?.parse().ok()?,
                 ))
             })
             .collect()
