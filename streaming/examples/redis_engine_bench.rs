@@ -9,6 +9,7 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --window-only KEYS PARALLELISM [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --lua-args [--redis-url URL]
+//! cargo run --release -p streaming --example redis_engine_bench -- --checkpoint [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! ```
@@ -28,7 +29,8 @@
 //! (`key_by → window(TumblingEventTimeWindows::of(60 s)) → count()`), each timed from
 //! `execute_async` until every message is committed, with the windows fired by then and,
 //! after an idle flush (not timed), the total against the expected number of
-//! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`; script-argument
+//! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`; checkpoint mode:
+//! `bench_support/checkpoint.rs`; script-argument
 //! mode: `bench_support/lua_args.rs`. All modes print a
 //! Markdown table.
 
@@ -42,6 +44,8 @@ use streaming::redis::{
 use streaming::time::TumblingEventTimeWindows;
 use streaming::{pipeline, BoxError};
 
+#[path = "bench_support/checkpoint.rs"]
+mod checkpoint;
 #[path = "bench_support/lua_args.rs"]
 mod lua_args;
 #[path = "bench_support/takeover.rs"]
@@ -123,7 +127,7 @@ fn produce_to(
 
 /// Registers the keyed count over topic `t`, group `g` (from the beginning, batches of
 /// 500): `map(key) → key_by → process(ValueState<u64> count + 1) → discard`.
-fn register_keyed_count(env: &RedisEnv) {
+pub(crate) fn register_keyed_count(env: &RedisEnv) {
     let source = SubscriptionOptions::builder()
         .start(StartPolicy::Earliest)
         .batch_count(500)
@@ -157,6 +161,7 @@ fn engine_run(
         parallelism,
         partitions: 4,
         replica_wait: None,
+        checkpoint_interval: None,
     };
     count_run(url, rt, n, &run)
 }
@@ -168,6 +173,8 @@ struct CountRun {
     parallelism: u32,
     partitions: u32,
     replica_wait: Option<ReplicaWait>,
+    /// Periodic checkpoints (`None`: off).
+    checkpoint_interval: Option<Duration>,
 }
 
 /// The keyed count of `run` over `n` messages on `url` (one server or a cluster): msg/s
@@ -179,6 +186,7 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         parallelism,
         partitions,
         replica_wait,
+        checkpoint_interval,
     } = run;
     let prefix = unique("mq");
     let opts = MqOptions::builder()
@@ -197,6 +205,8 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         .ack_mode(mode)
         .pipeline_parallelism(parallelism)
         .commit_replica_wait(replica_wait)
+        .checkpoint_key_prefix(format!("{state_prefix}:ck:"))
+        .checkpoint_interval(checkpoint_interval.unwrap_or(Duration::ZERO))
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(url, config).unwrap();
@@ -745,6 +755,7 @@ fn cluster_main(url: &str, cluster_url: &str, n: usize, repeats: usize) {
                 parallelism,
                 partitions: 12,
                 replica_wait,
+                checkpoint_interval: None,
             };
             let mut rates: Vec<f64> = (0..repeats)
                 .map(|_| count_run(target, &rt, n, &run))
@@ -771,6 +782,8 @@ fn main() {
     let mut only: Option<(usize, AckMode, u32)> = None;
     let mut window_only: Option<(usize, u32)> = None;
     let mut lua_args = false;
+    let mut checkpoint_mode = false;
+    let mut messages_set = false;
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
     let mut seconds = 10u64;
@@ -795,6 +808,7 @@ fn main() {
                 window_only = Some(keys.zip(par).expect("--window-only KEYS PARALLELISM"));
             }
             "--takeover" => takeover_keys = Some(1_000_000u64),
+            "--checkpoint" => checkpoint_mode = true,
             "--only" => {
                 let keys = args.next().and_then(|v| v.parse().ok());
                 let mode = match args.next().as_deref() {
@@ -837,7 +851,8 @@ fn main() {
                 n = args
                     .next()
                     .and_then(|v| v.parse().ok())
-                    .expect("--messages N")
+                    .expect("--messages N");
+                messages_set = true;
             }
             other => panic!("unknown argument {other}"),
         }
@@ -885,6 +900,10 @@ fn main() {
     }
     if let Some(keys) = takeover_keys {
         takeover::takeover_main(&url, keys, unique);
+        return;
+    }
+    if checkpoint_mode {
+        checkpoint::checkpoint_main(&url, if messages_set { n } else { 1_000_000 }, unique);
         return;
     }
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -14,7 +14,7 @@ use streaming::mq::{Mq, MqOptions, OutgoingMessage};
 use streaming::redis::{JobClient, RedisEnv, RedisRuntimeConfig};
 
 /// This process's resident set size in bytes (`/proc/self/status`), 0 when unknown.
-fn rss_bytes() -> u64 {
+pub(crate) fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -43,7 +43,7 @@ fn next(x: &mut u64) -> u64 {
     *x
 }
 
-fn send(rt: &tokio::runtime::Runtime, mq: &Mq, keys: impl Iterator<Item = String>) {
+pub(crate) fn send(rt: &tokio::runtime::Runtime, mq: &Mq, keys: impl Iterator<Item = String>) {
     let producer = mq.producer();
     let msgs: Vec<OutgoingMessage> = keys
         .map(|k| OutgoingMessage::new(k.clone()).key(k))
@@ -67,7 +67,7 @@ fn wait(job: &JobClient, what: &str, mut done: impl FnMut(&JobClient) -> bool) -
 }
 
 /// Writes `keys` entries `"k{i}"` → `1` into the count hash and lists it in the index.
-fn populate(conn: &mut redis::Connection, state_prefix: &str, keys: u64) {
+pub(crate) fn populate(conn: &mut redis::Connection, state_prefix: &str, keys: u64) {
     let base = format!("{state_prefix}:bench:{{t:0}}:g");
     let hash = format!("{base}:t.g/3:process:count");
     let mut i = 0;

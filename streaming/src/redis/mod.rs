@@ -231,7 +231,58 @@
 //! once, not retried, with error type `state` ([`Error::StateNotPersistent`](crate::Error)),
 //! and [`JobDiagnostics::errors`] reports it once, naming the fix — likewise a state name
 //! used with two types),
-//! checkpoints and leader election, sink deduplication.
+//! sink deduplication.
+//!
+//! # Checkpoints
+//!
+//! Every batch commits its state and offset atomically, so a crash loses nothing without
+//! checkpoints. A checkpoint is a *point in time to go back to* (a bad deploy corrupted
+//! state: restore yesterday's checkpoint and process again from there), kept with a
+//! retention ([`RedisRuntimeConfig::checkpoints_to_keep`]).
+//!
+//! - *Taking one.* [`JobClient::trigger_checkpoint_now`], or every
+//!   [`RedisRuntimeConfig::checkpoint_interval`]. The coordinator opens the checkpoint in
+//!   Redis; the owner of every partition of every pipeline — in any process of the job —
+//!   sees it within about 100 ms (at once in the coordinator's process) and, at its next
+//!   batch boundary, copies its committed state inside Redis: the state index, every state
+//!   hash it lists (keyed state, rolling tables, window panes, timers, watermark), each
+//!   key's collection, the schema fingerprints, the commit frontier (the offset) and the
+//!   acked set. Partitions share nothing, so each partition's copy at its own batch
+//!   boundary is consistent with every other's: nothing stops, and a partition pauses only
+//!   while it copies (in steps of 500 fields, each a script checking the partition's lease
+//!   and fencing token). The checkpoint completes when every partition has written its
+//!   part; one that misses `checkpoint_drain_timeout` fails and is never restored.
+//!   Measured (`redis_engine_bench -- --checkpoint`, one partition, local Redis): 10,000
+//!   keys 35 ms, 100,000 keys 138 ms, 1,000,000 keys 1.7 s, with no Redis command over
+//!   6 ms; periodic checkpoints every 1 s cost no measurable throughput.
+//! - *Keys.* With checkpoint key prefix `C` and job `J`: the job's keys share the hash tag
+//!   `{J}` — `C{J}:seq` (id counter), `C{J}:ids` / `C{J}:complete` / `C{J}:open` (sorted
+//!   sets of ids), `C{J}:meta:{id}` (hash: status, instance, fencing token, parallelism,
+//!   times, pipelines as JSON, failure), `C{J}:parts:{id}` (the parts written) and the
+//!   leader's `C{J}:leader` / `C{J}:leader:token`. A partition's copy of key `k` is
+//!   `CJ:{id}:k` (the partition's hash tag and slot are kept), and its part record
+//!   `CJ:{id}:{state base}:part` is written last.
+//! - *Restoring.* [`RedisEnv::restore_from_checkpoint`] (or
+//!   [`RedisRuntimeConfig::restore_from_latest_checkpoint`]) before `execute_async`: every
+//!   partition's state and offset go back to the checkpoint, the consumer group is moved
+//!   there (`XGROUP SETID`, never destroyed), and the job reads everything after it
+//!   again, at any parallelism. It needs the job stopped in every other process, the same
+//!   partition counts, and every stream entry after the checkpoint's offsets still in the
+//!   stream: a queue `max_len` that trimmed past the checkpoint makes the restore fail
+//!   naming the partition (keep `max_len` above what is produced after the oldest
+//!   checkpoint you may restore). Outputs after the checkpoint are produced again; dead
+//!   letters and retries are not rolled back.
+//! - *Leader.* With [`RedisRuntimeConfig::leader_election_enabled`], the job's processes
+//!   elect a leader (lease `SET NX PX`, renewed by compare-and-expire, released by
+//!   compare-and-delete; a fencing token from `INCR` per term). Only the leader schedules
+//!   periodic checkpoints and deletes old ones; each of its checkpoint writes checks its
+//!   lease and token in the same script, so a leader that lost its lease (paused past
+//!   `leader_lease_ttl`, cut off) completes nothing. A follower takes over within
+//!   `leader_lease_ttl` + `leader_renew_interval` (measured: 1.02–1.09 s with 1 s +
+//!   250 ms) and the ids go on. Without leader election every process schedules its own
+//!   periodic checkpoints: enable it when a job runs as several processes.
+//! - Sinks commit with every batch, so `defer_ack_until_checkpoint` and
+//!   `ack_deferred_messages_on_checkpoint` are not accepted (see their docs).
 //!
 //! [`pipeline!`](crate::pipeline) targets a `RedisEnv` when it starts with
 //! `from_mq_topic`, `from_mq_topic_with_id` or `from_mq_topic_with_options`; its value is
@@ -249,7 +300,7 @@
 //   headers and verdict of a failed record), `read` (one batch read);
 // - `part` (a partition a subtask holds), then its steps as `impl Part` blocks, each
 //   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
-//   `turn`;
+//   `turn`; `checkpoint` (parts, coordinator, leader, restore) after them;
 // - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
 // `outbox` (the outbox dispatcher) stands apart: it uses `mq` only.
 mod batch;
