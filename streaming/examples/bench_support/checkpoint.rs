@@ -55,7 +55,7 @@ fn longest(conn: &mut redis::Connection) -> (u64, String) {
             }
             // A script (after its lease and fencing keys): its third key says what it worked on.
             let what = if name.starts_with("EVAL") {
-                args.get(3)
+                args.get(5)
             } else {
                 args.get(1)
             };
