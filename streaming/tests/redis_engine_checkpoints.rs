@@ -563,3 +563,54 @@ fn restores_need_a_complete_checkpoint_and_a_stopped_job() {
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
     assert_eq!(out.counts.len(), 20);
 }
+
+/// A consumer group destroyed while the job runs (with periodic checkpoints) is rebuilt
+/// from the partitions' committed offsets: no replay from `0`, no skip to `$`; and
+/// checkpoints go on completing.
+#[test]
+fn a_group_destroyed_while_the_job_runs_recovers_from_its_committed_offsets() {
+    for mode in [AckMode::Offset, AckMode::Xack] {
+        let s = setup(&format!("ck-group-loss-{mode:?}"));
+        let names = s.topics("g");
+        let topics = (names.0.as_str(), names.1.as_str());
+        s.produce_both(topics, 0, 100);
+        let config = s
+            .ck_config("loss", mode)
+            .checkpoint_interval(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        let out = register(&env, topics);
+        let job = env.execute_async().unwrap();
+        caught_up(&job);
+        let before = job
+            .blocking_latest_checkpoint()
+            .unwrap()
+            .map_or(0, |c| c.id);
+        let mut conn = s.conn();
+        for p in 0..PARTITIONS {
+            let stream = s.mq().keys().stream(topics.0, p);
+            let _: i64 =
+                s.rt.block_on(
+                    redis::cmd("XGROUP")
+                        .arg("DESTROY")
+                        .arg(&stream)
+                        .arg("g")
+                        .query_async(&mut conn),
+                )
+                .unwrap();
+        }
+        s.produce_both(topics, 100, 50);
+        wait_until("every record counted", &job, || out.counts.len() >= 150);
+        caught_up(&job);
+        wait_until("a checkpoint after the loss", &job, || {
+            job.diagnostics().latest_checkpoint_id.unwrap_or(0) > before + 1
+        });
+        assert!(job.blocking_shutdown(Duration::from_secs(30)));
+        let counts = out.counts.snapshot();
+        assert_eq!(counts.len(), 150, "{mode:?}: nothing replayed or skipped");
+        let distinct: std::collections::BTreeSet<&Counted> = counts.iter().collect();
+        assert_eq!(distinct.len(), 150, "{mode:?}: no count emitted twice");
+        assert!(counts.contains(&("k0".to_string(), 15)), "{mode:?}");
+    }
+}
