@@ -382,7 +382,7 @@ fn a_checkpoint_fails_past_its_drain_timeout_and_runs_one_at_a_time() {
             .failure
             .as_deref()
             .unwrap()
-            .contains("0 of 1 partitions"),
+            .contains("0 of 1 partitions wrote their part within checkpoint_drain_timeout (300ms); missing: slow/g/0"),
         "{failed:?}"
     );
     assert_eq!(

@@ -7,6 +7,7 @@
 //! hash, polled every 10 ms) or `checkpoint_drain_timeout` passes, then completes or
 //! fails it in one script, again under the leader lease.
 
+use super::store::leader_fence;
 use super::{
     fenced_script, now_ms, Checkpoint, CheckpointKeys, CheckpointPipeline, CheckpointStatus,
 };
@@ -15,34 +16,12 @@ use crate::mq::Connection;
 use crate::redis::job::JobShared;
 use crate::Error;
 use redis::{Script, Value};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 static OPEN: LazyLock<Script> = fenced_script!("checkpoint_open.lua");
 static FINISH: LazyLock<Script> = fenced_script!("checkpoint_finish.lua");
-pub(super) static FORGET: LazyLock<Script> = fenced_script!("checkpoint_forget.lua");
-
-/// The leader lease a coordinator's scripts check: its value and ttl in ms ("" without
-/// leader election).
-pub(super) fn leader_fence(job: &JobShared) -> Result<(String, u64, u64), Error> {
-    let options = &job.checkpoint_options;
-    if !options.leader_election_enabled {
-        return Ok((String::new(), 1, 0));
-    }
-    match job.checkpoints.lease() {
-        Some(l) => Ok((l.value.clone(), ms(options.leader_lease_ttl), l.token)),
-        None => Err(Error::Engine {
-            op: "checkpoint",
-            reason: format!(
-                "this process ({}) is not the job's leader (leader: {}); with leader_election_enabled only the leader takes checkpoints",
-                job.job_instance_id,
-                job.checkpoints.leader_instance().unwrap_or_else(|| "none yet".into())
-            ),
-        }),
-    }
-}
 
 /// Resets the single-flight flag when the checkpoint ends, however it ends.
 struct Flight<'a>(&'a JobShared);
@@ -64,6 +43,7 @@ pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error
         return Ok(None);
     }
     let _flight = Flight(job);
+    leader_fence(job)?;
     let labels = [("job", job.job_name.clone())];
     metrics::counter!("streaming_checkpoints_triggered_total", &labels).increment(1);
     let started = std::time::Instant::now();
@@ -93,8 +73,30 @@ pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error
 }
 
 async fn run(job: &JobShared, conn: &mut Connection) -> Result<Checkpoint, Error> {
+    let fence = leader_fence(job)?;
+    let mut ck = open(job, conn, &fence).await?;
+    let started = std::time::Instant::now();
+    let failure = wait_for_parts(job, conn, &ck).await?;
+    phase(job, "drain", started);
+    let started = std::time::Instant::now();
+    finish(job, conn, &fence, &mut ck, failure).await?;
+    phase(job, "store", started);
+    Ok(ck)
+}
+
+fn phase(job: &JobShared, phase: &'static str, started: std::time::Instant) {
+    let labels = [("job", job.job_name.clone()), ("phase", phase.to_string())];
+    metrics::histogram!("streaming_checkpoint_phase_seconds", &labels).record(started.elapsed());
+}
+
+/// Draws the next id and opens the checkpoint (record, id sets, open set) under the
+/// leader fence; this process's subtasks look for it at once.
+async fn open(
+    job: &JobShared,
+    conn: &mut Connection,
+    (lease, ttl, token): &(String, u64, u64),
+) -> Result<Checkpoint, Error> {
     let keys = &job.checkpoints.keys;
-    let (lease, ttl, token) = leader_fence(job)?;
     let id: u64 = redis::cmd("INCR").arg(keys.seq()).query_async(conn).await?;
     let mut pipelines = Vec::new();
     for (topic, group) in &job.pipelines {
@@ -105,26 +107,25 @@ async fn run(job: &JobShared, conn: &mut Connection) -> Result<Checkpoint, Error
             partitions,
         });
     }
-    let mut ck = Checkpoint {
+    let ck = Checkpoint {
         id,
         status: CheckpointStatus::Pending,
         instance: job.job_instance_id.clone(),
-        fencing_token: token,
+        fencing_token: *token,
         parallelism: job.live_parallelism.load(Ordering::SeqCst) as u32,
         started_at_ms: now_ms(),
         finished_at_ms: None,
         pipelines,
         failure: None,
     };
-    let drain = job.checkpoint_options.drain_timeout;
-    let deadline = ck.started_at_ms + ms(drain);
+    let deadline = ck.started_at_ms + ms(job.checkpoint_options.drain_timeout);
     let opened: Value = OPEN
         .key(keys.leader())
         .key(keys.leader_token())
         .key(keys.meta(id))
         .key(keys.ids())
         .key(keys.open())
-        .arg(&lease)
+        .arg(lease)
         .arg(ttl)
         .arg(id)
         .arg(ck.started_at_ms)
@@ -136,72 +137,108 @@ async fn run(job: &JobShared, conn: &mut Connection) -> Result<Checkpoint, Error
         return Err(lost_lease(job, id));
     }
     job.checkpoints.opened.send_replace(id);
-    let labels = [
-        ("job", job.job_name.clone()),
-        ("phase", "drain".to_string()),
-    ];
-    let drain_started = std::time::Instant::now();
+    Ok(ck)
+}
+
+/// Waits until every partition wrote its part of `ck` (`""`), or why not: the job was
+/// cancelled, or `checkpoint_drain_timeout` passed (naming the missing partitions).
+async fn wait_for_parts(
+    job: &JobShared,
+    conn: &mut Connection,
+    ck: &Checkpoint,
+) -> Result<String, Error> {
+    let keys = &job.checkpoints.keys;
+    let drain = job.checkpoint_options.drain_timeout;
+    let deadline = ck.started_at_ms + ms(drain);
     let expected = ck.parts();
-    let mut failure = String::new();
     loop {
         let written: u64 = redis::cmd("HLEN")
-            .arg(keys.parts(id))
+            .arg(keys.parts(ck.id))
             .query_async(conn)
             .await?;
         if written >= expected {
-            break;
+            return Ok(String::new());
         }
         if job.is_cancelled() {
-            failure = "the job was cancelled".into();
-            break;
+            return Ok("the job was cancelled".into());
         }
         if now_ms() > deadline {
-            failure = format!(
-                "{written} of {expected} partitions wrote their part within checkpoint_drain_timeout ({drain:?})"
-            );
-            break;
+            return Ok(format!(
+                "{written} of {expected} partitions wrote their part within checkpoint_drain_timeout ({drain:?}); missing: {}",
+                missing_parts(conn, keys, ck).await?
+            ));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    metrics::histogram!("streaming_checkpoint_phase_seconds", &labels)
-        .record(drain_started.elapsed());
-    let store_started = std::time::Instant::now();
+}
+
+/// Completes `ck` (every part written, `failure` empty) or marks it failed, under the
+/// leader fence; after a completion, deletes what retention says.
+async fn finish(
+    job: &JobShared,
+    conn: &mut Connection,
+    (lease, ttl, _): &(String, u64, u64),
+    ck: &mut Checkpoint,
+    failure: String,
+) -> Result<(), Error> {
+    let keys = &job.checkpoints.keys;
     let finished = now_ms();
     let reply: Value = FINISH
         .key(keys.leader())
         .key(keys.leader_token())
-        .key(keys.meta(id))
-        .key(keys.parts(id))
+        .key(keys.meta(ck.id))
+        .key(keys.parts(ck.id))
         .key(keys.open())
         .key(keys.complete())
-        .arg(&lease)
+        .arg(lease)
         .arg(ttl)
-        .arg(id)
-        .arg(expected)
+        .arg(ck.id)
+        .arg(ck.parts())
         .arg(finished)
         .arg(&failure)
         .invoke_async(conn)
         .await?;
     if is_fenced_reply(&reply) {
-        return Err(lost_lease(job, id));
+        return Err(lost_lease(job, ck.id));
     }
     ck.finished_at_ms = Some(finished);
     let outcome: String = redis::from_redis_value(&reply)?;
     if outcome == "complete" {
         ck.status = CheckpointStatus::Complete;
-        job.checkpoints.saw_complete(id);
-        sweep(job, conn).await?;
+        job.checkpoints.saw_complete(ck.id);
+        super::retention::sweep(job, conn).await?;
     } else {
         ck.status = CheckpointStatus::Failed;
         ck.failure = Some(if failure.is_empty() { outcome } else { failure });
     }
-    let labels = [
-        ("job", job.job_name.clone()),
-        ("phase", "store".to_string()),
-    ];
-    metrics::histogram!("streaming_checkpoint_phase_seconds", &labels)
-        .record(store_started.elapsed());
-    Ok(ck)
+    Ok(())
+}
+
+/// The partitions without a part in `ck` (at most 10 named), as
+/// `topic/group/partition, ...`.
+async fn missing_parts(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+    ck: &Checkpoint,
+) -> Result<String, Error> {
+    let written: Vec<String> = redis::cmd("HKEYS")
+        .arg(keys.parts(ck.id))
+        .query_async(conn)
+        .await?;
+    let missing: Vec<String> = (ck.pipelines.iter())
+        .flat_map(|p| (0..p.partitions).map(move |n| super::part_field(&p.topic, &p.group, n)))
+        .filter(|f| !written.contains(f))
+        .collect();
+    let mut named = missing
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if missing.len() > 10 {
+        named.push_str(&format!(" and {} more", missing.len() - 10));
+    }
+    Ok(named)
 }
 
 /// The error of a leader's checkpoint write that its lease refused; the process stops
@@ -232,85 +269,6 @@ fn meta_fields(ck: &Checkpoint) -> Vec<String> {
     .into_iter()
     .flat_map(|(f, v)| [f.to_string(), v])
     .collect()
-}
-
-/// A checkpoint from its record; `None` when the record is gone.
-pub(super) fn parse_meta(id: u64, fields: &HashMap<String, String>) -> Option<Checkpoint> {
-    let status = match fields.get("status")?.as_str() {
-        "complete" => CheckpointStatus::Complete,
-        "failed" => CheckpointStatus::Failed,
-        "deleting" => CheckpointStatus::Deleting,
-        _ => CheckpointStatus::Pending,
-    };
-    let num = |f: &str| fields.get(f).and_then(|v| v.parse::<u64>().ok());
-    Some(Checkpoint {
-        id,
-        status,
-        instance: fields.get("instance").cloned().unwrap_or_default(),
-        fencing_token: num("token").unwrap_or(0),
-        parallelism: num("parallelism").unwrap_or(0) as u32,
-        started_at_ms: num("started_at_ms").unwrap_or(0),
-        finished_at_ms: num("finished_at_ms"),
-        pipelines: (fields.get("pipelines"))
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_default(),
-        failure: fields.get("failure").cloned(),
-    })
-}
-
-/// Every checkpoint of the job whose record exists, by id.
-///
-/// # Errors
-/// Redis errors.
-pub(crate) async fn list(
-    conn: &mut Connection,
-    keys: &CheckpointKeys,
-) -> Result<Vec<Checkpoint>, Error> {
-    let ids: Vec<u64> = redis::cmd("ZRANGE")
-        .arg(keys.ids())
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        let fields: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(keys.meta(id))
-            .query_async(conn)
-            .await?;
-        out.extend(parse_meta(id, &fields));
-    }
-    Ok(out)
-}
-
-/// Retention after a checkpoint completed: with `checkpoints_to_keep` N > 0, deletes
-/// every incomplete checkpoint older than the newest complete one (first), then the
-/// complete ones beyond the newest N.
-async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
-    let keep = job.checkpoint_options.to_keep as usize;
-    if keep == 0 {
-        return Ok(());
-    }
-    let all = list(conn, &job.checkpoints.keys).await?;
-    let complete: Vec<u64> = (all.iter())
-        .filter(|c| c.status == CheckpointStatus::Complete)
-        .map(|c| c.id)
-        .collect();
-    let Some(&newest) = complete.last() else {
-        return Ok(());
-    };
-    let incomplete =
-        (all.iter()).filter(|c| c.status != CheckpointStatus::Complete && c.id < newest);
-    let old = (all.iter()).filter(|c| {
-        c.status == CheckpointStatus::Complete
-            && complete.len() > keep
-            && c.id < complete[complete.len() - keep]
-    });
-    let doomed: Vec<Checkpoint> = incomplete.chain(old).cloned().collect();
-    for ck in doomed {
-        super::restore::drop_checkpoint(job, conn, &ck).await?;
-    }
-    Ok(())
 }
 
 /// Starts the job's checkpoint thread when it has work: the leader election (with

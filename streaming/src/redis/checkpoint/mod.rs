@@ -3,7 +3,9 @@
 //!
 //! - [`keys`]: where a checkpoint lives in Redis;
 //! - [`part`]: a partition owner writing its part;
-//! - [`coordinator`]: triggering, completing, listing and deleting checkpoints;
+//! - [`store`]: checkpoint records in Redis (reading, the leader fence, chunked steps);
+//! - [`coordinator`]: triggering and completing checkpoints;
+//! - [`retention`]: deleting old ones;
 //! - [`leader`]: the job's leader election (who schedules them);
 //! - [`restore`]: putting every partition back to a checkpoint.
 
@@ -12,13 +14,16 @@ mod keys;
 mod leader;
 mod part;
 mod restore;
+mod retention;
 mod shared;
+mod store;
 
-pub(crate) use coordinator::{list, start_scheduler, trigger};
+pub(crate) use coordinator::{start_scheduler, trigger};
 pub(crate) use keys::CheckpointKeys;
 pub(crate) use part::OpenCheckpoints;
-pub(crate) use restore::{latest, restore_at_start, RestoreRequest};
+pub(crate) use restore::{restore_at_start, RestoreRequest};
 pub(crate) use shared::CheckpointShared;
+pub(crate) use store::{latest, list};
 
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +90,14 @@ impl Checkpoint {
 /// The field of a partition's part in a checkpoint's parts hash.
 pub(crate) fn part_field(topic: &str, group: &str, partition: u32) -> String {
     format!("{topic}/{group}/{partition}")
+}
+
+/// The error of a restore that cannot go ahead.
+pub(crate) fn restore_error(reason: String) -> crate::Error {
+    crate::Error::Engine {
+        op: "restore_from_checkpoint",
+        reason,
+    }
 }
 
 /// Milliseconds since the Unix epoch, by this process's clock.

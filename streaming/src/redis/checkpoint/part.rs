@@ -119,97 +119,88 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         id: u64,
         deadline: u64,
     ) -> Result<Wrote, Error> {
-        let ck = &ctx.job.checkpoints.keys;
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);
-        let (lease_key, fence_key, value, ttl) = fence.parts();
+        let step = Step {
+            fence: fence.parts(),
+            copy: ctx.job.checkpoints.keys.copy_prefix(id),
+            record: ctx.job.checkpoints.keys.part_record(id, &self.state_keys),
+        };
+        let begun = match self.begin_part(ctx, conn, &step).await? {
+            Begun::Started(begun) if begun.len() >= 3 => begun,
+            Begun::Done => return Ok(Wrote::Part),
+            Begun::Started(_) | Begun::Fenced => return Err(fence.error()),
+        };
+        let (offset, hashes) = (begun[0].clone(), &begun[3..]);
+        let mut fields = vec![
+            ("offset".to_string(), offset.clone()),
+            ("next".into(), begun[1].clone()),
+            ("added".into(), begun[2].clone()),
+            ("token".into(), lease.token.to_string()),
+            ("consumer".into(), ctx.consumer.clone()),
+            ("at_ms".into(), now_ms().to_string()),
+        ];
+        for hash in hashes {
+            let base = self.collection_base(hash);
+            match copy_hash(conn, &step, hash, base.as_deref(), deadline).await? {
+                Copied::All => {}
+                Copied::TooLate => return Ok(Wrote::TooLate),
+                Copied::Fenced => return Err(fence.error()),
+            }
+            if let Some(base) = base {
+                fields.push((format!("c:{hash}"), base));
+            }
+        }
+        let (lease_key, fence_key, value, ttl) = &step.fence;
+        let mut inv = END.key(lease_key);
+        inv.key(fence_key).key(&step.record).arg(*value).arg(*ttl);
+        for (f, v) in &fields {
+            inv.arg(f).arg(v);
+        }
+        let done: Value = inv.invoke_async(conn).await?;
+        fence.int_reply(&done)?;
         let (t, p, g) = ctx.at(self.partition);
-        let copy = ck.copy_prefix(id);
-        let record = ck.part_record(id, &self.state_keys);
+        let _: i64 = redis::cmd("HSET")
+            .arg(ctx.job.checkpoints.keys.parts(id))
+            .arg(part_field(t, g, p))
+            .arg(&offset)
+            .query_async(conn)
+            .await?;
+        Ok(Wrote::Part)
+    }
+
+    /// The begin step (see [`Begun`]).
+    async fn begin_part(
+        &self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        step: &Step<'_>,
+    ) -> Result<Begun, Error> {
+        let (t, p, g) = ctx.at(self.partition);
         let own = [
             self.state_keys.index(),
             self.state_keys.schema(),
             ctx.keys.frontier(t, p, g),
             ctx.keys.acked(t, p, g),
         ];
-        let mut inv = BEGIN.key(&lease_key);
-        inv.key(&fence_key).key(&record);
-        let copies: Vec<String> = own.iter().map(|k| format!("{copy}{k}")).collect();
+        let copies: Vec<String> = own.iter().map(|k| format!("{}{k}", step.copy)).collect();
+        let (lease_key, fence_key, value, ttl) = &step.fence;
+        let mut inv = BEGIN.key(lease_key);
+        inv.key(fence_key).key(&step.record);
         for k in own.iter().chain(&copies) {
             inv.key(k);
         }
         inv.key(ctx.keys.stream(t, p));
-        let reply: Value = inv
-            .arg(value)
-            .arg(ttl)
-            .arg(&copy)
-            .arg(g)
+        let reply: Value = (inv.arg(*value).arg(*ttl).arg(&step.copy).arg(g))
             .invoke_async(conn)
             .await?;
         if is_fenced_reply(&reply) {
-            return Err(fence.error());
+            return Ok(Begun::Fenced);
         }
         if matches!(&reply, Value::BulkString(b) if b == b"done") {
-            return Ok(Wrote::Part);
+            return Ok(Begun::Done);
         }
-        let mut begun: Vec<String> = redis::from_redis_value(&reply)?;
-        let offset = begun.remove(0);
-        let next = begun.remove(0);
-        let added = begun.remove(0);
-        let mut fields = vec![
-            ("offset".to_string(), offset.clone()),
-            ("next".into(), next),
-            ("added".into(), added),
-            ("token".into(), lease.token.to_string()),
-            ("consumer".into(), ctx.consumer.clone()),
-            ("at_ms".into(), now_ms().to_string()),
-        ];
-        for hash in &begun {
-            let base = self.collection_base(hash);
-            let mut cursor = "0".to_string();
-            loop {
-                if now_ms() > deadline {
-                    return Ok(Wrote::TooLate);
-                }
-                let next: Value = CHUNK
-                    .key(&lease_key)
-                    .key(&fence_key)
-                    .key(hash)
-                    .key(format!("{copy}{hash}"))
-                    .arg(value)
-                    .arg(ttl)
-                    .arg(&cursor)
-                    .arg(CHUNK_FIELDS)
-                    .arg(base.as_deref().unwrap_or(""))
-                    .arg(&copy)
-                    .invoke_async(conn)
-                    .await?;
-                if is_fenced_reply(&next) {
-                    return Err(fence.error());
-                }
-                cursor = redis::from_redis_value(&next)?;
-                if cursor == "0" {
-                    break;
-                }
-            }
-            if let Some(base) = base {
-                fields.push((format!("c:{hash}"), base));
-            }
-        }
-        let mut inv = END.key(&lease_key);
-        inv.key(&fence_key).key(&record).arg(value).arg(ttl);
-        for (f, v) in &fields {
-            inv.arg(f).arg(v);
-        }
-        let done: Value = inv.invoke_async(conn).await?;
-        fence.int_reply(&done)?;
-        let _: i64 = redis::cmd("HSET")
-            .arg(ck.parts(id))
-            .arg(part_field(t, g, p))
-            .arg(&offset)
-            .query_async(conn)
-            .await?;
-        Ok(Wrote::Part)
+        Ok(Begun::Started(redis::from_redis_value(&reply)?))
     }
 
     /// The base name of the per-key collections of state hash `hash` (`base:k:{key}`),
@@ -235,5 +226,71 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             };
         }
         Some(super::keys::unsharded_name(hash, self.state_keys.shards()).to_string())
+    }
+}
+
+/// What every step of one part checks and writes: the lease's (key, counter key, value,
+/// ttl ms), the checkpoint's copy prefix, the part record.
+struct Step<'a> {
+    fence: (String, String, &'a str, u64),
+    copy: String,
+    record: String,
+}
+
+/// What the begin step of a part found.
+enum Begun {
+    /// An earlier owner wrote the part.
+    Done,
+    /// Another owner holds the lease: nothing written.
+    Fenced,
+    /// Started: the offset, the next entry after it, the stream's entries-added counter,
+    /// then the state hashes to copy.
+    Started(Vec<String>),
+}
+
+/// How copying one state hash ended.
+enum Copied {
+    All,
+    /// The checkpoint's deadline passed first.
+    TooLate,
+    /// Another owner holds the lease.
+    Fenced,
+}
+
+/// Copies state hash `hash` (and, with a collection `base`, its keys' collections) in
+/// steps of 500 fields.
+async fn copy_hash(
+    conn: &mut Connection,
+    step: &Step<'_>,
+    hash: &str,
+    base: Option<&str>,
+    deadline: u64,
+) -> Result<Copied, Error> {
+    let (lease_key, fence_key, value, ttl) = &step.fence;
+    let mut cursor = "0".to_string();
+    loop {
+        if now_ms() > deadline {
+            return Ok(Copied::TooLate);
+        }
+        let next: Value = CHUNK
+            .key(lease_key)
+            .key(fence_key)
+            .key(hash)
+            .key(format!("{}{hash}", step.copy))
+            .arg(*value)
+            .arg(*ttl)
+            .arg(&cursor)
+            .arg(CHUNK_FIELDS)
+            .arg(base.unwrap_or(""))
+            .arg(&step.copy)
+            .invoke_async(conn)
+            .await?;
+        if is_fenced_reply(&next) {
+            return Ok(Copied::Fenced);
+        }
+        cursor = redis::from_redis_value(&next)?;
+        if cursor == "0" {
+            return Ok(Copied::All);
+        }
     }
 }

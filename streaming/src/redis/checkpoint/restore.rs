@@ -7,12 +7,12 @@
 //! (`XGROUP SETID`; its pending entries are acknowledged, they are read again), then
 //! releases the lease. Every step is a script that checks the lease.
 
-use super::coordinator::{leader_fence, parse_meta, FORGET};
 use super::keys::unsharded_name;
-use super::{fenced_script, Checkpoint, CheckpointKeys, CheckpointStatus};
+use super::store::{chunked, latest, read};
+use super::{fenced_script, Checkpoint, CheckpointKeys};
 use crate::mq::lease::{self, is_fenced_reply, ms, Lease};
 use crate::mq::{Connection, KeySpace};
-use crate::redis::job::{id_at_least, JobShared};
+use crate::redis::job::id_at_least;
 use crate::redis::keys::StateKeys;
 use crate::redis::RedisRuntimeConfig;
 use crate::Error;
@@ -24,8 +24,6 @@ use std::time::Duration;
 static CLEAR: LazyLock<Script> = fenced_script!("checkpoint_clear_chunk.lua");
 static PUT_BACK: LazyLock<Script> = fenced_script!("checkpoint_restore_chunk.lua");
 static END: LazyLock<Script> = fenced_script!("checkpoint_restore_end.lua");
-static DROP: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/checkpoint_drop_chunk.lua")));
 
 /// Fields per restore or delete step.
 const CHUNK_FIELDS: usize = 500;
@@ -40,12 +38,7 @@ pub(crate) enum RestoreRequest {
     Latest,
 }
 
-fn err(reason: String) -> Error {
-    Error::Engine {
-        op: "restore_from_checkpoint",
-        reason,
-    }
-}
+use super::restore_error as err;
 
 /// Restores `request` for a job with `pipelines` (topic, group) before it starts, on a
 /// thread of its own (the caller may be inside an async runtime). `Ok(None)` when
@@ -113,41 +106,6 @@ async fn restore(
     }
     tracing::info!(job = %job, id = ck.id, partitions = parts.len(), "restored checkpoint");
     Ok(Some(ck.id))
-}
-
-/// Checkpoint `id`, which must be complete.
-async fn read(conn: &mut Connection, keys: &CheckpointKeys, id: u64) -> Result<Checkpoint, Error> {
-    let fields: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(keys.meta(id))
-        .query_async(conn)
-        .await?;
-    match parse_meta(id, &fields) {
-        Some(ck) if ck.status == CheckpointStatus::Complete => Ok(ck),
-        Some(ck) => Err(err(format!(
-            "checkpoint {id} is {:?}, not complete: it cannot be restored",
-            ck.status
-        ))),
-        None => Err(err(format!(
-            "no checkpoint {id} (never taken, or deleted by retention)"
-        ))),
-    }
-}
-
-/// The latest complete checkpoint, if any.
-pub(crate) async fn latest(
-    conn: &mut Connection,
-    keys: &CheckpointKeys,
-) -> Result<Option<Checkpoint>, Error> {
-    let newest: Vec<u64> = redis::cmd("ZRANGE")
-        .arg(keys.complete())
-        .arg(-1)
-        .arg(-1)
-        .query_async(conn)
-        .await?;
-    match newest.first() {
-        Some(&id) => read(conn, keys, id).await.map(Some),
-        None => Ok(None),
-    }
 }
 
 /// One partition to restore.
@@ -359,21 +317,20 @@ async fn restore_partition(
     result
 }
 
-/// One chunked step over a hash: runs `step(cursor)` until it returns cursor `0`.
-async fn chunked(
-    conn: &mut Connection,
-    mut step: impl FnMut(&str) -> redis::ScriptInvocation<'static>,
-    fenced: impl Fn() -> Error,
-) -> Result<(), Error> {
-    let mut cursor = "0".to_string();
-    loop {
-        let reply: Value = step(&cursor).invoke_async(conn).await?;
-        if is_fenced_reply(&reply) {
-            return Err(fenced());
-        }
-        cursor = redis::from_redis_value(&reply)?;
-        if cursor == "0" {
-            return Ok(());
+/// The lease a restore's steps run under, and the error of a step it refused.
+struct Held<'a> {
+    lease: &'a Lease,
+    ttl: u64,
+    part: &'a PartToRestore,
+}
+
+impl Held<'_> {
+    fn fenced(&self) -> Error {
+        Error::Fenced {
+            topic: self.part.topic.clone(),
+            group: self.part.group.clone(),
+            partition: self.part.partition,
+            token: self.lease.token,
         }
     }
 }
@@ -386,50 +343,59 @@ async fn put_back(
     part: &PartToRestore,
     lease: &Lease,
 ) -> Result<(), Error> {
-    let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
-    let (t, p, g) = (part.topic.as_str(), part.partition, part.group.as_str());
-    let ttl = ms(config.mq_options().lease_ttl);
-    let fenced = || Error::Fenced {
-        topic: t.to_string(),
-        group: g.to_string(),
-        partition: p,
-        token: lease.token,
+    let held = Held {
+        lease,
+        ttl: ms(config.mq_options().lease_ttl),
+        part,
     };
-    let copy = keys.copy_prefix(id);
-    let state_ttl = config
-        .state_ttl()
+    clear_current(conn, &held).await?;
+    let state_ttl = (config.state_ttl())
         .map(|d| ms(d).to_string())
         .unwrap_or_default();
-    let shards = part.state.shards();
+    copy_back(conn, &held, keys, id, &state_ttl).await?;
+    let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
+    finish(conn, &held, &mq_keys, &keys.copy_prefix(id)).await
+}
+
+/// Deletes the partition's current state hashes and, for each of their fields, the
+/// key's collection if it has one.
+async fn clear_current(conn: &mut Connection, held: &Held<'_>) -> Result<(), Error> {
+    let state = &held.part.state;
     let current: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(part.state.index())
+        .arg(state.index())
         .query_async(conn)
         .await?;
     for hash in &current {
-        let base = unsharded_name(hash, shards).to_string();
-        chunked(
-            conn,
-            |cursor| {
-                let mut inv = CLEAR.key(&lease.key);
-                inv.key(&lease.fence)
-                    .key(hash)
-                    .arg(&lease.value)
-                    .arg(ttl)
-                    .arg(cursor)
-                    .arg(CHUNK_FIELDS)
-                    .arg(&base);
-                inv
-            },
-            fenced,
-        )
-        .await?;
+        let base = unsharded_name(hash, state.shards()).to_string();
+        let step = |cursor: &str| {
+            let mut inv = CLEAR.key(&held.lease.key);
+            inv.key(&held.lease.fence)
+                .key(hash)
+                .arg(&held.lease.value)
+                .arg(held.ttl);
+            inv.arg(cursor).arg(CHUNK_FIELDS).arg(&base);
+            inv
+        };
+        chunked(conn, step, || held.fenced()).await?;
     }
+    Ok(())
+}
+
+/// Copies every state hash of the part back, with the collections its record lists.
+async fn copy_back(
+    conn: &mut Connection,
+    held: &Held<'_>,
+    keys: &CheckpointKeys,
+    id: u64,
+    state_ttl: &str,
+) -> Result<(), Error> {
+    let (state, copy) = (&held.part.state, keys.copy_prefix(id));
     let record: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(keys.part_record(id, &part.state))
+        .arg(keys.part_record(id, state))
         .query_async(conn)
         .await?;
     let copied: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(format!("{copy}{}", part.state.index()))
+        .arg(format!("{copy}{}", state.index()))
         .query_async(conn)
         .await?;
     for hash in &copied {
@@ -438,150 +404,58 @@ async fn put_back(
             .cloned()
             .unwrap_or_default();
         let from = format!("{copy}{hash}");
-        chunked(
-            conn,
-            |cursor| {
-                let mut inv = PUT_BACK.key(&lease.key);
-                inv.key(&lease.fence)
-                    .key(&from)
-                    .key(hash)
-                    .arg(&lease.value)
-                    .arg(ttl)
-                    .arg(cursor);
-                inv.arg(CHUNK_FIELDS).arg(&base).arg(&copy).arg(&state_ttl);
-                inv
-            },
-            fenced,
-        )
-        .await?;
+        let step = |cursor: &str| {
+            let mut inv = PUT_BACK.key(&held.lease.key);
+            inv.key(&held.lease.fence)
+                .key(&from)
+                .key(hash)
+                .arg(&held.lease.value)
+                .arg(held.ttl);
+            inv.arg(cursor)
+                .arg(CHUNK_FIELDS)
+                .arg(&base)
+                .arg(&copy)
+                .arg(state_ttl);
+            inv
+        };
+        chunked(conn, step, || held.fenced()).await?;
     }
+    Ok(())
+}
+
+/// Index, schema and acked set back, the frontier at the part's offset, the settled set
+/// emptied, the consumer group moved there (see `checkpoint_restore_end.lua`).
+async fn finish(
+    conn: &mut Connection,
+    held: &Held<'_>,
+    mq_keys: &KeySpace,
+    copy: &str,
+) -> Result<(), Error> {
+    let part = held.part;
+    let (t, p, g) = (part.topic.as_str(), part.partition, part.group.as_str());
     let own = [
         part.state.index(),
         part.state.schema(),
         mq_keys.frontier(t, p, g),
         mq_keys.acked(t, p, g),
     ];
-    let mut inv = END.key(&lease.key);
-    inv.key(&lease.fence)
-        .key(&own[0])
-        .key(&own[1])
-        .key(&own[2])
-        .key(&own[3]);
+    let mut inv = END.key(&held.lease.key);
+    inv.key(&held.lease.fence);
+    for k in &own {
+        inv.key(k);
+    }
     inv.key(mq_keys.settled(t, p, g)).key(mq_keys.stream(t, p));
     for k in &own {
         inv.key(format!("{copy}{k}"));
     }
     let reply: Value = inv
-        .arg(&lease.value)
-        .arg(ttl)
+        .arg(&held.lease.value)
+        .arg(held.ttl)
         .arg(g)
         .invoke_async(conn)
         .await?;
     if is_fenced_reply(&reply) {
-        return Err(fenced());
+        return Err(held.fenced());
     }
-    Ok(())
-}
-
-/// Deletes checkpoint `ck` (retention): marks it `deleting` (never restored from then
-/// on), deletes every partition's part in chunks, then its record.
-pub(super) async fn drop_checkpoint(
-    job: &JobShared,
-    conn: &mut Connection,
-    ck: &Checkpoint,
-) -> Result<(), Error> {
-    let keys = &job.checkpoints.keys;
-    let (lease, ttl, _) = leader_fence(job)?;
-    for step in ["mark", "drop"] {
-        if step == "drop" {
-            for p in &ck.pipelines {
-                for partition in 0..p.partitions {
-                    let tag = job.keys.hash_tag(&p.topic, partition);
-                    let config = &job.config;
-                    let state = StateKeys::new(
-                        &config.state_key_prefix(),
-                        &job.job_name,
-                        &tag,
-                        &p.group,
-                        config.keyed_state_shard_count(),
-                    );
-                    let own = [
-                        state.index(),
-                        state.schema(),
-                        job.keys.frontier(&p.topic, partition, &p.group),
-                        job.keys.acked(&p.topic, partition, &p.group),
-                    ];
-                    drop_part(conn, keys, ck.id, &state, &own).await?;
-                }
-            }
-        }
-        let reply: Value = FORGET
-            .key(keys.leader())
-            .key(keys.leader_token())
-            .key(keys.meta(ck.id))
-            .key(keys.parts(ck.id))
-            .key(keys.ids())
-            .key(keys.complete())
-            .arg(&lease)
-            .arg(ttl)
-            .arg(ck.id)
-            .arg(step)
-            .invoke_async(conn)
-            .await?;
-        if is_fenced_reply(&reply) {
-            return Err(err(format!(
-                "deleting checkpoint {}: the leader lease passed to another process",
-                ck.id
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Deletes one partition's part of checkpoint `id` (`own`: the partition's index,
-/// schema, frontier and acked keys, whose copies go too).
-async fn drop_part(
-    conn: &mut Connection,
-    keys: &CheckpointKeys,
-    id: u64,
-    state: &StateKeys,
-    own: &[String; 4],
-) -> Result<(), Error> {
-    let copy = keys.copy_prefix(id);
-    let record_key = keys.part_record(id, state);
-    let record: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(&record_key)
-        .query_async(conn)
-        .await?;
-    let copied: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(format!("{copy}{}", own[0]))
-        .query_async(conn)
-        .await?;
-    for hash in &copied {
-        let key = format!("{copy}{hash}");
-        match record.get(&format!("c:{hash}")) {
-            Some(base) => {
-                let base = format!("{copy}{base}");
-                chunked(
-                    conn,
-                    |cursor| {
-                        let mut inv = DROP.key(&key);
-                        inv.arg(cursor).arg(CHUNK_FIELDS).arg(&base);
-                        inv
-                    },
-                    || err("unreachable".into()),
-                )
-                .await?;
-            }
-            None => {
-                let _: i64 = redis::cmd("UNLINK").arg(&key).query_async(conn).await?;
-            }
-        }
-    }
-    let mut unlink = redis::cmd("UNLINK");
-    for k in own {
-        unlink.arg(format!("{copy}{k}"));
-    }
-    let _: i64 = unlink.arg(&record_key).query_async(conn).await?;
     Ok(())
 }

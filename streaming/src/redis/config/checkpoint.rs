@@ -1,47 +1,8 @@
-//! The checkpoint and leader-election options of [`RedisRuntimeConfig`]: their defaults,
-//! getters, setters and validation.
+//! The checkpoint and leader-election options' getters on [`RedisRuntimeConfig`] and
+//! setters on its builder (the options themselves: `checkpoint_options`).
 
-use super::{invalid, key_part, RedisRuntimeConfig, RedisRuntimeConfigBuilder};
-use crate::Error;
+use super::{CheckpointOptions, RedisRuntimeConfig, RedisRuntimeConfigBuilder};
 use std::time::Duration;
-
-/// The shortest period of periodic checkpoints: a shorter `checkpoint_interval` runs
-/// every 50 ms.
-pub(crate) const MIN_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(50);
-
-/// The checkpoint and leader options (see their getters on [`RedisRuntimeConfig`]).
-#[derive(Clone, Debug)]
-pub(crate) struct CheckpointOptions {
-    pub(crate) interval: Duration,
-    pub(crate) restore_from_latest: bool,
-    pub(crate) key_prefix: String,
-    pub(crate) to_keep: u32,
-    pub(crate) drain_timeout: Duration,
-    pub(crate) threads: u32,
-    pub(crate) defer_ack_until_checkpoint: bool,
-    pub(crate) ack_deferred_messages_on_checkpoint: bool,
-    pub(crate) leader_election_enabled: bool,
-    pub(crate) leader_lease_ttl: Duration,
-    pub(crate) leader_renew_interval: Duration,
-}
-
-impl Default for CheckpointOptions {
-    fn default() -> Self {
-        CheckpointOptions {
-            interval: Duration::ZERO,
-            restore_from_latest: false,
-            key_prefix: "streaming:runtime:checkpoint:".into(),
-            to_keep: 5,
-            drain_timeout: Duration::from_secs(30),
-            threads: 1,
-            defer_ack_until_checkpoint: false,
-            ack_deferred_messages_on_checkpoint: true,
-            leader_election_enabled: false,
-            leader_lease_ttl: Duration::from_secs(30),
-            leader_renew_interval: Duration::from_secs(10),
-        }
-    }
-}
 
 macro_rules! options {
     ($($(#[$doc:meta])* $name:ident / $field:ident: $ty:ty, set $set:ty, $(#[$sdoc:meta])*;)*) => {
@@ -146,56 +107,5 @@ impl RedisRuntimeConfig {
     /// The checkpoint and leader options together.
     pub(crate) fn checkpoint(&self) -> &CheckpointOptions {
         &self.checkpoint
-    }
-}
-
-impl CheckpointOptions {
-    /// Validates the options (see [`RedisRuntimeConfigBuilder::build`]).
-    pub(crate) fn validate(&self) -> Result<(), Error> {
-        key_part("checkpoint_key_prefix", &self.key_prefix)?;
-        if self.drain_timeout < Duration::from_millis(1) {
-            return Err(invalid("checkpoint_drain_timeout", "must be at least 1 ms"));
-        }
-        if self.threads != 1 {
-            return Err(invalid(
-                "checkpoint_threads",
-                format!(
-                    "must be 1, got {}: each partition's subtask writes its own part of a checkpoint, and one coordinator task schedules them",
-                    self.threads
-                ),
-            ));
-        }
-        if self.defer_ack_until_checkpoint {
-            return Err(invalid(
-                "defer_ack_until_checkpoint",
-                "not accepted: every batch commits its state, Redis sink writes and acknowledgement in one transaction, so acknowledging at checkpoints would only make a crash replay more; leave it `false`",
-            ));
-        }
-        if !self.ack_deferred_messages_on_checkpoint {
-            return Err(invalid(
-                "ack_deferred_messages_on_checkpoint",
-                "only `true` is accepted: no message waits for a checkpoint to be acknowledged (every batch commit acknowledges its messages)",
-            ));
-        }
-        if self.leader_lease_ttl < Duration::from_millis(1) {
-            return Err(invalid("leader_lease_ttl", "must be at least 1 ms"));
-        }
-        if self.leader_renew_interval.is_zero()
-            || self.leader_renew_interval >= self.leader_lease_ttl
-        {
-            return Err(invalid(
-                "leader_renew_interval",
-                format!(
-                    "must be more than zero and less than leader_lease_ttl ({:?}), got {:?}",
-                    self.leader_lease_ttl, self.leader_renew_interval
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The period of periodic checkpoints, `None` when off.
-    pub(crate) fn period(&self) -> Option<Duration> {
-        (!self.interval.is_zero()).then(|| self.interval.max(MIN_CHECKPOINT_INTERVAL))
     }
 }

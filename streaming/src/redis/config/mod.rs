@@ -5,19 +5,15 @@ use crate::Error;
 use std::time::Duration;
 
 mod checkpoint;
+mod checkpoint_options;
+mod checks;
 mod file;
 mod policies;
 
-pub(crate) use checkpoint::CheckpointOptions;
+pub(crate) use checkpoint_options::CheckpointOptions;
+use checks::{invalid, key_part};
 
 pub use policies::{AckMode, HotKeyPolicy, ProcessingErrorResult, SchemaMismatchPolicy};
-
-fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
-    Error::InvalidConfig {
-        field,
-        reason: reason.into(),
-    }
-}
 
 /// How a batch commit waits for replicas: `WAIT replicas timeout`, sent right after the
 /// commit's transaction on the same connection to the node that ran it (on a Redis Cluster, the
@@ -414,24 +410,6 @@ setters! {
     commit_replica_wait: Option<ReplicaWait>;
     /// Sets [`RedisRuntimeConfig::stalled_after`] (at least 1 ms).
     stalled_after: Duration;
-}
-
-/// A name used inside Redis keys: non-empty, and no `{`/`}` (they would break the
-/// partition's hash tag) or whitespace.
-fn key_part(field: &'static str, value: &str) -> Result<(), Error> {
-    if value.is_empty() {
-        return Err(invalid(field, "must not be empty"));
-    }
-    if let Some(c) = value
-        .chars()
-        .find(|c| matches!(c, '{' | '}') || c.is_whitespace())
-    {
-        return Err(invalid(
-            field,
-            format!("{value:?} contains {c:?}; braces and whitespace are not allowed in key names"),
-        ));
-    }
-    Ok(())
 }
 
 impl RedisRuntimeConfigBuilder {

@@ -1,0 +1,179 @@
+//! Retention: after a checkpoint completes, the coordinator deletes the checkpoints
+//! beyond `checkpoints_to_keep` and the incomplete ones before the newest complete one,
+//! in small steps on its own connection.
+
+use super::store::{chunked, leader_fence, list};
+use super::{fenced_script, now_ms, Checkpoint, CheckpointKeys, CheckpointStatus};
+use crate::mq::lease::is_fenced_reply;
+use crate::mq::Connection;
+use crate::redis::job::JobShared;
+use crate::redis::keys::StateKeys;
+use crate::Error;
+use redis::{Script, Value};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+static FORGET: LazyLock<Script> = fenced_script!("checkpoint_forget.lua");
+static DROP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/checkpoint_drop_chunk.lua")));
+
+fn retention_error(reason: String) -> Error {
+    Error::Engine {
+        op: "checkpoint retention",
+        reason,
+    }
+}
+
+/// Fields per delete step.
+const CHUNK_FIELDS: usize = 500;
+
+/// Retention after a checkpoint completed: with `checkpoints_to_keep` N > 0, deletes
+/// every incomplete checkpoint older than the newest complete one (first), then the
+/// complete ones beyond the newest N.
+pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
+    let keep = job.checkpoint_options.to_keep as usize;
+    if keep == 0 {
+        return Ok(());
+    }
+    let keys = &job.checkpoints.keys;
+    // A checkpoint still open (another process's, without leader election) is left alone.
+    let open: Vec<(u64, f64)> = redis::cmd("ZRANGE")
+        .arg(keys.open())
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?;
+    let now = now_ms();
+    let still_open = |id: u64| {
+        open.iter()
+            .any(|&(o, deadline)| o == id && deadline as u64 >= now)
+    };
+    let all: Vec<Checkpoint> = (list(conn, keys).await?)
+        .into_iter()
+        .filter(|c| !still_open(c.id))
+        .collect();
+    let complete: Vec<u64> = (all.iter())
+        .filter(|c| c.status == CheckpointStatus::Complete)
+        .map(|c| c.id)
+        .collect();
+    let Some(&newest) = complete.last() else {
+        return Ok(());
+    };
+    let incomplete =
+        (all.iter()).filter(|c| c.status != CheckpointStatus::Complete && c.id < newest);
+    let old = (all.iter()).filter(|c| {
+        c.status == CheckpointStatus::Complete
+            && complete.len() > keep
+            && c.id < complete[complete.len() - keep]
+    });
+    let doomed: Vec<Checkpoint> = incomplete.chain(old).cloned().collect();
+    for ck in doomed {
+        drop_checkpoint(job, conn, &ck).await?;
+    }
+    Ok(())
+}
+
+/// Deletes checkpoint `ck` (retention): marks it `deleting` (never restored from then
+/// on), deletes every partition's part in chunks, then its record.
+pub(super) async fn drop_checkpoint(
+    job: &JobShared,
+    conn: &mut Connection,
+    ck: &Checkpoint,
+) -> Result<(), Error> {
+    let keys = &job.checkpoints.keys;
+    let (lease, ttl, _) = leader_fence(job)?;
+    for step in ["mark", "drop"] {
+        if step == "drop" {
+            for p in &ck.pipelines {
+                for partition in 0..p.partitions {
+                    let tag = job.keys.hash_tag(&p.topic, partition);
+                    let config = &job.config;
+                    let state = StateKeys::new(
+                        &config.state_key_prefix(),
+                        &job.job_name,
+                        &tag,
+                        &p.group,
+                        config.keyed_state_shard_count(),
+                    );
+                    let own = [
+                        state.index(),
+                        state.schema(),
+                        job.keys.frontier(&p.topic, partition, &p.group),
+                        job.keys.acked(&p.topic, partition, &p.group),
+                    ];
+                    drop_part(conn, keys, ck.id, &state, &own).await?;
+                }
+            }
+        }
+        let reply: Value = FORGET
+            .key(keys.leader())
+            .key(keys.leader_token())
+            .key(keys.meta(ck.id))
+            .key(keys.parts(ck.id))
+            .key(keys.ids())
+            .key(keys.complete())
+            .key(keys.open())
+            .arg(&lease)
+            .arg(ttl)
+            .arg(ck.id)
+            .arg(step)
+            .invoke_async(conn)
+            .await?;
+        if is_fenced_reply(&reply) {
+            return Err(retention_error(format!(
+                "deleting checkpoint {}: the leader lease passed to another process",
+                ck.id
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes one partition's part of checkpoint `id` (`own`: the partition's index,
+/// schema, frontier and acked keys, whose copies go too).
+async fn drop_part(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+    id: u64,
+    state: &StateKeys,
+    own: &[String; 4],
+) -> Result<(), Error> {
+    let copy = keys.copy_prefix(id);
+    let record_key = keys.part_record(id, state);
+    let record: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(&record_key)
+        .query_async(conn)
+        .await?;
+    let copied: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{copy}{}", own[0]))
+        .query_async(conn)
+        .await?;
+    for hash in &copied {
+        let key = format!("{copy}{hash}");
+        match record.get(&format!("c:{hash}")) {
+            Some(base) => {
+                let base = format!("{copy}{base}");
+                chunked(
+                    conn,
+                    |cursor| {
+                        let mut inv = DROP.key(&key);
+                        inv.arg(cursor).arg(CHUNK_FIELDS).arg(&base);
+                        inv
+                    },
+                    || retention_error("a delete step was refused".into()),
+                )
+                .await?;
+            }
+            None => {
+                let _: i64 = redis::cmd("UNLINK").arg(&key).query_async(conn).await?;
+            }
+        }
+    }
+    let mut unlink = redis::cmd("UNLINK");
+    for k in own {
+        unlink.arg(format!("{copy}{k}"));
+    }
+    let _: i64 = unlink.arg(&record_key).query_async(conn).await?;
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! Checkpoint records in Redis: reading them, the leader fence of the coordinator's
+//! scripts, and the chunked steps over a hash that copies, restores and deletes use.
+
+use super::{Checkpoint, CheckpointKeys, CheckpointStatus};
+use crate::mq::lease::{is_fenced_reply, ms};
+use crate::mq::Connection;
+use crate::redis::job::JobShared;
+use crate::Error;
+use redis::Value;
+use std::collections::HashMap;
+
+/// The leader lease a coordinator's scripts check: its value and ttl in ms ("" without
+/// leader election).
+pub(super) fn leader_fence(job: &JobShared) -> Result<(String, u64, u64), Error> {
+    let options = &job.checkpoint_options;
+    if !options.leader_election_enabled {
+        return Ok((String::new(), 1, 0));
+    }
+    match job.checkpoints.lease() {
+        Some(l) => Ok((l.value.clone(), ms(options.leader_lease_ttl), l.token)),
+        None => Err(Error::Engine {
+            op: "checkpoint",
+            reason: format!(
+                "this process ({}) is not the job's leader (leader: {}); with leader_election_enabled only the leader takes checkpoints",
+                job.job_instance_id,
+                job.checkpoints.leader_instance().unwrap_or_else(|| "none yet".into())
+            ),
+        }),
+    }
+}
+
+/// A checkpoint from its record; `None` when the record is gone.
+pub(super) fn parse_meta(id: u64, fields: &HashMap<String, String>) -> Option<Checkpoint> {
+    let status = match fields.get("status")?.as_str() {
+        "complete" => CheckpointStatus::Complete,
+        "failed" => CheckpointStatus::Failed,
+        "deleting" => CheckpointStatus::Deleting,
+        _ => CheckpointStatus::Pending,
+    };
+    let num = |f: &str| fields.get(f).and_then(|v| v.parse::<u64>().ok());
+    Some(Checkpoint {
+        id,
+        status,
+        instance: fields.get("instance").cloned().unwrap_or_default(),
+        fencing_token: num("token").unwrap_or(0),
+        parallelism: num("parallelism").unwrap_or(0) as u32,
+        started_at_ms: num("started_at_ms").unwrap_or(0),
+        finished_at_ms: num("finished_at_ms"),
+        pipelines: (fields.get("pipelines"))
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_default(),
+        failure: fields.get("failure").cloned(),
+    })
+}
+
+/// Every checkpoint of the job whose record exists, by id.
+///
+/// # Errors
+/// Redis errors.
+pub(crate) async fn list(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+) -> Result<Vec<Checkpoint>, Error> {
+    let ids: Vec<u64> = redis::cmd("ZRANGE")
+        .arg(keys.ids())
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let fields: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(keys.meta(id))
+            .query_async(conn)
+            .await?;
+        out.extend(parse_meta(id, &fields));
+    }
+    Ok(out)
+}
+
+/// Checkpoint `id`, which must be complete.
+pub(crate) async fn read(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+    id: u64,
+) -> Result<Checkpoint, Error> {
+    let fields: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(keys.meta(id))
+        .query_async(conn)
+        .await?;
+    match parse_meta(id, &fields) {
+        Some(ck) if ck.status == CheckpointStatus::Complete => Ok(ck),
+        Some(ck) => Err(super::restore_error(format!(
+            "checkpoint {id} is {:?}, not complete: it cannot be restored",
+            ck.status
+        ))),
+        None => Err(super::restore_error(format!(
+            "no checkpoint {id} (never taken, or deleted by retention)"
+        ))),
+    }
+}
+
+/// The latest complete checkpoint, if any.
+pub(crate) async fn latest(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+) -> Result<Option<Checkpoint>, Error> {
+    let newest: Vec<u64> = redis::cmd("ZRANGE")
+        .arg(keys.complete())
+        .arg(-1)
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    match newest.first() {
+        Some(&id) => read(conn, keys, id).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// One chunked step over a hash: runs `step(cursor)` until it returns cursor `0`.
+pub(super) async fn chunked(
+    conn: &mut Connection,
+    mut step: impl FnMut(&str) -> redis::ScriptInvocation<'static>,
+    fenced: impl Fn() -> Error,
+) -> Result<(), Error> {
+    let mut cursor = "0".to_string();
+    loop {
+        let reply: Value = step(&cursor).invoke_async(conn).await?;
+        if is_fenced_reply(&reply) {
+            return Err(fenced());
+        }
+        cursor = redis::from_redis_value(&reply)?;
+        if cursor == "0" {
+            return Ok(());
+        }
+    }
+}
