@@ -33,14 +33,14 @@ pub(crate) async fn run(mq: &Mq, cmd: &JobsCommand, out: &Output) -> Result<()> 
 }
 
 /// Milliseconds since the Unix epoch now.
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// How long ago `at_ms` was, e.g. `1.2s` (`0.0s` for a clock ahead of ours).
-fn age(at_ms: u64, now_ms: u64) -> String {
+pub(crate) fn age(at_ms: u64, now_ms: u64) -> String {
     format!("{:.1}s", now_ms.saturating_sub(at_ms) as f64 / 1000.0)
 }
 

@@ -5,6 +5,7 @@
 //! failure prints one line on stderr (`error: …`) and exits with status 1 (2 for a usage
 //! error, from clap).
 
+mod checkpoints;
 mod dlq;
 mod jobs;
 mod lag;
@@ -56,6 +57,9 @@ enum Command {
     /// Read the Redis engine's keyed state.
     #[command(subcommand)]
     State(state::StateCommand),
+    /// A Redis engine job's checkpoints.
+    #[command(subcommand)]
+    Checkpoints(checkpoints::CheckpointsCommand),
 }
 
 /// A command's failure: the one line printed after `error: `.
@@ -95,6 +99,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Jobs(cmd) => jobs::run(&connect(url, prefix).await?, cmd, &out).await,
         // Engine state is not the queue's: a plain connection reads it.
         Command::State(cmd) => state::run(url, cmd, &out).await,
+        Command::Checkpoints(cmd) => checkpoints::run(url, cmd, &out).await,
     }
 }
 

@@ -516,7 +516,23 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         assert!(Instant::now() < deadline, "{:?}", job.diagnostics());
         std::thread::sleep(Duration::from_millis(20));
     }
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     job.blocking_shutdown(Duration::from_secs(10));
+    let listed = redis.json(&["checkpoints", "list", "--job", "wordcount"]);
+    assert_eq!(listed[0]["id"], ck.id);
+    assert_eq!(listed[0]["status"], "complete");
+    assert_eq!(listed[0]["pipelines"][0]["topic"], "words");
+    assert_eq!(listed[0]["pipelines"][0]["partitions"], 1);
+    let table = redis
+        .admin()
+        .args(["checkpoints", "list", "--job", "wordcount"])
+        .assert()
+        .success();
+    let table = String::from_utf8(table.get_output().stdout.clone()).unwrap();
+    assert!(
+        table.contains("complete") && table.contains("words/g×1"),
+        "{table}"
+    );
 
     let get_state = |state: &str, key: &str| {
         let mut args = vec!["state", "get", "--job", "wordcount", "--topic", "words"];

@@ -553,7 +553,7 @@ fn restores_need_a_complete_checkpoint_and_a_stopped_job() {
     let (env3, _) = latest("third");
     env3.restore_from_checkpoint(ck.id).unwrap();
     let e = env3.execute_async().unwrap_err().to_string();
-    assert!(e.contains("running in other processes (test)"), "{e}");
+    assert!(e.contains("running in other processes (test,"), "{e}");
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
     // Stopped: the latest checkpoint comes back and the 20 later records run again.
     let (env4, out) = latest("fourth");

@@ -84,10 +84,16 @@ async fn restore(
         return Ok(None);
     };
     let mq = crate::mq::Mq::from_endpoint(endpoint.clone(), config.mq_options()).await?;
+    // A record older than two heartbeats is a killed process's, not expired yet.
+    let now = super::now_ms();
     let others: Vec<String> = (crate::redis::job::registered_instances(&mq, Some(&job)).await?)
         .into_iter()
+        .filter(|i| {
+            let late = i.heartbeat_interval_ms > 0
+                && now.saturating_sub(i.heartbeat_at_ms) > 2 * i.heartbeat_interval_ms;
+            i.instance != instance && !late
+        })
         .map(|i| i.instance)
-        .filter(|i| *i != instance)
         .collect();
     if !others.is_empty() {
         if let RestoreRequest::Latest = request {
@@ -95,7 +101,7 @@ async fn restore(
             return Ok(None);
         }
         return Err(err(format!(
-            "job `{job}` is running in other processes ({}): stop them before restoring checkpoint {}",
+            "job `{job}` is running in other processes ({}, by the job registry): stop them before restoring checkpoint {}",
             others.join(", "),
             ck.id
         )));

@@ -1,0 +1,76 @@
+//! `checkpoints list`: a Redis engine job's stored checkpoints.
+
+use clap::Subcommand;
+use serde_json::json;
+use streaming::redis::{CheckpointStatus, RedisEnv, RedisRuntimeConfig};
+
+use crate::output::{Output, Table};
+use crate::{Failure, Result};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CheckpointsCommand {
+    /// Lists a job's checkpoints by id: status (only `complete` ones can be restored
+    /// with `RedisEnv::restore_from_checkpoint`), when, by which instance and leader
+    /// term, and the pipelines (topic/group × partitions) they hold.
+    List {
+        /// The job's name (`RedisRuntimeConfig::job_name`).
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name())]
+        job: String,
+        /// Prefix of checkpoint keys (`RedisRuntimeConfig::checkpoint_key_prefix`).
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().checkpoint_key_prefix())]
+        checkpoint_prefix: String,
+    },
+}
+
+pub(crate) async fn run(url: &str, cmd: &CheckpointsCommand, out: &Output) -> Result<()> {
+    let CheckpointsCommand::List {
+        job,
+        checkpoint_prefix,
+    } = cmd;
+    let config = RedisRuntimeConfig::builder()
+        .job_name(job.as_str())
+        .checkpoint_key_prefix(checkpoint_prefix.as_str())
+        .build()?;
+    let env = RedisEnv::try_with_config(url, config)?;
+    let list = env
+        .checkpoints()
+        .await
+        .map_err(|e| Failure(format!("reading checkpoints at `{url}`: {e}")))?;
+    let mut table = Table::new(&[
+        "id",
+        "status",
+        "age",
+        "took",
+        "instance",
+        "token",
+        "pipelines",
+        "failure",
+    ]);
+    let now = crate::jobs::now_ms();
+    for c in &list {
+        let status = match c.status {
+            CheckpointStatus::Pending => "pending",
+            CheckpointStatus::Complete => "complete",
+            CheckpointStatus::Failed => "failed",
+            CheckpointStatus::Deleting => "deleting",
+        };
+        let took = c.finished_at_ms.map_or("-".into(), |f| {
+            format!("{} ms", f.saturating_sub(c.started_at_ms))
+        });
+        let pipelines: Vec<String> = (c.pipelines.iter())
+            .map(|p| format!("{}/{}×{}", p.topic, p.group, p.partitions))
+            .collect();
+        table.row(vec![
+            c.id.to_string(),
+            status.into(),
+            crate::jobs::age(c.started_at_ms, now),
+            took,
+            c.instance.clone(),
+            c.fencing_token.to_string(),
+            pipelines.join(" "),
+            c.failure.clone().unwrap_or_default(),
+        ]);
+    }
+    out.print(&table, &json!(list));
+    Ok(())
+}
