@@ -38,15 +38,49 @@ pub trait Sink<T> {
     }
 }
 
-/// Values a sink appends to a Redis list in the batch commit (see
-/// [`RedisListSink`](crate::redis::RedisListSink)).
+/// What a Redis sink buffered for the batch commit (see
+/// [`RedisListSink`](crate::redis::RedisListSink)): writes to one key per partition,
+/// `{name}:{T:n}` (the engine appends the partition's hash tag).
 #[doc(hidden)]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CommitWrites {
-    /// The list's base name; the engine appends the partition's hash tag.
+    /// The key's base name.
     pub list: std::sync::Arc<str>,
-    /// The values, in output order.
-    pub values: Vec<String>,
+    /// The writes, in output order.
+    pub write: CommitWrite,
+}
+
+/// The writes of one [`CommitWrites`].
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum CommitWrite {
+    /// `RPUSH` of the values.
+    ListAppend(Vec<String>),
+    /// `HSET` of (field, value) pairs (a later pair for the same field wins).
+    HashSet(Vec<(String, String)>),
+    /// One `XADD` per entry (its field/value pairs), `MAXLEN ~ n` when set.
+    StreamAdd {
+        entries: Vec<Vec<(String, String)>>,
+        max_len: Option<usize>,
+    },
+    /// `RPUSH` of each (idempotency key, value) whose key is not in the dedup set
+    /// `{name}:dedup:{T:n}` (kept `ttl_ms` per key), in one script.
+    IdempotentAppend {
+        ttl_ms: u64,
+        items: Vec<(String, String)>,
+    },
+}
+
+impl CommitWrite {
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            CommitWrite::ListAppend(v) => v.is_empty(),
+            CommitWrite::HashSet(v) => v.is_empty(),
+            CommitWrite::StreamAdd { entries, .. } => entries.is_empty(),
+            CommitWrite::IdempotentAppend { items, .. } => items.is_empty(),
+        }
+    }
 }
 
 impl<T, F: FnMut(T)> Sink<T> for F {

@@ -32,7 +32,8 @@ use super::pending::{drain_into, KeyKind, Pending, PendingHash};
 use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
-use super::{AckMode, RedisListSink};
+use super::sink_writes::SinkWrite;
+use super::AckMode;
 use crate::api::state::CollectionKind;
 use crate::api::Sink;
 use crate::mq::lease::ms;
@@ -67,8 +68,8 @@ fn without_comments(source: &str) -> String {
         .join("\n")
 }
 
-/// A Redis sink list's appends: (list key, values).
-type ListWrites = Vec<(String, Vec<String>)>;
+/// The Redis sinks' writes of a batch.
+type SinkWrites = Vec<SinkWrite>;
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
     /// Adds every store's changes since the last drain to `pending`.
@@ -187,7 +188,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     }
 
     /// Every Redis sink of the pipeline, main or side output, commits in this script.
-    fn list_writes(&mut self, ctx: &Ctx<'_>) -> ListWrites {
+    fn list_writes(&mut self, ctx: &Ctx<'_>) -> SinkWrites {
         let (t, p) = (ctx.spec.topic.as_str(), self.partition);
         self.sink
             .take_commit_writes()
@@ -197,8 +198,8 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                     .iter()
                     .filter_map(|side| side.borrow_mut().take_commit_writes()),
             )
-            .filter(|w| !w.values.is_empty())
-            .map(|w| (RedisListSink::<()>::key_for(&w.list, t, p), w.values))
+            .filter(|w| !w.write.is_empty())
+            .map(|w| SinkWrite::new(w, t, p))
             .collect()
     }
 }
@@ -219,7 +220,7 @@ struct CommitCall<'a> {
     hashes: &'a [PendingHash],
     /// Per hash, whether the tail returns its size.
     sampled: &'a [bool],
-    lists: &'a ListWrites,
+    lists: &'a SinkWrites,
 }
 
 /// The Redis type a written key must have (or have none), as `TYPE` names it, and the
@@ -238,7 +239,7 @@ impl CommitCall<'_> {
     fn written(&self) -> Vec<(&str, &'static str)> {
         let mut keys: Vec<(&str, &'static str)> = (self.hashes.iter())
             .map(|h| (h.key.as_str(), type_of(h.kind).0))
-            .chain(self.lists.iter().map(|(k, _)| (k.as_str(), "list")))
+            .chain(self.lists.iter().flat_map(SinkWrite::keys))
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), "set"));
@@ -373,11 +374,8 @@ impl CommitCall<'_> {
                 pipe.cmd("PEXPIRE").arg(&h.key).arg(ttl);
             }
         }
-        for (k, values) in self.lists {
-            let cmd = pipe.cmd("RPUSH").arg(k);
-            for v in values {
-                cmd.arg(v);
-            }
+        for w in self.lists {
+            w.push(pipe);
         }
         let index: Vec<&str> = (self.hashes.iter())
             .filter(|h| h.kind == KeyKind::State)

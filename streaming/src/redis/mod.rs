@@ -329,6 +329,8 @@ mod report;
 pub(crate) mod runtime;
 mod schema;
 mod sink;
+mod sink_writes;
+mod sinks;
 mod subtask;
 mod takeover;
 mod timers;
@@ -349,5 +351,6 @@ pub use job::{
     RegisteredPartition, RegisteredPipeline,
 };
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
+pub use sinks::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};
 
 pub(crate) use runtime::RedisRuntime;

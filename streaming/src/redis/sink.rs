@@ -1,7 +1,7 @@
 //! Sinks of the Redis engine: [`RedisListSink`] (commits with the batch) and
 //! [`CollectSink`] (for tests).
 
-use crate::api::{CommitWrites, Sink};
+use crate::api::{CommitWrite, CommitWrites, Sink};
 use crate::{BoxError, Error};
 use serde::Serialize;
 use std::marker::PhantomData;
@@ -131,7 +131,7 @@ impl<T, E> RedisListSink<T, E> {
     fn take_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.list),
-            values: std::mem::take(&mut self.pending),
+            write: CommitWrite::ListAppend(std::mem::take(&mut self.pending)),
         })
     }
 
@@ -270,13 +270,20 @@ mod tests {
         json.invoke(Point { x: -2 }).unwrap();
         let w = json.take_commit_writes().unwrap();
         assert_eq!(&*w.list, "out");
-        assert_eq!(w.values, [r#"{"x":1}"#, r#"{"x":-2}"#]);
+        let CommitWrite::ListAppend(values) = w.write else {
+            panic!("{w:?}")
+        };
+        assert_eq!(values, [r#"{"x":1}"#, r#"{"x":-2}"#]);
         assert!(json.close().is_ok(), "nothing buffered");
 
         let mut text = RedisListSink::<Tag>::text("tags");
         text.invoke(Tag(7)).unwrap();
         assert!(text.close().is_err(), "a record no engine wrote");
-        assert_eq!(text.take_commit_writes().unwrap().values, ["tag-7"]);
+        let w = text.take_commit_writes().unwrap();
+        assert!(
+            matches!(&w.write, CommitWrite::ListAppend(v) if v == &["tag-7"]),
+            "{w:?}"
+        );
         assert_eq!(RedisListSink::<Tag>::key_for("tags", "t", 3), "tags:{t:3}");
     }
 

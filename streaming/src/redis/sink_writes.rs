@@ -1,0 +1,88 @@
+//! The Redis sinks' writes in a batch commit: each sink's buffered [`CommitWrite`] on its
+//! partition key `{name}:{T:n}`, as the commands of the commit's transaction.
+
+use crate::api::{CommitWrite, CommitWrites};
+use redis::Pipeline;
+use std::sync::LazyLock;
+
+/// Appends each (idempotency key, value) whose key is not in the dedup set, in one
+/// script (`lua/idempotent_append.lua`).
+pub(crate) static IDEMPOTENT_APPEND: LazyLock<String> =
+    LazyLock::new(|| include_str!("lua/idempotent_append.lua").to_string());
+
+/// One sink's writes for one partition.
+pub(super) struct SinkWrite {
+    /// `{name}:{T:n}`.
+    pub(super) key: String,
+    /// `{name}:dedup:{T:n}` for an idempotent append.
+    pub(super) dedup: Option<String>,
+    pub(super) write: CommitWrite,
+}
+
+/// The partition key of sink key base `name`: `{name}:{topic:partition}`.
+pub(crate) fn partition_key(name: &str, topic: &str, partition: u32) -> String {
+    format!("{name}:{{{topic}:{partition}}}")
+}
+
+/// The dedup set of an idempotent list `name` on a partition: `{name}:dedup:{topic:partition}`.
+pub(crate) fn dedup_key(name: &str, topic: &str, partition: u32) -> String {
+    format!("{name}:dedup:{{{topic}:{partition}}}")
+}
+
+impl SinkWrite {
+    pub(super) fn new(w: CommitWrites, topic: &str, partition: u32) -> Self {
+        let dedup = matches!(w.write, CommitWrite::IdempotentAppend { .. })
+            .then(|| dedup_key(&w.list, topic, partition));
+        SinkWrite {
+            key: partition_key(&w.list, topic, partition),
+            dedup,
+            write: w.write,
+        }
+    }
+
+    /// The keys it writes with the Redis type each must have.
+    pub(super) fn keys(&self) -> impl Iterator<Item = (&str, &'static str)> {
+        let ty = match self.write {
+            CommitWrite::ListAppend(_) | CommitWrite::IdempotentAppend { .. } => "list",
+            CommitWrite::HashSet(_) => "hash",
+            CommitWrite::StreamAdd { .. } => "stream",
+        };
+        std::iter::once((self.key.as_str(), ty)).chain(self.dedup.as_deref().map(|d| (d, "zset")))
+    }
+
+    /// Its commands, appended to the commit's transaction.
+    pub(super) fn push(&self, pipe: &mut Pipeline) {
+        match &self.write {
+            CommitWrite::ListAppend(values) => {
+                pipe.cmd("RPUSH").arg(&self.key).arg(values);
+            }
+            CommitWrite::HashSet(fields) => {
+                let cmd = pipe.cmd("HSET").arg(&self.key);
+                for (f, v) in fields {
+                    cmd.arg(f).arg(v);
+                }
+            }
+            CommitWrite::StreamAdd { entries, max_len } => {
+                for fields in entries {
+                    let cmd = pipe.cmd("XADD").arg(&self.key);
+                    if let Some(n) = max_len {
+                        cmd.arg("MAXLEN").arg("~").arg(*n);
+                    }
+                    cmd.arg("*");
+                    for (f, v) in fields {
+                        cmd.arg(f).arg(v);
+                    }
+                }
+            }
+            CommitWrite::IdempotentAppend { ttl_ms, items } => {
+                let cmd = pipe.cmd("EVAL").arg(IDEMPOTENT_APPEND.as_str()).arg(2);
+                cmd.arg(&self.key)
+                    .arg(self.dedup.as_deref().unwrap_or_default());
+                cmd.arg(*ttl_ms);
+                for (k, v) in items {
+                    cmd.arg(k).arg(v);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The sinks that write in the batch commit: `RedisHashSink`, `RedisStreamSink`,
+//! `RedisIdempotentListSink`. A commit refused (another owner took the lease while the
+//! batch ran) writes none of them; once the partition is taken back, each output is in
+//! Redis once. The idempotent list drops a record whose key an earlier input produced
+//! (a producer's retried send), in the engine and standalone.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::AsyncCommands;
+use serde::Serialize;
+use streaming::api::ValueStateDescriptor;
+use streaming::mq::Message;
+use streaming::redis::{
+    JobClient, RedisEnv, RedisHashSink, RedisIdempotentListSink, RedisStreamSink,
+};
+use support::engine::{earliest, setup, wait_until, EngineSetup};
+
+const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+
+#[derive(Clone, Debug, Serialize)]
+struct Counted {
+    word: String,
+    n: u64,
+    /// The input message's id.
+    id: String,
+}
+
+/// Holds every pipeline at the record "slow" until released.
+#[derive(Clone, Default)]
+struct Gate {
+    reached: Arc<std::sync::atomic::AtomicUsize>,
+    released: Arc<AtomicBool>,
+}
+
+impl Gate {
+    fn pass(&self, word: &str) {
+        if word != "slow" || self.released.load(Ordering::SeqCst) {
+            return;
+        }
+        self.reached.fetch_add(1, Ordering::SeqCst);
+        let end = Instant::now() + Duration::from_secs(60);
+        while !self.released.load(Ordering::SeqCst) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Registers the keyed count of topic `c` read by `group`, ending in `sink`.
+macro_rules! count_into {
+    ($env:expr, $group:expr, $gate:expr, $sink:expr) => {{
+        let gate = $gate.clone();
+        $env.from_mq_topic_with_options("c", $group, earliest(50))
+            .map(|m: Message| (m.text().unwrap().to_string(), m.id.clone()))
+            .key_by(|(w, _): &(String, String)| w.clone())
+            .process(move |(word, id): (String, String), ctx, out| {
+                gate.pass(&word);
+                let mut c = ctx.state(&COUNT)?;
+                let n = c.value() + 1;
+                c.update(n);
+                out.collect(Counted { word, n, id });
+                Ok(())
+            })
+            .sink($sink)
+            .unwrap();
+    }};
+}
+
+fn start(s: &EngineSetup, gate: &Gate) -> JobClient {
+    let env = RedisEnv::try_with_config(s.redis.url(), s.config("sinks").build().unwrap()).unwrap();
+    count_into!(
+        env,
+        "h",
+        gate,
+        RedisHashSink::new("latest", |c: &Counted| c.word.clone()).unwrap()
+    );
+    count_into!(
+        env,
+        "s",
+        gate,
+        RedisStreamSink::new("events", None).unwrap()
+    );
+    count_into!(
+        env,
+        "i",
+        gate,
+        RedisIdempotentListSink::new("once", Duration::from_secs(60), |c: &Counted| format!(
+            "{}#{}",
+            c.word, c.n
+        ))
+        .unwrap()
+    );
+    env.execute_async().unwrap()
+}
+
+/// What the three sinks hold on partition 0.
+fn outputs(s: &EngineSetup) -> (HashMap<String, String>, usize, Vec<String>) {
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    s.rt.block_on(async {
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let hash: HashMap<String, String> = c
+            .hgetall(RedisHashSink::<Counted>::key_for("latest", "c", 0))
+            .await
+            .unwrap();
+        let stream: usize = c
+            .xlen(RedisStreamSink::<Counted>::key_for("events", "c", 0))
+            .await
+            .unwrap();
+        let (list, _) = RedisIdempotentListSink::<Counted>::keys_for("once", "c", 0);
+        let list: Vec<String> = c.lrange(list, 0, -1).await.unwrap();
+        (hash, stream, list)
+    })
+}
+
+/// Takes partition 0 of every group from the job (new fencing tokens) while the job is
+/// held at the gate, releases the gate, waits until the three commits were refused, then
+/// frees the leases.
+fn steal_all(s: &EngineSetup, gate: &Gate, job: &JobClient) {
+    let keys = s.mq().keys().clone();
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let mut c =
+        s.rt.block_on(client.get_multiplexed_async_connection())
+            .unwrap();
+    for g in ["h", "s", "i"] {
+        s.rt.block_on(async {
+            let token: u64 = c.incr(keys.fence("c", 0, g), 1).await.unwrap();
+            let _: () = c
+                .set_ex(keys.lease("c", 0, g), format!("{token} thief"), 60)
+                .await
+                .unwrap();
+        });
+    }
+    gate.released.store(true, Ordering::SeqCst);
+    wait_until("the three commits refused", job, || {
+        job.diagnostics()
+            .partitions
+            .iter()
+            .filter(|p| p.fenced >= 1)
+            .count()
+            == 3
+    });
+    for g in ["h", "s", "i"] {
+        let _: () = s.rt.block_on(c.del(keys.lease("c", 0, g))).unwrap();
+    }
+}
+
+#[test]
+fn commit_sinks_write_nothing_when_the_commit_is_refused_and_each_output_once_after() {
+    let s = setup("sinks-refused");
+    s.rt.block_on(s.mq().create_topic("c", 1)).unwrap();
+    let first = ["a", "b", "a"];
+    s.produce("c", &first.map(String::from));
+    let gate = Gate::default();
+    let job = start(&s, &gate);
+    wait_until("the first batches committed", &job, || {
+        outputs(&s).1 == 3 && outputs(&s).2.len() == 3
+    });
+    s.produce("c", &["a", "slow", "b"].map(String::from));
+    wait_until("every pipeline at \"slow\"", &job, || {
+        gate.reached.load(Ordering::SeqCst) == 3
+    });
+    let before = outputs(&s);
+    steal_all(&s, &gate, &job);
+    assert_eq!(outputs(&s), before, "a refused commit wrote sink output");
+    wait_until("every record written", &job, || {
+        let (hash, stream, list) = outputs(&s);
+        hash.get("b").is_some_and(|b| b.contains("\"n\":2")) && stream == 6 && list.len() == 6
+    });
+    job.blocking_shutdown(Duration::MAX);
+    let (hash, stream, list) = outputs(&s);
+    assert_eq!(stream, 6, "one stream entry per input");
+    let firsts: Vec<String> = list
+        .iter()
+        .map(|v| {
+            let v: serde_json::Value = serde_json::from_str(v).unwrap();
+            format!("{}={}", v["word"].as_str().unwrap(), v["n"])
+        })
+        .collect();
+    assert_eq!(firsts, ["a=1", "b=1", "a=2", "a=3", "slow=1", "b=2"]);
+    let latest: serde_json::Value = serde_json::from_str(&hash["a"]).unwrap();
+    assert_eq!(latest["n"], 3, "the hash holds each word's latest count");
+    assert_eq!(hash.len(), 3);
+}
+
+/// A producer's retried send (the same payload twice, two stream entries) reaches the
+/// idempotent list once when the key is the input's business id; `append` does the same
+/// outside the engine.
+#[test]
+fn the_idempotent_list_drops_a_repeated_key_in_the_engine_and_standalone() {
+    let s = setup("sinks-idempotent");
+    s.rt.block_on(s.mq().create_topic("orders", 1)).unwrap();
+    s.produce("orders", &["o1", "o2", "o1", "o3", "o2"].map(String::from));
+    let env = RedisEnv::try_with_config(s.redis.url(), s.config("idem").build().unwrap()).unwrap();
+    env.from_mq_topic_with_options("orders", "g", earliest(2))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .sink(
+            RedisIdempotentListSink::new("placed", Duration::from_secs(60), |o: &String| o.clone())
+                .unwrap(),
+        )
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    job.blocking_shutdown(Duration::MAX);
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let mut c =
+        s.rt.block_on(client.get_multiplexed_async_connection())
+            .unwrap();
+    let (list, dedup) = RedisIdempotentListSink::<String>::keys_for("placed", "orders", 0);
+    let placed: Vec<String> = s.rt.block_on(c.lrange(&list, 0, -1)).unwrap();
+    assert_eq!(placed, ["\"o1\"", "\"o2\"", "\"o3\""]);
+    let marks: usize = s.rt.block_on(c.zcard(&dedup)).unwrap();
+    assert_eq!(marks, 3);
+
+    let sink =
+        RedisIdempotentListSink::new("x", Duration::from_millis(300), |o: &String| o.clone())
+            .unwrap();
+    let keys = ("standalone:{eu}", "standalone:dedup:{eu}");
+    let n =
+        s.rt.block_on(sink.append(&mut c, keys, &["p1".into(), "p2".into(), "p1".into()]))
+            .unwrap();
+    assert_eq!(n, 2);
+    let n =
+        s.rt.block_on(sink.append(&mut c, keys, &["p2".into()]))
+            .unwrap();
+    assert_eq!(n, 0, "seen within the TTL");
+    std::thread::sleep(Duration::from_millis(400));
+    let n =
+        s.rt.block_on(sink.append(&mut c, keys, &["p2".into()]))
+            .unwrap();
+    assert_eq!(n, 1, "appended again after the TTL");
+    let all: Vec<String> = s.rt.block_on(c.lrange(keys.0, 0, -1)).unwrap();
+    assert_eq!(all, ["\"p1\"", "\"p2\"", "\"p2\""]);
+}
+
+#[test]
+fn bad_sink_arguments_fail_naming_the_field() {
+    let field = |e: streaming::Error| match e {
+        streaming::Error::InvalidConfig { field, .. } => field,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        field(RedisStreamSink::<u8>::new("a{b}", None).unwrap_err()),
+        "name"
+    );
+    assert_eq!(
+        field(RedisStreamSink::<u8>::new("a", Some(0)).unwrap_err()),
+        "max_len"
+    );
+    assert_eq!(
+        field(RedisHashSink::<u8>::new("", |_| String::new()).unwrap_err()),
+        "name"
+    );
+    assert_eq!(
+        field(
+            RedisIdempotentListSink::<u8>::new("l", Duration::ZERO, |_| String::new()).unwrap_err()
+        ),
+        "ttl"
+    );
+}
