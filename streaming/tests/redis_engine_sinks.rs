@@ -263,3 +263,125 @@ fn bad_sink_arguments_fail_naming_the_field() {
         "ttl"
     );
 }
+
+/// With `sink_deduplication_enabled`, a producer's retried send (same
+/// `x-idempotency-key`), a message repeated in one batch and a replayed dead letter of a
+/// processed message (its `x-original-message-id`) run the pipeline once; a message that
+/// failed is not marked, so its retry runs. Without the option every send runs.
+#[test]
+fn input_deduplication_runs_one_message_per_idempotency_key() {
+    use streaming::mq::OutgoingMessage;
+    for enabled in [true, false] {
+        let s = setup(&format!("sinks-dedup-{enabled}"));
+        let topic = "pay";
+        s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+        let send = |msgs: Vec<OutgoingMessage>| {
+            s.rt.block_on(s.mq().producer().send_batch(topic, &msgs))
+                .unwrap();
+        };
+        let keyed = |p: &str, k: &str| OutgoingMessage::new(p.to_string()).idempotency_key(k);
+        let dedup_prefix = format!("{}:dedup:", s.prefix);
+        let config = s
+            .config("dedup")
+            .sink_deduplication_enabled(enabled)
+            .sink_dedup_key_prefix(&dedup_prefix)
+            .build()
+            .unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        let out = streaming::redis::CollectSink::new();
+        let failed_once = Arc::new(AtomicBool::new(false));
+        let fail = Arc::clone(&failed_once);
+        env.from_mq_topic_with_options(topic, "g", earliest(3))
+            .try_map(move |m: Message| {
+                let text = m.text().unwrap().to_string();
+                if text == "flaky" && !fail.swap(true, Ordering::SeqCst) {
+                    return Err("fails once".into());
+                }
+                Ok::<_, streaming::BoxError>((text, m.id.clone()))
+            })
+            .sink(out.clone())
+            .unwrap();
+        // p1 and its retried send in one batch, p2 now and again in a later batch.
+        send(vec![
+            keyed("p1", "pay-1"),
+            keyed("p1 again", "pay-1"),
+            keyed("p2", "pay-2"),
+        ]);
+        let job = env.execute_async().unwrap();
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        send(vec![
+            keyed("p2 again", "pay-2"),
+            OutgoingMessage::new("plain"),
+            OutgoingMessage::new("flaky"),
+        ]);
+        wait_until("flaky retried", &job, || {
+            out.snapshot().iter().any(|(t, _)| t == "flaky")
+        });
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        let plain_id = (out.snapshot().into_iter())
+            .find(|(t, _)| t == "plain")
+            .map(|(_, id)| id)
+            .unwrap();
+        // A dead letter of "plain" (say another delivery of it failed) replayed: it was
+        // in fact processed.
+        replay_as_dead_letter(&s, topic, &plain_id);
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+        job.blocking_shutdown(Duration::MAX);
+        let texts: Vec<String> = out.snapshot().into_iter().map(|(t, _)| t).collect();
+        let d = job.diagnostics();
+        let deduplicated: u64 = d.partitions.iter().map(|p| p.deduplicated).sum();
+        if enabled {
+            assert_eq!(texts, ["p1", "p2", "plain", "flaky"]);
+            assert_eq!(deduplicated, 3);
+            let client = redis::Client::open(s.redis.url()).unwrap();
+            let mut c =
+                s.rt.block_on(client.get_multiplexed_async_connection())
+                    .unwrap();
+            let marks: usize =
+                s.rt.block_on(c.zcard(format!("{dedup_prefix}dedup:{{{topic}:0}}:g")))
+                    .unwrap();
+            assert_eq!(marks, 4, "pay-1, pay-2, plain's id, flaky's first id");
+        } else {
+            assert_eq!(texts.len(), 7, "{texts:?}");
+            assert_eq!(texts[6], "plain", "the replayed dead letter ran");
+            assert_eq!(deduplicated, 0);
+        }
+    }
+}
+
+/// Writes a dead letter of message `id` (payload "plain", group `g`) into partition 0's
+/// dead-letter stream and replays it: the replayed entry carries
+/// `x-original-message-id` = `id`.
+fn replay_as_dead_letter(s: &EngineSetup, topic: &str, id: &str) {
+    let mq = s.mq();
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let mut c =
+        s.rt.block_on(client.get_multiplexed_async_connection())
+            .unwrap();
+    let fields = [
+        ("p", "plain"),
+        ("ts", "1"),
+        ("dlq.topic", topic),
+        ("dlq.partition", "0"),
+        ("dlq.id", id),
+        ("dlq.original_id", id),
+        ("dlq.group", "g"),
+        ("dlq.attempts", "1"),
+        ("dlq.error_type", "fail:test"),
+        ("dlq.error", "another delivery failed"),
+        ("dlq.failed_ms", "1"),
+    ];
+    let dlq_id: String =
+        s.rt.block_on(c.xadd(mq.keys().dlq(topic, 0), "*", &fields))
+            .unwrap();
+    let replayed =
+        s.rt.block_on(mq.replay_dead_letter(topic, 0, &dlq_id))
+            .unwrap();
+    assert!(replayed.is_some());
+}

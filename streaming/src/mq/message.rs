@@ -29,6 +29,11 @@ pub const HEADER_ORIGINAL_ID: &str = "x-original-message-id";
 pub const HEADER_ERROR_TYPE: &str = "x-error-type";
 /// Header with the error message of the last failed attempt, ≤ 512 chars (set on retry).
 pub const HEADER_ERROR_MESSAGE: &str = "x-error-message";
+/// Header naming a message's idempotency key, set by the producer
+/// ([`OutgoingMessage::idempotency_key`]): the Redis engine's input deduplication
+/// (`sink_deduplication_enabled`) processes one message per key within its TTL, so a
+/// producer's retried send is harmless.
+pub const HEADER_IDEMPOTENCY_KEY: &str = "x-idempotency-key";
 
 /// One message of a topic, as delivered to a handler.
 ///
@@ -164,6 +169,12 @@ impl OutgoingMessage {
     pub fn key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
         self
+    }
+
+    /// Sets the idempotency key (header [`HEADER_IDEMPOTENCY_KEY`]): give a message and
+    /// its retried sends the same key, e.g. the business id of what it records.
+    pub fn idempotency_key(self, key: impl Into<String>) -> Self {
+        self.header(HEADER_IDEMPOTENCY_KEY, key)
     }
 
     /// Adds a header.

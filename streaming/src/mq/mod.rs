@@ -120,7 +120,8 @@ cfg_redis! {
     pub use exclusive::{ExclusiveBatch, ExclusiveReader};
     pub use handler::{Failure, HandleResult, MessageHandler};
     pub use message::{
-        Message, OutgoingMessage, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_ORIGINAL_ID,
+        Message, OutgoingMessage, HEADER_ERROR_MESSAGE, HEADER_ERROR_TYPE, HEADER_IDEMPOTENCY_KEY,
+        HEADER_ORIGINAL_ID,
     };
     pub use options::{
         Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, StartPolicy, SubscriptionOptions,

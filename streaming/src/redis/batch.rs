@@ -107,7 +107,8 @@ where
         // 2. Process, rolling back and skipping failed records.
         let started = std::time::Instant::now();
         let mdc = Mdc::new(&ctx.spec.config);
-        let mut skip: HashSet<usize> = HashSet::new();
+        let duplicates = self.duplicates(ctx, conn, &msgs).await?;
+        let mut skip: HashSet<usize> = duplicates.clone();
         let mut passes = 0u32;
         let pending = loop {
             passes += 1;
@@ -134,10 +135,18 @@ where
             }
         };
         let processed = (msgs.len() - skip.len()) as u64;
-        let failed = skip.len() as u64;
+        let failed = (skip.len() - duplicates.len()) as u64;
+        self.deduplicated = duplicates.len() as u64;
         self.metrics.handle_seconds.record(started.elapsed());
+        let marks = self.dedup_marks(ctx, &msgs, &skip);
         if let Err(e) = self
-            .commit(ctx, conn, pending, (&ids, read_after.as_deref()))
+            .commit(
+                ctx,
+                conn,
+                pending,
+                (&ids, read_after.as_deref()),
+                marks.as_ref(),
+            )
             .await
         {
             self.commit_failed(&e, last_id, processed, failed);
@@ -148,6 +157,7 @@ where
         }
         self.report_batch(ctx, last_id, processed, failed);
         self.skipped = 0;
+        self.deduplicated = 0;
         self.trim_cache(ctx.spec.config.state_cache_max_entries());
         Ok(())
     }

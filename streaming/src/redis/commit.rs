@@ -27,6 +27,7 @@
 //! lost (the partition is read again from what Redis holds).
 
 use super::context::{guarded, Ctx};
+use super::dedup::DedupMarks;
 use super::part::Part;
 use super::pending::{drain_into, KeyKind, Pending, PendingHash};
 use super::persist::WATERMARK_STATE;
@@ -85,6 +86,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         conn: &mut Connection,
         mut pending: Pending,
         (ids, read_after): (&[String], Option<&str>),
+        dedup: Option<&DedupMarks>,
     ) -> Result<(), Error> {
         if self.has_wanted() {
             // Timers and flushes run only on keys in memory (keys with timers stay); a
@@ -117,6 +119,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             hashes: &pending.hashes,
             sampled: &sampled,
             lists: &lists,
+            dedup: dedup.filter(|d| !d.keys.is_empty()),
         };
         let wait = ctx.spec.config.commit_replica_wait();
         let started = std::time::Instant::now();
@@ -221,6 +224,8 @@ struct CommitCall<'a> {
     /// Per hash, whether the tail returns its size.
     sampled: &'a [bool],
     lists: &'a SinkWrites,
+    /// Input deduplication marks of the batch's processed messages.
+    dedup: Option<&'a DedupMarks>,
 }
 
 /// The Redis type a written key must have (or have none), as `TYPE` names it, and the
@@ -240,6 +245,7 @@ impl CommitCall<'_> {
         let mut keys: Vec<(&str, &'static str)> = (self.hashes.iter())
             .map(|h| (h.key.as_str(), type_of(h.kind).0))
             .chain(self.lists.iter().flat_map(SinkWrite::keys))
+            .chain(self.dedup.map(|d| (d.key.as_str(), "zset")))
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), "set"));
@@ -376,6 +382,16 @@ impl CommitCall<'_> {
         }
         for w in self.lists {
             w.push(pipe);
+        }
+        if let Some(d) = self.dedup {
+            let zadd = pipe.cmd("ZADD").arg(&d.key);
+            for k in &d.keys {
+                zadd.arg(d.expiry_ms).arg(k);
+            }
+            pipe.cmd("ZREMRANGEBYSCORE")
+                .arg(&d.key)
+                .arg("-inf")
+                .arg(d.now_ms);
         }
         let index: Vec<&str> = (self.hashes.iter())
             .filter(|h| h.kind == KeyKind::State)

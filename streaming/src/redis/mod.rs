@@ -230,8 +230,14 @@
 //! plain `new` descriptor is a misuse: each record using it goes to the dead-letter queue at
 //! once, not retried, with error type `state` ([`Error::StateNotPersistent`](crate::Error)),
 //! and [`JobDiagnostics::errors`] reports it once, naming the fix — likewise a state name
-//! used with two types),
-//! sink deduplication.
+//! used with two types).
+//!
+//! Sinks: [`RedisListSink`], [`RedisHashSink`], [`RedisStreamSink`] and
+//! [`RedisIdempotentListSink`] write in the batch commit (exactly once per acknowledged
+//! input, several of them atomically); any other sink is called before the commit, so
+//! a crash or a failed commit can repeat its output (at-least-once). Input
+//! deduplication by idempotency key:
+//! [`RedisRuntimeConfig::sink_deduplication_enabled`].
 //!
 //! # Checkpoints
 //!
@@ -310,6 +316,7 @@ mod checkpoint;
 mod commit;
 mod config;
 mod context;
+mod dedup;
 pub(crate) mod env;
 mod failure;
 mod hot_keys;

@@ -73,6 +73,9 @@ pub(super) struct Part<C, S, O> {
     pub(super) schema: Option<SchemaGate>,
     /// Stopped for good (e.g. a state schema mismatch under `SchemaMismatchPolicy::Fail`): not read any more.
     pub(super) stopped: bool,
+    /// Messages of the batch being processed acknowledged without running: their
+    /// idempotency key was processed already (`sink_deduplication_enabled`).
+    pub(super) deduplicated: u64,
     /// Open checkpoints whose part this partition wrote (or found written).
     pub(super) checkpoints_written: Vec<u64>,
 }
@@ -121,6 +124,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             schema: None,
             stopped: false,
             checkpoints_written: Vec::new(),
+            deduplicated: 0,
         };
         guarded(ctx, "open sink", part.sink.open())?;
         ctx.job

@@ -31,6 +31,7 @@ pub(super) struct PartMetrics {
     pub(super) window_late_dropped: metrics::Counter,
     pub(super) idle_flushes: metrics::Counter,
     pub(super) skipped: metrics::Counter,
+    pub(super) deduplicated: metrics::Counter,
     /// Time a batch spent in the chain (all passes, fetches and failed records included).
     pub(super) handle_seconds: metrics::Histogram,
     /// One commit's round trip (script, and `WAIT` when asked).
@@ -64,6 +65,7 @@ impl PartMetrics {
             window_late_dropped: metrics::counter!("streaming_window_late_dropped_total", &labels),
             idle_flushes: metrics::counter!("streaming_idle_flushes_total", &labels),
             skipped: metrics::counter!("streaming_records_skipped_total", &labels),
+            deduplicated: metrics::counter!("streaming_records_deduplicated_total", &labels),
             handle_seconds: metrics::histogram!("streaming_handle_seconds", &labels),
             commit_seconds: metrics::histogram!("streaming_commit_seconds", &labels),
             fetch_seconds: metrics::histogram!("streaming_state_fetch_seconds", &labels),

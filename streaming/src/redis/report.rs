@@ -16,6 +16,7 @@ struct Committed {
     processed: u64,
     failed: u64,
     skipped: u64,
+    deduplicated: u64,
     /// An idle flush (else a batch, or processing-time timers).
     flushed: bool,
     watermark: Option<i64>,
@@ -57,6 +58,7 @@ impl<C, S, O> Part<C, S, O> {
             processed,
             failed,
             skipped: self.skipped,
+            deduplicated: self.deduplicated,
             flushed: false,
             awaiting_flush: self.awaiting_flush,
         }
@@ -67,6 +69,7 @@ impl<C, S, O> Part<C, S, O> {
         let spec = ctx.spec;
         let m = &self.metrics;
         m.skipped.increment(c.skipped);
+        m.deduplicated.increment(c.deduplicated);
         m.records.increment(c.processed);
         m.failed.increment(c.failed);
         m.window_fired.increment(c.fired);
@@ -132,6 +135,7 @@ fn count(pr: &mut PartitionProgress, c: Committed) {
     pr.records += c.processed;
     pr.failed += c.failed;
     pr.skipped += c.skipped;
+    pr.deduplicated += c.deduplicated;
     pr.batches += u64::from(!c.flushed);
     pr.idle_flushes += u64::from(c.flushed);
     pr.window_fired += c.fired;

@@ -51,7 +51,7 @@ where
         if pending.hashes.is_empty() && self.out.borrow().is_empty() {
             return Ok(());
         }
-        self.commit(ctx, conn, pending, (&[], None)).await?;
+        self.commit(ctx, conn, pending, (&[], None), None).await?;
         self.report_batch(ctx, None, 0, 0);
         Ok(())
     }
@@ -105,7 +105,7 @@ where
         for (_, s) in &self.stores {
             s.borrow_mut().reset_epoch();
         }
-        self.commit(ctx, conn, Pending::default(), (&[], None))
+        self.commit(ctx, conn, Pending::default(), (&[], None), None)
             .await?;
         self.awaiting_flush = false;
         self.report_idle_flush(ctx);

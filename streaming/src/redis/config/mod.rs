@@ -155,20 +155,23 @@ getters! {
     /// the stream). Only when the partition has no frontier yet does the policy decide
     /// either way. Default `true`.
     restore_group_from_commit_frontier: bool;
-    /// Deduplicate sink writes by message id. Not available in this release: only `false`
-    /// (the default) is accepted, and `true` fails
-    /// [`build`](RedisRuntimeConfigBuilder::build) with [`Error::InvalidConfig`] naming
-    /// `sink_deduplication_enabled`. A [`RedisListSink`](crate::redis::RedisListSink)
-    /// already writes exactly once per committed batch; other sinks are at-least-once.
+    /// Input deduplication: a message whose idempotency key this pipeline already
+    /// processed within [`sink_deduplication_ttl`](Self::sink_deduplication_ttl) is
+    /// acknowledged without running the pipeline (counted in
+    /// [`PartitionProgress::deduplicated`](crate::redis::PartitionProgress::deduplicated)).
+    /// The key is the header `x-idempotency-key`
+    /// ([`OutgoingMessage::idempotency_key`](crate::mq::OutgoingMessage::idempotency_key)),
+    /// else `x-original-message-id` (a retry's or replayed dead letter's first id), else
+    /// the entry id. The marks are written in the batch commit (a sorted set per partition
+    /// and group, `{sink_dedup_key_prefix}{job}:{T:n}:{group}`, key → expiry), so a
+    /// producer's retried send and a replayed dead letter that was in fact processed
+    /// are harmless. A message that failed (retry, dead letter) is not marked. Costs one
+    /// `ZMSCORE` per batch and one `ZADD` per commit. Default `false`.
     sink_deduplication_enabled: bool;
-    /// Lifetime of dedup marks. Default 7 days. Has no effect in this release (sink
-    /// deduplication is not available, see
-    /// [`sink_deduplication_enabled`](Self::sink_deduplication_enabled)).
+    /// How long a processed key is remembered. Default 7 days, at least 1 ms.
     sink_deduplication_ttl: Duration;
-    /// Prefix of dedup keys (the job name is appended). Default
-    /// `streaming:runtime:sinkDedup:`. Has no effect in this release (sink deduplication is
-    /// not available); [`build`](RedisRuntimeConfigBuilder::build) still refuses one that
-    /// is empty or has braces or whitespace.
+    /// Prefix of the dedup sets (the job name, the partition's hash tag and the group
+    /// follow). Default `streaming:runtime:sinkDedup:`; no braces or whitespace.
     sink_dedup_key_prefix: String;
     /// Consumer subtasks (threads) per pipeline in this process. Default 1. Partitions are
     /// dealt over the live subtasks of every process of the job, sorted by consumer name:
@@ -376,11 +379,11 @@ setters! {
     state_schema_mismatch_policy: SchemaMismatchPolicy;
     /// Sets [`RedisRuntimeConfig::restore_group_from_commit_frontier`].
     restore_group_from_commit_frontier: bool;
-    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`] (only `false`).
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_enabled`].
     sink_deduplication_enabled: bool;
-    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (no effect in this release).
+    /// Sets [`RedisRuntimeConfig::sink_deduplication_ttl`] (at least 1 ms).
     sink_deduplication_ttl: Duration;
-    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`] (no effect in this release).
+    /// Sets [`RedisRuntimeConfig::sink_dedup_key_prefix`].
     sink_dedup_key_prefix: impl Into<String>;
     /// Sets [`RedisRuntimeConfig::pipeline_parallelism`] (≥ 1).
     pipeline_parallelism: u32;
@@ -419,7 +422,7 @@ impl RedisRuntimeConfigBuilder {
     /// [`Error::InvalidConfig`] naming the first invalid field: `job_name`,
     /// `job_instance_id`, `state_key_prefix`, `sink_dedup_key_prefix` (empty, braces or
     /// whitespace), `keyed_state_shard_count`, `pipeline_parallelism` (0), `timer_threads`
-    /// (anything but 1), `sink_deduplication_enabled` (`true`: not available yet),
+    /// (anything but 1), `sink_deduplication_ttl` (under 1 ms),
     /// `window_max_fires_per_record` (0), `watermark_out_of_orderness` (beyond i64 ms),
     /// `watermark_idle_timeout` (above zero but under 1 ms), `hot_key_warn_interval`
     /// (zero), `mdc_sample_rate` (outside `[0, 1]` or NaN), `mq_options` (its own
@@ -458,11 +461,8 @@ impl RedisRuntimeConfigBuilder {
                 ),
             ));
         }
-        if c.sink_deduplication_enabled {
-            return Err(invalid(
-                "sink_deduplication_enabled",
-                "sink deduplication is not available yet; `RedisListSink` already writes exactly once per committed batch",
-            ));
+        if c.sink_deduplication_ttl < Duration::from_millis(1) {
+            return Err(invalid("sink_deduplication_ttl", "must be at least 1 ms"));
         }
         if !(0.0..=1.0).contains(&c.mdc_sample_rate) {
             return Err(invalid(

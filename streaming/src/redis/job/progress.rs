@@ -27,6 +27,10 @@ pub struct PartitionProgress {
     /// another consumer group (their field `rg` names that group). Also the metric
     /// `streaming_records_skipped_total`.
     pub skipped: u64,
+    /// Messages in committed batches acknowledged without running the pipeline: their
+    /// idempotency key was processed within `sink_deduplication_ttl`
+    /// (`sink_deduplication_enabled`). Metric `streaming_records_deduplicated_total`.
+    pub deduplicated: u64,
     /// Why the partition stopped, when it did (e.g. a state schema mismatch under
     /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail)): it reads nothing
     /// more until the job is started again.
