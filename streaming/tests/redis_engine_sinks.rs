@@ -120,12 +120,18 @@ fn outputs(s: &EngineSetup) -> (HashMap<String, String>, usize, Vec<String>) {
 /// held at the gate, releases the gate, waits until the three commits were refused, then
 /// frees the leases.
 fn steal_all(s: &EngineSetup, gate: &Gate, job: &JobClient) {
+    steal(s, gate, job, &["h", "s", "i"]);
+}
+
+/// [`steal_all`] for the groups `groups` of topic `c`.
+fn steal(s: &EngineSetup, gate: &Gate, job: &JobClient, groups: &[&str]) {
     let keys = s.mq().keys().clone();
     let client = redis::Client::open(s.redis.url()).unwrap();
     let mut c =
         s.rt.block_on(client.get_multiplexed_async_connection())
             .unwrap();
-    for g in ["h", "s", "i"] {
+    for g in groups {
+        let g = *g;
         s.rt.block_on(async {
             let token: u64 = c.incr(keys.fence("c", 0, g), 1).await.unwrap();
             let _: () = c
@@ -135,15 +141,15 @@ fn steal_all(s: &EngineSetup, gate: &Gate, job: &JobClient) {
         });
     }
     gate.released.store(true, Ordering::SeqCst);
-    wait_until("the three commits refused", job, || {
+    wait_until("the commits refused", job, || {
         job.diagnostics()
             .partitions
             .iter()
             .filter(|p| p.fenced >= 1)
             .count()
-            == 3
+            == groups.len()
     });
-    for g in ["h", "s", "i"] {
+    for g in groups {
         let _: () = s.rt.block_on(c.del(keys.lease("c", 0, g))).unwrap();
     }
 }
@@ -384,4 +390,77 @@ fn replay_as_dead_letter(s: &EngineSetup, topic: &str, id: &str) {
         s.rt.block_on(mq.replay_dead_letter(topic, 0, &dlq_id))
             .unwrap();
     assert!(replayed.is_some());
+}
+
+/// Collects what the outbox dispatcher delivers: (record id, payload).
+struct Collect(Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+impl streaming::redis::outbox::OutboxTarget for Collect {
+    async fn deliver(
+        &mut self,
+        r: &streaming::redis::outbox::OutboxRecord,
+    ) -> Result<(), streaming::BoxError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push((r.id.clone(), r.text()?.to_string()));
+        Ok(())
+    }
+}
+
+/// The outbox sink appends in the batch commit: a refused commit appends nothing, and
+/// the dispatcher delivers every output once, each with its own id.
+#[test]
+fn the_outbox_sink_appends_in_the_commit_and_the_dispatcher_delivers_each_record_once() {
+    use streaming::redis::outbox::{RedisOutboxDispatcher, RedisOutboxSink};
+    let s = setup("sinks-outbox");
+    s.rt.block_on(s.mq().create_topic("c", 1)).unwrap();
+    s.produce("c", &["a", "b", "a"].map(String::from));
+    let gate = Gate::default();
+    let env =
+        RedisEnv::try_with_config(s.redis.url(), s.config("outbox").build().unwrap()).unwrap();
+    count_into!(env, "o", gate, RedisOutboxSink::new("mails").unwrap());
+    let job = env.execute_async().unwrap();
+    let dispatcher = RedisOutboxDispatcher::builder(&s.mq(), "mails", "c")
+        .build()
+        .unwrap();
+    let outbox = dispatcher.outbox_key(0);
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let mut c =
+        s.rt.block_on(client.get_multiplexed_async_connection())
+            .unwrap();
+    let mut len = || -> usize { s.rt.block_on(c.xlen(&outbox)).unwrap() };
+    wait_until("the first batch in the outbox", &job, || len() == 3);
+    s.produce("c", &["a", "slow", "b"].map(String::from));
+    wait_until("at \"slow\"", &job, || {
+        gate.reached.load(Ordering::SeqCst) == 1
+    });
+    steal(&s, &gate, &job, &["o"]);
+    assert_eq!(len(), 3, "a refused commit appended to the outbox");
+    wait_until("every record in the outbox", &job, || len() == 6);
+    job.blocking_shutdown(Duration::MAX);
+
+    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The dispatcher's task runs on the test's runtime: wait inside it.
+    s.rt.block_on(async {
+        let running = dispatcher.start(Collect(Arc::clone(&got))).await.unwrap();
+        let end = Instant::now() + Duration::from_secs(60);
+        while got.lock().unwrap().len() < 6 {
+            assert!(Instant::now() < end, "{:?}", got.lock().unwrap());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        running.stop().await;
+    });
+    let got = got.lock().unwrap().clone();
+    let words: Vec<String> = (got.iter())
+        .map(|(_, p)| {
+            let v: serde_json::Value = serde_json::from_str(p).unwrap();
+            format!("{}={}", v["word"].as_str().unwrap(), v["n"])
+        })
+        .collect();
+    assert_eq!(words, ["a=1", "b=1", "a=2", "a=3", "slow=1", "b=2"]);
+    let ids: std::collections::BTreeSet<&String> = got.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 6, "unique ids: {got:?}");
+    assert!(got[0].0.starts_with("outbox/c/0/"), "{got:?}");
+    assert_eq!(len(), 0, "delivered records are deleted");
 }

@@ -63,6 +63,10 @@ pub enum CommitWrite {
         entries: Vec<Vec<(String, String)>>,
         max_len: Option<usize>,
     },
+    /// One outbox entry per payload (fields `id`, `payload`, `ts`) on the outbox stream
+    /// `{mq prefix}:outbox:{name}:{T:n}`; the engine names each record
+    /// `{job}/{topic}/{partition}/{offset}/{index}`.
+    OutboxAppend(Vec<String>),
     /// `RPUSH` of each (idempotency key, value) whose key is not in the dedup set
     /// `{name}:dedup:{T:n}` (kept `ttl_ms` per key), in one script.
     IdempotentAppend {
@@ -75,7 +79,7 @@ impl CommitWrite {
     /// Whether there is nothing to write.
     pub fn is_empty(&self) -> bool {
         match self {
-            CommitWrite::ListAppend(v) => v.is_empty(),
+            CommitWrite::ListAppend(v) | CommitWrite::OutboxAppend(v) => v.is_empty(),
             CommitWrite::HashSet(v) => v.is_empty(),
             CommitWrite::StreamAdd { entries, .. } => entries.is_empty(),
             CommitWrite::IdempotentAppend { items, .. } => items.is_empty(),

@@ -33,7 +33,7 @@ use super::pending::{drain_into, KeyKind, Pending, PendingHash};
 use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
-use super::sink_writes::SinkWrite;
+use super::sink_writes::{SinkPlace, SinkWrite};
 use super::AckMode;
 use crate::api::state::CollectionKind;
 use crate::api::Sink;
@@ -107,7 +107,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
-        let lists = self.list_writes(ctx);
+        let lists = self.list_writes(ctx, ids);
         let call = CommitCall {
             ctx,
             partition: self.partition,
@@ -191,8 +191,22 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     }
 
     /// Every Redis sink of the pipeline, main or side output, commits in this script.
-    fn list_writes(&mut self, ctx: &Ctx<'_>) -> SinkWrites {
+    fn list_writes(&mut self, ctx: &Ctx<'_>, ids: &[String]) -> SinkWrites {
         let (t, p) = (ctx.spec.topic.as_str(), self.partition);
+        let offset = match ids.last() {
+            Some(last) => last.clone(),
+            // Timers and idle flushes: no input of their own.
+            None => format!("t{}", super::checkpoint::now_ms()),
+        };
+        let prefix = ctx.spec.config.mq_options().key_prefix;
+        let at = SinkPlace {
+            topic: t,
+            partition: p,
+            keys: &ctx.keys,
+            mq_prefix: &prefix,
+            job: &ctx.job_name,
+            offset,
+        };
         self.sink
             .take_commit_writes()
             .into_iter()
@@ -202,7 +216,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                     .filter_map(|side| side.borrow_mut().take_commit_writes()),
             )
             .filter(|w| !w.write.is_empty())
-            .map(|w| SinkWrite::new(w, t, p))
+            .map(|w| SinkWrite::new(w, &at))
             .collect()
     }
 }

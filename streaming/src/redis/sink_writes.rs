@@ -1,6 +1,7 @@
 //! The Redis sinks' writes in a batch commit: each sink's buffered [`CommitWrite`] on its
 //! partition key `{name}:{T:n}`, as the commands of the commit's transaction.
 
+use super::outbox::{outbox_key, record_id, F_ID, F_PAYLOAD, F_TS};
 use crate::api::{CommitWrite, CommitWrites};
 use redis::Pipeline;
 use std::sync::LazyLock;
@@ -29,10 +30,43 @@ pub(crate) fn dedup_key(name: &str, topic: &str, partition: u32) -> String {
     format!("{name}:dedup:{{{topic}:{partition}}}")
 }
 
+/// Where a commit's sink writes go: the source partition, the queue's keys and key
+/// prefix, the job and the offset the commit acknowledges (outbox record ids).
+pub(super) struct SinkPlace<'a> {
+    pub(super) topic: &'a str,
+    pub(super) partition: u32,
+    pub(super) keys: &'a crate::mq::KeySpace,
+    pub(super) mq_prefix: &'a str,
+    pub(super) job: &'a str,
+    pub(super) offset: String,
+}
+
 impl SinkWrite {
-    pub(super) fn new(w: CommitWrites, topic: &str, partition: u32) -> Self {
+    pub(super) fn new(w: CommitWrites, at: &SinkPlace<'_>) -> Self {
+        let (topic, partition) = (at.topic, at.partition);
         let dedup = matches!(w.write, CommitWrite::IdempotentAppend { .. })
             .then(|| dedup_key(&w.list, topic, partition));
+        if let CommitWrite::OutboxAppend(payloads) = w.write {
+            let now = super::checkpoint::now_ms().to_string();
+            let entries = (payloads.into_iter().enumerate())
+                .map(|(i, p)| {
+                    let id = record_id(at.job, topic, partition, &at.offset, i as u32);
+                    vec![
+                        (F_ID.to_string(), id),
+                        (F_PAYLOAD.to_string(), p),
+                        (F_TS.to_string(), now.clone()),
+                    ]
+                })
+                .collect();
+            return SinkWrite {
+                key: outbox_key(at.keys, at.mq_prefix, &w.list, topic, partition),
+                dedup: None,
+                write: CommitWrite::StreamAdd {
+                    entries,
+                    max_len: None,
+                },
+            };
+        }
         SinkWrite {
             key: partition_key(&w.list, topic, partition),
             dedup,
@@ -45,7 +79,7 @@ impl SinkWrite {
         let ty = match self.write {
             CommitWrite::ListAppend(_) | CommitWrite::IdempotentAppend { .. } => "list",
             CommitWrite::HashSet(_) => "hash",
-            CommitWrite::StreamAdd { .. } => "stream",
+            CommitWrite::StreamAdd { .. } | CommitWrite::OutboxAppend(_) => "stream",
         };
         std::iter::once((self.key.as_str(), ty)).chain(self.dedup.as_deref().map(|d| (d, "zset")))
     }
@@ -56,6 +90,8 @@ impl SinkWrite {
             CommitWrite::ListAppend(values) => {
                 pipe.cmd("RPUSH").arg(&self.key).arg(values);
             }
+            // Made a `StreamAdd` by `new`.
+            CommitWrite::OutboxAppend(_) => {}
             CommitWrite::HashSet(fields) => {
                 let cmd = pipe.cmd("HSET").arg(&self.key);
                 for (f, v) in fields {

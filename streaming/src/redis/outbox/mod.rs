@@ -1,5 +1,6 @@
 //! The transactional outbox: records a pipeline's batch commit appends to a Redis stream in
-//! the source partition's hash slot, and the [`RedisOutboxDispatcher`] that delivers them
+//! the source partition's hash slot ([`RedisOutboxSink`]: a record is in the outbox iff
+//! the batch that produced it committed), and the [`RedisOutboxDispatcher`] that delivers them
 //! to a system outside Redis (an HTTP service, a broker, a database) through a user's
 //! [`OutboxTarget`].
 //!
@@ -45,6 +46,7 @@ mod dispatcher;
 mod lane;
 mod options;
 mod run;
+mod sink;
 
 use std::future::Future;
 
@@ -55,6 +57,7 @@ use crate::{BoxError, Error};
 
 pub use dispatcher::{OutboxDispatch, OutboxStats};
 pub use options::{RedisOutboxDispatcher, RedisOutboxDispatcherBuilder};
+pub use sink::RedisOutboxSink;
 
 /// Field of an outbox entry: the record's stable id.
 pub(crate) const F_ID: &str = "id";
@@ -67,10 +70,12 @@ pub(crate) const F_TS: &str = "ts";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OutboxRecord {
-    /// The stable record id, `{job}/{topic}/{partition}/{source offset}/{index}`: the job
-    /// that produced it, the source topic, partition and entry id of the input record, and
-    /// the output's index among that input's outputs (from 0). The same on every delivery
-    /// of the record, so a target can deduplicate by it.
+    /// The stable record id, `{job}/{topic}/{partition}/{offset}/{index}`: the job that
+    /// produced it, the source topic and partition, the offset its batch commit
+    /// acknowledged (the batch's last entry id; `t{ms}` for the outputs of processing-time
+    /// timers and idle flushes, which read no input), and its index among that commit's
+    /// outbox records (from 0). Unique per record, and the same on every delivery of it,
+    /// so a target can deduplicate by it.
     pub id: String,
     /// The source partition whose outbox holds the record.
     pub partition: u32,
@@ -143,11 +148,7 @@ pub(crate) fn attempts_key(outbox: &str) -> String {
     format!("{outbox}:attempts")
 }
 
-/// The stable id of a record: `{job}/{topic}/{partition}/{source offset}/{index}`.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the outbox sink will name records")
-)]
+/// The stable id of a record: `{job}/{topic}/{partition}/{offset}/{index}`.
 pub(crate) fn record_id(
     job: &str,
     topic: &str,
@@ -156,24 +157,6 @@ pub(crate) fn record_id(
     index: u32,
 ) -> String {
     format!("{job}/{topic}/{partition}/{offset}/{index}")
-}
-
-/// The fields of an outbox entry, in order, as `XADD` (or a commit script) writes them:
-/// `id`, `payload`, `ts` (decimal epoch ms).
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the outbox sink will write entries")
-)]
-pub(crate) fn outbox_entry_fields(
-    id: &str,
-    payload: &[u8],
-    timestamp_ms: i64,
-) -> [(&'static str, Vec<u8>); 3] {
-    [
-        (F_ID, id.as_bytes().to_vec()),
-        (F_PAYLOAD, payload.to_vec()),
-        (F_TS, timestamp_ms.to_string().into_bytes()),
-    ]
 }
 
 #[cfg(test)]
@@ -193,12 +176,10 @@ mod tests {
     }
 
     #[test]
-    fn entry_fields_and_record_id() {
-        let id = record_id("job", "orders", 2, "17-0", 1);
-        assert_eq!(id, "job/orders/2/17-0/1");
-        let f = outbox_entry_fields(&id, b"{\"a\":1}", -5);
-        assert_eq!(f[0], ("id", b"job/orders/2/17-0/1".to_vec()));
-        assert_eq!(f[1], ("payload", b"{\"a\":1}".to_vec()));
-        assert_eq!(f[2], ("ts", b"-5".to_vec()));
+    fn record_ids_name_job_source_and_index() {
+        assert_eq!(
+            record_id("job", "orders", 2, "17-0", 1),
+            "job/orders/2/17-0/1"
+        );
     }
 }
