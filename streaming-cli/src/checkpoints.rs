@@ -71,6 +71,10 @@ pub(crate) async fn run(url: &str, cmd: &CheckpointsCommand, out: &Output) -> Re
             c.failure.clone().unwrap_or_default(),
         ]);
     }
+    if list.is_empty() && !out.json {
+        println!("no checkpoints of job `{job}` under `{checkpoint_prefix}` (check --job and --checkpoint-prefix)");
+        return Ok(());
+    }
     out.print(&table, &json!(list));
     Ok(())
 }

@@ -389,6 +389,18 @@ fn a_checkpoint_fails_past_its_drain_timeout_and_runs_one_at_a_time() {
         job.blocking_latest_checkpoint().unwrap().unwrap().id,
         first.id
     );
+    // Two more fail while the record is still running: failures do not pile up, only the
+    // newest is kept.
+    let second = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    let third = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(
+        (second.status, third.status),
+        (CheckpointStatus::Failed, CheckpointStatus::Failed)
+    );
+    let ids: Vec<u64> = (job.blocking_checkpoints().unwrap().iter())
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, [first.id, third.id], "older failures deleted");
     caught_up(&job);
     let next = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     assert_eq!(next.status, CheckpointStatus::Complete);

@@ -414,7 +414,9 @@ impl RedisEnv {
     /// starts it, before any partition is read: every partition of every registered
     /// pipeline gets the checkpoint's keyed state, window panes, timers, watermark and
     /// offset back, and the job reads every entry after that offset again (its outputs
-    /// are produced again: sinks see them twice unless they deduplicate). The consumer
+    /// are produced again: sinks see them twice unless they deduplicate; the same
+    /// outputs, though windows of different keys that fire at the same watermark may
+    /// come in another order than the first time). The consumer
     /// groups are moved, not destroyed. A restore works at any `pipeline_parallelism`
     /// (parts are per partition). Dead letters and scheduled retries made after the
     /// checkpoint stay: a record may go to retry or dead letter again. Overrides

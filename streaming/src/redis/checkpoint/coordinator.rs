@@ -130,7 +130,7 @@ async fn open(
         .arg(id)
         .arg(ck.started_at_ms)
         .arg(deadline)
-        .arg(meta_fields(&ck))
+        .arg(meta_fields(&ck, deadline))
         .invoke_async(conn)
         .await?;
     if is_fenced_reply(&opened) {
@@ -206,12 +206,11 @@ async fn finish(
     if outcome == "complete" {
         ck.status = CheckpointStatus::Complete;
         job.checkpoints.saw_complete(ck.id);
-        super::retention::sweep(job, conn).await?;
     } else {
         ck.status = CheckpointStatus::Failed;
         ck.failure = Some(if failure.is_empty() { outcome } else { failure });
     }
-    Ok(())
+    super::retention::sweep(job, conn).await
 }
 
 /// The partitions without a part in `ck` (at most 10 named), as
@@ -257,13 +256,14 @@ fn lost_lease(job: &JobShared, id: u64) -> Error {
 }
 
 /// The record fields of `ck` (after `status`), as `HSET` arguments.
-fn meta_fields(ck: &Checkpoint) -> Vec<String> {
+fn meta_fields(ck: &Checkpoint, deadline: u64) -> Vec<String> {
     let pipelines = serde_json::to_string(&ck.pipelines).unwrap_or_default();
     [
         ("instance", ck.instance.clone()),
         ("token", ck.fencing_token.to_string()),
         ("parallelism", ck.parallelism.to_string()),
         ("started_at_ms", ck.started_at_ms.to_string()),
+        ("deadline_ms", deadline.to_string()),
         ("pipelines", pipelines),
     ]
     .into_iter()

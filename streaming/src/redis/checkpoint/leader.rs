@@ -67,7 +67,6 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
             .await?;
             if let Some(l) = &won {
                 tracing::info!(job = %job.job_name, token = l.token, "leads the job");
-                refresh_latest(job, conn).await;
             }
             won
         }
@@ -83,12 +82,13 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
     if let Ok(mut l) = job.checkpoints.leader_instance.lock() {
         *l = leader;
     }
+    refresh_latest(job, conn).await;
     job.signal_change();
     Ok(())
 }
 
-/// A new leader's view of the latest complete checkpoint (the id counter itself is in
-/// Redis, so ids simply go on).
+/// This process's view of the latest complete checkpoint, whoever completed it (a new
+/// leader's included; the id counter itself is in Redis, so ids simply go on).
 async fn refresh_latest(job: &JobShared, conn: &mut Connection) {
     let newest: Result<Vec<u64>, _> = redis::cmd("ZRANGE")
         .arg(job.checkpoints.keys.complete())

@@ -31,13 +31,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckpointStatus {
-    /// Still waiting for partitions to write their parts.
+    /// Its partitions are writing their parts (until its deadline,
+    /// `checkpoint_drain_timeout` after it started; one whose coordinator stopped before
+    /// finishing it reads as [`Failed`](Self::Failed) once the deadline passed).
     Pending,
     /// Every partition wrote its part: it can be restored.
     Complete,
-    /// A partition did not write its part within `checkpoint_drain_timeout`, or the
-    /// coordinator lost its leader lease: it is never restored, and deleted by the next
-    /// sweep.
+    /// A partition did not write its part within `checkpoint_drain_timeout`, the job
+    /// was cancelled, or its coordinator stopped or lost its leader lease: it is never
+    /// restored. Retention deletes it when a newer checkpoint ends (see
+    /// [`checkpoints_to_keep`](crate::redis::RedisRuntimeConfig::checkpoints_to_keep)).
     Failed,
     /// Being deleted (retention).
     Deleting,

@@ -27,16 +27,16 @@ fn retention_error(reason: String) -> Error {
 /// Fields per delete step.
 const CHUNK_FIELDS: usize = 500;
 
-/// Retention after a checkpoint completed: with `checkpoints_to_keep` N > 0, deletes
-/// every incomplete checkpoint older than the newest complete one (first), then the
-/// complete ones beyond the newest N.
+/// Retention after a checkpoint ended (completed or failed): with `checkpoints_to_keep`
+/// N > 0, deletes every incomplete checkpoint (failed, abandoned, half deleted) but the
+/// newest checkpoint, first, then the complete ones beyond the newest N. Checkpoints
+/// still open (another process's, before their deadline) are left alone.
 pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
     let keep = job.checkpoint_options.to_keep as usize;
     if keep == 0 {
         return Ok(());
     }
     let keys = &job.checkpoints.keys;
-    // A checkpoint still open (another process's, without leader election) is left alone.
     let open: Vec<(u64, f64)> = redis::cmd("ZRANGE")
         .arg(keys.open())
         .arg(0)
@@ -53,13 +53,13 @@ pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), 
         .into_iter()
         .filter(|c| !still_open(c.id))
         .collect();
+    let Some(newest) = all.iter().map(|c| c.id).max() else {
+        return Ok(());
+    };
     let complete: Vec<u64> = (all.iter())
         .filter(|c| c.status == CheckpointStatus::Complete)
         .map(|c| c.id)
         .collect();
-    let Some(&newest) = complete.last() else {
-        return Ok(());
-    };
     let incomplete =
         (all.iter()).filter(|c| c.status != CheckpointStatus::Complete && c.id < newest);
     let old = (all.iter()).filter(|c| {

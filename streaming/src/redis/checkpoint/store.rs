@@ -38,9 +38,20 @@ pub(super) fn parse_meta(id: u64, fields: &HashMap<String, String>) -> Option<Ch
         _ => CheckpointStatus::Pending,
     };
     let num = |f: &str| fields.get(f).and_then(|v| v.parse::<u64>().ok());
+    let mut failure = fields.get("failure").cloned();
+    // Pending past its deadline: its coordinator stopped before finishing it.
+    let abandoned = status == CheckpointStatus::Pending
+        && num("deadline_ms").is_some_and(|d| super::now_ms() > d);
+    if abandoned {
+        failure = Some("abandoned: not finished by its deadline (its coordinator stopped)".into());
+    }
     Some(Checkpoint {
         id,
-        status,
+        status: if abandoned {
+            CheckpointStatus::Failed
+        } else {
+            status
+        },
         instance: fields.get("instance").cloned().unwrap_or_default(),
         fencing_token: num("token").unwrap_or(0),
         parallelism: num("parallelism").unwrap_or(0) as u32,
@@ -49,7 +60,7 @@ pub(super) fn parse_meta(id: u64, fields: &HashMap<String, String>) -> Option<Ch
         pipelines: (fields.get("pipelines"))
             .and_then(|p| serde_json::from_str(p).ok())
             .unwrap_or_default(),
-        failure: fields.get("failure").cloned(),
+        failure,
     })
 }
 
@@ -133,5 +144,29 @@ pub(super) async fn chunked(
         if cursor == "0" {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        (pairs.iter())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_pending_checkpoint_past_its_deadline_reads_as_abandoned() {
+        let future = (super::super::now_ms() + 60_000).to_string();
+        let running = parse_meta(3, &meta(&[("status", "pending"), ("deadline_ms", &future)]));
+        assert_eq!(running.unwrap().status, CheckpointStatus::Pending);
+        let gone = parse_meta(3, &meta(&[("status", "pending"), ("deadline_ms", "1")])).unwrap();
+        assert_eq!(gone.status, CheckpointStatus::Failed);
+        assert!(gone.failure.unwrap().starts_with("abandoned"));
+        let done = parse_meta(4, &meta(&[("status", "complete"), ("deadline_ms", "1")]));
+        assert_eq!(done.unwrap().status, CheckpointStatus::Complete);
+        assert_eq!(parse_meta(5, &meta(&[])), None, "no record");
     }
 }

@@ -44,11 +44,11 @@ options! {
     checkpoint_key_prefix / key_prefix: String, set impl Into<String>,
     /// Sets [`RedisRuntimeConfig::checkpoint_key_prefix`].
     ;
-    /// Complete checkpoints kept: after a checkpoint completes, older complete ones beyond
-    /// this many are deleted, and so is every incomplete (failed or abandoned) one older
-    /// than the newest complete one — those first. 0 keeps everything. Default 5.
-    /// Deleting runs on the coordinator's own connection after the checkpoint completed,
-    /// in small steps, never on a partition's thread.
+    /// Complete checkpoints kept: after a checkpoint ends (completes or fails), every
+    /// incomplete (failed or abandoned) checkpoint but the newest checkpoint is deleted
+    /// first, then the complete ones beyond the newest N. 0 keeps everything (nothing is
+    /// ever deleted). Default 5. Deleting runs on the coordinator's own connection after
+    /// the checkpoint ended, in small steps, never on a partition's thread.
     checkpoints_to_keep / to_keep: u32, set u32,
     /// Sets [`RedisRuntimeConfig::checkpoints_to_keep`] (0 = keep all).
     ;
@@ -91,15 +91,15 @@ options! {
     leader_election_enabled / leader_election_enabled: bool, set bool,
     /// Sets [`RedisRuntimeConfig::leader_election_enabled`].
     ;
-    /// Lifetime of the leader's lease; the leader renews it every
-    /// `leader_renew_interval`. Default 30 s; more than zero.
+    /// Lifetime of the leader's lease (whole milliseconds); the leader renews it every
+    /// `leader_renew_interval`. Default 30 s; at least 2 ms.
     leader_lease_ttl / leader_lease_ttl: Duration, set Duration,
-    /// Sets [`RedisRuntimeConfig::leader_lease_ttl`] (> 0).
+    /// Sets [`RedisRuntimeConfig::leader_lease_ttl`] (at least 2 ms).
     ;
     /// How often the leader renews its lease and a follower tries to take it. Default
-    /// 10 s; more than zero and less than `leader_lease_ttl`.
+    /// 10 s; at least 1 ms and less than `leader_lease_ttl`.
     leader_renew_interval / leader_renew_interval: Duration, set Duration,
-    /// Sets [`RedisRuntimeConfig::leader_renew_interval`] (> 0, < `leader_lease_ttl`).
+    /// Sets [`RedisRuntimeConfig::leader_renew_interval`] (≥ 1 ms, < `leader_lease_ttl`).
     ;
 }
 

@@ -72,16 +72,19 @@ impl CheckpointOptions {
                 "only `true` is accepted: no message waits for a checkpoint to be acknowledged (every batch commit acknowledges its messages)",
             ));
         }
-        if self.leader_lease_ttl < Duration::from_millis(1) {
-            return Err(invalid("leader_lease_ttl", "must be at least 1 ms"));
+        // Redis expires keys in whole milliseconds: compare what the lease really gets.
+        let (ttl, renew) = (
+            self.leader_lease_ttl.as_millis(),
+            self.leader_renew_interval.as_millis(),
+        );
+        if ttl < 2 {
+            return Err(invalid("leader_lease_ttl", "must be at least 2 ms"));
         }
-        if self.leader_renew_interval.is_zero()
-            || self.leader_renew_interval >= self.leader_lease_ttl
-        {
+        if renew < 1 || renew >= ttl {
             return Err(invalid(
                 "leader_renew_interval",
                 format!(
-                    "must be more than zero and less than leader_lease_ttl ({:?}), got {:?}",
+                    "must be at least 1 ms and less than leader_lease_ttl ({:?}) in whole milliseconds, got {:?}",
                     self.leader_lease_ttl, self.leader_renew_interval
                 ),
             ));
