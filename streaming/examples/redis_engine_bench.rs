@@ -10,6 +10,7 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --lua-args [--redis-url URL]
 //! cargo run --release -p streaming --example redis_engine_bench -- --checkpoint [--redis-url URL] [--messages N]
+//! cargo run --release -p streaming --example redis_engine_bench -- --sinks [--redis-url URL] [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! ```
@@ -30,7 +31,7 @@
 //! `execute_async` until every message is committed, with the windows fired by then and,
 //! after an idle flush (not timed), the total against the expected number of
 //! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`; checkpoint mode:
-//! `bench_support/checkpoint.rs`; script-argument
+//! `bench_support/checkpoint.rs`; sink mode: `bench_support/sinks.rs`; script-argument
 //! mode: `bench_support/lua_args.rs`. All modes print a
 //! Markdown table.
 
@@ -48,6 +49,8 @@ use streaming::{pipeline, BoxError};
 mod checkpoint;
 #[path = "bench_support/lua_args.rs"]
 mod lua_args;
+#[path = "bench_support/sinks.rs"]
+mod sinks;
 #[path = "bench_support/takeover.rs"]
 mod takeover;
 
@@ -128,6 +131,14 @@ fn produce_to(
 /// Registers the keyed count over topic `t`, group `g` (from the beginning, batches of
 /// 500): `map(key) → key_by → process(ValueState<u64> count + 1) → discard`.
 pub(crate) fn register_keyed_count(env: &RedisEnv) {
+    register_keyed_count_into(env, Discard);
+}
+
+/// [`register_keyed_count`] ending in `sink` (records `(key, count)`).
+pub(crate) fn register_keyed_count_into<S>(env: &RedisEnv, sink: S)
+where
+    S: streaming::api::Sink<(String, u64)> + Clone + Send + 'static,
+{
     let source = SubscriptionOptions::builder()
         .start(StartPolicy::Earliest)
         .batch_count(500)
@@ -143,7 +154,7 @@ pub(crate) fn register_keyed_count(env: &RedisEnv) {
             out.collect((k, n));
             Ok(())
         })
-        .sink(Discard)
+        .sink(sink)
         .unwrap();
 }
 
@@ -162,6 +173,7 @@ fn engine_run(
         partitions: 4,
         replica_wait: None,
         checkpoint_interval: None,
+        sink: sinks::SinkKind::Discard,
     };
     count_run(url, rt, n, &run)
 }
@@ -175,6 +187,8 @@ struct CountRun {
     replica_wait: Option<ReplicaWait>,
     /// Periodic checkpoints (`None`: off).
     checkpoint_interval: Option<Duration>,
+    /// Where the counts go.
+    sink: sinks::SinkKind,
 }
 
 /// The keyed count of `run` over `n` messages on `url` (one server or a cluster): msg/s
@@ -187,6 +201,7 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         partitions,
         replica_wait,
         checkpoint_interval,
+        sink,
     } = run;
     let prefix = unique("mq");
     let opts = MqOptions::builder()
@@ -210,7 +225,8 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(url, config).unwrap();
-    register_keyed_count(&env);
+    let sink_name = unique("sink");
+    sink.register(&env, &sink_name);
     let started = Instant::now();
     let job = env.execute_async().unwrap();
     loop {
@@ -232,6 +248,7 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
     rt.block_on(mq.delete_topic("t")).ok();
     delete_prefix(url, &prefix);
     delete_prefix(url, &state_prefix);
+    delete_prefix(url, &sink_name);
     n as f64 / secs
 }
 
@@ -756,6 +773,7 @@ fn cluster_main(url: &str, cluster_url: &str, n: usize, repeats: usize) {
                 partitions: 12,
                 replica_wait,
                 checkpoint_interval: None,
+                sink: sinks::SinkKind::Discard,
             };
             let mut rates: Vec<f64> = (0..repeats)
                 .map(|_| count_run(target, &rt, n, &run))
@@ -783,6 +801,7 @@ fn main() {
     let mut window_only: Option<(usize, u32)> = None;
     let mut lua_args = false;
     let mut checkpoint_mode = false;
+    let mut sinks_mode = false;
     let mut messages_set = false;
     let mut ts_step = 1i64;
     let mut rate = 10_000usize;
@@ -809,6 +828,7 @@ fn main() {
             }
             "--takeover" => takeover_keys = Some(1_000_000u64),
             "--checkpoint" => checkpoint_mode = true,
+            "--sinks" => sinks_mode = true,
             "--only" => {
                 let keys = args.next().and_then(|v| v.parse().ok());
                 let mode = match args.next().as_deref() {
@@ -900,6 +920,10 @@ fn main() {
     }
     if let Some(keys) = takeover_keys {
         takeover::takeover_main(&url, keys, unique);
+        return;
+    }
+    if sinks_mode {
+        sinks::sinks_main(&url, if messages_set { n } else { 500_000 });
         return;
     }
     if checkpoint_mode {

@@ -171,6 +171,7 @@ pub(crate) fn checkpoint_main(url: &str, n: usize, unique: impl Fn(&str) -> Stri
         partitions: 4,
         replica_wait: None,
         checkpoint_interval: interval,
+        sink: super::sinks::SinkKind::Discard,
     };
     let (mut none, mut every_s) = (Vec::new(), Vec::new());
     for _ in 0..3 {
