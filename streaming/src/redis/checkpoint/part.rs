@@ -8,6 +8,7 @@
 //! commits nothing between the steps, so the copy is the state as of its last commit
 //! — consistent with the offset copied with it — and no step blocks Redis for long.
 
+use super::store::COPY_CHUNK;
 use super::{fenced_script, now_ms, part_field};
 use crate::api::Sink;
 use crate::mq::lease::is_fenced_reply;
@@ -22,7 +23,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 static BEGIN: LazyLock<Script> = fenced_script!("checkpoint_part_begin.lua");
-static CHUNK: LazyLock<Script> = fenced_script!("checkpoint_copy_chunk.lua");
 static END: LazyLock<Script> = fenced_script!("checkpoint_part_end.lua");
 
 /// Fields per copy step.
@@ -272,7 +272,7 @@ async fn copy_hash(
         if now_ms() > deadline {
             return Ok(Copied::TooLate);
         }
-        let next: Value = CHUNK
+        let next: Value = COPY_CHUNK
             .key(lease_key)
             .key(fence_key)
             .key(hash)
@@ -282,7 +282,9 @@ async fn copy_hash(
             .arg(&cursor)
             .arg(CHUNK_FIELDS)
             .arg(base.unwrap_or(""))
+            .arg("")
             .arg(&step.copy)
+            .arg("")
             .invoke_async(conn)
             .await?;
         if is_fenced_reply(&next) {

@@ -8,7 +8,7 @@
 //! releases the lease. Every step is a script that checks the lease.
 
 use super::keys::unsharded_name;
-use super::store::{chunked, latest, read};
+use super::store::{chunked, latest, read, COPY_CHUNK};
 use super::{fenced_script, Checkpoint, CheckpointKeys};
 use crate::mq::lease::{self, is_fenced_reply, ms, Lease};
 use crate::mq::{Connection, KeySpace};
@@ -22,7 +22,6 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 static CLEAR: LazyLock<Script> = fenced_script!("checkpoint_clear_chunk.lua");
-static PUT_BACK: LazyLock<Script> = fenced_script!("checkpoint_restore_chunk.lua");
 static END: LazyLock<Script> = fenced_script!("checkpoint_restore_end.lua");
 
 /// Fields per restore or delete step.
@@ -411,7 +410,7 @@ async fn copy_back(
             .unwrap_or_default();
         let from = format!("{copy}{hash}");
         let step = |cursor: &str| {
-            let mut inv = PUT_BACK.key(&held.lease.key);
+            let mut inv = COPY_CHUNK.key(&held.lease.key);
             inv.key(&held.lease.fence)
                 .key(&from)
                 .key(hash)
@@ -421,6 +420,7 @@ async fn copy_back(
                 .arg(CHUNK_FIELDS)
                 .arg(&base)
                 .arg(&copy)
+                .arg("")
                 .arg(state_ttl);
             inv
         };
