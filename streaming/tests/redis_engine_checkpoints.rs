@@ -626,3 +626,44 @@ fn a_group_destroyed_while_the_job_runs_recovers_from_its_committed_offsets() {
         assert!(counts.contains(&("k0".to_string(), 15)), "{mode:?}");
     }
 }
+
+/// A partition owner that finds its part already written (an earlier owner died between
+/// writing it and telling the coordinator) tells the coordinator itself.
+#[test]
+fn a_part_written_by_an_earlier_owner_is_reported_by_the_next() {
+    let s = setup("ck-reported");
+    let topic = "slow";
+    s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+    let start = || {
+        let config = s.ck_config("reported", AckMode::Offset).build().unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        register_slow(&env, topic);
+        env.execute_async().unwrap()
+    };
+    let job = start();
+    s.produce(topic, &["fast".to_string()]);
+    caught_up(&job);
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(ck.status, CheckpointStatus::Complete);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    // As if the writer had died before its report: no report, the checkpoint still open.
+    let mut conn = s.conn();
+    let base = format!("{}:ck:{{reported}}", s.prefix);
+    let parts = format!("{base}:parts:{}", ck.id);
+    let _: i64 = s.rt.block_on(conn.hdel(&parts, "slow/g/0")).unwrap();
+    let deadline = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 60_000;
+    let _: i64 =
+        s.rt.block_on(conn.zadd(format!("{base}:open"), ck.id, deadline))
+            .unwrap();
+    // The next owner finds the part written and reports it.
+    let job = start();
+    wait_until("the part reported again", &job, || {
+        let reported: Option<String> = s.rt.block_on(conn.hget(&parts, "slow/g/0")).unwrap();
+        reported.is_some()
+    });
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+}

@@ -128,7 +128,17 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         };
         let begun = match self.begin_part(ctx, conn, &step).await? {
             Begun::Started(begun) if begun.len() >= 3 => begun,
-            Begun::Done => return Ok(Wrote::Part),
+            Begun::Done => {
+                // An earlier owner wrote the part and may have died before saying so.
+                let offset: Option<String> = redis::cmd("HGET")
+                    .arg(&step.record)
+                    .arg("offset")
+                    .query_async(conn)
+                    .await?;
+                self.part_written(ctx, conn, id, &offset.unwrap_or_default())
+                    .await?;
+                return Ok(Wrote::Part);
+            }
             Begun::Started(_) | Begun::Fenced => return Err(fence.error()),
         };
         let (offset, hashes) = (begun[0].clone(), &begun[3..]);
@@ -159,14 +169,27 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         }
         let done: Value = inv.invoke_async(conn).await?;
         fence.int_reply(&done)?;
+        self.part_written(ctx, conn, id, &offset).await?;
+        Ok(Wrote::Part)
+    }
+
+    /// Tells the coordinator the partition's part of checkpoint `id` is written (the
+    /// parts hash, in the job's slot; idempotent).
+    async fn part_written(
+        &self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        id: u64,
+        offset: &str,
+    ) -> Result<(), Error> {
         let (t, p, g) = ctx.at(self.partition);
         let _: i64 = redis::cmd("HSET")
             .arg(ctx.job.checkpoints.keys.parts(id))
             .arg(part_field(t, g, p))
-            .arg(&offset)
+            .arg(offset)
             .query_async(conn)
             .await?;
-        Ok(Wrote::Part)
+        Ok(())
     }
 
     /// The begin step (see [`Begun`]).
