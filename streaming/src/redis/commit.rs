@@ -107,7 +107,10 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
-        let lists = self.list_writes(ctx, ids);
+        let mut lists = self.list_writes(ctx, ids);
+        for w in &mut lists {
+            w.check_seen(conn).await?;
+        }
         let call = CommitCall {
             ctx,
             partition: self.partition,

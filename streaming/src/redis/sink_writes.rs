@@ -18,6 +18,10 @@ pub(super) struct SinkWrite {
     /// `{name}:dedup:{T:n}` for an idempotent append.
     pub(super) dedup: Option<String>,
     pub(super) write: CommitWrite,
+    /// An idempotent append checked against its dedup set ([`SinkWrite::check_seen`]):
+    /// the keys to mark, their expiry and now (ms); `write` is then the plain append of
+    /// the new values.
+    marks: Option<(Vec<String>, u64, u64)>,
 }
 
 /// The partition key of sink key base `name`: `{name}:{topic:partition}`.
@@ -61,6 +65,7 @@ impl SinkWrite {
             return SinkWrite {
                 key: outbox_key(at.keys, at.mq_prefix, &w.list, topic, partition),
                 dedup: None,
+                marks: None,
                 write: CommitWrite::StreamAdd {
                     entries,
                     max_len: None,
@@ -71,7 +76,44 @@ impl SinkWrite {
             key: partition_key(&w.list, topic, partition),
             dedup,
             write: w.write,
+            marks: None,
         }
+    }
+
+    /// For an idempotent append: reads which keys its dedup set holds unexpired (one
+    /// `ZMSCORE`) and keeps the values whose key is new (the first of a key repeated in
+    /// the batch), so the commit appends and marks them with plain commands. The
+    /// partition's owner is the only writer of the set, and its commit is fenced, so what
+    /// it reads stays true until its commit applies (a stale owner's commit applies
+    /// nothing).
+    pub(super) async fn check_seen(
+        &mut self,
+        conn: &mut crate::mq::Connection,
+    ) -> Result<(), crate::Error> {
+        let (Some(dedup), CommitWrite::IdempotentAppend { ttl_ms, items }) =
+            (&self.dedup, &mut self.write)
+        else {
+            return Ok(());
+        };
+        let mut cmd = redis::cmd("ZMSCORE");
+        cmd.arg(dedup);
+        for (k, _) in items.iter() {
+            cmd.arg(k);
+        }
+        let scores: Vec<Option<f64>> = cmd.query_async(conn).await?;
+        let now = super::checkpoint::now_ms();
+        let mut seen = std::collections::HashSet::new();
+        let (mut keys, mut values) = (Vec::new(), Vec::new());
+        for ((k, v), score) in std::mem::take(items).into_iter().zip(scores) {
+            let marked = score.is_some_and(|s| s > now as f64);
+            if !marked && seen.insert(k.clone()) {
+                keys.push(k);
+                values.push(v);
+            }
+        }
+        self.marks = Some((keys, now.saturating_add(*ttl_ms), now));
+        self.write = CommitWrite::ListAppend(values);
+        Ok(())
     }
 
     /// The keys it writes with the Redis type each must have.
@@ -88,7 +130,21 @@ impl SinkWrite {
     pub(super) fn push(&self, pipe: &mut Pipeline) {
         match &self.write {
             CommitWrite::ListAppend(values) => {
-                pipe.cmd("RPUSH").arg(&self.key).arg(values);
+                if !values.is_empty() {
+                    pipe.cmd("RPUSH").arg(&self.key).arg(values);
+                }
+                if let (Some(dedup), Some((keys, expiry, now))) = (&self.dedup, &self.marks) {
+                    pipe.cmd("ZREMRANGEBYSCORE")
+                        .arg(dedup)
+                        .arg("-inf")
+                        .arg(*now);
+                    if !keys.is_empty() {
+                        let zadd = pipe.cmd("ZADD").arg(dedup);
+                        for k in keys {
+                            zadd.arg(*expiry).arg(k);
+                        }
+                    }
+                }
             }
             // Made a `StreamAdd` by `new`.
             CommitWrite::OutboxAppend(_) => {}

@@ -185,9 +185,11 @@ impl<T: Serialize> Sink<T> for RedisStreamSink<T> {
 
 /// Appends each record as JSON to the list `{name}:{T:n}` at most once per idempotency
 /// key `key(&record)` within `ttl`: the keys seen are kept in the sorted set
-/// `{name}:dedup:{T:n}` (key → expiry ms), and one script drops expired keys, appends the
-/// records whose key is new and notes their keys. In the engine it runs in the batch
-/// commit, so it is exactly once per input like [`RedisListSink`](super::RedisListSink)
+/// `{name}:dedup:{T:n}` (key → expiry ms). In the engine the partition's owner reads
+/// which of a batch's keys the set holds (one `ZMSCORE`; it is the set's only writer and
+/// its commit is fenced) and the batch commit appends the new records, notes their keys
+/// and drops expired ones, so it is exactly once per input like
+/// [`RedisListSink`](super::RedisListSink)
 /// and also drops records whose key a *different* input already produced (a producer's
 /// retried send, a replayed dead letter). [`append`](Self::append) runs it on its own.
 pub struct RedisIdempotentListSink<T> {
