@@ -192,6 +192,11 @@ impl<T: Serialize> Sink<T> for RedisStreamSink<T> {
 /// [`RedisListSink`](super::RedisListSink)
 /// and also drops records whose key a *different* input already produced (a producer's
 /// retried send, a replayed dead letter). [`append`](Self::append) runs it on its own.
+///
+/// The keys carry no job or group: give each pipeline its own `name`. Two pipelines
+/// (say two consumer groups of one topic) with the same name share the keys, and each
+/// checks the set before its own commit, so both could append a record with the same
+/// key; likewise do not [`append`](Self::append) to a running pipeline's keys.
 pub struct RedisIdempotentListSink<T> {
     name: Arc<str>,
     key: KeyFn<T>,
