@@ -72,7 +72,7 @@ pub(crate) async fn run(url: &str, cmd: &CheckpointsCommand, out: &Output) -> Re
         ]);
     }
     if list.is_empty() && !out.json {
-        println!("no checkpoints of job `{job}` under `{checkpoint_prefix}` (check --job and --checkpoint-prefix)");
+        crate::output::write_out(&format!("no checkpoints of job `{job}` under `{checkpoint_prefix}` (check --job and --checkpoint-prefix)\n"));
         return Ok(());
     }
     out.print(&table, &json!(list));

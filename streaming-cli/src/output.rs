@@ -12,18 +12,34 @@ impl Output {
     /// Prints `table` for a human, or `json` with `--json`.
     pub(crate) fn print(&self, table: &Table, json: &Value) {
         if self.json {
-            println!("{json:#}");
+            write_out(&format!("{json:#}\n"));
         } else {
-            print!("{}", table.render());
+            write_out(&table.render());
         }
     }
 
     /// Prints one line for a human, or `json` with `--json`.
     pub(crate) fn print_line(&self, line: &str, json: &Value) {
         if self.json {
-            println!("{json:#}");
+            write_out(&format!("{json:#}\n"));
         } else {
-            println!("{line}");
+            write_out(&format!("{line}\n"));
+        }
+    }
+}
+
+/// Writes `text` to stdout. A reader that went away (`streaming-admin … | head`) ends the
+/// process quietly with status 0, as `cat` or `ls` would, instead of panicking like
+/// `println!`; another write error ends it with status 1 and a line on stderr.
+pub(crate) fn write_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            std::process::exit(1);
         }
     }
 }

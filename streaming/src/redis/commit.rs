@@ -33,7 +33,7 @@ use super::pending::{drain_into, KeyKind, Pending, PendingHash};
 use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
-use super::sink_writes::{SinkPlace, SinkWrite};
+use super::sink_writes::{check_key_types, SinkPlace, SinkWrite};
 use super::AckMode;
 use crate::api::state::CollectionKind;
 use crate::api::Sink;
@@ -108,6 +108,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
         let mut lists = self.list_writes(ctx, ids);
+        check_key_types(&lists)?;
         for w in &mut lists {
             w.check_seen(conn).await?;
         }

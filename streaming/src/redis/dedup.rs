@@ -6,9 +6,12 @@
 //! [`OutgoingMessage::idempotency_key`](crate::mq::OutgoingMessage::idempotency_key)),
 //! else `x-original-message-id` (a retry's or a replayed dead letter's first id), else
 //! its entry id. The keys processed are kept per partition in the sorted set
-//! `{sink_dedup_key_prefix}{job}:{T:n}:{group}` (key → expiry ms by the committing
-//! process's clock), written in the batch commit, so a mark exists exactly when the
-//! message's effects were committed; expired marks are dropped by each commit.
+//! `{sink_dedup_key_prefix}{job}:{mq key prefix}:{T:n}:{group}` (key → expiry ms by the
+//! committing process's clock), written in the batch commit, so a mark exists exactly when
+//! the message's effects were committed; expired marks are dropped by each commit. The
+//! queue's key prefix is part of the name because entry ids repeat across queues: two
+//! environments on one Redis (prefixes `mq` and `staging`) must not skip each other's
+//! messages.
 
 use super::context::Ctx;
 use super::part::Part;
@@ -43,7 +46,8 @@ impl<C, S, O> Part<C, S, O> {
         config.sink_deduplication_enabled().then(|| {
             let tag = ctx.keys.hash_tag(&ctx.spec.topic, self.partition);
             let (prefix, job) = (config.sink_dedup_key_prefix(), config.job_name());
-            format!("{prefix}{job}:{tag}:{}", ctx.spec.group)
+            let queue = config.mq_options().key_prefix;
+            format!("{prefix}{job}:{queue}:{tag}:{}", ctx.spec.group)
         })
     }
 

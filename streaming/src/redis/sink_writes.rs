@@ -178,3 +178,63 @@ impl SinkWrite {
         }
     }
 }
+
+/// Checks that no two of a commit's sinks write one key as different Redis types (a
+/// `RedisHashSink` and a `RedisListSink` of the same name, say): such a commit would fail
+/// one command inside the transaction and apply the rest, so it is refused before it
+/// runs.
+///
+/// # Errors
+/// [`Error::InvalidConfig`](crate::Error::InvalidConfig) (field `sink`) naming the key and
+/// both types.
+pub(super) fn check_key_types(writes: &[SinkWrite]) -> Result<(), crate::Error> {
+    let mut types = std::collections::HashMap::new();
+    for (key, ty) in writes.iter().flat_map(SinkWrite::keys) {
+        match types.insert(key, ty) {
+            Some(other) if other != ty => {
+                return Err(crate::Error::InvalidConfig {
+                    field: "sink",
+                    reason: format!(
+                        "two sinks of the pipeline write `{key}`, one as a {other} and one as a {ty}; give each sink its own name"
+                    ),
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(key: &str, write: CommitWrite) -> SinkWrite {
+        SinkWrite {
+            key: key.into(),
+            dedup: None,
+            write,
+            marks: None,
+        }
+    }
+
+    #[test]
+    fn one_key_written_as_two_types_is_refused() {
+        let hash = write(
+            "out:{t:0}",
+            CommitWrite::HashSet(vec![("f".into(), "1".into())]),
+        );
+        let list = write("out:{t:0}", CommitWrite::ListAppend(vec!["1".into()]));
+        let other = write("more:{t:0}", CommitWrite::ListAppend(vec!["2".into()]));
+        let err = check_key_types(&[hash, list]).unwrap_err().to_string();
+        assert!(
+            err.contains("`out:{t:0}`, one as a hash and one as a list"),
+            "{err}"
+        );
+        let twice = write("more:{t:0}", CommitWrite::ListAppend(vec!["3".into()]));
+        assert!(
+            check_key_types(&[other, twice]).is_ok(),
+            "two lists of one name append"
+        );
+    }
+}

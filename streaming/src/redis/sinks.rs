@@ -46,6 +46,12 @@ fn unwritten(kind: &str, name: &str, n: usize) -> Result<(), BoxError> {
 
 /// Upserts each record as JSON into the hash `{name}:{T:n}` under the field `field(&record)`
 /// (`HSET`; a later record with the same field replaces it), in the batch commit.
+///
+/// The key carries no job name or key prefix (like [`RedisListSink`](super::RedisListSink)'s):
+/// two jobs, or two runs, that use the same name on the same topic write the same keys, so
+/// give each job its own name. Sinks of one pipeline must not share a name across kinds (a
+/// hash sink and a stream sink both called `out`): such a commit is refused with
+/// [`Error::InvalidConfig`] (field `sink`) and nothing of the batch is written.
 pub struct RedisHashSink<T> {
     name: Arc<str>,
     field: KeyFn<T>,
@@ -114,6 +120,12 @@ impl<T: Serialize> Sink<T> for RedisHashSink<T> {
 /// Appends each record to the stream `{name}:{T:n}` (`XADD`, one entry per record with
 /// the field `v` = the record as JSON; `MAXLEN ~ max_len` when set), in the batch commit,
 /// for a service that reads it with `XREAD` / a consumer group.
+///
+/// The key carries no job name or key prefix (like [`RedisListSink`](super::RedisListSink)'s):
+/// two jobs, or two runs, that use the same name on the same topic write the same keys, so
+/// give each job its own name. Sinks of one pipeline must not share a name across kinds (a
+/// hash sink and a stream sink both called `out`): such a commit is refused with
+/// [`Error::InvalidConfig`] (field `sink`) and nothing of the batch is written.
 #[derive(Debug)]
 pub struct RedisStreamSink<T> {
     name: Arc<str>,

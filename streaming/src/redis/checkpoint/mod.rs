@@ -63,7 +63,8 @@ pub struct Checkpoint {
     pub parallelism: u32,
     /// When it was triggered, ms since the Unix epoch (the triggering process's clock).
     pub started_at_ms: u64,
-    /// When it completed or failed, ms since the Unix epoch; `None` while pending.
+    /// When it completed or failed, ms since the Unix epoch (an abandoned one: its
+    /// deadline); `None` while pending.
     pub finished_at_ms: Option<u64>,
     /// Its pipelines: (topic, group, partition count). Each partition of each has a part.
     pub pipelines: Vec<CheckpointPipeline>,

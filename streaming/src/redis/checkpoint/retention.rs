@@ -30,7 +30,9 @@ const CHUNK_FIELDS: usize = 500;
 /// Retention after a checkpoint ended (completed or failed): with `checkpoints_to_keep`
 /// N > 0, deletes every incomplete checkpoint (failed, abandoned, half deleted) but the
 /// newest checkpoint, first, then the complete ones beyond the newest N. Checkpoints
-/// still open (another process's, before their deadline) are left alone.
+/// still open (before their deadline) are left alone unless an earlier leader opened them
+/// (a lower fencing token than this leader's): their coordinator is gone, so they can
+/// never complete.
 pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
     let keep = job.checkpoint_options.to_keep as usize;
     if keep == 0 {
@@ -45,13 +47,14 @@ pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), 
         .query_async(conn)
         .await?;
     let now = now_ms();
-    let still_open = |id: u64| {
-        open.iter()
-            .any(|&(o, deadline)| o == id && deadline as u64 >= now)
+    let (_, _, token) = leader_fence(job)?;
+    let still_open = |c: &Checkpoint| {
+        c.fencing_token >= token
+            && (open.iter()).any(|&(o, deadline)| o == c.id && deadline as u64 >= now)
     };
     let all: Vec<Checkpoint> = (list(conn, keys).await?)
         .into_iter()
-        .filter(|c| !still_open(c.id))
+        .filter(|c| !still_open(c))
         .collect();
     let Some(newest) = all.iter().map(|c| c.id).max() else {
         return Ok(());

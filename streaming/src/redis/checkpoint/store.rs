@@ -62,7 +62,8 @@ pub(super) fn parse_meta(id: u64, fields: &HashMap<String, String>) -> Option<Ch
         fencing_token: num("token").unwrap_or(0),
         parallelism: num("parallelism").unwrap_or(0) as u32,
         started_at_ms: num("started_at_ms").unwrap_or(0),
-        finished_at_ms: num("finished_at_ms"),
+        // An abandoned checkpoint ended at its deadline.
+        finished_at_ms: num("finished_at_ms").or(if abandoned { num("deadline_ms") } else { None }),
         pipelines: (fields.get("pipelines"))
             .and_then(|p| serde_json::from_str(p).ok())
             .unwrap_or_default(),
@@ -171,6 +172,7 @@ mod tests {
         let gone = parse_meta(3, &meta(&[("status", "pending"), ("deadline_ms", "1")])).unwrap();
         assert_eq!(gone.status, CheckpointStatus::Failed);
         assert!(gone.failure.unwrap().starts_with("abandoned"));
+        assert_eq!(gone.finished_at_ms, Some(1), "ended at its deadline");
         let done = parse_meta(4, &meta(&[("status", "complete"), ("deadline_ms", "1")]));
         assert_eq!(done.unwrap().status, CheckpointStatus::Complete);
         assert_eq!(parse_meta(5, &meta(&[])), None, "no record");

@@ -163,15 +163,22 @@ getters! {
     /// ([`OutgoingMessage::idempotency_key`](crate::mq::OutgoingMessage::idempotency_key)),
     /// else `x-original-message-id` (a retry's or replayed dead letter's first id), else
     /// the entry id. The marks are written in the batch commit (a sorted set per partition
-    /// and group, `{sink_dedup_key_prefix}{job}:{T:n}:{group}`, key → expiry), so a
-    /// producer's retried send and a replayed dead letter that was in fact processed
-    /// are harmless. A message that failed (retry, dead letter) is not marked. Costs one
-    /// `ZMSCORE` per batch and one `ZADD` per commit. Default `false`.
+    /// and group, `{sink_dedup_key_prefix}{job}:{mq key prefix}:{T:n}:{group}`, key →
+    /// expiry), so a producer's retried send and a replayed dead letter that was in fact
+    /// processed are harmless. A message that failed (retry, dead letter) is not marked.
+    /// Costs one `ZMSCORE` per batch and one `ZADD` per commit. Default `false`.
+    ///
+    /// Marks are kept per partition (so the check and the mark stay in the partition's
+    /// hash slot): a retried send is recognised only when it reaches the partition its
+    /// first send reached. Sends with a message key always do (the partitioner hashes the
+    /// key); a retried send *without* a key may be dealt to another partition and is then
+    /// processed again — give messages that may be retried a key. Replayed dead letters
+    /// go back to their own partition and are always recognised.
     sink_deduplication_enabled: bool;
     /// How long a processed key is remembered. Default 7 days, at least 1 ms.
     sink_deduplication_ttl: Duration;
-    /// Prefix of the dedup sets (the job name, the partition's hash tag and the group
-    /// follow). Default `streaming:runtime:sinkDedup:`; no braces or whitespace.
+    /// Prefix of the dedup sets (the job name, the queue's key prefix, the partition's
+    /// hash tag and the group follow). Default `streaming:runtime:sinkDedup:`; no braces or whitespace.
     sink_dedup_key_prefix: String;
     /// Consumer subtasks (threads) per pipeline in this process. Default 1. Partitions are
     /// dealt over the live subtasks of every process of the job, sorted by consumer name:

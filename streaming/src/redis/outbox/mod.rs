@@ -10,7 +10,9 @@
 //! joins the partition's batch commit on a single server and on a Redis Cluster:
 //! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream; each entry has the fields
 //!   `id` (the record's stable id, see [`OutboxRecord::id`]), `payload` (the bytes the sink
-//!   serialised) and `ts` (the record's timestamp, epoch milliseconds, decimal);
+//!   serialised) and `ts` (when the batch commit that appended it ran: epoch
+//!   milliseconds by the committing process's clock, decimal; not the record's event time —
+//!   put that in the payload when the target needs it);
 //! - `{outbox key}:dlq` — the dead-letter stream: a dead-lettered entry's fields plus
 //!   `reason` (the target's error, at most 512 characters), `attempts` (failed
 //!   deliveries), `outbox_entry_id` (the entry's id in the outbox stream) and `dlq_ms`;
@@ -63,7 +65,7 @@ pub use sink::RedisOutboxSink;
 pub(crate) const F_ID: &str = "id";
 /// Field of an outbox entry: the serialised record.
 pub(crate) const F_PAYLOAD: &str = "payload";
-/// Field of an outbox entry: the record's timestamp (epoch ms, decimal).
+/// Field of an outbox entry: the commit time (epoch ms, decimal).
 pub(crate) const F_TS: &str = "ts";
 
 /// One record of an outbox, as the dispatcher hands it to an [`OutboxTarget`].
@@ -81,7 +83,9 @@ pub struct OutboxRecord {
     pub partition: u32,
     /// What the sink serialised.
     pub payload: Bytes,
-    /// The record's timestamp, epoch milliseconds (0 when the entry has none).
+    /// When the batch commit that appended the record ran, epoch milliseconds by the
+    /// committing process's clock (0 when the entry has none). Not the record's event
+    /// time: a sink sees only the value, so put the event time in the payload if needed.
     pub timestamp_ms: i64,
     /// The entry's id in the outbox stream (`{ms}-{seq}`).
     pub entry_id: String,

@@ -142,7 +142,9 @@ impl RedisOutboxDispatcherBuilder {
     }
     /// How long a record must have been pending with another consumer of the group (a
     /// crashed dispatcher of another name) before this dispatcher claims it (`XAUTOCLAIM`;
-    /// default 30 s); its partition delivers nothing newer until then.
+    /// default 30 s, must be > 0); its partition delivers nothing newer until then. Set it
+    /// well above the longest `deliver` call: a record pending that long with a live
+    /// dispatcher is taken from it and delivered twice.
     pub fn claim_idle(mut self, d: Duration) -> Self {
         self.d.claim_idle = d;
         self
@@ -154,7 +156,7 @@ impl RedisOutboxDispatcherBuilder {
     /// [`Error::InvalidConfig`] naming the first bad option: `name`, `topic`, `group`,
     /// `consumer` (empty, over 200 bytes or outside `[A-Za-z0-9_.-]`), `partitions`
     /// (none), `max_attempts` (0), `backoff` (zero initial or max below initial),
-    /// `batch_size`, `poll_interval` (zero).
+    /// `batch_size`, `poll_interval`, `claim_idle` (zero).
     pub fn build(self) -> Result<RedisOutboxDispatcher, Error> {
         let d = self.d;
         validate_name("name", &d.name)?;
@@ -181,6 +183,12 @@ impl RedisOutboxDispatcherBuilder {
         }
         if d.poll_interval.is_zero() {
             return bad("poll_interval", "must be > 0");
+        }
+        if d.claim_idle.is_zero() {
+            return bad(
+                "claim_idle",
+                "must be > 0 (0 would take records a live dispatcher is still delivering)",
+            );
         }
         Ok(d)
     }

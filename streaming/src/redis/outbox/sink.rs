@@ -35,18 +35,12 @@ impl<T> RedisOutboxSink<T> {
     /// A sink appending to the outbox `name`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] (field `name`) if `name` is empty or has braces or
-    /// whitespace.
+    /// [`Error::InvalidConfig`] (field `name`) unless `name` is 1..=200 characters of
+    /// `[A-Za-z0-9_.-]` (the names a [`RedisOutboxDispatcher`](super::RedisOutboxDispatcher)
+    /// accepts).
     pub fn new(name: impl Into<String>) -> Result<Self, Error> {
         let name = name.into();
-        if name.is_empty() || name.contains(['{', '}']) || name.contains(char::is_whitespace) {
-            return Err(Error::InvalidConfig {
-                field: "name",
-                reason: format!(
-                    "outbox name `{name}` must be non-empty, without braces or whitespace"
-                ),
-            });
-        }
+        crate::mq::topic::validate_name("name", &name)?;
         Ok(RedisOutboxSink {
             name: name.into(),
             pending: Vec::new(),
