@@ -5,6 +5,7 @@ mod functions;
 mod sink;
 mod source;
 pub(crate) mod state;
+mod two_phase;
 
 pub use context::{KeyedContext, StateRef, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
@@ -14,3 +15,6 @@ pub use state::{
     JsonCodec, ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState,
     SetStateDescriptor, StateDescriptor, ValueState, ValueStateDescriptor,
 };
+pub use two_phase::TxnScope;
+#[doc(hidden)]
+pub use two_phase::{LocalFuture, TwoPhaseHooks};

@@ -36,6 +36,13 @@ pub trait Sink<T> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         None
     }
+
+    /// The two-phase-commit hooks of a sink whose target joins the batch commit that way
+    /// (`streaming::redis::two_phase`); `None` (the default) for any other sink.
+    #[doc(hidden)]
+    fn two_phase(&mut self) -> Option<&mut dyn super::two_phase::TwoPhaseHooks> {
+        None
+    }
 }
 
 /// What a Redis sink buffered for the batch commit (see

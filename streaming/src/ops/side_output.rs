@@ -31,6 +31,8 @@ pub(crate) trait PendingOutput {
     fn deliver(&mut self) -> Result<(), BoxError>;
     /// What the sink buffered for the batch commit (Redis list appends).
     fn take_commit_writes(&mut self) -> Option<CommitWrites>;
+    /// The sink's two-phase-commit hooks, when it has them.
+    fn two_phase(&mut self) -> Option<&mut dyn crate::api::TwoPhaseHooks>;
 }
 
 impl<T, L> SideOutput<T, L> {
@@ -75,6 +77,10 @@ impl<T, L: Sink<T>> PendingOutput for SideBuffer<T, L> {
 
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         self.sink.take_commit_writes()
+    }
+
+    fn two_phase(&mut self) -> Option<&mut dyn crate::api::TwoPhaseHooks> {
+        self.sink.two_phase()
     }
 }
 

@@ -286,6 +286,7 @@ where
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
         let _ = self.sink.take_commit_writes();
+        self.discard_two_phase();
         // The old chain's side outputs go with it: a rolled-back batch delivers nothing.
         self.install(plan(&self.out)?);
         let same = self.stores.len() == old.len()

@@ -34,6 +34,7 @@ use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
 use super::sink_writes::{check_key_types, SinkPlace, SinkWrite};
+use super::two_phase::engine::{handles_key, Prepared};
 use super::AckMode;
 use crate::api::state::CollectionKind;
 use crate::api::Sink;
@@ -107,11 +108,15 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
-        let mut lists = self.list_writes(ctx, ids);
+        let offset = commit_offset(ids);
+        let mut lists = self.list_writes(ctx, &offset);
         check_key_types(&lists)?;
         for w in &mut lists {
             w.check_seen(conn).await?;
         }
+        // Phase 1 of the two-phase sinks; their handles commit with the batch.
+        let prepared = self.pre_commit_two_phase(ctx, lease.token, &offset).await?;
+        let handles = (handles_key(self.state_keys.base()), prepared);
         let call = CommitCall {
             ctx,
             partition: self.partition,
@@ -124,23 +129,17 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             sampled: &sampled,
             lists: &lists,
             dedup: dedup.filter(|d| !d.keys.is_empty()),
+            two_phase: &handles,
         };
         let wait = ctx.spec.config.commit_replica_wait();
         let started = std::time::Instant::now();
+        // A lost reply or a failed command leaves the prepared transactions to the next
+        // take's recovery: Redis may have recorded them.
         let (reply, acked) = run_commit(conn, call.pipeline(), wait.as_ref()).await?;
         self.metrics.commit_seconds.record(started.elapsed());
         let sizes: Vec<i64> = match reply {
             Value::Array(_) => redis::from_redis_value(&reply)?,
-            Value::BulkString(why) if why.starts_with(b"WRONGTYPE") => {
-                return Err(Error::Engine {
-                    op: "commit",
-                    reason: format!(
-                        "{}; nothing of the batch was written",
-                        String::from_utf8_lossy(&why)
-                    ),
-                });
-            }
-            _ => return Err(self.owner.fenced_error(ctx, lease.token)),
+            refused => return Err(self.refused(ctx, refused, lease.token, &handles.1).await),
         };
         if let (Some(w), Some(acked)) = (wait, acked) {
             if acked < i64::from(w.replicas) {
@@ -150,6 +149,37 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         for (_, store) in &self.stores {
             store.borrow_mut().committed();
         }
+        self.count_commit(ctx, &pending, sizes);
+        // Phase 2: a failure takes the partition again, whose recovery commits them.
+        self.commit_two_phase(&handles.1).await
+    }
+
+    /// The error of a commit the guard refused (nothing of it applied: the two-phase
+    /// sinks' transactions are aborted): another owner took the partition, or a written
+    /// key holds another type.
+    async fn refused(
+        &mut self,
+        ctx: &Ctx<'_>,
+        reply: Value,
+        token: u64,
+        prepared: &Prepared,
+    ) -> Error {
+        self.abort_two_phase(ctx, prepared).await;
+        match reply {
+            Value::BulkString(why) if why.starts_with(b"WRONGTYPE") => Error::Engine {
+                op: "commit",
+                reason: format!(
+                    "{}; nothing of the batch was written",
+                    String::from_utf8_lossy(&why)
+                ),
+            },
+            _ => self.owner.fenced_error(ctx, token),
+        }
+    }
+
+    /// A commit's state writes, deletes and sampled sizes (`sizes`, per hash), and the
+    /// operators' timer queues, in the metrics.
+    fn count_commit(&mut self, ctx: &Ctx<'_>, pending: &Pending, sizes: Vec<i64>) {
         for (h, size) in pending.hashes.iter().zip(sizes) {
             if let Ok(size) = u64::try_from(size) {
                 let hot = self.hot.sampled_size(ctx, h, size);
@@ -158,13 +188,6 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                 m.hot_keys.increment(u64::from(hot));
             }
         }
-        self.count_commit(&pending);
-        Ok(())
-    }
-
-    /// A commit's state writes and deletes, and the operators' timer queues, in the
-    /// metrics.
-    fn count_commit(&mut self, pending: &Pending) {
         for h in &pending.hashes {
             if h.state == WATERMARK_STATE {
                 continue;
@@ -195,13 +218,9 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     }
 
     /// Every Redis sink of the pipeline, main or side output, commits in this script.
-    fn list_writes(&mut self, ctx: &Ctx<'_>, ids: &[String]) -> SinkWrites {
+    fn list_writes(&mut self, ctx: &Ctx<'_>, offset: &str) -> SinkWrites {
         let (t, p) = (ctx.spec.topic.as_str(), self.partition);
-        let offset = match ids.last() {
-            Some(last) => last.clone(),
-            // Timers and idle flushes: no input of their own.
-            None => format!("t{}", super::checkpoint::now_ms()),
-        };
+        let offset = offset.to_owned();
         let prefix = ctx.spec.config.mq_options().key_prefix;
         let at = SinkPlace {
             topic: t,
@@ -225,6 +244,15 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     }
 }
 
+/// The offset a commit acknowledges, as sinks name it: the batch's last entry id, or
+/// `t{ms}` for timers and idle flushes (no input of their own).
+fn commit_offset(ids: &[String]) -> String {
+    match ids.last() {
+        Some(last) => last.clone(),
+        None => format!("t{}", super::checkpoint::now_ms()),
+    }
+}
+
 /// One batch commit's keys and values (see `lua/commit_guard.lua` and
 /// `lua/commit_tail.lua` for the scripts' KEYS and ARGV).
 struct CommitCall<'a> {
@@ -244,6 +272,8 @@ struct CommitCall<'a> {
     lists: &'a SinkWrites,
     /// Input deduplication marks of the batch's processed messages.
     dedup: Option<&'a DedupMarks>,
+    /// The partition's two-phase handles hash and the batch's prepared (sink, handle).
+    two_phase: &'a (String, Prepared),
 }
 
 /// The Redis type a written key must have (or have none), as `TYPE` names it, and the
@@ -264,6 +294,7 @@ impl CommitCall<'_> {
             .map(|h| (h.key.as_str(), type_of(h.kind).0))
             .chain(self.lists.iter().flat_map(SinkWrite::keys))
             .chain(self.dedup.map(|d| (d.key.as_str(), "zset")))
+            .chain((!self.two_phase.1.is_empty()).then_some((self.two_phase.0.as_str(), "hash")))
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), "set"));
@@ -410,6 +441,13 @@ impl CommitCall<'_> {
                 .arg(&d.key)
                 .arg("-inf")
                 .arg(d.now_ms);
+        }
+        let (handles, prepared) = self.two_phase;
+        if !prepared.is_empty() {
+            let hset = pipe.cmd("HSET").arg(handles);
+            for (sink, handle) in prepared {
+                hset.arg(sink).arg(handle);
+            }
         }
         let index: Vec<&str> = (self.hashes.iter())
             .filter(|h| h.kind == KeyKind::State)

@@ -342,6 +342,7 @@ mod subtask;
 mod takeover;
 mod timers;
 mod turn;
+pub mod two_phase;
 
 pub use checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
 pub use config::{

@@ -30,6 +30,9 @@ where
         self.owner.take(ctx, conn).await?;
         self.rebuild(plan, ctx, conn).await?;
         self.confirm_unconfirmed(ctx).await?;
+        // Under the new token no earlier owner's commit can apply any more: what Redis
+        // recorded is final.
+        self.recover_two_phase(ctx, conn).await?;
         if effective_watermark(&self.stores).is_some()
             && self
                 .stores
@@ -88,6 +91,7 @@ where
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
         let _ = self.sink.take_commit_writes();
+        self.discard_two_phase();
         // The old chain's side outputs go with it: a rolled-back batch delivers nothing.
         // The same plan type builds the same chain type.
         self.install(plan(&self.out)?);
@@ -106,6 +110,7 @@ where
         let _ = self.chain.close();
         self.out.borrow_mut().clear();
         let _ = self.sink.take_commit_writes();
+        self.discard_two_phase();
         match plan(&self.out) {
             Ok(built) => self.install(built),
             Err(e) => ctx.job.error(format!("rebuilding a chain: {e}")),
