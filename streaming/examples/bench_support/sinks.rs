@@ -2,9 +2,12 @@
 //! throughput mode (10,000 keys, 4 partitions, Offset mode, parallelism 1, batches of 500,
 //! N messages, default 500,000) ending in each sink — a plain sink called before the
 //! commit (at-least-once; it drops the records), `RedisListSink`, `RedisOutboxSink`,
-//! `RedisIdempotentListSink` (key = the record's key and count, TTL 1 h) — interleaved,
-//! three rounds each: medians and their ratio to the plain sink.
+//! `RedisIdempotentListSink` (key = the record's key and count, TTL 1 h) and, with
+//! `--postgres CONNECTION` (feature `postgres`), `TwoPhaseSink<PostgresSink>` (one row per
+//! record into `bench_counts(k text, n bigint)`, created when missing and emptied before
+//! each run) — interleaved, three rounds each: medians and their ratio to the plain sink.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use streaming::redis::outbox::RedisOutboxSink;
@@ -18,6 +21,56 @@ pub(crate) enum SinkKind {
     List,
     Outbox,
     Idempotent,
+    /// `TwoPhaseSink<PostgresSink>` into the `--postgres` server.
+    Postgres,
+}
+
+/// The PostgreSQL server of `--postgres`.
+static POSTGRES: OnceLock<String> = OnceLock::new();
+
+/// Sets the PostgreSQL server the sink benchmark also writes to.
+pub(crate) fn set_postgres(connection: String) {
+    if !cfg!(feature = "postgres") {
+        panic!("--postgres needs the example built with `--features postgres`");
+    }
+    POSTGRES.set(connection).expect("--postgres given once");
+}
+
+#[cfg(feature = "postgres")]
+fn register_postgres(env: &RedisEnv) {
+    use streaming::redis::two_phase::{PostgresParams, PostgresSink, TwoPhaseSink};
+    let conn = POSTGRES.get().expect("--postgres");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, c) = tokio_postgres::connect(conn, tokio_postgres::NoTls)
+            .await
+            .expect("connect to --postgres");
+        tokio::spawn(c);
+        client
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS bench_counts (k text NOT NULL, n bigint NOT NULL);
+                 TRUNCATE bench_counts",
+            )
+            .await
+            .expect("create bench_counts");
+    });
+    let rows = PostgresSink::new(
+        conn,
+        "INSERT INTO bench_counts (k, n) VALUES ($1, $2)",
+        |(k, n): &(String, u64)| -> PostgresParams {
+            vec![Box::new(k.clone()), Box::new(*n as i64)]
+        },
+    )
+    .unwrap();
+    super::register_keyed_count_into(env, TwoPhaseSink::new(rows));
+}
+
+#[cfg(not(feature = "postgres"))]
+fn register_postgres(_: &RedisEnv) {
+    unreachable!("set_postgres refuses --postgres without the feature")
 }
 
 impl SinkKind {
@@ -39,6 +92,7 @@ impl SinkKind {
                 )
                 .unwrap(),
             ),
+            SinkKind::Postgres => register_postgres(env),
         }
     }
 
@@ -48,6 +102,7 @@ impl SinkKind {
             SinkKind::List => "`RedisListSink`",
             SinkKind::Outbox => "`RedisOutboxSink`",
             SinkKind::Idempotent => "`RedisIdempotentListSink`",
+            SinkKind::Postgres => "`TwoPhaseSink<PostgresSink>` (rows)",
         }
     }
 }
@@ -63,12 +118,15 @@ pub(crate) fn sinks_main(url: &str, n: usize) {
         .enable_all()
         .build()
         .unwrap();
-    let kinds = [
+    let mut kinds = vec![
         SinkKind::Discard,
         SinkKind::List,
         SinkKind::Outbox,
         SinkKind::Idempotent,
     ];
+    if POSTGRES.get().is_some() {
+        kinds.push(SinkKind::Postgres);
+    }
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for _ in 0..3 {
         for (i, &sink) in kinds.iter().enumerate() {

@@ -234,8 +234,12 @@
 //!
 //! Sinks: [`RedisListSink`], [`RedisHashSink`], [`RedisStreamSink`] and
 //! [`RedisIdempotentListSink`] write in the batch commit (exactly once per acknowledged
-//! input, several of them atomically); any other sink is called before the commit, so
-//! a crash or a failed commit can repeat its output (at-least-once). Input
+//! input, several of them atomically), as does [`outbox::RedisOutboxSink`] (delivered
+//! onwards by a dispatcher); a [`two_phase::TwoPhaseSink`] (e.g. around a
+//! `two_phase::PostgresSink`) prepares a transaction of its target before the commit,
+//! records it in the commit and commits it after (exactly once in the target); any
+//! other sink is called before the commit, so a crash or a failed commit can repeat its
+//! output (at-least-once). Input
 //! deduplication by idempotency key:
 //! [`RedisRuntimeConfig::sink_deduplication_enabled`].
 //!

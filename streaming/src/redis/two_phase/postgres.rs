@@ -32,7 +32,8 @@ const MAX_GID: usize = 199;
 ///     "INSERT INTO word_counts (word, n) VALUES ($1, $2)",
 ///     |(word, n): &(String, i64)| -> PostgresParams { vec![Box::new(word.clone()), Box::new(*n)] },
 /// )?;
-/// let sink = TwoPhaseSink::new(rows); // `.sink(sink)` of a Redis pipeline
+/// // `.sink(sink)` of a Redis pipeline whose records are `(String, i64)`.
+/// let sink: TwoPhaseSink<_, (String, i64)> = TwoPhaseSink::new(rows);
 /// # let _ = sink; Ok(()) }
 /// ```
 ///
