@@ -8,7 +8,7 @@ pub(crate) mod state;
 
 pub use context::{KeyedContext, StateRef, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
-pub use sink::{CommitWrite, CommitWrites, RejectedElement, Sink};
+pub use sink::{CommitWrite, CommitWrites, RejectedElement, Sink, TopicOutput};
 pub use source::{Source, SourceContext};
 pub use state::{
     JsonCodec, ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState,

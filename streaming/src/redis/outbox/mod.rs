@@ -10,7 +10,8 @@
 //! joins the partition's batch commit on a single server and on a Redis Cluster:
 //! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream; each entry has the fields
 //!   `id` (the record's stable id, see [`OutboxRecord::id`]), `payload` (the bytes the sink
-//!   serialised) and `ts` (the record's timestamp, epoch milliseconds, decimal);
+//!   serialised), `ts` (the record's timestamp, epoch milliseconds, decimal) and, from a
+//!   [`RedisTopicSink`](crate::redis::RedisTopicSink), `key` (the message key);
 //! - `{outbox key}:dlq` — the dead-letter stream: a dead-lettered entry's fields plus
 //!   `reason` (the target's error, at most 512 characters), `attempts` (failed
 //!   deliveries), `outbox_entry_id` (the entry's id in the outbox stream) and `dlq_ms`;
@@ -65,6 +66,8 @@ pub(crate) const F_ID: &str = "id";
 pub(crate) const F_PAYLOAD: &str = "payload";
 /// Field of an outbox entry: the record's timestamp (epoch ms, decimal).
 pub(crate) const F_TS: &str = "ts";
+/// Field of an outbox entry: the record's message key (a topic sink's; absent otherwise).
+pub(crate) const F_KEY: &str = "key";
 
 /// One record of an outbox, as the dispatcher hands it to an [`OutboxTarget`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +86,9 @@ pub struct OutboxRecord {
     pub payload: Bytes,
     /// The record's timestamp, epoch milliseconds (0 when the entry has none).
     pub timestamp_ms: i64,
+    /// The record's message key: set by a [`RedisTopicSink`](crate::redis::RedisTopicSink)
+    /// with a key function, `None` otherwise.
+    pub key: Option<String>,
     /// The entry's id in the outbox stream (`{ms}-{seq}`).
     pub entry_id: String,
     /// Which delivery attempt this is: 1 for the first, 2 after one failure, and so on
