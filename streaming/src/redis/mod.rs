@@ -308,7 +308,8 @@
 //   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
 //   `turn`; `checkpoint` (parts, coordinator, leader, restore) after them;
 // - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
-// `outbox` (the outbox dispatcher) stands apart: it uses `mq` only.
+// `outbox` (the outbox dispatcher) stands apart: it uses `mq` only; `topics` (job-to-job
+// topics: a sink and an outbox target) uses `outbox`, `mq` and the sinks' encodings.
 mod batch;
 mod cache;
 mod chain;
@@ -341,6 +342,7 @@ mod sinks;
 mod subtask;
 mod takeover;
 mod timers;
+mod topics;
 mod turn;
 
 pub use checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
@@ -359,5 +361,9 @@ pub use job::{
 };
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
 pub use sinks::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};
+pub use topics::{
+    RedisTopicForwarder, RedisTopicForwarderBuilder, RedisTopicSink, TopicForwardStats,
+    TopicForwarding,
+};
 
 pub(crate) use runtime::RedisRuntime;

@@ -1,0 +1,221 @@
+//! The topic forwarder against a real Redis: outbox records reach the target topic's
+//! partitions as queue messages (key, payload, timestamp, idempotency header), and a
+//! forward repeated after a crash appends nothing — judged by the forwarding marks, which
+//! compare stream ids by milliseconds then sequence, as numbers.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use streaming::mq::{partition_for_key, Mq, HEADER_IDEMPOTENCY_KEY};
+use streaming::redis::{RedisTopicForwarder, TopicForwardStats};
+use support::redis_server::TestRedis;
+use support::{connect, eventually, fast_options, DEADLINE};
+
+const SOURCE: &str = "in";
+const TARGET: &str = "mid";
+
+type Conn = redis::aio::MultiplexedConnection;
+
+struct Setup {
+    _redis: TestRedis,
+    mq: Mq,
+    conn: Conn,
+    forwarder: RedisTopicForwarder,
+}
+
+async fn setup(test: &str) -> Setup {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options(test).build().unwrap()).await;
+    mq.create_topic(TARGET, 2).await.unwrap();
+    let conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let forwarder = RedisTopicForwarder::builder(&mq, SOURCE, TARGET)
+        .partitions(0..2)
+        .poll_interval(Duration::from_millis(20))
+        .backoff(Duration::from_millis(10), Duration::from_millis(40))
+        .build()
+        .unwrap();
+    Setup {
+        _redis: redis,
+        mq,
+        conn,
+        forwarder,
+    }
+}
+
+/// An outbox entry as the topic sink writes it: (entry id, key).
+type Entry = (&'static str, Option<&'static str>);
+
+/// Replaces source partition `p`'s outbox by `entries` (explicit entry ids; fields `id`,
+/// `payload`, `ts`, `key`), as a crash that forwards them again would leave it; the
+/// group goes with the stream and the forwarder makes it again.
+async fn outbox(s: &mut Setup, p: u32, entries: &[Entry]) {
+    let key = s.forwarder.outbox_key(p);
+    let _: () = s.conn.del(&key).await.unwrap();
+    for (id, k) in entries {
+        let mut fields = vec![
+            ("id", format!("job/{SOURCE}/{p}/{id}/0")),
+            ("payload", format!("{{\"v\":\"{p}@{id}\"}}")),
+            ("ts", "1700".to_string()),
+        ];
+        if let Some(k) = k {
+            fields.push(("key", (*k).to_string()));
+        }
+        let _: String = s.conn.xadd(&key, *id, &fields).await.unwrap();
+    }
+}
+
+/// Runs a forwarder until it has settled `n` records; its counters.
+async fn forward(s: &Setup, n: u64) -> TopicForwardStats {
+    let running = s.forwarder.start().await.unwrap();
+    eventually("records settled", DEADLINE, || {
+        let st = running.stats();
+        async move { (st.appended + st.skipped >= n).then_some(()) }
+    })
+    .await;
+    let stats = running.stats();
+    running.stop().await;
+    stats
+}
+
+/// The payloads of target partition `q`, in stream order, with each message's key and
+/// idempotency header.
+async fn target(s: &mut Setup, q: u32) -> Vec<(String, Option<String>, String)> {
+    let key = s.mq.keys().stream(TARGET, q);
+    let reply: redis::streams::StreamRangeReply = s.conn.xrange_all(&key).await.unwrap();
+    reply
+        .ids
+        .into_iter()
+        .map(|e| {
+            let text = |f: &str| e.get::<String>(f);
+            let headers: BTreeMap<String, String> =
+                serde_json::from_str(&text("h").unwrap()).unwrap();
+            assert_eq!(
+                text("ts").as_deref(),
+                Some("1700"),
+                "the record's timestamp"
+            );
+            (
+                text("p").unwrap(),
+                text("k"),
+                headers[HEADER_IDEMPOTENCY_KEY].clone(),
+            )
+        })
+        .collect()
+}
+
+fn payload(p: u32, id: &str) -> String {
+    format!("{{\"v\":\"{p}@{id}\"}}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
+    let mut s = setup("topics-marks").await;
+    let first0: [Entry; 4] = [
+        ("5-1", Some("a")),
+        ("5-2", Some("b")),
+        ("9-0", None),
+        ("100-0", None),
+    ];
+    let first1: [Entry; 2] = [("9-0", None), ("10-9", None)];
+    outbox(&mut s, 0, &first0).await;
+    outbox(&mut s, 1, &first1).await;
+    let st = forward(&s, 6).await;
+    assert_eq!((st.appended, st.skipped, st.failed), (6, 0, 0));
+
+    // Keyed records go where the producer puts their key; unkeyed ones to the source
+    // partition (modulo 2), in outbox order.
+    let (qa, qb) = (partition_for_key("a", 2), partition_for_key("b", 2));
+    let mut want: BTreeMap<u32, Vec<(String, Option<String>, String)>> = BTreeMap::new();
+    for (p, entries) in [(0u32, &first0[..]), (1, &first1[..])] {
+        for (id, k) in entries {
+            let q = match k {
+                Some("a") => qa,
+                Some(_) => qb,
+                None => p,
+            };
+            let stable = format!("job/{SOURCE}/{p}/{id}/0");
+            want.entry(q)
+                .or_default()
+                .push((payload(p, id), k.map(str::to_string), stable));
+        }
+    }
+    for q in 0..2 {
+        assert_eq!(target(&mut s, q).await, want[&q], "target partition {q}");
+    }
+
+    // The same records again (a forwarder that died before acknowledging them): nothing
+    // is appended, everything is acknowledged.
+    outbox(&mut s, 0, &first0).await;
+    outbox(&mut s, 1, &first1).await;
+    let st = forward(&s, 6).await;
+    assert_eq!((st.appended, st.skipped), (0, 6));
+    for q in 0..2 {
+        assert_eq!(
+            target(&mut s, q).await,
+            want[&q],
+            "target partition {q} unchanged"
+        );
+    }
+    for p in 0..2 {
+        let left: usize = s.conn.xlen(s.forwarder.outbox_key(p)).await.unwrap();
+        assert_eq!(left, 0, "outbox {p} settled");
+    }
+
+    // Ids around the marks (p0 → q0 at 100-0; p1 → q1 at 10-9): by ms then seq, as
+    // numbers ("10-10" is after "10-9", "100-1" after "100-0", "99-9" before "100-0").
+    outbox(
+        &mut s,
+        0,
+        &[("99-9", None), ("100-0", None), ("100-1", None)],
+    )
+    .await;
+    outbox(
+        &mut s,
+        1,
+        &[("10-9", None), ("10-10", None), ("11-0", None)],
+    )
+    .await;
+    let st = forward(&s, 6).await;
+    assert_eq!((st.appended, st.skipped), (3, 3));
+    let tail = |v: Vec<(String, Option<String>, String)>, n: usize| -> Vec<String> {
+        v[v.len() - n..].iter().map(|m| m.0.clone()).collect()
+    };
+    assert_eq!(tail(target(&mut s, 0).await, 1), [payload(0, "100-1")]);
+    assert_eq!(
+        tail(target(&mut s, 1).await, 2),
+        [payload(1, "10-10"), payload(1, "11-0")]
+    );
+    let mark = |q: u32, p: u32| {
+        let key = s.forwarder.marks_key(q);
+        let mut conn = s.conn.clone();
+        async move {
+            let m: Option<String> = conn
+                .hget(key, format!("topic.{TARGET}/{SOURCE}/{p}"))
+                .await
+                .unwrap();
+            m
+        }
+    };
+    assert_eq!(mark(0, 0).await.as_deref(), Some("100-1"));
+    assert_eq!(mark(1, 1).await.as_deref(), Some("11-0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_target_topic_fails_the_start() {
+    let s = setup("topics-missing").await;
+    let f = RedisTopicForwarder::builder(&s.mq, SOURCE, "nope")
+        .build()
+        .unwrap();
+    let err = f.start().await.unwrap_err();
+    assert!(err.to_string().contains("nope"), "{err}");
+    assert!(RedisTopicForwarder::builder(&s.mq, SOURCE, "a b")
+        .build()
+        .is_err());
+}
