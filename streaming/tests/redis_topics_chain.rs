@@ -30,6 +30,8 @@ const IN_PARTITIONS: u32 = 3;
 const MID_PARTITIONS: u32 = 2;
 const LIST: &str = "chain-out";
 const MESSAGES: usize = 600;
+/// Kill rounds (each sends `MESSAGES / ROUNDS` inputs first).
+const ROUNDS: usize = 12;
 
 /// What job A produces into `mid`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -200,6 +202,13 @@ fn output(conn: &mut redis::Connection) -> Vec<String> {
     all
 }
 
+/// Messages in `mid`, over its partitions.
+fn in_mid(conn: &mut redis::Connection, mq: &Mq) -> usize {
+    (0..MID_PARTITIONS)
+        .map(|q| conn.xlen::<_, usize>(mq.keys().stream(MID, q)).unwrap())
+        .sum()
+}
+
 #[test]
 fn each_record_crosses_two_killed_jobs_exactly_once() {
     if std::env::var("CHAIN_ROLE").is_ok() {
@@ -223,18 +232,36 @@ fn each_record_crosses_two_killed_jobs_exactly_once() {
         | 1;
     println!("seed {seed}");
     let mut rng = Rng(seed);
+    let mut conn = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
     let mut a = Job::spawn("a", &url, &prefix);
     let mut b = Job::spawn("b", &url, &prefix);
-    // Six rounds: send a chunk, wait a random while, kill one of the jobs (alternating)
-    // and start it again.
-    let chunk = MESSAGES / 6;
-    for round in 0..6 {
+    // Rounds: send a chunk, wait until the job to kill is at work on it (A: `mid` grows,
+    // so its forwarder is between appends and acknowledgements; B: its output grows),
+    // wait a random few ms more, kill it (A twice as often) and start it again.
+    let chunk = MESSAGES / ROUNDS;
+    for round in 0..ROUNDS {
         let msgs: Vec<OutgoingMessage> = (round * chunk..(round + 1) * chunk)
             .map(|i| OutgoingMessage::new(format!("m{i}")).key(key_of(i)))
             .collect();
+        let kill_a = round % 3 != 2;
+        let progress = |conn: &mut redis::Connection| {
+            if kill_a {
+                in_mid(conn, &mq)
+            } else {
+                output(conn).len()
+            }
+        };
+        let before = progress(&mut conn);
         rt.block_on(mq.producer().send_batch(INPUT, &msgs)).unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(1500)));
-        if round % 2 == 0 {
+        let busy = std::time::Instant::now() + Duration::from_secs(30);
+        while progress(&mut conn) == before && std::time::Instant::now() < busy {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        if kill_a {
             a.kill();
             a = Job::spawn("a", &url, &prefix);
         } else {
@@ -242,10 +269,6 @@ fn each_record_crosses_two_killed_jobs_exactly_once() {
             b = Job::spawn("b", &url, &prefix);
         }
     }
-    let mut conn = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_connection()
-        .unwrap();
     let end = std::time::Instant::now() + Duration::from_secs(180);
     while output(&mut conn).len() < MESSAGES {
         assert!(
@@ -282,8 +305,5 @@ fn check(lines: &[String], conn: &mut redis::Connection, mq: &Mq) {
     assert!(missing.is_empty(), "lost: {missing:?}");
     assert_eq!(lines.len(), MESSAGES);
     assert_eq!(headers.len(), MESSAGES, "one stable id per record");
-    let in_mid: usize = (0..MID_PARTITIONS)
-        .map(|q| conn.xlen::<_, usize>(mq.keys().stream(MID, q)).unwrap())
-        .sum();
-    assert_eq!(in_mid, MESSAGES, "mid holds each record once");
+    assert_eq!(in_mid(conn, mq), MESSAGES, "mid holds each record once");
 }
