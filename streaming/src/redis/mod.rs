@@ -237,7 +237,9 @@
 //! input, several of them atomically); any other sink is called before the commit, so
 //! a crash or a failed commit can repeat its output (at-least-once). Input
 //! deduplication by idempotency key:
-//! [`RedisRuntimeConfig::sink_deduplication_enabled`].
+//! [`RedisRuntimeConfig::sink_deduplication_enabled`]. [`RedisTopicSink`] produces into
+//! another topic of the queue exactly once, through its outbox and a
+//! [`RedisTopicForwarder`] you start beside the job.
 //!
 //! # Checkpoints
 //!

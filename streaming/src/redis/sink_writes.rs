@@ -202,3 +202,56 @@ impl SinkWrite {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_outputs_become_outbox_entries_with_key_and_timestamp() {
+        let keys = crate::mq::KeySpace::new("mq");
+        let at = SinkPlace {
+            topic: "in",
+            partition: 2,
+            keys: &keys,
+            mq_prefix: "mq",
+            job: "job",
+            offset: "17-0".to_string(),
+        };
+        let output = |key: Option<&str>, ts: Option<i64>, payload: &str| TopicOutput {
+            key: key.map(str::to_string),
+            timestamp_ms: ts,
+            payload: payload.to_string(),
+        };
+        let w = SinkWrite::new(
+            CommitWrites {
+                list: "topic.mid".into(),
+                write: CommitWrite::TopicAppend(vec![
+                    output(Some("k"), Some(42), "a"),
+                    output(None, None, "b"),
+                ]),
+            },
+            &at,
+        );
+        assert_eq!(w.key, "mq:outbox:topic.mid:{in:2}");
+        let CommitWrite::StreamAdd { entries, max_len } = w.write else {
+            panic!("an outbox append is a stream append");
+        };
+        assert_eq!(max_len, None);
+        let pairs = |e: &[(String, String)]| -> Vec<(String, String)> { e.to_vec() };
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            pairs(&entries[0]),
+            [
+                s("id", "job/in/2/17-0/0"),
+                s("payload", "a"),
+                s("ts", "42"),
+                s("key", "k")
+            ]
+        );
+        assert_eq!(entries[1][0], s("id", "job/in/2/17-0/1"));
+        assert_eq!(entries[1].len(), 3, "no key field without a key");
+        let ts: i64 = entries[1][2].1.parse().unwrap();
+        assert!(ts > 1_600_000_000_000, "the commit's time");
+    }
+}

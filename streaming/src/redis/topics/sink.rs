@@ -21,8 +21,7 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// and a [`RedisTopicForwarder`](super::RedisTopicForwarder) for `target` moves it into the
 /// topic, where a job (or any subscriber) reads it as a [`Message`](crate::mq::Message)
 /// like one a [`Producer`](crate::mq::Producer) sent. Nothing reaches the topic until the
-/// forwarder runs: start one beside the job (see the [module docs](super) for keys and
-/// guarantees).
+/// forwarder runs: start one beside the job (see the forwarder for keys and guarantees).
 ///
 /// - Payload: the output as JSON ([`new`](Self::new), outputs need `Serialize`) or its
 ///   `Display` text ([`text`](Self::text)).
