@@ -208,13 +208,20 @@ async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_target_topic_fails_the_start() {
+async fn a_missing_target_or_source_topic_fails_the_start() {
     let s = setup("topics-missing").await;
     let f = RedisTopicForwarder::builder(&s.mq, SOURCE, "nope")
+        .partitions([0])
         .build()
         .unwrap();
     let err = f.start().await.unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
+    // Without partitions given it reads the source topic's count, so that must exist.
+    let f = RedisTopicForwarder::builder(&s.mq, "absent", TARGET)
+        .build()
+        .unwrap();
+    let err = f.start().await.unwrap_err();
+    assert!(err.to_string().contains("absent"), "{err}");
     assert!(RedisTopicForwarder::builder(&s.mq, SOURCE, "a b")
         .build()
         .is_err());

@@ -81,8 +81,8 @@ fn chain_worker() {
             )
             .unwrap();
         let mq = rt.block_on(Mq::connect(&var("CHAIN_URL"), opts)).unwrap();
+        // Every partition of `in` (the default).
         let forwarder = RedisTopicForwarder::builder(&mq, INPUT, MID)
-            .partitions(0..IN_PARTITIONS)
             .poll_interval(Duration::from_millis(20))
             .build()
             .unwrap();

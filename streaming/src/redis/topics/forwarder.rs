@@ -64,9 +64,9 @@ use crate::Error;
 /// # async fn demo(mq: streaming::mq::Mq) -> Result<(), streaming::Error> {
 /// use streaming::redis::RedisTopicForwarder;
 ///
-/// // The job reads "orders" (4 partitions) and ends with RedisTopicSink::new("enriched").
+/// // The job reads "orders" and ends with RedisTopicSink::new("enriched"); the forwarder
+/// // covers every partition of "orders".
 /// let forwarding = RedisTopicForwarder::builder(&mq, "orders", "enriched")
-///     .partitions(0..4)
 ///     .build()?
 ///     .start()
 ///     .await?;
@@ -79,6 +79,11 @@ pub struct RedisTopicForwarder {
     mq: Mq,
     source: String,
     target: String,
+    /// The options (checked), without the partitions when they are all of them.
+    outbox: RedisOutboxDispatcherBuilder,
+    /// The source partitions set by the builder; `None`: every partition of the source.
+    partitions: Option<Vec<u32>>,
+    /// The options built as they are (for the key names).
     dispatcher: RedisOutboxDispatcher,
 }
 
@@ -90,12 +95,14 @@ pub struct RedisTopicForwarderBuilder {
     source: String,
     target: String,
     outbox: RedisOutboxDispatcherBuilder,
+    partitions: Option<Vec<u32>>,
 }
 
 impl RedisTopicForwarder {
     /// Options for forwarding what the job reading `source` produced for topic `target`,
-    /// on `mq`'s Redis and key prefix (the job's queue options). Defaults: source
-    /// partition 0 only, group and consumer `forwarder`, unlimited attempts, backoff
+    /// on `mq`'s Redis and key prefix (the job's queue options). Defaults: every partition
+    /// of the source topic (read when it starts), group and consumer `forwarder`,
+    /// unlimited attempts, backoff
     /// 100 ms doubling to 30 s, batch size 100, poll interval 100 ms, `claim_idle` 30 s.
     pub fn builder(mq: &Mq, source: &str, target: &str) -> RedisTopicForwarderBuilder {
         let outbox = RedisOutboxDispatcher::builder(mq, &outbox_name(target), source)
@@ -107,6 +114,7 @@ impl RedisTopicForwarder {
             source: source.to_owned(),
             target: target.to_owned(),
             outbox,
+            partitions: None,
         }
     }
 
@@ -128,7 +136,9 @@ impl RedisTopicForwarder {
         marks_key(self.mq.keys(), prefix, &self.target, partition)
     }
 
-    /// Reads the target topic's partition count, creates the consumer group on each
+    /// Reads the target topic's partition count (and the source's, when no
+    /// [`partitions`](RedisTopicForwarderBuilder::partitions) were given), creates the
+    /// consumer group on each
     /// source partition's outbox where missing (at id `0`: outputs committed before the
     /// first start are forwarded too), then forwards on a tokio task until
     /// [`TopicForwarding::stop`] or until the handle is dropped. Starting again after a
@@ -136,9 +146,17 @@ impl RedisTopicForwarder {
     /// Redis errors while running are logged and retried; they do not end the task.
     ///
     /// # Errors
-    /// [`Error::Mq`] when the target topic does not exist; [`Error::Connect`] when no
+    /// [`Error::Mq`] when the target topic (or, without partitions given, the source
+    /// topic) does not exist; [`Error::Connect`] when no
     /// connection can be made; [`Error::Redis`].
     pub async fn start(&self) -> Result<TopicForwarding, Error> {
+        let dispatcher = match &self.partitions {
+            Some(_) => self.dispatcher.clone(),
+            None => {
+                let n = self.mq.partitions(&self.source).await?;
+                self.outbox.clone().partitions(0..n).build()?
+            }
+        };
         let partitions = self.mq.partitions(&self.target).await?;
         let opts = self.mq.options();
         let conn = connect(self.mq.endpoint(), opts.response_timeout, Duration::ZERO).await?;
@@ -153,17 +171,20 @@ impl RedisTopicForwarder {
             mark_field: format!("{}/{}/", outbox_name(&self.target), self.source),
             counts: Arc::clone(&counts),
         };
-        let dispatch = self.dispatcher.start(target).await?;
+        let dispatch = dispatcher.start(target).await?;
         info!(source = %self.source, target = %self.target, "topic forwarder started");
         Ok(TopicForwarding { dispatch, counts })
     }
 }
 
 impl RedisTopicForwarderBuilder {
-    /// The source partitions whose outboxes this forwarder reads (default `[0]`);
-    /// duplicates are ignored. Give each source partition to one forwarder.
+    /// The source partitions whose outboxes this forwarder reads (default: all of the
+    /// source topic's); duplicates are ignored. Give each source partition to one
+    /// forwarder.
     pub fn partitions(mut self, partitions: impl IntoIterator<Item = u32>) -> Self {
-        self.outbox = self.outbox.partitions(partitions);
+        let ps: Vec<u32> = partitions.into_iter().collect();
+        self.outbox = self.outbox.partitions(ps.clone());
+        self.partitions = Some(ps);
         self
     }
     /// The consumer group on the outbox streams (default `forwarder`).
@@ -215,7 +236,9 @@ impl RedisTopicForwarderBuilder {
         validate_name("topic", &self.source)?;
         validate_name("topic", &self.target)?;
         Ok(RedisTopicForwarder {
-            dispatcher: self.outbox.build()?,
+            dispatcher: self.outbox.clone().build()?,
+            outbox: self.outbox,
+            partitions: self.partitions,
             mq: self.mq,
             source: self.source,
             target: self.target,
