@@ -1,7 +1,8 @@
-//! The topic forwarder against a real Redis: outbox records reach the target topic's
-//! partitions as queue messages (key, payload, timestamp, idempotency header), and a
-//! forward repeated after a crash appends nothing — judged by the forwarding marks, which
-//! compare stream ids by milliseconds then sequence, as numbers.
+//! The topic forwarder against a real Redis: its script appends a record once per
+//! forwarding mark (stream ids compared by milliseconds then sequence, as numbers);
+//! outbox records reach the target topic's partitions as queue messages (key, payload,
+//! timestamp, idempotency header); a restarted forwarder goes on after the marks; two
+//! forwarders side by side append each record once, in order.
 
 mod support;
 
@@ -71,12 +72,20 @@ async fn outbox(s: &mut Setup, p: u32, entries: &[Entry]) {
     }
 }
 
-/// Runs a forwarder until it has settled `n` records; its counters.
-async fn forward(s: &Setup, n: u64) -> TopicForwardStats {
+/// Runs a forwarder until both outboxes are empty (forwarded and trimmed); its counters.
+async fn forward(s: &Setup) -> TopicForwardStats {
     let running = s.forwarder.start().await.unwrap();
-    eventually("records settled", DEADLINE, || {
-        let st = running.stats();
-        async move { (st.appended + st.skipped >= n).then_some(()) }
+    let keys = [s.forwarder.outbox_key(0), s.forwarder.outbox_key(1)];
+    eventually("outboxes forwarded", DEADLINE, || {
+        let mut conn = s.conn.clone();
+        let keys = keys.clone();
+        async move {
+            let mut left = 0;
+            for k in &keys {
+                left += conn.xlen::<_, usize>(k).await.unwrap();
+            }
+            (left == 0).then_some(())
+        }
     })
     .await;
     let stats = running.stats();
@@ -115,7 +124,7 @@ fn payload(p: u32, id: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
+async fn records_become_messages_and_a_restart_goes_on_after_the_marks() {
     let mut s = setup("topics-marks").await;
     let first0: [Entry; 4] = [
         ("5-1", Some("a")),
@@ -126,7 +135,7 @@ async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
     let first1: [Entry; 2] = [("9-0", None), ("10-9", None)];
     outbox(&mut s, 0, &first0).await;
     outbox(&mut s, 1, &first1).await;
-    let st = forward(&s, 6).await;
+    let st = forward(&s).await;
     assert_eq!((st.appended, st.skipped, st.failed), (6, 0, 0));
 
     // Keyed records go where the producer puts their key; unkeyed ones to the source
@@ -150,12 +159,12 @@ async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
         assert_eq!(target(&mut s, q).await, want[&q], "target partition {q}");
     }
 
-    // The same records again (a forwarder that died before acknowledging them): nothing
-    // is appended, everything is acknowledged.
+    // The same records again (a forwarder that died before trimming them): the next one
+    // starts after the marks, appends nothing and trims them.
     outbox(&mut s, 0, &first0).await;
     outbox(&mut s, 1, &first1).await;
-    let st = forward(&s, 6).await;
-    assert_eq!((st.appended, st.skipped), (0, 6));
+    let st = forward(&s).await;
+    assert_eq!((st.appended, st.skipped), (0, 0));
     for q in 0..2 {
         assert_eq!(
             target(&mut s, q).await,
@@ -163,13 +172,9 @@ async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
             "target partition {q} unchanged"
         );
     }
-    for p in 0..2 {
-        let left: usize = s.conn.xlen(s.forwarder.outbox_key(p)).await.unwrap();
-        assert_eq!(left, 0, "outbox {p} settled");
-    }
 
-    // Ids around the marks (p0 → q0 at 100-0; p1 → q1 at 10-9): by ms then seq, as
-    // numbers ("10-10" is after "10-9", "100-1" after "100-0", "99-9" before "100-0").
+    // Ids around the marks (p0 → q0 at 100-0; p1 → q1 at 10-9): only what is after them,
+    // by ms then seq as numbers ("10-10" is after "10-9", "99-9" before "100-0").
     outbox(
         &mut s,
         0,
@@ -182,11 +187,13 @@ async fn forwarding_again_appends_nothing_and_marks_compare_ids_as_numbers() {
         &[("10-9", None), ("10-10", None), ("11-0", None)],
     )
     .await;
-    let st = forward(&s, 6).await;
-    assert_eq!((st.appended, st.skipped), (3, 3));
+    let st = forward(&s).await;
+    assert_eq!((st.appended, st.skipped), (3, 0));
     let tail = |v: Vec<(String, Option<String>, String)>, n: usize| -> Vec<String> {
         v[v.len() - n..].iter().map(|m| m.0.clone()).collect()
     };
+    assert_eq!(target(&mut s, 0).await.len(), want[&0].len() + 1);
+    assert_eq!(target(&mut s, 1).await.len(), want[&1].len() + 2);
     assert_eq!(tail(target(&mut s, 0).await, 1), [payload(0, "100-1")]);
     assert_eq!(
         tail(target(&mut s, 1).await, 2),
@@ -225,4 +232,120 @@ async fn a_missing_target_or_source_topic_fails_the_start() {
     assert!(RedisTopicForwarder::builder(&s.mq, SOURCE, "a b")
         .build()
         .is_err());
+}
+
+/// The forwarding script as the forwarder runs it.
+const FORWARD: &str = include_str!("../src/redis/topics/lua/topic_forward.lua");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
+    let mut s = setup("topics-script").await;
+    let stream = s.mq.keys().stream(TARGET, 0);
+    let marks = s.forwarder.marks_key(0);
+    // (mark field, outbox entry id, appended?) in call order.
+    let calls = [
+        ("o/in/0", "9-0", 1),
+        ("o/in/0", "9-0", 0),
+        ("o/in/0", "10-0", 1), // "10-0" < "9-0" as text
+        ("o/in/0", "9-9", 0),
+        ("o/in/0", "10-9", 1),
+        ("o/in/0", "10-10", 1), // "10-10" < "10-9" as text
+        ("o/in/0", "10-10", 0),
+        ("o/in/0", "10-9", 0),
+        ("o/in/1", "1-0", 1), // another source partition: its own mark
+        ("o/in/0", "9-99", 0),
+        ("o/in/0", "100-0", 1),
+    ];
+    let mut appended = Vec::new();
+    for (field, id, want) in &calls {
+        let n: i64 = redis::cmd("EVAL")
+            .arg(FORWARD)
+            .arg(2)
+            .arg(&stream)
+            .arg(&marks)
+            .arg(*field)
+            .arg(*id)
+            .arg("")
+            .arg("p")
+            .arg(format!("{field}@{id}"))
+            .query_async(&mut s.conn)
+            .await
+            .unwrap();
+        assert_eq!(n, *want, "{field} {id}");
+        if n == 1 {
+            appended.push(format!("{field}@{id}"));
+        }
+    }
+    let reply: redis::streams::StreamRangeReply = s.conn.xrange_all(&stream).await.unwrap();
+    let got: Vec<String> = reply.ids.iter().map(|e| e.get("p").unwrap()).collect();
+    assert_eq!(got, appended);
+    let mark: String = s.conn.hget(&marks, "o/in/0").await.unwrap();
+    assert_eq!(mark, "100-0");
+    let bad: redis::RedisResult<i64> = redis::cmd("EVAL")
+        .arg(FORWARD)
+        .arg(2)
+        .arg(&stream)
+        .arg(&marks)
+        .arg("o/in/0")
+        .arg("12")
+        .arg("")
+        .query_async(&mut s.conn)
+        .await;
+    assert!(bad.is_err(), "a malformed id is refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_forwarders_side_by_side_append_each_record_once_in_order() {
+    let mut s = setup("topics-twice").await;
+    let (a, b) = (
+        s.forwarder.start().await.unwrap(),
+        s.forwarder.start().await.unwrap(),
+    );
+    const N: usize = 300;
+    for n in 0..N {
+        let p = (n % 2) as u32;
+        let key = s.forwarder.outbox_key(p);
+        let k = format!("k{}", n % 5);
+        let fields = [
+            ("id", format!("job/{SOURCE}/{p}/{n}-0/0")),
+            ("payload", format!("{n}")),
+            ("ts", "1700".to_string()),
+            ("key", k),
+        ];
+        let _: String = s.conn.xadd(&key, "*", &fields).await.unwrap();
+    }
+    let streams = [s.mq.keys().stream(TARGET, 0), s.mq.keys().stream(TARGET, 1)];
+    eventually("every record in the target", DEADLINE, || {
+        let mut conn = s.conn.clone();
+        let streams = streams.clone();
+        async move {
+            let mut n = 0;
+            for k in &streams {
+                n += conn.xlen::<_, usize>(k).await.unwrap();
+            }
+            (n >= N).then_some(())
+        }
+    })
+    .await;
+    let (sa, sb) = (a.stats(), b.stats());
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(sa.appended + sb.appended, N as u64, "{sa:?} {sb:?}");
+    let mut all = Vec::new();
+    for q in 0..2 {
+        let got = target(&mut s, q).await;
+        // Per source partition (and key), the records keep their outbox order.
+        let mut last: BTreeMap<(u32, String), usize> = BTreeMap::new();
+        for (payload, key, _) in &got {
+            let n: usize = payload.parse().unwrap();
+            let k = key.clone().unwrap();
+            assert_eq!(partition_for_key(&k, 2), q, "{k} in its partition");
+            if let Some(prev) = last.insert(((n % 2) as u32, k), n) {
+                assert!(prev < n, "{prev} before {n} in partition {q}");
+            }
+            all.push(n);
+        }
+    }
+    all.sort_unstable();
+    assert_eq!(all, (0..N).collect::<Vec<_>>(), "each record once");
 }

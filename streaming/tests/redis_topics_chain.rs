@@ -1,8 +1,9 @@
 //! Two jobs chained by a topic, each an OS process killed with `SIGKILL` at random points:
-//! job A reads `in`, maps, and produces into `mid` with a `RedisTopicSink` (its forwarder
-//! runs in A's process, so a kill of A kills the forwarder too); job B reads `mid` and
-//! appends to a `RedisListSink`. Every input record ends in B's lists exactly once, and
-//! `mid` holds exactly one message per input, with its key and idempotency header.
+//! job A reads `in`, maps, and produces into `mid` with a `RedisTopicSink`; job B reads
+//! `mid` and appends to a `RedisListSink`. Both processes run a forwarder for `in` →
+//! `mid` over every partition (two forwarders side by side, each killed with its
+//! process). Every input record ends in B's lists exactly once, and `mid` holds exactly
+//! one message per input, with its key and idempotency header.
 //!
 //! The children are copies of this test binary running the test `chain_worker` with
 //! `CHAIN_ROLE` set (`a` or `b`); they print `READY` once started and stop cleanly when
@@ -40,7 +41,7 @@ struct Enriched {
     key: String,
 }
 
-/// The child side: runs job A (with its forwarder) or job B while stdin is open.
+/// The child side: runs job A or job B, each with a forwarder, while stdin is open.
 #[test]
 fn chain_worker() {
     let Ok(role) = std::env::var("CHAIN_ROLE") else {
@@ -67,7 +68,13 @@ fn chain_worker() {
         env.from_mq_topic_with_options(topic, group, options)
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let mut forwarding = None;
+    let mq = rt.block_on(Mq::connect(&var("CHAIN_URL"), opts)).unwrap();
+    // Every partition of `in` (the default).
+    let forwarder = RedisTopicForwarder::builder(&mq, INPUT, MID)
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let forwarding = rt.block_on(forwarder.start()).unwrap();
     if role == "a" {
         read(INPUT, "ga")
             .map(|m: Message| Enriched {
@@ -80,13 +87,6 @@ fn chain_worker() {
                     .key(|e: &Enriched| e.key.clone()),
             )
             .unwrap();
-        let mq = rt.block_on(Mq::connect(&var("CHAIN_URL"), opts)).unwrap();
-        // Every partition of `in` (the default).
-        let forwarder = RedisTopicForwarder::builder(&mq, INPUT, MID)
-            .poll_interval(Duration::from_millis(20))
-            .build()
-            .unwrap();
-        forwarding = Some(rt.block_on(forwarder.start()).unwrap());
     } else {
         read(MID, "gb")
             .map(|m: Message| {
@@ -106,9 +106,7 @@ fn chain_worker() {
         }
     }
     job.blocking_shutdown(Duration::MAX);
-    if let Some(f) = forwarding {
-        rt.block_on(f.stop());
-    }
+    rt.block_on(forwarding.stop());
     std::process::exit(0);
 }
 
@@ -238,9 +236,9 @@ fn each_record_crosses_two_killed_jobs_exactly_once() {
         .unwrap();
     let mut a = Job::spawn("a", &url, &prefix);
     let mut b = Job::spawn("b", &url, &prefix);
-    // Rounds: send a chunk, wait until the job to kill is at work on it (A: `mid` grows,
-    // so its forwarder is between appends and acknowledgements; B: its output grows),
-    // wait a random few ms more, kill it (A twice as often) and start it again.
+    // Rounds: send a chunk, wait until the work the kill should cut is under way (A's
+    // round: `mid` grows, so the forwarders are at work; B's round: B's output grows),
+    // wait a random few ms more, kill the process (A twice as often) and start it again.
     let chunk = MESSAGES / ROUNDS;
     for round in 0..ROUNDS {
         let msgs: Vec<OutgoingMessage> = (round * chunk..(round + 1) * chunk)

@@ -311,7 +311,8 @@
 //   `turn`; `checkpoint` (parts, coordinator, leader, restore) after them;
 // - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
 // `outbox` (the outbox dispatcher) stands apart: it uses `mq` only; `topics` (job-to-job
-// topics: a sink and an outbox target) uses `outbox`, `mq` and the sinks' encodings.
+// topics: a sink and its forwarder) uses `outbox`'s keys and fields, `mq` and the sinks'
+// encodings.
 mod batch;
 mod cache;
 mod chain;

@@ -4,20 +4,23 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tracing::info;
 
 use super::outbox_name;
+use super::run::{Lane, Run};
 use super::target::{marks_key, Forwarded, TopicTarget};
 use crate::mq::topic::validate_name;
-use crate::mq::{connect, Mq};
-use crate::redis::outbox::{OutboxDispatch, RedisOutboxDispatcher, RedisOutboxDispatcherBuilder};
+use crate::mq::{connect, Backoff, Mq};
+use crate::redis::outbox::outbox_key;
 use crate::Error;
 
 /// Moves the outputs a [`RedisTopicSink`](super::RedisTopicSink) for topic `target`
 /// committed, from the outboxes of the source topic's partitions into `target`, exactly
 /// once (keys and guarantees below). It runs as a tokio task beside the job (in the job's
-/// process or another one; the engine does not start it): start one per (source topic,
-/// target topic), or split the source partitions between several.
+/// process or another one; the engine does not start it); by default it covers every
+/// partition of the source topic, and more than one may run (see *Position*).
 ///
 /// # Key layout
 /// With queue key prefix `P`, target topic `T` and target partition `q`:
@@ -40,23 +43,22 @@ use crate::Error;
 ///
 /// # Guarantees
 /// - *Exactly once into the target topic.* Outbox entry ids grow within an outbox stream,
-///   and the forwarder hands a source partition's records over in that order, so a record
-///   whose id is not after its target partition's mark was appended already (a forwarder
-///   that crashed after the append and before the acknowledgement, or whose reply was
-///   lost, forwards it again): the script appends nothing and moves nothing. The check and
-///   the append are one script, so there is no window between them.
+///   and a forwarder hands a source partition's records over in that order, so a record
+///   whose id is not after its target partition's mark was appended already (by another
+///   forwarder running beside it, or by this one when the reply was lost): the script
+///   appends nothing and moves nothing. The check and the append are one script, so
+///   there is no window between them. (This relies on the outbox stream's ids growing:
+///   do not delete an outbox stream while the server's clock may be behind its last id.)
 /// - *Order.* A source partition's outputs reach each target partition in output order.
-/// - Run one forwarder per (target topic, source partition) at a time: two running side by
-///   side (same group) could forward a partition's records out of order, and a record
-///   arriving after a later one of its partition is then skipped as forwarded (lost).
-///   Restarting the forwarder after a crash (with the same consumer name) is the intended
-///   recovery; one with another name takes over after `claim_idle`.
-/// - *Dead letters.* By default a forward is retried without limit (with backoff): a
-///   record that cannot be forwarded blocks its source partition's later records rather
-///   than leaving the topic. With
-///   [`max_attempts`](RedisTopicForwarderBuilder::max_attempts) set, a record that failed
-///   that many times moves to the outbox's dead-letter stream and is **not** forwarded
-///   (the ones after it are); forwarding it later is up to you.
+/// - *Position.* A forwarder keeps no state of its own: it starts each source partition
+///   after the largest of the partition's marks (every record up to it was handled) and
+///   trims the outbox up to there (`XTRIM MINID`), so a restart after a crash goes on at
+///   once where forwarding stopped. Two forwarders over the same partitions (say one in
+///   each process of a job) are harmless: each record is appended once, by whichever
+///   gets there first; the other only runs the script and skips it.
+/// - *No dead letters.* A forward fails only on a Redis error (the target stream of the
+///   wrong type, Redis unreachable); it is logged and retried with backoff without limit,
+///   and the partition's later records wait: nothing leaves the topic silently.
 /// - The target topic's partition count must not change while records are being
 ///   forwarded (a re-forward could pick another partition, whose mark does not know it).
 ///
@@ -79,55 +81,45 @@ pub struct RedisTopicForwarder {
     mq: Mq,
     source: String,
     target: String,
-    /// The options (checked), without the partitions when they are all of them.
-    outbox: RedisOutboxDispatcherBuilder,
-    /// The source partitions set by the builder; `None`: every partition of the source.
+    /// The source partitions given; `None`: every partition of the source topic.
     partitions: Option<Vec<u32>>,
-    /// The options built as they are (for the key names).
-    dispatcher: RedisOutboxDispatcher,
+    batch_size: usize,
+    poll_interval: Duration,
+    backoff: (Duration, Duration),
 }
 
 /// Options of a [`RedisTopicForwarder`]; [`build`](Self::build) checks them.
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct RedisTopicForwarderBuilder {
-    mq: Mq,
-    source: String,
-    target: String,
-    outbox: RedisOutboxDispatcherBuilder,
-    partitions: Option<Vec<u32>>,
+    f: RedisTopicForwarder,
 }
 
 impl RedisTopicForwarder {
     /// Options for forwarding what the job reading `source` produced for topic `target`,
     /// on `mq`'s Redis and key prefix (the job's queue options). Defaults: every partition
-    /// of the source topic (read when it starts), group and consumer `forwarder`,
-    /// unlimited attempts, backoff
-    /// 100 ms doubling to 30 s, batch size 100, poll interval 100 ms, `claim_idle` 30 s.
+    /// of the source topic (read when it starts), batch size 100, poll interval 100 ms,
+    /// backoff after a Redis error 100 ms doubling to 30 s.
     pub fn builder(mq: &Mq, source: &str, target: &str) -> RedisTopicForwarderBuilder {
-        let outbox = RedisOutboxDispatcher::builder(mq, &outbox_name(target), source)
-            .group("forwarder")
-            .consumer("forwarder")
-            .max_attempts(u32::MAX);
         RedisTopicForwarderBuilder {
-            mq: mq.clone(),
-            source: source.to_owned(),
-            target: target.to_owned(),
-            outbox,
-            partitions: None,
+            f: RedisTopicForwarder {
+                mq: mq.clone(),
+                source: source.to_owned(),
+                target: target.to_owned(),
+                partitions: None,
+                batch_size: 100,
+                poll_interval: Duration::from_millis(100),
+                backoff: (Duration::from_millis(100), Duration::from_secs(30)),
+            },
         }
     }
 
     /// The outbox stream of source partition `partition`,
     /// `{mq prefix}:outbox:topic.{target}:{S:p}`.
     pub fn outbox_key(&self, partition: u32) -> String {
-        self.dispatcher.outbox_key(partition)
-    }
-
-    /// The dead-letter stream of source partition `partition`'s outbox (used only with
-    /// [`max_attempts`](RedisTopicForwarderBuilder::max_attempts)).
-    pub fn dlq_key(&self, partition: u32) -> String {
-        self.dispatcher.dlq_key(partition)
+        let prefix = &self.mq.options().key_prefix;
+        let name = outbox_name(&self.target);
+        outbox_key(self.mq.keys(), prefix, &name, &self.source, partition)
     }
 
     /// The forwarding marks of target partition `partition`, `{mq prefix}:{T:q}:forwarded`.
@@ -137,92 +129,80 @@ impl RedisTopicForwarder {
     }
 
     /// Reads the target topic's partition count (and the source's, when no
-    /// [`partitions`](RedisTopicForwarderBuilder::partitions) were given), creates the
-    /// consumer group on each
-    /// source partition's outbox where missing (at id `0`: outputs committed before the
-    /// first start are forwarded too), then forwards on a tokio task until
-    /// [`TopicForwarding::stop`] or until the handle is dropped. Starting again after a
-    /// stop or a crash goes on where the last run left off and appends nothing twice.
-    /// Redis errors while running are logged and retried; they do not end the task.
+    /// [`partitions`](RedisTopicForwarderBuilder::partitions) were given), then forwards
+    /// on a tokio task until [`TopicForwarding::stop`] or until the handle is dropped.
+    /// Each source partition starts after its forwarded position (see above), so outputs
+    /// committed before the first start are forwarded too, and a start after a stop or a
+    /// crash appends nothing twice. Redis errors while running are logged and retried;
+    /// they do not end the task.
     ///
     /// # Errors
     /// [`Error::Mq`] when the target topic (or, without partitions given, the source
-    /// topic) does not exist; [`Error::Connect`] when no
-    /// connection can be made; [`Error::Redis`].
+    /// topic) does not exist; [`Error::Connect`] when no connection can be made;
+    /// [`Error::Redis`].
     pub async fn start(&self) -> Result<TopicForwarding, Error> {
-        let dispatcher = match &self.partitions {
-            Some(_) => self.dispatcher.clone(),
-            None => {
-                let n = self.mq.partitions(&self.source).await?;
-                self.outbox.clone().partitions(0..n).build()?
-            }
+        let sources = match &self.partitions {
+            Some(ps) => ps.clone(),
+            None => (0..self.mq.partitions(&self.source).await?).collect(),
         };
         let partitions = self.mq.partitions(&self.target).await?;
         let opts = self.mq.options();
         let conn = connect(self.mq.endpoint(), opts.response_timeout, Duration::ZERO).await?;
         let counts = Arc::new(Forwarded::default());
-        let target = TopicTarget {
-            conn,
-            keys: self.mq.keys().clone(),
-            prefix: opts.key_prefix.clone(),
-            target: self.target.clone(),
-            partitions,
-            max_len: opts.max_len,
-            mark_field: format!("{}/{}/", outbox_name(&self.target), self.source),
-            counts: Arc::clone(&counts),
+        let run = Run {
+            target: TopicTarget {
+                conn,
+                keys: self.mq.keys().clone(),
+                prefix: opts.key_prefix.clone(),
+                target: self.target.clone(),
+                partitions,
+                max_len: opts.max_len,
+                mark_field: format!("{}/{}/", outbox_name(&self.target), self.source),
+                counts: Arc::clone(&counts),
+            },
+            lanes: (sources.iter())
+                .map(|&p| Lane::new(p, self.outbox_key(p)))
+                .collect(),
+            batch_size: self.batch_size,
+            poll_interval: self.poll_interval,
+            backoff: Backoff::new(self.backoff.0, self.backoff.1),
         };
-        let dispatch = dispatcher.start(target).await?;
-        info!(source = %self.source, target = %self.target, "topic forwarder started");
-        Ok(TopicForwarding { dispatch, counts })
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run.run(stopped));
+        info!(source = %self.source, target = %self.target, partitions = sources.len(), "topic forwarder started");
+        Ok(TopicForwarding {
+            stop,
+            task: Some(task),
+            counts,
+        })
     }
 }
 
 impl RedisTopicForwarderBuilder {
     /// The source partitions whose outboxes this forwarder reads (default: all of the
-    /// source topic's); duplicates are ignored. Give each source partition to one
-    /// forwarder.
+    /// source topic's); duplicates are ignored.
     pub fn partitions(mut self, partitions: impl IntoIterator<Item = u32>) -> Self {
-        let ps: Vec<u32> = partitions.into_iter().collect();
-        self.outbox = self.outbox.partitions(ps.clone());
-        self.partitions = Some(ps);
-        self
-    }
-    /// The consumer group on the outbox streams (default `forwarder`).
-    pub fn group(mut self, group: &str) -> Self {
-        self.outbox = self.outbox.group(group);
-        self
-    }
-    /// The consumer name in the group (default `forwarder`); a forwarder restarted with
-    /// the same name goes on at once with what its predecessor left unacknowledged.
-    pub fn consumer(mut self, consumer: &str) -> Self {
-        self.outbox = self.outbox.consumer(consumer);
-        self
-    }
-    /// Forwards a record gets before it is dead-lettered and not forwarded (≥ 1; default
-    /// `u32::MAX`, in effect unlimited: a failing record holds its partition back).
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.outbox = self.outbox.max_attempts(n);
-        self
-    }
-    /// The wait after a failed forward and the most it grows to (defaults 100 ms, 30 s).
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.outbox = self.outbox.backoff(initial, max);
+        let mut ps: Vec<u32> = partitions.into_iter().collect();
+        ps.sort_unstable();
+        ps.dedup();
+        self.f.partitions = Some(ps);
         self
     }
     /// Entries read from an outbox per read (1..=10 000; default 100).
     pub fn batch_size(mut self, n: usize) -> Self {
-        self.outbox = self.outbox.batch_size(n);
+        self.f.batch_size = n;
         self
     }
-    /// How long an idle forwarder waits before reading its outboxes again (default 100 ms).
+    /// How long an idle forwarder waits before reading its outboxes again (> 0; default
+    /// 100 ms).
     pub fn poll_interval(mut self, d: Duration) -> Self {
-        self.outbox = self.outbox.poll_interval(d);
+        self.f.poll_interval = d;
         self
     }
-    /// How long a record must have been pending with another consumer of the group before
-    /// this forwarder claims it (default 30 s).
-    pub fn claim_idle(mut self, d: Duration) -> Self {
-        self.outbox = self.outbox.claim_idle(d);
+    /// The wait after a Redis error (`initial` > 0) and the most it grows to by doubling
+    /// (`max` ≥ `initial`); defaults 100 ms and 30 s.
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.f.backoff = (initial, max);
         self
     }
 
@@ -230,19 +210,32 @@ impl RedisTopicForwarderBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first bad option: `topic` (the source or the
-    /// target: empty, over 200 bytes or outside `[A-Za-z0-9_.-]`), then as
-    /// [`RedisOutboxDispatcherBuilder::build`].
+    /// target: empty, over 200 bytes or outside `[A-Za-z0-9_.-]`), `partitions` (given
+    /// and empty), `batch_size`, `poll_interval` (zero), `backoff` (zero initial or max
+    /// below initial).
     pub fn build(self) -> Result<RedisTopicForwarder, Error> {
-        validate_name("topic", &self.source)?;
-        validate_name("topic", &self.target)?;
-        Ok(RedisTopicForwarder {
-            dispatcher: self.outbox.clone().build()?,
-            outbox: self.outbox,
-            partitions: self.partitions,
-            mq: self.mq,
-            source: self.source,
-            target: self.target,
-        })
+        let f = self.f;
+        validate_name("topic", &f.source)?;
+        validate_name("topic", &f.target)?;
+        let bad = |field: &'static str, reason: &str| {
+            Err(Error::InvalidConfig {
+                field,
+                reason: reason.to_owned(),
+            })
+        };
+        if f.partitions.as_ref().is_some_and(Vec::is_empty) {
+            return bad("partitions", "at least one partition when given");
+        }
+        if !(1..=10_000).contains(&f.batch_size) {
+            return bad("batch_size", "must be in 1..=10000");
+        }
+        if f.poll_interval.is_zero() {
+            return bad("poll_interval", "must be > 0");
+        }
+        if f.backoff.0.is_zero() || f.backoff.1 < f.backoff.0 {
+            return bad("backoff", "initial must be > 0 and max >= initial");
+        }
+        Ok(f)
     }
 }
 
@@ -252,37 +245,45 @@ impl RedisTopicForwarderBuilder {
 pub struct TopicForwardStats {
     /// Records appended to the target topic.
     pub appended: u64,
-    /// Records found forwarded already (by the marks) and acknowledged without appending.
+    /// Records found forwarded already (by their mark) and not appended again.
     pub skipped: u64,
-    /// Failed forwards (each retried, or dead-lettered with `max_attempts`).
+    /// Rounds ended by a Redis error (each retried after a backoff).
     pub failed: u64,
-    /// Records moved to the outbox's dead-letter stream (not forwarded).
-    pub dead_lettered: u64,
 }
 
 /// A running [`RedisTopicForwarder`]. [`stop`](Self::stop) ends it after the forward in
-/// progress; dropping the handle aborts it at its next await (what it was forwarding is
-/// forwarded by the next start, at most once).
+/// progress; dropping the handle aborts it at its next await (a forward in flight then
+/// either applied or not: the next start finds out from the marks).
 #[derive(Debug)]
 pub struct TopicForwarding {
-    dispatch: OutboxDispatch,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
     counts: Arc<Forwarded>,
 }
 
 impl TopicForwarding {
     /// Counters since the start.
     pub fn stats(&self) -> TopicForwardStats {
-        let d = self.dispatch.stats();
         TopicForwardStats {
             appended: self.counts.appended.load(Ordering::Relaxed),
             skipped: self.counts.skipped.load(Ordering::Relaxed),
-            failed: d.failed,
-            dead_lettered: d.dead_lettered,
+            failed: self.counts.failed.load(Ordering::Relaxed),
         }
     }
 
     /// Asks the task to stop and waits until it has.
-    pub async fn stop(self) {
-        self.dispatch.stop().await;
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TopicForwarding {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
     }
 }

@@ -6,14 +6,15 @@
 //!   timestamp) and the batch commit appends it to the source partition's outbox stream
 //!   `{mq prefix}:outbox:topic.{target}:{S:p}` (see [`crate::redis::outbox`]): an output is
 //!   in the outbox exactly when the batch that produced it committed.
-//! - [`RedisTopicForwarder`] reads those outboxes (an outbox dispatcher: per source
-//!   partition in order, acknowledging a record only after it was forwarded) and appends
-//!   each record to its target partition with one script in that partition's hash slot,
-//!   which also checks and moves the partition's *forwarding mark*.
+//! - [`RedisTopicForwarder`] reads those outboxes (per source partition in order, from
+//!   the position its marks say was forwarded) and appends each record to its target
+//!   partition with one script in that partition's hash slot, which also checks and moves
+//!   the partition's *forwarding mark*.
 //!
 //! Keys, message format and guarantees: [`RedisTopicForwarder`].
 
 mod forwarder;
+mod run;
 mod sink;
 mod target;
 

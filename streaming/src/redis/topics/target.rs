@@ -1,5 +1,6 @@
-//! The forwarder's [`OutboxTarget`]: one outbox record into its target partition, at most
-//! once per (target partition, outbox stream) mark (`lua/topic_forward.lua`).
+//! The forwarder's writes: one outbox record into its target partition unless that
+//! partition's mark for the record's outbox has it (`lua/topic_forward.lua`), and the
+//! position a source partition's forwarding reached, from the marks.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,8 +10,8 @@ use redis::Script;
 
 use crate::mq::message::encode_fields;
 use crate::mq::{partition_for_key, Connection, KeySpace, HEADER_IDEMPOTENCY_KEY};
-use crate::redis::outbox::{OutboxRecord, OutboxTarget};
-use crate::BoxError;
+use crate::redis::outbox::OutboxRecord;
+use crate::Error;
 
 /// Appends a message unless its partition's mark has it (`lua/topic_forward.lua`).
 static FORWARD: LazyLock<Script> =
@@ -21,6 +22,7 @@ static FORWARD: LazyLock<Script> =
 pub(super) struct Forwarded {
     pub(super) appended: AtomicU64,
     pub(super) skipped: AtomicU64,
+    pub(super) failed: AtomicU64,
 }
 
 /// Where a topic forwarder appends: the target topic's streams and marks.
@@ -46,15 +48,21 @@ pub(super) fn target_partition(key: Option<&str>, source_partition: u32, partiti
     }
 }
 
+/// A stream id `{ms}-{seq}` as numbers.
+pub(super) fn parse_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
 /// The forwarding marks of target partition `q`, `{prefix}:{T:q}:forwarded`.
 pub(super) fn marks_key(keys: &KeySpace, prefix: &str, target: &str, q: u32) -> String {
     format!("{prefix}:{}:forwarded", keys.hash_tag(target, q))
 }
 
 impl TopicTarget {
-    /// Appends `r` to its target partition unless that partition's mark has it; whether
-    /// it was appended.
-    async fn forward(&mut self, r: &OutboxRecord) -> Result<bool, crate::Error> {
+    /// Appends `r` to its target partition unless that partition's mark has it (counted
+    /// as appended or skipped).
+    pub(super) async fn forward(&mut self, r: &OutboxRecord) -> Result<(), Error> {
         let q = target_partition(r.key.as_deref(), r.partition, self.partitions);
         let headers = BTreeMap::from([(HEADER_IDEMPOTENCY_KEY.to_string(), r.id.clone())]);
         let fields = encode_fields(
@@ -75,19 +83,34 @@ impl TopicTarget {
             call.arg(f).arg(v);
         }
         let appended: i64 = call.invoke_async(&mut self.conn).await?;
-        Ok(appended == 1)
-    }
-}
-
-impl OutboxTarget for TopicTarget {
-    async fn deliver(&mut self, record: &OutboxRecord) -> Result<(), BoxError> {
-        let counter = if self.forward(record).await? {
+        let counter = if appended == 1 {
             &self.counts.appended
         } else {
             &self.counts.skipped
         };
         counter.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The last outbox entry of source partition `p` forwarded: the largest of its marks
+    /// over the target partitions (`0-0` when none). Records go in order, so every
+    /// record up to it has been handled.
+    pub(super) async fn forwarded_position(&mut self, p: u32) -> Result<String, Error> {
+        let mut position = ((0, 0), "0-0".to_string());
+        for q in 0..self.partitions {
+            let key = marks_key(&self.keys, &self.prefix, &self.target, q);
+            let mark: Option<String> = redis::cmd("HGET")
+                .arg(key)
+                .arg(format!("{}{p}", self.mark_field))
+                .query_async(&mut self.conn)
+                .await?;
+            if let Some((n, mark)) = mark.and_then(|m| Some((parse_id(&m)?, m))) {
+                if n > position.0 {
+                    position = (n, mark);
+                }
+            }
+        }
+        Ok(position.1)
     }
 }
 
