@@ -2,7 +2,8 @@
 //! forwarding mark (stream ids compared by milliseconds then sequence, as numbers);
 //! outbox records reach the target topic's partitions as queue messages (key, payload,
 //! timestamp, idempotency header); a restarted forwarder goes on after the marks; two
-//! forwarders side by side append each record once, in order.
+//! forwarders side by side append each record once, in order; a job forwards its topic
+//! sink's outputs itself.
 
 mod support;
 
@@ -348,4 +349,74 @@ async fn two_forwarders_side_by_side_append_each_record_once_in_order() {
     }
     all.sort_unstable();
     assert_eq!(all, (0..N).collect::<Vec<_>>(), "each record once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_forwards_its_topic_sink_itself() {
+    use streaming::mq::{Message, OutgoingMessage, StartPolicy, SubscriptionOptions};
+    use streaming::redis::{RedisEnv, RedisRuntimeConfig, RedisTopicSink};
+
+    let mut s = setup("topics-job").await;
+    s.mq.create_topic("src", 2).await.unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("fwd")
+        .mq_options(s.mq.options().clone())
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s._redis.url(), config).unwrap();
+    let options = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options("src", "g", options)
+        .map(|m: Message| format!("{}!", m.text().unwrap()))
+        .sink(
+            RedisTopicSink::text(TARGET)
+                .unwrap()
+                .key(|v: &String| v.clone())
+                .timestamp(|v: &String| v.len() as i64),
+        )
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    const N: usize = 20;
+    let msgs: Vec<OutgoingMessage> = (0..N)
+        .map(|i| OutgoingMessage::new(format!("v{i}")).key(format!("k{i}")))
+        .collect();
+    s.mq.producer().send_batch("src", &msgs).await.unwrap();
+    let streams = [s.mq.keys().stream(TARGET, 0), s.mq.keys().stream(TARGET, 1)];
+    eventually("the job's outputs in the target topic", DEADLINE, || {
+        let mut conn = s.conn.clone();
+        let streams = streams.clone();
+        async move {
+            let mut n = 0;
+            for k in &streams {
+                n += conn.xlen::<_, usize>(k).await.unwrap();
+            }
+            (n >= N).then_some(())
+        }
+    })
+    .await;
+    assert!(job.shutdown(Duration::from_secs(30)).await);
+    let mut got = Vec::new();
+    for (q, stream) in (0u32..).zip(&streams) {
+        let reply: redis::streams::StreamRangeReply = s.conn.xrange_all(stream).await.unwrap();
+        for e in reply.ids {
+            let text = |f: &str| e.get::<String>(f).unwrap();
+            let payload = text("p");
+            assert_eq!(text("k"), payload, "the key function's key");
+            assert_eq!(partition_for_key(&payload, 2), q, "partitioned by key");
+            assert_eq!(
+                text("ts"),
+                payload.len().to_string(),
+                "the timestamp function's"
+            );
+            let headers: BTreeMap<String, String> = serde_json::from_str(&text("h")).unwrap();
+            assert!(headers[HEADER_IDEMPOTENCY_KEY].starts_with("fwd/src/"));
+            got.push(payload);
+        }
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..N).map(|i| format!("v{i}!")).collect();
+    want.sort();
+    assert_eq!(got, want);
 }

@@ -1,8 +1,8 @@
 //! Two jobs chained by a topic, each an OS process killed with `SIGKILL` at random points:
 //! job A reads `in`, maps, and produces into `mid` with a `RedisTopicSink`; job B reads
-//! `mid` and appends to a `RedisListSink`. Both processes run a forwarder for `in` →
-//! `mid` over every partition (two forwarders side by side, each killed with its
-//! process). Every input record ends in B's lists exactly once, and `mid` holds exactly
+//! `mid` and appends to a `RedisListSink`. Two forwarders for `in` → `mid` run side by
+//! side, each killed with its process: the one job A starts itself for its topic sink,
+//! and one B's process starts with the public API. Every input record ends in B's lists exactly once, and `mid` holds exactly
 //! one message per input, with its key and idempotency header.
 //!
 //! The children are copies of this test binary running the test `chain_worker` with
@@ -41,7 +41,8 @@ struct Enriched {
     key: String,
 }
 
-/// The child side: runs job A or job B, each with a forwarder, while stdin is open.
+/// The child side: runs job A (which starts its forwarder itself) or job B (beside which
+/// it starts a forwarder) while stdin is open.
 #[test]
 fn chain_worker() {
     let Ok(role) = std::env::var("CHAIN_ROLE") else {
@@ -68,13 +69,7 @@ fn chain_worker() {
         env.from_mq_topic_with_options(topic, group, options)
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let mq = rt.block_on(Mq::connect(&var("CHAIN_URL"), opts)).unwrap();
-    // Every partition of `in` (the default).
-    let forwarder = RedisTopicForwarder::builder(&mq, INPUT, MID)
-        .poll_interval(Duration::from_millis(20))
-        .build()
-        .unwrap();
-    let forwarding = rt.block_on(forwarder.start()).unwrap();
+    let mut forwarding = None;
     if role == "a" {
         read(INPUT, "ga")
             .map(|m: Message| Enriched {
@@ -97,6 +92,13 @@ fn chain_worker() {
             })
             .sink(RedisListSink::<String>::text(LIST))
             .unwrap();
+        let mq = rt.block_on(Mq::connect(&var("CHAIN_URL"), opts)).unwrap();
+        // Every partition of `in` (the default).
+        let forwarder = RedisTopicForwarder::builder(&mq, INPUT, MID)
+            .poll_interval(Duration::from_millis(20))
+            .build()
+            .unwrap();
+        forwarding = Some(rt.block_on(forwarder.start()).unwrap());
     }
     let job = env.execute_async().unwrap();
     println!("READY");
@@ -106,7 +108,9 @@ fn chain_worker() {
         }
     }
     job.blocking_shutdown(Duration::MAX);
-    rt.block_on(forwarding.stop());
+    if let Some(f) = forwarding {
+        rt.block_on(f.stop());
+    }
     std::process::exit(0);
 }
 

@@ -36,6 +36,13 @@ pub trait Sink<T> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         None
     }
+
+    /// The queue topic a Redis job forwards this sink's outputs into (a topic sink's
+    /// target); `None` (the default) for every other sink.
+    #[doc(hidden)]
+    fn forwarded_topic(&self) -> Option<std::sync::Arc<str>> {
+        None
+    }
 }
 
 /// What a Redis sink buffered for the batch commit (see

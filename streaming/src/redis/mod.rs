@@ -239,7 +239,7 @@
 //! deduplication by idempotency key:
 //! [`RedisRuntimeConfig::sink_deduplication_enabled`]. [`RedisTopicSink`] produces into
 //! another topic of the queue exactly once, through its outbox and a
-//! [`RedisTopicForwarder`] you start beside the job.
+//! [`RedisTopicForwarder`] the job starts itself.
 //!
 //! # Checkpoints
 //!

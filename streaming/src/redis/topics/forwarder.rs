@@ -18,9 +18,12 @@ use crate::Error;
 
 /// Moves the outputs a [`RedisTopicSink`](super::RedisTopicSink) for topic `target`
 /// committed, from the outboxes of the source topic's partitions into `target`, exactly
-/// once (keys and guarantees below). It runs as a tokio task beside the job (in the job's
-/// process or another one; the engine does not start it); by default it covers every
-/// partition of the source topic, and more than one may run (see *Position*).
+/// once (keys and guarantees below). A job whose pipeline ends in such a sink starts one
+/// itself in each of its processes (see
+/// [`RedisTopicSink::forwarded_by_job`](super::RedisTopicSink::forwarded_by_job)); start
+/// one yourself, as a tokio task in any process, for a sink that opted out. By default it
+/// covers every partition of the source topic, and more than one may run (see
+/// *Position*).
 ///
 /// # Key layout
 /// With queue key prefix `P`, target topic `T` and target partition `q`:

@@ -9,19 +9,22 @@
 //! - [`RedisTopicForwarder`] reads those outboxes (per source partition in order, from
 //!   the position its marks say was forwarded) and appends each record to its target
 //!   partition with one script in that partition's hash slot, which also checks and moves
-//!   the partition's *forwarding mark*.
+//!   the partition's *forwarding mark*. Each process of a job with a topic sink starts
+//!   one for it (`started.rs`).
 //!
 //! Keys, message format and guarantees: [`RedisTopicForwarder`].
 
 mod forwarder;
 mod run;
 mod sink;
+mod started;
 mod target;
 
 pub use forwarder::{
     RedisTopicForwarder, RedisTopicForwarderBuilder, TopicForwardStats, TopicForwarding,
 };
 pub use sink::RedisTopicSink;
+pub(crate) use started::start_job_forwarders;
 
 /// The outbox a topic sink for `target` appends to: `topic.{target}`.
 pub(crate) fn outbox_name(target: &str) -> String {

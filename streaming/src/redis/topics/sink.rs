@@ -20,8 +20,16 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// `topic.{target}` of its source partition (`{mq prefix}:outbox:topic.{target}:{S:p}`),
 /// and a [`RedisTopicForwarder`](super::RedisTopicForwarder) for `target` moves it into the
 /// topic, where a job (or any subscriber) reads it as a [`Message`](crate::mq::Message)
-/// like one a [`Producer`](crate::mq::Producer) sent. Nothing reaches the topic until the
-/// forwarder runs: start one beside the job (see the forwarder for keys and guarantees).
+/// like one a [`Producer`](crate::mq::Producer) sent (see the forwarder for keys and
+/// guarantees).
+///
+/// The job runs that forwarder itself: each process of a job whose pipeline ends in this
+/// sink starts one over every partition of the pipeline's source topic when the job
+/// starts, and stops it when the job is cancelled (the processes' forwarders run side by
+/// side harmlessly; each record costs one script call per process). With
+/// [`forwarded_by_job(false)`](Self::forwarded_by_job) the job starts none and you run
+/// the forwarder yourself (one process for it, say). Only a pipeline's main sink is
+/// forwarded by the job: a topic sink used as a side output needs a forwarder of yours.
 ///
 /// - Payload: the output as JSON ([`new`](Self::new), outputs need `Serialize`) or its
 ///   `Display` text ([`text`](Self::text)).
@@ -52,6 +60,7 @@ pub struct RedisTopicSink<T, E = JsonList> {
     outbox: Arc<str>,
     key: Option<KeyFn<T>>,
     timestamp: Option<TimestampFn<T>>,
+    forwarded_by_job: bool,
     pending: Vec<TopicOutput>,
     _e: PhantomData<fn(E)>,
 }
@@ -63,6 +72,7 @@ impl<T, E> Clone for RedisTopicSink<T, E> {
             outbox: Arc::clone(&self.outbox),
             key: self.key.clone(),
             timestamp: self.timestamp.clone(),
+            forwarded_by_job: self.forwarded_by_job,
             pending: Vec::new(),
             _e: PhantomData,
         }
@@ -105,6 +115,7 @@ impl<T, E> RedisTopicSink<T, E> {
             target: target.into(),
             key: None,
             timestamp: None,
+            forwarded_by_job: true,
             pending: Vec::new(),
             _e: PhantomData,
         })
@@ -123,6 +134,15 @@ impl<T, E> RedisTopicSink<T, E> {
     #[must_use]
     pub fn timestamp(mut self, timestamp: impl Fn(&T) -> i64 + Send + Sync + 'static) -> Self {
         self.timestamp = Some(Arc::new(timestamp));
+        self
+    }
+
+    /// Whether the job starts the forwarder of these outputs itself (default `true`; see
+    /// above). With `false` nothing reaches the topic until you start a
+    /// [`RedisTopicForwarder`](super::RedisTopicForwarder) for (source topic, target).
+    #[must_use]
+    pub fn forwarded_by_job(mut self, yes: bool) -> Self {
+        self.forwarded_by_job = yes;
         self
     }
 
@@ -151,6 +171,10 @@ impl<T, E> RedisTopicSink<T, E> {
         .into())
     }
 
+    fn forwarded(&self) -> Option<Arc<str>> {
+        self.forwarded_by_job.then(|| Arc::clone(&self.target))
+    }
+
     fn commit_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.outbox),
@@ -173,6 +197,10 @@ impl<T: Serialize> Sink<T> for RedisTopicSink<T, JsonList> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         self.commit_writes()
     }
+
+    fn forwarded_topic(&self) -> Option<Arc<str>> {
+        self.forwarded()
+    }
 }
 
 impl<T: Display> Sink<T> for RedisTopicSink<T, TextList> {
@@ -188,6 +216,10 @@ impl<T: Display> Sink<T> for RedisTopicSink<T, TextList> {
 
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         self.commit_writes()
+    }
+
+    fn forwarded_topic(&self) -> Option<Arc<str>> {
+        self.forwarded()
     }
 }
 
@@ -216,6 +248,9 @@ mod tests {
             }]
         );
         assert!(sink.close().is_ok(), "nothing left unwritten");
+        assert_eq!(sink.forwarded_topic().as_deref(), Some("enriched"));
+        let manual = sink.clone().forwarded_by_job(false);
+        assert_eq!(manual.forwarded_topic(), None);
     }
 
     #[test]
