@@ -26,7 +26,8 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// The job runs that forwarder itself: each process of a job whose pipeline ends in this
 /// sink starts one over every partition of the pipeline's source topic when the job
 /// starts, and stops it when the job is cancelled (the processes' forwarders run side by
-/// side harmlessly; each record costs one script call per process). With
+/// side harmlessly; each record costs one script call per process, and an idle one reads
+/// each source partition's outbox every 100 ms). With
 /// [`forwarded_by_job(false)`](Self::forwarded_by_job) the job starts none and you run
 /// the forwarder yourself (one process for it, say). Only a pipeline's main sink is
 /// forwarded by the job: a topic sink used as a side output needs a forwarder of yours.

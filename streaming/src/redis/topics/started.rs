@@ -16,8 +16,11 @@ use crate::redis::job::JobShared;
 pub(crate) fn start_job_forwarders(
     job: &Arc<JobShared>,
     opts: MqOptions,
-    pairs: Vec<(String, Arc<str>)>,
+    mut pairs: Vec<(String, Arc<str>)>,
 ) {
+    // Two pipelines of one source (two groups) into one target share the outbox.
+    pairs.sort();
+    pairs.dedup();
     if pairs.is_empty() {
         return;
     }
