@@ -43,6 +43,13 @@ pub trait Sink<T> {
     fn two_phase(&mut self) -> Option<&mut dyn super::two_phase::TwoPhaseHooks> {
         None
     }
+
+    /// The queue topic a Redis job forwards this sink's outputs into (a topic sink's
+    /// target); `None` (the default) for every other sink.
+    #[doc(hidden)]
+    fn forwarded_topic(&self) -> Option<std::sync::Arc<str>> {
+        None
+    }
 }
 
 /// What a Redis sink buffered for the batch commit (see
@@ -74,6 +81,9 @@ pub enum CommitWrite {
     /// `{mq prefix}:outbox:{name}:{T:n}`; the engine names each record
     /// `{job}/{topic}/{partition}/{offset}/{index}`.
     OutboxAppend(Vec<String>),
+    /// One outbox entry per output, like `OutboxAppend`, with the output's own timestamp
+    /// (else now) and its message key (field `key`) when set: what a topic sink forwards.
+    TopicAppend(Vec<TopicOutput>),
     /// `RPUSH` of each (idempotency key, value) whose key is not in the dedup set
     /// `{name}:dedup:{T:n}` (kept `ttl_ms` per key), in one script.
     IdempotentAppend {
@@ -82,11 +92,24 @@ pub enum CommitWrite {
     },
 }
 
+/// One output of a topic sink ([`CommitWrite::TopicAppend`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicOutput {
+    /// The message key the target topic partitions by.
+    pub key: Option<String>,
+    /// The message timestamp, epoch ms (`None`: the commit's time).
+    pub timestamp_ms: Option<i64>,
+    /// The message payload.
+    pub payload: String,
+}
+
 impl CommitWrite {
     /// Whether there is nothing to write.
     pub fn is_empty(&self) -> bool {
         match self {
             CommitWrite::ListAppend(v) | CommitWrite::OutboxAppend(v) => v.is_empty(),
+            CommitWrite::TopicAppend(v) => v.is_empty(),
             CommitWrite::HashSet(v) => v.is_empty(),
             CommitWrite::StreamAdd { entries, .. } => entries.is_empty(),
             CommitWrite::IdempotentAppend { items, .. } => items.is_empty(),

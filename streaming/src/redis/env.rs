@@ -42,6 +42,8 @@ pub(crate) trait PipelineDef: Send {
     fn topic(&self) -> &str;
     fn group(&self) -> &str;
     fn options(&self) -> SubscriptionOptions;
+    /// The topic the job forwards the sink's outputs into, if any.
+    fn forwarded_topic(&self) -> Option<Arc<str>>;
     fn start(self: Box<Self>, spec: PipelineSpec, job: Arc<JobShared>);
 }
 
@@ -65,6 +67,9 @@ where
     }
     fn options(&self) -> SubscriptionOptions {
         self.plan.root().options.clone()
+    }
+    fn forwarded_topic(&self) -> Option<Arc<str>> {
+        self.sink.forwarded_topic()
     }
     fn start(self: Box<Self>, spec: PipelineSpec, job: Arc<JobShared>) {
         subtask::start(self.plan, self.sink, spec, job);
@@ -393,6 +398,9 @@ impl RedisEnv {
             job.checkpoints.saw_complete(id);
         }
         super::part_metrics::job::started(&config.job_name());
+        let forwards: Vec<(String, Arc<str>)> = (pipelines.iter())
+            .filter_map(|d| Some((d.topic().to_string(), d.forwarded_topic()?)))
+            .collect();
         for def in pipelines {
             let spec = PipelineSpec {
                 endpoint: self.inner.endpoint.clone(),
@@ -407,6 +415,7 @@ impl RedisEnv {
         }
         super::job::start_registry(&job);
         super::checkpoint::start_scheduler(&job);
+        super::topics::start_job_forwarders(&job, config.mq_options(), forwards);
         Ok(JobClient::new(job))
     }
 

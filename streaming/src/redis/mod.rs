@@ -241,7 +241,9 @@
 //! other sink is called before the commit, so a crash or a failed commit can repeat its
 //! output (at-least-once). Input
 //! deduplication by idempotency key:
-//! [`RedisRuntimeConfig::sink_deduplication_enabled`].
+//! [`RedisRuntimeConfig::sink_deduplication_enabled`]. [`RedisTopicSink`] produces into
+//! another topic of the queue exactly once, through its outbox and a
+//! [`RedisTopicForwarder`] the job starts itself.
 //!
 //! # Checkpoints
 //!
@@ -312,7 +314,9 @@
 //   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
 //   `turn`; `checkpoint` (parts, coordinator, leader, restore) after them;
 // - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
-// `outbox` (the outbox dispatcher) stands apart: it uses `mq` only.
+// `outbox` (the outbox dispatcher) stands apart: it uses `mq` only; `topics` (job-to-job
+// topics: a sink and its forwarder) uses `outbox`'s keys and fields, `mq` and the sinks'
+// encodings.
 mod batch;
 mod cache;
 mod chain;
@@ -345,6 +349,7 @@ mod sinks;
 mod subtask;
 mod takeover;
 mod timers;
+mod topics;
 mod turn;
 pub mod two_phase;
 
@@ -364,5 +369,9 @@ pub use job::{
 };
 pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
 pub use sinks::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};
+pub use topics::{
+    RedisTopicForwarder, RedisTopicForwarderBuilder, RedisTopicSink, TopicForwardStats,
+    TopicForwarding,
+};
 
 pub(crate) use runtime::RedisRuntime;

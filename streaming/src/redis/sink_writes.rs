@@ -1,8 +1,8 @@
 //! The Redis sinks' writes in a batch commit: each sink's buffered [`CommitWrite`] on its
 //! partition key `{name}:{T:n}`, as the commands of the commit's transaction.
 
-use super::outbox::{outbox_key, record_id, F_ID, F_PAYLOAD, F_TS};
-use crate::api::{CommitWrite, CommitWrites};
+use super::outbox::{outbox_key, record_id, F_ID, F_KEY, F_PAYLOAD, F_TS};
+use crate::api::{CommitWrite, CommitWrites, TopicOutput};
 use redis::Pipeline;
 use std::sync::LazyLock;
 
@@ -45,38 +45,60 @@ pub(super) struct SinkPlace<'a> {
     pub(super) offset: String,
 }
 
+/// The outbox entries of a commit's outputs: fields `id`, `payload`, `ts` (the output's
+/// timestamp, else now) and `key` when the output has one.
+fn outbox_entries(outputs: Vec<TopicOutput>, at: &SinkPlace<'_>) -> Vec<Vec<(String, String)>> {
+    let now = i64::try_from(super::checkpoint::now_ms()).unwrap_or(i64::MAX);
+    (0u32..)
+        .zip(outputs)
+        .map(|(i, o)| {
+            let id = record_id(at.job, at.topic, at.partition, &at.offset, i);
+            let ts = o.timestamp_ms.unwrap_or(now);
+            let mut fields = vec![
+                (F_ID.to_string(), id),
+                (F_PAYLOAD.to_string(), o.payload),
+                (F_TS.to_string(), ts.to_string()),
+            ];
+            if let Some(k) = o.key {
+                fields.push((F_KEY.to_string(), k));
+            }
+            fields
+        })
+        .collect()
+}
+
 impl SinkWrite {
     pub(super) fn new(w: CommitWrites, at: &SinkPlace<'_>) -> Self {
         let (topic, partition) = (at.topic, at.partition);
         let dedup = matches!(w.write, CommitWrite::IdempotentAppend { .. })
             .then(|| dedup_key(&w.list, topic, partition));
-        if let CommitWrite::OutboxAppend(payloads) = w.write {
-            let now = super::checkpoint::now_ms().to_string();
-            let entries = (payloads.into_iter().enumerate())
-                .map(|(i, p)| {
-                    let id = record_id(at.job, topic, partition, &at.offset, i as u32);
-                    vec![
-                        (F_ID.to_string(), id),
-                        (F_PAYLOAD.to_string(), p),
-                        (F_TS.to_string(), now.clone()),
-                    ]
+        let outputs = match w.write {
+            CommitWrite::OutboxAppend(payloads) => payloads
+                .into_iter()
+                .map(|payload| TopicOutput {
+                    key: None,
+                    timestamp_ms: None,
+                    payload,
                 })
-                .collect();
-            return SinkWrite {
-                key: outbox_key(at.keys, at.mq_prefix, &w.list, topic, partition),
-                dedup: None,
-                marks: None,
-                write: CommitWrite::StreamAdd {
-                    entries,
-                    max_len: None,
-                },
-            };
-        }
+                .collect(),
+            CommitWrite::TopicAppend(outputs) => outputs,
+            write => {
+                return SinkWrite {
+                    key: partition_key(&w.list, topic, partition),
+                    dedup,
+                    write,
+                    marks: None,
+                }
+            }
+        };
         SinkWrite {
-            key: partition_key(&w.list, topic, partition),
-            dedup,
-            write: w.write,
+            key: outbox_key(at.keys, at.mq_prefix, &w.list, topic, partition),
+            dedup: None,
             marks: None,
+            write: CommitWrite::StreamAdd {
+                entries: outbox_entries(outputs, at),
+                max_len: None,
+            },
         }
     }
 
@@ -121,7 +143,9 @@ impl SinkWrite {
         let ty = match self.write {
             CommitWrite::ListAppend(_) | CommitWrite::IdempotentAppend { .. } => "list",
             CommitWrite::HashSet(_) => "hash",
-            CommitWrite::StreamAdd { .. } | CommitWrite::OutboxAppend(_) => "stream",
+            CommitWrite::StreamAdd { .. }
+            | CommitWrite::OutboxAppend(_)
+            | CommitWrite::TopicAppend(_) => "stream",
         };
         std::iter::once((self.key.as_str(), ty)).chain(self.dedup.as_deref().map(|d| (d, "zset")))
     }
@@ -147,7 +171,7 @@ impl SinkWrite {
                 }
             }
             // Made a `StreamAdd` by `new`.
-            CommitWrite::OutboxAppend(_) => {}
+            CommitWrite::OutboxAppend(_) | CommitWrite::TopicAppend(_) => {}
             CommitWrite::HashSet(fields) => {
                 let cmd = pipe.cmd("HSET").arg(&self.key);
                 for (f, v) in fields {
@@ -236,5 +260,53 @@ mod tests {
             check_key_types(&[other, twice]).is_ok(),
             "two lists of one name append"
         );
+    }
+
+    #[test]
+    fn topic_outputs_become_outbox_entries_with_key_and_timestamp() {
+        let keys = crate::mq::KeySpace::new("mq");
+        let at = SinkPlace {
+            topic: "in",
+            partition: 2,
+            keys: &keys,
+            mq_prefix: "mq",
+            job: "job",
+            offset: "17-0".to_string(),
+        };
+        let output = |key: Option<&str>, ts: Option<i64>, payload: &str| TopicOutput {
+            key: key.map(str::to_string),
+            timestamp_ms: ts,
+            payload: payload.to_string(),
+        };
+        let w = SinkWrite::new(
+            CommitWrites {
+                list: "topic.mid".into(),
+                write: CommitWrite::TopicAppend(vec![
+                    output(Some("k"), Some(42), "a"),
+                    output(None, None, "b"),
+                ]),
+            },
+            &at,
+        );
+        assert_eq!(w.key, "mq:outbox:topic.mid:{in:2}");
+        let CommitWrite::StreamAdd { entries, max_len } = w.write else {
+            panic!("an outbox append is a stream append");
+        };
+        assert_eq!(max_len, None);
+        let pairs = |e: &[(String, String)]| -> Vec<(String, String)> { e.to_vec() };
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            pairs(&entries[0]),
+            [
+                s("id", "job/in/2/17-0/0"),
+                s("payload", "a"),
+                s("ts", "42"),
+                s("key", "k")
+            ]
+        );
+        assert_eq!(entries[1][0], s("id", "job/in/2/17-0/1"));
+        assert_eq!(entries[1].len(), 3, "no key field without a key");
+        let ts: i64 = entries[1][2].1.parse().unwrap();
+        assert!(ts > 1_600_000_000_000, "the commit's time");
     }
 }

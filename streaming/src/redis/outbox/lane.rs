@@ -9,7 +9,7 @@ use redis::streams::StreamPendingReply;
 use redis::{AsyncCommands, Script, Value};
 
 use super::options::RedisOutboxDispatcher;
-use super::{attempts_key, dlq_key, OutboxRecord, F_ID, F_PAYLOAD, F_TS};
+use super::{attempts_key, dlq_key, OutboxRecord, F_ID, F_KEY, F_PAYLOAD, F_TS};
 use crate::mq::message::{parse_entry, RawEntry};
 use crate::mq::topic::now_ms;
 use crate::mq::{Backoff, Connection};
@@ -210,6 +210,7 @@ impl Lane {
                 .map(|(_, v)| v.clone().into())
                 .unwrap_or_default(),
             timestamp_ms: text(F_TS).and_then(|t| t.parse().ok()).unwrap_or(0),
+            key: text(F_KEY),
             entry_id: e.id.clone(),
             attempt: failed.saturating_add(1),
         };

@@ -10,9 +10,10 @@
 //! joins the partition's batch commit on a single server and on a Redis Cluster:
 //! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream; each entry has the fields
 //!   `id` (the record's stable id, see [`OutboxRecord::id`]), `payload` (the bytes the sink
-//!   serialised) and `ts` (when the batch commit that appended it ran: epoch
-//!   milliseconds by the committing process's clock, decimal; not the record's event time —
-//!   put that in the payload when the target needs it);
+//!   serialised), `ts` (epoch milliseconds, decimal: when the batch commit that appended it
+//!   ran, by the committing process's clock — not the record's event time; a
+//!   [`RedisTopicSink`](crate::redis::RedisTopicSink) with a timestamp function writes the
+//!   record's own) and, from a topic sink with a key function, `key` (the message key);
 //! - `{outbox key}:dlq` — the dead-letter stream: a dead-lettered entry's fields plus
 //!   `reason` (the target's error, at most 512 characters), `attempts` (failed
 //!   deliveries), `outbox_entry_id` (the entry's id in the outbox stream) and `dlq_ms`;
@@ -67,6 +68,8 @@ pub(crate) const F_ID: &str = "id";
 pub(crate) const F_PAYLOAD: &str = "payload";
 /// Field of an outbox entry: the commit time (epoch ms, decimal).
 pub(crate) const F_TS: &str = "ts";
+/// Field of an outbox entry: the record's message key (a topic sink's; absent otherwise).
+pub(crate) const F_KEY: &str = "key";
 
 /// One record of an outbox, as the dispatcher hands it to an [`OutboxTarget`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,10 +86,15 @@ pub struct OutboxRecord {
     pub partition: u32,
     /// What the sink serialised.
     pub payload: Bytes,
-    /// When the batch commit that appended the record ran, epoch milliseconds by the
-    /// committing process's clock (0 when the entry has none). Not the record's event
-    /// time: a sink sees only the value, so put the event time in the payload if needed.
+    /// Epoch milliseconds (0 when the entry has none): when the batch commit that appended
+    /// the record ran, by the committing process's clock — not the record's event time (a
+    /// sink sees only the value; put the event time in the payload if needed) — except for
+    /// a [`RedisTopicSink`](crate::redis::RedisTopicSink) with a timestamp function, which
+    /// writes the record's own.
     pub timestamp_ms: i64,
+    /// The record's message key: set by a [`RedisTopicSink`](crate::redis::RedisTopicSink)
+    /// with a key function, `None` otherwise.
+    pub key: Option<String>,
     /// The entry's id in the outbox stream (`{ms}-{seq}`).
     pub entry_id: String,
     /// Which delivery attempt this is: 1 for the first, 2 after one failure, and so on

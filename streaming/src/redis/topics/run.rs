@@ -1,0 +1,188 @@
+//! The forwarder's task: rounds over the source partitions, reading each outbox after the
+//! partition's position and forwarding its records in order; the position starts at the
+//! largest forwarding mark of the partition (over the target partitions) and moves with
+//! each record forwarded, and what lies at or before it is trimmed from the outbox.
+
+use std::time::Duration;
+
+use redis::Value;
+use tokio::sync::watch;
+use tracing::warn;
+
+use super::target::{parse_id, TopicTarget};
+use crate::mq::message::{parse_entry, RawEntry};
+use crate::mq::Backoff;
+use crate::redis::outbox::{OutboxRecord, F_ID, F_KEY, F_PAYLOAD, F_TS};
+use crate::Error;
+
+/// One source partition's outbox.
+pub(super) struct Lane {
+    pub(super) partition: u32,
+    pub(super) key: String,
+    /// The last entry id forwarded (by any forwarder); `None` until read from the marks.
+    position: Option<String>,
+}
+
+impl Lane {
+    pub(super) fn new(partition: u32, key: String) -> Self {
+        Lane {
+            partition,
+            key,
+            position: None,
+        }
+    }
+}
+
+/// The task's state.
+pub(super) struct Run {
+    pub(super) target: TopicTarget,
+    pub(super) lanes: Vec<Lane>,
+    pub(super) batch_size: usize,
+    pub(super) poll_interval: Duration,
+    pub(super) backoff: Backoff,
+}
+
+impl Run {
+    /// Forwards until `stopped` turns true (or the task is aborted). A Redis error ends
+    /// the round; the next one starts after a backoff (positions stay: they only move
+    /// after a record's script succeeded).
+    pub(super) async fn run(mut self, mut stopped: watch::Receiver<bool>) {
+        loop {
+            if *stopped.borrow() {
+                return;
+            }
+            let wait = match self.round(&stopped).await {
+                Ok(true) => {
+                    self.backoff.reset();
+                    continue;
+                }
+                Ok(false) => self.poll_interval,
+                Err(e) => {
+                    self.target
+                        .counts
+                        .failed
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    warn!(target_topic = %self.target.target, error = %e, "topic forwarder: redis call failed; trying again");
+                    self.backoff.next_delay()
+                }
+            };
+            tokio::select! {
+                _ = stopped.changed() => {}
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One pass over the lanes; whether any record was forwarded (or skipped).
+    async fn round(&mut self, stopped: &watch::Receiver<bool>) -> Result<bool, Error> {
+        let mut worked = false;
+        for i in 0..self.lanes.len() {
+            let position = match self.lanes[i].position.clone() {
+                Some(p) => p,
+                None => self.start_lane(i).await?,
+            };
+            let entries = self.read(&self.lanes[i].key.clone(), &position).await?;
+            let Some(last) = entries.last().map(|e| e.id.clone()) else {
+                continue;
+            };
+            for entry in entries {
+                if *stopped.borrow() {
+                    return Ok(worked);
+                }
+                let id = entry.id.clone();
+                let record = record(self.lanes[i].partition, entry);
+                self.target.forward(&record).await?;
+                self.lanes[i].position = Some(id);
+                worked = true;
+            }
+            self.trim(i, &last).await?;
+        }
+        Ok(worked)
+    }
+
+    /// The lane's position from the marks (the largest over the target partitions), and
+    /// the outbox trimmed up to it.
+    async fn start_lane(&mut self, i: usize) -> Result<String, Error> {
+        let p = self.lanes[i].partition;
+        let position = self.target.forwarded_position(p).await?;
+        self.trim(i, &position).await?;
+        self.lanes[i].position = Some(position.clone());
+        Ok(position)
+    }
+
+    /// `XRANGE outbox (position + COUNT n`: the next entries in id order.
+    async fn read(&mut self, key: &str, position: &str) -> Result<Vec<RawEntry>, Error> {
+        let reply: Value = redis::cmd("XRANGE")
+            .arg(key)
+            .arg(format!("({position}"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(self.batch_size)
+            .query_async(&mut self.target.conn)
+            .await?;
+        let Value::Array(items) = reply else {
+            return Ok(Vec::new());
+        };
+        let mut entries = Vec::with_capacity(items.len());
+        for item in items {
+            entries.extend(parse_entry(item)?);
+        }
+        Ok(entries)
+    }
+
+    /// Deletes the lane's entries up to `id` (all forwarded): `XTRIM outbox MINID` of the
+    /// id after it.
+    async fn trim(&mut self, i: usize, id: &str) -> Result<(), Error> {
+        let Some(next) = next_id(id) else {
+            return Ok(());
+        };
+        let _: i64 = redis::cmd("XTRIM")
+            .arg(&self.lanes[i].key)
+            .arg("MINID")
+            .arg(next)
+            .query_async(&mut self.target.conn)
+            .await?;
+        Ok(())
+    }
+}
+
+/// The smallest stream id after `id`; `None` for a malformed id or the very last one.
+fn next_id(id: &str) -> Option<String> {
+    let (ms, seq) = parse_id(id)?;
+    match seq.checked_add(1) {
+        Some(s) => Some(format!("{ms}-{s}")),
+        None => ms.checked_add(1).map(|m| format!("{m}-0")),
+    }
+}
+
+/// An outbox entry as the record the target forwards.
+fn record(partition: u32, e: RawEntry) -> OutboxRecord {
+    let field = |name: &str| e.fields.iter().find(|(f, _)| f == name.as_bytes());
+    let text = |name: &str| field(name).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+    OutboxRecord {
+        id: text(F_ID).unwrap_or_default(),
+        partition,
+        payload: field(F_PAYLOAD)
+            .map(|(_, v)| v.clone().into())
+            .unwrap_or_default(),
+        timestamp_ms: text(F_TS).and_then(|t| t.parse().ok()).unwrap_or(0),
+        key: text(F_KEY),
+        entry_id: e.id.clone(),
+        attempt: 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_compare_and_step_as_numbers() {
+        assert!(parse_id("10-0") > parse_id("9-9"));
+        assert!(parse_id("10-10") > parse_id("10-9"));
+        assert_eq!(parse_id("x"), None);
+        assert_eq!(next_id("5-1").as_deref(), Some("5-2"));
+        assert_eq!(next_id(&format!("5-{}", u64::MAX)).as_deref(), Some("6-0"));
+        assert_eq!(next_id("0-0").as_deref(), Some("0-1"));
+    }
+}

@@ -1,0 +1,101 @@
+//! The forwarders a Redis job starts itself: one per pipeline ending in a
+//! [`RedisTopicSink`](super::RedisTopicSink) (unless the sink opted out), over every
+//! partition of the pipeline's source topic, in each process of the job, until the job is
+//! cancelled.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::forwarder::{RedisTopicForwarder, TopicForwarding};
+use crate::mq::{Backoff, Mq, MqOptions};
+use crate::redis::job::JobShared;
+
+/// Starts the job's forwarders for `pairs` (source topic, target topic) on a thread of
+/// their own. A forwarder that cannot start (Redis unreachable, the target topic missing)
+/// is reported in the job's errors and tried again with backoff (up to 10 s).
+pub(crate) fn start_job_forwarders(
+    job: &Arc<JobShared>,
+    opts: MqOptions,
+    mut pairs: Vec<(String, Arc<str>)>,
+) {
+    // Two pipelines of one source (two groups) into one target share the outbox.
+    pairs.sort();
+    pairs.dedup();
+    if pairs.is_empty() {
+        return;
+    }
+    let job = Arc::clone(job);
+    let spawned = std::thread::Builder::new()
+        .name("streaming-forwarders".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            match rt {
+                Ok(rt) => rt.block_on(run(&job, opts, pairs)),
+                Err(e) => job.error(format!(
+                    "topic forwarders: cannot start a tokio runtime: {e}"
+                )),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("topic forwarders: cannot spawn their thread: {e}");
+    }
+}
+
+/// Starts what is waiting until all run, then waits for the cancel and stops them.
+async fn run(job: &JobShared, opts: MqOptions, mut waiting: Vec<(String, Arc<str>)>) {
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+    let mut running: Vec<TopicForwarding> = Vec::new();
+    let mut mq: Option<Mq> = None;
+    while !job.is_cancelled() {
+        if !waiting.is_empty() {
+            if mq.is_none() {
+                match Mq::connect_to(job.endpoint.clone(), opts.clone()).await {
+                    Ok(m) => mq = Some(m),
+                    Err(e) => job.error(format!("topic forwarders: {e}")),
+                }
+            }
+            if let Some(mq) = &mq {
+                waiting = start_waiting(job, mq, waiting, &mut running).await;
+            }
+        }
+        if waiting.is_empty() {
+            job.cancelled_signal().await;
+            break;
+        }
+        tokio::select! {
+            () = job.cancelled_signal() => {}
+            () = tokio::time::sleep(backoff.next_delay()) => {}
+        }
+    }
+    for f in running {
+        f.stop().await;
+    }
+}
+
+/// Starts each waiting forwarder; the ones that could not start.
+async fn start_waiting(
+    job: &JobShared,
+    mq: &Mq,
+    waiting: Vec<(String, Arc<str>)>,
+    running: &mut Vec<TopicForwarding>,
+) -> Vec<(String, Arc<str>)> {
+    let mut still = Vec::new();
+    for (source, target) in waiting {
+        let started = match RedisTopicForwarder::builder(mq, &source, &target).build() {
+            Ok(f) => f.start().await,
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(f) => running.push(f),
+            Err(e) => {
+                job.error(format!(
+                    "topic forwarder `{source}` → `{target}` did not start (trying again): {e}"
+                ));
+                still.push((source, target));
+            }
+        }
+    }
+    still
+}
