@@ -420,3 +420,64 @@ async fn a_job_forwards_its_topic_sink_itself() {
     want.sort();
     assert_eq!(got, want);
 }
+
+/// A job that shuts down forwards what its last batches committed before `shutdown`
+/// returns: here its forwarder cannot start while the job runs (the target topic does not
+/// exist yet), so every output is still in the outbox at the cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_forwards_what_the_outbox_holds() {
+    use streaming::mq::{Message, OutgoingMessage, StartPolicy, SubscriptionOptions};
+    use streaming::redis::{RedisEnv, RedisRuntimeConfig, RedisTopicSink};
+
+    const LATE: &str = "late";
+    let mut s = setup("topics-drain").await;
+    s.mq.create_topic("src", 2).await.unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("drain")
+        .mq_options(s.mq.options().clone())
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s._redis.url(), config).unwrap();
+    let options = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options("src", "g", options)
+        .map(|m: Message| m.text().unwrap().to_owned())
+        .sink(RedisTopicSink::text(LATE).unwrap())
+        .unwrap();
+    let job = env.execute_async().unwrap();
+    const N: usize = 30;
+    let msgs: Vec<OutgoingMessage> = (0..N)
+        .map(|i| OutgoingMessage::new(format!("v{i}")))
+        .collect();
+    s.mq.producer().send_batch("src", &msgs).await.unwrap();
+    assert!(
+        job.await_caught_up(DEADLINE).await.unwrap(),
+        "the job processed its input"
+    );
+    let outboxes = [0, 1].map(|p| {
+        format!(
+            "{}:outbox:topic.{LATE}:{}",
+            s.mq.options().key_prefix,
+            s.mq.keys().hash_tag("src", p)
+        )
+    });
+    let mut held = 0;
+    for k in &outboxes {
+        held += s.conn.xlen::<_, usize>(k).await.unwrap();
+    }
+    assert_eq!(held, N, "every output waits in the outboxes");
+    s.mq.create_topic(LATE, 2).await.unwrap();
+    assert!(job.shutdown(Duration::from_secs(60)).await);
+    let mut got = Vec::new();
+    for q in 0..2 {
+        let stream = s.mq.keys().stream(LATE, q);
+        let reply: redis::streams::StreamRangeReply = s.conn.xrange_all(&stream).await.unwrap();
+        got.extend(reply.ids.iter().map(|e| e.get::<String>("p").unwrap()));
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..N).map(|i| format!("v{i}")).collect();
+    want.sort();
+    assert_eq!(got, want, "forwarded at the shutdown, each once");
+}

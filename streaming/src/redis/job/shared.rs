@@ -78,6 +78,8 @@ pub(crate) struct JobShared {
     pub(super) registry_interval: Duration,
     /// Whether the registry task still runs (its key not removed yet).
     pub(super) registry_running: AtomicBool,
+    /// Whether the job's topic forwarders' thread still runs (see `topics::started`).
+    forwarders_running: AtomicBool,
     /// The job's configuration.
     pub(crate) config: RedisRuntimeConfig,
     /// Its checkpoint and leader options.
@@ -121,6 +123,7 @@ impl JobShared {
             stalled_after: config.stalled_after(),
             registry_interval: config.mq_options().lease_renew_interval,
             registry_running: AtomicBool::new(false),
+            forwarders_running: AtomicBool::new(false),
             config: config.clone(),
             checkpoint_options: config.checkpoint().clone(),
             checkpoints: crate::redis::checkpoint::CheckpointShared::new(
@@ -306,13 +309,22 @@ impl JobShared {
     }
 
     /// Subtasks started and not ended.
-    pub(super) fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.running.load(Ordering::SeqCst)
     }
 
     /// Whether the registry task still runs (the instance's key not removed yet).
     pub(super) fn registry_running(&self) -> bool {
         self.registry_running.load(Ordering::SeqCst)
+    }
+
+    /// Whether the job's topic forwarders still run (they drain after the cancel).
+    pub(super) fn forwarders_running(&self) -> bool {
+        self.forwarders_running.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_forwarders_running(&self, running: bool) {
+        self.forwarders_running.store(running, Ordering::SeqCst);
     }
 
     pub(crate) fn subtask_started(&self) {

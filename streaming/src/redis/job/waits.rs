@@ -24,15 +24,18 @@ const MIN_SPACING: Duration = Duration::from_millis(5);
 impl JobClient {
     /// Waits until every subtask stopped (after [`cancel`](Self::cancel) or a fatal
     /// error), at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
-    /// stopped and the instance left the job registry (its key removed). It asks nothing
-    /// of Redis.
+    /// stopped, the instance left the job registry (its key removed) and the job's topic
+    /// forwarders forwarded what the last batches committed (at most 10 s, see
+    /// [`RedisTopicSink`](crate::redis::RedisTopicSink)). It asks nothing of Redis.
     pub async fn await_termination(&self, timeout: Duration) -> bool {
         let end = deadline(timeout);
         let job = &*self.shared;
         let mut changes = job.changes();
         let stopped = async {
             changes
-                .wait_for(|_| job.running() == 0 && !job.registry_running())
+                .wait_for(|_| {
+                    job.running() == 0 && !job.registry_running() && !job.forwarders_running()
+                })
                 .await
                 .is_ok()
         };

@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 use super::outbox_name;
-use super::run::{Lane, Run};
+use super::run::{Lane, Run, Stop};
 use super::target::{marks_key, Forwarded, TopicTarget};
 use crate::mq::topic::validate_name;
 use crate::mq::{connect, Backoff, Mq};
@@ -170,7 +170,7 @@ impl RedisTopicForwarder {
             poll_interval: self.poll_interval,
             backoff: Backoff::new(self.backoff.0, self.backoff.1),
         };
-        let (stop, stopped) = watch::channel(false);
+        let (stop, stopped) = watch::channel(Stop::No);
         let task = tokio::spawn(run.run(stopped));
         info!(source = %self.source, target = %self.target, partitions = sources.len(), "topic forwarder started");
         Ok(TopicForwarding {
@@ -259,7 +259,7 @@ pub struct TopicForwardStats {
 /// either applied or not: the next start finds out from the marks).
 #[derive(Debug)]
 pub struct TopicForwarding {
-    stop: watch::Sender<bool>,
+    stop: watch::Sender<Stop>,
     task: Option<JoinHandle<()>>,
     counts: Arc<Forwarded>,
 }
@@ -276,7 +276,18 @@ impl TopicForwarding {
 
     /// Asks the task to stop and waits until it has.
     pub async fn stop(mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Stop::Now);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Forwards what the outboxes hold now (records committed before the call), then
+    /// stops; waits at most `timeout` for that, then stops after the record in flight.
+    /// What is left stays in the outboxes for the next forwarder.
+    pub async fn drain(mut self, timeout: Duration) {
+        let until = tokio::time::Instant::now() + timeout;
+        let _ = self.stop.send(Stop::Drain(until));
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }

@@ -42,20 +42,36 @@ pub(super) struct Run {
     pub(super) backoff: Backoff,
 }
 
+/// What a forwarder's task is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// Go on forwarding.
+    No,
+    /// Forward what the outboxes hold, then stop (at the latest at the instant).
+    Drain(tokio::time::Instant),
+    /// Stop after the record in flight.
+    Now,
+}
+
 impl Run {
-    /// Forwards until `stopped` turns true (or the task is aborted). A Redis error ends
-    /// the round; the next one starts after a backoff (positions stay: they only move
-    /// after a record's script succeeded).
-    pub(super) async fn run(mut self, mut stopped: watch::Receiver<bool>) {
+    /// Forwards until `stopped` says [`Stop::Now`] (or the task is aborted), or, after
+    /// [`Stop::Drain`], until a round finds nothing left or the drain's deadline passed.
+    /// A Redis error ends the round; the next one starts after a backoff (positions stay:
+    /// they only move after a record's script succeeded).
+    pub(super) async fn run(mut self, mut stopped: watch::Receiver<Stop>) {
         loop {
-            if *stopped.borrow() {
-                return;
-            }
+            let drain = match *stopped.borrow() {
+                Stop::Now => return,
+                Stop::Drain(until) if tokio::time::Instant::now() >= until => return,
+                Stop::Drain(_) => true,
+                Stop::No => false,
+            };
             let wait = match self.round(&stopped).await {
                 Ok(true) => {
                     self.backoff.reset();
                     continue;
                 }
+                Ok(false) if drain => return,
                 Ok(false) => self.poll_interval,
                 Err(e) => {
                     self.target
@@ -74,7 +90,7 @@ impl Run {
     }
 
     /// One pass over the lanes; whether any record was forwarded (or skipped).
-    async fn round(&mut self, stopped: &watch::Receiver<bool>) -> Result<bool, Error> {
+    async fn round(&mut self, stopped: &watch::Receiver<Stop>) -> Result<bool, Error> {
         let mut worked = false;
         for i in 0..self.lanes.len() {
             let position = match self.lanes[i].position.clone() {
@@ -86,7 +102,7 @@ impl Run {
                 continue;
             };
             for entry in entries {
-                if *stopped.borrow() {
+                if *stopped.borrow() == Stop::Now {
                     return Ok(worked);
                 }
                 let id = entry.id.clone();

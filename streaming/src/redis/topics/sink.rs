@@ -25,7 +25,10 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 ///
 /// The job runs that forwarder itself: each process of a job whose pipeline ends in this
 /// sink starts one over every partition of the pipeline's source topic when the job
-/// starts, and stops it when the job is cancelled (the processes' forwarders run side by
+/// starts. When the job is cancelled, it waits for the job's subtasks to stop, forwards
+/// what the outboxes hold (so a job that shuts down leaves nothing behind it committed),
+/// at most 10 s, and stops; [`JobClient::shutdown`](crate::redis::JobClient::shutdown)
+/// and `await_termination` wait for that. (The processes' forwarders run side by
 /// side harmlessly; each record costs one script call per process, and an idle one reads
 /// each source partition's outbox every 100 ms). With
 /// [`forwarded_by_job(false)`](Self::forwarded_by_job) the job starts none and you run

@@ -1,7 +1,9 @@
 //! The forwarders a Redis job starts itself: one per pipeline ending in a
 //! [`RedisTopicSink`](super::RedisTopicSink) (unless the sink opted out), over every
 //! partition of the pipeline's source topic, in each process of the job, until the job is
-//! cancelled.
+//! cancelled; then, once the job's subtasks have stopped, each forwards what its outboxes
+//! hold (at most [`DRAIN_TIMEOUT`]) before it stops, and the job's termination waits for
+//! that.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +11,9 @@ use std::time::Duration;
 use super::forwarder::{RedisTopicForwarder, TopicForwarding};
 use crate::mq::{Backoff, Mq, MqOptions};
 use crate::redis::job::JobShared;
+
+/// The longest a cancelled job's forwarders spend forwarding what the outboxes hold.
+pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts the job's forwarders for `pairs` (source topic, target topic) on a thread of
 /// their own. A forwarder that cannot start (Redis unreachable, the target topic missing)
@@ -24,10 +29,12 @@ pub(crate) fn start_job_forwarders(
     if pairs.is_empty() {
         return;
     }
-    let job = Arc::clone(job);
+    job.set_forwarders_running(true);
+    let ended = ForwardersEnd(Arc::clone(job));
     let spawned = std::thread::Builder::new()
         .name("streaming-forwarders".into())
         .spawn(move || {
+            let job = Arc::clone(&ended.0);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
@@ -37,6 +44,7 @@ pub(crate) fn start_job_forwarders(
                     "topic forwarders: cannot start a tokio runtime: {e}"
                 )),
             }
+            drop(ended);
         });
     if let Err(e) = spawned {
         tracing::error!("topic forwarders: cannot spawn their thread: {e}");
@@ -69,8 +77,29 @@ async fn run(job: &JobShared, opts: MqOptions, mut waiting: Vec<(String, Arc<str
             () = tokio::time::sleep(backoff.next_delay()) => {}
         }
     }
+    // The last batches commit while the subtasks stop: wait for them (each stops within
+    // about the response timeout of the cancel), then forward what they left — also with
+    // a forwarder that could not start so far (its target topic created late), if it
+    // starts now.
+    let mut changes = job.changes();
+    let stopped = changes.wait_for(|_| job.running() == 0);
+    let _ = tokio::time::timeout(opts.response_timeout + DRAIN_TIMEOUT, stopped).await;
+    if let (false, Some(mq)) = (waiting.is_empty(), &mq) {
+        start_waiting(job, mq, waiting, &mut running).await;
+    }
     for f in running {
-        f.stop().await;
+        f.drain(DRAIN_TIMEOUT).await;
+    }
+}
+
+/// Marks the forwarders ended when dropped (also when their thread unwinds or could not
+/// be spawned), and wakes the waits for termination.
+struct ForwardersEnd(Arc<JobShared>);
+
+impl Drop for ForwardersEnd {
+    fn drop(&mut self) {
+        self.0.set_forwarders_running(false);
+        self.0.signal_change();
     }
 }
 
