@@ -349,9 +349,10 @@ fn input_deduplication_runs_one_message_per_idempotency_key() {
             let mut c =
                 s.rt.block_on(client.get_multiplexed_async_connection())
                     .unwrap();
-            let marks: usize =
-                s.rt.block_on(c.zcard(format!("{dedup_prefix}dedup:{{{topic}:0}}:g")))
-                    .unwrap();
+            // `{prefix}{job}:{queue prefix}:{T:n}:{group}`.
+            let queue = &s.mq_opts.key_prefix;
+            let key = format!("{dedup_prefix}dedup:{queue}:{{{topic}:0}}:g");
+            let marks: usize = s.rt.block_on(c.zcard(key)).unwrap();
             assert_eq!(marks, 4, "pay-1, pay-2, plain's id, flaky's first id");
         } else {
             assert_eq!(texts.len(), 7, "{texts:?}");
