@@ -234,6 +234,14 @@ impl PgWorker {
     }
 }
 
+async fn gids(pg: &tokio_postgres::Client) -> Vec<String> {
+    let rows = pg
+        .query("SELECT gid FROM pg_prepared_xacts ORDER BY gid", &[])
+        .await
+        .unwrap();
+    rows.iter().map(|r| r.get::<_, String>(0)).collect()
+}
+
 async fn count(pg: &tokio_postgres::Client, sql: &str) -> i64 {
     pg.query_one(sql, &[]).await.unwrap().get(0)
 }
@@ -369,4 +377,119 @@ async fn every_row_lands_once_across_kill_9_and_crashes_around_the_commit() {
         got.insert(w, c);
     }
     assert_eq!(got, sent);
+}
+
+/// The recovery rules of `PostgresSink` itself (no engine): recovery aborts only earlier
+/// owners' transactions of its own namespace, needs no statement, and a commit of a
+/// transaction rolled back behind the sink's back fails instead of passing silently.
+#[tokio::test(flavor = "current_thread")]
+async fn postgres_sink_recovery_aborts_only_earlier_owners_and_reports_lost_commits() {
+    let postgres = TestPostgres::start();
+    let pg = postgres.connect().await;
+    pg.batch_execute("CREATE TABLE r (v bigint NOT NULL)")
+        .await
+        .unwrap();
+    let sink = |statement: &str| {
+        PostgresSink::new(&postgres.params(), statement, |v: &i64| -> PostgresParams {
+            vec![Box::new(*v)]
+        })
+        .unwrap()
+    };
+    let mut rows = sink("INSERT INTO r (v) VALUES ($1)");
+    let scope = |ns: &str, token: u64, sequence: u64| {
+        let mut s = TxnScope::new(ns, "job", "g", "t", 0, "main");
+        (s.fencing_token, s.sequence, s.offset) = (token, sequence, "1-0".into());
+        s
+    };
+    // Owner 2 prepares; a stalled recovery of owner 1 leaves it alone; another
+    // namespace's recovery too.
+    let h2 = rows
+        .pre_commit(&scope("aaaa0001", 2, 1), vec![1, 2])
+        .await
+        .unwrap();
+    assert!(h2.ends_with(":aaaa0001/job/g/t/0/main/2.1"), "{h2}");
+    let mut recovery = sink("INSERT INTO missing_table VALUES ($1)");
+    recovery
+        .recover_and_abort(&scope("aaaa0001", 1, 0))
+        .await
+        .unwrap();
+    recovery
+        .recover_and_abort(&scope("bbbb0002", 9, 0))
+        .await
+        .unwrap();
+    assert_eq!(gids(&pg).await, ["aaaa0001/job/g/t/0/main/2.1"]);
+    // Owner 3's recovery (with a statement on a missing table: recovery needs none)
+    // aborts it.
+    recovery
+        .recover_and_abort(&scope("aaaa0001", 3, 0))
+        .await
+        .unwrap();
+    assert!(gids(&pg).await.is_empty());
+    // Committing it now: it was rolled back, its rows are lost — an error, not Ok.
+    let err = rows.commit(&h2).await.unwrap_err().to_string();
+    assert!(err.contains("was not committed but is aborted"), "{err}");
+    // A commit that already happened is committed again without error.
+    let h3 = rows
+        .pre_commit(&scope("aaaa0001", 3, 2), vec![3])
+        .await
+        .unwrap();
+    rows.commit(&h3).await.unwrap();
+    rows.recover_and_commit(&h3).await.unwrap();
+    let n: i64 = pg
+        .query_one("SELECT count(*) FROM r", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "only owner 3's row");
+    // A name too long for a transaction id fails at the take, naming it.
+    let long = TxnScope::new("aaaa0001", &"j".repeat(190), "g", "t", 0, "main");
+    let err = recovery
+        .recover_and_abort(&long)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("PostgreSQL allows 199"), "{err}");
+}
+
+/// A sink's first batch of a take aborts what an earlier owner prepared after that take's
+/// recovery (a paused owner that resumed and prepared, then died).
+#[tokio::test(flavor = "current_thread")]
+async fn a_new_owners_first_batch_sweeps_an_earlier_owners_late_prepare() {
+    let postgres = TestPostgres::start();
+    let pg = postgres.connect().await;
+    pg.batch_execute("CREATE TABLE r (v bigint NOT NULL)")
+        .await
+        .unwrap();
+    let sink = || {
+        PostgresSink::new(
+            &postgres.params(),
+            "INSERT INTO r (v) VALUES ($1)",
+            |v: &i64| -> PostgresParams { vec![Box::new(*v)] },
+        )
+        .unwrap()
+    };
+    let scope = |token: u64, sequence: u64| {
+        let mut s = TxnScope::new("cccc0003", "job", "g", "t", 1, "main");
+        (s.fencing_token, s.sequence, s.offset) = (token, sequence, "1-0".into());
+        s
+    };
+    let mut old = sink();
+    let late = old.pre_commit(&scope(4, 1), vec![7]).await.unwrap();
+    let mut new = sink();
+    let h = new.pre_commit(&scope(5, 2), vec![8]).await.unwrap();
+    new.commit(&h).await.unwrap();
+    let left: i64 = pg
+        .query_one("SELECT count(*) FROM pg_prepared_xacts", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the late prepare {late} was swept");
+    let v: Vec<i64> = pg
+        .query("SELECT v FROM r", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(v, [8]);
 }

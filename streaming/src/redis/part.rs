@@ -78,6 +78,8 @@ pub(super) struct Part<C, S, O> {
     pub(super) deduplicated: u64,
     /// Open checkpoints whose part this partition wrote (or found written).
     pub(super) checkpoints_written: Vec<u64>,
+    /// The partition's two-phase transaction namespace (read at each take).
+    pub(crate) two_phase_namespace: String,
 }
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
@@ -125,6 +127,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             stopped: false,
             checkpoints_written: Vec::new(),
             deduplicated: 0,
+            two_phase_namespace: String::new(),
         };
         guarded(ctx, "open sink", part.sink.open())?;
         ctx.job

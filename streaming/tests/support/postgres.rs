@@ -196,7 +196,7 @@ impl TestPostgres {
             "\n# tests/support/postgres.rs\nlisten_addresses = '127.0.0.1'\n\
              unix_socket_directories = '{}'\nmax_prepared_transactions = 20\n\
              max_connections = 40\nshared_buffers = 16MB\nfsync = off\n\
-             synchronous_commit = off\nfull_page_writes = off\n",
+             full_page_writes = off\n",
             self.socket_dir().display()
         );
         append(&data.join("postgresql.conf"), &conf);

@@ -15,10 +15,14 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(1);
 /// The prepared transactions of one batch: (sink, handle).
 pub(crate) type Prepared = Vec<(String, String)>;
 
-/// The hash of the partition's recorded handles: `{state base}:2pc`, field = sink.
+/// The hash of the partition's recorded handles: `{state base}:2pc`, field = sink, and
+/// field [`NAMESPACE`] = the partition's transaction namespace.
 pub(crate) fn handles_key(state_base: &str) -> String {
     format!("{state_base}:2pc")
 }
+
+/// The field of the handles hash holding [`TxnScope::namespace`].
+const NAMESPACE: &str = "_namespace";
 
 fn two_phase_error(op: &'static str, sink: &str, e: crate::BoxError) -> Error {
     Error::Engine {
@@ -30,13 +34,15 @@ fn two_phase_error(op: &'static str, sink: &str, e: crate::BoxError) -> Error {
 impl<C, S: Sink<O>, O> Part<C, S, O> {
     fn txn_scope(&self, ctx: &Ctx<'_>, sink: String, token: u64, offset: &str) -> TxnScope {
         TxnScope {
+            namespace: self.two_phase_namespace.clone(),
             job: ctx.job_name.clone(),
             group: ctx.spec.group.clone(),
             topic: ctx.spec.topic.clone(),
             partition: self.partition,
             sink,
             fencing_token: token,
-            sequence: if token == 0 {
+            // Recovery (no offset) prepares nothing.
+            sequence: if offset.is_empty() {
                 0
             } else {
                 SEQUENCE.fetch_add(1, Ordering::Relaxed)
@@ -158,8 +164,9 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             .await;
     }
 
-    /// At a take: commits the transactions the last Redis commit recorded and aborts every
-    /// other transaction the two-phase sinks' targets hold for this partition.
+    /// At a take (under the new fencing token): commits the transactions the last Redis
+    /// commit recorded and aborts the other transactions of earlier owners that the
+    /// two-phase sinks' targets hold for this partition.
     pub(crate) async fn recover_two_phase(
         &mut self,
         ctx: &Ctx<'_>,
@@ -169,12 +176,21 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         if names.is_empty() {
             return Ok(());
         }
-        let recorded: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(handles_key(self.state_keys.base()))
+        let token = self.owner.fenced_unless_held(ctx)?.token;
+        let key = handles_key(self.state_keys.base());
+        let fresh = format!("{:08x}", rand::random::<u32>());
+        let (_, mut recorded): (bool, HashMap<String, String>) = redis::pipe()
+            .cmd("HSETNX")
+            .arg(&key)
+            .arg(NAMESPACE)
+            .arg(&fresh)
+            .cmd("HGETALL")
+            .arg(&key)
             .query_async(conn)
             .await?;
+        self.two_phase_namespace = recorded.remove(NAMESPACE).unwrap_or(fresh);
         let scopes: HashMap<String, TxnScope> = (names.into_iter())
-            .map(|n| (n.clone(), self.txn_scope(ctx, n, 0, "")))
+            .map(|n| (n.clone(), self.txn_scope(ctx, n, token, "")))
             .collect();
         self.each_two_phase(async |name, h| {
             let committed = recorded.get(&name).map(String::as_str);

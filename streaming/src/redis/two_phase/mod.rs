@@ -15,14 +15,20 @@
 //! calls [`TwoPhaseCommitSink::abort`]. If `commit` or `abort` fails, or the process dies in
 //! between, the partition is taken again (by this process or another), and the take
 //! recovers before it reads anything: [`TwoPhaseCommitSink::recover_and_commit`] with the
-//! handle Redis recorded last, then [`TwoPhaseCommitSink::recover_and_abort`] for every
-//! other transaction the target holds for this sink and partition. So a transaction is
-//! committed exactly when the Redis commit that recorded its handle applied.
+//! handle Redis recorded last, then [`TwoPhaseCommitSink::recover_and_abort`] for the
+//! other transactions of earlier owners (a lower fencing token) the target holds for this
+//! sink and partition. So a transaction is committed exactly when the Redis commit that
+//! recorded its handle applied.
 //!
 //! # Contract for implementations
 //! - Transactions are named by [`TxnScope::transaction_id`] (or something as unique) and
 //!   findable by [`TxnScope::prefix`]; `pre_commit` must leave nothing prepared when it
 //!   fails.
+//! - `recover_and_abort` aborts only transactions with a fencing token below the scope's
+//!   ([`TxnScope::token_of`]): a recovery that stalls past its lease must not abort what
+//!   the next owner prepared.
+//! - Committing a handle whose transaction someone else rolled back must fail loudly (its
+//!   rows are lost), not succeed.
 //! - `commit`, `abort`, `recover_and_commit` and `recover_and_abort` are idempotent: a
 //!   handle may be committed again after a crash (the engine does not know whether the
 //!   first call reached the target), so committing a transaction that is no longer
@@ -31,8 +37,20 @@
 //!   rolled back is processed again, and its output reaches `pre_commit` again, in a new
 //!   transaction (the old one is aborted).
 //!
-//! A checkpoint restore rewinds Redis, not the target: what a two-phase sink committed
-//! after the checkpoint stays in the target, and the replay writes it again.
+//! # Operating it
+//! - Exactly-once needs the Redis commit to be durable: on a Redis that can lose an
+//!   acknowledged write (asynchronous replication with failover, no AOF), set
+//!   `commit_replica_wait`, or a lost commit's rows, already committed in the target, are
+//!   written again.
+//! - A checkpoint restore rewinds Redis, not the target: what a two-phase sink committed
+//!   after the checkpoint stays in the target, and the replay writes it again.
+//! - Side outputs are named by position (`side0`, `side1`, … in declaration order): a new
+//!   version of the pipeline that reorders or removes them, or a job retired for good,
+//!   leaves the transactions Redis recorded last uncommitted — stop such a job only
+//!   after a clean shutdown (which commits everything), and keep side outputs in order.
+//! - Only the pipeline's own sink object has the two-phase hooks: a sink of yours that
+//!   wraps a `TwoPhaseSink` is an ordinary (at-least-once) sink to the engine, and the
+//!   wrapped one never commits.
 
 pub(crate) mod engine;
 #[cfg(feature = "postgres")]
@@ -86,7 +104,9 @@ pub trait TwoPhaseCommitSink<T>: Clone + Send + 'static {
     fn recover_and_commit(&mut self, handle: &str) -> impl Future<Output = Result<(), BoxError>>;
 
     /// At a take of the partition, after `recover_and_commit`: aborts every transaction
-    /// of this sink and partition (ids starting with [`TxnScope::prefix`]) still prepared.
+    /// of this sink and partition (ids starting with [`TxnScope::prefix`]) still prepared
+    /// whose fencing token ([`TxnScope::token_of`]) is below `scope.fencing_token`; leaves
+    /// the others alone (a later owner's, when this recovery stalled).
     ///
     /// # Errors
     /// The take fails and is tried again after a backoff.

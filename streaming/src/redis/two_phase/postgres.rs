@@ -5,7 +5,7 @@ use crate::{BoxError, Error};
 use futures_util::future::try_join_all;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
@@ -43,18 +43,36 @@ const MAX_GID: usize = 199;
 /// - Each partition's clone opens its own connection, on first use and again after an
 ///   error.
 /// - Transaction ids are [`TxnScope::transaction_id`]:
-///   `{job}/{group}/{topic}/{partition}/{sink}/{token}.{n}`, at most 199 bytes (a longer
-///   one fails the batch, naming it). Recovery looks them up in `pg_prepared_xacts` of the
-///   connection's database by that prefix.
+///   `{namespace}/{job}/{group}/{topic}/{partition}/{sink}/{token}.{n}`, at most 199
+///   bytes (a name too long fails the partition's take, naming the id). Recovery looks
+///   them up in `pg_prepared_xacts` of the connection's database by that prefix and aborts
+///   only earlier owners' (lower token); each owner also does so every 30 s, so a
+///   transaction an earlier owner prepared after the take (it was paused) does not hold
+///   its locks for long. The handle recorded in Redis is `{xid}:{transaction id}`: a
+///   commit that finds the transaction gone checks `pg_xact_status` and fails if it was
+///   rolled back (its rows are lost: someone ran `ROLLBACK PREPARED` by hand) instead of
+///   succeeding silently. Needs PostgreSQL 13 or later (`pg_current_xact_id`).
 /// - Rows of a batch are sent pipelined; every call waits at most `timeout` (default
-///   30 s, [`timeout`](Self::timeout)).
+///   10 s, [`timeout`](Self::timeout)). The statement is prepared only for writing rows:
+///   recovery does not wait on the user's table (a migration holding its lock).
 pub struct PostgresSink<T> {
     config: tokio_postgres::Config,
     statement: Arc<str>,
     params: Arc<dyn Fn(&T) -> PostgresParams + Send + Sync>,
     timeout: Duration,
-    conn: Option<Arc<(Client, Statement)>>,
+    conn: Option<Arc<Client>>,
+    /// The statement prepared on `conn` (only `pre_commit` needs it: recovery must not
+    /// wait on the user's table).
+    prepared: Option<Statement>,
+    /// When `pre_commit` last aborted earlier owners' leftovers (see [`SWEEP_EVERY`]).
+    swept: Option<Instant>,
 }
+
+/// How often an owner aborts earlier owners' prepared transactions of its partition
+/// outside a take: one that finished preparing after the take's recovery (a paused
+/// owner, or a `PREPARE` the server completed after its client gave up) is aborted
+/// within this long.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 impl<T> Clone for PostgresSink<T> {
     fn clone(&self) -> Self {
@@ -64,6 +82,8 @@ impl<T> Clone for PostgresSink<T> {
             params: Arc::clone(&self.params),
             timeout: self.timeout,
             conn: None,
+            prepared: None,
+            swept: None,
         }
     }
 }
@@ -108,13 +128,16 @@ impl<T> PostgresSink<T> {
             config,
             statement: statement.into(),
             params: Arc::new(params),
-            timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
             conn: None,
+            prepared: None,
+            swept: None,
         })
     }
 
     /// The most each call to the server may take (connect, a batch's rows, a commit);
-    /// default 30 s.
+    /// default 10 s. A call that takes longer fails the batch (or the take) and is tried
+    /// again on a new connection.
     ///
     /// # Panics
     /// If `timeout` is zero.
@@ -124,6 +147,7 @@ impl<T> PostgresSink<T> {
         self
     }
 
+    /// `f` within the timeout; a connection error or a timeout drops the connection.
     async fn bounded<R>(
         &mut self,
         what: &str,
@@ -133,25 +157,31 @@ impl<T> PostgresSink<T> {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
                 if e.is_closed() || e.code().is_none() {
-                    self.conn = None;
+                    self.drop_connection();
                 }
                 Err(format!("PostgreSQL {what}: {}", describe(&e)).into())
             }
             Err(_) => {
                 // The connection may still be busy with the call: start afresh.
-                self.conn = None;
+                self.drop_connection();
                 Err(format!("PostgreSQL {what}: no reply within {:?}", self.timeout).into())
             }
         }
     }
 
-    /// The connection and prepared statement, connecting first when needed.
-    async fn connection(&mut self) -> Result<Arc<(Client, Statement)>, BoxError> {
+    fn drop_connection(&mut self) {
+        self.conn = None;
+        self.prepared = None;
+    }
+
+    /// The connection, connecting first when needed.
+    async fn connection(&mut self) -> Result<Arc<Client>, BoxError> {
         if let Some(c) = &self.conn {
-            if !c.0.is_closed() {
+            if !c.is_closed() {
                 return Ok(Arc::clone(c));
             }
         }
+        self.drop_connection();
         let config = self.config.clone();
         let (client, connection) = self.bounded("connect", config.connect(NoTls)).await?;
         tokio::spawn(async move {
@@ -159,36 +189,75 @@ impl<T> PostgresSink<T> {
                 tracing::debug!("PostgreSQL connection of a PostgresSink ended: {e}");
             }
         });
-        let statement = Arc::clone(&self.statement);
-        let prepared = self
-            .bounded("prepare statement", client.prepare(&statement))
-            .await?;
-        let conn = Arc::new((client, prepared));
-        self.conn = Some(Arc::clone(&conn));
-        Ok(conn)
+        let client = Arc::new(client);
+        self.conn = Some(Arc::clone(&client));
+        Ok(client)
     }
 
-    /// Runs a `COMMIT PREPARED` / `ROLLBACK PREPARED` of `gid`; one that names no prepared
-    /// transaction succeeds (an earlier call, or recovery, resolved it).
-    async fn finish(&mut self, verb: &str, gid: &str) -> Result<(), BoxError> {
-        let conn = self.connection().await?;
+    /// The connection and the statement prepared on it.
+    async fn statement(&mut self) -> Result<(Arc<Client>, Statement), BoxError> {
+        let client = self.connection().await?;
+        if let Some(s) = &self.prepared {
+            return Ok((client, s.clone()));
+        }
+        let statement = Arc::clone(&self.statement);
+        let s = self
+            .bounded("prepare statement", client.prepare(&statement))
+            .await?;
+        self.prepared = Some(s.clone());
+        Ok((client, s))
+    }
+
+    /// Runs `COMMIT PREPARED` / `ROLLBACK PREPARED` of the handle's transaction. One that
+    /// is not prepared any more succeeds when it ended as asked (an earlier call, or a
+    /// recovery, resolved it); a commit of one that was rolled back fails: its rows are
+    /// lost.
+    async fn finish(&mut self, verb: &str, handle: &str) -> Result<(), BoxError> {
+        let (xid, gid) = parse_handle(handle);
+        let client = self.connection().await?;
         let sql = format!("{verb} PREPARED {}", quote(gid));
-        let r = tokio::time::timeout(self.timeout, conn.0.batch_execute(&sql)).await;
-        match r {
-            Ok(Err(e)) if e.code() == Some(&SqlState::UNDEFINED_OBJECT) => Ok(()),
-            Ok(r) => {
-                let what = format!("{verb} PREPARED");
-                self.bounded(&what, std::future::ready(r)).await
-            }
+        let what = format!("{verb} PREPARED");
+        match tokio::time::timeout(self.timeout, client.batch_execute(&sql)).await {
+            Ok(Err(e)) if e.code() == Some(&SqlState::UNDEFINED_OBJECT) => {}
+            Ok(r) => return self.bounded(&what, std::future::ready(r)).await,
             Err(_) => {
-                self.conn = None;
-                Err(format!(
-                    "PostgreSQL {verb} PREPARED: no reply within {:?}",
-                    self.timeout
-                )
-                .into())
+                self.drop_connection();
+                return Err(
+                    format!("PostgreSQL {what}: no reply within {:?}", self.timeout).into(),
+                );
             }
         }
+        let (Some(xid), "COMMIT") = (xid, verb) else {
+            return Ok(());
+        };
+        let query = "SELECT pg_xact_status($1::text::xid8)";
+        let row = self
+            .bounded("transaction status", client.query_one(query, &[&xid]))
+            .await?;
+        match row.get::<_, Option<String>>(0).as_deref() {
+            Some("committed") => Ok(()),
+            None => {
+                // Too old for the server to tell: long resolved (a recovery re-commits
+                // the last recorded handle at every take).
+                tracing::debug!(gid, xid, "a recorded transaction too old to look up");
+                Ok(())
+            }
+            status => Err(format!(
+                "prepared transaction `{gid}` (xid {xid}) was not committed but is {}: its rows are lost (was it rolled back by hand, or by a deployment sharing this job name and namespace?)",
+                status.unwrap_or("unknown")
+            )
+            .into()),
+        }
+    }
+}
+
+/// A handle, `{xid}:{gid}`, as (xid, gid); a bare transaction id as (None, id).
+fn parse_handle(handle: &str) -> (Option<&str>, &str) {
+    match handle.split_once(':') {
+        Some((xid, gid)) if !xid.is_empty() && xid.bytes().all(|b| b.is_ascii_digit()) => {
+            (Some(xid), gid)
+        }
+        _ => (None, handle),
     }
 }
 
@@ -197,47 +266,63 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// A PostgreSQL error with the server's message when there is one.
+/// A PostgreSQL error with the server's message, detail and hint, or the client error
+/// with its causes.
 fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        let mut s = format!("{} ({})", db.message(), db.code().code());
+        for extra in [db.detail(), db.hint()].into_iter().flatten() {
+            s.push_str("; ");
+            s.push_str(extra);
+        }
+        return s;
     }
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    s
 }
 
 impl<T: Send + 'static> TwoPhaseCommitSink<T> for PostgresSink<T> {
     async fn pre_commit(&mut self, scope: &TxnScope, records: Vec<T>) -> Result<String, BoxError> {
         let gid = scope.transaction_id();
-        if gid.len() > MAX_GID {
-            return Err(format!(
-                "transaction id `{gid}` is {} bytes, PostgreSQL allows {MAX_GID}: shorten the job, group or topic name",
-                gid.len()
-            )
-            .into());
+        check_length(&gid)?;
+        if self.swept.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+            self.recover_and_abort(scope).await?;
+            self.swept = Some(Instant::now());
         }
-        let conn = self.connection().await?;
-        let (client, statement) = (&conn.0, &conn.1);
+        let (client, statement) = self.statement().await?;
         let params = Arc::clone(&self.params);
         let write = async {
             client.batch_execute("BEGIN").await?;
+            let xid: String = client
+                .query_one("SELECT pg_current_xact_id()::text", &[])
+                .await?
+                .get(0);
             let rows = records.iter().map(|r| {
                 let p = params(r);
+                let (client, statement) = (&client, &statement);
                 async move { client.execute_raw(statement, p).await }
             });
             try_join_all(rows).await?;
             client
                 .batch_execute(&format!("PREPARE TRANSACTION {}", quote(&gid)))
-                .await
+                .await?;
+            Ok(xid)
         };
         let written = self.bounded("write rows", write).await;
         if written.is_err() {
             // Nothing may stay prepared: roll back what the session holds (a dropped
             // connection rolls back by itself).
             if let Some(c) = &self.conn {
-                let _ = tokio::time::timeout(self.timeout, c.0.batch_execute("ROLLBACK")).await;
+                let _ = tokio::time::timeout(self.timeout, c.batch_execute("ROLLBACK")).await;
             }
         }
-        written.map(|()| gid)
+        written.map(|xid| format!("{xid}:{gid}"))
     }
 
     async fn commit(&mut self, handle: &str) -> Result<(), BoxError> {
@@ -253,8 +338,9 @@ impl<T: Send + 'static> TwoPhaseCommitSink<T> for PostgresSink<T> {
     }
 
     async fn recover_and_abort(&mut self, scope: &TxnScope) -> Result<(), BoxError> {
-        let conn = self.connection().await?;
-        let client = &conn.0;
+        // A name too long fails here, at the take, rather than at the first batch.
+        check_length(&format!("{}{}.{}", scope.prefix(), u32::MAX, u32::MAX))?;
+        let client = self.connection().await?;
         let prefix = scope.prefix();
         let query = "SELECT gid FROM pg_prepared_xacts \
                      WHERE database = current_database() AND left(gid, $1) = $2";
@@ -267,12 +353,30 @@ impl<T: Send + 'static> TwoPhaseCommitSink<T> for PostgresSink<T> {
             .await?;
         for row in rows {
             let gid: String = row.get(0);
-            tracing::info!(
-                gid,
-                "aborting a prepared transaction no Redis commit recorded"
-            );
-            self.finish("ROLLBACK", &gid).await?;
+            // A later owner's (this recovery stalled past its lease) is not ours to end.
+            if scope
+                .token_of(&gid)
+                .is_some_and(|t| t < scope.fencing_token)
+            {
+                tracing::info!(
+                    gid,
+                    "aborting an earlier owner's prepared transaction no Redis commit recorded"
+                );
+                self.finish("ROLLBACK", &gid).await?;
+            }
         }
         Ok(())
     }
+}
+
+/// Fails for a transaction id over PostgreSQL's limit.
+fn check_length(gid: &str) -> Result<(), BoxError> {
+    if gid.len() <= MAX_GID {
+        return Ok(());
+    }
+    Err(format!(
+        "transaction id `{gid}` is {} bytes, PostgreSQL allows {MAX_GID}: shorten the job, group or topic name",
+        gid.len()
+    )
+    .into())
 }
