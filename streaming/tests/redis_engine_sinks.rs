@@ -430,7 +430,14 @@ fn the_outbox_sink_appends_in_the_commit_and_the_dispatcher_delivers_each_record
     let mut c =
         s.rt.block_on(client.get_multiplexed_async_connection())
             .unwrap();
-    let mut len = || -> usize { s.rt.block_on(c.xlen(&outbox)).unwrap() };
+    // Records in the outbox: one entry per commit, holding `n` records.
+    let mut len = || -> usize {
+        let entries: redis::streams::StreamRangeReply =
+            s.rt.block_on(c.xrange_all(&outbox)).unwrap();
+        (entries.ids.iter())
+            .map(|e| e.get::<usize>("n").unwrap())
+            .sum()
+    };
     wait_until("the first batch in the outbox", &job, || len() == 3);
     s.produce("c", &["a", "slow", "b"].map(String::from));
     wait_until("at \"slow\"", &job, || {

@@ -445,3 +445,75 @@ async fn bad_options_are_refused_by_name() {
         "name"
     );
 }
+
+/// Appends one entry holding `n` records as a batch commit writes it (fields `n`, `id`
+/// prefix, `ts`, `p{j}`); returns the entry id.
+async fn append_batch(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    p: u32,
+    n: usize,
+) -> String {
+    let mut fields = vec![
+        ("n".to_owned(), n.to_string()),
+        ("id".to_owned(), format!("job/{TOPIC}/{p}/7-0/")),
+        ("ts".to_owned(), "1000".to_owned()),
+    ];
+    for j in 0..n {
+        fields.push((format!("p{j}"), format!("b{j}")));
+    }
+    conn.xadd(key, "*", &fields).await.unwrap()
+}
+
+/// One entry per batch commit: its records are delivered one by one, in order; a record
+/// dead-lettered in the middle goes to the dead-letter stream alone; a dispatcher dropped
+/// in the middle of an entry is followed by one that goes on at the next record (the
+/// progress is kept in Redis), not at the entry's first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_of_a_batch_delivers_its_records_in_order_and_resumes_mid_entry() {
+    let mut s = setup("outbox-batch").await;
+    let d = dispatcher(&s.mq, 1).build().unwrap();
+    let key = d.outbox_key(0);
+    let entry = append_batch(&mut s.conn, &key, 0, 4).await;
+    let id = |j: usize| format!("job/{TOPIC}/0/7-0/{j}");
+    // Record 1 is malformed; the dispatcher hangs in record 3's delivery (dropped there).
+    let (hung, mut hung_rx) = tokio::sync::mpsc::unbounded_channel();
+    let first = Recorder {
+        permanent: vec![id(1)],
+        hang_after: Some((3, hung)),
+        ..Recorder::default()
+    };
+    let log = Arc::clone(&first.log);
+    let running = d.start(first).await.unwrap();
+    tokio::time::timeout(DEADLINE, hung_rx.recv())
+        .await
+        .unwrap();
+    drop(running);
+    let seen: Vec<String> = log.lock().unwrap().iter().map(|d| d.1.clone()).collect();
+    assert_eq!(seen, [id(0), id(1), id(2), id(3)]);
+    let dlq: redis::streams::StreamRangeReply = s.conn.xrange_all(d.dlq_key(0)).await.unwrap();
+    assert_eq!(dlq.ids.len(), 1, "only the malformed record");
+    let field = |f: &str| dlq.ids[0].get::<String>(f).unwrap();
+    assert_eq!(
+        (field("id"), field("payload"), field("outbox_entry_id")),
+        (id(1), "b1".to_owned(), entry.clone())
+    );
+    // Its successor (same consumer name) delivers record 3 only, then settles the entry.
+    let second = Recorder::default();
+    let log = Arc::clone(&second.log);
+    let running = d.start(second).await.unwrap();
+    eventually("the entry settled", DEADLINE, || {
+        let mut c = s.conn.clone();
+        let key = key.clone();
+        async move { (xlen(&mut c, &key).await == 0).then_some(()) }
+    })
+    .await;
+    running.stop().await;
+    let seen: Vec<(String, u32)> = (log.lock().unwrap().iter())
+        .map(|d| (d.1.clone(), d.2))
+        .collect();
+    assert_eq!(seen, [(id(3), 1)], "resumed at record 3, its first attempt");
+    let attempts: HashMap<String, String> =
+        s.conn.hgetall(format!("{key}:attempts")).await.unwrap();
+    assert!(attempts.is_empty(), "{attempts:?}");
+}

@@ -161,11 +161,13 @@ async fn records_become_messages_and_a_restart_goes_on_after_the_marks() {
     }
 
     // The same records again (a forwarder that died before trimming them): the next one
-    // starts after the marks, appends nothing and trims them.
+    // starts at the entry of the largest mark (it may have been forwarded in part: here
+    // p0's `100-0` and p1's `10-9`, whose records the marks skip), appends nothing and
+    // trims them.
     outbox(&mut s, 0, &first0).await;
     outbox(&mut s, 1, &first1).await;
     let st = forward(&s).await;
-    assert_eq!((st.appended, st.skipped), (0, 0));
+    assert_eq!((st.appended, st.skipped), (0, 2));
     for q in 0..2 {
         assert_eq!(
             target(&mut s, q).await,
@@ -189,7 +191,7 @@ async fn records_become_messages_and_a_restart_goes_on_after_the_marks() {
     )
     .await;
     let st = forward(&s).await;
-    assert_eq!((st.appended, st.skipped), (3, 0));
+    assert_eq!((st.appended, st.skipped), (3, 2));
     let tail = |v: Vec<(String, Option<String>, String)>, n: usize| -> Vec<String> {
         v[v.len() - n..].iter().map(|m| m.0.clone()).collect()
     };
@@ -211,8 +213,9 @@ async fn records_become_messages_and_a_restart_goes_on_after_the_marks() {
             m
         }
     };
-    assert_eq!(mark(0, 0).await.as_deref(), Some("100-1"));
-    assert_eq!(mark(1, 1).await.as_deref(), Some("11-0"));
+    // A mark is the last record's position: its outbox entry and its index there.
+    assert_eq!(mark(0, 0).await.as_deref(), Some("100-1/0"));
+    assert_eq!(mark(1, 1).await.as_deref(), Some("11-0/0"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,19 +246,23 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
     let mut s = setup("topics-script").await;
     let stream = s.mq.keys().stream(TARGET, 0);
     let marks = s.forwarder.marks_key(0);
-    // (mark field, outbox entry id, appended?) in call order.
+    // (mark field, record position `{entry id}/{index}`, appended?) in call order.
     let calls = [
-        ("o/in/0", "9-0", 1),
-        ("o/in/0", "9-0", 0),
-        ("o/in/0", "10-0", 1), // "10-0" < "9-0" as text
-        ("o/in/0", "9-9", 0),
-        ("o/in/0", "10-9", 1),
-        ("o/in/0", "10-10", 1), // "10-10" < "10-9" as text
-        ("o/in/0", "10-10", 0),
-        ("o/in/0", "10-9", 0),
-        ("o/in/1", "1-0", 1), // another source partition: its own mark
-        ("o/in/0", "9-99", 0),
-        ("o/in/0", "100-0", 1),
+        ("o/in/0", "9-0/0", 1),
+        ("o/in/0", "9-0/0", 0),
+        ("o/in/0", "10-0/0", 1), // "10-0" < "9-0" as text
+        ("o/in/0", "9-9/0", 0),
+        ("o/in/0", "10-9/0", 1),
+        ("o/in/0", "10-10/0", 1), // "10-10" < "10-9" as text
+        ("o/in/0", "10-10/0", 0),
+        ("o/in/0", "10-9/0", 0),
+        ("o/in/1", "1-0/0", 1), // another source partition: its own mark
+        ("o/in/0", "9-99/0", 0),
+        ("o/in/0", "100-0/0", 1),
+        ("o/in/0", "100-0/2", 1), // a later record of the same entry
+        ("o/in/0", "100-0/1", 0),
+        ("o/in/0", "100-0/10", 1), // "10" < "2" as text
+        ("o/in/0", "100-0/10", 0),
     ];
     let mut appended = Vec::new();
     for (field, id, want) in &calls {
@@ -281,18 +288,23 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
     let got: Vec<String> = reply.ids.iter().map(|e| e.get("p").unwrap()).collect();
     assert_eq!(got, appended);
     let mark: String = s.conn.hget(&marks, "o/in/0").await.unwrap();
-    assert_eq!(mark, "100-0");
-    let bad: redis::RedisResult<i64> = redis::cmd("EVAL")
-        .arg(FORWARD)
-        .arg(2)
-        .arg(&stream)
-        .arg(&marks)
-        .arg("o/in/0")
-        .arg("12")
-        .arg("")
-        .query_async(&mut s.conn)
-        .await;
-    assert!(bad.is_err(), "a malformed id is refused");
+    assert_eq!(mark, "100-0/10");
+    for malformed in ["12", "12-0", "12-0/"] {
+        let bad: redis::RedisResult<i64> = redis::cmd("EVAL")
+            .arg(FORWARD)
+            .arg(2)
+            .arg(&stream)
+            .arg(&marks)
+            .arg("o/in/0")
+            .arg(malformed)
+            .arg("")
+            .query_async(&mut s.conn)
+            .await;
+        assert!(
+            bad.is_err(),
+            "a malformed position `{malformed}` is refused"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -463,9 +475,13 @@ async fn shutdown_forwards_what_the_outbox_holds() {
             s.mq.keys().hash_tag("src", p)
         )
     });
+    // One entry per batch commit, holding `n` records.
     let mut held = 0;
     for k in &outboxes {
-        held += s.conn.xlen::<_, usize>(k).await.unwrap();
+        let entries: redis::streams::StreamRangeReply = s.conn.xrange_all(k).await.unwrap();
+        held += (entries.ids.iter())
+            .map(|e| e.get::<usize>("n").unwrap())
+            .sum::<usize>();
     }
     assert_eq!(held, N, "every output waits in the outboxes");
     s.mq.create_topic(LATE, 2).await.unwrap();

@@ -77,12 +77,12 @@ pub enum CommitWrite {
         entries: Vec<Vec<(String, String)>>,
         max_len: Option<usize>,
     },
-    /// One outbox entry per payload (fields `id`, `payload`, `ts`) on the outbox stream
-    /// `{mq prefix}:outbox:{name}:{T:n}`; the engine names each record
-    /// `{job}/{topic}/{partition}/{offset}/{index}`.
+    /// One outbox entry holding the payloads (see the `outbox` module docs for its fields)
+    /// on the outbox stream `{mq prefix}:outbox:{name}:{T:n}`; the engine names each
+    /// record `{job}/{topic}/{partition}/{offset}/{index}`.
     OutboxAppend(Vec<String>),
-    /// One outbox entry per output, like `OutboxAppend`, with the output's own timestamp
-    /// (else now) and its message key (field `key`) when set: what a topic sink forwards.
+    /// Like `OutboxAppend`, with each output's own timestamp and message key when set:
+    /// what a topic sink forwards.
     TopicAppend(Vec<TopicOutput>),
     /// `RPUSH` of each (idempotency key, value) whose key is not in the dedup set
     /// `{name}:dedup:{T:n}` (kept `ttl_ms` per key), in one script.

@@ -1,7 +1,7 @@
 //! The Redis sinks' writes in a batch commit: each sink's buffered [`CommitWrite`] on its
 //! partition key `{name}:{T:n}`, as the commands of the commit's transaction.
 
-use super::outbox::{outbox_key, record_id, F_ID, F_KEY, F_PAYLOAD, F_TS};
+use super::outbox::{entry_fields, outbox_key, record_id};
 use crate::api::{CommitWrite, CommitWrites, TopicOutput};
 use redis::Pipeline;
 use std::sync::LazyLock;
@@ -45,26 +45,11 @@ pub(super) struct SinkPlace<'a> {
     pub(super) offset: String,
 }
 
-/// The outbox entries of a commit's outputs: fields `id`, `payload`, `ts` (the output's
-/// timestamp, else now) and `key` when the output has one.
+/// The outbox entry of a commit's outputs (one `XADD`: see the outbox module docs).
 fn outbox_entries(outputs: Vec<TopicOutput>, at: &SinkPlace<'_>) -> Vec<Vec<(String, String)>> {
     let now = i64::try_from(super::checkpoint::now_ms()).unwrap_or(i64::MAX);
-    (0u32..)
-        .zip(outputs)
-        .map(|(i, o)| {
-            let id = record_id(at.job, at.topic, at.partition, &at.offset, i);
-            let ts = o.timestamp_ms.unwrap_or(now);
-            let mut fields = vec![
-                (F_ID.to_string(), id),
-                (F_PAYLOAD.to_string(), o.payload),
-                (F_TS.to_string(), ts.to_string()),
-            ];
-            if let Some(k) = o.key {
-                fields.push((F_KEY.to_string(), k));
-            }
-            fields
-        })
-        .collect()
+    let prefix = record_id(at.job, at.topic, at.partition, &at.offset, "");
+    vec![entry_fields(prefix, now, outputs)]
 }
 
 impl SinkWrite {
@@ -293,20 +278,23 @@ mod tests {
             panic!("an outbox append is a stream append");
         };
         assert_eq!(max_len, None);
-        let pairs = |e: &[(String, String)]| -> Vec<(String, String)> { e.to_vec() };
+        // One entry for the commit: count, id prefix, commit time, then per record its
+        // payload and, when it has them, key and own timestamp.
+        assert_eq!(entries.len(), 1);
         let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let ts: i64 = entries[0][2].1.parse().unwrap();
         assert_eq!(
-            pairs(&entries[0]),
+            entries[0],
             [
-                s("id", "job/in/2/17-0/0"),
-                s("payload", "a"),
-                s("ts", "42"),
-                s("key", "k")
+                s("n", "2"),
+                s("id", "job/in/2/17-0/"),
+                s("ts", &ts.to_string()),
+                s("p0", "a"),
+                s("k0", "k"),
+                s("t0", "42"),
+                s("p1", "b"),
             ]
         );
-        assert_eq!(entries[1][0], s("id", "job/in/2/17-0/1"));
-        assert_eq!(entries[1].len(), 3, "no key field without a key");
-        let ts: i64 = entries[1][2].1.parse().unwrap();
         assert!(ts > 1_600_000_000_000, "the commit's time");
     }
 }

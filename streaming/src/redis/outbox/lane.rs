@@ -9,7 +9,7 @@ use redis::streams::StreamPendingReply;
 use redis::{AsyncCommands, Script, Value};
 
 use super::options::RedisOutboxDispatcher;
-use super::{attempts_key, dlq_key, OutboxRecord, F_ID, F_KEY, F_PAYLOAD, F_TS};
+use super::{attempts_key, dlq_key, entry_records, EntryRecord, OutboxRecord};
 use crate::mq::message::{parse_entry, RawEntry};
 use crate::mq::topic::now_ms;
 use crate::mq::{Backoff, Connection};
@@ -20,13 +20,16 @@ static ACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/ou
 /// Counts a failed delivery and dead-letters on the last attempt (`lua/outbox_fail.lua`).
 static FAIL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/outbox_fail.lua")));
 
-/// An entry read from the outbox and not yet settled.
+/// An entry read from the outbox and not yet settled: its records, delivered in order.
 struct Unsettled {
-    entry: RawEntry,
-    /// Failed deliveries so far; `None` when unknown (the entry was pending when read: an
-    /// earlier dispatcher may have counted failures in Redis).
-    failed: Option<u32>,
-    /// Delivered; only its acknowledgement is missing (it failed on a Redis error).
+    id: String,
+    records: Vec<EntryRecord>,
+    /// The record being delivered, and its failed deliveries so far; `None` when unknown
+    /// (the entry was pending when read: an earlier dispatcher may have delivered some
+    /// of its records and counted failures in Redis).
+    progress: Option<(usize, u32)>,
+    /// The current record was delivered; only settling it is missing (that failed on a
+    /// Redis error).
     delivered: bool,
 }
 
@@ -137,12 +140,15 @@ impl Lane {
         let pending = from == "0";
         for item in stream_entries(reply)? {
             let id = entry_id(&item);
-            match parse_entry(item)? {
-                Some(entry) => self.queue.push_back(Unsettled {
-                    entry,
-                    failed: if pending { None } else { Some(0) },
+            let records = parse_entry(item)?.map(|e: RawEntry| entry_records(&e));
+            match records.filter(|r| !r.is_empty()) {
+                Some(records) => self.queue.push_back(Unsettled {
+                    id: id.unwrap_or_default(),
+                    records,
+                    progress: (!pending).then_some((0, 0)),
                     delivered: false,
                 }),
+                // Deleted while pending, or holding no record.
                 None => {
                     if let Some(id) = id {
                         self.ack_id(conn, &d.group, &id).await?;
@@ -182,9 +188,9 @@ impl Lane {
         Ok(claimed)
     }
 
-    /// The head entry as a record, with its attempt number; `None` when the queue is
-    /// empty. Reads the failure count from Redis when it is unknown. The `bool` is true
-    /// when the record was delivered already and only its acknowledgement is missing.
+    /// The head entry's current record, with its attempt number; `None` when the queue is
+    /// empty. Reads the entry's progress from Redis when it is unknown. The `bool` is
+    /// true when the record was delivered already and only settling it is missing.
     pub(super) async fn head(
         &mut self,
         conn: &mut Connection,
@@ -192,33 +198,41 @@ impl Lane {
         let Some(head) = self.queue.front_mut() else {
             return Ok(None);
         };
-        let failed = match head.failed {
-            Some(n) => n,
+        let (next, failed) = match head.progress {
+            Some(p) => p,
             None => {
-                let n: Option<u32> = conn.hget(&self.attempts, &head.entry.id).await?;
-                head.failed = Some(n.unwrap_or(0));
-                n.unwrap_or(0)
+                let (failed, next): (Option<u32>, Option<usize>) = redis::cmd("HMGET")
+                    .arg(&self.attempts)
+                    .arg(&head.id)
+                    .arg(next_field(&head.id))
+                    .query_async(conn)
+                    .await?;
+                let last = head.records.len() - 1;
+                let next = next.unwrap_or(0);
+                // Past the last record: all delivered, only the acknowledgement missing.
+                head.delivered |= next > last;
+                let p = (next.min(last), failed.unwrap_or(0));
+                head.progress = Some(p);
+                p
             }
         };
-        let e = &head.entry;
-        let field = |name: &str| e.fields.iter().find(|(f, _)| f == name.as_bytes());
-        let text = |name: &str| field(name).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        let r = &head.records[next];
         let record = OutboxRecord {
-            id: text(F_ID).unwrap_or_default(),
+            id: r.id.clone(),
             partition: self.partition,
-            payload: field(F_PAYLOAD)
-                .map(|(_, v)| v.clone().into())
-                .unwrap_or_default(),
-            timestamp_ms: text(F_TS).and_then(|t| t.parse().ok()).unwrap_or(0),
-            key: text(F_KEY),
-            entry_id: e.id.clone(),
+            payload: r.payload.clone().into(),
+            timestamp_ms: r.timestamp_ms,
+            key: r.key.clone(),
+            entry_id: head.id.clone(),
+            index: u32::try_from(next).unwrap_or(u32::MAX),
             attempt: failed.saturating_add(1),
         };
         Ok(Some((record, head.delivered)))
     }
 
-    /// Notes that the head was delivered (so a failed acknowledgement is retried without
-    /// delivering it again), then acknowledges and deletes it.
+    /// Notes that the head's current record was delivered (so a failed settlement is
+    /// retried without delivering it again), then moves to its next record (noted in
+    /// Redis), or acknowledges and deletes the entry after its last.
     pub(super) async fn settle_delivered(
         &mut self,
         conn: &mut Connection,
@@ -228,9 +242,18 @@ impl Lane {
             return Ok(());
         };
         head.delivered = true;
-        let id = head.entry.id.clone();
-        self.ack_id(conn, group, &id).await?;
-        self.queue.pop_front();
+        let (next, _) = head.progress.unwrap_or((0, 0));
+        if next + 1 < head.records.len() {
+            let id = head.id.clone();
+            advance(conn, &self.attempts, &id, next + 1).await?;
+            let head = self.queue.front_mut().expect("the head");
+            head.progress = Some((next + 1, 0));
+            head.delivered = false;
+        } else {
+            let id = head.id.clone();
+            self.ack_id(conn, group, &id).await?;
+            self.queue.pop_front();
+        }
         self.backoff.reset();
         Ok(())
     }
@@ -241,6 +264,7 @@ impl Lane {
             .key(&self.attempts)
             .arg(group)
             .arg(id)
+            .arg(next_field(id))
             .invoke_async(conn)
             .await?;
         Ok(())
@@ -258,32 +282,75 @@ impl Lane {
         let Some(head) = self.queue.front_mut() else {
             return Ok(Failed::Gone);
         };
-        let (state, attempts): (i64, u32) = FAIL
-            .key(&self.key)
+        let (next, _) = head.progress.unwrap_or((0, 0));
+        let last = next + 1 >= head.records.len();
+        let r = &head.records[next];
+        let mut call = FAIL.prepare_invoke();
+        call.key(&self.key)
             .key(&self.dlq)
             .key(&self.attempts)
             .arg(&d.group)
-            .arg(&head.entry.id)
+            .arg(&head.id)
             .arg(d.max_attempts)
             .arg(reason)
             .arg(now_ms())
             .arg(if permanent { "1" } else { "0" })
-            .invoke_async(conn)
-            .await?;
-        head.failed = Some(attempts);
+            .arg(next + 1)
+            .arg(if last { "1" } else { "0" });
+        call.arg("id").arg(&r.id).arg("payload").arg(&r.payload);
+        call.arg("ts").arg(r.timestamp_ms);
+        if let Some(k) = &r.key {
+            call.arg("key").arg(k);
+        }
+        let (state, attempts): (i64, u32) = call.invoke_async(conn).await?;
+        head.progress = Some((next, attempts));
         let outcome = match state {
             0 => Failed::Retry,
             1 => Failed::DeadLettered,
             _ => Failed::Gone,
         };
-        if outcome == Failed::Retry {
-            self.not_before = Instant::now() + self.backoff.next_delay();
-        } else {
-            self.queue.pop_front();
-            self.backoff.reset();
+        match outcome {
+            Failed::Retry => self.not_before = Instant::now() + self.backoff.next_delay(),
+            Failed::DeadLettered if !last => {
+                head.progress = Some((next + 1, 0));
+                self.backoff.reset();
+            }
+            _ => {
+                self.queue.pop_front();
+                self.backoff.reset();
+            }
         }
         Ok(outcome)
     }
+}
+
+/// The attempts-hash field of an entry's next record to deliver, `{entry id}:next`.
+fn next_field(id: &str) -> String {
+    format!("{id}:next")
+}
+
+/// Notes in Redis that entry `id` delivers record `next` from now on (its failure count
+/// starts again), in one transaction.
+async fn advance(
+    conn: &mut Connection,
+    attempts: &str,
+    id: &str,
+    next: usize,
+) -> Result<(), Error> {
+    let _: () = redis::pipe()
+        .atomic()
+        .cmd("HSET")
+        .arg(attempts)
+        .arg(next_field(id))
+        .arg(next)
+        .ignore()
+        .cmd("HDEL")
+        .arg(attempts)
+        .arg(id)
+        .ignore()
+        .query_async(conn)
+        .await?;
+    Ok(())
 }
 
 /// The entries of a one-stream `XREADGROUP` reply (nil, `[[key, entries]]` or a RESP3 map).

@@ -8,17 +8,23 @@
 //! One outbox stream per source partition, in the partition's hash slot (its hash tag
 //! `{T:n}`, see [`KeySpace::hash_tag`](crate::mq::KeySpace::hash_tag)), so appending to it
 //! joins the partition's batch commit on a single server and on a Redis Cluster:
-//! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream; each entry has the fields
-//!   `id` (the record's stable id, see [`OutboxRecord::id`]), `payload` (the bytes the sink
-//!   serialised), `ts` (epoch milliseconds, decimal: when the batch commit that appended it
-//!   ran, by the committing process's clock — not the record's event time; a
-//!   [`RedisTopicSink`](crate::redis::RedisTopicSink) with a timestamp function writes the
-//!   record's own) and, from a topic sink with a key function, `key` (the message key);
-//! - `{outbox key}:dlq` — the dead-letter stream: a dead-lettered entry's fields plus
-//!   `reason` (the target's error, at most 512 characters), `attempts` (failed
-//!   deliveries), `outbox_entry_id` (the entry's id in the outbox stream) and `dlq_ms`;
-//! - `{outbox key}:attempts` — a hash of entry id → failed deliveries so far, so a restarted
-//!   dispatcher goes on counting where the last one stopped.
+//! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream: one entry per batch commit
+//!   that produced records for it (one `XADD` per commit, however many records), with the
+//!   fields `n` (its record count), `id` (the records' stable id prefix
+//!   `{job}/{topic}/{partition}/{offset}/`, see [`OutboxRecord::id`]), `ts` (epoch
+//!   milliseconds, decimal: when the batch commit ran, by the committing process's clock —
+//!   not the records' event time) and per record `j` (from 0) `p{j}` (the bytes the sink
+//!   serialised) and, from a [`RedisTopicSink`](crate::redis::RedisTopicSink) with a key or
+//!   timestamp function, `k{j}` (the message key) and `t{j}` (the record's own timestamp).
+//!   An entry without `n` is read as one record with the fields `id` (its whole id),
+//!   `payload`, `ts` and `key` — what a service appending to an outbox by hand may write;
+//! - `{outbox key}:dlq` — the dead-letter stream, one entry per dead-lettered record: `id`,
+//!   `payload`, `ts`, `key` (when it has one), `reason` (the target's error, at most 512
+//!   characters), `attempts` (failed deliveries), `outbox_entry_id` (the outbox entry that
+//!   held it) and `dlq_ms`;
+//! - `{outbox key}:attempts` — a hash of entry id → failed deliveries of its record being
+//!   delivered, and `{entry id}:next` → the index of that record (absent: 0), so a
+//!   restarted dispatcher goes on where the last one stopped.
 //!
 //! The dispatcher reads each outbox stream in a consumer group (created at id `0` when
 //! missing, so it also delivers what was appended before it first ran).
@@ -46,6 +52,7 @@
 //!   in order). Separate groups each get every record.
 
 mod dispatcher;
+mod entry;
 mod lane;
 mod options;
 mod run;
@@ -62,14 +69,7 @@ pub use dispatcher::{OutboxDispatch, OutboxStats};
 pub use options::{RedisOutboxDispatcher, RedisOutboxDispatcherBuilder};
 pub use sink::RedisOutboxSink;
 
-/// Field of an outbox entry: the record's stable id.
-pub(crate) const F_ID: &str = "id";
-/// Field of an outbox entry: the serialised record.
-pub(crate) const F_PAYLOAD: &str = "payload";
-/// Field of an outbox entry: the commit time (epoch ms, decimal).
-pub(crate) const F_TS: &str = "ts";
-/// Field of an outbox entry: the record's message key (a topic sink's; absent otherwise).
-pub(crate) const F_KEY: &str = "key";
+pub(crate) use entry::{entry_fields, entry_records, EntryRecord};
 
 /// One record of an outbox, as the dispatcher hands it to an [`OutboxTarget`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +95,12 @@ pub struct OutboxRecord {
     /// The record's message key: set by a [`RedisTopicSink`](crate::redis::RedisTopicSink)
     /// with a key function, `None` otherwise.
     pub key: Option<String>,
-    /// The entry's id in the outbox stream (`{ms}-{seq}`).
+    /// The id in the outbox stream (`{ms}-{seq}`) of the entry holding the record (one
+    /// entry per batch commit).
     pub entry_id: String,
+    /// The record's index within that entry (from 0): with `entry_id`, its position in
+    /// the outbox.
+    pub index: u32,
     /// Which delivery attempt this is: 1 for the first, 2 after one failure, and so on
     /// (failures are counted in Redis, so they survive a dispatcher restart).
     pub attempt: u32,
@@ -166,7 +170,7 @@ pub(crate) fn record_id(
     topic: &str,
     partition: u32,
     offset: &str,
-    index: u32,
+    index: impl std::fmt::Display,
 ) -> String {
     format!("{job}/{topic}/{partition}/{offset}/{index}")
 }

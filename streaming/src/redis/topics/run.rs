@@ -12,7 +12,7 @@ use tracing::warn;
 use super::target::{parse_id, TopicTarget};
 use crate::mq::message::{parse_entry, RawEntry};
 use crate::mq::Backoff;
-use crate::redis::outbox::{OutboxRecord, F_ID, F_KEY, F_PAYLOAD, F_TS};
+use crate::redis::outbox::{entry_records, OutboxRecord};
 use crate::Error;
 
 /// One source partition's outbox.
@@ -102,25 +102,28 @@ impl Run {
                 continue;
             };
             for entry in entries {
-                if *stopped.borrow() == Stop::Now {
-                    return Ok(worked);
+                let p = self.lanes[i].partition;
+                for record in records(p, &entry) {
+                    if *stopped.borrow() == Stop::Now {
+                        return Ok(worked);
+                    }
+                    self.target.forward(&record).await?;
+                    worked = true;
                 }
-                let id = entry.id.clone();
-                let record = record(self.lanes[i].partition, entry);
-                self.target.forward(&record).await?;
-                self.lanes[i].position = Some(id);
-                worked = true;
+                self.lanes[i].position = Some(entry.id);
             }
             self.trim(i, &last).await?;
         }
         Ok(worked)
     }
 
-    /// The lane's position from the marks (the largest over the target partitions), and
-    /// the outbox trimmed up to it.
+    /// The lane's position from the marks: just before the entry of the largest mark over
+    /// the target partitions (that entry may be forwarded in part: the marks skip what
+    /// was), and the outbox trimmed up to it.
     async fn start_lane(&mut self, i: usize) -> Result<String, Error> {
         let p = self.lanes[i].partition;
-        let position = self.target.forwarded_position(p).await?;
+        let position = (self.target.forwarded_position(p).await?)
+            .map_or_else(|| "0-0".to_owned(), |(ms, seq)| previous_id(ms, seq));
         self.trim(i, &position).await?;
         self.lanes[i].position = Some(position.clone());
         Ok(position)
@@ -171,21 +174,30 @@ fn next_id(id: &str) -> Option<String> {
     }
 }
 
-/// An outbox entry as the record the target forwards.
-fn record(partition: u32, e: RawEntry) -> OutboxRecord {
-    let field = |name: &str| e.fields.iter().find(|(f, _)| f == name.as_bytes());
-    let text = |name: &str| field(name).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
-    OutboxRecord {
-        id: text(F_ID).unwrap_or_default(),
-        partition,
-        payload: field(F_PAYLOAD)
-            .map(|(_, v)| v.clone().into())
-            .unwrap_or_default(),
-        timestamp_ms: text(F_TS).and_then(|t| t.parse().ok()).unwrap_or(0),
-        key: text(F_KEY),
-        entry_id: e.id.clone(),
-        attempt: 1,
+/// The stream id just before `{ms}-{seq}` (`0-0` for the first one).
+fn previous_id(ms: u64, seq: u64) -> String {
+    match (seq.checked_sub(1), ms.checked_sub(1)) {
+        (Some(s), _) => format!("{ms}-{s}"),
+        (None, Some(m)) => format!("{m}-{}", u64::MAX),
+        (None, None) => "0-0".to_owned(),
     }
+}
+
+/// The records of an outbox entry as the target forwards them.
+fn records(partition: u32, e: &RawEntry) -> Vec<OutboxRecord> {
+    (0u32..)
+        .zip(entry_records(e))
+        .map(|(index, r)| OutboxRecord {
+            id: r.id,
+            partition,
+            payload: r.payload.into(),
+            timestamp_ms: r.timestamp_ms,
+            key: r.key,
+            entry_id: e.id.clone(),
+            index,
+            attempt: 1,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -200,5 +212,8 @@ mod tests {
         assert_eq!(next_id("5-1").as_deref(), Some("5-2"));
         assert_eq!(next_id(&format!("5-{}", u64::MAX)).as_deref(), Some("6-0"));
         assert_eq!(next_id("0-0").as_deref(), Some("0-1"));
+        assert_eq!(previous_id(5, 2), "5-1");
+        assert_eq!(previous_id(5, 0), format!("4-{}", u64::MAX));
+        assert_eq!(previous_id(0, 0), "0-0");
     }
 }

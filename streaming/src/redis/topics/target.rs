@@ -77,7 +77,7 @@ impl TopicTarget {
         call.key(self.keys.stream(&self.target, q))
             .key(marks_key(&self.keys, &self.prefix, &self.target, q))
             .arg(format!("{}{}", self.mark_field, r.partition))
-            .arg(&r.entry_id)
+            .arg(format!("{}/{}", r.entry_id, r.index))
             .arg(self.max_len.map(|n| n.to_string()).unwrap_or_default());
         for (f, v) in fields {
             call.arg(f).arg(v);
@@ -92,11 +92,12 @@ impl TopicTarget {
         Ok(())
     }
 
-    /// The last outbox entry of source partition `p` forwarded: the largest of its marks
-    /// over the target partitions (`0-0` when none). Records go in order, so every
-    /// record up to it has been handled.
-    pub(super) async fn forwarded_position(&mut self, p: u32) -> Result<String, Error> {
-        let mut position = ((0, 0), "0-0".to_string());
+    /// The outbox entry (as `(ms, seq)`) of the last record of source partition `p`
+    /// forwarded: the largest of its marks over the target partitions (`None` when
+    /// none). Records go in order, so every record before it has been handled, and the
+    /// entry's own records are skipped by the marks up to that one.
+    pub(super) async fn forwarded_position(&mut self, p: u32) -> Result<Option<(u64, u64)>, Error> {
+        let mut position = None;
         for q in 0..self.partitions {
             let key = marks_key(&self.keys, &self.prefix, &self.target, q);
             let mark: Option<String> = redis::cmd("HGET")
@@ -104,13 +105,10 @@ impl TopicTarget {
                 .arg(format!("{}{p}", self.mark_field))
                 .query_async(&mut self.conn)
                 .await?;
-            if let Some((n, mark)) = mark.and_then(|m| Some((parse_id(&m)?, m))) {
-                if n > position.0 {
-                    position = (n, mark);
-                }
-            }
+            let entry = mark.as_deref().and_then(|m| parse_id(m.split('/').next()?));
+            position = position.max(entry);
         }
-        Ok(position.1)
+        Ok(position)
     }
 }
 

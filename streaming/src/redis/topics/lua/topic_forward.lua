@@ -1,10 +1,11 @@
 -- Forwards one outbox record into a partition of the target topic at most once: appends
 -- the message unless the forwarding mark of its outbox stream already reached the
--- record's outbox entry id, then moves the mark to that id, atomically. Both keys carry
--- the target partition's hash tag, so the script runs in one slot.
--- KEYS: target partition stream, forwarding marks hash (outbox stream -> last entry id)
--- ARGV: mark field, outbox entry id ('{ms}-{seq}'), max length ('' for none), then the
---       message's field/value pairs
+-- record's position in the outbox, then moves the mark to that position, atomically. Both
+-- keys carry the target partition's hash tag, so the script runs in one slot.
+-- KEYS: target partition stream, forwarding marks hash (outbox stream -> last position)
+-- ARGV: mark field, the record's position '{ms}-{seq}/{index}' (its outbox entry id and
+--       its index in the entry), max length ('' for none), then the message's
+--       field/value pairs
 -- Returns 1 when the message was appended, 0 when the mark had it already (nothing
 -- written).
 
@@ -14,19 +15,24 @@ local function less(a, b)
   return a < b
 end
 
--- Whether stream id a is after stream id b: milliseconds first, then sequence.
-local function after(a, b)
-  local ams, aseq = string.match(a, '^(%d+)-(%d+)$')
-  local bms, bseq = string.match(b, '^(%d+)-(%d+)$')
-  if not ams or not bms then
-    return redis.error_reply('ERR forwarding: malformed stream id `' .. a .. '` or `' .. b .. '`')
-  end
-  if ams ~= bms then return less(bms, ams) end
-  return less(bseq, aseq)
+local function parse(p)
+  return string.match(p, '^(%d+)-(%d+)/(%d+)$')
 end
 
-if not string.match(ARGV[2], '^%d+-%d+$') then
-  return redis.error_reply('ERR forwarding: malformed outbox entry id `' .. ARGV[2] .. '`')
+-- Whether position a is after position b: milliseconds, then sequence, then index.
+local function after(a, b)
+  local ams, aseq, ai = parse(a)
+  local bms, bseq, bi = parse(b)
+  if not bms then
+    return redis.error_reply('ERR forwarding: malformed mark `' .. b .. '`')
+  end
+  if ams ~= bms then return less(bms, ams) end
+  if aseq ~= bseq then return less(bseq, aseq) end
+  return less(bi, ai)
+end
+
+if not parse(ARGV[2]) then
+  return redis.error_reply('ERR forwarding: malformed outbox position `' .. ARGV[2] .. '`')
 end
 local mark = redis.call('HGET', KEYS[2], ARGV[1])
 if mark then

@@ -1,0 +1,144 @@
+//! Outbox entries: one per batch commit and outbox, holding that commit's records (one
+//! `XADD` per commit instead of one per record), and the records read back from them.
+
+use crate::api::TopicOutput;
+use crate::mq::message::RawEntry;
+
+/// Field of an entry: how many records it holds (decimal).
+pub(crate) const F_COUNT: &str = "n";
+/// Field of an entry: its records' stable id prefix (`{job}/{topic}/{partition}/{offset}/`);
+/// of a one-record entry without [`F_COUNT`]: the record's whole id.
+pub(crate) const F_ID: &str = "id";
+/// Field of an entry: the commit time (epoch ms, decimal), the timestamp of its records
+/// that carry none of their own.
+pub(crate) const F_TS: &str = "ts";
+/// Field of a one-record entry without [`F_COUNT`]: the payload.
+pub(crate) const F_PAYLOAD: &str = "payload";
+/// Field of a one-record entry without [`F_COUNT`]: the message key.
+pub(crate) const F_KEY: &str = "key";
+
+/// A record of an outbox entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EntryRecord {
+    /// Its stable id.
+    pub(crate) id: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) timestamp_ms: i64,
+    pub(crate) key: Option<String>,
+}
+
+/// The fields of the entry of one commit's `outputs`: `n`, `id` (the id prefix), `ts`
+/// (`now_ms`), then per record `j` (from 0) `p{j}` (payload) and, when it has them,
+/// `k{j}` (key) and `t{j}` (its own timestamp).
+pub(crate) fn entry_fields(
+    id_prefix: String,
+    now_ms: i64,
+    outputs: Vec<TopicOutput>,
+) -> Vec<(String, String)> {
+    let mut fields = Vec::with_capacity(3 + outputs.len());
+    fields.push((F_COUNT.to_string(), outputs.len().to_string()));
+    fields.push((F_ID.to_string(), id_prefix));
+    fields.push((F_TS.to_string(), now_ms.to_string()));
+    for (j, o) in outputs.into_iter().enumerate() {
+        fields.push((format!("p{j}"), o.payload));
+        if let Some(k) = o.key {
+            fields.push((format!("k{j}"), k));
+        }
+        if let Some(t) = o.timestamp_ms {
+            fields.push((format!("t{j}"), t.to_string()));
+        }
+    }
+    fields
+}
+
+/// The records of entry `e`, in order. An entry without `n` is one record (fields `id`,
+/// `payload`, `ts`, `key`: what a service writing to an outbox by hand may append); a
+/// record whose payload field is missing is left out.
+pub(crate) fn entry_records(e: &RawEntry) -> Vec<EntryRecord> {
+    let field = |name: &str| {
+        (e.fields.iter())
+            .find(|(f, _)| f == name.as_bytes())
+            .map(|(_, v)| v)
+    };
+    let text = |name: &str| field(name).map(|v| String::from_utf8_lossy(v).into_owned());
+    let ts = text(F_TS).and_then(|t| t.parse().ok()).unwrap_or(0);
+    let Some(n) = text(F_COUNT).and_then(|n| n.parse::<usize>().ok()) else {
+        return (field(F_PAYLOAD).into_iter())
+            .map(|p| EntryRecord {
+                id: text(F_ID).unwrap_or_default(),
+                payload: p.clone(),
+                timestamp_ms: ts,
+                key: text(F_KEY),
+            })
+            .collect();
+    };
+    let prefix = text(F_ID).unwrap_or_default();
+    (0..n)
+        .filter_map(|j| {
+            let payload = field(&format!("p{j}"))?.clone();
+            Some(EntryRecord {
+                id: format!("{prefix}{j}"),
+                payload,
+                timestamp_ms: text(&format!("t{j}"))
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(ts),
+                key: text(&format!("k{j}")),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(fields: Vec<(String, String)>) -> RawEntry {
+        RawEntry {
+            id: "5-0".into(),
+            fields: (fields.into_iter())
+                .map(|(f, v)| (f.into_bytes(), v.into_bytes()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn an_entry_holds_its_commits_records_in_order() {
+        let out = |key: Option<&str>, ts: Option<i64>, payload: &str| TopicOutput {
+            key: key.map(str::to_string),
+            timestamp_ms: ts,
+            payload: payload.to_string(),
+        };
+        let fields = entry_fields(
+            "job/in/2/17-0/".into(),
+            99,
+            vec![out(Some("k"), Some(42), "a"), out(None, None, "b")],
+        );
+        let records = entry_records(&raw(fields));
+        let rec = |id: &str, payload: &str, ts: i64, key: Option<&str>| EntryRecord {
+            id: id.into(),
+            payload: payload.as_bytes().to_vec(),
+            timestamp_ms: ts,
+            key: key.map(str::to_string),
+        };
+        assert_eq!(
+            records,
+            [
+                rec("job/in/2/17-0/0", "a", 42, Some("k")),
+                rec("job/in/2/17-0/1", "b", 99, None)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_count_is_one_record() {
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let one = raw(vec![s("id", "x/1"), s("payload", "v"), s("ts", "7")]);
+        let records = entry_records(&one);
+        assert_eq!(records.len(), 1);
+        assert_eq!(
+            (records[0].id.as_str(), records[0].timestamp_ms),
+            ("x/1", 7)
+        );
+        assert!(entry_records(&raw(vec![s("id", "x/1")])).is_empty());
+    }
+}
