@@ -197,9 +197,14 @@ pub(crate) async fn flush(
     Ok(())
 }
 
-/// Whether `e` stops the partition instead of failing a record or being retried.
+/// Whether `e` stops the partition instead of failing a record or being retried: a state
+/// schema mismatch under `SchemaMismatchPolicy::Fail`, or sinks of the pipeline that
+/// write one key as two Redis types (no retry can commit such a batch).
 pub(crate) fn stops_partition(e: &Error) -> bool {
-    matches!(e, Error::StateSchema { .. })
+    matches!(
+        e,
+        Error::StateSchema { .. } | Error::InvalidConfig { field: "sink", .. }
+    )
 }
 
 /// Reports that partition `partition` of (topic, group) stopped on `e`.
@@ -212,6 +217,16 @@ pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sinks_clashing_on_a_key_stop_the_partition_other_config_errors_do_not() {
+        let config = |field| Error::InvalidConfig {
+            field,
+            reason: String::new(),
+        };
+        assert!(stops_partition(&config("sink")));
+        assert!(!stops_partition(&config("state_ttl")));
+    }
 
     fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
         let stored = HashMap::from([("op/count".to_string(), "ValueState<u64> by String".into())]);

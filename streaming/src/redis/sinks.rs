@@ -51,7 +51,8 @@ fn unwritten(kind: &str, name: &str, n: usize) -> Result<(), BoxError> {
 /// two jobs, or two runs, that use the same name on the same topic write the same keys, so
 /// give each job its own name. Sinks of one pipeline must not share a name across kinds (a
 /// hash sink and a stream sink both called `out`): such a commit is refused with
-/// [`Error::InvalidConfig`] (field `sink`) and nothing of the batch is written.
+/// [`Error::InvalidConfig`] (field `sink`), nothing of the batch is written and the
+/// partition stops ([`PartitionProgress::stopped`](crate::redis::PartitionProgress::stopped)).
 pub struct RedisHashSink<T> {
     name: Arc<str>,
     field: KeyFn<T>,
@@ -125,7 +126,8 @@ impl<T: Serialize> Sink<T> for RedisHashSink<T> {
 /// two jobs, or two runs, that use the same name on the same topic write the same keys, so
 /// give each job its own name. Sinks of one pipeline must not share a name across kinds (a
 /// hash sink and a stream sink both called `out`): such a commit is refused with
-/// [`Error::InvalidConfig`] (field `sink`) and nothing of the batch is written.
+/// [`Error::InvalidConfig`] (field `sink`), nothing of the batch is written and the
+/// partition stops ([`PartitionProgress::stopped`](crate::redis::PartitionProgress::stopped)).
 #[derive(Debug)]
 pub struct RedisStreamSink<T> {
     name: Arc<str>,

@@ -31,8 +31,9 @@ pub struct PartitionProgress {
     /// idempotency key was processed within `sink_deduplication_ttl`
     /// (`sink_deduplication_enabled`). Metric `streaming_records_deduplicated_total`.
     pub deduplicated: u64,
-    /// Why the partition stopped, when it did (e.g. a state schema mismatch under
-    /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail)): it reads nothing
+    /// Why the partition stopped, when it did (a state schema mismatch under
+    /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail), or two
+    /// Redis sinks of the pipeline writing one key as different types): it reads nothing
     /// more until the job is started again.
     pub stopped: Option<String>,
     /// Whether its subtask has taken it (lease, read position and state) at least once.
