@@ -469,6 +469,6 @@ fn the_outbox_sink_appends_in_the_commit_and_the_dispatcher_delivers_each_record
     assert_eq!(words, ["a=1", "b=1", "a=2", "a=3", "slow=1", "b=2"]);
     let ids: std::collections::BTreeSet<&String> = got.iter().map(|(id, _)| id).collect();
     assert_eq!(ids.len(), 6, "unique ids: {got:?}");
-    assert!(got[0].0.starts_with("outbox/c/0/"), "{got:?}");
+    assert!(got[0].0.starts_with("outbox/o/c/0/"), "{got:?}");
     assert_eq!(len(), 0, "delivered records are deleted");
 }

@@ -161,13 +161,12 @@ async fn records_become_messages_and_a_restart_goes_on_after_the_marks() {
     }
 
     // The same records again (a forwarder that died before trimming them): the next one
-    // starts at the entry of the largest mark (it may have been forwarded in part: here
-    // p0's `100-0` and p1's `10-9`, whose records the marks skip), appends nothing and
+    // reads the outbox from its start, appends nothing (the marks have every record) and
     // trims them.
     outbox(&mut s, 0, &first0).await;
     outbox(&mut s, 1, &first1).await;
     let st = forward(&s).await;
-    assert_eq!((st.appended, st.skipped), (0, 2));
+    assert_eq!((st.appended, st.skipped), (0, 6));
     for q in 0..2 {
         assert_eq!(
             target(&mut s, q).await,
@@ -191,7 +190,7 @@ async fn records_become_messages_and_a_restart_goes_on_after_the_marks() {
     )
     .await;
     let st = forward(&s).await;
-    assert_eq!((st.appended, st.skipped), (3, 2));
+    assert_eq!((st.appended, st.skipped), (3, 3));
     let tail = |v: Vec<(String, Option<String>, String)>, n: usize| -> Vec<String> {
         v[v.len() - n..].iter().map(|m| m.0.clone()).collect()
     };
@@ -272,8 +271,9 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
             .arg(&stream)
             .arg(&marks)
             .arg(*field)
-            .arg(*id)
             .arg("")
+            .arg(*id)
+            .arg(2)
             .arg("p")
             .arg(format!("{field}@{id}"))
             .query_async(&mut s.conn)
@@ -296,8 +296,9 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
             .arg(&stream)
             .arg(&marks)
             .arg("o/in/0")
-            .arg(malformed)
             .arg("")
+            .arg(malformed)
+            .arg(0)
             .query_async(&mut s.conn)
             .await;
         assert!(
@@ -423,7 +424,7 @@ async fn a_job_forwards_its_topic_sink_itself() {
                 "the timestamp function's"
             );
             let headers: BTreeMap<String, String> = serde_json::from_str(&text("h")).unwrap();
-            assert!(headers[HEADER_IDEMPOTENCY_KEY].starts_with("fwd/src/"));
+            assert!(headers[HEADER_IDEMPOTENCY_KEY].starts_with("fwd/g/src/"));
             got.push(payload);
         }
     }
@@ -496,4 +497,58 @@ async fn shutdown_forwards_what_the_outbox_holds() {
     let mut want: Vec<String> = (0..N).map(|i| format!("v{i}")).collect();
     want.sort();
     assert_eq!(got, want, "forwarded at the shutdown, each once");
+}
+
+/// Two pipelines of one job (two consumer groups of one source) into one target topic:
+/// each output once, each with an idempotency key of its own (the group is part of it),
+/// so a downstream job deduplicating by it drops nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pipelines_into_one_topic_give_each_output_its_own_id() {
+    use streaming::mq::{Message, OutgoingMessage, StartPolicy, SubscriptionOptions};
+    use streaming::redis::{RedisEnv, RedisRuntimeConfig, RedisTopicSink};
+
+    let mut s = setup("topics-groups").await;
+    s.mq.create_topic("src", 2).await.unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("two")
+        .mq_options(s.mq.options().clone())
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s._redis.url(), config).unwrap();
+    for group in ["g1", "g2"] {
+        let options = SubscriptionOptions::builder()
+            .start(StartPolicy::Earliest)
+            .build()
+            .unwrap();
+        env.from_mq_topic_with_options("src", group, options)
+            .map(move |m: Message| format!("{group}:{}", m.text().unwrap()))
+            .sink(RedisTopicSink::text(TARGET).unwrap())
+            .unwrap();
+    }
+    let job = env.execute_async().unwrap();
+    const N: usize = 40;
+    let msgs: Vec<OutgoingMessage> = (0..N)
+        .map(|i| OutgoingMessage::new(format!("v{i}")))
+        .collect();
+    s.mq.producer().send_batch("src", &msgs).await.unwrap();
+    assert!(job.await_caught_up(DEADLINE).await.unwrap());
+    assert!(job.shutdown(Duration::from_secs(60)).await);
+    let (mut payloads, mut ids) = (Vec::new(), std::collections::BTreeSet::new());
+    for q in 0..2 {
+        let stream = s.mq.keys().stream(TARGET, q);
+        let reply: redis::streams::StreamRangeReply = s.conn.xrange_all(&stream).await.unwrap();
+        for e in reply.ids {
+            payloads.push(e.get::<String>("p").unwrap());
+            let headers: BTreeMap<String, String> =
+                serde_json::from_str(&e.get::<String>("h").unwrap()).unwrap();
+            ids.insert(headers[HEADER_IDEMPOTENCY_KEY].clone());
+        }
+    }
+    payloads.sort();
+    let mut want: Vec<String> = (0..N)
+        .flat_map(|i| [format!("g1:v{i}"), format!("g2:v{i}")])
+        .collect();
+    want.sort();
+    assert_eq!(payloads, want, "each pipeline's outputs once");
+    assert_eq!(ids.len(), 2 * N, "one idempotency key per output");
 }

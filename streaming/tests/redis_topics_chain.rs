@@ -294,7 +294,10 @@ fn check(lines: &[String], conn: &mut redis::Connection, mq: &Mq) {
         let (id, key, mid_key, header) = (parts[0], parts[1], parts[2], parts[3]);
         let i: usize = id.trim_start_matches('m').parse().unwrap();
         assert_eq!((key, mid_key), (&*key_of(i), &*key_of(i)), "keys of {id}");
-        assert!(header.starts_with("job-a/in/"), "stable id header {header}");
+        assert!(
+            header.starts_with("job-a/ga/in/"),
+            "stable id header {header}"
+        );
         headers.insert(header.to_string());
         *seen.entry(id.to_string()).or_default() += 1;
     }

@@ -79,7 +79,7 @@ pub enum CommitWrite {
     },
     /// One outbox entry holding the payloads (see the `outbox` module docs for its fields)
     /// on the outbox stream `{mq prefix}:outbox:{name}:{T:n}`; the engine names each
-    /// record `{job}/{topic}/{partition}/{offset}/{index}`.
+    /// record `{job}/{group}/{topic}/{partition}/{offset}/{index}`.
     OutboxAppend(Vec<String>),
     /// Like `OutboxAppend`, with each output's own timestamp and message key when set:
     /// what a topic sink forwards.

@@ -39,8 +39,9 @@ pub struct TxnScope {
     pub fencing_token: u64,
     /// A number unique among this process's transactions (0 in recovery).
     pub sequence: u64,
-    /// The offset the batch commit acknowledges: the batch's last entry id, or `t{ms}`
-    /// for the output of timers and idle flushes (empty in recovery).
+    /// The offset the batch commit acknowledges: the batch's last entry id, or
+    /// `t{token}.{n}` for the output of timers and idle flushes (no input of their own;
+    /// empty in recovery).
     pub offset: String,
 }
 

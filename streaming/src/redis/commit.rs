@@ -108,7 +108,15 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
-        let offset = commit_offset(ids);
+        let offset = match ids.last() {
+            Some(last) => last.clone(),
+            // Timers and idle flushes read no input: unique per owner (its token) and
+            // per such commit of its ownership.
+            None => {
+                self.no_input_commits += 1;
+                format!("t{}.{}", lease.token, self.no_input_commits)
+            }
+        };
         let mut lists = self.list_writes(ctx, &offset);
         check_key_types(&lists)?;
         for w in &mut lists {
@@ -228,6 +236,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             keys: &ctx.keys,
             mq_prefix: &prefix,
             job: &ctx.job_name,
+            group: &ctx.spec.group,
             offset,
         };
         self.sink
@@ -241,15 +250,6 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             .filter(|w| !w.write.is_empty())
             .map(|w| SinkWrite::new(w, &at))
             .collect()
-    }
-}
-
-/// The offset a commit acknowledges, as sinks name it: the batch's last entry id, or
-/// `t{ms}` for timers and idle flushes (no input of their own).
-fn commit_offset(ids: &[String]) -> String {
-    match ids.last() {
-        Some(last) => last.clone(),
-        None => format!("t{}", super::checkpoint::now_ms()),
     }
 }
 

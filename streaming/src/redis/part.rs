@@ -80,6 +80,9 @@ pub(super) struct Part<C, S, O> {
     pub(super) checkpoints_written: Vec<u64>,
     /// The partition's two-phase transaction namespace (read at each take).
     pub(crate) two_phase_namespace: String,
+    /// Commits of timers and idle flushes (no input) so far: with the lease's fencing
+    /// token, what names their outputs (the offset of outbox record ids).
+    pub(super) no_input_commits: u64,
 }
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
@@ -128,6 +131,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             checkpoints_written: Vec::new(),
             deduplicated: 0,
             two_phase_namespace: String::new(),
+            no_input_commits: 0,
         };
         guarded(ctx, "open sink", part.sink.open())?;
         ctx.job

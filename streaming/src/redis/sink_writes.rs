@@ -42,13 +42,14 @@ pub(super) struct SinkPlace<'a> {
     pub(super) keys: &'a crate::mq::KeySpace,
     pub(super) mq_prefix: &'a str,
     pub(super) job: &'a str,
+    pub(super) group: &'a str,
     pub(super) offset: String,
 }
 
 /// The outbox entry of a commit's outputs (one `XADD`: see the outbox module docs).
 fn outbox_entries(outputs: Vec<TopicOutput>, at: &SinkPlace<'_>) -> Vec<Vec<(String, String)>> {
     let now = i64::try_from(super::checkpoint::now_ms()).unwrap_or(i64::MAX);
-    let prefix = record_id(at.job, at.topic, at.partition, &at.offset, "");
+    let prefix = record_id((at.job, at.group), (at.topic, at.partition), &at.offset, "");
     vec![entry_fields(prefix, now, outputs)]
 }
 
@@ -256,6 +257,7 @@ mod tests {
             keys: &keys,
             mq_prefix: "mq",
             job: "job",
+            group: "g",
             offset: "17-0".to_string(),
         };
         let output = |key: Option<&str>, ts: Option<i64>, payload: &str| TopicOutput {
@@ -287,7 +289,7 @@ mod tests {
             entries[0],
             [
                 s("n", "2"),
-                s("id", "job/in/2/17-0/"),
+                s("id", "job/g/in/2/17-0/"),
                 s("ts", &ts.to_string()),
                 s("p0", "a"),
                 s("k0", "k"),

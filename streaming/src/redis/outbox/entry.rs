@@ -6,7 +6,7 @@ use crate::mq::message::RawEntry;
 
 /// Field of an entry: how many records it holds (decimal).
 pub(crate) const F_COUNT: &str = "n";
-/// Field of an entry: its records' stable id prefix (`{job}/{topic}/{partition}/{offset}/`);
+/// Field of an entry: its records' stable id prefix (`{job}/{group}/{topic}/{partition}/{offset}/`);
 /// of a one-record entry without [`F_COUNT`]: the record's whole id.
 pub(crate) const F_ID: &str = "id";
 /// Field of an entry: the commit time (epoch ms, decimal), the timestamp of its records

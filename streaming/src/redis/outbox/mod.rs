@@ -11,7 +11,7 @@
 //! - `{mq prefix}:outbox:{name}:{T:n}` — the outbox stream: one entry per batch commit
 //!   that produced records for it (one `XADD` per commit, however many records), with the
 //!   fields `n` (its record count), `id` (the records' stable id prefix
-//!   `{job}/{topic}/{partition}/{offset}/`, see [`OutboxRecord::id`]), `ts` (epoch
+//!   `{job}/{group}/{topic}/{partition}/{offset}/`, see [`OutboxRecord::id`]), `ts` (epoch
 //!   milliseconds, decimal: when the batch commit ran, by the committing process's clock —
 //!   not the records' event time) and per record `j` (from 0) `p{j}` (the bytes the sink
 //!   serialised) and, from a [`RedisTopicSink`](crate::redis::RedisTopicSink) with a key or
@@ -75,12 +75,15 @@ pub(crate) use entry::{entry_fields, entry_records, EntryRecord};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OutboxRecord {
-    /// The stable record id, `{job}/{topic}/{partition}/{offset}/{index}`: the job that
-    /// produced it, the source topic and partition, the offset its batch commit
-    /// acknowledged (the batch's last entry id; `t{ms}` for the outputs of processing-time
-    /// timers and idle flushes, which read no input), and its index among that commit's
-    /// outbox records (from 0). Unique per record, and the same on every delivery of it,
-    /// so a target can deduplicate by it.
+    /// The stable record id, `{job}/{group}/{topic}/{partition}/{offset}/{index}`: the
+    /// job and consumer group that produced it, the source topic and partition, the offset
+    /// its batch commit acknowledged (the batch's last entry id; for the outputs of timers
+    /// and idle flushes, which read no input, `t{token}.{n}`: the partition lease's
+    /// fencing token of the owner and the count of such commits in its ownership), and its
+    /// index among that commit's records of the outbox (from 0). Unique per record, and
+    /// the same on every delivery of it, so a target can deduplicate by it. Not the same
+    /// across a replay: outputs produced again after a checkpoint restore (or by another
+    /// run over the same input) get ids of their own batches.
     pub id: String,
     /// The source partition whose outbox holds the record.
     pub partition: u32,
@@ -164,15 +167,14 @@ pub(crate) fn attempts_key(outbox: &str) -> String {
     format!("{outbox}:attempts")
 }
 
-/// The stable id of a record: `{job}/{topic}/{partition}/{offset}/{index}`.
+/// The stable id of a record: `{job}/{group}/{topic}/{partition}/{offset}/{index}`.
 pub(crate) fn record_id(
-    job: &str,
-    topic: &str,
-    partition: u32,
+    (job, group): (&str, &str),
+    (topic, partition): (&str, u32),
     offset: &str,
     index: impl std::fmt::Display,
 ) -> String {
-    format!("{job}/{topic}/{partition}/{offset}/{index}")
+    format!("{job}/{group}/{topic}/{partition}/{offset}/{index}")
 }
 
 #[cfg(test)]
@@ -194,8 +196,8 @@ mod tests {
     #[test]
     fn record_ids_name_job_source_and_index() {
         assert_eq!(
-            record_id("job", "orders", 2, "17-0", 1),
-            "job/orders/2/17-0/1"
+            record_id(("job", "g"), ("orders", 2), "17-0", 1),
+            "job/g/orders/2/17-0/1"
         );
     }
 }

@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 use super::outbox_name;
-use super::run::{Lane, Run, Stop};
+use super::run::{ErrorSink, Lane, Run, Stop};
 use super::target::{marks_key, Forwarded, TopicTarget};
 use crate::mq::topic::validate_name;
 use crate::mq::{connect, Backoff, Mq};
@@ -29,36 +29,40 @@ use crate::Error;
 /// With queue key prefix `P`, target topic `T` and target partition `q`:
 /// - `P:{T:q}:s` — the target partition's stream (as a [`Producer`](crate::mq::Producer)
 ///   writes it; `MAXLEN ~` the queue's `max_len` when set);
-/// - `P:{T:q}:forwarded` — the forwarding marks: a hash of outbox stream → the id of the
-///   last outbox entry forwarded into this partition, field
-///   `{outbox name}/{source topic}/{source partition}` (one field per source partition
-///   and outbox, so its size does not grow with the records).
+/// - `P:{T:q}:forwarded` — the forwarding marks: a hash of outbox stream → the position
+///   `{outbox entry id}/{index in the entry}` of the last record forwarded into this
+///   partition, field `{outbox name}/{source topic}/{source partition}` (one field per
+///   source partition and outbox, so its size does not grow with the records).
 ///
 /// # Messages
 /// A forwarded message is a queue message like any other: payload `p` (the sink's
 /// encoding of the output), timestamp `ts`, key `k` when the sink has a key function, and
 /// header [`HEADER_IDEMPOTENCY_KEY`](crate::mq::HEADER_IDEMPOTENCY_KEY) = the output's
 /// stable [`OutboxRecord::id`](crate::redis::outbox::OutboxRecord::id)
-/// (`{job}/{source topic}/{p}/{offset}/{index}`). Its partition: with a key,
+/// (`{job}/{group}/{source topic}/{p}/{offset}/{index}`). Its partition: with a key,
 /// [`partition_for_key`](crate::mq::partition_for_key) (like the producer); without one,
 /// the source partition modulo the target's partition count (never round robin: a record
 /// forwarded again must go to the same partition, where its mark is).
 ///
 /// # Guarantees
 /// - *Exactly once into the target topic.* Outbox entry ids grow within an outbox stream,
-///   and a forwarder hands a source partition's records over in that order, so a record
-///   whose id is not after its target partition's mark was appended already (by another
-///   forwarder running beside it, or by this one when the reply was lost): the script
-///   appends nothing and moves nothing. The check and the append are one script, so
-///   there is no window between them. (This relies on the outbox stream's ids growing:
-///   do not delete an outbox stream while the server's clock may be behind its last id.)
+///   and a forwarder hands a source partition's records to each target partition in that
+///   order (one script call per target partition and read, which stops at the first
+///   error), so a record whose position is not after its target partition's mark was
+///   appended already (by another forwarder running beside it, or by this one when the
+///   reply was lost): the script appends nothing and moves nothing. The check and the
+///   append are one script, so there is no window between them. (This relies on the
+///   outbox stream's ids growing: do not delete an outbox stream while the server's clock
+///   may be behind its last id.)
 /// - *Order.* A source partition's outputs reach each target partition in output order.
-/// - *Position.* A forwarder keeps no state of its own: it starts each source partition
-///   after the largest of the partition's marks (every record up to it was handled) and
-///   trims the outbox up to there (`XTRIM MINID`), so a restart after a crash goes on at
-///   once where forwarding stopped. Two forwarders over the same partitions (say one in
-///   each process of a job) are harmless: each record is appended once, by whichever
-///   gets there first; the other only runs the script and skips it.
+/// - *Position.* A forwarder keeps no state of its own: it reads each source partition's
+///   outbox from the start of the stream, forwards a read (up to `batch_size` entries) in
+///   one pipelined round trip and trims the outbox up to it (`XTRIM MINID`) once all of it
+///   went through, so the outbox holds only what no forwarder confirmed yet and a restart
+///   after a crash re-reads at most one read's worth (skipped by the marks). Two
+///   forwarders over the same partitions (say one in each process of a job) are harmless:
+///   each record is appended once, by whichever gets there first; the other only runs the
+///   script and skips it.
 /// - *No dead letters.* A forward fails only on a Redis error (the target stream of the
 ///   wrong type, Redis unreachable); it is logged and retried with backoff without limit,
 ///   and the partition's later records wait: nothing leaves the topic silently.
@@ -144,6 +148,15 @@ impl RedisTopicForwarder {
     /// topic) does not exist; [`Error::Connect`] when no connection can be made;
     /// [`Error::Redis`].
     pub async fn start(&self) -> Result<TopicForwarding, Error> {
+        self.start_reporting(None).await
+    }
+
+    /// [`start`](Self::start), with each failed round also reported to `on_error` (a
+    /// job's errors, for the forwarders a job runs).
+    pub(crate) async fn start_reporting(
+        &self,
+        on_error: Option<ErrorSink>,
+    ) -> Result<TopicForwarding, Error> {
         let sources = match &self.partitions {
             Some(ps) => ps.clone(),
             None => (0..self.mq.partitions(&self.source).await?).collect(),
@@ -169,6 +182,8 @@ impl RedisTopicForwarder {
             batch_size: self.batch_size,
             poll_interval: self.poll_interval,
             backoff: Backoff::new(self.backoff.0, self.backoff.1),
+            on_error,
+            at: 0,
         };
         let (stop, stopped) = watch::channel(Stop::No);
         let task = tokio::spawn(run.run(stopped));

@@ -1,7 +1,10 @@
 //! The forwarder's task: rounds over the source partitions, reading each outbox after the
-//! partition's position and forwarding its records in order; the position starts at the
-//! largest forwarding mark of the partition (over the target partitions) and moves with
-//! each record forwarded, and what lies at or before it is trimmed from the outbox.
+//! partition's position (from the start of the stream at first: what a forwarder
+//! confirmed is trimmed, so that is at most one read's worth of records forwarded already,
+//! which the marks skip) and forwarding a read's records in one pipelined round trip; once
+//! they all went through, the position moves past them and they are trimmed from the
+//! outbox. The position never moves past a record that failed, so every record before a
+//! trimmed one reached its target partition.
 
 use std::time::Duration;
 
@@ -19,7 +22,7 @@ use crate::Error;
 pub(super) struct Lane {
     pub(super) partition: u32,
     pub(super) key: String,
-    /// The last entry id forwarded (by any forwarder); `None` until read from the marks.
+    /// The last entry id this forwarder forwarded (`None`: from the stream's start).
     position: Option<String>,
 }
 
@@ -40,7 +43,14 @@ pub(super) struct Run {
     pub(super) batch_size: usize,
     pub(super) poll_interval: Duration,
     pub(super) backoff: Backoff,
+    /// Where failed rounds are reported besides the log.
+    pub(super) on_error: Option<ErrorSink>,
+    /// The source partition the round is at (what a failure names).
+    pub(super) at: u32,
 }
+
+/// Receives a forwarder's failures (a job's error list).
+pub(crate) type ErrorSink = std::sync::Arc<dyn Fn(String) + Send + Sync>;
 
 /// What a forwarder's task is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +88,13 @@ impl Run {
                         .counts
                         .failed
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    warn!(target_topic = %self.target.target, error = %e, "topic forwarder: redis call failed; trying again");
+                    warn!(target_topic = %self.target.target, source_partition = self.at, error = %e, "topic forwarder: redis call failed; trying again");
+                    if let Some(report) = &self.on_error {
+                        report(format!(
+                            "topic forwarder into `{}`, source partition {}: {e} (its records wait; trying again)",
+                            self.target.target, self.at
+                        ));
+                    }
                     self.backoff.next_delay()
                 }
             };
@@ -93,40 +109,23 @@ impl Run {
     async fn round(&mut self, stopped: &watch::Receiver<Stop>) -> Result<bool, Error> {
         let mut worked = false;
         for i in 0..self.lanes.len() {
-            let position = match self.lanes[i].position.clone() {
-                Some(p) => p,
-                None => self.start_lane(i).await?,
-            };
+            if *stopped.borrow() == Stop::Now {
+                return Ok(worked);
+            }
+            self.at = self.lanes[i].partition;
+            let position = (self.lanes[i].position.clone()).unwrap_or_else(|| "0-0".to_owned());
             let entries = self.read(&self.lanes[i].key.clone(), &position).await?;
             let Some(last) = entries.last().map(|e| e.id.clone()) else {
                 continue;
             };
-            for entry in entries {
-                let p = self.lanes[i].partition;
-                for record in records(p, &entry) {
-                    if *stopped.borrow() == Stop::Now {
-                        return Ok(worked);
-                    }
-                    self.target.forward(&record).await?;
-                    worked = true;
-                }
-                self.lanes[i].position = Some(entry.id);
-            }
+            let p = self.lanes[i].partition;
+            let records: Vec<OutboxRecord> = entries.iter().flat_map(|e| records(p, e)).collect();
+            self.target.forward(&records).await?;
+            worked = true;
+            self.lanes[i].position = Some(last.clone());
             self.trim(i, &last).await?;
         }
         Ok(worked)
-    }
-
-    /// The lane's position from the marks: just before the entry of the largest mark over
-    /// the target partitions (that entry may be forwarded in part: the marks skip what
-    /// was), and the outbox trimmed up to it.
-    async fn start_lane(&mut self, i: usize) -> Result<String, Error> {
-        let p = self.lanes[i].partition;
-        let position = (self.target.forwarded_position(p).await?)
-            .map_or_else(|| "0-0".to_owned(), |(ms, seq)| previous_id(ms, seq));
-        self.trim(i, &position).await?;
-        self.lanes[i].position = Some(position.clone());
-        Ok(position)
     }
 
     /// `XRANGE outbox (position + COUNT n`: the next entries in id order.
@@ -174,15 +173,6 @@ fn next_id(id: &str) -> Option<String> {
     }
 }
 
-/// The stream id just before `{ms}-{seq}` (`0-0` for the first one).
-fn previous_id(ms: u64, seq: u64) -> String {
-    match (seq.checked_sub(1), ms.checked_sub(1)) {
-        (Some(s), _) => format!("{ms}-{s}"),
-        (None, Some(m)) => format!("{m}-{}", u64::MAX),
-        (None, None) => "0-0".to_owned(),
-    }
-}
-
 /// The records of an outbox entry as the target forwards them.
 fn records(partition: u32, e: &RawEntry) -> Vec<OutboxRecord> {
     (0u32..)
@@ -212,8 +202,5 @@ mod tests {
         assert_eq!(next_id("5-1").as_deref(), Some("5-2"));
         assert_eq!(next_id(&format!("5-{}", u64::MAX)).as_deref(), Some("6-0"));
         assert_eq!(next_id("0-0").as_deref(), Some("0-1"));
-        assert_eq!(previous_id(5, 2), "5-1");
-        assert_eq!(previous_id(5, 0), format!("4-{}", u64::MAX));
-        assert_eq!(previous_id(0, 0), "0-0");
     }
 }

@@ -26,9 +26,13 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// The job runs that forwarder itself: each process of a job whose pipeline ends in this
 /// sink starts one over every partition of the pipeline's source topic when the job
 /// starts. When the job is cancelled, it waits for the job's subtasks to stop, forwards
-/// what the outboxes hold (so a job that shuts down leaves nothing behind it committed),
-/// at most 10 s, and stops; [`JobClient::shutdown`](crate::redis::JobClient::shutdown)
-/// and `await_termination` wait for that. (The processes' forwarders run side by
+/// what the outboxes hold for at most 10 s, and stops;
+/// [`JobClient::shutdown`](crate::redis::JobClient::shutdown) and `await_termination`
+/// wait for that. What is left after 10 s (a large backlog, the target unwritable) stays
+/// in the outboxes, not lost: the job's next run (or a forwarder of yours) forwards it.
+/// Its failures are in the job's errors
+/// ([`JobDiagnostics::errors`](crate::redis::JobDiagnostics::errors)) as well as the
+/// log. (The processes' forwarders run side by
 /// side harmlessly; each record costs one script call per process, and an idle one reads
 /// each source partition's outbox every 100 ms). With
 /// [`forwarded_by_job(false)`](Self::forwarded_by_job) the job starts none and you run
@@ -42,7 +46,7 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 ///   target's partition count.
 /// - Timestamp ([`timestamp`](Self::timestamp)): the message's event time; without one, the
 ///   time of the batch commit.
-/// - Header `x-idempotency-key`: the output's stable id, `{job}/{source topic}/{p}/{offset}/{index}`.
+/// - Header `x-idempotency-key`: the output's stable id, `{job}/{group}/{source topic}/{p}/{offset}/{index}`.
 ///
 /// ```no_run
 /// # fn demo(env: &streaming::redis::RedisEnv) -> Result<(), streaming::Error> {

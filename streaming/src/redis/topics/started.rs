@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::forwarder::{RedisTopicForwarder, TopicForwarding};
+use super::run::ErrorSink;
 use crate::mq::{Backoff, Mq, MqOptions};
 use crate::redis::job::JobShared;
 
@@ -52,7 +53,7 @@ pub(crate) fn start_job_forwarders(
 }
 
 /// Starts what is waiting until all run, then waits for the cancel and stops them.
-async fn run(job: &JobShared, opts: MqOptions, mut waiting: Vec<(String, Arc<str>)>) {
+async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Arc<str>)>) {
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
     let mut running: Vec<TopicForwarding> = Vec::new();
     let mut mq: Option<Mq> = None;
@@ -105,7 +106,7 @@ impl Drop for ForwardersEnd {
 
 /// Starts each waiting forwarder; the ones that could not start.
 async fn start_waiting(
-    job: &JobShared,
+    job: &Arc<JobShared>,
     mq: &Mq,
     waiting: Vec<(String, Arc<str>)>,
     running: &mut Vec<TopicForwarding>,
@@ -113,7 +114,11 @@ async fn start_waiting(
     let mut still = Vec::new();
     for (source, target) in waiting {
         let started = match RedisTopicForwarder::builder(mq, &source, &target).build() {
-            Ok(f) => f.start().await,
+            Ok(f) => {
+                let job = Arc::clone(job);
+                let report: ErrorSink = Arc::new(move |e| job.error(e));
+                f.start_reporting(Some(report)).await
+            }
             Err(e) => Err(e),
         };
         match started {

@@ -1,21 +1,19 @@
-//! The forwarder's writes: one outbox record into its target partition unless that
-//! partition's mark for the record's outbox has it (`lua/topic_forward.lua`), and the
-//! position a source partition's forwarding reached, from the marks.
+//! The forwarder's writes: outbox records into their target partitions unless a
+//! partition's mark for the records' outbox has them (`lua/topic_forward.lua`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
-
-use redis::Script;
+use std::sync::Arc;
 
 use crate::mq::message::encode_fields;
 use crate::mq::{partition_for_key, Connection, KeySpace, HEADER_IDEMPOTENCY_KEY};
 use crate::redis::outbox::OutboxRecord;
 use crate::Error;
 
-/// Appends a message unless its partition's mark has it (`lua/topic_forward.lua`).
-static FORWARD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/topic_forward.lua")));
+/// Appends messages to a target partition unless its mark has them
+/// (`lua/topic_forward.lua`); sent as `EVAL` (a few calls per read, and nothing to load
+/// again after a Redis restart).
+const FORWARD: &str = include_str!("lua/topic_forward.lua");
 
 /// What the forwarder's target has done (this process only).
 #[derive(Debug, Default)]
@@ -59,56 +57,62 @@ pub(super) fn marks_key(keys: &KeySpace, prefix: &str, target: &str, q: u32) -> 
     format!("{prefix}:{}:forwarded", keys.hash_tag(target, q))
 }
 
+/// Records per script call (a target partition's share of a read may be split).
+const PER_CALL: usize = 1_000;
+
 impl TopicTarget {
-    /// Appends `r` to its target partition unless that partition's mark has it (counted
-    /// as appended or skipped).
-    pub(super) async fn forward(&mut self, r: &OutboxRecord) -> Result<(), Error> {
-        let q = target_partition(r.key.as_deref(), r.partition, self.partitions);
-        let headers = BTreeMap::from([(HEADER_IDEMPOTENCY_KEY.to_string(), r.id.clone())]);
-        let fields = encode_fields(
-            r.key.as_deref(),
-            &r.payload,
-            &headers,
-            r.timestamp_ms,
-            0,
-            None,
-        );
-        let mut call = FORWARD.prepare_invoke();
-        call.key(self.keys.stream(&self.target, q))
-            .key(marks_key(&self.keys, &self.prefix, &self.target, q))
-            .arg(format!("{}{}", self.mark_field, r.partition))
-            .arg(format!("{}/{}", r.entry_id, r.index))
-            .arg(self.max_len.map(|n| n.to_string()).unwrap_or_default());
-        for (f, v) in fields {
-            call.arg(f).arg(v);
+    /// Forwards `records` (of one source partition, in outbox order): one script call
+    /// per target partition (records in order, at most [`PER_CALL`] a call), pipelined,
+    /// each appending what its partition's mark does not have yet (counted as appended
+    /// or skipped). On an error some partitions may have taken their records and others
+    /// not: a later call with the same records appends only what is missing, in order.
+    pub(super) async fn forward(&mut self, records: &[OutboxRecord]) -> Result<(), Error> {
+        let mut by_partition: BTreeMap<u32, Vec<&OutboxRecord>> = BTreeMap::new();
+        for r in records {
+            let q = target_partition(r.key.as_deref(), r.partition, self.partitions);
+            by_partition.entry(q).or_default().push(r);
         }
-        let appended: i64 = call.invoke_async(&mut self.conn).await?;
-        let counter = if appended == 1 {
-            &self.counts.appended
-        } else {
-            &self.counts.skipped
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let mut pipe = redis::pipe();
+        for (q, rs) in &by_partition {
+            for chunk in rs.chunks(PER_CALL) {
+                self.push_call(&mut pipe, *q, chunk);
+            }
+        }
+        let appended: Vec<u64> = pipe.query_async(&mut self.conn).await?;
+        let appended: u64 = appended.iter().sum();
+        let skipped = records.len() as u64 - appended;
+        self.counts.appended.fetch_add(appended, Ordering::Relaxed);
+        self.counts.skipped.fetch_add(skipped, Ordering::Relaxed);
         Ok(())
     }
 
-    /// The outbox entry (as `(ms, seq)`) of the last record of source partition `p`
-    /// forwarded: the largest of its marks over the target partitions (`None` when
-    /// none). Records go in order, so every record before it has been handled, and the
-    /// entry's own records are skipped by the marks up to that one.
-    pub(super) async fn forwarded_position(&mut self, p: u32) -> Result<Option<(u64, u64)>, Error> {
-        let mut position = None;
-        for q in 0..self.partitions {
-            let key = marks_key(&self.keys, &self.prefix, &self.target, q);
-            let mark: Option<String> = redis::cmd("HGET")
-                .arg(key)
-                .arg(format!("{}{p}", self.mark_field))
-                .query_async(&mut self.conn)
-                .await?;
-            let entry = mark.as_deref().and_then(|m| parse_id(m.split('/').next()?));
-            position = position.max(entry);
+    /// One script call forwarding `records` (all of source partition `records[0]`'s) to
+    /// target partition `q`.
+    fn push_call(&self, pipe: &mut redis::Pipeline, q: u32, records: &[&OutboxRecord]) {
+        let call = pipe
+            .cmd("EVAL")
+            .arg(FORWARD)
+            .arg(2)
+            .arg(self.keys.stream(&self.target, q))
+            .arg(marks_key(&self.keys, &self.prefix, &self.target, q))
+            .arg(format!("{}{}", self.mark_field, records[0].partition))
+            .arg(self.max_len.map(|n| n.to_string()).unwrap_or_default());
+        for r in records {
+            let headers = BTreeMap::from([(HEADER_IDEMPOTENCY_KEY.to_string(), r.id.clone())]);
+            let fields = encode_fields(
+                r.key.as_deref(),
+                &r.payload,
+                &headers,
+                r.timestamp_ms,
+                0,
+                None,
+            );
+            call.arg(format!("{}/{}", r.entry_id, r.index))
+                .arg(2 * fields.len());
+            for (f, v) in fields {
+                call.arg(f).arg(v);
+            }
         }
-        Ok(position)
     }
 }
 

@@ -1,13 +1,14 @@
--- Forwards one outbox record into a partition of the target topic at most once: appends
--- the message unless the forwarding mark of its outbox stream already reached the
--- record's position in the outbox, then moves the mark to that position, atomically. Both
--- keys carry the target partition's hash tag, so the script runs in one slot.
--- KEYS: target partition stream, forwarding marks hash (outbox stream -> last position)
--- ARGV: mark field, the record's position '{ms}-{seq}/{index}' (its outbox entry id and
---       its index in the entry), max length ('' for none), then the message's
---       field/value pairs
--- Returns 1 when the message was appended, 0 when the mark had it already (nothing
--- written).
+-- Forwards outbox records of one source partition into one partition of the target topic,
+-- in order, each at most once: a record is appended unless the forwarding mark of its
+-- outbox already reached the record's position in the outbox; after each append the mark
+-- moves to that position. An error stops the script at that record (the ones after it
+-- are not tried), so records reach the partition in outbox order. Both keys carry the
+-- target partition's hash tag, so the script runs in one slot.
+-- KEYS: target partition stream, forwarding marks hash (outbox -> last position)
+-- ARGV: mark field, max length ('' for none), then per record: its position
+--       '{ms}-{seq}/{index}' (its outbox entry id and its index in the entry), the number
+--       of message field/value arguments that follow, and those arguments
+-- Returns how many records were appended (the others the mark had already).
 
 -- Whether decimal string a < b as numbers (no leading zeros; exact beyond 2^53).
 local function less(a, b)
@@ -23,31 +24,37 @@ end
 local function after(a, b)
   local ams, aseq, ai = parse(a)
   local bms, bseq, bi = parse(b)
-  if not bms then
-    return redis.error_reply('ERR forwarding: malformed mark `' .. b .. '`')
-  end
   if ams ~= bms then return less(bms, ams) end
   if aseq ~= bseq then return less(bseq, aseq) end
   return less(bi, ai)
 end
 
-if not parse(ARGV[2]) then
-  return redis.error_reply('ERR forwarding: malformed outbox position `' .. ARGV[2] .. '`')
-end
 local mark = redis.call('HGET', KEYS[2], ARGV[1])
-if mark then
-  local newer = after(ARGV[2], mark)
-  if type(newer) == 'table' then return newer end
-  if not newer then return 0 end
+if mark and not parse(mark) then
+  return redis.error_reply('ERR forwarding: malformed mark `' .. mark .. '`')
 end
-local args = {KEYS[1]}
-if ARGV[3] ~= '' then
-  args[#args + 1] = 'MAXLEN'
-  args[#args + 1] = '~'
-  args[#args + 1] = ARGV[3]
+local appended = 0
+local i = 3
+while i <= #ARGV do
+  local position = ARGV[i]
+  local n = tonumber(ARGV[i + 1])
+  if not parse(position) or not n then
+    return redis.error_reply('ERR forwarding: malformed outbox position `' .. position .. '`')
+  end
+  if not mark or after(position, mark) then
+    local args = {KEYS[1]}
+    if ARGV[2] ~= '' then
+      args[#args + 1] = 'MAXLEN'
+      args[#args + 1] = '~'
+      args[#args + 1] = ARGV[2]
+    end
+    args[#args + 1] = '*'
+    for j = i + 2, i + 1 + n do args[#args + 1] = ARGV[j] end
+    redis.call('XADD', unpack(args))
+    redis.call('HSET', KEYS[2], ARGV[1], position)
+    mark = position
+    appended = appended + 1
+  end
+  i = i + 2 + n
 end
-args[#args + 1] = '*'
-for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
-redis.call('XADD', unpack(args))
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return 1
+return appended
