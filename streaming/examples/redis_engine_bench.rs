@@ -212,6 +212,9 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         .block_on(Mq::connect(url, opts.clone()))
         .expect("connect");
     produce_to(rt, &mq, ("t", partitions), n, keys, None);
+    if sink == sinks::SinkKind::Topic {
+        rt.block_on(mq.create_topic(sinks::TOPIC_TARGET, 4)).unwrap();
+    }
     let state_prefix = unique("state");
     let config = RedisRuntimeConfig::builder()
         .job_name("bench")
@@ -242,14 +245,36 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         assert!(started.elapsed() < Duration::from_secs(600), "too slow");
         std::thread::sleep(Duration::from_millis(2));
     }
+    if sink == sinks::SinkKind::Topic {
+        while topic_len(url, &mq, sinks::TOPIC_TARGET, 4) < n {
+            assert!(started.elapsed() < Duration::from_secs(600), "too slow");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
     let secs = started.elapsed().as_secs_f64();
     job.cancel();
     job.blocking_await_termination(Duration::from_secs(10));
     rt.block_on(mq.delete_topic("t")).ok();
+    rt.block_on(mq.delete_topic(sinks::TOPIC_TARGET)).ok();
     delete_prefix(url, &prefix);
     delete_prefix(url, &state_prefix);
     delete_prefix(url, &sink_name);
     n as f64 / secs
+}
+
+/// Messages in `topic`'s `partitions` streams.
+fn topic_len(url: &str, mq: &Mq, topic: &str, partitions: u32) -> usize {
+    let mut conn = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .expect("connect");
+    (0..partitions)
+        .map(|q| {
+            redis::cmd("XLEN")
+                .arg(mq.keys().stream(topic, q))
+                .query::<usize>(&mut conn)
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 /// Deletes every key under `prefix:` (SCAN + UNLINK, which frees large hashes without

@@ -2,7 +2,9 @@
 //! throughput mode (10,000 keys, 4 partitions, Offset mode, parallelism 1, batches of 500,
 //! N messages, default 500,000) ending in each sink — a plain sink called before the
 //! commit (at-least-once; it drops the records), `RedisListSink`, `RedisOutboxSink`,
-//! `RedisIdempotentListSink` (key = the record's key and count, TTL 1 h) and, with
+//! `RedisIdempotentListSink` (key = the record's key and count, TTL 1 h),
+//! `RedisTopicSink` (into a 4-partition topic, keyed; timed until the job's forwarder has
+//! put every output into the topic) and, with
 //! `--postgres CONNECTION` (feature `postgres`), `TwoPhaseSink<PostgresSink>` (one row per
 //! record into `bench_counts(k text, n bigint)`, created when missing and emptied before
 //! each run) — interleaved, three rounds each: medians and their ratio to the plain sink.
@@ -11,7 +13,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use streaming::redis::outbox::RedisOutboxSink;
-use streaming::redis::{AckMode, RedisEnv, RedisIdempotentListSink, RedisListSink};
+use streaming::redis::{
+    AckMode, RedisEnv, RedisIdempotentListSink, RedisListSink, RedisTopicSink,
+};
 
 /// The sink a keyed-count run ends in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +27,13 @@ pub(crate) enum SinkKind {
     Idempotent,
     /// `TwoPhaseSink<PostgresSink>` into the `--postgres` server.
     Postgres,
+    /// `RedisTopicSink` into topic [`TOPIC_TARGET`] (4 partitions, keyed by the count's
+    /// key), forwarded by the job: timed until every output is in the target topic.
+    Topic,
 }
+
+/// The target topic of [`SinkKind::Topic`].
+pub(crate) const TOPIC_TARGET: &str = "fwd";
 
 /// The PostgreSQL server of `--postgres`.
 static POSTGRES: OnceLock<String> = OnceLock::new();
@@ -93,6 +103,12 @@ impl SinkKind {
                 .unwrap(),
             ),
             SinkKind::Postgres => register_postgres(env),
+            SinkKind::Topic => super::register_keyed_count_into(
+                env,
+                RedisTopicSink::new(TOPIC_TARGET)
+                    .unwrap()
+                    .key(|r: &(String, u64)| r.0.clone()),
+            ),
         }
     }
 
@@ -103,6 +119,7 @@ impl SinkKind {
             SinkKind::Outbox => "`RedisOutboxSink`",
             SinkKind::Idempotent => "`RedisIdempotentListSink`",
             SinkKind::Postgres => "`TwoPhaseSink<PostgresSink>` (rows)",
+            SinkKind::Topic => "`RedisTopicSink`, until forwarded into the topic",
         }
     }
 }
@@ -123,6 +140,7 @@ pub(crate) fn sinks_main(url: &str, n: usize) {
         SinkKind::List,
         SinkKind::Outbox,
         SinkKind::Idempotent,
+        SinkKind::Topic,
     ];
     if POSTGRES.get().is_some() {
         kinds.push(SinkKind::Postgres);
