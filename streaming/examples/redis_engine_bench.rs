@@ -213,7 +213,8 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
         .expect("connect");
     produce_to(rt, &mq, ("t", partitions), n, keys, None);
     if sink == sinks::SinkKind::Topic {
-        rt.block_on(mq.create_topic(sinks::TOPIC_TARGET, 4)).unwrap();
+        rt.block_on(mq.create_topic(sinks::TOPIC_TARGET, 4))
+            .unwrap();
     }
     let state_prefix = unique("state");
     let config = RedisRuntimeConfig::builder()

@@ -13,9 +13,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use streaming::redis::outbox::RedisOutboxSink;
-use streaming::redis::{
-    AckMode, RedisEnv, RedisIdempotentListSink, RedisListSink, RedisTopicSink,
-};
+use streaming::redis::{AckMode, RedisEnv, RedisIdempotentListSink, RedisListSink, RedisTopicSink};
 
 /// The sink a keyed-count run ends in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
