@@ -31,11 +31,14 @@ struct Recorder {
     permanent: Vec<String>,
     /// After this many deliveries: say so on `hung` and never finish the next one.
     hang_after: Option<(usize, tokio::sync::mpsc::UnboundedSender<()>)>,
+    /// How long each delivery takes.
+    delay: Duration,
 }
 
 impl OutboxTarget for Recorder {
     async fn deliver(&mut self, r: &OutboxRecord) -> Result<(), BoxError> {
         let text = r.text()?.to_owned();
+        tokio::time::sleep(self.delay).await;
         let seen = {
             let mut log = self.log.lock().unwrap();
             log.push((r.partition, r.id.clone(), r.attempt, text));
@@ -516,4 +519,49 @@ async fn an_entry_of_a_batch_delivers_its_records_in_order_and_resumes_mid_entry
     let attempts: HashMap<String, String> =
         s.conn.hgetall(format!("{key}:attempts")).await.unwrap();
     assert!(attempts.is_empty(), "{attempts:?}");
+}
+
+/// An entry whose records take longer together than `claim_idle` stays with the
+/// dispatcher delivering it: each record delivered resets its idle time, so a second
+/// dispatcher of the group does not claim it half-way and deliver its records again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_entry_is_not_claimed_from_the_live_dispatcher_delivering_it() {
+    let mut s = setup("outbox-long-entry").await;
+    let build = |consumer: &str| {
+        dispatcher(&s.mq, 1)
+            .consumer(consumer)
+            .claim_idle(Duration::from_millis(500))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (build("a"), build("b"));
+    append_batch(&mut s.conn, &a.outbox_key(0), 0, 8).await;
+    let slow = |log: &Log| Recorder {
+        log: Arc::clone(log),
+        delay: Duration::from_millis(150),
+        ..Recorder::default()
+    };
+    let log: Log = Arc::default();
+    let first = a.start(slow(&log)).await.unwrap();
+    eventually("a started on the entry", DEADLINE, || {
+        let log = Arc::clone(&log);
+        async move { (!log.lock().unwrap().is_empty()).then_some(()) }
+    })
+    .await;
+    let second = b.start(slow(&log)).await.unwrap();
+    let key = a.outbox_key(0);
+    eventually("the entry settled", DEADLINE, || {
+        let mut c = s.conn.clone();
+        let key = key.clone();
+        async move { (xlen(&mut c, &key).await == 0).then_some(()) }
+    })
+    .await;
+    first.stop().await;
+    second.stop().await;
+    let ids: Vec<String> = log.lock().unwrap().iter().map(|d| d.1.clone()).collect();
+    let want: Vec<String> = (0..8).map(|j| format!("job/{TOPIC}/0/7-0/{j}")).collect();
+    assert_eq!(
+        ids, want,
+        "each record once, in order (1.2 s of deliveries, claim_idle 0.5 s)"
+    );
 }

@@ -272,6 +272,7 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
             .arg(&marks)
             .arg(*field)
             .arg("")
+            .arg("")
             .arg(*id)
             .arg(2)
             .arg("p")
@@ -297,6 +298,7 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
             .arg(&marks)
             .arg("o/in/0")
             .arg("")
+            .arg("")
             .arg(malformed)
             .arg(0)
             .query_async(&mut s.conn)
@@ -306,6 +308,36 @@ async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {
             "a malformed position `{malformed}` is refused"
         );
     }
+    // A call that follows another of its pipeline (records after `required`) appends
+    // nothing unless the mark reached `required`: the earlier call may have failed.
+    let follow = |required: &'static str, position: &'static str| {
+        let mut conn = s.conn.clone();
+        let (stream, marks) = (stream.clone(), marks.clone());
+        async move {
+            redis::cmd("EVAL")
+                .arg(FORWARD)
+                .arg(2)
+                .arg(&stream)
+                .arg(&marks)
+                .arg("o/in/0")
+                .arg("")
+                .arg(required)
+                .arg(position)
+                .arg(2)
+                .arg("p")
+                .arg(position)
+                .query_async::<i64>(&mut conn)
+                .await
+        }
+    };
+    let err = follow("200-0/0", "200-0/1").await.unwrap_err();
+    assert!(err.to_string().contains("not forwarded yet"), "{err}");
+    assert_eq!(follow("100-0/10", "200-0/0").await.unwrap(), 1);
+    let mark: String = s.conn.hget(&marks, "o/in/0").await.unwrap();
+    assert_eq!(
+        mark, "200-0/0",
+        "only the follower whose predecessor went through"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

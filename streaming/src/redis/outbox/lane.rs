@@ -17,6 +17,10 @@ use crate::Error;
 
 /// Acknowledges and deletes a delivered entry (`lua/outbox_ack.lua`).
 static ACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/outbox_ack.lua")));
+/// Keeps an entry this dispatcher delivers its own, noting its progress
+/// (`lua/outbox_touch.lua`).
+static TOUCH: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/outbox_touch.lua")));
 /// Counts a failed delivery and dead-letters on the last attempt (`lua/outbox_fail.lua`).
 static FAIL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/outbox_fail.lua")));
 
@@ -31,6 +35,8 @@ struct Unsettled {
     /// The current record was delivered; only settling it is missing (that failed on a
     /// Redis error).
     delivered: bool,
+    /// Its idle time was reset since it became the head (see `lua/outbox_touch.lua`).
+    touched: bool,
 }
 
 /// What a failed delivery did.
@@ -47,6 +53,8 @@ pub(super) enum Failed {
 pub(super) struct Lane {
     pub(super) partition: u32,
     key: String,
+    group: String,
+    consumer: String,
     dlq: String,
     attempts: String,
     queue: VecDeque<Unsettled>,
@@ -64,6 +72,8 @@ impl Lane {
             dlq: dlq_key(&key),
             attempts: attempts_key(&key),
             key,
+            group: d.group.clone(),
+            consumer: d.consumer.clone(),
             queue: VecDeque::new(),
             backoff: Backoff::new(d.backoff_initial, d.backoff_max),
             not_before: Instant::now(),
@@ -147,6 +157,7 @@ impl Lane {
                     records,
                     progress: (!pending).then_some((0, 0)),
                     delivered: false,
+                    touched: false,
                 }),
                 // Deleted while pending, or holding no record.
                 None => {
@@ -195,9 +206,21 @@ impl Lane {
         &mut self,
         conn: &mut Connection,
     ) -> Result<Option<(OutboxRecord, bool)>, Error> {
+        let Some(head) = self.queue.front() else {
+            return Ok(None);
+        };
+        if !head.touched {
+            // It may have waited behind the entries before it longer than `claim_idle`.
+            let id = head.id.clone();
+            if !self.touch(conn, &id, None).await? {
+                self.queue.clear();
+                return Ok(None);
+            }
+        }
         let Some(head) = self.queue.front_mut() else {
             return Ok(None);
         };
+        head.touched = true;
         let (next, failed) = match head.progress {
             Some(p) => p,
             None => {
@@ -245,7 +268,11 @@ impl Lane {
         let (next, _) = head.progress.unwrap_or((0, 0));
         if next + 1 < head.records.len() {
             let id = head.id.clone();
-            advance(conn, &self.attempts, &id, next + 1).await?;
+            if !self.touch(conn, &id, Some(next + 1)).await? {
+                // Claimed by another dispatcher (or settled): it goes on with it.
+                self.queue.clear();
+                return Ok(());
+            }
             let head = self.queue.front_mut().expect("the head");
             head.progress = Some((next + 1, 0));
             head.delivered = false;
@@ -256,6 +283,27 @@ impl Lane {
         }
         self.backoff.reset();
         Ok(())
+    }
+
+    /// Keeps entry `id` this consumer's (resets its idle time) and, with `next`, notes
+    /// that its delivery goes on at record `next`; `false` when it is not pending for this
+    /// consumer any more.
+    async fn touch(
+        &self,
+        conn: &mut Connection,
+        id: &str,
+        next: Option<usize>,
+    ) -> Result<bool, Error> {
+        let kept: i64 = TOUCH
+            .key(&self.key)
+            .key(&self.attempts)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(id)
+            .arg(next.map(|n| n.to_string()).unwrap_or_default())
+            .invoke_async(conn)
+            .await?;
+        Ok(kept == 1)
     }
 
     async fn ack_id(&self, conn: &mut Connection, group: &str, id: &str) -> Result<(), Error> {
@@ -296,13 +344,21 @@ impl Lane {
             .arg(now_ms())
             .arg(if permanent { "1" } else { "0" })
             .arg(next + 1)
-            .arg(if last { "1" } else { "0" });
+            .arg(if last { "1" } else { "0" })
+            .arg(&self.consumer);
         call.arg("id").arg(&r.id).arg("payload").arg(&r.payload);
         call.arg("ts").arg(r.timestamp_ms);
         if let Some(k) = &r.key {
             call.arg("key").arg(k);
         }
         let (state, attempts): (i64, u32) = call.invoke_async(conn).await?;
+        if state == -2 {
+            // Dead-lettered (or moved on) by a call whose reply was lost: read where the
+            // entry's delivery is, then go on from there.
+            head.progress = None;
+            head.delivered = false;
+            return Ok(Failed::Retry);
+        }
         head.progress = Some((next, attempts));
         let outcome = match state {
             0 => Failed::Retry,
@@ -327,30 +383,6 @@ impl Lane {
 /// The attempts-hash field of an entry's next record to deliver, `{entry id}:next`.
 fn next_field(id: &str) -> String {
     format!("{id}:next")
-}
-
-/// Notes in Redis that entry `id` delivers record `next` from now on (its failure count
-/// starts again), in one transaction.
-async fn advance(
-    conn: &mut Connection,
-    attempts: &str,
-    id: &str,
-    next: usize,
-) -> Result<(), Error> {
-    let _: () = redis::pipe()
-        .atomic()
-        .cmd("HSET")
-        .arg(attempts)
-        .arg(next_field(id))
-        .arg(next)
-        .ignore()
-        .cmd("HDEL")
-        .arg(attempts)
-        .arg(id)
-        .ignore()
-        .query_async(conn)
-        .await?;
-    Ok(())
 }
 
 /// The entries of a one-stream `XREADGROUP` reply (nil, `[[key, entries]]` or a RESP3 map).

@@ -142,9 +142,11 @@ impl RedisOutboxDispatcherBuilder {
     }
     /// How long a record must have been pending with another consumer of the group (a
     /// crashed dispatcher of another name) before this dispatcher claims it (`XAUTOCLAIM`;
-    /// default 30 s, must be > 0); its partition delivers nothing newer until then. Set it
-    /// well above the longest `deliver` call: a record pending that long with a live
-    /// dispatcher is taken from it and delivered twice.
+    /// default 30 s, must be > 0); its partition delivers nothing newer until then. A
+    /// dispatcher resets the idle time of the entry it delivers each time it starts it and
+    /// after each of its records, so set it well above the longest single `deliver` call:
+    /// a record pending that long with a live dispatcher is taken from it and delivered
+    /// twice.
     pub fn claim_idle(mut self, d: Duration) -> Self {
         self.d.claim_idle = d;
         self

@@ -108,24 +108,42 @@ impl Run {
     /// One pass over the lanes; whether any record was forwarded (or skipped).
     async fn round(&mut self, stopped: &watch::Receiver<Stop>) -> Result<bool, Error> {
         let mut worked = false;
+        // A partition that fails does not hold up the others: the round goes on and
+        // reports its first failure at the end (the next round comes after a backoff).
+        let mut failed = None;
         for i in 0..self.lanes.len() {
             if *stopped.borrow() == Stop::Now {
-                return Ok(worked);
+                break;
             }
-            self.at = self.lanes[i].partition;
-            let position = (self.lanes[i].position.clone()).unwrap_or_else(|| "0-0".to_owned());
-            let entries = self.read(&self.lanes[i].key.clone(), &position).await?;
-            let Some(last) = entries.last().map(|e| e.id.clone()) else {
-                continue;
-            };
-            let p = self.lanes[i].partition;
-            let records: Vec<OutboxRecord> = entries.iter().flat_map(|e| records(p, e)).collect();
-            self.target.forward(&records).await?;
-            worked = true;
-            self.lanes[i].position = Some(last.clone());
-            self.trim(i, &last).await?;
+            match self.forward_lane(i).await {
+                Ok(w) => worked |= w,
+                Err(e) => {
+                    if failed.is_none() {
+                        self.at = self.lanes[i].partition;
+                        failed = Some(e);
+                    }
+                }
+            }
         }
-        Ok(worked)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(worked),
+        }
+    }
+
+    /// Forwards one read of lane `i`'s outbox; whether it held anything.
+    async fn forward_lane(&mut self, i: usize) -> Result<bool, Error> {
+        let position = (self.lanes[i].position.clone()).unwrap_or_else(|| "0-0".to_owned());
+        let entries = self.read(&self.lanes[i].key.clone(), &position).await?;
+        let Some(last) = entries.last().map(|e| e.id.clone()) else {
+            return Ok(false);
+        };
+        let p = self.lanes[i].partition;
+        let records: Vec<OutboxRecord> = entries.iter().flat_map(|e| records(p, e)).collect();
+        self.target.forward(&records).await?;
+        self.lanes[i].position = Some(last.clone());
+        self.trim(i, &last).await?;
+        Ok(true)
     }
 
     /// `XRANGE outbox (position + COUNT n`: the next entries in id order.

@@ -61,11 +61,15 @@ pub(super) fn marks_key(keys: &KeySpace, prefix: &str, target: &str, q: u32) -> 
 const PER_CALL: usize = 1_000;
 
 impl TopicTarget {
-    /// Forwards `records` (of one source partition, in outbox order): one script call
-    /// per target partition (records in order, at most [`PER_CALL`] a call), pipelined,
-    /// each appending what its partition's mark does not have yet (counted as appended
-    /// or skipped). On an error some partitions may have taken their records and others
-    /// not: a later call with the same records appends only what is missing, in order.
+    /// Forwards `records` (of one source partition, in outbox order): script calls per
+    /// target partition (records in order, at most [`PER_CALL`] a call), pipelined, each
+    /// appending what its partition's mark does not have yet (counted as appended or
+    /// skipped). A call after a partition's first names the position its predecessor
+    /// ends at and appends nothing unless the mark reached it (Redis runs the rest of a
+    /// pipeline after an error: a later call must not move the mark past records an
+    /// earlier one failed to append). On an error some partitions may have taken their
+    /// records and others not: a later call with the same records appends only what is
+    /// missing, in order.
     pub(super) async fn forward(&mut self, records: &[OutboxRecord]) -> Result<(), Error> {
         let mut by_partition: BTreeMap<u32, Vec<&OutboxRecord>> = BTreeMap::new();
         for r in records {
@@ -74,8 +78,11 @@ impl TopicTarget {
         }
         let mut pipe = redis::pipe();
         for (q, rs) in &by_partition {
+            let mut after: Option<String> = None;
             for chunk in rs.chunks(PER_CALL) {
-                self.push_call(&mut pipe, *q, chunk);
+                self.push_call(&mut pipe, *q, after.as_deref(), chunk);
+                let last = chunk[chunk.len() - 1];
+                after = Some(format!("{}/{}", last.entry_id, last.index));
             }
         }
         let appended: Vec<u64> = pipe.query_async(&mut self.conn).await?;
@@ -88,7 +95,13 @@ impl TopicTarget {
 
     /// One script call forwarding `records` (all of source partition `records[0]`'s) to
     /// target partition `q`.
-    fn push_call(&self, pipe: &mut redis::Pipeline, q: u32, records: &[&OutboxRecord]) {
+    fn push_call(
+        &self,
+        pipe: &mut redis::Pipeline,
+        q: u32,
+        after: Option<&str>,
+        records: &[&OutboxRecord],
+    ) {
         let call = pipe
             .cmd("EVAL")
             .arg(FORWARD)
@@ -96,7 +109,8 @@ impl TopicTarget {
             .arg(self.keys.stream(&self.target, q))
             .arg(marks_key(&self.keys, &self.prefix, &self.target, q))
             .arg(format!("{}{}", self.mark_field, records[0].partition))
-            .arg(self.max_len.map(|n| n.to_string()).unwrap_or_default());
+            .arg(self.max_len.map(|n| n.to_string()).unwrap_or_default())
+            .arg(after.unwrap_or_default());
         for r in records {
             let headers = BTreeMap::from([(HEADER_IDEMPOTENCY_KEY.to_string(), r.id.clone())]);
             let fields = encode_fields(

@@ -7,15 +7,19 @@
 --       entry id:next -> index of the record being delivered)
 -- ARGV: group, entry id, max attempts, reason, now (ms), permanent ('1' | '0'), the index
 --       of the record after this one, whether this is the entry's last record ('1' | '0'),
---       then the record's field/value pairs
--- Returns {state, attempts}: state -1 = the entry is not pending (nothing written),
--- 0 = counted (retry later), 1 = dead-lettered.
+--       the consumer, then the record's field/value pairs
+-- Returns {state, attempts}: state -1 = the entry is not pending for this consumer
+-- (settled, or claimed by another dispatcher: nothing written), -2 = the entry's
+-- delivery is not at this record (an earlier reply was lost: nothing written; read the
+-- progress again), 0 = counted (retry later), 1 = dead-lettered.
 local pending = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
-if #pending == 0 then return {-1, 0} end
+if #pending == 0 or pending[1][2] ~= ARGV[9] then return {-1, 0} end
+local at = tonumber(redis.call('HGET', KEYS[3], ARGV[2] .. ':next') or '0')
+if at ~= tonumber(ARGV[7]) - 1 then return {-2, 0} end
 local attempts = redis.call('HINCRBY', KEYS[3], ARGV[2], 1)
 if ARGV[6] ~= '1' and attempts < tonumber(ARGV[3]) then return {0, attempts} end
 local args = {}
-for i = 9, #ARGV do args[#args + 1] = ARGV[i] end
+for i = 10, #ARGV do args[#args + 1] = ARGV[i] end
 args[#args + 1] = 'reason'
 args[#args + 1] = ARGV[4]
 args[#args + 1] = 'attempts'

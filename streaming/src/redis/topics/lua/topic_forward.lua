@@ -5,7 +5,10 @@
 -- are not tried), so records reach the partition in outbox order. Both keys carry the
 -- target partition's hash tag, so the script runs in one slot.
 -- KEYS: target partition stream, forwarding marks hash (outbox -> last position)
--- ARGV: mark field, max length ('' for none), then per record: its position
+-- ARGV: mark field, max length ('' for none), the position the mark must have reached
+--       ('' for none: an earlier call of the same pipeline forwards the records up to
+--       it; if that call failed, this one appends nothing and fails), then per record: its
+--       position
 --       '{ms}-{seq}/{index}' (its outbox entry id and its index in the entry), the number
 --       of message field/value arguments that follow, and those arguments
 -- Returns how many records were appended (the others the mark had already).
@@ -33,8 +36,16 @@ local mark = redis.call('HGET', KEYS[2], ARGV[1])
 if mark and not parse(mark) then
   return redis.error_reply('ERR forwarding: malformed mark `' .. mark .. '`')
 end
+if ARGV[3] ~= '' then
+  if not parse(ARGV[3]) then
+    return redis.error_reply('ERR forwarding: malformed position `' .. ARGV[3] .. '`')
+  end
+  if not mark or after(ARGV[3], mark) then
+    return redis.error_reply('ERR forwarding: the records before `' .. ARGV[3] .. '` are not forwarded yet')
+  end
+end
 local appended = 0
-local i = 3
+local i = 4
 while i <= #ARGV do
   local position = ARGV[i]
   local n = tonumber(ARGV[i + 1])
