@@ -370,6 +370,13 @@ impl JobShared {
         partitions
     }
 
+    /// Whether this process holds partition `partition` of `topic` (for any group).
+    pub(crate) fn holds_partition(&self, topic: &str, partition: u32) -> bool {
+        self.progress.lock().is_ok_and(|all| {
+            (all.iter()).any(|p| p.owned && p.partition == partition && p.topic == topic)
+        })
+    }
+
     /// Updates (or adds) the progress of (topic, group, partition).
     pub(crate) fn progress(
         &self,

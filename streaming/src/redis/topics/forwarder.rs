@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 use super::outbox_name;
-use super::run::{ErrorSink, Lane, Run, Stop};
+use super::run::{ErrorSink, Lane, Run, Share, Stop};
 use super::target::{marks_key, Forwarded, TopicTarget};
 use crate::mq::topic::validate_name;
 use crate::mq::{connect, Backoff, Mq};
@@ -148,7 +148,7 @@ impl RedisTopicForwarder {
     /// topic) does not exist; [`Error::Connect`] when no connection can be made;
     /// [`Error::Redis`].
     pub async fn start(&self) -> Result<TopicForwarding, Error> {
-        self.start_reporting(None).await
+        self.start_reporting(None, None).await
     }
 
     /// [`start`](Self::start), with each failed round also reported to `on_error` (a
@@ -156,6 +156,7 @@ impl RedisTopicForwarder {
     pub(crate) async fn start_reporting(
         &self,
         on_error: Option<ErrorSink>,
+        share: Option<Share>,
     ) -> Result<TopicForwarding, Error> {
         let sources = match &self.partitions {
             Some(ps) => ps.clone(),
@@ -183,6 +184,7 @@ impl RedisTopicForwarder {
             poll_interval: self.poll_interval,
             backoff: Backoff::new(self.backoff.0, self.backoff.1),
             on_error,
+            share,
             at: 0,
         };
         let (stop, stopped) = watch::channel(Stop::No);

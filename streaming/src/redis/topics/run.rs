@@ -45,12 +45,18 @@ pub(super) struct Run {
     pub(super) backoff: Backoff,
     /// Where failed rounds are reported besides the log.
     pub(super) on_error: Option<ErrorSink>,
+    /// The source partitions forwarded outside a drain (`None`: all).
+    pub(super) share: Option<Share>,
     /// The source partition the round is at (what a failure names).
     pub(super) at: u32,
 }
 
 /// Receives a forwarder's failures (a job's error list).
 pub(crate) type ErrorSink = std::sync::Arc<dyn Fn(String) + Send + Sync>;
+
+/// Which source partitions a forwarder forwards now (a job's forwarder: those the
+/// process holds); a drain forwards every partition.
+pub(crate) type Share = std::sync::Arc<dyn Fn(u32) -> bool + Send + Sync>;
 
 /// What a forwarder's task is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +82,7 @@ impl Run {
                 Stop::Drain(_) => true,
                 Stop::No => false,
             };
-            let wait = match self.round(&stopped).await {
+            let wait = match self.round(&stopped, drain).await {
                 Ok(true) => {
                     self.backoff.reset();
                     continue;
@@ -106,7 +112,7 @@ impl Run {
     }
 
     /// One pass over the lanes; whether any record was forwarded (or skipped).
-    async fn round(&mut self, stopped: &watch::Receiver<Stop>) -> Result<bool, Error> {
+    async fn round(&mut self, stopped: &watch::Receiver<Stop>, drain: bool) -> Result<bool, Error> {
         let mut worked = false;
         // A partition that fails does not hold up the others: the round goes on and
         // reports its first failure at the end (the next round comes after a backoff).
@@ -114,6 +120,10 @@ impl Run {
         for i in 0..self.lanes.len() {
             if *stopped.borrow() == Stop::Now {
                 break;
+            }
+            let p = self.lanes[i].partition;
+            if !drain && self.share.as_ref().is_some_and(|ours| !ours(p)) {
+                continue;
             }
             match self.forward_lane(i).await {
                 Ok(w) => worked |= w,

@@ -32,9 +32,11 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// in the outboxes, not lost: the job's next run (or a forwarder of yours) forwards it.
 /// Its failures are in the job's errors
 /// ([`JobDiagnostics::errors`](crate::redis::JobDiagnostics::errors)) as well as the
-/// log. (The processes' forwarders run side by
-/// side harmlessly; each record costs one script call per process, and an idle one reads
-/// each source partition's outbox every 100 ms). With
+/// log. Each process's forwarder forwards the source partitions that process holds (for
+/// any of the job's groups on that source), so a record is forwarded once however many
+/// processes run, and an ownership change moves the forwarding with the partition; an
+/// idle forwarder reads each of its partitions' outboxes every 100 ms. The drain at
+/// shutdown covers every partition. With
 /// [`forwarded_by_job(false)`](Self::forwarded_by_job) the job starts none and you run
 /// the forwarder yourself (one process for it, say). Only a pipeline's main sink is
 /// forwarded by the job: a topic sink used as a side output needs a forwarder of yours.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::forwarder::{RedisTopicForwarder, TopicForwarding};
-use super::run::ErrorSink;
+use super::run::{ErrorSink, Share};
 use crate::mq::{Backoff, Mq, MqOptions};
 use crate::redis::job::JobShared;
 
@@ -115,9 +115,13 @@ async fn start_waiting(
     for (source, target) in waiting {
         let started = match RedisTopicForwarder::builder(mq, &source, &target).build() {
             Ok(f) => {
-                let job = Arc::clone(job);
-                let report: ErrorSink = Arc::new(move |e| job.error(e));
-                f.start_reporting(Some(report)).await
+                let reporting = Arc::clone(job);
+                let report: ErrorSink = Arc::new(move |e| reporting.error(e));
+                // Each process forwards the source partitions it holds (for any group).
+                let holding = Arc::clone(job);
+                let topic = source.clone();
+                let share: Share = Arc::new(move |p| holding.holds_partition(&topic, p));
+                f.start_reporting(Some(report), Some(share)).await
             }
             Err(e) => Err(e),
         };
