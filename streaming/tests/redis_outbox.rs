@@ -565,3 +565,79 @@ async fn a_long_entry_is_not_claimed_from_the_live_dispatcher_delivering_it() {
         "each record once, in order (1.2 s of deliveries, claim_idle 0.5 s)"
     );
 }
+
+/// Two dispatchers of a group, `a` started first: what `b` delivered must stay empty while
+/// `a` is alive and delivering — a record `a` retries with backoff, and entries queued
+/// behind a slow one, keep their idle time reset (`claim_idle` 500 ms, backoff up to
+/// 300 ms, deliveries of 300 ms).
+async fn only_the_first_dispatcher_delivers(s: &mut Setup, first: Recorder, entries: usize) -> Log {
+    let build = |consumer: &str| {
+        dispatcher(&s.mq, 1)
+            .consumer(consumer)
+            .backoff(Duration::from_millis(100), Duration::from_millis(300))
+            .claim_idle(Duration::from_millis(500))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (build("a"), build("b"));
+    let key = a.outbox_key(0);
+    append(&mut s.conn, &key, 0, 0..entries).await;
+    let log = Arc::clone(&first.log);
+    let running_a = a.start(first).await.unwrap();
+    eventually("a started", DEADLINE, || {
+        let log = Arc::clone(&log);
+        async move { (!log.lock().unwrap().is_empty()).then_some(()) }
+    })
+    .await;
+    let b_log: Log = Arc::default();
+    let running_b = b
+        .start(Recorder {
+            log: Arc::clone(&b_log),
+            ..Recorder::default()
+        })
+        .await
+        .unwrap();
+    eventually("the outbox settled", DEADLINE, || {
+        let mut c = s.conn.clone();
+        let key = key.clone();
+        async move { (xlen(&mut c, &key).await == 0).then_some(()) }
+    })
+    .await;
+    running_a.stop().await;
+    running_b.stop().await;
+    assert!(
+        b_log.lock().unwrap().is_empty(),
+        "b delivered {:?}",
+        b_log.lock().unwrap()
+    );
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_retried_with_backoff_stays_with_its_dispatcher() {
+    let mut s = setup("outbox-retry-kept").await;
+    let first = Recorder {
+        fail: HashMap::from([(stable_id(0, 0), 5)]),
+        ..Recorder::default()
+    };
+    let log = only_the_first_dispatcher_delivers(&mut s, first, 1).await;
+    let attempts: Vec<u32> = log.lock().unwrap().iter().map(|d| d.2).collect();
+    assert_eq!(
+        attempts,
+        [1, 2, 3, 4, 5, 6],
+        "five failures, then delivered, all by a"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_queued_behind_a_slow_one_stay_with_their_dispatcher() {
+    let mut s = setup("outbox-queue-kept").await;
+    let first = Recorder {
+        delay: Duration::from_millis(300),
+        ..Recorder::default()
+    };
+    let log = only_the_first_dispatcher_delivers(&mut s, first, 4).await;
+    let ids: Vec<String> = log.lock().unwrap().iter().map(|d| d.1.clone()).collect();
+    let want: Vec<String> = (0..4).map(|n| stable_id(0, n)).collect();
+    assert_eq!(ids, want, "in order, all by a");
+}

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::LazyLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use redis::streams::StreamPendingReply;
 use redis::{AsyncCommands, Script, Value};
@@ -55,6 +55,10 @@ pub(super) struct Lane {
     key: String,
     group: String,
     consumer: String,
+    /// How long an entry may be idle before another dispatcher claims it.
+    claim_idle: Duration,
+    /// When the queued entries' idle time was last reset.
+    touched_at: Instant,
     dlq: String,
     attempts: String,
     queue: VecDeque<Unsettled>,
@@ -74,6 +78,8 @@ impl Lane {
             key,
             group: d.group.clone(),
             consumer: d.consumer.clone(),
+            claim_idle: d.claim_idle,
+            touched_at: Instant::now(),
             queue: VecDeque::new(),
             backoff: Backoff::new(d.backoff_initial, d.backoff_max),
             not_before: Instant::now(),
@@ -209,13 +215,16 @@ impl Lane {
         let Some(head) = self.queue.front() else {
             return Ok(None);
         };
-        if !head.touched {
-            // It may have waited behind the entries before it longer than `claim_idle`.
+        // A new head, or a third of `claim_idle` since the last reset (a record retried
+        // with backoff, a long entry, entries waiting behind the head): reset the idle
+        // time of the head and of the queued entries, so no other dispatcher claims them.
+        if !head.touched || self.touched_at.elapsed() >= self.claim_idle / 3 {
             let id = head.id.clone();
             if !self.touch(conn, &id, None).await? {
                 self.queue.clear();
                 return Ok(None);
             }
+            self.touched_at = Instant::now();
         }
         let Some(head) = self.queue.front_mut() else {
             return Ok(None);
@@ -285,24 +294,29 @@ impl Lane {
         Ok(())
     }
 
-    /// Keeps entry `id` this consumer's (resets its idle time) and, with `next`, notes
-    /// that its delivery goes on at record `next`; `false` when it is not pending for this
-    /// consumer any more.
+    /// Keeps head entry `id` this consumer's (resets its idle time), and the queued
+    /// entries behind it that still are, and with `next` notes that its delivery goes on
+    /// at record `next`; `false` when the head is not pending for this consumer any more.
     async fn touch(
         &self,
         conn: &mut Connection,
         id: &str,
         next: Option<usize>,
     ) -> Result<bool, Error> {
-        let kept: i64 = TOUCH
-            .key(&self.key)
+        let mut call = TOUCH.prepare_invoke();
+        call.key(&self.key)
             .key(&self.attempts)
             .arg(&self.group)
             .arg(&self.consumer)
             .arg(id)
-            .arg(next.map(|n| n.to_string()).unwrap_or_default())
-            .invoke_async(conn)
-            .await?;
+            .arg(next.map(|n| n.to_string()).unwrap_or_default());
+        // After a record (`next`) only the head: the queue's turn comes with `head`.
+        if next.is_none() {
+            for queued in self.queue.iter().skip(1) {
+                call.arg(&queued.id);
+            }
+        }
+        let kept: i64 = call.invoke_async(conn).await?;
         Ok(kept == 1)
     }
 

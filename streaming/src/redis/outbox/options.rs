@@ -62,7 +62,7 @@ impl RedisOutboxDispatcher {
     /// Options for the outbox `name` of source topic `topic`, on `mq`'s Redis and under its
     /// key prefix. Defaults: partition 0 only, group `dispatcher`, consumer `dispatcher`,
     /// `max_attempts` 10, backoff 100 ms doubling to 30 s, batch size 100, poll interval
-    /// 100 ms, `claim_idle` 30 s.
+    /// 100 ms, `claim_idle` 60 s.
     pub fn builder(mq: &Mq, name: &str, topic: &str) -> RedisOutboxDispatcherBuilder {
         RedisOutboxDispatcherBuilder {
             d: Self {
@@ -77,7 +77,7 @@ impl RedisOutboxDispatcher {
                 backoff_max: Duration::from_secs(30),
                 batch_size: 100,
                 poll_interval: Duration::from_millis(100),
-                claim_idle: Duration::from_secs(30),
+                claim_idle: Duration::from_secs(60),
             },
         }
     }
@@ -142,11 +142,13 @@ impl RedisOutboxDispatcherBuilder {
     }
     /// How long a record must have been pending with another consumer of the group (a
     /// crashed dispatcher of another name) before this dispatcher claims it (`XAUTOCLAIM`;
-    /// default 30 s, must be > 0); its partition delivers nothing newer until then. A
-    /// dispatcher resets the idle time of the entry it delivers each time it starts it and
-    /// after each of its records, so set it well above the longest single `deliver` call:
-    /// a record pending that long with a live dispatcher is taken from it and delivered
-    /// twice.
+    /// default 60 s, must be above the backoff's max); its partition delivers nothing
+    /// newer until then. A dispatcher resets the idle time of the entries it holds when it
+    /// starts an entry, after each record, and before a delivery once a third of
+    /// `claim_idle` passed since the last reset (a record retried with backoff, entries
+    /// queued behind a long one), so set it well above the longest single `deliver` call
+    /// plus the backoff's max: a record pending that long with a live dispatcher is taken
+    /// from it and delivered twice.
     pub fn claim_idle(mut self, d: Duration) -> Self {
         self.d.claim_idle = d;
         self
@@ -158,7 +160,8 @@ impl RedisOutboxDispatcherBuilder {
     /// [`Error::InvalidConfig`] naming the first bad option: `name`, `topic`, `group`,
     /// `consumer` (empty, over 200 bytes or outside `[A-Za-z0-9_.-]`), `partitions`
     /// (none), `max_attempts` (0), `backoff` (zero initial or max below initial),
-    /// `batch_size`, `poll_interval`, `claim_idle` (zero).
+    /// `batch_size`, `poll_interval` (zero), `claim_idle` (not above the backoff's
+    /// max).
     pub fn build(self) -> Result<RedisOutboxDispatcher, Error> {
         let d = self.d;
         validate_name("name", &d.name)?;
@@ -186,10 +189,10 @@ impl RedisOutboxDispatcherBuilder {
         if d.poll_interval.is_zero() {
             return bad("poll_interval", "must be > 0");
         }
-        if d.claim_idle.is_zero() {
+        if d.claim_idle <= d.backoff_max {
             return bad(
                 "claim_idle",
-                "must be > 0 (0 would take records a live dispatcher is still delivering)",
+                "must be above the backoff's max (a record waiting its backoff would be taken from the live dispatcher retrying it)",
             );
         }
         Ok(d)
