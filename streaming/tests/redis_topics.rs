@@ -584,3 +584,45 @@ async fn two_pipelines_into_one_topic_give_each_output_its_own_id() {
     assert_eq!(payloads, want, "each pipeline's outputs once");
     assert_eq!(ids.len(), 2 * N, "one idempotency key per output");
 }
+
+/// A source partition whose records cannot be appended (its target partition's key holds
+/// a string) waits its own backoff — here a minute — while the other partition goes on
+/// forwarding what arrives, read after read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_source_partition_does_not_hold_up_the_others() {
+    let mut s = setup("topics-failing").await;
+    let broken = s.mq.keys().stream(TARGET, 0);
+    let _: () = s.conn.set(&broken, "not a stream").await.unwrap();
+    // Without keys, source partition p goes to target partition p.
+    outbox(&mut s, 0, &[("1-0", None)]).await;
+    outbox(&mut s, 1, &[("1-0", None)]).await;
+    let f = RedisTopicForwarder::builder(&s.mq, SOURCE, TARGET)
+        .partitions(0..2)
+        .poll_interval(Duration::from_millis(20))
+        .backoff(Duration::from_secs(60), Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let running = f.start().await.unwrap();
+    let healthy = s.mq.keys().stream(TARGET, 1);
+    let watcher = s.conn.clone();
+    let arrived = |n: usize| {
+        let mut conn = watcher.clone();
+        let healthy = healthy.clone();
+        async move { (conn.xlen::<_, usize>(&healthy).await.unwrap() == n).then_some(()) }
+    };
+    eventually("partition 1's first record", DEADLINE, || arrived(1)).await;
+    assert!(running.stats().failed >= 1, "partition 0 failed");
+    // More for partition 1 after partition 0 failed: forwarded within the minute of
+    // partition 0's backoff.
+    let key = f.outbox_key(1);
+    let fields = [
+        ("id", "job/g/in/1/2-0/0"),
+        ("payload", "{}"),
+        ("ts", "1700"),
+    ];
+    let _: String = s.conn.xadd(&key, "2-0", &fields).await.unwrap();
+    eventually("partition 1's second record", DEADLINE, || arrived(2)).await;
+    running.stop().await;
+    let stuck: usize = s.conn.xlen(f.outbox_key(0)).await.unwrap();
+    assert_eq!(stuck, 1, "partition 0's record waits in its outbox");
+}

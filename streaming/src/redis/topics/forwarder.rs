@@ -178,14 +178,15 @@ impl RedisTopicForwarder {
                 counts: Arc::clone(&counts),
             },
             lanes: (sources.iter())
-                .map(|&p| Lane::new(p, self.outbox_key(p)))
+                .map(|&p| {
+                    let backoff = Backoff::new(self.backoff.0, self.backoff.1);
+                    Lane::new(p, self.outbox_key(p), backoff)
+                })
                 .collect(),
             batch_size: self.batch_size,
             poll_interval: self.poll_interval,
-            backoff: Backoff::new(self.backoff.0, self.backoff.1),
             on_error,
             share,
-            at: 0,
         };
         let (stop, stopped) = watch::channel(Stop::No);
         let task = tokio::spawn(run.run(stopped));

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use redis::Value;
 use tokio::sync::watch;
 use tracing::warn;
@@ -24,14 +26,20 @@ pub(super) struct Lane {
     pub(super) key: String,
     /// The last entry id this forwarder forwarded (`None`: from the stream's start).
     position: Option<String>,
+    /// The wait after a failed read of this lane.
+    backoff: Backoff,
+    /// No read of this lane before this instant (it failed and waits its backoff).
+    not_before: Instant,
 }
 
 impl Lane {
-    pub(super) fn new(partition: u32, key: String) -> Self {
+    pub(super) fn new(partition: u32, key: String, backoff: Backoff) -> Self {
         Lane {
             partition,
             key,
             position: None,
+            backoff,
+            not_before: Instant::now(),
         }
     }
 }
@@ -42,13 +50,10 @@ pub(super) struct Run {
     pub(super) lanes: Vec<Lane>,
     pub(super) batch_size: usize,
     pub(super) poll_interval: Duration,
-    pub(super) backoff: Backoff,
     /// Where failed rounds are reported besides the log.
     pub(super) on_error: Option<ErrorSink>,
     /// The source partitions forwarded outside a drain (`None`: all).
     pub(super) share: Option<Share>,
-    /// The source partition the round is at (what a failure names).
-    pub(super) at: u32,
 }
 
 /// Receives a forwarder's failures (a job's error list).
@@ -72,8 +77,8 @@ pub(super) enum Stop {
 impl Run {
     /// Forwards until `stopped` says [`Stop::Now`] (or the task is aborted), or, after
     /// [`Stop::Drain`], until a round finds nothing left or the drain's deadline passed.
-    /// A Redis error ends the round; the next one starts after a backoff (positions stay:
-    /// they only move after a record's script succeeded).
+    /// A source partition whose read fails (a Redis error) waits its own backoff; the
+    /// others go on (positions stay: they only move after a read went through).
     pub(super) async fn run(mut self, mut stopped: watch::Receiver<Stop>) {
         loop {
             let drain = match *stopped.borrow() {
@@ -82,28 +87,18 @@ impl Run {
                 Stop::Drain(_) => true,
                 Stop::No => false,
             };
-            let wait = match self.round(&stopped, drain).await {
-                Ok(true) => {
-                    self.backoff.reset();
-                    continue;
-                }
-                Ok(false) if drain => return,
-                Ok(false) => self.poll_interval,
-                Err(e) => {
-                    self.target
-                        .counts
-                        .failed
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    warn!(target_topic = %self.target.target, source_partition = self.at, error = %e, "topic forwarder: redis call failed; trying again");
-                    if let Some(report) = &self.on_error {
-                        report(format!(
-                            "topic forwarder into `{}`, source partition {}: {e} (its records wait; trying again)",
-                            self.target.target, self.at
-                        ));
-                    }
-                    self.backoff.next_delay()
-                }
-            };
+            let (worked, failing) = self.round(&stopped, drain).await;
+            if worked {
+                continue;
+            }
+            if drain && !failing {
+                return;
+            }
+            let wait = (self.lanes.iter())
+                .filter(|l| l.not_before > Instant::now())
+                .map(|l| l.not_before - Instant::now())
+                .min()
+                .map_or(self.poll_interval, |w| w.min(self.poll_interval));
             tokio::select! {
                 _ = stopped.changed() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -111,12 +106,10 @@ impl Run {
         }
     }
 
-    /// One pass over the lanes; whether any record was forwarded (or skipped).
-    async fn round(&mut self, stopped: &watch::Receiver<Stop>, drain: bool) -> Result<bool, Error> {
-        let mut worked = false;
-        // A partition that fails does not hold up the others: the round goes on and
-        // reports its first failure at the end (the next round comes after a backoff).
-        let mut failed = None;
+    /// One pass over the lanes not waiting a backoff: whether any record was forwarded
+    /// (or skipped), and whether a lane failed.
+    async fn round(&mut self, stopped: &watch::Receiver<Stop>, drain: bool) -> (bool, bool) {
+        let (mut worked, mut failing) = (false, false);
         for i in 0..self.lanes.len() {
             if *stopped.borrow() == Stop::Now {
                 break;
@@ -125,20 +118,40 @@ impl Run {
             if !drain && self.share.as_ref().is_some_and(|ours| !ours(p)) {
                 continue;
             }
+            if self.lanes[i].not_before > Instant::now() {
+                failing = true;
+                continue;
+            }
             match self.forward_lane(i).await {
-                Ok(w) => worked |= w,
+                Ok(w) => {
+                    worked |= w;
+                    self.lanes[i].backoff.reset();
+                }
                 Err(e) => {
-                    if failed.is_none() {
-                        self.at = self.lanes[i].partition;
-                        failed = Some(e);
-                    }
+                    failing = true;
+                    self.failed(i, &e);
                 }
             }
         }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(worked),
+        (worked, failing)
+    }
+
+    /// Counts and reports lane `i`'s failure and sets its backoff.
+    fn failed(&mut self, i: usize, e: &Error) {
+        let p = self.lanes[i].partition;
+        self.target
+            .counts
+            .failed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        warn!(target_topic = %self.target.target, source_partition = p, error = %e, "topic forwarder: redis call failed; trying again");
+        if let Some(report) = &self.on_error {
+            report(format!(
+                "topic forwarder into `{}`, source partition {p}: {e} (its records wait; trying again)",
+                self.target.target
+            ));
         }
+        let lane = &mut self.lanes[i];
+        lane.not_before = Instant::now() + lane.backoff.next_delay();
     }
 
     /// Forwards one read of lane `i`'s outbox; whether it held anything.
