@@ -124,7 +124,8 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         }
         // Phase 1 of the two-phase sinks; their handles commit with the batch.
         let prepared = self.pre_commit_two_phase(ctx, lease.token, &offset).await?;
-        let handles = (handles_key(self.state_keys.base()), prepared);
+        let key = (!prepared.is_empty()).then(|| handles_key(self.state_keys.base()));
+        let handles = (key.unwrap_or_default(), prepared);
         let call = CommitCall {
             ctx,
             partition: self.partition,

@@ -278,23 +278,15 @@ pub(crate) fn start_scheduler(job: &Arc<JobShared>) {
     if options.period().is_none() && !options.leader_election_enabled {
         return;
     }
-    let job = Arc::clone(job);
-    let spawned = std::thread::Builder::new()
-        .name("streaming-checkpoints".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            match rt {
-                Ok(rt) => rt.block_on(async {
-                    tokio::join!(super::leader::run(&job), schedule(&job));
-                }),
-                Err(e) => job.error(format!("checkpoints: cannot start a tokio runtime: {e}")),
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!("checkpoints: cannot spawn their thread: {e}");
-    }
+    let what = ("streaming-checkpoints", "checkpoints");
+    crate::redis::job::spawn_task(
+        job,
+        what,
+        |_| {},
+        |job| async move {
+            tokio::join!(super::leader::run(&job), schedule(&job));
+        },
+    );
 }
 
 /// Periodic checkpoints, every `checkpoint_interval` (from the end of the previous one)

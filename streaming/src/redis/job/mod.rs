@@ -7,7 +7,8 @@
 //! - [`shared`]: [`JobShared`], the state the subtasks and the client share;
 //! - [`progress`]: what the job reports ([`PartitionProgress`], [`JobDiagnostics`]);
 //! - [`misuse`]: misuses of the API, reported once each;
-//! - [`registry`]: the instance's heartbeat in the job registry, and reading the registry.
+//! - [`registry`]: the instance's heartbeat in the job registry, and reading the registry;
+//! - [`task`]: the thread and runtime of each of the job's background tasks.
 
 mod caught_up;
 mod checkpoints;
@@ -16,6 +17,7 @@ mod misuse;
 mod progress;
 mod registry;
 mod shared;
+mod task;
 mod waits;
 
 pub(crate) use caught_up::id_at_least;
@@ -27,3 +29,4 @@ pub use registry::{
     registered_instances, RegisteredInstance, RegisteredPartition, RegisteredPipeline,
 };
 pub(crate) use shared::JobShared;
+pub(crate) use task::spawn_task;

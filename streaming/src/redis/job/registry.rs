@@ -134,34 +134,15 @@ pub async fn registered_instances(
 /// until the job is cancelled or its subtasks all ended, then removes the instance.
 pub(crate) fn start(job: &Arc<JobShared>) {
     job.registry_running.store(true, Ordering::SeqCst);
-    let ended = RegistryEnd(Arc::clone(job));
-    let spawned = std::thread::Builder::new()
-        .name("streaming-registry".into())
-        .spawn(move || {
-            let job = Arc::clone(&ended.0);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            match rt {
-                Ok(rt) => rt.block_on(run(&job)),
-                Err(e) => job.error(format!("job registry: cannot start a tokio runtime: {e}")),
-            }
-            drop(ended);
-        });
-    if let Err(e) = spawned {
-        job.error(format!("job registry: cannot spawn its thread: {e}"));
-    }
-}
-
-/// Marks the registry task ended when dropped (also when its thread unwinds or could
-/// not be spawned), and wakes the waits for termination.
-struct RegistryEnd(Arc<JobShared>);
-
-impl Drop for RegistryEnd {
-    fn drop(&mut self) {
-        self.0.registry_running.store(false, Ordering::SeqCst);
-        self.0.signal_change();
-    }
+    let ended: fn(&JobShared) = |job| job.registry_running.store(false, Ordering::SeqCst);
+    super::spawn_task(
+        job,
+        ("streaming-registry", "job registry"),
+        ended,
+        |job| async move {
+            run(&job).await;
+        },
+    );
 }
 
 async fn run(job: &JobShared) {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::forwarder::{RedisTopicForwarder, TopicForwarding};
 use super::run::{ErrorSink, Share};
 use crate::mq::{Backoff, Mq, MqOptions};
-use crate::redis::job::JobShared;
+use crate::redis::job::{spawn_task, JobShared};
 
 /// The longest a cancelled job's forwarders spend forwarding what the outboxes hold.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,25 +31,11 @@ pub(crate) fn start_job_forwarders(
         return;
     }
     job.set_forwarders_running(true);
-    let ended = ForwardersEnd(Arc::clone(job));
-    let spawned = std::thread::Builder::new()
-        .name("streaming-forwarders".into())
-        .spawn(move || {
-            let job = Arc::clone(&ended.0);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            match rt {
-                Ok(rt) => rt.block_on(run(&job, opts, pairs)),
-                Err(e) => job.error(format!(
-                    "topic forwarders: cannot start a tokio runtime: {e}"
-                )),
-            }
-            drop(ended);
-        });
-    if let Err(e) = spawned {
-        tracing::error!("topic forwarders: cannot spawn their thread: {e}");
-    }
+    let ended: fn(&JobShared) = |job| job.set_forwarders_running(false);
+    let what = ("streaming-forwarders", "topic forwarders");
+    spawn_task(job, what, ended, |job| async move {
+        run(&job, opts, pairs).await
+    });
 }
 
 /// Starts what is waiting until all run, then waits for the cancel and stops them.
@@ -90,17 +76,6 @@ async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Ar
     }
     for f in running {
         f.drain(DRAIN_TIMEOUT).await;
-    }
-}
-
-/// Marks the forwarders ended when dropped (also when their thread unwinds or could not
-/// be spawned), and wakes the waits for termination.
-struct ForwardersEnd(Arc<JobShared>);
-
-impl Drop for ForwardersEnd {
-    fn drop(&mut self) {
-        self.0.set_forwarders_running(false);
-        self.0.signal_change();
     }
 }
 
