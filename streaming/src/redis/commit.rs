@@ -34,7 +34,7 @@ use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
 use super::sink_writes::{check_key_types, SinkPlace, SinkWrite};
-use super::two_phase::engine::{handles_key, Prepared};
+use super::two_phase::engine::Prepared;
 use super::AckMode;
 use crate::api::state::CollectionKind;
 use crate::api::Sink;
@@ -124,8 +124,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         }
         // Phase 1 of the two-phase sinks; their handles commit with the batch.
         let prepared = self.pre_commit_two_phase(ctx, lease.token, &offset).await?;
-        let key = (!prepared.is_empty()).then(|| handles_key(self.state_keys.base()));
-        let handles = (key.unwrap_or_default(), prepared);
+        let handles = (self.handles_key_for(&prepared), prepared);
         let call = CommitCall {
             ctx,
             partition: self.partition,

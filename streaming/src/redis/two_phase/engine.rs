@@ -200,6 +200,14 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         .await
     }
 
+    /// The handles hash a commit writes `prepared` into (empty when there is nothing).
+    pub(crate) fn handles_key_for(&self, prepared: &Prepared) -> String {
+        if prepared.is_empty() {
+            return String::new();
+        }
+        handles_key(self.state_keys.base())
+    }
+
     /// Drops what the two-phase sinks buffered (the batch rolled back).
     pub(crate) fn discard_two_phase(&mut self) {
         if let Some(h) = self.sink.two_phase() {
