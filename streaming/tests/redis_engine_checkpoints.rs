@@ -445,8 +445,10 @@ fn a_stale_leader_cannot_complete_a_checkpoint() {
         let job = std::sync::Arc::clone(&job);
         std::thread::spawn(move || job.blocking_trigger_checkpoint_now())
     };
+    // Opened (its record written), not only triggered: a lease taken before the open
+    // would refuse the open itself, and no checkpoint would exist.
     wait_until("the checkpoint runs", &job, || {
-        job.diagnostics().checkpointing
+        job.diagnostics().checkpointing && job.blocking_checkpoints().unwrap().len() == 1
     });
     // Another process takes the lease (as after this one paused past its TTL).
     let mut conn = s.conn();
