@@ -674,3 +674,52 @@ async fn a_poison_message_that_keeps_killing_consumers_is_dead_lettered() {
     let info = mq.describe_topic("t").await.unwrap();
     assert_eq!(info.partition_info[0].groups[0].pending, 0);
 }
+
+/// An acquisition whose reply was lost (Redis applied it, then restarted from its AOF, or
+/// the connection reset) leaves a lease naming the owner under a token the owner never
+/// learnt. The owner's next take recognises it as its own and moves it to a new token at
+/// once; another owner is still refused.
+#[tokio::test]
+async fn a_lease_left_by_a_lost_reply_is_taken_back_by_its_owner() {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options("lost-reply").build().unwrap()).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let (lease, fence) = (mq.keys().lease("t", 0, "g"), mq.keys().fence("t", 0, "g"));
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // What an acquisition by `owner-a` leaves: the counter drawn, the lease set.
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(&fence)
+        .arg(41)
+        .ignore()
+        .cmd("SET")
+        .arg(&lease)
+        .arg("41 owner-a")
+        .arg("PX")
+        .arg(60_000)
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let other = mq
+        .exclusive_reader("t", "g", 0, "owner-b", None, StartPolicy::Earliest)
+        .await
+        .unwrap_err();
+    assert!(other.to_string().contains("leased by another"), "{other}");
+    let mut r = mq
+        .exclusive_reader("t", "g", 0, "owner-a", None, StartPolicy::Earliest)
+        .await
+        .expect("its own lease is taken back");
+    let held: String = redis::cmd("GET")
+        .arg(&lease)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(held, "42 owner-a", "moved to a new fencing token");
+    assert!(r.renew().await.unwrap());
+    r.release().await.unwrap();
+}

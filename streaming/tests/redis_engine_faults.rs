@@ -1,7 +1,8 @@
 //! The Redis engine survives Redis being killed and restarted (AOF, fsync always) in the
 //! middle of a job: it reconnects, resumes every partition from its last commit and ends
 //! with exact state and exactly-once list-sink output (both ack modes), whatever the
-//! outage's length (every partition commits again within 10 s of Redis answering). A
+//! outage's length (every partition commits again soon after Redis answers, its own
+//! lease recognised when Redis comes back with it). A
 //! shutdown during an outage, or with Redis frozen (`SIGSTOP`), returns within twice the
 //! response timeout; the job client's waits honour their own timeouts.
 
@@ -65,6 +66,10 @@ fn options(response_timeout: Duration) -> MqOptions {
         .unwrap()
 }
 
+/// The outage tests' lease: far longer than any outage-to-commit bound they check, so a
+/// process that waits for a lease to expire fails them.
+const OUTAGE_LEASE_TTL: Duration = Duration::from_secs(30);
+
 /// A running word-count job over topic `t` (4 partitions, 3000 messages of 13 words):
 /// each output `word=n` goes to the partition's list `out`.
 struct WordCount {
@@ -76,14 +81,13 @@ struct WordCount {
     job: JobClient,
 }
 
-fn start_word_count(mode: AckMode, response_timeout: Duration) -> WordCount {
+fn start_word_count(mode: AckMode, mq_opts: MqOptions) -> WordCount {
     let redis = TestRedis::private();
     let url = redis.url().to_string();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let mq_opts = options(response_timeout);
     let mq = rt.block_on(Mq::connect(&url, mq_opts.clone())).unwrap();
     rt.block_on(mq.create_topic("t", 4)).unwrap();
     let words: Vec<String> = (0..3000).map(|i| format!("w{}", i % 13)).collect();
@@ -207,7 +211,7 @@ impl WordCount {
 }
 
 fn survives_restart(mode: AckMode) {
-    let mut w = start_word_count(mode, Duration::from_secs(5));
+    let mut w = start_word_count(mode, options(Duration::from_secs(5)));
     w.wait_outputs(300);
     w.redis.server().kill();
     // A wait started while Redis is down keeps checking through the restart (as the job
@@ -227,9 +231,18 @@ fn survives_restart(mode: AckMode) {
 }
 
 /// Kills Redis mid-run for `outage`, restarts it (AOF) and checks that every partition
-/// commits again within 10 s of Redis answering, then exactly-once state and output.
+/// commits again soon after Redis answers, then exactly-once state and output. The leases
+/// (`OUTAGE_LEASE_TTL`) outlive a short outage: each process must recognise its own lease
+/// when Redis comes back with it, not wait for it to expire as if another process held
+/// it. The bound only stops a broken run; the time taken is printed (`BENCHMARKS.md`).
 fn survives_outage(mode: AckMode, outage: Duration) {
-    let mut w = start_word_count(mode, Duration::from_secs(1));
+    let opts = fast_options("eng-fault")
+        .response_timeout(Duration::from_secs(1))
+        .lease_ttl(OUTAGE_LEASE_TTL)
+        .lease_renew_interval(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let mut w = start_word_count(mode, opts);
     w.wait_outputs(300);
     w.redis.server().kill();
     std::thread::sleep(outage);
@@ -238,7 +251,7 @@ fn survives_outage(mode: AckMode, outage: Duration) {
     let before = list_lens(&w.rt, &w.url).expect("redis answers after the restart");
     w.send_one_per_partition();
     // Every partition emits (= commits) again: its list grows past its length at restart.
-    let bound = Duration::from_secs(10);
+    let bound = OUTAGE_LEASE_TTL / 3;
     loop {
         let now = list_lens(&w.rt, &w.url).unwrap_or_default();
         if now.len() == 4 && now.iter().zip(&before).all(|(n, b)| n > b) {
@@ -264,6 +277,11 @@ fn outage_1s_offset() {
 }
 
 #[test]
+fn outage_1s_xack() {
+    survives_outage(AckMode::Xack, Duration::from_secs(1));
+}
+
+#[test]
 fn outage_5s_xack() {
     survives_outage(AckMode::Xack, Duration::from_secs(5));
 }
@@ -277,7 +295,7 @@ fn outage_30s_offset() {
 #[test]
 fn cancel_during_outage_is_bounded() {
     let response_timeout = Duration::from_secs(1);
-    let mut w = start_word_count(AckMode::Offset, response_timeout);
+    let mut w = start_word_count(AckMode::Offset, options(response_timeout));
     w.wait_outputs(300);
     w.redis.server().kill();
     // Let the subtasks notice and enter their reconnect loops.
@@ -295,7 +313,7 @@ fn cancel_during_outage_is_bounded() {
 #[test]
 fn frozen_redis_does_not_hang_the_job_client() {
     let response_timeout = Duration::from_secs(1);
-    let mut w = start_word_count(AckMode::Offset, response_timeout);
+    let mut w = start_word_count(AckMode::Offset, options(response_timeout));
     w.wait_outputs(300);
     let port = w.redis.server().port();
     w.redis.server().freeze();

@@ -4,8 +4,12 @@
 //! ([`crate::mq::MqOptions::lease_ttl`]). Every acquisition draws a new fencing token from
 //! the counter `P:{T:n}:fence:G` (`INCR`, in the partition's hash slot), so the value of a
 //! lease is never the same twice: two acquisitions by consumers of the same name still
-//! hold different leases. A lease is taken only when the key is absent; a name never
-//! matches its way in. Renewal, release and every write an owner makes compare the whole
+//! hold different leases. A lease is taken when the key is absent, or when it already
+//! names the caller: owner names are unique to one live holder (a subtask's consumer
+//! name, a process's instance id), so such a lease was left by an acquisition or
+//! re-fencing of the caller's own whose reply was lost (a Redis restart, a reset
+//! connection); taking it moves it to a new token, which fences whatever that attempt
+//! could still write. Renewal, release and every write an owner makes compare the whole
 //! value, so a consumer whose lease expired and was taken cannot extend or drop the new
 //! owner's lease, nor write for the partition (it is *fenced*).
 
@@ -147,7 +151,8 @@ pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-/// Takes the lease `key` if nobody holds it, under a new token drawn from `fence`.
+/// Takes the lease `key` under a new token drawn from `fence` if nobody holds it or it
+/// already names `owner` (the caller's own, left by an attempt whose reply was lost).
 pub(crate) async fn acquire(
     conn: &mut Connection,
     key: &str,
@@ -189,7 +194,8 @@ pub(crate) async fn renew(
 
 /// Moves `lease`, still held (or expired and taken by nobody since), to a new fencing
 /// token, so that a write made under the old one that reaches Redis later is refused;
-/// `None` when another owner took it.
+/// `None` when another owner took it. A lease naming `owner` under another token counts
+/// as held (a re-fencing of ours whose reply was lost moved it there).
 pub(crate) async fn refence(
     conn: &mut Connection,
     lease: &Lease,

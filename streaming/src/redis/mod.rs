@@ -159,9 +159,11 @@
 //! (one attempt each). [`RedisEnv::execute_async`] proves the server before starting
 //! and fails with [`Error::Connect`](crate::Error::Connect) naming the address; once
 //! started, a job never gives up on Redis: subtasks that cannot connect and partitions
-//! that cannot be taken or committed retry with a bounded, jittered backoff (at most 2 s
-//! apart), so every partition commits again within seconds of Redis answering, from its
-//! last commit (exactly-once state and list-sink output hold). Each partition's
+//! that cannot be taken or committed retry with a bounded, jittered backoff (at most 1 s
+//! apart), so every partition commits again within about 2 s of Redis answering, from its
+//! last commit (exactly-once state and list-sink output hold), whatever the outage's
+//! length: a process keeps the leases it holds through an outage and recognises them when
+//! Redis comes back with them (from its AOF), instead of waiting for them to expire. Each partition's
 //! [`PartitionProgress::last_commit_at`] and [`PartitionProgress::last_error`] show a
 //! stall; after a cancel, every subtask stops within about one response timeout whatever
 //! Redis does ([`JobClient::shutdown`] waits for that), and dropping the [`JobClient`]

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 /// The longest pause of a partition's reconnect / re-take backoff: once Redis answers
 /// again, every partition tries again within this long.
-pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(2);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The counts of a batch whose commit is not confirmed.
 pub(super) struct Unconfirmed {

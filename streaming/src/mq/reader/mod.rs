@@ -274,12 +274,17 @@ impl PartitionReader {
         Ok(())
     }
 
+    /// Takes the lease, or moves the one held to a new token. The lease held stays known
+    /// until Redis answered: a take that fails on a Redis outage keeps it, so the next
+    /// take recognises it when Redis comes back with it (from its AOF) instead of waiting
+    /// for it to expire as if another owner held it.
     async fn take_lease(&mut self, conn: &mut Connection) -> Result<(), Error> {
         let ttl = self.lease_ttl;
-        let kept = match self.lease.take() {
-            Some(l) => lease::refence(conn, &l, &self.consumer, ttl).await?,
+        let kept = match &self.lease {
+            Some(l) => lease::refence(conn, l, &self.consumer, ttl).await?,
             None => None,
         };
+        self.lease = None;
         let taken = match kept {
             Some(l) => Some(l),
             None => {
