@@ -12,7 +12,8 @@ use streaming::mq::{Mq, OutgoingMessage};
 use streaming::redis::AckMode;
 use support::redis_server::TestRedis;
 use support::workers::{
-    check_exactly_once, distinct, lease_owners, output, sum_of, word, Worker, WorkerSpec, TOPIC,
+    check_exactly_once, distinct, lease_owners, lease_values, output, sum_of, word, Worker,
+    WorkerSpec, TOPIC,
 };
 
 const PARTITIONS: u32 = 4;
@@ -178,6 +179,80 @@ fn processes_on_one_host_share_partitions() {
         sum_of(&da, "records") > 0 && sum_of(&db, "records") > 0,
         "{da}\n{db}"
     );
+}
+
+/// The assignment is sticky: when one of three processes dies (`kill -9`), only its
+/// partitions move — every partition of the two survivors keeps its lease (same fencing
+/// token: never taken again) — and the survivors end up with two partitions each.
+#[test]
+fn a_dead_process_moves_only_its_own_partitions() {
+    const N: usize = 6000;
+    let mut f = fixture("sticky", AckMode::Offset, N);
+    let workers: Vec<Worker> = (0..3).map(|_| Worker::spawn(&f.spec)).collect();
+    let instances: Vec<String> = workers.iter().map(|w| w.instance.clone()).collect();
+    let prefix = f.spec.prefix.clone();
+    let end = Instant::now() + Duration::from_secs(60);
+    // Settled: three holders, every partition leased, no lease changed over 10 samples
+    // (over two renew intervals).
+    let (mut last, mut same) = (Vec::new(), 0);
+    let before = loop {
+        assert!(Instant::now() < end, "never settled on three processes");
+        let values = lease_values(&mut f.conn, &prefix, PARTITIONS);
+        let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &instances);
+        let held = distinct(&owners).len() == 3 && values.iter().all(Option::is_some);
+        same = if held && values == last { same + 1 } else { 0 };
+        if same == 10 {
+            break values;
+        }
+        last = values;
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        f.output_len() < N / 2,
+        "the input ran out before the kill: raise N"
+    );
+    let mut workers = workers.into_iter();
+    let (a, b, c) = (
+        workers.next().unwrap(),
+        workers.next().unwrap(),
+        workers.next().unwrap(),
+    );
+    let dead = c.instance.clone();
+    c.kill();
+    let survivors = [a.instance.clone(), b.instance.clone()];
+    let end = Instant::now() + Duration::from_secs(60);
+    let after = loop {
+        assert!(
+            Instant::now() < end,
+            "the dead process's partitions were not taken"
+        );
+        let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &instances);
+        if owners
+            .iter()
+            .all(|o| o.as_ref().is_some_and(|o| survivors.contains(o)))
+        {
+            break lease_values(&mut f.conn, &prefix, PARTITIONS);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (p, (was, now)) in before.iter().zip(&after).enumerate() {
+        if !was.as_ref().is_some_and(|v| v.contains(&dead)) {
+            assert_eq!(
+                was, now,
+                "partition {p} of a survivor moved ({before:?} -> {after:?})"
+            );
+        }
+    }
+    let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &instances);
+    let per = |i: &String| owners.iter().flatten().filter(|o| *o == i).count();
+    assert_eq!(
+        (per(&survivors[0]), per(&survivors[1])),
+        (2, 2),
+        "{owners:?}"
+    );
+    f.wait_done(N);
+    let (_, _) = (a.stop(), b.stop());
+    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
 }
 
 /// With two processes sharing the partitions, either one's `await_caught_up` answers for

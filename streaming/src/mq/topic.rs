@@ -55,8 +55,8 @@ pub(crate) fn validate_name(field: &'static str, name: &str) -> Result<(), Error
 /// Topic-level keys (no hash tag; never used together with partition keys in a script):
 /// `P:topics` (set of topic names), `P:topic:T` (hash: `partitions`, `created_ms`),
 /// `P:topic:T:groups` (set of group names), `P:topic:T:members:G` (sorted set: live
-/// consumers of `G` → heartbeat expiry, epoch ms), `P:topic:T:runners:G` (the same for
-/// the Redis engine's subtasks reading `G`).
+/// consumers of `G` → heartbeat expiry, epoch ms), `P:topic:T:assignment:G` (hash: the
+/// Redis engine's subtasks reading `G`, their heartbeat expiries and partitions).
 ///
 /// The topic's dead-letter "stream" is the union of its partitions' `dlq` streams: keeping
 /// them per partition lets "acknowledge + dead-letter" be one script in one slot.
@@ -169,10 +169,11 @@ impl KeySpace {
     pub fn job_instance(&self, job: &str, instance: &str) -> String {
         format!("{}:jobs:{job}:{instance}", self.prefix)
     }
-    /// Live subtasks of the Redis engine's jobs reading `group`,
-    /// `P:topic:T:runners:G` (sorted set: consumer name → heartbeat expiry, epoch ms).
-    pub fn runners(&self, topic: &str, group: &str) -> String {
-        format!("{}:topic:{topic}:runners:{group}", self.prefix)
+    /// Live subtasks of the Redis engine's jobs reading `group` and the partitions each
+    /// owns, `P:topic:T:assignment:G` (hash: `m:{consumer}` → heartbeat expiry, epoch ms;
+    /// `p:{n}` → the consumer owning partition `n`).
+    pub fn assignment(&self, topic: &str, group: &str) -> String {
+        format!("{}:topic:{topic}:assignment:{group}", self.prefix)
     }
 }
 
@@ -306,7 +307,7 @@ pub(crate) async fn delete_topic(
     let mut del = vec![keys.meta(topic), keys.groups(topic)];
     for g in &groups {
         del.push(keys.members(topic, g));
-        del.push(keys.runners(topic, g));
+        del.push(keys.assignment(topic, g));
     }
     for k in del {
         let _: () = conn.del(k).await?;

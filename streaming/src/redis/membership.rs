@@ -1,18 +1,27 @@
 //! Membership: the live subtasks reading a (topic, group), from every process of the
-//! job, and the share of partitions each owns (partition `p` belongs to the
-//! `p % live`-th live name).
+//! job, and the share of partitions each owns: a sticky, balanced assignment kept in
+//! Redis (`lua/membership.lua`), so a change of the live set moves only the partitions
+//! it must.
 
 use super::context::Ctx;
 use crate::mq::Connection;
 use crate::Error;
+use redis::Script;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tokio::time::Instant;
 
-/// A subtask's view of the live subtasks reading its (topic, group), from every process
-/// of the job: each heartbeats its consumer name into the runners sorted set (score =
-/// expiry) every `lease_renew_interval`; the live names, sorted, give each its share:
-/// partition `p` belongs to the `p % live`-th name.
+/// Heartbeats a subtask and returns its partitions (see the script's header).
+static HEARTBEAT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/membership.lua")));
+
+/// A subtask's membership of its (topic, group): every `lease_renew_interval` it
+/// heartbeats its consumer name into the assignment hash (expiry: now + `lease_ttl`),
+/// which drops expired names and answers with the subtask's partitions. The assignment
+/// is one for the whole job, kept in Redis: each live subtask holds `partitions / live`
+/// partitions (rounded down or up); a partition stays with its live owner, a dead
+/// subtask's partitions go to the others, and a joining subtask gets its share from those
+/// above theirs.
 pub(super) struct Membership {
     key: String,
     consumer: String,
@@ -20,7 +29,8 @@ pub(super) struct Membership {
     /// first heartbeat, so that siblings do not take each other's partitions at start.
     siblings: Vec<String>,
     partitions: u32,
-    live: Vec<String>,
+    /// This subtask's partitions at the last heartbeat, ascending.
+    assigned: Vec<u32>,
     next: Instant,
     first: bool,
     /// The subtask was asked to stop (scaled away): it hands its partitions over.
@@ -30,11 +40,11 @@ pub(super) struct Membership {
 impl Membership {
     pub(super) fn new(ctx: &Ctx<'_>, siblings: &[String], partitions: u32) -> Self {
         Membership {
-            key: ctx.keys.runners(&ctx.spec.topic, &ctx.spec.group),
+            key: ctx.keys.assignment(&ctx.spec.topic, &ctx.spec.group),
             consumer: ctx.consumer.clone(),
             siblings: siblings.to_vec(),
             partitions,
-            live: Vec::new(),
+            assigned: Vec::new(),
             next: Instant::now(),
             first: true,
             stop: ctx.job.subtask_stop(&ctx.consumer),
@@ -49,7 +59,7 @@ impl Membership {
         self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
     }
 
-    /// Registers (renews) this subtask and reads the live names.
+    /// Registers (renews) this subtask and reads its partitions.
     pub(super) async fn heartbeat(
         &mut self,
         ctx: &Ctx<'_>,
@@ -59,57 +69,32 @@ impl Membership {
         self.next = Instant::now() + opts.lease_renew_interval;
         let now = crate::mq::topic::now_ms();
         let ttl = i64::try_from(opts.lease_ttl.as_millis()).unwrap_or(i64::MAX);
-        let expiry = now.saturating_add(ttl);
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        if std::mem::take(&mut self.first) {
-            for s in &self.siblings {
-                pipe.cmd("ZADD")
-                    .arg(&self.key)
-                    .arg("NX")
-                    .arg(expiry)
-                    .arg(s)
-                    .ignore();
-            }
+        let mut inv = HEARTBEAT.key(&self.key);
+        inv.arg(now)
+            .arg(now.saturating_add(ttl))
+            .arg(self.partitions)
+            .arg(&self.consumer);
+        if self.first {
+            inv.arg(&self.siblings);
         }
-        pipe.cmd("ZADD")
-            .arg(&self.key)
-            .arg(expiry)
-            .arg(&self.consumer)
-            .ignore()
-            .cmd("ZREMRANGEBYSCORE")
-            .arg(&self.key)
-            .arg("-inf")
-            .arg(now)
-            .ignore()
-            .cmd("ZRANGE")
-            .arg(&self.key)
-            .arg(0)
-            .arg(-1);
-        let (mut live,): (Vec<String>,) = pipe.query_async(conn).await?;
-        live.sort();
-        self.live = live;
+        self.assigned = inv.invoke_async(conn).await?;
+        self.first = false;
         Ok(())
     }
 
     pub(super) fn is_assigned(&self, p: u32) -> bool {
-        match self.live.iter().position(|c| *c == self.consumer) {
-            Some(i) => p as usize % self.live.len() == i,
-            None => false,
-        }
+        self.assigned.binary_search(&p).is_ok()
     }
 
     pub(super) fn assigned(&self) -> Vec<u32> {
-        (0..self.partitions)
-            .filter(|p| self.is_assigned(*p))
-            .collect()
+        self.assigned.clone()
     }
 
     /// Deregisters, so that the others take over at their next heartbeat.
     pub(super) async fn leave(&self, ctx: &Ctx<'_>, conn: &mut Connection) {
-        let _: Result<(), _> = redis::cmd("ZREM")
+        let _: Result<(), _> = redis::cmd("HDEL")
             .arg(&self.key)
-            .arg(&self.consumer)
+            .arg(format!("m:{}", self.consumer))
             .query_async(conn)
             .await;
         ctx.job.subtask_left(&self.consumer);

@@ -15,12 +15,15 @@
 //! partition (see the batch commit's docs for [`AckMode::Xack`] and [`AckMode::Offset`]).
 //!
 //! Ownership across processes (a job may run as several processes against one Redis):
-//! - *Membership.* Every subtask heartbeats its consumer name into the sorted set
-//!   `{mq prefix}:topic:{T}:runners:{group}` every `lease_renew_interval` (score: expiry,
-//!   now + `lease_ttl`) and drops expired names. A subtask's share is computed from the
-//!   sorted live names: partition `p` belongs to the `p % live`-th name. With one process
-//!   and `n` subtasks this pins each partition to one subtask; with several processes of
-//!   equal parallelism each holds about `partitions / processes`.
+//! - *Membership.* Every subtask heartbeats its consumer name into the hash
+//!   `{mq prefix}:topic:{T}:assignment:{group}` every `lease_renew_interval` (expiry:
+//!   now + `lease_ttl`); the heartbeat (one script) drops expired names and keeps one
+//!   assignment of partitions to live subtasks for the whole job, sticky and balanced:
+//!   each live subtask holds `partitions / live` partitions, rounded down or up; a
+//!   partition stays with its live owner, a dead subtask's partitions go to the subtasks
+//!   below their share, and a joining subtask gets its share from those above theirs
+//!   (their highest-numbered partitions). A change of the live set moves only those
+//!   partitions, and every process reads the same assignment.
 //! - *Leases and fencing tokens.* A subtask takes a partition of its share only when the
 //!   partition's lease is free; each acquisition draws a new, larger fencing token, and the
 //!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Taking a
@@ -310,7 +313,7 @@
 // - `context` (what a subtask's partitions share), `chain` (a partition's operator
 //   chain), `pending` (a batch's state writes);
 // - `ownership` (a partition's `mq` partition reader: lease, fencing, read position),
-//   `membership` (the `p % live` share), `hot_keys`, `failure` (the `x-runtime-*`
+//   `membership` (the sticky, balanced share), `hot_keys`, `failure` (the `x-runtime-*`
 //   headers and verdict of a failed record), `read` (one batch read);
 // - `part` (a partition a subtask holds), then its steps as `impl Part` blocks, each
 //   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,

@@ -181,10 +181,10 @@ getters! {
     /// hash tag and the group follow). Default `streaming:runtime:sinkDedup:`; no braces or whitespace.
     sink_dedup_key_prefix: String;
     /// Consumer subtasks (threads) per pipeline in this process. Default 1. Partitions are
-    /// dealt over the live subtasks of every process of the job, sorted by consumer name:
-    /// partition `p` goes to the `p % live`-th (see "Ownership across processes" in the
-    /// [`redis`](super) module docs), so a subtask's index does not say which partitions it
-    /// owns.
+    /// dealt over the live subtasks of every process of the job, `partitions / live` each
+    /// (rounded down or up), and stay with their owner while it lives (see "Ownership
+    /// across processes" in the [`redis`](super) module docs), so a subtask's index does
+    /// not say which partitions it owns.
     pipeline_parallelism: u32;
     /// Threads of a shared processing-time timer pool. Only 1 (the default) is accepted:
     /// any other value fails [`build`](RedisRuntimeConfigBuilder::build) with
