@@ -23,7 +23,7 @@ pub(crate) enum DlqCommand {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
-    /// One dead letter with its payload, headers and every raw field.
+    /// One dead letter with its payload, headers and every field.
     Show {
         /// The topic.
         topic: String,

@@ -470,6 +470,79 @@ fn dlq_purge_by_id_by_filter_and_all() {
     assert_eq!(d.count(&[]), 0);
 }
 
+/// An entry with 1005 fields that does not decode (`mr` is not a number), written with a
+/// plain `XADD` to partition 0 of `topic`.
+fn add_wide_malformed_entry(rt: &tokio::runtime::Runtime, redis: &Redis, mq: &Mq, topic: &str) {
+    let mut fields = vec![
+        ("p".to_owned(), r#"{"order":7}"#.to_owned()),
+        ("ts".to_owned(), "1700000000000".to_owned()),
+        ("k".to_owned(), "order-7".to_owned()),
+        (
+            "h".to_owned(),
+            r#"{"source":"import","trace":"t-1"}"#.to_owned(),
+        ),
+        ("mr".to_owned(), "many".to_owned()),
+    ];
+    fields.extend((0..1000).map(|i| (format!("x{i}"), format!("v{i}"))));
+    let stream = mq.keys().stream(topic, 0);
+    rt.block_on(async {
+        let client = redis::Client::open(redis.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let _: String = redis::AsyncCommands::xadd(&mut conn, stream, "*", &fields)
+            .await
+            .unwrap();
+    });
+}
+
+#[test]
+fn dlq_show_prints_the_payload_and_headers_of_a_very_wide_entry() {
+    let redis = Redis::start();
+    let rt = rt();
+    let mq = redis.mq(&rt);
+    rt.block_on(mq.create_topic("wide", 1)).unwrap();
+    add_wide_malformed_entry(&rt, &redis, &mq, "wide");
+    let mut r = reader(&rt, &mq, "wide", "g");
+    let batch = rt.block_on(r.read(10, Duration::from_millis(50))).unwrap();
+    assert_eq!((batch.messages.len(), batch.malformed), (0, 1));
+    let listed = redis.json(&["dlq", "list", "wide"]);
+    let dlq_id = listed[0]["dlq_id"].as_str().unwrap().to_owned();
+
+    let shown = redis.json(&["dlq", "show", "wide", &dlq_id]);
+    assert_eq!(shown["error_type"], "malformed");
+    assert_eq!(shown["payload"], r#"{"order":7}"#);
+    assert_eq!(
+        shown["headers"],
+        serde_json::json!({ "source": "import", "trace": "t-1" })
+    );
+    assert_eq!(shown["key"], "order-7");
+    assert_eq!(shown["timestamp_ms"], 1_700_000_000_000_i64);
+    let fields = shown["fields"].as_object().unwrap();
+    assert_eq!(
+        (fields["x0"].as_str(), fields["x999"].as_str()),
+        (Some("v0"), Some("v999"))
+    );
+    assert_eq!(
+        fields.len(),
+        1005 + 9,
+        "the entry's fields and the `dlq.*` ones"
+    );
+    let text = redis
+        .admin()
+        .args(["dlq", "show", "wide", &dlq_id])
+        .assert()
+        .success();
+    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+    for line in [
+        r#"payload:      {"order":7}"#,
+        "header:       source = import",
+        "header:       trace = t-1",
+        "key:          order-7",
+        "timestamp:    1700000000000",
+    ] {
+        assert!(text.lines().any(|l| l == line), "`{line}` in:\n{text}");
+    }
+}
+
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 const LETTERS: SetStateDescriptor<String> = SetStateDescriptor::persistent("letters");
 

@@ -307,6 +307,87 @@ async fn malformed_entries_are_dead_lettered_and_the_consumer_continues() {
     assert!(mq.dead_letters("t", 10).await.unwrap().is_empty());
 }
 
+/// The fields of a malformed entry with 1005 fields (`mr` is not a number): a binary
+/// payload longer than 255 bytes, a key, headers, an event time and 1000 more fields.
+fn wide_entry() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let payload: Vec<u8> = (0..300u32).map(|i| (i * 7 % 256) as u8).collect();
+    let mut fields = vec![
+        (b"p".to_vec(), payload),
+        (b"ts".to_vec(), b"-42".to_vec()),
+        (b"k".to_vec(), "clé-7".as_bytes().to_vec()),
+        (b"h".to_vec(), br#"{"a":"1","x-trace":"t-9"}"#.to_vec()),
+        (b"mr".to_vec(), b"many".to_vec()),
+    ];
+    fields.extend((0..1000).map(|i| (format!("x{i}").into_bytes(), format!("v{i}").into_bytes())));
+    fields
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_of_a_very_wide_entry_keeps_its_payload_and_headers() {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options("wide").build().unwrap()).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let fields = wide_entry();
+    let mut conn = raw_conn(redis.url()).await;
+    let id: String = conn
+        .xadd(mq.keys().stream("t", 0), "*", &fields)
+        .await
+        .unwrap();
+    let mut reader = mq
+        .exclusive_reader("t", "g", 0, "wide", None, StartPolicy::Earliest)
+        .await
+        .unwrap();
+    let batch = reader.read(10, Duration::from_millis(100)).await.unwrap();
+    assert_eq!((batch.messages.len(), batch.malformed), (0, 1));
+    // Stored packed: one `dlq.fields` value and the nine `dlq.*` fields.
+    let stored: redis::streams::StreamRangeReply =
+        conn.xrange_all(mq.keys().dlq("t", 0)).await.unwrap();
+    let mut names: Vec<&str> = stored.ids[0].map.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let packed = [
+        "dlq.attempts",
+        "dlq.error",
+        "dlq.error_type",
+        "dlq.failed_ms",
+        "dlq.fields",
+        "dlq.group",
+        "dlq.id",
+        "dlq.original_id",
+        "dlq.partition",
+        "dlq.topic",
+    ];
+    assert_eq!(names, packed);
+
+    let dead = mq.dead_letters("t", 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(
+        (d.id.as_str(), d.error_type.as_str()),
+        (id.as_str(), "malformed")
+    );
+    assert!(d.error.contains("`mr` is not a number"), "{}", d.error);
+    assert_eq!(&d.payload[..], &fields[0].1[..]);
+    let headers = [("a", "1"), ("x-trace", "t-9")].map(|(k, v)| (k.to_owned(), v.to_owned()));
+    assert_eq!(d.headers, headers.into_iter().collect());
+    assert_eq!(d.key.as_deref(), Some("clé-7"));
+    assert_eq!(d.timestamp_ms, Some(-42));
+    // `fields`: the entry's own fields as produced, then the `dlq.*` fields.
+    assert_eq!(d.fields[..fields.len()], fields[..]);
+    assert_eq!(d.fields.len(), fields.len() + 9);
+    assert!(d.fields[fields.len()..]
+        .iter()
+        .all(|(f, _)| f.starts_with(b"dlq.")));
+    assert_eq!(
+        mq.dead_letter("t", 0, &d.dlq_id).await.unwrap().as_ref(),
+        Some(d)
+    );
+
+    // Replay still refuses it, and the dead letter stays.
+    let err = mq.replay_dead_letter("t", 0, &d.dlq_id).await.unwrap_err();
+    assert!(err.to_string().contains("has 1005 fields"), "{err}");
+    assert_eq!(mq.dead_letters("t", 10).await.unwrap().len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verdicts_panics_and_per_message_limits() {
     let redis = TestRedis::shared();

@@ -11,6 +11,7 @@ use crate::mq::lease::Fence;
 use crate::mq::message::{
     encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, F_RETRY_GROUP, HEADER_ORIGINAL_ID,
 };
+use crate::mq::packed::{array_len, unpack_fields, PACKED_FIELD};
 use crate::mq::retry::truncate;
 use crate::mq::topic::{now_ms, KeySpace};
 use crate::Error;
@@ -107,7 +108,8 @@ pub(crate) async fn write_dead_letter(
 /// [`Message`](crate::mq::Message); a retry's `rg` is not kept, `dlq.group` names the group; for a
 /// malformed entry: whatever fields it had; one with more than 1000 fields
 /// keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`)
-/// plus:
+/// plus the fields below. A `DeadLetter` unpacks `dlq.fields`: its key, payload, headers,
+/// event time and fields are the failed entry's, packed or not.
 ///
 /// | field | content |
 /// |-------|---------|
@@ -125,7 +127,8 @@ pub(crate) async fn write_dead_letter(
 /// [`crate::mq::Mq::dead_letters_in`] pages through one partition's,
 /// [`crate::mq::Mq::dead_letter`] reads one, [`crate::mq::Mq::replay_dead_letter`]
 /// moves one back to its original partition (atomically: `XDEL` from the dead-letter stream
-/// and `XADD` to the partition in one script, retry count reset to 0),
+/// and `XADD` to the partition in one script, retry count reset to 0; it refuses one whose
+/// entry had more than 1000 fields),
 /// [`crate::mq::Mq::delete_dead_letter`] deletes one and
 /// [`crate::mq::Mq::purge_dead_letters`] all of a topic's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +153,8 @@ pub struct DeadLetter {
     pub error: String,
     /// When it was dead-lettered, epoch ms (`dlq.failed_ms`).
     pub failed_ms: i64,
-    /// The original key, if the entry had a UTF-8 `k`.
+    /// The original key, if the entry had a UTF-8 `k` (read from `dlq.fields` when the
+    /// entry's fields were packed, as for the fields below).
     pub key: Option<String>,
     /// The original payload (`p`), empty if the entry had none.
     pub payload: Bytes,
@@ -158,7 +162,9 @@ pub struct DeadLetter {
     pub headers: BTreeMap<String, String>,
     /// The original event time (`ts`), if it parsed.
     pub timestamp_ms: Option<i64>,
-    /// Every field of the dead-letter entry, raw.
+    /// Every field of the dead letter as bytes: the failed entry's fields in their order
+    /// (unpacked from `dlq.fields` when they were packed; a `dlq.fields` value that is not a
+    /// MessagePack array of strings is kept as it is), then the `dlq.*` fields.
     pub fields: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -175,7 +181,27 @@ fn text(e: &RawEntry, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `fields` with a packed `dlq.fields` value replaced by the fields it holds, in place
+/// (kept as it is when it does not unpack).
+fn unpacked(fields: Fields) -> Fields {
+    if !fields.iter().any(|(f, _)| f == PACKED_FIELD) {
+        return fields;
+    }
+    let mut out = Vec::with_capacity(fields.len());
+    for (f, v) in fields {
+        match (f == PACKED_FIELD).then(|| unpack_fields(&v)).flatten() {
+            Some(packed) => out.extend(packed),
+            None => out.push((f, v)),
+        }
+    }
+    out
+}
+
 fn to_dead_letter(e: RawEntry) -> DeadLetter {
+    let e = RawEntry {
+        fields: unpacked(e.fields),
+        ..e
+    };
     let num = |name: &str| text(&e, name).parse::<i64>().ok();
     DeadLetter {
         dlq_id: e.id.clone(),
@@ -248,19 +274,6 @@ pub(crate) async fn delete(
     Ok(n > 0)
 }
 
-/// The length of a MessagePack array (`fixarray`, `array 16`, `array 32`), if `bytes` starts
-/// with one.
-fn rmp_array_len(bytes: &[u8]) -> Option<usize> {
-    match *bytes.first()? {
-        b @ 0x90..=0x9f => Some(usize::from(b & 0x0f)),
-        0xdc => Some(usize::from(u16::from_be_bytes(
-            bytes.get(1..3)?.try_into().ok()?,
-        ))),
-        0xdd => usize::try_from(u32::from_be_bytes(bytes.get(1..5)?.try_into().ok()?)).ok(),
-        _ => None,
-    }
-}
-
 pub(crate) async fn replay(
     conn: &mut Connection,
     keys: &KeySpace,
@@ -307,9 +320,9 @@ fn replay_fields(
     partition: u32,
     dlq_id: &str,
 ) -> Result<Fields, Error> {
-    if let Some((_, packed)) = entry.fields.iter().find(|(f, _)| f == b"dlq.fields") {
+    if let Some((_, packed)) = entry.fields.iter().find(|(f, _)| f == PACKED_FIELD) {
         // The entry's fields were packed at dead-letter time because there were too many.
-        let n = rmp_array_len(packed).unwrap_or(PACKED_FIELDS_OVER * 2 + 2) / 2;
+        let n = array_len(packed).map_or(PACKED_FIELDS_OVER * 2 + 2, |(n, _)| n) / 2;
         return Err(too_many_fields(dlq_id, n));
     }
     let mut fields = original_fields(entry, topic, partition);

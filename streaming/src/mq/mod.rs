@@ -97,6 +97,7 @@ cfg_redis! {
     pub(crate) mod message;
     mod options;
     pub(crate) mod options_file;
+    mod packed;
     mod producer;
     pub(crate) mod reader;
     pub(crate) mod retry;
@@ -541,8 +542,8 @@ impl Mq {
     ///
     /// # Errors
     /// [`Error::Mq`] for a dead letter without fields or with more than
-    /// 1000 fields (a malformed entry;
-    /// the dead letter stays where it is); [`Error::Redis`].
+    /// 1000 fields (a malformed entry; the dead letter stays where it is, and
+    /// [`Mq::dead_letter`] still reads its key, payload and headers); [`Error::Redis`].
     pub async fn replay_dead_letter(
         &self,
         topic: &str,
