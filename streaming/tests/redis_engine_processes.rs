@@ -301,6 +301,8 @@ struct Takeover {
     from: String,
     since: Instant,
     output_then: usize,
+    /// When the sampled lease first named another owner (debug output of slow takeovers).
+    taken: Option<Duration>,
 }
 
 fn partition_len(conn: &mut redis::Connection, p: u32) -> usize {
@@ -361,11 +363,21 @@ fn chaos(mode: AckMode, test: &str) {
         // grew since (only a live owner commits).
         let known = instances(&slots);
         let owners = lease_owners(&mut f.conn, &prefix, PARTITIONS, &known);
-        pending.retain(|t| {
+        pending.retain_mut(|t| {
             let owner = owners[t.partition as usize].as_ref();
             let moved = owner.is_some_and(|o| *o != t.from);
+            if moved && t.taken.is_none() {
+                t.taken = Some(t.since.elapsed());
+            }
             if moved && partition_len(&mut f.conn, t.partition) > t.output_then {
-                takeovers.push(t.since.elapsed());
+                let took = t.since.elapsed();
+                if took > Duration::from_millis(2700) {
+                    println!(
+                        "{test}: slow takeover of partition {} from {}: leased by {:?} after {:?}, committed after {took:?}; events {events:?}",
+                        t.partition, t.from, owner, t.taken
+                    );
+                }
+                takeovers.push(took);
                 return false;
             }
             true
@@ -389,6 +401,7 @@ fn chaos(mode: AckMode, test: &str) {
                         from: w.instance.clone(),
                         since: Instant::now(),
                         output_then: partition_len(&mut f.conn, p),
+                        taken: None,
                     });
                 }
             }
