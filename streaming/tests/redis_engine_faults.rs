@@ -367,6 +367,27 @@ fn frozen_redis_does_not_hang_the_job_client() {
     w.redis.server().thaw();
 }
 
+/// With Redis frozen, `shutdown` with a timeout of the response timeout plus a little
+/// returns `true`: the cancel interrupts the job registry's heartbeat at once and its
+/// removal of the instance runs within the subtasks' own bound.
+#[test]
+fn shutdown_with_redis_frozen_ends_within_the_response_timeout() {
+    let response_timeout = Duration::from_secs(3);
+    let mut w = start_word_count(AckMode::Offset, options(response_timeout));
+    w.wait_outputs(300);
+    w.redis.server().freeze();
+    // Every subtask and the registry are now waiting on Redis.
+    std::thread::sleep(Duration::from_millis(500));
+    let grace = Duration::from_millis(700);
+    let stopped = w.job.blocking_shutdown(response_timeout + grace);
+    w.redis.server().thaw();
+    assert!(
+        stopped,
+        "shutdown({:?}) with Redis frozen",
+        response_timeout + grace
+    );
+}
+
 #[test]
 fn redis_restart_mid_run_xack() {
     survives_restart(AckMode::Xack);

@@ -131,7 +131,10 @@ pub async fn registered_instances(
 }
 
 /// Starts the registry task of `job` on a thread of its own: it writes the heartbeat
-/// until the job is cancelled or its subtasks all ended, then removes the instance.
+/// until the job is cancelled or its subtasks all ended, then removes the instance. A
+/// cancel interrupts a heartbeat waiting on Redis at once, and the removal is best-effort
+/// within one response timeout of the cancel (the subtasks' own bound), so the task never
+/// keeps a shutdown waiting longer than they do.
 pub(crate) fn start(job: &Arc<JobShared>) {
     job.registry_running.store(true, Ordering::SeqCst);
     let ended: fn(&JobShared) = |job| job.registry_running.store(false, Ordering::SeqCst);
@@ -154,15 +157,25 @@ async fn run(job: &JobShared) {
         let progress = job.progress_now();
         set_stalled_gauges(job, &progress, &mut gauges);
         if conn.is_none() {
-            conn = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO)
-                .await
-                .ok();
+            let connect = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO);
+            tokio::select! {
+                () = job.cancelled_signal() => break,
+                c = connect => conn = c.ok(),
+            }
         }
         if let Some(c) = conn.as_mut() {
-            if let Err(e) = heartbeat(job, c, progress).await {
-                tracing::debug!(job = %job.job_name, "job registry heartbeat failed: {e}");
-            } else if !pruned {
-                pruned = prune_expired(job, c).await.is_ok();
+            let beat = async {
+                heartbeat(job, c, progress).await?;
+                if !pruned {
+                    pruned = prune_expired(job, c).await.is_ok();
+                }
+                Ok::<_, Error>(())
+            };
+            tokio::select! {
+                () = job.cancelled_signal() => break,
+                r = beat => if let Err(e) = r {
+                    tracing::debug!(job = %job.job_name, "job registry heartbeat failed: {e}");
+                },
             }
         }
         tokio::select! {
@@ -171,6 +184,7 @@ async fn run(job: &JobShared) {
         }
     }
     if let Some(mut c) = conn {
+        // Started at the cancel (or when the subtasks ended): it ends when they must.
         let left = tokio::time::timeout(job.response_timeout, leave(job, &mut c)).await;
         if !matches!(left, Ok(Ok(()))) {
             tracing::debug!(job = %job.job_name, "job registry: the instance key was not removed; it expires");
