@@ -111,6 +111,13 @@ impl KeySpace {
     pub fn frontier(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("frontier:{group}"))
     }
+    /// Set while the partition's event-time work for `group` awaits an idle flush,
+    /// `P:{T:n}:flushpending:G` (string `1`): written by the Redis engine's commits
+    /// under the lease, so that every process of a job sees which partitions still hold
+    /// unfired windows or timers.
+    pub fn flush_pending(&self, topic: &str, partition: u32, group: &str) -> String {
+        self.part(topic, partition, &format!("flushpending:{group}"))
+    }
     /// Where a fenced read refused by its lease check notes the group's last-delivered id
     /// for its undo, `P:{T:n}:readundo:G` (lives 10 s at most).
     pub(crate) fn read_undo(&self, topic: &str, partition: u32, group: &str) -> String {
@@ -300,6 +307,7 @@ pub(crate) async fn delete_topic(
             del.push(keys.frontier(topic, p, g));
             del.push(keys.acked(topic, p, g));
             del.push(keys.settled(topic, p, g));
+            del.push(keys.flush_pending(topic, p, g));
         }
         // One slot per partition: a multi-key DEL stays cluster-safe.
         let _: () = conn.del(del).await?;

@@ -139,6 +139,11 @@ where
         self.deduplicated = duplicates.len() as u64;
         self.metrics.handle_seconds.record(started.elapsed());
         let marks = self.dedup_marks(ctx, &msgs, &skip);
+        let awaited = self.awaiting_flush;
+        if processed > 0 && effective_watermark(&self.stores).is_some() {
+            // Committed with the batch: Redis marks the partition as awaiting a flush.
+            self.awaiting_flush = true;
+        }
         if let Err(e) = self
             .commit(
                 ctx,
@@ -149,11 +154,9 @@ where
             )
             .await
         {
+            self.awaiting_flush = awaited;
             self.commit_failed(&e, last_id, processed, failed);
             return Err(e);
-        }
-        if processed > 0 && effective_watermark(&self.stores).is_some() {
-            self.awaiting_flush = true;
         }
         self.report_batch(ctx, last_id, processed, failed);
         self.skipped = 0;

@@ -125,6 +125,12 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // Phase 1 of the two-phase sinks; their handles commit with the batch.
         let prepared = self.pre_commit_two_phase(ctx, lease.token, &offset).await?;
         let handles = (self.handles_key_for(&prepared), prepared);
+        // Redis's flush mark follows `awaiting_flush`; unknown until this commit succeeds.
+        let awaiting = self.awaiting_flush;
+        let flush_mark = (self.flush_marked.take() != Some(awaiting)).then(|| {
+            let key = (ctx.keys).flush_pending(&ctx.spec.topic, self.partition, &ctx.spec.group);
+            (key, awaiting)
+        });
         let call = CommitCall {
             ctx,
             partition: self.partition,
@@ -138,6 +144,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             lists: &lists,
             dedup: dedup.filter(|d| !d.keys.is_empty()),
             two_phase: &handles,
+            flush_mark: flush_mark.as_ref(),
         };
         let wait = ctx.spec.config.commit_replica_wait();
         let started = std::time::Instant::now();
@@ -157,6 +164,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         for (_, store) in &self.stores {
             store.borrow_mut().committed();
         }
+        self.flush_marked = Some(awaiting);
         self.count_commit(ctx, &pending, sizes);
         // Phase 2: a failure takes the partition again, whose recovery commits them.
         self.commit_two_phase(&handles.1).await
@@ -274,6 +282,9 @@ struct CommitCall<'a> {
     dedup: Option<&'a DedupMarks>,
     /// The partition's two-phase handles hash and the batch's prepared (sink, handle).
     two_phase: &'a (String, Prepared),
+    /// The partition's flush-pending key and whether it is set (`SET`) or cleared
+    /// (`DEL`), when Redis may hold another value.
+    flush_mark: Option<&'a (String, bool)>,
 }
 
 /// The Redis type a written key must have (or have none), as `TYPE` names it, and the
@@ -295,6 +306,7 @@ impl CommitCall<'_> {
             .chain(self.lists.iter().flat_map(SinkWrite::keys))
             .chain(self.dedup.map(|d| (d.key.as_str(), "zset")))
             .chain((!self.two_phase.1.is_empty()).then_some((self.two_phase.0.as_str(), "hash")))
+            .chain(self.flush_mark.map(|(k, _)| (k.as_str(), "string")))
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), "set"));
@@ -456,5 +468,10 @@ impl CommitCall<'_> {
         if !index.is_empty() {
             pipe.cmd("SADD").arg(&self.state_index).arg(index);
         }
+        match self.flush_mark {
+            Some((key, true)) => pipe.cmd("SET").arg(key).arg(1),
+            Some((key, false)) => pipe.cmd("DEL").arg(key),
+            None => return,
+        };
     }
 }

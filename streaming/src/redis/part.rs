@@ -45,6 +45,10 @@ pub(super) struct Part<C, S, O> {
     /// The next idle flush has work: records went through the chain since the last one,
     /// or the partition was taken holding unfired windows or event-time timers.
     pub(super) awaiting_flush: bool,
+    /// Whether Redis marks the partition as awaiting a flush (`KeySpace::flush_pending`),
+    /// as of the last commit or take; `None` when unknown (a commit failed): the next
+    /// commit writes the mark whatever it holds.
+    pub(super) flush_marked: Option<bool>,
     /// Entries of the batch being processed that were skipped: retries addressed to
     /// another consumer group (field `rg`).
     pub(super) skipped: u64,
@@ -113,6 +117,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             side_outputs,
             last_read: Instant::now(),
             awaiting_flush: false,
+            flush_marked: None,
             skipped: 0,
             unconfirmed: None,
             next_timers: Instant::now(),

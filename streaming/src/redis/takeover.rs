@@ -5,6 +5,7 @@ use super::chain::{effective_watermark, Make};
 use super::context::{guarded, Ctx};
 use super::job::id_at_least;
 use super::part::Part;
+use super::pending::Pending;
 use super::{persist, schema};
 use crate::api::Sink;
 use crate::mq::Connection;
@@ -33,15 +34,7 @@ where
         // Under the new token no earlier owner's commit can apply any more: what Redis
         // recorded is final.
         self.recover_two_phase(ctx, conn).await?;
-        if effective_watermark(&self.stores).is_some()
-            && self
-                .stores
-                .iter()
-                .any(|(_, s)| s.borrow().has_event_time_work())
-        {
-            // Restored windows or timers fire only at the next idle flush.
-            self.awaiting_flush = true;
-        }
+        self.reconcile_flush_mark(ctx, conn).await?;
         let awaiting = self.awaiting_flush;
         ctx.job.progress(&spec.topic, &spec.group, p, |pr| {
             pr.awaiting_flush |= awaiting
@@ -50,6 +43,34 @@ where
         ctx.job
             .taken(conn, (&spec.topic, &spec.group, p), &ctx.consumer)
             .await?;
+        Ok(())
+    }
+
+    /// After a take: the partition awaits an idle flush when its restored windows or
+    /// event-time timers are unfired, or when Redis marks it so (an earlier owner processed
+    /// records since its last flush); then Redis marks it so — an empty commit writes the
+    /// mark when it differs (e.g. state restored from a checkpoint, or a pipeline without
+    /// event time now, whose mark would never be cleared).
+    async fn reconcile_flush_mark(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+    ) -> Result<(), Error> {
+        let (spec, p) = (ctx.spec, self.partition);
+        let key = ctx.keys.flush_pending(&spec.topic, p, &spec.group);
+        let marked: bool = redis::cmd("EXISTS").arg(&key).query_async(conn).await?;
+        self.flush_marked = Some(marked);
+        if effective_watermark(&self.stores).is_some() {
+            // Restored windows or timers fire only at the next idle flush.
+            let work = (self.stores.iter()).any(|(_, s)| s.borrow().has_event_time_work());
+            self.awaiting_flush |= work || marked;
+        } else {
+            self.awaiting_flush = false;
+        }
+        if self.awaiting_flush != marked {
+            self.commit(ctx, conn, Pending::default(), (&[], None), None)
+                .await?;
+        }
         Ok(())
     }
 

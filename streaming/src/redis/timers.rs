@@ -105,9 +105,12 @@ where
         for (_, s) in &self.stores {
             s.borrow_mut().reset_epoch();
         }
-        self.commit(ctx, conn, Pending::default(), (&[], None), None)
-            .await?;
+        // The flush's commit clears Redis's flush mark.
         self.awaiting_flush = false;
+        if let Err(e) = (self.commit(ctx, conn, Pending::default(), (&[], None), None)).await {
+            self.awaiting_flush = true;
+            return Err(e);
+        }
         self.report_idle_flush(ctx);
         self.last_read = Instant::now();
         // Fresh watermark generators; the state cache (clean: just committed) stays.

@@ -8,6 +8,7 @@ use crate::mq::Connection;
 use crate::redis::AckMode;
 use crate::Error;
 use redis::Script;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -22,14 +23,25 @@ static PARTITION_VIEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/partition_view.lua")));
 
 /// What Redis shows of one partition ([`PARTITION_VIEW`]): its stream's last entry, the
-/// retries due, the groups, the commit frontier and the lease.
+/// retries due, the groups, the commit frontier, the lease, and whether it awaits an idle
+/// flush.
 type PartitionView = (
     redis::Value,
     Vec<String>,
     redis::Value,
     Option<String>,
     Option<String>,
+    bool,
 );
+
+/// What a wait waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Goal {
+    /// Every partition held by a live subtask and committed up to its stream's end.
+    CaughtUp,
+    /// Caught up, and no partition awaits an idle flush.
+    Flushed,
+}
 
 /// What one caught-up check found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,9 +65,14 @@ impl JobShared {
     ///
     /// # Errors
     /// [`Error::Redis`] when a call fails.
-    pub(super) async fn caught_up(&self, conn: &mut Connection) -> Result<Check, Error> {
+    pub(super) async fn caught_up(
+        &self,
+        conn: &mut Connection,
+        goal: Goal,
+    ) -> Result<Check, Error> {
         let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
         for (topic, group) in &self.pipelines {
+            let members = self.live_members(conn, topic, group).await?;
             let partitions: Option<u32> = redis::cmd("HGET")
                 .arg(self.keys.meta(topic))
                 .arg("partitions")
@@ -70,8 +87,25 @@ impl JobShared {
                 let mine = progress
                     .iter()
                     .find(|x| x.partition == p && &x.topic == topic && &x.group == group);
-                let view = self.view(conn, (topic, p, group)).await?;
-                let check = self.partition_caught_up((topic, p, group), mine, view);
+                let mut view = self.view(conn, (topic, p, group)).await?;
+                if view
+                    .4
+                    .as_deref()
+                    .is_some_and(|l| !self.holds(l) && !members.live(l))
+                {
+                    // Its owner missed its heartbeats (killed, frozen, cut off): nobody
+                    // works on it until its lease expires and a live subtask takes it.
+                    view.4 = None;
+                }
+                let awaits_flush = goal == Goal::Flushed && view.5;
+                let check = match self.partition_caught_up((topic, p, group), mine, view) {
+                    Check::CaughtUp if awaits_flush && mine.is_some_and(|x| x.owned) => {
+                        Check::AwaitingHere
+                    }
+                    // Flushed by another process, or by the next owner.
+                    Check::CaughtUp if awaits_flush => Check::AwaitingRedis,
+                    check => check,
+                };
                 if check != Check::CaughtUp {
                     return Ok(check);
                 }
@@ -93,7 +127,7 @@ impl JobShared {
         &self,
         (topic, p, group): (&String, u32, &String),
         mine: Option<&PartitionProgress>,
-        (last, retries, groups, frontier, lease): PartitionView,
+        (last, retries, groups, frontier, lease, _): PartitionView,
     ) -> Check {
         if mine.is_some_and(|x| x.stopped.is_some()) {
             // It reads nothing more; the other partitions' changes still wake the wait.
@@ -168,8 +202,57 @@ impl JobShared {
             .key(self.keys.retry_due(topic, p))
             .key(self.keys.frontier(topic, p, group))
             .key(self.keys.lease(topic, p, group))
+            .key(self.keys.flush_pending(topic, p, group))
             .invoke_async(conn)
             .await?)
+    }
+}
+
+impl JobShared {
+    /// The subtasks reading (`topic`, `group`) whose membership heartbeat is on time (one
+    /// `HGETALL` of the assignment hash).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when the call fails.
+    async fn live_members(
+        &self,
+        conn: &mut Connection,
+        topic: &str,
+        group: &str,
+    ) -> Result<LiveMembers, Error> {
+        let fields: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(self.keys.assignment(topic, group))
+            .query_async(conn)
+            .await?;
+        let opts = self.config.mq_options();
+        // A heartbeat sets the expiry to its time + `lease_ttl`, every renew interval: one
+        // whose last heartbeat is more than two intervals old is late.
+        let (ttl, renew) = (ms(opts.lease_ttl), ms(opts.lease_renew_interval));
+        let on_time_after = crate::mq::topic::now_ms()
+            .saturating_add(ttl)
+            .saturating_sub(renew.saturating_mul(2));
+        let names = (fields.into_iter())
+            .filter_map(|(f, v)| Some((f.strip_prefix("m:")?.to_owned(), v.parse::<i64>().ok()?)))
+            .filter(|(_, expiry)| *expiry > on_time_after)
+            .map(|(name, _)| name)
+            .collect();
+        Ok(LiveMembers(names))
+    }
+}
+
+/// `d` in ms, saturating.
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The consumer names of the subtasks of a (topic, group) whose heartbeat is on time.
+struct LiveMembers(HashSet<String>);
+
+impl LiveMembers {
+    /// Whether lease value `lease` (`"{fencing token} {owner}"`) names one of them.
+    fn live(&self, lease: &str) -> bool {
+        let owner = lease.split_once(' ').map_or(lease, |(_, owner)| owner);
+        self.0.contains(owner)
     }
 }
 

@@ -80,6 +80,7 @@ pub struct PartitionProgress {
     /// with a watermark since its last idle flush, or it was taken holding windows or
     /// event-time timers a previous run left unfired. Such a partition is flushed after
     /// the idle timeout whatever its watermark (even one that never left `i64::MIN`).
+    /// `false` once this process let the partition go: its flush is the next owner's.
     pub awaiting_flush: bool,
     /// The consumer lag last sampled (entries not yet delivered to the group; sampled
     /// every few seconds while the partition is owned); `None` before the first sample or

@@ -266,7 +266,11 @@ impl JobShared {
             let key = (topic.to_string(), group.to_string(), partition);
             if holders.get(&key).is_none_or(|h| h == consumer) {
                 holders.remove(&key);
-                self.progress(topic, group, partition, |p| p.owned = false);
+                // Its flush is the next owner's now (Redis's flush mark says so).
+                self.progress(topic, group, partition, |p| {
+                    p.owned = false;
+                    p.awaiting_flush = false;
+                });
             }
         }
         // Whoever holds it now: the records the caller let go of have left `in_flight`.

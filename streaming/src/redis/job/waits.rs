@@ -2,7 +2,7 @@
 //! sleeps on the job's change signal (commits, takes, stops); each has a `blocking_`
 //! variant that runs it on a runtime of its own.
 
-use super::caught_up::{Check, MIN_CHECK};
+use super::caught_up::{Check, Goal, MIN_CHECK};
 use super::client::JobClient;
 use super::shared::JobShared;
 use crate::mq::Connection;
@@ -59,7 +59,9 @@ impl JobClient {
     /// Waits until the job has caught up with its streams, at most `timeout`: `true` once,
     /// for every partition of every pipeline, the partition is held by this process or by
     /// another process of the job (its lease is held: so never before the job's partitions
-    /// were all taken), did not stop here, has no retry of its group scheduled, and its
+    /// were all taken; a lease whose owner missed two membership heartbeats — every
+    /// `lease_renew_interval` — counts as not held: its process was killed, frozen or cut
+    /// off, and nobody works on the partition until a live subtask takes it), did not stop here, has no retry of its group scheduled, and its
     /// committed position in Redis has reached the stream's last entry as it was when
     /// checked — in [`AckMode::Xack`](crate::redis::AckMode::Xack) the group has delivered up to it and nothing is
     /// pending; in [`AckMode::Offset`](crate::redis::AckMode::Offset) the committed offset (or, for a partition held
@@ -95,7 +97,9 @@ impl JobClient {
     /// could not reach Redis or got no reply in time; [`Error::Redis`] for an unexpected
     /// reply.
     pub async fn await_caught_up(&self, timeout: Duration) -> Result<bool, Error> {
-        Waiter::new(&self.shared, timeout).caught_up().await
+        Waiter::new(&self.shared, timeout, Goal::CaughtUp)
+            .caught_up()
+            .await
     }
 
     /// [`await_caught_up`](Self::await_caught_up), blocking the calling thread.
@@ -113,13 +117,18 @@ impl JobClient {
     }
 
     /// Waits until the job is done with a finite input, at most `timeout`: caught up as
-    /// in [`await_caught_up`](Self::await_caught_up), and every partition with event-time
-    /// work has been idle-flushed (every window and event-time timer has fired and
-    /// committed), checked again after the flush so that input arriving meanwhile is not
-    /// missed. A partition has such work when records went through it since its last idle
-    /// flush (whatever its watermark, even `i64::MIN`), or when it was taken holding
-    /// windows or event-time timers a previous run left unfired (a restart with no new
-    /// input waits for that flush); see [`PartitionProgress::awaiting_flush`](super::PartitionProgress::awaiting_flush). Partitions
+    /// in [`await_caught_up`](Self::await_caught_up), and every partition of the job with
+    /// event-time work — whichever process holds it — has been idle-flushed (every window
+    /// and event-time timer has fired and committed). A partition has such work when
+    /// records went through it since its last idle flush (whatever its watermark, even
+    /// `i64::MIN`), or when it was taken holding windows or event-time timers a previous
+    /// run left unfired (a restart with no new input waits for that flush); see
+    /// [`PartitionProgress::awaiting_flush`](super::PartitionProgress::awaiting_flush). Each commit records this in Redis under the
+    /// partition's lease (the key `{prefix}:{{topic:n}}:flushpending:{group}`), in the
+    /// same transaction as the batch, so a partition left by a killed process stays
+    /// unflushed until its next owner has flushed it, and one check sees the whole job
+    /// at once: the stream's end, the committed position and the mark of a partition are
+    /// read together, so input arriving during a flush is not missed. Partitions
     /// that never received a message have nothing to flush — so produce the input before
     /// calling it (or check the record counts in [`diagnostics`](Self::diagnostics)): on a
     /// topic nothing was written to yet it returns `true` at once (and logs a `tracing`
@@ -146,24 +155,12 @@ impl JobClient {
                     .into(),
             });
         }
-        let mut wait = Waiter::new(&self.shared, timeout);
-        loop {
-            if !wait.caught_up().await? {
-                return Ok(false);
-            }
-            // A failed re-check counts as not yet: the next round's wait reports it.
-            if self.flushed() && wait.check().await.is_ok_and(|c| c == Check::CaughtUp) {
-                self.warn_if_nothing_read("await_flushed");
-                return Ok(true);
-            }
-            if wait.expired() || self.shared.cannot_progress() {
-                return Ok(false);
-            }
-            // The flush is this process's: its commit signals.
-            if !wait.next_change(None).await {
-                return Ok(false);
-            }
+        let mut wait = Waiter::new(&self.shared, timeout, Goal::Flushed);
+        let flushed = wait.caught_up().await?;
+        if flushed {
+            self.warn_if_nothing_read("await_flushed");
         }
+        Ok(flushed)
     }
 
     /// [`await_flushed`](Self::await_flushed), blocking the calling thread.
@@ -178,14 +175,6 @@ impl JobClient {
     /// `spawn_blocking` thread may call it).
     pub fn blocking_await_flushed(&self, timeout: Duration) -> Result<bool, Error> {
         block_on("blocking_await_flushed", self.await_flushed(timeout))?
-    }
-
-    /// Whether no partition of this process awaits an idle flush.
-    fn flushed(&self) -> bool {
-        self.shared
-            .progress
-            .lock()
-            .is_ok_and(|p| p.iter().all(|pr| !pr.awaiting_flush))
     }
 
     /// Logs a warning when `wait` returned `true` while no partition of the job has
@@ -225,6 +214,7 @@ impl JobShared {
 /// checks share (opened by the first, opened again after a failure).
 struct Waiter<'a> {
     job: &'a JobShared,
+    goal: Goal,
     changes: watch::Receiver<u64>,
     end: Instant,
     conn: Option<Connection>,
@@ -232,9 +222,10 @@ struct Waiter<'a> {
 }
 
 impl<'a> Waiter<'a> {
-    fn new(job: &'a JobShared, timeout: Duration) -> Self {
+    fn new(job: &'a JobShared, timeout: Duration, goal: Goal) -> Self {
         Waiter {
             job,
+            goal,
             changes: job.changes(),
             end: deadline(timeout),
             conn: None,
@@ -277,7 +268,7 @@ impl<'a> Waiter<'a> {
         let now = Instant::now();
         self.last_check = Some(now);
         let bound = self.end.saturating_duration_since(now).max(MIN_CHECK);
-        let job = self.job;
+        let (job, goal) = (self.job, self.goal);
         let timeout = job.response_timeout;
         let conn = &mut self.conn;
         let checked = tokio::time::timeout(bound, async {
@@ -287,7 +278,7 @@ impl<'a> Waiter<'a> {
                     conn.insert(crate::mq::connect(&job.endpoint, timeout, Duration::ZERO).await?)
                 }
             };
-            job.caught_up(conn).await
+            job.caught_up(conn, goal).await
         })
         .await
         .unwrap_or_else(|_| {

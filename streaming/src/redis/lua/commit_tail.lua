@@ -62,7 +62,9 @@ if nids > 0 then
     if (not cur) or id_gt(last, cur) then redis.call('SET', KEYS[3], last) end
   end
 end
-if ARGV[1] == 'o' then redis.call('DEL', KEYS[5]) end
+-- The settled entries are the batch's: a commit without input (timers, idle flush) keeps
+-- them, as the offset has not passed them.
+if ARGV[1] == 'o' and nids > 0 then redis.call('DEL', KEYS[5]) end
 local sizes = {}
 for k = 6, #KEYS do
   if ARGV[i] == '-' then sizes[k - 5] = -1 else sizes[k - 5] = redis.call(ARGV[i], KEYS[k]) end
