@@ -108,15 +108,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
-        let offset = match ids.last() {
-            Some(last) => last.clone(),
-            // Timers and idle flushes read no input: unique per owner (its token) and
-            // per such commit of its ownership.
-            None => {
-                self.no_input_commits += 1;
-                format!("t{}.{}", lease.token, self.no_input_commits)
-            }
-        };
+        let offset = self.commit_offset(ids, lease.token);
         let mut lists = self.list_writes(ctx, &offset);
         check_key_types(&lists)?;
         for w in &mut lists {
@@ -125,12 +117,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         // Phase 1 of the two-phase sinks; their handles commit with the batch.
         let prepared = self.pre_commit_two_phase(ctx, lease.token, &offset).await?;
         let handles = (self.handles_key_for(&prepared), prepared);
-        // Redis's flush mark follows `awaiting_flush`; unknown until this commit succeeds.
-        let awaiting = self.awaiting_flush;
-        let flush_mark = (self.flush_marked.take() != Some(awaiting)).then(|| {
-            let key = (ctx.keys).flush_pending(&ctx.spec.topic, self.partition, &ctx.spec.group);
-            (key, awaiting)
-        });
+        let flush_mark = self.flush_mark(ctx);
         let call = CommitCall {
             ctx,
             partition: self.partition,
@@ -164,10 +151,33 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         for (_, store) in &self.stores {
             store.borrow_mut().committed();
         }
-        self.flush_marked = Some(awaiting);
+        self.flush_marked = Some(self.awaiting_flush);
         self.count_commit(ctx, &pending, sizes);
         // Phase 2: a failure takes the partition again, whose recovery commits them.
         self.commit_two_phase(&handles.1).await
+    }
+
+    /// What names the commit's outputs: its last id; for timers and idle flushes, which
+    /// read no input, `t{token}.{n}`: unique per owner (its fencing token) and per such
+    /// commit of its ownership.
+    fn commit_offset(&mut self, ids: &[String], token: u64) -> String {
+        match ids.last() {
+            Some(last) => last.clone(),
+            None => {
+                self.no_input_commits += 1;
+                format!("t{token}.{}", self.no_input_commits)
+            }
+        }
+    }
+
+    /// The write of Redis's flush mark (it follows `awaiting_flush`) when Redis may hold
+    /// another value; the mark is unknown until the commit succeeds.
+    fn flush_mark(&mut self, ctx: &Ctx<'_>) -> Option<(String, bool)> {
+        let awaiting = self.awaiting_flush;
+        (self.flush_marked.take() != Some(awaiting)).then(|| {
+            let key = (ctx.keys).flush_pending(&ctx.spec.topic, self.partition, &ctx.spec.group);
+            (key, awaiting)
+        })
     }
 
     /// The error of a commit the guard refused (nothing of it applied: the two-phase
