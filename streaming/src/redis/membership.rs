@@ -21,7 +21,8 @@ static HEARTBEAT: LazyLock<Script> =
 /// is one for the whole job, kept in Redis: each live subtask holds `partitions / live`
 /// partitions (rounded down or up); a partition stays with its live owner, a dead
 /// subtask's partitions go to the others, and a joining subtask gets its share from those
-/// above theirs.
+/// above theirs. A subtask that missed two heartbeats keeps its partitions until it
+/// expires but is dealt no new one.
 pub(super) struct Membership {
     key: String,
     consumer: String,
@@ -69,11 +70,15 @@ impl Membership {
         self.next = Instant::now() + opts.lease_renew_interval;
         let now = crate::mq::topic::now_ms();
         let ttl = i64::try_from(opts.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let renew = i64::try_from(opts.lease_renew_interval.as_millis()).unwrap_or(i64::MAX);
+        let expiry = now.saturating_add(ttl);
         let mut inv = HEARTBEAT.key(&self.key);
         inv.arg(now)
-            .arg(now.saturating_add(ttl))
+            .arg(expiry)
             .arg(self.partitions)
-            .arg(&self.consumer);
+            .arg(&self.consumer)
+            // Heartbeats more than two intervals old are late.
+            .arg(expiry.saturating_sub(renew.saturating_mul(2)));
         if self.first {
             inv.arg(&self.siblings);
         }

@@ -372,6 +372,31 @@ pub fn lease_owners(
         .collect()
 }
 
+/// Per partition, the instance (of `instances`; else the consumer name) the job's
+/// assignment gives it to now: the subtask that is to take it.
+pub fn assigned_owners(
+    conn: &mut impl redis::ConnectionLike,
+    prefix: &str,
+    partitions: u32,
+    instances: &[String],
+) -> Vec<Option<String>> {
+    (0..partitions)
+        .map(|p| {
+            let v: Option<String> = redis::cmd("HGET")
+                .arg(format!("{prefix}:topic:{TOPIC}:assignment:g"))
+                .arg(format!("p:{p}"))
+                .query(conn)
+                .unwrap();
+            v.map(|v| {
+                (instances.iter())
+                    .find(|i| v.contains(i.as_str()))
+                    .cloned()
+                    .unwrap_or(v)
+            })
+        })
+        .collect()
+}
+
 /// The raw values (`"{token} {consumer}"`) of the partitions' leases now.
 pub fn lease_values(
     conn: &mut impl redis::ConnectionLike,
