@@ -23,7 +23,10 @@
 //!   partition stays with its live owner, a dead subtask's partitions go to the subtasks
 //!   below their share, and a joining subtask gets its share from those above theirs
 //!   (their highest-numbered partitions). A change of the live set moves only those
-//!   partitions, and every process reads the same assignment.
+//!   partitions, and every process reads the same assignment. A subtask whose last
+//!   heartbeat is more than two renew intervals old (killed, frozen, cut off) keeps its
+//!   partitions until it expires but is dealt no new one, so a partition is not dealt to
+//!   a subtask that died meanwhile.
 //! - *Leases and fencing tokens.* A subtask takes a partition of its share only when the
 //!   partition's lease is free; each acquisition draws a new, larger fencing token, and the
 //!   lease holds `"{token} {consumer}"` (see [`crate::mq`]'s key layout). Taking a
