@@ -43,6 +43,9 @@ pub(crate) struct JobShared {
     /// One response timeout after the cancel (set by it): by then every subtask and
     /// background task of the job has ended, whatever Redis does.
     stop_deadline: OnceLock<Instant>,
+    /// Bumped by the cancel and by each subtask's end: what
+    /// [`stopping_signal`](Self::stopping_signal) waits on (commits do not wake it).
+    stopping_changes: watch::Sender<u64>,
     pub(super) progress: Mutex<Vec<PartitionProgress>>,
     /// The consumer name of the subtask that took each partition last, by (topic, group,
     /// partition): only it clears [`PartitionProgress::owned`] when it lets go. Locked
@@ -106,6 +109,7 @@ impl JobShared {
             changes: watch::Sender::new(0),
             cancel_signal: watch::Sender::new(false),
             stop_deadline: OnceLock::new(),
+            stopping_changes: watch::Sender::new(0),
             progress: Mutex::default(),
             holders: Mutex::default(),
             errors: Mutex::default(),
@@ -290,6 +294,8 @@ impl JobShared {
         // Set before the signal, so that whoever it wakes finds the deadline.
         let _ = (self.stop_deadline).get_or_init(|| Instant::now() + self.response_timeout);
         self.cancel_signal.send_replace(true);
+        self.stopping_changes
+            .send_modify(|n| *n = n.wrapping_add(1));
         self.signal_change();
     }
 
@@ -308,6 +314,21 @@ impl JobShared {
         if let Some(at) = self.stop_deadline() {
             tokio::time::sleep_until(at).await;
         }
+    }
+
+    /// Returns once the job is cancelled or none of its subtasks runs any more (they all
+    /// stopped on errors): when its background tasks stop.
+    pub(crate) async fn stopping_signal(&self) {
+        let mut changes = self.stopping_changes.subscribe();
+        if changes.wait_for(|_| self.stopping()).await.is_err() {
+            // The sender lives as long as `self`: not reached.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Whether the job is cancelled or none of its subtasks runs any more.
+    pub(crate) fn stopping(&self) -> bool {
+        self.is_cancelled() || self.running() == 0
     }
 
     /// Returns once the job is cancelled ([`cancel`](Self::cancel)).
@@ -356,6 +377,8 @@ impl JobShared {
 
     pub(crate) fn subtask_ended(&self) {
         self.running.fetch_sub(1, Ordering::SeqCst);
+        self.stopping_changes
+            .send_modify(|n| *n = n.wrapping_add(1));
         self.signal_change();
     }
 
