@@ -4,7 +4,9 @@
 //! outage's length (every partition commits again soon after Redis answers, its own
 //! lease recognised when Redis comes back with it). A
 //! shutdown during an outage, or with Redis frozen (`SIGSTOP`), returns within twice the
-//! response timeout; the job client's waits honour their own timeouts.
+//! response timeout (within it and a little, with every background task of a job: the
+//! registry, leader election, periodic checkpoints, a topic forwarder); the job client's
+//! waits honour their own timeouts.
 
 mod support;
 
@@ -16,7 +18,9 @@ use streaming::api::ValueStateDescriptor;
 use streaming::mq::{
     partition_for_key, Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions,
 };
-use streaming::redis::{AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig};
+use streaming::redis::{
+    AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig, RedisTopicSink,
+};
 use support::fast_options;
 use support::redis_server::TestRedis;
 
@@ -82,6 +86,14 @@ struct WordCount {
 }
 
 fn start_word_count(mode: AckMode, mq_opts: MqOptions) -> WordCount {
+    start_word_count_with(mode, mq_opts, false)
+}
+
+/// [`start_word_count`]; with `background`, the job also runs every background task a
+/// job can have besides its registry: leader election (renewed every 200 ms), periodic
+/// checkpoints (every 100 ms) and a topic forwarder (a second pipeline, group `g2`,
+/// sends each word to topic `fwd`).
+fn start_word_count_with(mode: AckMode, mq_opts: MqOptions, background: bool) -> WordCount {
     let redis = TestRedis::private();
     let url = redis.url().to_string();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -90,6 +102,9 @@ fn start_word_count(mode: AckMode, mq_opts: MqOptions) -> WordCount {
         .unwrap();
     let mq = rt.block_on(Mq::connect(&url, mq_opts.clone())).unwrap();
     rt.block_on(mq.create_topic("t", 4)).unwrap();
+    if background {
+        rt.block_on(mq.create_topic("fwd", 2)).unwrap();
+    }
     let words: Vec<String> = (0..3000).map(|i| format!("w{}", i % 13)).collect();
     let msgs: Vec<OutgoingMessage> = words
         .iter()
@@ -99,15 +114,30 @@ fn start_word_count(mode: AckMode, mq_opts: MqOptions) -> WordCount {
         rt.block_on(mq.producer().send_batch("t", chunk)).unwrap();
     }
     drop(mq);
-    let config = RedisRuntimeConfig::builder()
+    let mut config = RedisRuntimeConfig::builder()
         .job_name("faults")
         .job_instance_id("test")
         .mq_options(mq_opts.clone())
         .ack_mode(mode)
-        .pipeline_parallelism(2)
-        .build()
-        .unwrap();
-    let env = RedisEnv::try_with_config(url.as_str(), config).unwrap();
+        .pipeline_parallelism(2);
+    if background {
+        config = config
+            .leader_election_enabled(true)
+            .leader_lease_ttl(Duration::from_secs(2))
+            .leader_renew_interval(Duration::from_millis(200))
+            .checkpoint_interval(Duration::from_millis(100));
+    }
+    let env = RedisEnv::try_with_config(url.as_str(), config.build().unwrap()).unwrap();
+    if background {
+        let earliest = SubscriptionOptions::builder()
+            .start(StartPolicy::Earliest)
+            .build()
+            .unwrap();
+        env.from_mq_topic_with_options("t", "g2", earliest)
+            .map(|m: Message| m.text().unwrap().to_string())
+            .sink(RedisTopicSink::text("fwd").unwrap())
+            .unwrap();
+    }
     env.from_mq_topic_with_options(
         "t",
         "g",
@@ -386,6 +416,76 @@ fn shutdown_with_redis_frozen_ends_within_the_response_timeout() {
         "shutdown({:?}) with Redis frozen",
         response_timeout + grace
     );
+}
+
+/// The threads of this process named after the job's checkpoints and topic forwarders
+/// (as `/proc` shows names: cut at 15 bytes). No other test here runs those.
+fn checkpoint_and_forwarder_threads() -> Vec<String> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        if let Ok(name) = std::fs::read_to_string(task.path().join("comm")) {
+            let name = name.trim_end();
+            if ["streaming-check", "streaming-forwa"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
+                found.push(name.to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// With Redis frozen, `shutdown` with a timeout of the response timeout plus a little
+/// returns `true` for a job running every background task (registry, leader election,
+/// periodic checkpoints, a topic forwarder), and they have all ended by then: the cancel
+/// gives them one stop deadline, and what they would still do on Redis (release the
+/// leader lease, forward the outboxes) is best effort within it.
+#[test]
+fn shutdown_with_redis_frozen_ends_every_background_task_within_the_response_timeout() {
+    let response_timeout = Duration::from_secs(3);
+    let mut w = start_word_count_with(AckMode::Offset, options(response_timeout), true);
+    w.wait_outputs(300);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let d = w.job.diagnostics();
+        if d.is_leader && d.latest_checkpoint_id.is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no leader checkpointing: {d:#?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        checkpoint_and_forwarder_threads(),
+        ["streaming-check", "streaming-forwa"]
+    );
+    w.redis.server().freeze();
+    // The subtasks, the registry, the leader, the checkpoints and the forwarder are now
+    // waiting on Redis.
+    std::thread::sleep(Duration::from_millis(500));
+    let grace = Duration::from_millis(1500);
+    let stopped = w.job.blocking_shutdown(response_timeout + grace);
+    // A task's thread exits right after its end is counted.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut left = checkpoint_and_forwarder_threads();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        left = checkpoint_and_forwarder_threads();
+    }
+    let leads = w.job.diagnostics().is_leader;
+    w.redis.server().thaw();
+    assert!(
+        stopped,
+        "shutdown({:?}) with Redis frozen",
+        response_timeout + grace
+    );
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "threads left after the shutdown"
+    );
+    assert!(!leads, "a stopped job does not lead");
 }
 
 #[test]

@@ -171,9 +171,10 @@
 //! length: a process keeps the leases it holds through an outage and recognises them when
 //! Redis comes back with them (from its AOF), instead of waiting for them to expire. Each partition's
 //! [`PartitionProgress::last_commit_at`] and [`PartitionProgress::last_error`] show a
-//! stall; after a cancel, every subtask stops within about one response timeout whatever
-//! Redis does ([`JobClient::shutdown`] waits for that), and dropping the [`JobClient`]
-//! never blocks.
+//! stall; after a cancel, every subtask and background task (job registry, checkpoints
+//! and leader election, topic forwarders) stops within about one response timeout
+//! whatever Redis does ([`JobClient::shutdown`] waits for that), and dropping the
+//! [`JobClient`] never blocks.
 //!
 //! # Event time
 //!

@@ -91,21 +91,18 @@ impl Drop for SubtaskEnd {
     }
 }
 
-/// Runs `subtask` until it ends, or until `response_timeout` after the job was cancelled:
-/// a subtask still waiting on a frozen or silent Redis by then is dropped where it stands
-/// (its uncommitted batch is read again by the next run; its leases expire), so that
-/// [`JobClient::shutdown`](super::JobClient::shutdown) can wait for it within a bound.
+/// Runs `subtask` until it ends, or until the job's stop deadline (`response_timeout`
+/// after the cancel): a subtask still waiting on a frozen or silent Redis by then is
+/// dropped where it stands (its uncommitted batch is read again by the next run; its
+/// leases expire), so that [`JobClient::shutdown`](super::JobClient::shutdown) can wait
+/// for it within a bound.
 async fn bounded_by_cancel(
     subtask: impl std::future::Future<Output = Result<(), Error>>,
     job: &JobShared,
 ) -> Result<(), Error> {
-    let grace = async {
-        job.cancelled_signal().await;
-        tokio::time::sleep(job.response_timeout).await;
-    };
     tokio::select! {
         r = subtask => r,
-        () = grace => {
+        () = job.stop_deadline_passed() => {
             tracing::warn!("subtask still waiting on Redis {:?} after the cancel: dropped", job.response_timeout);
             Ok(())
         }

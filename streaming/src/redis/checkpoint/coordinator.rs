@@ -272,21 +272,27 @@ fn meta_fields(ck: &Checkpoint, deadline: u64) -> Vec<String> {
 }
 
 /// Starts the job's checkpoint thread when it has work: the leader election (with
-/// `leader_election_enabled`) and the periodic checkpoints (with `checkpoint_interval`).
+/// `leader_election_enabled`) and the periodic checkpoints (with `checkpoint_interval`),
+/// until the job is cancelled or its subtasks all stopped. A checkpoint running at the
+/// cancel fails; one whose coordinator is still waiting on Redis at the job's stop
+/// deadline is dropped (it reads as failed once its own deadline passed), and the
+/// process does not lead any more once the thread ended.
 pub(crate) fn start_scheduler(job: &Arc<JobShared>) {
     let options = &job.checkpoint_options;
     if options.period().is_none() && !options.leader_election_enabled {
         return;
     }
     let what = ("streaming-checkpoints", "checkpoints");
-    crate::redis::job::spawn_task(
-        job,
-        what,
-        |_| {},
-        |job| async move {
-            tokio::join!(super::leader::run(&job), schedule(&job));
-        },
-    );
+    // A lease not released (Redis did not answer in time) expires; this process does not
+    // act on it any more.
+    let ended: fn(&JobShared) = |job| {
+        if let Ok(mut l) = job.checkpoints.lease.lock() {
+            *l = None;
+        }
+    };
+    crate::redis::job::spawn_task(job, what, ended, |job| async move {
+        tokio::join!(super::leader::run(&job), schedule(&job));
+    });
 }
 
 /// Periodic checkpoints, every `checkpoint_interval` (from the end of the previous one)
@@ -297,9 +303,9 @@ async fn schedule(job: &JobShared) {
         return;
     };
     let election = job.checkpoint_options.leader_election_enabled;
-    while !job.is_cancelled() {
+    while !job.stopping() {
         tokio::select! {
-            () = job.cancelled_signal() => break,
+            () = job.stopping_signal() => break,
             () = tokio::time::sleep(period) => {}
         }
         if election && !job.checkpoints.is_leader() {

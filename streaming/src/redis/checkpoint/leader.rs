@@ -10,7 +10,9 @@ use crate::mq::Connection;
 use crate::redis::job::JobShared;
 use std::time::Duration;
 
-/// Runs the election until the job is cancelled, then releases the lease if held.
+/// Runs the election until the job is cancelled or its subtasks all stopped, then
+/// releases the lease if held. A cancel interrupts a connect or a renewal waiting on
+/// Redis at once, and the release is best effort by the job's stop deadline.
 pub(super) async fn run(job: &JobShared) {
     let options = &job.checkpoint_options;
     if !options.leader_election_enabled {
@@ -18,25 +20,32 @@ pub(super) async fn run(job: &JobShared) {
     }
     let (ttl, every) = (options.leader_lease_ttl, options.leader_renew_interval);
     let mut conn: Option<Connection> = None;
-    while !job.is_cancelled() {
+    while !job.stopping() {
         if conn.is_none() {
-            conn = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO)
-                .await
-                .ok();
+            let connect = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO);
+            tokio::select! {
+                () = job.stopping_signal() => break,
+                c = connect => conn = c.ok(),
+            }
         }
         if let Some(c) = conn.as_mut() {
-            if let Err(e) = tick(job, c, ttl).await {
-                tracing::debug!(job = %job.job_name, "leader election: {e}");
+            tokio::select! {
+                () = job.stopping_signal() => break,
+                r = tick(job, c, ttl) => if let Err(e) = r {
+                    tracing::debug!(job = %job.job_name, "leader election: {e}");
+                },
             }
         }
         tokio::select! {
-            () = job.cancelled_signal() => {}
+            () = job.stopping_signal() => {}
             () = tokio::time::sleep(every) => {}
         }
     }
     let held = job.checkpoints.lease.lock().ok().and_then(|mut l| l.take());
     if let (Some(held), Some(c)) = (held, conn.as_mut()) {
-        let released = tokio::time::timeout(job.response_timeout, lease::release(c, &held)).await;
+        let by = (job.stop_deadline())
+            .unwrap_or_else(|| tokio::time::Instant::now() + job.response_timeout);
+        let released = tokio::time::timeout_at(by, lease::release(c, &held)).await;
         if !matches!(released, Ok(Ok(true))) {
             tracing::debug!(job = %job.job_name, "leader lease not released; it expires");
         }

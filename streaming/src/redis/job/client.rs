@@ -64,12 +64,18 @@ impl JobClient {
     /// cancel whatever Redis does: one still waiting on Redis that long (a frozen or
     /// silent server) is dropped where it stands — its batch was not committed and is
     /// read again by the next run, and its partition leases expire after `lease_ttl`.
+    /// The job's background tasks (job registry, checkpoints and leader election, topic
+    /// forwarders) end by the same deadline: what they do after the cancel (leave the
+    /// registry, release the leader lease, forward what the outboxes hold) is best
+    /// effort within it; a key not removed expires, what is left in an outbox is
+    /// forwarded by the next run.
     pub fn cancel(&self) {
         self.shared.cancel();
     }
 
-    /// Cancels the job ([`cancel`](Self::cancel)) and waits until every subtask has
-    /// stopped, at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
+    /// Cancels the job ([`cancel`](Self::cancel)) and waits until every subtask and
+    /// background task has stopped (see [`await_termination`](Self::await_termination)),
+    /// at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
     /// stopped. With a `timeout` of at least about
     /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) it is
     /// `true` whatever Redis does. `false` leaves the job cancelled: the subtasks still

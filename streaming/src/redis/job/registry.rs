@@ -136,12 +136,10 @@ pub async fn registered_instances(
 /// within one response timeout of the cancel (the subtasks' own bound), so the task never
 /// keeps a shutdown waiting longer than they do.
 pub(crate) fn start(job: &Arc<JobShared>) {
-    job.registry_running.store(true, Ordering::SeqCst);
-    let ended: fn(&JobShared) = |job| job.registry_running.store(false, Ordering::SeqCst);
     super::spawn_task(
         job,
         ("streaming-registry", "job registry"),
-        ended,
+        |_| {},
         |job| async move {
             run(&job).await;
         },
@@ -184,8 +182,11 @@ async fn run(job: &JobShared) {
         }
     }
     if let Some(mut c) = conn {
-        // Started at the cancel (or when the subtasks ended): it ends when they must.
-        let left = tokio::time::timeout(job.response_timeout, leave(job, &mut c)).await;
+        // After a cancel, by the job's stop deadline; after the subtasks ended, within one
+        // response timeout.
+        let by = (job.stop_deadline())
+            .unwrap_or_else(|| tokio::time::Instant::now() + job.response_timeout);
+        let left = tokio::time::timeout_at(by, leave(job, &mut c)).await;
         if !matches!(left, Ok(Ok(()))) {
             tracing::debug!(job = %job.job_name, "job registry: the instance key was not removed; it expires");
         }

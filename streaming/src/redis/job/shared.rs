@@ -10,9 +10,10 @@ use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// Starts one more subtask of a pipeline: (job, subtask index, the consumer names started
 /// together, of which the subtask's is at its index). The subtask runs on a thread of its
@@ -39,6 +40,12 @@ pub(crate) struct JobShared {
     /// [`cancelled_signal`](Self::cancelled_signal) waits on, apart from `changes` so that
     /// commits do not wake every subtask.
     cancel_signal: watch::Sender<bool>,
+    /// One response timeout after the cancel (set by it): by then every subtask and
+    /// background task of the job has ended, whatever Redis does.
+    stop_deadline: OnceLock<Instant>,
+    /// Bumped by the cancel and by each subtask's end: what
+    /// [`stopping_signal`](Self::stopping_signal) waits on (commits do not wake it).
+    stopping_changes: watch::Sender<u64>,
     pub(super) progress: Mutex<Vec<PartitionProgress>>,
     /// The consumer name of the subtask that took each partition last, by (topic, group,
     /// partition): only it clears [`PartitionProgress::owned`] when it lets go. Locked
@@ -76,10 +83,9 @@ pub(crate) struct JobShared {
     /// How often the registry task writes the instance's heartbeat
     /// (`mq_options.lease_renew_interval`).
     pub(super) registry_interval: Duration,
-    /// Whether the registry task still runs (its key not removed yet).
-    pub(super) registry_running: AtomicBool,
-    /// Whether the job's topic forwarders' thread still runs (see `topics::started`).
-    forwarders_running: AtomicBool,
+    /// Background tasks started and not ended (the registry, checkpoints and leader
+    /// election, topic forwarders: see `task::spawn_task`).
+    tasks: AtomicUsize,
     /// The job's configuration.
     pub(crate) config: RedisRuntimeConfig,
     /// Its checkpoint and leader options.
@@ -102,6 +108,8 @@ impl JobShared {
             running: AtomicUsize::new(0),
             changes: watch::Sender::new(0),
             cancel_signal: watch::Sender::new(false),
+            stop_deadline: OnceLock::new(),
+            stopping_changes: watch::Sender::new(0),
             progress: Mutex::default(),
             holders: Mutex::default(),
             errors: Mutex::default(),
@@ -122,8 +130,7 @@ impl JobShared {
             taken_at: Mutex::default(),
             stalled_after: config.stalled_after(),
             registry_interval: config.mq_options().lease_renew_interval,
-            registry_running: AtomicBool::new(false),
-            forwarders_running: AtomicBool::new(false),
+            tasks: AtomicUsize::new(0),
             config: config.clone(),
             checkpoint_options: config.checkpoint().clone(),
             checkpoints: crate::redis::checkpoint::CheckpointShared::new(
@@ -282,13 +289,50 @@ impl JobShared {
     }
 
     /// Asks every subtask to stop (they finish their batch, hand their partitions over
-    /// and end) and wakes whatever waits for that. Returns at once.
+    /// and end) and wakes whatever waits for that. Returns at once. The first call sets
+    /// the [`stop_deadline`](Self::stop_deadline).
     pub(crate) fn cancel(&self) {
         if !self.cancelled.swap(true, Ordering::SeqCst) {
             crate::redis::part_metrics::job::cancelled(&self.job_name);
         }
+        // Set before the signal, so that whoever it wakes finds the deadline.
+        let _ = (self.stop_deadline).get_or_init(|| Instant::now() + self.response_timeout);
         self.cancel_signal.send_replace(true);
+        self.stopping_changes
+            .send_modify(|n| *n = n.wrapping_add(1));
         self.signal_change();
+    }
+
+    /// One response timeout after the cancel (`None` before it): the instant by which
+    /// every subtask and background task of the job ends, whatever Redis does. What a
+    /// task does after the cancel (a last commit, leaving the registry, releasing the
+    /// leader lease, forwarding what the outboxes hold) is best effort within it.
+    pub(crate) fn stop_deadline(&self) -> Option<Instant> {
+        self.stop_deadline.get().copied()
+    }
+
+    /// Returns at the [`stop_deadline`](Self::stop_deadline): a task still running then
+    /// is dropped where it stands.
+    pub(crate) async fn stop_deadline_passed(&self) {
+        self.cancelled_signal().await;
+        if let Some(at) = self.stop_deadline() {
+            tokio::time::sleep_until(at).await;
+        }
+    }
+
+    /// Returns once the job is cancelled or none of its subtasks runs any more (they all
+    /// stopped on errors): when its background tasks stop.
+    pub(crate) async fn stopping_signal(&self) {
+        let mut changes = self.stopping_changes.subscribe();
+        if changes.wait_for(|_| self.stopping()).await.is_err() {
+            // The sender lives as long as `self`: not reached.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Whether the job is cancelled or none of its subtasks runs any more.
+    pub(crate) fn stopping(&self) -> bool {
+        self.is_cancelled() || self.running() == 0
     }
 
     /// Returns once the job is cancelled ([`cancel`](Self::cancel)).
@@ -317,18 +361,18 @@ impl JobShared {
         self.running.load(Ordering::SeqCst)
     }
 
-    /// Whether the registry task still runs (the instance's key not removed yet).
-    pub(super) fn registry_running(&self) -> bool {
-        self.registry_running.load(Ordering::SeqCst)
+    /// Background tasks started and not ended.
+    pub(super) fn tasks_running(&self) -> usize {
+        self.tasks.load(Ordering::SeqCst)
     }
 
-    /// Whether the job's topic forwarders still run (they drain after the cancel).
-    pub(super) fn forwarders_running(&self) -> bool {
-        self.forwarders_running.load(Ordering::SeqCst)
+    pub(super) fn task_started(&self) {
+        self.tasks.fetch_add(1, Ordering::SeqCst);
     }
 
-    pub(crate) fn set_forwarders_running(&self, running: bool) {
-        self.forwarders_running.store(running, Ordering::SeqCst);
+    pub(super) fn task_ended(&self) {
+        self.tasks.fetch_sub(1, Ordering::SeqCst);
+        self.signal_change();
     }
 
     pub(crate) fn subtask_started(&self) {
@@ -337,6 +381,8 @@ impl JobShared {
 
     pub(crate) fn subtask_ended(&self) {
         self.running.fetch_sub(1, Ordering::SeqCst);
+        self.stopping_changes
+            .send_modify(|n| *n = n.wrapping_add(1));
         self.signal_change();
     }
 

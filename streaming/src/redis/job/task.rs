@@ -1,15 +1,21 @@
 //! The job's background tasks (the registry heartbeat, checkpoints and leader election,
-//! topic forwarders): each on a thread of its own with a current-thread tokio runtime.
+//! topic forwarders): each on a thread of its own with a current-thread tokio runtime,
+//! counted in the job until it ends, and ending by the job's stop deadline.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use super::shared::JobShared;
 
-/// Runs `task` on a thread named `name` with a current-thread runtime. A runtime that
-/// cannot start is one of the job's errors, a thread that cannot be spawned too (both
-/// naming `what`). `ended` runs when the task is over — also when its thread unwinds or
-/// could not be spawned — and then the waits for the job's changes are woken.
+/// Runs `task` on a thread named `name` with a current-thread runtime, counted in the
+/// job's running tasks (what [`JobClient::await_termination`](super::JobClient::await_termination)
+/// waits for) until it ends. A task still running at the job's
+/// [`stop_deadline`](JobShared::stop_deadline) (one response timeout after the cancel)
+/// is dropped where it stands, so that no wait on a frozen or silent Redis keeps a
+/// shutdown waiting. A runtime that cannot start is one of the job's errors, a thread
+/// that cannot be spawned too (both naming `what`). `ended` runs when the task is over —
+/// also when it was dropped, its thread unwinds or could not be spawned — and then the
+/// task stops counting and the waits for the job's changes are woken.
 pub(crate) fn spawn_task<F, Fut>(
     job: &Arc<JobShared>,
     (name, what): (&str, &'static str),
@@ -19,6 +25,7 @@ pub(crate) fn spawn_task<F, Fut>(
     F: FnOnce(Arc<JobShared>) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
+    job.task_started();
     let guard = TaskEnd(Arc::clone(job), ended);
     let spawned = std::thread::Builder::new()
         .name(name.into())
@@ -28,7 +35,16 @@ pub(crate) fn spawn_task<F, Fut>(
                 .enable_all()
                 .build()
             {
-                Ok(rt) => rt.block_on(task(job)),
+                Ok(rt) => rt.block_on(async {
+                    tokio::select! {
+                        () = task(Arc::clone(&job)) => {}
+                        () = job.stop_deadline_passed() => tracing::debug!(
+                            job = %job.job_name,
+                            "{what}: still waiting on Redis {:?} after the cancel: dropped",
+                            job.response_timeout
+                        ),
+                    }
+                }),
                 Err(e) => job.error(format!("{what}: cannot start a tokio runtime: {e}")),
             }
             drop(guard);
@@ -38,12 +54,13 @@ pub(crate) fn spawn_task<F, Fut>(
     }
 }
 
-/// Runs a task's `ended` when dropped, then wakes the waits for the job's changes.
+/// Runs a task's `ended` when dropped, then counts its end (which wakes the waits for
+/// the job's changes).
 struct TaskEnd(Arc<JobShared>, fn(&JobShared));
 
 impl Drop for TaskEnd {
     fn drop(&mut self) {
         (self.1)(&self.0);
-        self.0.signal_change();
+        self.0.task_ended();
     }
 }

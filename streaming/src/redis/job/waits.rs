@@ -24,18 +24,21 @@ const MIN_SPACING: Duration = Duration::from_millis(5);
 impl JobClient {
     /// Waits until every subtask stopped (after [`cancel`](Self::cancel) or a fatal
     /// error), at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
-    /// stopped, the instance left the job registry (its key removed) and the job's topic
-    /// forwarders forwarded what the last batches committed (at most 10 s, see
-    /// [`RedisTopicSink`](crate::redis::RedisTopicSink)). It asks nothing of Redis.
+    /// stopped and so did the job's background tasks: the job registry's (the instance
+    /// left the registry, its key removed), the checkpoints and leader election (the
+    /// leader lease released), the topic forwarders (they forwarded what the last
+    /// batches committed, see [`RedisTopicSink`](crate::redis::RedisTopicSink)). After a
+    /// cancel each of them ends within about
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) whatever
+    /// Redis does; what it could not do by then (Redis frozen or silent) is left to
+    /// expire, or to the job's next run. It asks nothing of Redis.
     pub async fn await_termination(&self, timeout: Duration) -> bool {
         let end = deadline(timeout);
         let job = &*self.shared;
         let mut changes = job.changes();
         let stopped = async {
             changes
-                .wait_for(|_| {
-                    job.running() == 0 && !job.registry_running() && !job.forwarders_running()
-                })
+                .wait_for(|_| job.running() == 0 && job.tasks_running() == 0)
                 .await
                 .is_ok()
         };

@@ -26,10 +26,12 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// The job runs that forwarder itself: each process of a job whose pipeline ends in this
 /// sink starts one over every partition of the pipeline's source topic when the job
 /// starts. When the job is cancelled, it waits for the job's subtasks to stop, forwards
-/// what the outboxes hold for at most 10 s, and stops;
-/// [`JobClient::shutdown`](crate::redis::JobClient::shutdown) and `await_termination`
-/// wait for that. What is left after 10 s (a large backlog, the target unwritable) stays
-/// in the outboxes, not lost: the job's next run (or a forwarder of yours) forwards it.
+/// what the outboxes hold until one
+/// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) after the
+/// cancel, and stops; [`JobClient::shutdown`](crate::redis::JobClient::shutdown) and
+/// `await_termination` wait for that. What is left then (a large backlog, the target
+/// unwritable, Redis frozen) stays in the outboxes, not lost: the job's next run (or a
+/// forwarder of yours) forwards it.
 /// Its failures are in the job's errors
 /// ([`JobDiagnostics::errors`](crate::redis::JobDiagnostics::errors)) as well as the
 /// log. Each process's forwarder forwards the source partitions that process holds (for

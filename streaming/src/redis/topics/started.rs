@@ -2,19 +2,18 @@
 //! [`RedisTopicSink`](super::RedisTopicSink) (unless the sink opted out), over every
 //! partition of the pipeline's source topic, in each process of the job, until the job is
 //! cancelled; then, once the job's subtasks have stopped, each forwards what its outboxes
-//! hold (at most [`DRAIN_TIMEOUT`]) before it stops, and the job's termination waits for
-//! that.
+//! hold until the job's stop deadline (one response timeout after the cancel) before it
+//! stops, and the job's termination waits for that.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::forwarder::{RedisTopicForwarder, TopicForwarding};
 use super::run::{ErrorSink, Share};
 use crate::mq::{Backoff, Mq, MqOptions};
 use crate::redis::job::{spawn_task, JobShared};
-
-/// The longest a cancelled job's forwarders spend forwarding what the outboxes hold.
-pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts the job's forwarders for `pairs` (source topic, target topic) on a thread of
 /// their own. A forwarder that cannot start (Redis unreachable, the target topic missing)
@@ -30,12 +29,13 @@ pub(crate) fn start_job_forwarders(
     if pairs.is_empty() {
         return;
     }
-    job.set_forwarders_running(true);
-    let ended: fn(&JobShared) = |job| job.set_forwarders_running(false);
     let what = ("streaming-forwarders", "topic forwarders");
-    spawn_task(job, what, ended, |job| async move {
-        run(&job, opts, pairs).await
-    });
+    spawn_task(
+        job,
+        what,
+        |_| {},
+        |job| async move { run(&job, opts, pairs).await },
+    );
 }
 
 /// Starts what is waiting until all run, then waits for the cancel and stops them.
@@ -64,18 +64,19 @@ async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Ar
             () = tokio::time::sleep(backoff.next_delay()) => {}
         }
     }
-    // The last batches commit while the subtasks stop: wait for them (each stops within
-    // about the response timeout of the cancel), then forward what they left — also with
+    // The last batches commit while the subtasks stop: wait for them (each stops by the
+    // job's stop deadline), then forward what they left until that deadline — also with
     // a forwarder that could not start so far (its target topic created late), if it
-    // starts now.
+    // starts now. What is left then stays in the outboxes for the next run.
+    let by = (job.stop_deadline()).unwrap_or_else(|| Instant::now() + opts.response_timeout);
     let mut changes = job.changes();
     let stopped = changes.wait_for(|_| job.running() == 0);
-    let _ = tokio::time::timeout(opts.response_timeout + DRAIN_TIMEOUT, stopped).await;
+    let _ = tokio::time::timeout_at(by, stopped).await;
     if let (false, Some(mq)) = (waiting.is_empty(), &mq) {
-        start_waiting(job, mq, waiting, &mut running).await;
+        let _ = tokio::time::timeout_at(by, start_waiting(job, mq, waiting, &mut running)).await;
     }
     for f in running {
-        f.drain(DRAIN_TIMEOUT).await;
+        f.drain(by.saturating_duration_since(Instant::now())).await;
     }
 }
 
