@@ -7,7 +7,10 @@
 //! put every output into the topic) and, with
 //! `--postgres CONNECTION` (feature `postgres`), `TwoPhaseSink<PostgresSink>` (one row per
 //! record into `bench_counts(k text, n bigint)`, created when missing and emptied before
-//! each run) — interleaved, three rounds each: medians and their ratio to the plain sink.
+//! each run) and two plain (at-least-once) PostgreSQL sinks into `bench_plain`: one
+//! `INSERT` per record in `invoke`, or the batch's rows in one `INSERT … UNNEST` in
+//! `Sink::flush` — interleaved, three rounds each: medians and their ratio to the plain
+//! sink.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -25,6 +28,11 @@ pub(crate) enum SinkKind {
     Idempotent,
     /// `TwoPhaseSink<PostgresSink>` into the `--postgres` server.
     Postgres,
+    /// A plain (at-least-once) sink into the `--postgres` server: one `INSERT` per record.
+    PostgresPerRecord,
+    /// A plain (at-least-once) sink into the `--postgres` server buffering in `invoke`:
+    /// one multi-row `INSERT` per batch, in `Sink::flush`.
+    PostgresFlushed,
     /// `RedisTopicSink` into topic [`TOPIC_TARGET`] (4 partitions, keyed by the count's
     /// key), forwarded by the job: timed until every output is in the target topic.
     Topic,
@@ -81,6 +89,141 @@ fn register_postgres(_: &RedisEnv) {
     unreachable!("set_postgres refuses --postgres without the feature")
 }
 
+#[cfg(feature = "postgres")]
+fn register_plain_postgres(env: &RedisEnv, batched: bool) {
+    let conn = POSTGRES.get().expect("--postgres").clone();
+    plain_pg::create_table(&conn);
+    super::register_keyed_count_into(env, plain_pg::PlainPostgres::new(conn, batched));
+}
+
+#[cfg(not(feature = "postgres"))]
+fn register_plain_postgres(_: &RedisEnv, _: bool) {
+    unreachable!("set_postgres refuses --postgres without the feature")
+}
+
+/// A plain PostgreSQL sink as a user writes one without the two-phase hooks: a worker
+/// thread owns a `tokio_postgres` client (the engine's subtask runs on a runtime of its
+/// own, so the sink does not block on one there) and answers each request.
+#[cfg(feature = "postgres")]
+mod plain_pg {
+    use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
+    use streaming::api::Sink;
+    use streaming::BoxError;
+
+    type Rows = Vec<(String, i64)>;
+    type Request = (Rows, SyncSender<Result<(), String>>);
+
+    /// `bench_plain(k text, n bigint)`, created when missing and emptied.
+    pub(super) fn create_table(conn: &str) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (client, c) = tokio_postgres::connect(conn, tokio_postgres::NoTls)
+                .await
+                .expect("connect to --postgres");
+            tokio::spawn(c);
+            client
+                .batch_execute(
+                    "CREATE TABLE IF NOT EXISTS bench_plain (k text NOT NULL, n bigint NOT NULL);
+                     TRUNCATE bench_plain",
+                )
+                .await
+                .expect("create bench_plain");
+        });
+    }
+
+    /// Writes each record at once (`batched: false`) or the batch's records in `flush`.
+    pub(crate) struct PlainPostgres {
+        conn: String,
+        batched: bool,
+        writer: Option<Sender<Request>>,
+        buffer: Rows,
+    }
+
+    impl Clone for PlainPostgres {
+        fn clone(&self) -> Self {
+            PlainPostgres::new(self.conn.clone(), self.batched)
+        }
+    }
+
+    impl PlainPostgres {
+        pub(crate) fn new(conn: String, batched: bool) -> Self {
+            PlainPostgres {
+                conn,
+                batched,
+                writer: None,
+                buffer: Vec::new(),
+            }
+        }
+
+        /// Inserts `rows` (one statement) and waits for the answer.
+        fn write(&mut self, rows: Rows) -> Result<(), BoxError> {
+            let conn = self.conn.clone();
+            let writer = self.writer.get_or_insert_with(|| spawn_writer(conn));
+            let (reply, answer) = sync_channel(1);
+            writer.send((rows, reply)).map_err(|_| "the writer thread ended")?;
+            Ok(answer.recv().map_err(|_| "the writer thread ended")??)
+        }
+    }
+
+    fn spawn_writer(conn: String) -> Sender<Request> {
+        let (tx, rx) = channel::<Request>();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let (client, c) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+                    .await
+                    .expect("connect to --postgres");
+                tokio::spawn(c);
+                let one = client
+                    .prepare("INSERT INTO bench_plain (k, n) VALUES ($1, $2)")
+                    .await
+                    .unwrap();
+                let many = client
+                    .prepare(
+                        "INSERT INTO bench_plain (k, n) SELECT * FROM UNNEST($1::text[], $2::bigint[])",
+                    )
+                    .await
+                    .unwrap();
+                while let Ok((rows, reply)) = rx.recv() {
+                    let done = if let [(k, n)] = rows.as_slice() {
+                        client.execute(&one, &[k, n]).await
+                    } else {
+                        let (ks, ns): (Vec<String>, Vec<i64>) = rows.into_iter().unzip();
+                        client.execute(&many, &[&ks, &ns]).await
+                    };
+                    let _ = reply.send(done.map(|_| ()).map_err(|e| e.to_string()));
+                }
+            });
+        });
+        tx
+    }
+
+    impl Sink<(String, u64)> for PlainPostgres {
+        fn invoke(&mut self, (k, n): (String, u64)) -> Result<(), BoxError> {
+            if self.batched {
+                self.buffer.push((k, n as i64));
+                Ok(())
+            } else {
+                self.write(vec![(k, n as i64)])
+            }
+        }
+
+        fn flush(&mut self) -> Result<(), BoxError> {
+            if self.buffer.is_empty() {
+                return Ok(());
+            }
+            let rows = std::mem::take(&mut self.buffer);
+            self.write(rows)
+        }
+    }
+}
+
 impl SinkKind {
     /// Registers the keyed count ending in this sink, writing under `name` (a fresh key
     /// prefix of the run).
@@ -101,6 +244,8 @@ impl SinkKind {
                 .unwrap(),
             ),
             SinkKind::Postgres => register_postgres(env),
+            SinkKind::PostgresPerRecord => register_plain_postgres(env, false),
+            SinkKind::PostgresFlushed => register_plain_postgres(env, true),
             SinkKind::Topic => super::register_keyed_count_into(
                 env,
                 RedisTopicSink::new(TOPIC_TARGET)
@@ -117,6 +262,8 @@ impl SinkKind {
             SinkKind::Outbox => "`RedisOutboxSink`",
             SinkKind::Idempotent => "`RedisIdempotentListSink`",
             SinkKind::Postgres => "`TwoPhaseSink<PostgresSink>` (rows)",
+            SinkKind::PostgresPerRecord => "plain PostgreSQL sink, an `INSERT` per record",
+            SinkKind::PostgresFlushed => "plain PostgreSQL sink, one `INSERT` per batch in `flush`",
             SinkKind::Topic => "`RedisTopicSink`, until forwarded into the topic",
         }
     }
@@ -141,7 +288,11 @@ pub(crate) fn sinks_main(url: &str, n: usize) {
         SinkKind::Topic,
     ];
     if POSTGRES.get().is_some() {
-        kinds.push(SinkKind::Postgres);
+        kinds.extend([
+            SinkKind::Postgres,
+            SinkKind::PostgresPerRecord,
+            SinkKind::PostgresFlushed,
+        ]);
     }
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for _ in 0..3 {

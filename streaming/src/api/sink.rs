@@ -21,6 +21,31 @@ pub trait Sink<T> {
     /// Any error aborts the pipeline; the terminal operation returns it, naming the sink.
     fn invoke(&mut self, value: T) -> Result<(), BoxError>;
 
+    /// Ends a batch: every record of it has been passed to [`invoke`](Self::invoke). A sink
+    /// that buffers in `invoke` writes the buffer here (one multi-row statement, one
+    /// request), so an at-least-once sink to a database or service writes per batch
+    /// instead of per record. The default does nothing.
+    ///
+    /// When it is called:
+    /// - Redis engine: once per committed batch of a partition (also the commits of timers
+    ///   and idle flushes), after the batch's outputs were invoked and *before* the batch
+    ///   commits in Redis; a batch with no output calls it too. When it fails the batch
+    ///   does not commit: it is read again from the last commit and its records are
+    ///   invoked again (at-least-once: the sink must tolerate a batch written twice, as
+    ///   after a crash between `flush` and the commit).
+    /// - Memory engine: once, at the end of input (after the final watermark fired every
+    ///   window), before [`close`](Self::close).
+    ///
+    /// The same holds for side outputs (late data, rejected elements) at the same points.
+    ///
+    /// # Errors
+    /// Redis engine: the batch is not committed and is read again after a backoff (the
+    /// error is in the job's errors and the partition's `last_error`). Memory engine: the
+    /// pipeline fails; the terminal operation returns the error, naming the sink.
+    fn flush(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
+
     /// Releases the sink. Called after the last record and after a failure.
     ///
     /// # Errors

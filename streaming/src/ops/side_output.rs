@@ -27,7 +27,8 @@ pub(crate) struct SideBuffer<T, L> {
 /// per record).
 #[cfg(feature = "redis")]
 pub(crate) trait PendingOutput {
-    /// Hands the buffered records to the sink, in order.
+    /// Hands the buffered records to the sink, in order, then ends the batch
+    /// ([`Sink::flush`]).
     fn deliver(&mut self) -> Result<(), BoxError>;
     /// What the sink buffered for the batch commit (Redis list appends).
     fn take_commit_writes(&mut self) -> Option<CommitWrites>;
@@ -72,7 +73,7 @@ impl<T, L: Sink<T>> PendingOutput for SideBuffer<T, L> {
         for v in std::mem::take(pending) {
             self.sink.invoke(v)?;
         }
-        Ok(())
+        self.sink.flush()
     }
 
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
@@ -98,6 +99,15 @@ impl<T, L: Sink<T>> Sink<T> for SideOutput<T, L> {
             }
             None => b.sink.invoke(value),
         }
+    }
+
+    fn flush(&mut self) -> Result<(), BoxError> {
+        let mut b = self.cell.borrow_mut();
+        if b.pending.is_some() {
+            // Buffered: the engine flushes the sink with each batch it delivers.
+            return Ok(());
+        }
+        b.sink.flush()
     }
 
     fn close(&mut self) -> Result<(), BoxError> {

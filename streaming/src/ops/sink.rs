@@ -36,7 +36,8 @@ impl<T, S: Sink<T>> Operator<T> for SinkOp<S> {
     }
 
     fn finish(&mut self) -> Result<(), Error> {
-        Ok(())
+        // The memory engine's one batch ends with its input.
+        guard(&self.id, || self.sink.flush())?.map_err(|e| user_error(&self.id, e))
     }
 
     fn close(&mut self) -> Result<(), Error> {

@@ -237,6 +237,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         for v in outputs {
             guarded(ctx, "invoke", self.sink.invoke(v))?;
         }
+        guarded(ctx, "flush", self.sink.flush())?;
         for side in &self.side_outputs {
             guarded(ctx, "invoke side output", side.borrow_mut().deliver())?;
         }

@@ -492,6 +492,10 @@ where
             }
         }
         self.drain()?;
+        // The side outputs' one batch on the memory engine ends here too (the Redis
+        // engine flushes them with each batch it delivers).
+        guard(&self.id, || self.late.flush())?.map_err(|e| user_error(&self.id, e))?;
+        guard(&self.id, || self.rejected.flush())?.map_err(|e| user_error(&self.id, e))?;
         self.next.finish()
     }
 

@@ -16,6 +16,13 @@ pub trait RejectedOutput<T> {
     }
     /// Sends `rejected` to the sink; `None` when there is no sink.
     fn send(&mut self, rejected: RejectedElement<T>) -> Option<Result<(), BoxError>>;
+    /// Ends a batch of the output's sink ([`Sink::flush`]).
+    ///
+    /// # Errors
+    /// The sink failed to flush.
+    fn flush(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
     /// Closes the output's sink.
     ///
     /// # Errors
@@ -48,6 +55,9 @@ impl<T, S: Sink<RejectedElement<T>>> RejectedOutput<T> for RejectedTo<S> {
     }
     fn send(&mut self, rejected: RejectedElement<T>) -> Option<Result<(), BoxError>> {
         Some(self.0.invoke(rejected))
+    }
+    fn flush(&mut self) -> Result<(), BoxError> {
+        self.0.flush()
     }
     fn close(&mut self) -> Result<(), BoxError> {
         self.0.close()
