@@ -298,7 +298,10 @@
 //!   compare-and-delete; a fencing token from `INCR` per term). Only the leader schedules
 //!   periodic checkpoints and deletes old ones; each of its checkpoint writes checks its
 //!   lease and token in the same script, so a leader that lost its lease (paused past
-//!   `leader_lease_ttl`, cut off) completes nothing. A follower takes over within
+//!   `leader_lease_ttl`, cut off) completes nothing; its coordinator stops waiting for
+//!   the parts as soon as it sees the lease lost, so a process that leads again under a
+//!   new token checkpoints at once in its new term (the abandoned checkpoint is deleted
+//!   by the new term's retention). A follower takes over within
 //!   `leader_lease_ttl` + `leader_renew_interval` (measured: 1.02–1.09 s with 1 s +
 //!   250 ms) and the ids go on. Without leader election every process schedules its own
 //!   periodic checkpoints: enable it when a job runs as several processes.
