@@ -2,7 +2,7 @@
 //! exactly what an uninterrupted run produced after the checkpoint (keyed state, window
 //! panes and watermarks, at another parallelism), periodic checkpoints and retention,
 //! single flight, drain timeout, trimmed streams, a stale leader's checkpoint, a leader
-//! that lost its lease mid-checkpoint and leads again.
+//! that lost its lease mid-checkpoint and leads again, parts of deleted checkpoints.
 
 mod support;
 
@@ -603,6 +603,94 @@ fn a_leader_that_lost_its_lease_mid_checkpoint_leads_again_and_checkpoints_at_on
     assert!(left.is_empty(), "{left:?}");
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
     assert_eq!(out.snapshot(), ["hold"]);
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A partition owner that still sees a checkpoint open after retention deleted it (its
+/// list of open checkpoints is a little old) leaves nothing of it for good: a part
+/// written after the checkpoint left the id set is swept by the next retention as an
+/// orphan, and once retention deleted a part, a new owner that still sees the
+/// checkpoint open writes nothing of it again (neither copies nor its report).
+#[test]
+fn parts_of_a_checkpoint_retention_deleted_are_swept_and_never_written_again() {
+    let s = setup("ck-orphans");
+    let topic = "log";
+    s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+    send_log(&s, topic, &["a", "b", "a"], 0);
+    let start = |keep: u32| {
+        let config = s
+            .ck_config("orphan", AckMode::Offset)
+            .checkpoints_to_keep(keep)
+            .build()
+            .unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        register_log(&env, topic);
+        env.execute_async().unwrap()
+    };
+    let job = start(3);
+    caught_up(&job);
+    let first = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(first.status, CheckpointStatus::Complete);
+    // Checkpoint `x` is no longer in the id set (deleted), but an owner still sees it
+    // open; it comes before any later checkpoint (an earlier deadline).
+    let mut conn = s.conn();
+    let job_keys = format!("{}:ck:{{orphan}}", s.prefix);
+    let x: u64 =
+        s.rt.block_on(conn.incr(format!("{job_keys}:seq"), 1))
+            .unwrap();
+    let open = format!("{job_keys}:open");
+    let _: i64 =
+        s.rt.block_on(conn.zadd(&open, x, now_ms() + 20_000))
+            .unwrap();
+    let copies = format!("{}:ck:orphan:{x}:*", s.prefix);
+    let mut look = conn.clone();
+    let mut keys_of_x = || {
+        let mut keys: Vec<String> = s.rt.block_on(look.keys(&copies)).unwrap();
+        for k in [
+            format!("{job_keys}:meta:{x}"),
+            format!("{job_keys}:parts:{x}"),
+        ] {
+            if s.rt.block_on(look.exists(&k)).unwrap() {
+                keys.push(k);
+            }
+        }
+        keys.sort();
+        keys
+    };
+    wait_until("the owner wrote a part of x", &job, || {
+        keys_of_x().iter().any(|k| k.ends_with(":part"))
+    });
+    let written = keys_of_x();
+    assert!(
+        written.iter().any(|k| k.contains(":k:")),
+        "a key's collection was copied: {written:?}"
+    );
+    let _: i64 = s.rt.block_on(conn.zrem(&open, x)).unwrap();
+    let next = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(next.status, CheckpointStatus::Complete);
+    assert_eq!(
+        keys_of_x(),
+        Vec::<String>::new(),
+        "retention swept the orphan"
+    );
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    // A new owner (another process, without retention) still sees x open: it writes
+    // nothing of it before the part of the next checkpoint (x comes first).
+    let _: i64 =
+        s.rt.block_on(conn.zadd(&open, x, now_ms() + 20_000))
+            .unwrap();
+    let job = start(0);
+    let last = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(last.status, CheckpointStatus::Complete);
+    assert_eq!(keys_of_x(), Vec::<String>::new(), "nothing written again");
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
 }
 
 /// A restore refuses, naming the partition, when entries after the checkpoint's offset

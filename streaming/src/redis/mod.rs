@@ -282,7 +282,13 @@
 //!   times, pipelines as JSON, failure), `C{J}:parts:{id}` (the parts written) and the
 //!   leader's `C{J}:leader` / `C{J}:leader:token`. A partition's copy of key `k` is
 //!   `CJ:{id}:k` (the partition's hash tag and slot are kept), and its part record
-//!   `CJ:{id}:{state base}:part` is written last.
+//!   `CJ:{id}:{state base}:part` is written last. A partition's registry
+//!   `CJ:parts:{state base}` (hash: checkpoint id → `live`, or the ms retention deleted
+//!   it at) is checked by every step of a part in the same script: an owner that still
+//!   sees a deleted checkpoint open writes nothing of it, and its report to the parts hash
+//!   needs the checkpoint's record. Retention deletes, besides old checkpoints, every
+//!   part a registry lists for an id no longer in `C{J}:ids` (an orphan), and prunes a
+//!   deleted entry `checkpoint_drain_timeout` + 1 min after it was written.
 //! - *Restoring.* [`RedisEnv::restore_from_checkpoint`] (or
 //!   [`RedisRuntimeConfig::restore_from_latest_checkpoint`]) before `execute_async`: every
 //!   partition's state and offset go back to the checkpoint, the consumer group is moved
