@@ -1,7 +1,8 @@
 //! Checkpoints of the Redis engine against a private redis-server: a restore reproduces
 //! exactly what an uninterrupted run produced after the checkpoint (keyed state, window
 //! panes and watermarks, at another parallelism), periodic checkpoints and retention,
-//! single flight, drain timeout, trimmed streams, a stale leader's checkpoint.
+//! single flight, drain timeout, trimmed streams, a stale leader's checkpoint, a leader
+//! that lost its lease mid-checkpoint and leads again, parts of deleted checkpoints.
 
 mod support;
 
@@ -475,6 +476,220 @@ fn a_stale_leader_cannot_complete_a_checkpoint() {
         follower.to_string().contains("not the job's leader"),
         "{follower}"
     );
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+}
+
+/// Set when the records `hold` may go on (see [`register_held`]).
+static HELD_RELEASED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A one-partition job whose map holds the payload `hold` until [`HELD_RELEASED`] is set
+/// (at most 60 s): the partition reaches no batch boundary meanwhile.
+fn register_held(env: &RedisEnv, topic: &str) -> CollectSink<String> {
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options(topic, "g", earliest(1))
+        .map(|m: Message| {
+            let text = m.text().unwrap().to_string();
+            let end = std::time::Instant::now() + Duration::from_secs(60);
+            while text == "hold"
+                && !HELD_RELEASED.load(std::sync::atomic::Ordering::SeqCst)
+                && std::time::Instant::now() < end
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            text
+        })
+        .sink(out.clone())
+        .unwrap();
+    out
+}
+
+/// Polls `check` every 20 ms for at most `bound` (a bound the behaviour under test
+/// promises, far below `checkpoint_drain_timeout`).
+fn within(bound: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + bound;
+    while !check() {
+        assert!(
+            std::time::Instant::now() < end,
+            "not within {bound:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A leader whose lease is lost while its checkpoint waits for a part (another process
+/// took it, then left), and which then leads again under a new token as the only
+/// candidate, ends that wait at once, not at `checkpoint_drain_timeout` (60 s here): it
+/// checkpoints in its new term, the old checkpoint's end leaves the new term's lease
+/// alone, and the abandoned checkpoint is swept with all its keys.
+#[test]
+fn a_leader_that_lost_its_lease_mid_checkpoint_leads_again_and_checkpoints_at_once() {
+    let s = setup("ck-relead");
+    let topic = "held";
+    s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+    let config = s
+        .ck_config("relead", AckMode::Offset)
+        .leader_election_enabled(true)
+        .leader_lease_ttl(Duration::from_secs(2))
+        .leader_renew_interval(Duration::from_millis(200))
+        .checkpoint_drain_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let out = register_held(&env, topic);
+    let job = std::sync::Arc::new(env.execute_async().unwrap());
+    wait_until("leading", &job, || job.diagnostics().is_leader);
+    let first_term = job.diagnostics().fencing_token;
+    s.produce(topic, &["hold".to_string()]);
+    wait_until("the held record is read", &job, || job.in_flight() > 0);
+    let trigger = || {
+        let job = std::sync::Arc::clone(&job);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(job.blocking_trigger_checkpoint_now()));
+        rx
+    };
+    let old = trigger();
+    wait_until("the checkpoint waits for the held part", &job, || {
+        job.blocking_checkpoints().unwrap().len() == 1
+    });
+    let abandoned = job.blocking_checkpoints().unwrap()[0].clone();
+    assert_eq!(abandoned.fencing_token, first_term);
+    // The lease is lost: another process took it under a new token, then its lease
+    // expired (it died).
+    let mut conn = s.conn();
+    let leader = format!("{}:ck:{{relead}}:leader", s.prefix);
+    let taken: u64 =
+        s.rt.block_on(conn.incr(format!("{leader}:token"), 1))
+            .unwrap();
+    let _: () = s.rt.block_on(conn.del(&leader)).unwrap();
+    let ended = old
+        .recv_timeout(Duration::from_secs(15))
+        .expect("the old checkpoint still waits for its part after its term ended");
+    let refused = ended.unwrap_err().to_string();
+    assert!(refused.contains("lost the leader lease"), "{refused}");
+    // The only candidate leads again, under the next token, and checkpoints in its new
+    // term while the held part of the old checkpoint is still missing.
+    let term = taken + 1;
+    within(Duration::from_secs(15), "leads again", || {
+        let d = job.diagnostics();
+        d.is_leader && d.fencing_token == term
+    });
+    let new = trigger();
+    within(
+        Duration::from_secs(15),
+        "a checkpoint of the new term opens",
+        || (job.blocking_checkpoints().unwrap().iter()).any(|c| c.fencing_token == term),
+    );
+    HELD_RELEASED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let done = new
+        .recv_timeout(Duration::from_secs(15))
+        .unwrap()
+        .unwrap()
+        .expect("not single flight: the old checkpoint ended");
+    assert_eq!(
+        (done.status, done.fencing_token),
+        (CheckpointStatus::Complete, term),
+        "{done:?}"
+    );
+    // The new term's lease was never cleared (no third token).
+    let held: Option<String> = s.rt.block_on(conn.get(&leader)).unwrap();
+    assert_eq!(held, Some(format!("{term} test")));
+    let d = job.diagnostics();
+    assert_eq!((d.is_leader, d.fencing_token), (true, term));
+    // Retention swept the abandoned checkpoint, keys and all.
+    let stored = job.blocking_checkpoints().unwrap();
+    assert_eq!(stored, std::slice::from_ref(&done));
+    let pattern = format!("{}:ck:relead:{}:*", s.prefix, abandoned.id);
+    let left: Vec<String> = s.rt.block_on(conn.keys(&pattern)).unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    assert_eq!(out.snapshot(), ["hold"]);
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A partition owner that still sees a checkpoint open after retention deleted it (its
+/// list of open checkpoints is a little old) leaves nothing of it for good: a part
+/// written after the checkpoint left the id set is swept by the next retention as an
+/// orphan, and once retention deleted a part, a new owner that still sees the
+/// checkpoint open writes nothing of it again (neither copies nor its report).
+#[test]
+fn parts_of_a_checkpoint_retention_deleted_are_swept_and_never_written_again() {
+    let s = setup("ck-orphans");
+    let topic = "log";
+    s.rt.block_on(s.mq().create_topic(topic, 1)).unwrap();
+    send_log(&s, topic, &["a", "b", "a"], 0);
+    let start = |keep: u32| {
+        let config = s
+            .ck_config("orphan", AckMode::Offset)
+            .checkpoints_to_keep(keep)
+            .build()
+            .unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        register_log(&env, topic);
+        env.execute_async().unwrap()
+    };
+    let job = start(3);
+    caught_up(&job);
+    let first = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(first.status, CheckpointStatus::Complete);
+    // Checkpoint `x` is no longer in the id set (deleted), but an owner still sees it
+    // open; it comes before any later checkpoint (an earlier deadline).
+    let mut conn = s.conn();
+    let job_keys = format!("{}:ck:{{orphan}}", s.prefix);
+    let x: u64 =
+        s.rt.block_on(conn.incr(format!("{job_keys}:seq"), 1))
+            .unwrap();
+    let open = format!("{job_keys}:open");
+    let _: i64 =
+        s.rt.block_on(conn.zadd(&open, x, now_ms() + 20_000))
+            .unwrap();
+    let copies = format!("{}:ck:orphan:{x}:*", s.prefix);
+    let mut look = conn.clone();
+    let mut keys_of_x = || {
+        let mut keys: Vec<String> = s.rt.block_on(look.keys(&copies)).unwrap();
+        for k in [
+            format!("{job_keys}:meta:{x}"),
+            format!("{job_keys}:parts:{x}"),
+        ] {
+            if s.rt.block_on(look.exists(&k)).unwrap() {
+                keys.push(k);
+            }
+        }
+        keys.sort();
+        keys
+    };
+    wait_until("the owner wrote a part of x", &job, || {
+        keys_of_x().iter().any(|k| k.ends_with(":part"))
+    });
+    let written = keys_of_x();
+    assert!(
+        written.iter().any(|k| k.contains(":k:")),
+        "a key's collection was copied: {written:?}"
+    );
+    let _: i64 = s.rt.block_on(conn.zrem(&open, x)).unwrap();
+    let next = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(next.status, CheckpointStatus::Complete);
+    assert_eq!(
+        keys_of_x(),
+        Vec::<String>::new(),
+        "retention swept the orphan"
+    );
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    // A new owner (another process, without retention) still sees x open: it writes
+    // nothing of it before the part of the next checkpoint (x comes first).
+    let _: i64 =
+        s.rt.block_on(conn.zadd(&open, x, now_ms() + 20_000))
+            .unwrap();
+    let job = start(0);
+    let last = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(last.status, CheckpointStatus::Complete);
+    assert_eq!(keys_of_x(), Vec::<String>::new(), "nothing written again");
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
 }
 

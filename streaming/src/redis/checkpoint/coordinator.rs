@@ -5,7 +5,12 @@
 //! sees it within about 100 ms (at once in this process) and writes its part at its next
 //! batch boundary; the coordinator waits until every part is in (`HLEN` of the parts
 //! hash, polled every 10 ms) or `checkpoint_drain_timeout` passes, then completes or
-//! fails it in one script, again under the leader lease.
+//! fails it in one script, again under the leader lease. With leader election, the wait
+//! also ends as soon as the leader term that opened the checkpoint is over (the lease in
+//! Redis is another's or was re-fenced, or this process's leader loop found it lost):
+//! such a checkpoint can never complete, and the process, if it leads again under a new
+//! token, checkpoints in its new term at once. Only the term that opened a checkpoint
+//! clears its own lease when the checkpoint is refused, never a newer term's.
 
 use super::store::leader_fence;
 use super::{
@@ -76,7 +81,10 @@ async fn run(job: &JobShared, conn: &mut Connection) -> Result<Checkpoint, Error
     let fence = leader_fence(job)?;
     let mut ck = open(job, conn, &fence).await?;
     let started = std::time::Instant::now();
-    let failure = wait_for_parts(job, conn, &ck).await?;
+    let failure = match wait_for_parts(job, conn, &ck, &fence).await? {
+        Waited::Ended(failure) => failure,
+        Waited::TermOver => return Err(lost_lease(job, ck.id, fence.2)),
+    };
     phase(job, "drain", started);
     let started = std::time::Instant::now();
     finish(job, conn, &fence, &mut ck, failure).await?;
@@ -134,19 +142,29 @@ async fn open(
         .invoke_async(conn)
         .await?;
     if is_fenced_reply(&opened) {
-        return Err(lost_lease(job, id));
+        return Err(lost_lease(job, id, *token));
     }
     job.checkpoints.opened.send_replace(id);
     Ok(ck)
 }
 
-/// Waits until every partition wrote its part of `ck` (`""`), or why not: the job was
-/// cancelled, or `checkpoint_drain_timeout` passed (naming the missing partitions).
+/// How waiting for the parts of a checkpoint ended.
+enum Waited {
+    /// Every part is in (`""`), or why not: the job was cancelled, or
+    /// `checkpoint_drain_timeout` passed (naming the missing partitions).
+    Ended(String),
+    /// The leader term that opened the checkpoint is over: it can never complete.
+    TermOver,
+}
+
+/// Waits until every partition wrote its part of `ck`, the job is cancelled,
+/// `checkpoint_drain_timeout` passes, or the leader term that opened it (`fence`) is over.
 async fn wait_for_parts(
     job: &JobShared,
     conn: &mut Connection,
     ck: &Checkpoint,
-) -> Result<String, Error> {
+    fence: &(String, u64, u64),
+) -> Result<Waited, Error> {
     let keys = &job.checkpoints.keys;
     let drain = job.checkpoint_options.drain_timeout;
     let deadline = ck.started_at_ms + ms(drain);
@@ -157,19 +175,49 @@ async fn wait_for_parts(
             .query_async(conn)
             .await?;
         if written >= expected {
-            return Ok(String::new());
+            return Ok(Waited::Ended(String::new()));
         }
         if job.is_cancelled() {
-            return Ok("the job was cancelled".into());
+            return Ok(Waited::Ended("the job was cancelled".into()));
         }
         if now_ms() > deadline {
-            return Ok(format!(
+            return Ok(Waited::Ended(format!(
                 "{written} of {expected} partitions wrote their part within checkpoint_drain_timeout ({drain:?}); missing: {}",
                 missing_parts(conn, keys, ck).await?
-            ));
+            )));
+        }
+        if term_over(job, conn, fence).await? {
+            return Ok(Waited::TermOver);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Whether the leader term `fence` (lease value, ttl, token) is over: this process leads
+/// under another token or not at all, or the lease in Redis is another's (or expired
+/// with the token counter moved on, so that it cannot be taken back). Never without
+/// leader election.
+async fn term_over(
+    job: &JobShared,
+    conn: &mut Connection,
+    (lease, _, token): &(String, u64, u64),
+) -> Result<bool, Error> {
+    if lease.is_empty() {
+        return Ok(false);
+    }
+    if job.checkpoints.lease().map(|l| l.token) != Some(*token) {
+        return Ok(true);
+    }
+    let keys = &job.checkpoints.keys;
+    let (held, counter): (Option<String>, Option<u64>) = redis::pipe()
+        .get(keys.leader())
+        .get(keys.leader_token())
+        .query_async(conn)
+        .await?;
+    Ok(match held {
+        Some(held) => held != *lease,
+        None => counter != Some(*token),
+    })
 }
 
 /// Completes `ck` (every part written, `failure` empty) or marks it failed, under the
@@ -177,7 +225,7 @@ async fn wait_for_parts(
 async fn finish(
     job: &JobShared,
     conn: &mut Connection,
-    (lease, ttl, _): &(String, u64, u64),
+    (lease, ttl, token): &(String, u64, u64),
     ck: &mut Checkpoint,
     failure: String,
 ) -> Result<(), Error> {
@@ -199,7 +247,7 @@ async fn finish(
         .invoke_async(conn)
         .await?;
     if is_fenced_reply(&reply) {
-        return Err(lost_lease(job, ck.id));
+        return Err(lost_lease(job, ck.id, *token));
     }
     ck.finished_at_ms = Some(finished);
     let outcome: String = redis::from_redis_value(&reply)?;
@@ -240,16 +288,20 @@ async fn missing_parts(
     Ok(named)
 }
 
-/// The error of a leader's checkpoint write that its lease refused; the process stops
-/// leading at once.
-fn lost_lease(job: &JobShared, id: u64) -> Error {
+/// The error of a checkpoint whose leader term (fencing token `token`) ended before it
+/// did: the lease refused a write or passed on. The process stops leading at once if it
+/// still leads under that token; a newer term of its own (it took the lease again) keeps
+/// its lease.
+fn lost_lease(job: &JobShared, id: u64, token: u64) -> Error {
     if let Ok(mut l) = job.checkpoints.lease.lock() {
-        *l = None;
+        if l.as_ref().is_some_and(|l| l.token == token) {
+            *l = None;
+        }
     }
     Error::Engine {
         op: "checkpoint",
         reason: format!(
-            "checkpoint {id} refused: this process ({}) lost the leader lease to another process; it does not lead any more",
+            "checkpoint {id} abandoned: this process ({}) lost the leader lease of the term that opened it (fencing token {token}); it can never complete",
             job.job_instance_id
         ),
     }

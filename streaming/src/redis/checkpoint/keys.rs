@@ -16,7 +16,12 @@
 //!   hash, the commit frontier (string: the offset the part was taken at) and the acked
 //!   set; the part record `C J:{id}:{state base}:part` (hash: offset, token, consumer,
 //!   time, and `c:{hash}` → collection base of each hash whose keys have collections) is
-//!   written last, so a part without a record is unfinished.
+//!   written last, so a part without a record is unfinished;
+//! - a partition's checkpoint registry `C J:parts:{state base}` (hash, the partition's
+//!   slot: checkpoint id → `live` once a part of it was begun, or the ms retention
+//!   deleted it at): every step of a part checks it in the same script, so a part is
+//!   never written for a checkpoint retention deleted, and retention finds there the
+//!   parts of checkpoints no longer in `C{J}:ids` (orphans) to delete.
 
 use crate::redis::keys::StateKeys;
 
@@ -74,6 +79,12 @@ impl CheckpointKeys {
         format!("{}:{id}:", self.copies)
     }
 
+    /// The checkpoint registry of a partition (by its state keys): which checkpoints
+    /// have (or had) a part of it.
+    pub(crate) fn part_registry(&self, state: &StateKeys) -> String {
+        format!("{}:parts:{}", self.copies, state.base())
+    }
+
     /// The part record of a partition (by its state keys) in checkpoint `id`.
     pub(crate) fn part_record(&self, id: u64, state: &StateKeys) -> String {
         format!("{}{}:part", self.copy_prefix(id), state.base())
@@ -105,6 +116,7 @@ mod tests {
         assert_eq!(k.open(), "ck:{wc}:open");
         let state = StateKeys::new("st", "wc", "{t:3}", "g", 1);
         assert_eq!(k.part_record(7, &state), "ck:wc:7:st:wc:{t:3}:g:part");
+        assert_eq!(k.part_registry(&state), "ck:wc:parts:st:wc:{t:3}:g");
         assert_eq!(
             format!("{}{}", k.copy_prefix(7), state.index()),
             "ck:wc:7:st:wc:{t:3}:g:index"

@@ -7,6 +7,13 @@
 //! chunk's per-key collections), and an end step writing the part record. The owner
 //! commits nothing between the steps, so the copy is the state as of its last commit
 //! — consistent with the offset copied with it — and no step blocks Redis for long.
+//!
+//! Every step also checks the partition's checkpoint registry (see
+//! [`keys`](super::keys)): the begin step registers the checkpoint `live` unless
+//! retention deleted it there, and the later steps write only while it is `live`; the
+//! report to the coordinator (the parts hash) is written only while the checkpoint's
+//! record exists. An owner whose list of open checkpoints is a little old so never
+//! writes a part of a checkpoint retention deleted.
 
 use super::store::COPY_CHUNK;
 use super::{fenced_script, now_ms, part_field};
@@ -24,6 +31,8 @@ use tokio::time::Instant;
 
 static BEGIN: LazyLock<Script> = fenced_script!("checkpoint_part_begin.lua");
 static END: LazyLock<Script> = fenced_script!("checkpoint_part_end.lua");
+static REPORT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/checkpoint_part_report.lua")));
 
 /// Fields per copy step.
 const CHUNK_FIELDS: usize = 500;
@@ -81,6 +90,8 @@ enum Wrote {
     Part,
     /// The checkpoint's deadline passed first: it fails without this part.
     TooLate,
+    /// Retention deleted the checkpoint: nothing (more) written.
+    Gone,
 }
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
@@ -119,12 +130,18 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         id: u64,
         deadline: u64,
     ) -> Result<Wrote, Error> {
+        if now_ms() > deadline {
+            return Ok(Wrote::TooLate);
+        }
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);
+        let keys = &ctx.job.checkpoints.keys;
         let step = Step {
             fence: fence.parts(),
-            copy: ctx.job.checkpoints.keys.copy_prefix(id),
-            record: ctx.job.checkpoints.keys.part_record(id, &self.state_keys),
+            id,
+            copy: keys.copy_prefix(id),
+            record: keys.part_record(id, &self.state_keys),
+            registry: keys.part_registry(&self.state_keys),
         };
         let begun = match self.begin_part(ctx, conn, &step).await? {
             Begun::Started(begun) if begun.len() >= 3 => begun,
@@ -139,6 +156,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                     .await?;
                 return Ok(Wrote::Part);
             }
+            Begun::Gone => return Ok(Wrote::Gone),
             Begun::Started(_) | Begun::Fenced => return Err(fence.error()),
         };
         let (offset, hashes) = (begun[0].clone(), &begun[3..]);
@@ -155,6 +173,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             match copy_hash(conn, &step, hash, base.as_deref(), deadline).await? {
                 Copied::All => {}
                 Copied::TooLate => return Ok(Wrote::TooLate),
+                Copied::Gone => return Ok(Wrote::Gone),
                 Copied::Fenced => return Err(fence.error()),
             }
             if let Some(base) = base {
@@ -163,18 +182,21 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         }
         let (lease_key, fence_key, value, ttl) = &step.fence;
         let mut inv = END.key(lease_key);
-        inv.key(fence_key).key(&step.record).arg(*value).arg(*ttl);
+        inv.key(fence_key).key(&step.record).key(&step.registry);
+        inv.arg(*value).arg(*ttl).arg(id);
         for (f, v) in &fields {
             inv.arg(f).arg(v);
         }
         let done: Value = inv.invoke_async(conn).await?;
-        fence.int_reply(&done)?;
+        if fence.int_reply(&done)? == 0 {
+            return Ok(Wrote::Gone);
+        }
         self.part_written(ctx, conn, id, &offset).await?;
         Ok(Wrote::Part)
     }
 
     /// Tells the coordinator the partition's part of checkpoint `id` is written (the
-    /// parts hash, in the job's slot; idempotent).
+    /// parts hash, in the job's slot; idempotent; nothing when the checkpoint is gone).
     async fn part_written(
         &self,
         ctx: &Ctx<'_>,
@@ -183,11 +205,13 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         offset: &str,
     ) -> Result<(), Error> {
         let (t, p, g) = ctx.at(self.partition);
-        let _: i64 = redis::cmd("HSET")
-            .arg(ctx.job.checkpoints.keys.parts(id))
+        let keys = &ctx.job.checkpoints.keys;
+        let _: i64 = REPORT
+            .key(keys.meta(id))
+            .key(keys.parts(id))
             .arg(part_field(t, g, p))
             .arg(offset)
-            .query_async(conn)
+            .invoke_async(conn)
             .await?;
         Ok(())
     }
@@ -213,12 +237,20 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         for k in own.iter().chain(&copies) {
             inv.key(k);
         }
-        inv.key(ctx.keys.stream(t, p));
-        let reply: Value = (inv.arg(*value).arg(*ttl).arg(&step.copy).arg(g))
-            .invoke_async(conn)
-            .await?;
+        inv.key(ctx.keys.stream(t, p)).key(&step.registry);
+        let reply: Value = (inv
+            .arg(*value)
+            .arg(*ttl)
+            .arg(&step.copy)
+            .arg(g)
+            .arg(step.id))
+        .invoke_async(conn)
+        .await?;
         if is_fenced_reply(&reply) {
             return Ok(Begun::Fenced);
+        }
+        if is_gone_reply(&reply) {
+            return Ok(Begun::Gone);
         }
         if matches!(&reply, Value::BulkString(b) if b == b"done") {
             return Ok(Begun::Done);
@@ -253,11 +285,20 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
 }
 
 /// What every step of one part checks and writes: the lease's (key, counter key, value,
-/// ttl ms), the checkpoint's copy prefix, the part record.
+/// ttl ms), the checkpoint's id and copy prefix, the part record, the partition's
+/// checkpoint registry.
 struct Step<'a> {
     fence: (String, String, &'a str, u64),
+    id: u64,
     copy: String,
     record: String,
+    registry: String,
+}
+
+/// Whether a part step's reply says retention deleted the checkpoint (`'gone'`).
+fn is_gone_reply(v: &Value) -> bool {
+    matches!(v, Value::BulkString(b) if b == b"gone")
+        || matches!(v, Value::SimpleString(s) if s == "gone")
 }
 
 /// What the begin step of a part found.
@@ -266,6 +307,8 @@ enum Begun {
     Done,
     /// Another owner holds the lease: nothing written.
     Fenced,
+    /// Retention deleted the checkpoint: nothing written.
+    Gone,
     /// Started: the offset, the next entry after it, the stream's entries-added counter,
     /// then the state hashes to copy.
     Started(Vec<String>),
@@ -278,6 +321,8 @@ enum Copied {
     TooLate,
     /// Another owner holds the lease.
     Fenced,
+    /// Retention deleted the checkpoint (the copy of this chunk not written).
+    Gone,
 }
 
 /// Copies state hash `hash` (and, with a collection `base`, its keys' collections) in
@@ -300,6 +345,7 @@ async fn copy_hash(
             .key(fence_key)
             .key(hash)
             .key(format!("{}{hash}", step.copy))
+            .key(&step.registry)
             .arg(*value)
             .arg(*ttl)
             .arg(&cursor)
@@ -308,10 +354,14 @@ async fn copy_hash(
             .arg("")
             .arg(&step.copy)
             .arg("")
+            .arg(step.id)
             .invoke_async(conn)
             .await?;
         if is_fenced_reply(&next) {
             return Ok(Copied::Fenced);
+        }
+        if is_gone_reply(&next) {
+            return Ok(Copied::Gone);
         }
         cursor = redis::from_redis_value(&next)?;
         if cursor == "0" {

@@ -1,6 +1,15 @@
 //! Retention: after a checkpoint completes, the coordinator deletes the checkpoints
 //! beyond `checkpoints_to_keep` and the incomplete ones before the newest complete one,
 //! in small steps on its own connection.
+//!
+//! Deleting a partition's part first marks the checkpoint deleted in the partition's
+//! checkpoint registry (a tombstone: the ms it was deleted at), which every step of a
+//! part checks, so an owner that still sees the checkpoint open writes nothing more of
+//! it. Each pass then looks through every partition's registry for orphans — parts of
+//! checkpoints no longer in the id set, begun before the checkpoint was deleted or after
+//! its tombstone was pruned — and deletes them; a tombstone is pruned once
+//! `checkpoint_drain_timeout` + 1 min passed (no owner begins a part past the
+//! checkpoint's deadline).
 
 use super::store::{chunked, leader_fence, list};
 use super::{fenced_script, now_ms, Checkpoint, CheckpointKeys, CheckpointStatus};
@@ -26,6 +35,10 @@ fn retention_error(reason: String) -> Error {
 
 /// Fields per delete step.
 const CHUNK_FIELDS: usize = 500;
+
+/// How long a tombstone outlives `checkpoint_drain_timeout` (clock skew between
+/// processes, a step in flight).
+const TOMBSTONE_GRACE_MS: u64 = 60_000;
 
 /// Retention after a checkpoint ended (completed or failed): with `checkpoints_to_keep`
 /// N > 0, deletes every incomplete checkpoint (failed, abandoned, half deleted) but the
@@ -74,7 +87,76 @@ pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), 
     for ck in doomed {
         drop_checkpoint(job, conn, &ck).await?;
     }
+    sweep_orphans(job, conn).await
+}
+
+/// Deletes the parts of checkpoints no longer in the id set that a partition's registry
+/// still lists `live`, and prunes the tombstones older than `checkpoint_drain_timeout`
+/// + 1 min, in every partition of the job's pipelines.
+async fn sweep_orphans(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
+    let keys = &job.checkpoints.keys;
+    let mut registries = Vec::new();
+    for (topic, group) in &job.pipelines {
+        let partitions = crate::mq::topic::topic_partitions(conn, &job.keys, topic).await?;
+        for partition in 0..partitions {
+            let (state, own) = partition_keys(job, topic, group, partition);
+            let registry: HashMap<u64, String> = redis::cmd("HGETALL")
+                .arg(keys.part_registry(&state))
+                .query_async(conn)
+                .await?;
+            registries.push((state, own, registry));
+        }
+    }
+    // Read after the registries: a checkpoint is in the id set from its opening, before
+    // any owner could register it, so one registered but not in the set now is deleted.
+    let ids: Vec<u64> = redis::cmd("ZRANGE")
+        .arg(keys.ids())
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    let drain = crate::mq::lease::ms(job.checkpoint_options.drain_timeout);
+    let horizon = now_ms().saturating_sub(drain + TOMBSTONE_GRACE_MS);
+    for (state, own, registry) in registries {
+        for (id, entry) in registry {
+            if entry == "live" && !ids.contains(&id) {
+                drop_part(conn, keys, id, &state, &own).await?;
+            } else if entry.parse::<u64>().is_ok_and(|at| at < horizon) {
+                let _: i64 = redis::cmd("HDEL")
+                    .arg(keys.part_registry(&state))
+                    .arg(id)
+                    .query_async(conn)
+                    .await?;
+            }
+        }
+    }
     Ok(())
+}
+
+/// A partition's state keys, and its index, schema, frontier and acked keys (whose
+/// copies a part holds).
+fn partition_keys(
+    job: &JobShared,
+    topic: &str,
+    group: &str,
+    partition: u32,
+) -> (StateKeys, [String; 4]) {
+    let tag = job.keys.hash_tag(topic, partition);
+    let config = &job.config;
+    let state = StateKeys::new(
+        &config.state_key_prefix(),
+        &job.job_name,
+        &tag,
+        group,
+        config.keyed_state_shard_count(),
+    );
+    let own = [
+        state.index(),
+        state.schema(),
+        job.keys.frontier(topic, partition, group),
+        job.keys.acked(topic, partition, group),
+    ];
+    (state, own)
 }
 
 /// Deletes checkpoint `ck` (retention): marks it `deleting` (never restored from then
@@ -90,21 +172,7 @@ pub(super) async fn drop_checkpoint(
         if step == "drop" {
             for p in &ck.pipelines {
                 for partition in 0..p.partitions {
-                    let tag = job.keys.hash_tag(&p.topic, partition);
-                    let config = &job.config;
-                    let state = StateKeys::new(
-                        &config.state_key_prefix(),
-                        &job.job_name,
-                        &tag,
-                        &p.group,
-                        config.keyed_state_shard_count(),
-                    );
-                    let own = [
-                        state.index(),
-                        state.schema(),
-                        job.keys.frontier(&p.topic, partition, &p.group),
-                        job.keys.acked(&p.topic, partition, &p.group),
-                    ];
+                    let (state, own) = partition_keys(job, &p.topic, &p.group, partition);
                     drop_part(conn, keys, ck.id, &state, &own).await?;
                 }
             }
@@ -134,7 +202,8 @@ pub(super) async fn drop_checkpoint(
 }
 
 /// Deletes one partition's part of checkpoint `id` (`own`: the partition's index,
-/// schema, frontier and acked keys, whose copies go too).
+/// schema, frontier and acked keys, whose copies go too), after a tombstone in the
+/// partition's registry that refuses every later step of a part of it.
 async fn drop_part(
     conn: &mut Connection,
     keys: &CheckpointKeys,
@@ -142,6 +211,12 @@ async fn drop_part(
     state: &StateKeys,
     own: &[String; 4],
 ) -> Result<(), Error> {
+    let _: i64 = redis::cmd("HSET")
+        .arg(keys.part_registry(state))
+        .arg(id)
+        .arg(now_ms())
+        .query_async(conn)
+        .await?;
     let copy = keys.copy_prefix(id);
     let record_key = keys.part_record(id, state);
     let record: HashMap<String, String> = redis::cmd("HGETALL")
