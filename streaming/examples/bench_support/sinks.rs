@@ -163,7 +163,9 @@ mod plain_pg {
             let conn = self.conn.clone();
             let writer = self.writer.get_or_insert_with(|| spawn_writer(conn));
             let (reply, answer) = sync_channel(1);
-            writer.send((rows, reply)).map_err(|_| "the writer thread ended")?;
+            writer
+                .send((rows, reply))
+                .map_err(|_| "the writer thread ended")?;
             Ok(answer.recv().map_err(|_| "the writer thread ended")??)
         }
     }
