@@ -1,8 +1,9 @@
 //! Checkpoints of the Redis engine against a private redis-server: a restore reproduces
 //! exactly what an uninterrupted run produced after the checkpoint (keyed state, window
 //! panes and watermarks, at another parallelism), periodic checkpoints and retention,
-//! single flight, drain timeout, trimmed streams, a stale leader's checkpoint, a leader
-//! that lost its lease mid-checkpoint and leads again, parts of deleted checkpoints.
+//! single flight, drain timeout, trimmed streams, a refused restore (changes no
+//! partition), a stale leader's checkpoint, a leader that lost its lease mid-checkpoint
+//! and leads again, parts of deleted checkpoints.
 
 mod support;
 
@@ -732,6 +733,109 @@ fn a_restore_refuses_when_entries_after_the_offset_were_trimmed() {
         "{e}"
     );
     assert_eq!(s.counts("trim", topics.0), state, "nothing restored");
+}
+
+/// What a restore rewinds, per partition of both topics: the count state (count topic),
+/// the commit frontier and the consumer group's last-delivered id.
+type Positions = (Vec<HashMap<String, String>>, Vec<(Option<String>, String)>);
+
+impl Setup {
+    fn positions(&self, job: &str, topics: (&str, &str)) -> Positions {
+        let mut conn = self.conn();
+        let keys = self.mq().keys().clone();
+        let mut offsets = Vec::new();
+        for topic in [topics.0, topics.1] {
+            for p in 0..PARTITIONS {
+                let frontier: Option<String> = self
+                    .rt
+                    .block_on(conn.get(keys.frontier(topic, p, "g")))
+                    .unwrap();
+                let groups: redis::streams::StreamInfoGroupsReply = self
+                    .rt
+                    .block_on(conn.xinfo_groups(keys.stream(topic, p)))
+                    .unwrap();
+                let group = groups.groups.into_iter().find(|g| g.name == "g").unwrap();
+                offsets.push((frontier, group.last_delivered_id));
+            }
+        }
+        (self.counts(job, topics.0), offsets)
+    }
+}
+
+/// A restore refused on one partition's lease (held by another restorer) changes no
+/// partition, before or after that one, and leaves no lease of its own behind; once the
+/// lease is free, the same restore rewinds every partition: the run replays exactly what
+/// the first run produced after the checkpoint.
+#[test]
+fn a_restore_refused_on_a_lease_changes_no_partition_and_can_run_again() {
+    let s = setup("ck-refused");
+    let job_name = "refused";
+    let names = s.topics("f");
+    let topics = (names.0.as_str(), names.1.as_str());
+    s.produce_both(topics, 0, 100);
+    let config = || s.ck_config(job_name, AckMode::Offset).build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    let first = register(&env, topics);
+    let job = env.execute_async().unwrap();
+    caught_up(&job);
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(ck.status, CheckpointStatus::Complete, "{ck:?}");
+    let (counts_at_ck, windows_at_ck) = (first.counts.len(), first.windows.len());
+    s.produce_both(topics, 100, 100);
+    caught_up(&job);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    let counts_after = first.counts.snapshot()[counts_at_ck..].to_vec();
+    let windows_after = first.windows.snapshot()[windows_at_ck..].to_vec();
+    assert_eq!(counts_after.len(), 100);
+    let before = s.positions(job_name, topics);
+
+    // Another restorer holds the lease of the last partition a restore goes through.
+    let keys = s.mq().keys().clone();
+    let last = PARTITIONS - 1;
+    let held = keys.lease(topics.1, last, "g");
+    let mut conn = s.conn();
+    let _: () =
+        s.rt.block_on(conn.set_ex(&held, "7 other-restore", 120))
+            .unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    register(&env, topics);
+    env.restore_from_checkpoint(ck.id).unwrap();
+    let e = env.execute_async().unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "partition {last} of `{}` (group `g`) is leased by `7 other-restore`",
+            topics.1
+        )),
+        "{e}"
+    );
+    assert_eq!(
+        s.positions(job_name, topics),
+        before,
+        "no partition restored"
+    );
+    for topic in [topics.0, topics.1] {
+        for p in 0..PARTITIONS {
+            let lease: Option<String> = s.rt.block_on(conn.get(keys.lease(topic, p, "g"))).unwrap();
+            let expected = (topic == topics.1 && p == last).then(|| "7 other-restore".into());
+            assert_eq!(lease, expected, "lease of partition {p} of `{topic}`");
+        }
+    }
+
+    // The lease freed, the same restore rewinds every partition.
+    let _: i64 = s.rt.block_on(conn.del(&held)).unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
+    let second = register(&env, topics);
+    env.restore_from_checkpoint(ck.id).unwrap();
+    let job = env.execute_async().unwrap();
+    assert_eq!(job.diagnostics().latest_checkpoint_id, Some(ck.id));
+    caught_up(&job);
+    assert!(job.blocking_shutdown(Duration::from_secs(30)));
+    assert_eq!(sorted(second.counts.snapshot()), sorted(counts_after));
+    assert_eq!(
+        windows_sorted(second.windows.snapshot()),
+        windows_sorted(windows_after)
+    );
+    assert_eq!(s.positions(job_name, topics), before);
 }
 
 /// `restore_from_checkpoint` of an unknown id fails the start; `restore_from_latest_checkpoint`

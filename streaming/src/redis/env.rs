@@ -431,16 +431,22 @@ impl RedisEnv {
     /// checkpoint stay: a record may go to retry or dead letter again. Overrides
     /// [`restore_from_latest_checkpoint`](RedisRuntimeConfig::restore_from_latest_checkpoint).
     ///
-    /// A restore interrupted (the process killed) leaves partitions half restored: start
-    /// again with the same restore.
+    /// A restore is all-or-nothing up to its first write: it checks every partition of
+    /// every pipeline and takes every partition's lease before it changes any, so a
+    /// restore refused (see Errors) changes no partition and holds no lease after it.
+    /// Once it has started changing partitions, a restore interrupted (the process killed,
+    /// or a partition's lease taken by a process of the job started meanwhile) leaves the
+    /// partitions before it restored and the others not (logged): start again with the
+    /// same restore.
     ///
     /// # Errors
     /// [`Error::Engine`] once the job was started. `execute_async` then fails (starting
-    /// nothing) with [`Error::Engine`] when checkpoint `id` is not complete or not stored,
-    /// lacks a registered pipeline or has another partition count, another process of
-    /// the job is running (its registry record is live, or it holds a partition's lease
-    /// past `lease_ttl`), or stream entries after a partition's offset were trimmed
-    /// (naming the partition; nothing is restored then).
+    /// nothing, and restoring no partition) with [`Error::Engine`] when checkpoint `id` is
+    /// not complete or not stored, lacks a registered pipeline or has another partition
+    /// count, another process of the job is running (its registry record is live, or it
+    /// holds a partition's lease past `lease_ttl` + 1 s: naming the first such
+    /// partition), or stream entries after a partition's offset were trimmed (naming the
+    /// partition).
     pub fn restore_from_checkpoint(&self, id: u64) -> Result<(), Error> {
         let mut st = self.inner.state.lock().map_err(|_| Error::Engine {
             op: "restore_from_checkpoint",

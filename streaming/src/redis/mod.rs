@@ -297,8 +297,10 @@
 //!   partition counts, and every stream entry after the checkpoint's offsets still in the
 //!   stream: a queue `max_len` that trimmed past the checkpoint makes the restore fail
 //!   naming the partition (keep `max_len` above what is produced after the oldest
-//!   checkpoint you may restore). Outputs after the checkpoint are produced again; dead
-//!   letters and retries are not rolled back.
+//!   checkpoint you may restore). Every partition is checked and its lease taken before
+//!   any is changed: a restore refused on one partition (trimmed, or leased by another
+//!   process) changes none and gives back the leases it took. Outputs after the
+//!   checkpoint are produced again; dead letters and retries are not rolled back.
 //! - *Leader.* With [`RedisRuntimeConfig::leader_election_enabled`], the job's processes
 //!   elect a leader (lease `SET NX PX`, renewed by compare-and-expire, released by
 //!   compare-and-delete; a fencing token from `INCR` per term). Only the leader schedules

@@ -1,11 +1,15 @@
 //! Restoring a checkpoint when the job starts, and deleting a checkpoint's parts.
 //!
-//! A restore takes each partition's lease (under a new fencing token: a stale owner
-//! that wakes up later writes nothing), deletes the partition's current state in chunks,
+//! A restore is all-or-nothing up to its first write: it checks every partition (the
+//! checkpoint's part, the stream not trimmed) and takes every partition's lease (under a
+//! new fencing token: a stale owner that wakes up later writes nothing) before it changes
+//! any. A lease it cannot take refuses the restore: it gives back the leases it took and
+//! nothing is changed. Then, per partition, it deletes the current state in chunks,
 //! copies the checkpoint's part back in chunks, puts back the index, schema and acked
 //! set, sets the commit frontier to the part's offset and moves the consumer group there
-//! (`XGROUP SETID`; its pending entries are acknowledged, they are read again), then
-//! releases the lease. Every step is a script that checks the lease.
+//! (`XGROUP SETID`; its pending entries are acknowledged, they are read again); the
+//! leases of the partitions still to restore are renewed on the way. Every step is a
+//! script that checks the lease; the leases are released at the end.
 
 use super::keys::unsharded_name;
 use super::store::{chunked, latest, read, COPY_CHUNK};
@@ -19,7 +23,7 @@ use crate::Error;
 use redis::{Script, Value};
 use std::collections::HashMap;
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 static CLEAR: LazyLock<Script> = fenced_script!("checkpoint_clear_chunk.lua");
 static END: LazyLock<Script> = fenced_script!("checkpoint_restore_end.lua");
@@ -106,9 +110,10 @@ async fn restore(
         )));
     }
     let parts = plan(&mut conn, config, &keys, &ck, pipelines).await?;
-    for part in &parts {
-        restore_partition(&mut conn, config, &keys, ck.id, part).await?;
-    }
+    let mut leases = take_leases(&mut conn, config, &parts).await?;
+    let result = restore_all(&mut conn, config, &keys, ck.id, &mut leases).await;
+    leases.release(&mut conn).await;
+    result?;
     tracing::info!(job = %job, id = ck.id, partitions = parts.len(), "restored checkpoint");
     Ok(Some(ck.id))
 }
@@ -271,12 +276,80 @@ impl StreamInfo {
     }
 }
 
+/// The leases a restore holds: one per partition of `parts`, in order (the first
+/// `held.len()` of them), kept alive while it waits for the others and restores one
+/// partition after another.
+struct Leases<'a> {
+    parts: &'a [PartToRestore],
+    held: Vec<Lease>,
+    ttl: Duration,
+    renewed: Instant,
+}
+
+impl Leases<'_> {
+    /// Renews the leases held from the `from`-th on, at most every third of `lease_ttl`.
+    ///
+    /// # Errors
+    /// [`Error::Engine`] naming the partition when another process took its lease (it
+    /// expired while the restore waited or worked).
+    async fn keep(&mut self, conn: &mut Connection, from: usize) -> Result<(), Error> {
+        if self.renewed.elapsed() < self.ttl / 3 {
+            return Ok(());
+        }
+        for (part, l) in self.parts.iter().zip(&self.held).skip(from) {
+            if !lease::renew(conn, l, self.ttl).await? {
+                let (t, p, g) = (&part.topic, part.partition, &part.group);
+                return Err(err(format!("partition {p} of `{t}` (group `{g}`) was taken by another process during the restore: stop every process of the job before restoring")));
+            }
+        }
+        self.renewed = Instant::now();
+        Ok(())
+    }
+
+    /// Gives back every lease held (one that expired meanwhile is left alone).
+    async fn release(&self, conn: &mut Connection) {
+        for l in &self.held {
+            let _ = lease::release(conn, l).await;
+        }
+    }
+}
+
+/// Takes the lease of every partition of `parts` before any is changed. A refusal gives
+/// back the leases taken so far: nothing is changed.
+///
+/// # Errors
+/// [`Error::Engine`] naming the first partition whose lease another process holds past
+/// `lease_ttl` + 1 s; [`Error::Redis`] when Redis fails.
+async fn take_leases<'a>(
+    conn: &mut Connection,
+    config: &RedisRuntimeConfig,
+    parts: &'a [PartToRestore],
+) -> Result<Leases<'a>, Error> {
+    let mut leases = Leases {
+        parts,
+        held: Vec::with_capacity(parts.len()),
+        ttl: config.mq_options().lease_ttl,
+        renewed: Instant::now(),
+    };
+    for part in parts {
+        match take_lease(conn, config, part, &mut leases).await {
+            Ok(l) => leases.held.push(l),
+            Err(e) => {
+                leases.release(conn).await;
+                return Err(e);
+            }
+        }
+    }
+    Ok(leases)
+}
+
 /// Takes the partition's lease for the restore, waiting at most `lease_ttl` + 1 s for a
-/// dead owner's lease to expire.
+/// dead owner's lease to expire, and keeping the leases already taken alive meanwhile.
 async fn take_lease(
     conn: &mut Connection,
     config: &RedisRuntimeConfig,
     part: &PartToRestore,
+    leases: &mut Leases<'_>,
 ) -> Result<Lease, Error> {
     let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
     let (t, p, g) = (part.topic.as_str(), part.partition, part.group.as_str());
@@ -301,25 +374,39 @@ async fn take_lease(
                 .query_async(conn)
                 .await?;
             return Err(err(format!(
-                "partition {p} of `{t}` (group `{g}`) is leased by `{}`: stop every process of the job before restoring",
+                "partition {p} of `{t}` (group `{g}`) is leased by `{}`: stop every process of the job before restoring (nothing was restored)",
                 holder.unwrap_or_default()
             )));
         }
+        leases.keep(conn, 0).await?;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-async fn restore_partition(
+/// Restores every partition of `leases`, under its lease. A step refused midway (a
+/// lease taken by a process started during the restore) leaves the partitions before it
+/// restored: the error is logged with their count, and the same restore can run again.
+async fn restore_all(
     conn: &mut Connection,
     config: &RedisRuntimeConfig,
     keys: &CheckpointKeys,
     id: u64,
-    part: &PartToRestore,
+    leases: &mut Leases<'_>,
 ) -> Result<(), Error> {
-    let lease = take_lease(conn, config, part).await?;
-    let result = put_back(conn, config, keys, id, part, &lease).await;
-    let _ = lease::release(conn, &lease).await;
-    result
+    let parts = leases.parts;
+    for (i, part) in parts.iter().enumerate() {
+        let step = match leases.keep(conn, i).await {
+            Ok(()) => put_back(conn, config, keys, id, part, &leases.held[i]).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = step {
+            if i > 0 {
+                tracing::error!(id, restored = i, of = parts.len(), failed_topic = %part.topic, failed_partition = part.partition, "restore failed midway: the partitions before this one are restored, the others not; run the same restore again");
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// The lease a restore's steps run under, and the error of a step it refused.
