@@ -10,6 +10,7 @@ use crate::mq::Message;
 use crate::ops::Operator;
 use crate::time::clock::wall_clock_ms;
 use crate::Error;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -105,13 +106,19 @@ where
         for (_, s) in &self.stores {
             s.borrow_mut().reset_epoch();
         }
-        // The flush's commit clears Redis's flush mark.
+        // The flush's commit clears Redis's flush mark; the flush stays in `in_flight`
+        // until reported, so a wait that sees the mark gone finds it in the diagnostics.
         self.awaiting_flush = false;
-        if let Err(e) = (self.commit(ctx, conn, Pending::default(), (&[], None), None)).await {
+        ctx.job.in_flight.fetch_add(1, Ordering::SeqCst);
+        let committed = (self.commit(ctx, conn, Pending::default(), (&[], None), None)).await;
+        if committed.is_ok() {
+            self.report_idle_flush(ctx);
+        } else {
             self.awaiting_flush = true;
-            return Err(e);
         }
-        self.report_idle_flush(ctx);
+        ctx.job.in_flight.fetch_sub(1, Ordering::SeqCst);
+        ctx.job.signal_change();
+        committed?;
         self.last_read = Instant::now();
         // Fresh watermark generators; the state cache (clean: just committed) stays.
         self.renew_chain(plan)

@@ -141,6 +141,9 @@ impl JobClient {
     /// [`await_caught_up`](Self::await_caught_up) does, woken by the job's changes (an
     /// idle flush is one), and runs on any tokio runtime.
     ///
+    /// When it returns `true`, [`diagnostics`](Self::diagnostics) already counts every
+    /// idle flush this process committed (`idle_flushes`).
+    ///
     /// Needs [`RedisRuntimeConfig::watermark_idle_timeout`](crate::redis::RedisRuntimeConfig::watermark_idle_timeout): the flush comes that long
     /// after a partition's last message.
     ///
