@@ -325,8 +325,9 @@ pub(crate) async fn open_schema(
 /// ([`WatermarkState`]).
 pub trait Persist: 'static + Sealed {
     /// Adds the stored entries of state `state` (field = key as JSON, value = JSON). A
-    /// keyed store poisons the key of a value that does not decode (see [`Lazy`]) and skips
-    /// a field that is no key's.
+    /// keyed store poisons the key of a value that does not decode (its records fail with
+    /// the decode error until a later batch fetches it again) and skips a field that is
+    /// no key's.
     ///
     /// # Errors
     /// [`Error::StateDecode`] when an entry of unkeyed state (a watermark) does not decode.
