@@ -343,5 +343,13 @@ fn show_text(d: &DeadLetter) -> String {
     for (k, v) in &d.headers {
         lines.push(format!("header:       {k} = {v}"));
     }
+    // The failed entry's own fields as stored (e.g. a malformed entry's raw values).
+    for (k, v) in d.fields.iter().filter(|(k, _)| !k.starts_with(b"dlq.")) {
+        let k = String::from_utf8_lossy(k);
+        match std::str::from_utf8(v) {
+            Ok(text) => lines.push(format!("field:        {k} = {text}")),
+            Err(_) => lines.push(format!("field (hex):  {k} = {}", hex(v))),
+        }
+    }
     lines.join("\n")
 }

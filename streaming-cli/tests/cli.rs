@@ -538,9 +538,16 @@ fn dlq_show_prints_the_payload_and_headers_of_a_very_wide_entry() {
         "header:       trace = t-1",
         "key:          order-7",
         "timestamp:    1700000000000",
+        "field:        x0 = v0",
+        "field:        x999 = v999",
     ] {
         assert!(text.lines().any(|l| l == line), "`{line}` in:\n{text}");
     }
+    let raw = text.lines().filter(|l| l.starts_with("field")).count();
+    assert_eq!(
+        raw, 1005,
+        "every field of the entry in the text view:\n{text}"
+    );
 }
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);

@@ -28,7 +28,8 @@ impl Calls {
 }
 
 /// Buffers in `invoke`, "writes" the buffer to `written` in `flush` (failing the first
-/// `failures` flushes that have something to write, keeping the buffer).
+/// `failures` flushes that have something to write, dropping the buffer then, as
+/// `Sink::flush` asks: the batch is invoked again).
 #[derive(Clone)]
 struct Recording {
     calls: Calls,

@@ -30,9 +30,11 @@ pub trait Sink<T> {
     /// - Redis engine: once per committed batch of a partition (also the commits of timers
     ///   and idle flushes), after the batch's outputs were invoked and *before* the batch
     ///   commits in Redis; a batch with no output calls it too. When it fails the batch
-    ///   does not commit: it is read again from the last commit and its records are
-    ///   invoked again (at-least-once: the sink must tolerate a batch written twice, as
-    ///   after a crash between `flush` and the commit).
+    ///   does not commit: it is read again from the last commit and its outputs are
+    ///   invoked again *on the same sink instance* — so a `flush` that fails must drop
+    ///   what it buffered (keep nothing of the failed batch), or the next `flush` writes
+    ///   it twice. Delivery is at-least-once: the target must tolerate a batch written
+    ///   twice, as after a crash between `flush` and the commit.
     /// - Memory engine: once, at the end of input (after the final watermark fired every
     ///   window), before [`close`](Self::close).
     ///

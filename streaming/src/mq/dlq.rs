@@ -104,11 +104,13 @@ pub(crate) async fn write_dead_letter(
 /// Each partition has a dead-letter stream `P:{T:n}:dlq` (the topic's dead letters are the
 /// union over its partitions; same hash tag as the partition, so "acknowledge + dead
 /// letter" is one Lua script, and a crash cannot lose or duplicate the entry). A dead-letter
-/// entry holds the failed entry's own fields unchanged (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
-/// [`Message`](crate::mq::Message); a retry's `rg` is not kept, `dlq.group` names the group; for a
-/// malformed entry: whatever fields it had; one with more than 1000 fields
-/// keeps them as one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`)
-/// plus the fields below. A `DeadLetter` unpacks `dlq.fields`: its key, payload, headers,
+/// entry holds the failed message's fields (`p`, `ts`, `k`, `h`, `rc`, `mr`, see
+/// [`Message`](crate::mq::Message); a retry's `rg` is not kept, `dlq.group` names the group):
+/// a message that decoded and then failed is written from those fields only, so other
+/// fields a raw `XADD` put on the entry are not kept; a malformed entry (one that does not
+/// decode) keeps whatever fields it had, and one with more than 1000 fields keeps them as
+/// one `dlq.fields` value instead, a MessagePack array `[field, value, ...]`. Plus the
+/// fields below. A `DeadLetter` unpacks `dlq.fields`: its key, payload, headers,
 /// event time and fields are the failed entry's, packed or not.
 ///
 /// | field | content |

@@ -221,7 +221,7 @@ pub struct MqOptions {
     /// owner's partitions are free again after at most this long.
     pub lease_ttl: Duration,
     /// How often a subscription renews its leases and rebalances, default 2 s; must be
-    /// less than half of `lease_ttl`.
+    /// greater than zero and at most half of `lease_ttl`.
     pub lease_renew_interval: Duration,
     /// Idle time after which a pending entry of another consumer is claimed
     /// (`XAUTOCLAIM .. min-idle-time`), default 30 s.
@@ -271,7 +271,7 @@ impl MqOptions {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first invalid field: `key_prefix` (empty or
     /// containing `{`, `}` or whitespace), `worker_count` (0), `lease_ttl` (< 100 ms or > 1 day),
-    /// `lease_renew_interval` (zero or ≥ lease_ttl / 2), `claim_idle` (zero),
+    /// `lease_renew_interval` (zero or > lease_ttl / 2), `claim_idle` (zero),
     /// `retry_poll_interval` (zero), `max_len` (0), `response_timeout` (< 10 ms or > 1 day) or a
     /// `retry.*` field.
     pub fn validate(&self) -> Result<(), Error> {

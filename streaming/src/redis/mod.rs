@@ -101,7 +101,8 @@
 //! panes leave memory when the window is cleaned up). Timers and the idle flush fetch
 //! the keys they miss the same way (e.g. a keyed `reduce` after a window). A batch that
 //! runs again is run by a fresh copy of the pipeline's functions (as after a failed
-//! record): state a closure captures, or a side effect of a user function (a log line, a
+//! record); the sink is not copied again: the same instance is invoked with the batch's
+//! outputs again (see [`Sink::flush`](crate::api::Sink::flush)). State a closure captures, or a side effect of a user function (a log line, a
 //! call to another system), is not rolled back and may happen once per run.
 //!
 //! A stored value that does not decode (written by hand, or an older encoding the schema

@@ -76,9 +76,10 @@ impl JobClient {
     /// Cancels the job ([`cancel`](Self::cancel)) and waits until every subtask and
     /// background task has stopped (see [`await_termination`](Self::await_termination)),
     /// at most `timeout` (`Duration::MAX`: no deadline); `true` when they all
-    /// stopped. With a `timeout` of at least about
-    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) it is
-    /// `true` whatever Redis does. `false` leaves the job cancelled: the subtasks still
+    /// stopped. With a `timeout` of
+    /// [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) plus a
+    /// margin for the tasks to end (1 s is ample) it is `true` whatever Redis does: the
+    /// tasks still waiting on Redis one response timeout after the cancel are dropped. `false` leaves the job cancelled: the subtasks still
     /// running stop in the background, and calling it again waits for them.
     pub async fn shutdown(&self, timeout: std::time::Duration) -> bool {
         self.cancel();

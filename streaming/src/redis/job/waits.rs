@@ -183,21 +183,20 @@ impl JobClient {
         block_on("blocking_await_flushed", self.await_flushed(timeout))?
     }
 
-    /// Logs a warning when `wait` returned `true` while no partition of the job has
-    /// processed a record in this process: the usual cause is input produced before the
-    /// job started, which a new consumer group with the default start policy skips.
+    /// Logs a warning when `wait` returned `true` while no partition of this process has
+    /// processed a record or idle-flushed: the usual cause is input produced before the
+    /// job first started, which a new consumer group with the default start policy
+    /// skips. (A process that only flushed what a killed one left, or another process
+    /// that did the work, is not warned about.)
     fn warn_if_nothing_read(&self, wait: &str) {
-        let nothing = self
-            .shared
-            .progress
-            .lock()
-            .is_ok_and(|p| p.iter().all(|pr| pr.records == 0));
+        let nothing = (self.shared.progress.lock())
+            .is_ok_and(|p| p.iter().all(|pr| pr.records == 0 && pr.idle_flushes == 0));
         if nothing {
             tracing::warn!(
-                "{wait}: done, but no partition of the job has processed a record; messages \
-                 produced before the job started are read only with StartPolicy::Earliest \
-                 (the default FrontierOrLatest starts a new consumer group at the end of the \
-                 stream)"
+                "{wait}: done, but no partition has processed a record or flushed windows in \
+                 this process; if the input was produced before the job first started: such \
+                 messages are read only with StartPolicy::Earliest (the default \
+                 FrontierOrLatest starts a new consumer group at the end of the stream)"
             );
         }
     }
