@@ -361,15 +361,18 @@ pub fn lease_owners(
                 .arg(format!("{prefix}:{{{TOPIC}:{p}}}:lease:g"))
                 .query(conn)
                 .unwrap();
-            v.map(|v| {
-                instances
-                    .iter()
-                    .find(|i| v.contains(i.as_str()))
-                    .cloned()
-                    .unwrap_or(v)
-            })
+            v.map(|v| instance_of(v, instances))
         })
         .collect()
+}
+
+/// The instance of `instances` that a lease or assignment value (naming a consumer
+/// `{job}-{instance}-{seq}`) belongs to; the value itself when none.
+fn instance_of(value: String, instances: &[String]) -> String {
+    (instances.iter())
+        .find(|i| value.contains(i.as_str()))
+        .cloned()
+        .unwrap_or(value)
 }
 
 /// Per partition, the instance (of `instances`; else the consumer name) the job's
@@ -387,12 +390,7 @@ pub fn assigned_owners(
                 .arg(format!("p:{p}"))
                 .query(conn)
                 .unwrap();
-            v.map(|v| {
-                (instances.iter())
-                    .find(|i| v.contains(i.as_str()))
-                    .cloned()
-                    .unwrap_or(v)
-            })
+            v.map(|v| instance_of(v, instances))
         })
         .collect()
 }
