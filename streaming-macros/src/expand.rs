@@ -207,6 +207,11 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
             #prelude
         };
     }
+    if c.fragment {
+        // A fragment's value is its stream, or the configuration error that stopped it.
+        let krate = krate.at(Span::call_site());
+        chain = quote! { ::core::result::Result::<_, #krate::Error>::Ok(#chain) };
+    }
     if hoisted > 0 {
         quote! { #label: { #prelude #chain } }
     } else {

@@ -44,6 +44,9 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
                     op.role == ops::Role::Source && op.engines == [ops::Engine::Redis]
                 })
             });
+            if check::is_fragment(&pipeline) {
+                return fragment_placeholder(&errors, &krate).into();
+            }
             let last = pipeline.calls.last().map(|c| c.name.to_string());
             placeholder(&errors, last, redis, &krate).into()
         }
@@ -103,6 +106,23 @@ fn placeholder(
     quote::quote! {{
         #(#errors)*
         #krate::__private::placeholder::<::core::result::Result<#output, #krate::Error>>()
+    }}
+}
+
+/// The errors, then a fragment's value of a type that fits any `impl Fragment<In, Out = U>`
+/// signature (its input and output types are inferred from it).
+fn fragment_placeholder(
+    errors: &[syn::Error],
+    krate: &runtime::CratePath,
+) -> proc_macro2::TokenStream {
+    let krate = krate.at(proc_macro2::Span::call_site());
+    let errors = errors.iter().map(syn::Error::to_compile_error);
+    quote::quote! {{
+        #(#errors)*
+        #krate::__private::placeholder::<::core::result::Result<
+            #krate::DataStream<#krate::__private::PlaceholderPlan<_, _>>,
+            #krate::Error,
+        >>()
     }}
 }
 

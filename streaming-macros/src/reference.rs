@@ -77,6 +77,7 @@ fn table() -> String {
                 IdKind::None => "—".to_string(),
                 IdKind::Position => "(position)".to_string(),
                 IdKind::Kind(k) => format!("`{k}`"),
+                IdKind::Fragment => "(the fragment's)".to_string(),
             };
             if !ids.contains(&id) {
                 ids.push(id);

@@ -225,6 +225,8 @@ pub use operator_id::OperatorId;
 pub mod api;
 // Windows, assigners, triggers and watermark generators.
 pub mod time;
+// Pipelines written as functions.
+pub mod fragment;
 // The in-memory engine.
 pub mod memory;
 // The Redis engine (feature `redis`).
@@ -262,9 +264,10 @@ pub mod __private {
     pub use crate::dataflow::{
         AggregateSpec, ApplySpec, BuildPlan, BuildRejectedOutput, BuildStage, CountLateOnly,
         CountSpec, Execute, FilterStage, FlatMapStage, KeyedProcessOutput, KeyedProcessStage,
-        KeyedReduceStage, KeyedSumByStage, KeyedSumStage, MakeWindowFunction, MapStage, Plan,
-        PrintSink, ReduceSpec, Runtime, SideOutputFactory, Stage, StoreFactory, SumBySpec, SumSpec,
-        Then, TryMapStage, WatermarkStage, WindowOutput, WindowStage,
+        KeyedReduceStage, KeyedSumByStage, KeyedSumStage, MakeWindowFunction, MapStage,
+        PlaceholderPlan, Plan, PrintSink, ReduceSpec, Runtime, SideOutputFactory, Spliced, Stage,
+        StoreFactory, SumBySpec, SumSpec, Then, TryMapStage, WatermarkStage, WindowOutput,
+        WindowStage,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::partition::PartitionedSource;

@@ -108,6 +108,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sealed",
         ],
     ),
+    // Fragments run on every engine, so they name every engine's runtime.
+    (
+        "fragment",
+        &[
+            "dataflow",
+            "memory",
+            "redis",
+            "ops",
+            "api",
+            "time",
+            "error",
+            "operator_id",
+            "sealed",
+        ],
+    ),
     // Exception: `redis` and `mq` for the Redis source helper of the `pipeline!` expansion.
     (
         "dsl",

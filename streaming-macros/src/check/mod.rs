@@ -12,7 +12,7 @@
 //! declarations. The literal checks know the crate's constructors by name (`literal`), so a
 //! renamed one is not checked at compile time; it still fails at run time.
 
-use crate::ops::{Engine, OpSpec, Variant};
+use crate::ops::{Engine, OpSpec, Role, Variant};
 use crate::parse::{Call, Pipeline};
 use proc_macro2::Span;
 
@@ -42,6 +42,8 @@ pub(crate) struct Checked<'a> {
     pub(crate) steps: Vec<Step<'a>>,
     /// The engines that support every operator used.
     pub(crate) engines: Vec<Engine>,
+    /// A fragment: no source, no sink; the value is the stream (see [`is_fragment`]).
+    pub(crate) fragment: bool,
 }
 
 /// The source id used in ids when it is not a literal: the builder numbers sources per
@@ -51,23 +53,44 @@ pub(crate) const RUNTIME_SOURCE_ID: &str = "source-{n}";
 /// Checks `p` against every rule; all errors are collected.
 pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
     let mut cx = Cx::default();
-    let mut walk = walk::Walk::new();
+    let fragment = is_fragment(p);
+    let mut walk = if fragment {
+        walk::Walk::fragment()
+    } else {
+        walk::Walk::new()
+    };
     for call in &p.calls {
         walk.call(&mut cx, call);
     }
     if !walk.lost {
         args::global_windows_need_a_trigger(&mut cx, &p.calls);
     }
-    operators::source_and_sink(&mut cx, p, walk.lost, walk.stage);
+    if !fragment {
+        operators::source_and_sink(&mut cx, p, walk.lost, walk.stage);
+    } else if !walk.lost {
+        operators::fragment_ends_at_a_stream(&mut cx, p, walk.stage);
+    }
     if cx.errors.is_empty() {
         Ok(Checked {
             pipeline: p,
             steps: walk.steps,
             engines: walk.engines,
+            fragment,
         })
     } else {
         Err(cx.errors)
     }
+}
+
+/// Whether `p` is a fragment: it has operators, the first is not a source and none is a
+/// sink (`lines.map(..).key_by(..).sum()`). Its value is the stream, for a function that
+/// returns `impl Fragment`. With a sink, a missing source stays an error.
+pub(crate) fn is_fragment(p: &Pipeline) -> bool {
+    let role = |c: &Call| crate::ops::lookup(&c.name.to_string()).map(|op| op.role);
+    p.calls
+        .first()
+        .is_some_and(|first| role(first) != Some(Role::Source))
+        && !p.calls.iter().any(|c| role(c) == Some(Role::Sink))
 }
 
 /// The error collector every rule pushes into (serde_derive's `Ctxt`).

@@ -182,6 +182,25 @@ pub(super) fn source_and_sink(cx: &mut Cx, p: &Pipeline, lost: bool, stage: Stag
     }
 }
 
+/// A fragment ends at a stream (its value is that stream): not after `key_by`, `window` or
+/// `state(..)`, which need an operator after them.
+pub(super) fn fragment_ends_at_a_stream(cx: &mut Cx, p: &Pipeline, stage: Stage) {
+    if matches!(stage, Stage::Stream | Stage::Processed) {
+        return;
+    }
+    let mut msg = format!(
+        "a pipeline fragment ends at a stream, but this one ends at {}",
+        stage.noun()
+    );
+    if stage == Stage::Windowed {
+        msg.push_str(&format!(": add a window function ({})", window_functions()));
+    } else {
+        msg.push_str(": add the operator that uses it");
+    }
+    let last = p.calls.last().map_or(p.end, |c| c.name.span());
+    cx.err(last, msg);
+}
+
 fn titles(engines: &[Engine]) -> String {
     engines
         .iter()

@@ -60,13 +60,61 @@ fn unknown_operator_does_not_cascade() {
     assert_eq!(
         e[0],
         "unknown operator `frobnicate`; on a stream the operators are `map`, `try_map`, `filter`, `flat_map`, \
-         `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `sink`, `for_each`, `print`, \
+         `transform`, `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `sink`, `for_each`, `print`, \
          `print_with_prefix` or `collect_vec`"
     );
     assert_eq!(
         e[1],
         "unknown operator `collect`; did you mean `collect_vec`?"
     );
+}
+
+#[test]
+fn a_pipeline_without_source_and_sink_is_a_fragment() {
+    let p: Pipeline = parse_quote!(orders
+        .map(|x| x)
+        .key_by(|x| *x)
+        .window(w)
+        .count()
+        .transform(f));
+    let checked = check(&p).expect("a valid fragment");
+    assert!(checked.fragment);
+    // Its ids continue the ids of the stream it is spliced into: unknown at compile time.
+    assert!(checked.steps.iter().all(|s| s.id.is_none()));
+}
+
+#[test]
+fn a_fragment_ends_at_a_stream() {
+    let p: Pipeline = parse_quote!(orders.map(|x| x).key_by(|x| *x));
+    assert_eq!(
+        errors(p),
+        ["a pipeline fragment ends at a stream, but this one ends at a keyed stream: add the operator that uses it"]
+    );
+}
+
+#[test]
+fn a_sink_without_a_source_is_not_a_fragment() {
+    let p: Pipeline = parse_quote!(orders.map(|x| x).collect_vec());
+    let e = errors(p);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with("the pipeline has no source: start it with "),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn ids_after_transform_are_known_at_run_time_only() {
+    let p: Pipeline = parse_quote!(env
+        .from_collection_with_id("src", [1])
+        .map(|x| x)
+        .transform(f)
+        .map(|x| x)
+        .collect_vec());
+    let checked = check(&p).expect("valid");
+    let ids: Vec<_> = checked.steps.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(ids[1], Some("src/1:map".to_string()));
+    assert_eq!(ids[3], None);
 }
 
 #[test]

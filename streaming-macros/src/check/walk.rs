@@ -24,8 +24,9 @@ pub(super) struct Walk<'a> {
     sink: Option<&'a Call>,
     /// The source id that prefixes the operator ids.
     source_id: String,
-    /// The position of the last operator that took one.
-    position: u32,
+    /// The position of the last operator that took one; `None` once it is known at run time
+    /// only (in a fragment, or after `transform`).
+    position: Option<u32>,
     /// The state names declared for the next `process`.
     states: HashSet<String>,
     /// After an unknown operator or a stage error the stage is a guess: the stage checks
@@ -44,9 +45,20 @@ impl<'a> Walk<'a> {
             source: None,
             sink: None,
             source_id: RUNTIME_SOURCE_ID.to_string(),
-            position: 0,
+            position: Some(0),
             states: HashSet::new(),
             lost: false,
+        }
+    }
+
+    /// The walk over a fragment (`pipeline!` without a source and a sink): it starts at a
+    /// stream, and its operator ids continue the ones of the stream it is spliced into, so
+    /// they are known at run time only.
+    pub(super) fn fragment() -> Self {
+        Walk {
+            stage: Stage::Stream,
+            position: None,
+            ..Walk::new()
         }
     }
 
@@ -155,12 +167,17 @@ impl<'a> Walk<'a> {
         match chosen.id {
             IdKind::None => None,
             IdKind::Position => {
-                self.position += 1;
+                self.position = self.position.map(|p| p + 1);
                 None
             }
             IdKind::Kind(kind) => {
-                self.position += 1;
-                Some(format!("{}/{}:{kind}", self.source_id, self.position))
+                self.position = self.position.map(|p| p + 1);
+                let position = self.position?;
+                Some(format!("{}/{position}:{kind}", self.source_id))
+            }
+            IdKind::Fragment => {
+                self.position = None;
+                None
             }
         }
     }

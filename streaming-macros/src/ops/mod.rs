@@ -44,6 +44,7 @@ mod sink;
 mod state;
 mod sum;
 mod sum_by;
+mod transform;
 mod trigger;
 mod try_map;
 mod window;
@@ -132,6 +133,9 @@ pub(crate) enum IdKind {
     Position,
     /// An operator with this kind in its id.
     Kind(&'static str),
+    /// A fragment (`transform`): its operators take positions the macro cannot count, so
+    /// the ids after it are known at run time only.
+    Fragment,
 }
 
 /// One way an operator applies: at stage `applies` it produces `produces`.
@@ -273,6 +277,7 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &try_map::SPEC,
     &filter::SPEC,
     &flat_map::SPEC,
+    &transform::SPEC,
     &assign_timestamps_and_watermarks::SPEC,
     &assign_timestamps_and_watermarks_with::SPEC,
     &key_by::SPEC,

@@ -6,6 +6,7 @@
 //! the plan to the root's [`Execute`] implementation, which builds the operator chain with
 //! the engine's [`Runtime`] ([`BuildPlan`], [`StoreFactory`]) and runs or registers it.
 
+mod fragment;
 mod keyed;
 mod plan;
 mod runtime;
@@ -15,6 +16,7 @@ mod types;
 mod window_fn;
 mod windowed;
 
+pub use fragment::{FragmentInput, PlaceholderPlan, Spliced};
 pub use plan::{BuildPlan, BuildRejectedOutput, BuildStage, Plan, Stage, Then};
 pub use runtime::{Runtime, SideOutputFactory, StoreFactory};
 pub use stages::{

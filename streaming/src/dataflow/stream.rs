@@ -20,6 +20,7 @@ impl<P: Plan> DataStream<P> {
             plan,
             source_id: source_id.into(),
             position: 0,
+            failed: None,
         }
     }
 
@@ -35,6 +36,7 @@ impl<P: Plan> DataStream<P> {
             },
             source_id: self.source_id,
             position: self.position + 1,
+            failed: self.failed,
         }
     }
 
@@ -157,6 +159,9 @@ impl<P: Plan> DataStream<P> {
     where
         P::Root: Execute<P, S, Output = O>,
     {
+        if let Some(error) = self.failed {
+            return <P::Root as Execute<P, S>>::failed(error);
+        }
         let id = self.next_id("sink");
         <P::Root as Execute<P, S>>::execute(self.plan, sink, id)
     }
@@ -235,4 +240,8 @@ pub trait Execute<P, S>: Sealed {
 
     /// Runs (or registers) `plan` with `sink` as its end; `sink_id` is the sink's operator id.
     fn execute(plan: P, sink: S, sink_id: OperatorId) -> Self::Output;
+
+    /// What the terminal operation returns for a pipeline that failed while it was
+    /// written (a fragment's configuration error): `Err(error)`.
+    fn failed(error: crate::Error) -> Self::Output;
 }

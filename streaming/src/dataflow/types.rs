@@ -22,6 +22,9 @@ pub struct DataStream<P> {
     pub(crate) plan: P,
     pub(super) source_id: std::rc::Rc<str>,
     pub(super) position: u32,
+    /// An error found while the pipeline was written (a fragment whose configuration
+    /// failed): the terminal operation returns it instead of running.
+    pub(crate) failed: Option<crate::Error>,
 }
 
 /// A stream partitioned by key: stateful operators see one key at a time.

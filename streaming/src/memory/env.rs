@@ -69,10 +69,7 @@ impl MemoryEnv {
     }
 
     pub(crate) fn runtime(&self) -> MemoryRuntime {
-        MemoryRuntime {
-            coordinator: self.checkpoint_coordinator(),
-            counters: Rc::default(),
-        }
+        MemoryRuntime::new(self.checkpoint_coordinator())
     }
 
     pub(crate) fn next_source_id(&self) -> String {

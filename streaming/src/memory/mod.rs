@@ -29,4 +29,5 @@ pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
 pub use run::JobSummary;
 
+pub use runtime::DrivenClock;
 pub(crate) use runtime::{drive, MemoryRuntime};

@@ -78,6 +78,10 @@ where
     fn execute(plan: P, sink: S, sink_id: OperatorId) -> Result<JobSummary, Error> {
         plan.run_memory(SinkOp::new(sink_id, sink))
     }
+
+    fn failed(error: Error) -> Result<JobSummary, Error> {
+        Err(error)
+    }
 }
 
 /// [`MemoryRoot::Runner`] of roots that drive one chain (every memory source but the
@@ -135,6 +139,9 @@ where
 
     fn into_iter(self) -> Self::IntoIter {
         let mut out = Vec::new();
+        if let Some(error) = self.failed {
+            return vec![Err(error)].into_iter();
+        }
         let id = self.next_id("sink");
         if let Err(e) = self.plan.run_memory(SinkOp::new(id, |v| out.push(Ok(v)))) {
             out.push(Err(e));
@@ -153,6 +160,9 @@ impl<P: Plan> DataStream<P> {
         P::Root: MemoryRoot<Item = P::Head>,
         P: RunMemory<<<P as Plan>::Root as MemoryRoot>::Runner>,
     {
+        if let Some(error) = self.failed {
+            return Err(error);
+        }
         let mut out = Vec::new();
         let id = self.next_id("sink");
         self.plan.run_memory(SinkOp::new(id, |v| out.push(v)))?;

@@ -4,29 +4,62 @@ use super::CheckpointCoordinator;
 use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
 use crate::ops::{Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState};
 use crate::sealed::Sealed;
-use crate::time::RecordClock;
+use crate::time::{Clock, RecordClock};
 use crate::Error;
+use std::any::Any;
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::rc::Rc;
+
+/// The keyed-state stores of a run, by operator id, for a test driver to read.
+pub(crate) type StoreRegistry = Rc<RefCell<Vec<(OperatorId, Rc<dyn Any>)>>>;
 
 /// What a stage may use while its operator is built on the memory engine: the checkpoint
 /// coordinator (to register keyed state) and the run's counters. State lives in the
-/// process only, so nothing tracks its changes; processing time is the highest record
-/// timestamp.
-pub struct MemoryRuntime {
+/// process only, so nothing tracks its changes. Processing time comes from clock `C`: the
+/// highest record timestamp ([`RecordClock`]), or only what a test driver sets
+/// ([`DrivenClock`]).
+pub struct MemoryRuntime<C = RecordClock> {
     pub(crate) coordinator: Option<CheckpointCoordinator>,
     pub(crate) counters: Rc<Counters>,
+    /// Where every store is also registered (a test driver's run).
+    pub(crate) stores: Option<StoreRegistry>,
+    pub(crate) _clock: PhantomData<C>,
 }
 
-impl Sealed for MemoryRuntime {}
+impl MemoryRuntime {
+    /// The runtime of a run with `coordinator` (checkpointing on) or none.
+    pub(crate) fn new(coordinator: Option<CheckpointCoordinator>) -> Self {
+        MemoryRuntime {
+            coordinator,
+            counters: Rc::default(),
+            stores: None,
+            _clock: PhantomData,
+        }
+    }
+}
 
-impl<T, L> SideOutputFactory<T, L> for MemoryRuntime {
+/// Processing time of a test driver's run: records do not move it (a record's processing
+/// time is the last one the driver set); the driver advances it explicitly.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrivenClock;
+
+impl Clock for DrivenClock {
+    #[inline(always)]
+    fn processing_time(_record_timestamp: i64) -> i64 {
+        i64::MIN
+    }
+}
+
+impl<C> Sealed for MemoryRuntime<C> {}
+
+impl<C, T, L> SideOutputFactory<T, L> for MemoryRuntime<C> {
     fn side_output(&self, sink: L) -> SideOutput<T, L> {
         SideOutput::direct(sink)
     }
 }
 
-impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
+impl<C: Clock, S: Clone + 'static> StoreFactory<S> for MemoryRuntime<C> {
     /// A new state store for `operator`, registered for checkpoints when they are enabled
     /// (and then possibly restored from the newest one).
     fn store(&self, operator: &OperatorId, init: S) -> Result<Shared<S>, Error> {
@@ -34,14 +67,18 @@ impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
         if let Some(c) = &self.coordinator {
             c.register(operator.as_str(), &store)?;
         }
+        if let Some(stores) = &self.stores {
+            let any: Rc<dyn Any> = Rc::clone(&store) as Rc<dyn Any>;
+            stores.borrow_mut().push((operator.clone(), any));
+        }
         Ok(store)
     }
 }
 
-impl Runtime for MemoryRuntime {
+impl<C: Clock> Runtime for MemoryRuntime<C> {
     type Changes<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
     type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
-    type Clock = RecordClock;
+    type Clock = C;
 
     fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<NoChanges>> {
         Rc::new(RefCell::new(WatermarkState::default()))

@@ -550,4 +550,8 @@ where
         };
         env.register(Box::new(def), &source_id)
     }
+
+    fn failed(error: Error) -> Result<(), Error> {
+        Err(error)
+    }
 }

@@ -1,0 +1,199 @@
+//! The plan pieces of a pipeline written as a function: the input such a function starts
+//! from ([`FragmentInput`]) and the plan that splices its stages behind another plan
+//! ([`Spliced`]).
+
+use super::plan::{BuildPlan, Plan};
+use super::types::DataStream;
+use crate::ops::Operator;
+use crate::sealed::Sealed;
+use crate::Error;
+use std::marker::PhantomData;
+
+/// The root of a pipeline fragment: a stream of `T` that some other pipeline feeds. It
+/// belongs to no engine; [`DataStream::transform`](crate::DataStream::transform) splices
+/// the fragment's stages behind the stream it is applied to, which decides the engine.
+pub struct FragmentInput<T> {
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for FragmentInput<T> {
+    fn clone(&self) -> Self {
+        FragmentInput { _t: PhantomData }
+    }
+}
+
+impl<T> std::fmt::Debug for FragmentInput<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FragmentInput<{}>", std::any::type_name::<T>())
+    }
+}
+
+impl<T> Sealed for FragmentInput<T> {}
+
+impl<T> Plan for FragmentInput<T> {
+    type Out = T;
+    type Root = Self;
+    type Head = T;
+
+    fn root(&self) -> &Self {
+        self
+    }
+}
+
+/// A fragment's input passes records on as they come: building it builds nothing.
+impl<T, R> BuildPlan<R> for FragmentInput<T> {
+    #[inline]
+    fn build<O: Operator<T>>(
+        self,
+        _rt: &R,
+        downstream: O,
+    ) -> Result<(Self, impl Operator<T> + use<T, R, O>), Error> {
+        Ok((self, downstream))
+    }
+}
+
+/// Plan `P` followed by the stages of fragment `F` (a plan rooted at a [`FragmentInput`]
+/// of `P`'s output). `F` is `None` when the function that wrote it failed (an invalid
+/// window size, …); the stream then carries that error to its terminal operation, which
+/// returns it without building anything.
+#[derive(Clone)]
+pub struct Spliced<P, F> {
+    plan: P,
+    fragment: Option<F>,
+}
+
+impl<P, F> Sealed for Spliced<P, F> {}
+
+impl<P: Plan, F: Plan<Root = FragmentInput<P::Out>, Head = P::Out>> Plan for Spliced<P, F> {
+    type Out = F::Out;
+    type Root = P::Root;
+    type Head = P::Head;
+
+    fn root(&self) -> &P::Root {
+        self.plan.root()
+    }
+}
+
+impl<R, P, F> BuildPlan<R> for Spliced<P, F>
+where
+    P: BuildPlan<R>,
+    F: BuildPlan<R> + Plan<Root = FragmentInput<P::Out>, Head = P::Out>,
+{
+    #[inline]
+    fn build<O: Operator<F::Out>>(
+        self,
+        rt: &R,
+        downstream: O,
+    ) -> Result<(P::Root, impl Operator<P::Head> + use<P, F, R, O>), Error> {
+        let Some(fragment) = self.fragment else {
+            // Unreachable through the public API: a stream whose fragment failed returns
+            // the failure from its terminal operation before building.
+            return Err(Error::Engine {
+                op: "build",
+                reason: "a pipeline fragment failed to build earlier".into(),
+            });
+        };
+        let (_input, chain) = fragment.build(rt, downstream)?;
+        self.plan.build(rt, chain)
+    }
+}
+
+impl<P: Plan> DataStream<P> {
+    /// A fragment input fed by this stream: its operators continue this stream's operator
+    /// ids (same source id, next position).
+    pub(crate) fn fragment_input(&self) -> DataStream<FragmentInput<P::Out>> {
+        DataStream {
+            plan: FragmentInput { _t: PhantomData },
+            source_id: self.source_id.clone(),
+            position: self.position,
+            failed: None,
+        }
+    }
+
+    /// This stream followed by `fragment`, the stream (or the error) a function built
+    /// from [`fragment_input`](Self::fragment_input).
+    pub(crate) fn splice<F>(
+        self,
+        fragment: Result<DataStream<F>, Error>,
+    ) -> DataStream<Spliced<P, F>>
+    where
+        F: Plan<Root = FragmentInput<P::Out>, Head = P::Out>,
+    {
+        let (fragment, position, failed) = match fragment {
+            Ok(f) => (Some(f.plan), f.position, f.failed),
+            Err(e) => (None, self.position, Some(e)),
+        };
+        DataStream {
+            plan: Spliced {
+                plan: self.plan,
+                fragment,
+            },
+            source_id: self.source_id,
+            position,
+            failed: self.failed.or(failed),
+        }
+    }
+}
+
+/// The plan standing in for a `pipeline!` fragment that failed to compile: its type fits
+/// any fragment signature, so one mistake gives one error. Never built.
+#[doc(hidden)]
+pub struct PlaceholderPlan<In, Out> {
+    input: FragmentInput<In>,
+    _out: PhantomData<fn() -> Out>,
+}
+
+impl<In, Out> Clone for PlaceholderPlan<In, Out> {
+    fn clone(&self) -> Self {
+        PlaceholderPlan {
+            input: self.input.clone(),
+            _out: PhantomData,
+        }
+    }
+}
+
+impl<In, Out> Sealed for PlaceholderPlan<In, Out> {}
+
+impl<In, Out> Plan for PlaceholderPlan<In, Out> {
+    type Out = Out;
+    type Root = FragmentInput<In>;
+    type Head = In;
+
+    fn root(&self) -> &FragmentInput<In> {
+        &self.input
+    }
+}
+
+/// The chain of a [`PlaceholderPlan`]: none.
+struct NoChain;
+
+impl<T> Operator<T> for NoChain {
+    fn open(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn process(&mut self, _value: T, _timestamp: i64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+impl<In, Out, R> BuildPlan<R> for PlaceholderPlan<In, Out> {
+    fn build<O: Operator<Out>>(
+        self,
+        _rt: &R,
+        _downstream: O,
+    ) -> Result<(FragmentInput<In>, impl Operator<In> + use<In, Out, R, O>), Error> {
+        Err::<(_, NoChain), _>(Error::Engine {
+            op: "build",
+            reason: "a `pipeline!` fragment that failed to compile".into(),
+        })
+    }
+}
