@@ -225,8 +225,9 @@ pub use operator_id::OperatorId;
 pub mod api;
 // Windows, assigners, triggers and watermark generators.
 pub mod time;
-// Pipelines written as functions.
+// Pipelines written as functions, and the test driver that runs them.
 pub mod fragment;
+pub mod testing;
 // The in-memory engine.
 pub mod memory;
 // The Redis engine (feature `redis`).

@@ -123,6 +123,22 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sealed",
         ],
     ),
+    // The test driver runs fragments on the memory engine's operators.
+    (
+        "testing",
+        &[
+            "fragment",
+            "dataflow",
+            "memory",
+            "ops",
+            "api",
+            "time",
+            "mq",
+            "error",
+            "operator_id",
+            "sealed",
+        ],
+    ),
     // Exception: `redis` and `mq` for the Redis source helper of the `pipeline!` expansion.
     (
         "dsl",

@@ -16,6 +16,13 @@ pub struct FragmentInput<T> {
     _t: PhantomData<fn() -> T>,
 }
 
+impl<T> FragmentInput<T> {
+    /// The input of a fragment built on its own (by a test driver).
+    pub(crate) fn new() -> Self {
+        FragmentInput { _t: PhantomData }
+    }
+}
+
 impl<T> Clone for FragmentInput<T> {
     fn clone(&self) -> Self {
         FragmentInput { _t: PhantomData }

@@ -39,6 +39,19 @@ impl MemoryRuntime {
     }
 }
 
+impl MemoryRuntime<DrivenClock> {
+    /// The runtime of a test driver's run: no checkpoints, processing time set by the
+    /// driver.
+    pub(crate) fn driven() -> Self {
+        MemoryRuntime {
+            coordinator: None,
+            counters: Rc::default(),
+            stores: None,
+            _clock: PhantomData,
+        }
+    }
+}
+
 /// Processing time of a test driver's run: records do not move it (a record's processing
 /// time is the last one the driver set); the driver advances it explicitly.
 #[derive(Clone, Copy, Debug, Default)]

@@ -374,6 +374,7 @@ mod topics;
 mod turn;
 pub mod two_phase;
 
+pub use crate::api::CollectSink;
 pub use checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
@@ -388,7 +389,7 @@ pub use job::{
     registered_instances, JobClient, JobDiagnostics, PartitionProgress, RegisteredInstance,
     RegisteredPartition, RegisteredPipeline,
 };
-pub use sink::{CollectSink, JsonList, RedisListSink, TextList};
+pub use sink::{JsonList, RedisListSink, TextList};
 pub use sinks::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};
 pub use topics::{
     RedisTopicForwarder, RedisTopicForwarderBuilder, RedisTopicSink, TopicForwardStats,

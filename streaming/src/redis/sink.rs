@@ -5,7 +5,7 @@ use crate::api::{CommitWrite, CommitWrites, Sink};
 use crate::{BoxError, Error};
 use serde::Serialize;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The JSON encoding of a [`RedisListSink`] (serde_json; [`RedisListSink::new`]): records
 /// need only `Serialize`.
@@ -176,71 +176,6 @@ impl<T: std::fmt::Display> Sink<T> for RedisListSink<T, TextList> {
 
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         self.take_writes()
-    }
-}
-
-/// Collects records into a shared `Vec` (for tests and small jobs). Clones share the
-/// vector, so every partition's copy appends to it. Records arrive after their batch was
-/// processed and before it commits: after a crash or a failed commit a batch's output can
-/// appear twice (at-least-once), unlike [`RedisListSink`].
-#[derive(Debug)]
-pub struct CollectSink<T> {
-    items: Arc<Mutex<Vec<T>>>,
-}
-
-impl<T> Clone for CollectSink<T> {
-    fn clone(&self) -> Self {
-        CollectSink {
-            items: Arc::clone(&self.items),
-        }
-    }
-}
-
-impl<T> Default for CollectSink<T> {
-    fn default() -> Self {
-        CollectSink {
-            items: Arc::default(),
-        }
-    }
-}
-
-impl<T> CollectSink<T> {
-    /// An empty collector.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The shared vector.
-    pub fn items(&self) -> Arc<Mutex<Vec<T>>> {
-        Arc::clone(&self.items)
-    }
-
-    /// A copy of what was collected so far.
-    pub fn snapshot(&self) -> Vec<T>
-    where
-        T: Clone,
-    {
-        self.items.lock().map(|v| v.clone()).unwrap_or_default()
-    }
-
-    /// How many records were collected so far.
-    pub fn len(&self) -> usize {
-        self.items.lock().map(|v| v.len()).unwrap_or(0)
-    }
-
-    /// Whether nothing was collected yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl<T> Sink<T> for CollectSink<T> {
-    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
-        self.items
-            .lock()
-            .map_err(|_| "collect sink poisoned")?
-            .push(value);
-        Ok(())
     }
 }
 

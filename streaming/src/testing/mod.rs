@@ -1,0 +1,316 @@
+//! A test driver for pipelines written as functions: push records, move the watermark and
+//! processing time step by step, read the outputs, keyed state, pending timers and
+//! counters. Deterministic, one thread, no Redis, no sleeping: what Kafka Streams'
+//! `TopologyTestDriver` and Flink's operator test harnesses give.
+//!
+//! The driver runs a [fragment](crate::fragment) — the same function a service splices
+//! into its Redis pipeline with [`DataStream::transform`](crate::DataStream::transform) —
+//! on the memory engine's operators:
+//!
+//! ```
+//! use std::time::Duration;
+//! use streaming::fragment::{Fragment, Input};
+//! use streaming::testing::TestDriver;
+//! use streaming::time::{BoundedOutOfOrderness, TumblingEventTimeWindows};
+//! use streaming::pipeline;
+//!
+//! /// Each customer's total per minute of event time (orders are `(customer, cents, ms)`).
+//! fn totals(orders: Input<(String, i64, i64)>) -> impl Fragment<(String, i64, i64), Out = (String, i64, i64)> {
+//!     pipeline! {
+//!         orders
+//!             .assign_timestamps_and_watermarks_with(
+//!                 |o: &(String, i64, i64), _| o.2,
+//!                 BoundedOutOfOrderness::new(Duration::ZERO),
+//!             )
+//!             .key_by(|o: &(String, i64, i64)| o.0.clone())
+//!             .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
+//!             .sum_by(|o: &(String, i64, i64)| o.1)
+//!             .map(|(customer, window, total)| (customer, window.start(), total))
+//!     }
+//! }
+//!
+//! let mut driver = TestDriver::new(totals)?;
+//! let order = |c: &str, cents, ms| ((c.to_string(), cents, ms), ms);
+//! driver.push_all([order("ann", 300, 1_000), order("bob", 50, 2_000), order("ann", 200, 59_000)])?;
+//! assert!(driver.output().is_empty()); // the minute is still open
+//! driver.push_all([order("ann", 1, 60_000)])?; // the watermark passes 59 999
+//! assert_eq!(driver.output(), [("ann".to_string(), 0, 500), ("bob".to_string(), 0, 50)]);
+//! driver.finish()?;
+//! assert_eq!(driver.output(), [("ann".to_string(), 60_000, 1)]);
+//! # Ok::<(), streaming::Error>(())
+//! ```
+//!
+//! What the driver does and does not do:
+//! - Records go through the fragment's operators exactly as on the memory engine, one call
+//!   per [`push`](TestDriver::push); outputs are collected in order with their timestamps.
+//! - [`advance_watermark`](TestDriver::advance_watermark) is the watermark of the input: the
+//!   fragment's operators see it up to its own `assign_timestamps_and_watermarks*`, whose
+//!   generator then owns the watermark (as in Flink), so there the records' event times move
+//!   it.
+//! - Processing time moves only with
+//!   [`advance_processing_time`](TestDriver::advance_processing_time), which fires the due
+//!   processing-time timers; a record's processing time is the last one set (starting at
+//!   `i64::MIN`).
+//! - [`finish`](TestDriver::finish) ends the input like the memory engine does: the
+//!   watermark becomes `i64::MAX` (every event-time timer fires, every window emits), then
+//!   the operators finish and close.
+//! - Side outputs (late data, rejected elements) go to the sinks the fragment was given:
+//!   pass a [`CollectSink`](crate::api::CollectSink) in a test.
+//! - The first error (a failing user function, a panic) is returned by the call that hit it,
+//!   and the driver is closed afterwards: later calls return
+//!   [`Error::Engine`](crate::Error::Engine) (`op` = `test driver`).
+
+mod state;
+
+pub use state::PendingTimer;
+
+use crate::dataflow::DataStream;
+use crate::fragment::{Fragment, FragmentInput};
+use crate::memory::runtime::StoreRegistry;
+use crate::memory::{DrivenClock, JobSummary, MemoryRuntime};
+use crate::ops::{Counters, Operator};
+use crate::Error;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Drives one [fragment](crate::fragment) record by record; see the
+/// [module docs](crate::testing).
+///
+/// `In` is the fragment's input element type, `Out` its output's.
+pub struct TestDriver<In, Out> {
+    chain: Box<dyn Operator<In>>,
+    output: Rc<RefCell<Vec<(Out, i64)>>>,
+    stores: StoreRegistry,
+    counters: Rc<Counters>,
+    watermark: i64,
+    processing_time: i64,
+    closed: bool,
+}
+
+impl<In, Out> std::fmt::Debug for TestDriver<In, Out> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestDriver")
+            .field("watermark", &self.watermark)
+            .field("processing_time", &self.processing_time)
+            .field("pending_output", &self.output.borrow().len())
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The driver's sink: collects records with their timestamps.
+struct Collect<Out>(Rc<RefCell<Vec<(Out, i64)>>>);
+
+impl<Out> Operator<Out> for Collect<Out> {
+    fn open(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    #[inline]
+    fn process(&mut self, value: Out, timestamp: i64) -> Result<(), Error> {
+        self.0.borrow_mut().push((value, timestamp));
+        Ok(())
+    }
+    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// The source id of [`TestDriver::new`]'s input.
+pub const DEFAULT_SOURCE_ID: &str = "input";
+
+impl<In: 'static, Out: 'static> TestDriver<In, Out> {
+    /// Builds `fragment` (a function from [`Input<In>`](crate::fragment::Input) to a
+    /// [`Fragment`]) and opens its operators. Its operator ids start at
+    /// [`DEFAULT_SOURCE_ID`]: `input/1:map`, `input/3:process`, …
+    ///
+    /// # Errors
+    /// A configuration error of the fragment (e.g. a window size of 0), or an operator
+    /// that failed to open.
+    pub fn new<F, G>(fragment: G) -> Result<Self, Error>
+    where
+        G: FnOnce(crate::fragment::Input<In>) -> F,
+        F: Fragment<In, Out = Out>,
+    {
+        Self::with_source_id(DEFAULT_SOURCE_ID, fragment)
+    }
+
+    /// Like [`new`](Self::new), with the operator ids the fragment gets behind a source
+    /// with id `source_id` at position 0 (e.g. `orders.checkout` for
+    /// `from_mq_topic("orders", "checkout")` followed directly by the fragment).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Panics
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`.
+    pub fn with_source_id<F, G>(source_id: &str, fragment: G) -> Result<Self, Error>
+    where
+        G: FnOnce(crate::fragment::Input<In>) -> F,
+        F: Fragment<In, Out = Out>,
+    {
+        crate::memory::env::check_source_id(source_id);
+        let input = DataStream::new(FragmentInput::new(), source_id.to_string());
+        let stream = fragment(input).into_stream()?;
+        let mut rt = MemoryRuntime::<DrivenClock>::driven();
+        let stores = StoreRegistry::default();
+        rt.stores = Some(Rc::clone(&stores));
+        let output = Rc::new(RefCell::new(Vec::new()));
+        let (_input, chain) =
+            crate::dataflow::BuildPlan::build(stream.plan, &rt, Collect(Rc::clone(&output)))?;
+        let mut driver = TestDriver {
+            chain: Box::new(chain),
+            output,
+            stores,
+            counters: Rc::clone(&rt.counters),
+            watermark: i64::MIN,
+            processing_time: i64::MIN,
+            closed: false,
+        };
+        driver.run(|chain| chain.open())?;
+        Ok(driver)
+    }
+
+    /// Pushes one record with event time `event_time` (epoch ms) through the fragment.
+    ///
+    /// # Errors
+    /// The first error of an operator (a failing user function names its operator); the
+    /// driver is closed afterwards.
+    pub fn push(&mut self, value: In, event_time: i64) -> Result<(), Error> {
+        self.run(|chain| chain.process(value, event_time))
+    }
+
+    /// Pushes `(record, event time)` pairs in order.
+    ///
+    /// # Errors
+    /// As [`push`](Self::push); the records after the failing one are not pushed.
+    pub fn push_all(&mut self, records: impl IntoIterator<Item = (In, i64)>) -> Result<(), Error> {
+        records
+            .into_iter()
+            .try_for_each(|(value, event_time)| self.push(value, event_time))
+    }
+
+    /// Moves the input's watermark to `watermark` (ms); a value at or below the current
+    /// one does nothing (watermarks never decrease). Event-time timers and windows up to it
+    /// fire, unless a watermark generator in the fragment owns the watermark (see the
+    /// [module docs](crate::testing)).
+    ///
+    /// # Errors
+    /// As [`push`](Self::push), for functions the watermark runs.
+    pub fn advance_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        if watermark <= self.watermark {
+            return Ok(());
+        }
+        self.watermark = watermark;
+        self.run(|chain| chain.on_watermark(watermark))
+    }
+
+    /// Moves processing time to `now` (epoch ms) and fires the processing-time timers due
+    /// by then; a value at or below the current one does nothing.
+    ///
+    /// # Errors
+    /// As [`push`](Self::push), for the timer functions.
+    pub fn advance_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        if now <= self.processing_time {
+            return Ok(());
+        }
+        self.processing_time = now;
+        self.run(|chain| chain.on_processing_time(now))
+    }
+
+    /// Ends the input: the watermark becomes `i64::MAX` (every event-time timer fires,
+    /// every window emits what it never emitted), the operators finish and close. The
+    /// outputs stay readable; nothing more can be pushed.
+    ///
+    /// # Errors
+    /// As [`push`](Self::push).
+    pub fn finish(&mut self) -> Result<(), Error> {
+        self.watermark = crate::time::MAX_WATERMARK;
+        let result = self.run(|chain| {
+            chain.on_watermark(crate::time::MAX_WATERMARK)?;
+            chain.finish()
+        });
+        self.close().and(result)
+    }
+
+    /// Takes the records the fragment emitted since the last call, in order.
+    pub fn output(&mut self) -> Vec<Out> {
+        self.output_with_timestamps()
+            .into_iter()
+            .map(|(v, _)| v)
+            .collect()
+    }
+
+    /// Like [`output`](Self::output), each record with its timestamp (ms; a window's
+    /// results carry the window's `max_timestamp`).
+    pub fn output_with_timestamps(&mut self) -> Vec<(Out, i64)> {
+        std::mem::take(&mut *self.output.borrow_mut())
+    }
+
+    /// The input watermark set last (`i64::MIN` before any).
+    pub fn watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// The processing time set last (`i64::MIN` before any).
+    pub fn processing_time(&self) -> i64 {
+        self.processing_time
+    }
+
+    /// The counters so far: late elements, window firings, elements between windows,
+    /// rejected elements.
+    pub fn summary(&self) -> JobSummary {
+        JobSummary::from_counters(&self.counters)
+    }
+
+    /// Runs `step` on the chain unless the driver is closed; closes it on an error.
+    fn run(
+        &mut self,
+        step: impl FnOnce(&mut dyn Operator<In>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.closed {
+            return Err(Error::Engine {
+                op: "test driver",
+                reason: "the driver is closed (finished, or an earlier call failed)".into(),
+            });
+        }
+        let result = step(&mut *self.chain);
+        if result.is_err() {
+            let _ = self.close();
+        }
+        result
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        if std::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        self.chain.close()
+    }
+}
+
+#[cfg(feature = "redis")]
+impl<Out: 'static> TestDriver<crate::mq::Message, Out> {
+    /// Pushes a message with its own timestamp as event time (what the Redis engine
+    /// does): see [`Message::new`](crate::mq::Message::new) to build one.
+    ///
+    /// # Errors
+    /// As [`push`](Self::push).
+    pub fn push_message(&mut self, message: crate::mq::Message) -> Result<(), Error> {
+        let event_time = message.timestamp_ms;
+        self.push(message, event_time)
+    }
+}
+
+impl<In, Out> Drop for TestDriver<In, Out> {
+    fn drop(&mut self) {
+        if !std::mem::replace(&mut self.closed, true) {
+            let _ = self.chain.close();
+        }
+    }
+}
