@@ -29,10 +29,11 @@ use std::time::Duration;
 use clap::Parser;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use serde::Deserialize;
+use streaming::fragment::{Fragment, Input};
 use streaming::mq::{Message, Mq, MqOptions};
 use streaming::pipeline;
 use streaming::redis::{JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig};
-use streaming::time::TumblingEventTimeWindows;
+use streaming::time::{TimeWindow, TumblingEventTimeWindows};
 
 /// Bucket bounds (seconds) of the `_seconds` histograms.
 const LATENCY_BUCKETS: &[f64] = &[
@@ -106,6 +107,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The business logic, written once: each user's spend per minute of event time (the
+/// message timestamp) as `(user, window, total)`. The service splices it behind its topic;
+/// the tests below run it under the test driver.
+fn spend_per_minute(
+    events: Input<Message>,
+) -> impl Fragment<Message, Out = (String, TimeWindow, i64)> {
+    pipeline! {
+        events
+            .try_map(|m: Message| m.json::<Event>())
+            .key_by(|e: &Event| e.user.clone())
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
+            .sum_by(|e: &Event| e.amount)
+    }
+}
+
 /// Registers the pipeline and starts the job.
 fn start(args: &Args, mq_options: MqOptions) -> Result<JobClient, streaming::Error> {
     let config = RedisRuntimeConfig::builder()
@@ -116,10 +132,7 @@ fn start(args: &Args, mq_options: MqOptions) -> Result<JobClient, streaming::Err
     let env = RedisEnv::try_with_config(args.redis_url.as_str(), config)?;
     pipeline! {
         env.from_mq_topic(&args.topic, "service")
-            .try_map(|m: Message| m.json::<Event>())
-            .key_by(|e: &Event| e.user.clone())
-            .window(TumblingEventTimeWindows::of(Duration::from_secs(60))?)
-            .sum_by(|e: &Event| e.amount)
+            .transform(spend_per_minute)
             .sink(RedisListSink::new("totals"))
     }?;
     env.execute_async()
@@ -139,5 +152,45 @@ async fn wait_for_signal() -> std::io::Result<()> {
     #[cfg(not(unix))]
     {
         tokio::signal::ctrl_c().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streaming::testing::TestDriver;
+
+    fn event(user: &str, amount: i64, at_ms: i64) -> Message {
+        Message::new(format!(r#"{{"user":"{user}","amount":{amount}}}"#))
+            .with_key(user)
+            .with_timestamp_ms(at_ms)
+    }
+
+    #[test]
+    fn spend_is_summed_per_user_and_minute_of_event_time() -> Result<(), streaming::Error> {
+        let mut driver = TestDriver::new(spend_per_minute)?;
+        for e in [
+            event("ann", 12, 1_000),
+            event("bob", 5, 30_000),
+            event("ann", 3, 59_999),
+        ] {
+            driver.push_message(e)?;
+        }
+        // The topic's watermark passes the end of the first minute.
+        driver.advance_watermark(59_999)?;
+        let totals: Vec<(String, i64, i64)> = driver
+            .output()
+            .into_iter()
+            .map(|(user, w, total)| (user, w.start(), total))
+            .collect();
+        assert_eq!(totals, [("ann".into(), 0, 15), ("bob".into(), 0, 5)]);
+        driver.push_message(event("ann", 7, 61_000))?;
+        driver.finish()?;
+        let (user, window, total) = driver.output().remove(0);
+        assert_eq!(
+            (user.as_str(), window.start(), window.end(), total),
+            ("ann", 60_000, 120_000, 7)
+        );
+        Ok(())
     }
 }
