@@ -6,30 +6,26 @@ use super::topic::with_fresh_topic;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
+use streaming::fragment::{Fragment, Input};
 use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
-use streaming::{BoxError, Error, MemoryEnv};
+use streaming::{pipeline, BoxError, Error, MemoryEnv};
 
-/// The same pipeline text on both engines: `$env.$source(..)` and the operators that turn
-/// its elements into carrier codes are the engine's; the count per carrier (a keyed
-/// `ValueState`, which the Redis engine keeps in Redis) and the sink follow.
-macro_rules! count_by_carrier {
-    ($env:ident . $source:ident ( $($sa:tt)* ) $( . $op:ident ( $($oa:tt)* ) )* => $sink:ident ( $($ka:tt)* )) => {
-        streaming::pipeline! {
-            $env.$source($($sa)*)
-                $( .$op($($oa)*) )*
-                .key_by(|carrier: &String| carrier.clone())
-                .state(flights: ValueState<u64> = 0)
-                .process(|carrier: String, ctx, out| {
-                    let mut flights = ctx.state(flights)?;
-                    let n = flights.value() + 1;
-                    flights.update(n);
-                    out.collect((carrier, n));
-                    Ok(())
-                })
-                .$sink($($ka)*)
-        }
-    };
+/// The `counts` pipeline, written once for both engines: per carrier code, a running count
+/// of its flights in keyed `ValueState` (which the Redis engine keeps in Redis).
+pub fn count_by_carrier(carriers: Input<String>) -> impl Fragment<String, Out = (String, u64)> {
+    pipeline! {
+        carriers
+            .key_by(|carrier: &String| carrier.clone())
+            .state(flights: ValueState<u64> = 0)
+            .process(|carrier: String, ctx, out| {
+                let mut flights = ctx.state(flights)?;
+                let n = flights.value() + 1;
+                flights.update(n);
+                out.collect((carrier, n));
+                Ok(())
+            })
+    }
 }
 
 /// One carrier's final count.
@@ -91,9 +87,11 @@ pub fn counts<E: Into<BoxError>>(
     let mut last: BTreeMap<String, u64> = BTreeMap::new();
     let env = MemoryEnv::new();
     let carriers = data.flights.iter().map(|f| f.carrier.to_string());
-    count_by_carrier!(env.from_collection(carriers) => for_each(|(carrier, n)| {
-        last.insert(carrier, n);
-    }))?;
+    env.from_collection(carriers)
+        .transform(count_by_carrier)
+        .for_each(|(carrier, n)| {
+            last.insert(carrier, n);
+        })?;
     finish(data, last, out)
 }
 
@@ -193,13 +191,15 @@ fn run_on_redis(
         .start(StartPolicy::Earliest)
         .batch_count(500)
         .build()?;
-    count_by_carrier!(env
-        .from_mq_topic_with_options(topic, "counts", source)
-        .try_map(|m: Message| -> Result<String, Error> {
-            let text = m.text()?;
-            Ok(text.split(',').next().unwrap_or(text).to_string())
-        })
-        => sink(sink.clone()))?;
+    pipeline! {
+        env.from_mq_topic_with_options(topic, "counts", source)
+            .try_map(|m: Message| -> Result<String, Error> {
+                let text = m.text()?;
+                Ok(text.split(',').next().unwrap_or(text).to_string())
+            })
+            .transform(count_by_carrier)
+            .sink(sink.clone())
+    }?;
     let started = Instant::now();
     let job = env.execute_async()?;
     let total = msgs.len() as u64;

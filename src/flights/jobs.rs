@@ -1,7 +1,7 @@
 //! The example's two windowed jobs on the in-memory engine, written with
 //! [`streaming::pipeline!`]: per-carrier hourly delays and per-plane sessions. Their
-//! pipeline text (`delays_pipeline!`, `sessions_pipeline!`) is shared with the Redis
-//! engine's runs in `windows_redis`.
+//! pipelines are fragments ([`delays_fragment`], [`sessions_fragment`]) that the Redis
+//! engine's runs in `windows_redis` splice behind their topic.
 
 use super::data::{format_utc, Dataset, Flight};
 use std::collections::HashSet;
@@ -10,7 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use streaming::api::{AggregateFunction, Sink};
-use streaming::{BoxError, Error, MemoryEnv};
+use streaming::fragment::{Fragment, Input};
+use streaming::time::{
+    BoundedOutOfOrderness, EventTimeSessionWindows, TimeWindow, TumblingEventTimeWindows,
+};
+use streaming::{pipeline, BoxError, Error, MemoryEnv};
 
 /// Which time of a flight is its event time (`--event-time sched|actual`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -214,11 +218,11 @@ impl<T, E: Into<BoxError>, F: FnMut(T) -> Result<(), E>> Sink<T> for TrySink<F> 
 /// The late side output of the windowed jobs: counts the flights it receives. Clones share
 /// the count (one clone runs per partition).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct LateCounter(Arc<AtomicU64>);
+pub struct LateCounter(Arc<AtomicU64>);
 
 impl LateCounter {
     /// Flights received so far, over all clones.
-    pub(crate) fn get(&self) -> u64 {
+    pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -230,85 +234,63 @@ impl Sink<Flight> for LateCounter {
     }
 }
 
-/// The `delays` pipeline text shared by both engines: `$env.$source(..)` and the operators
-/// that turn its elements into [`Flight`]s are the engine's; event time, watermark, the
+/// The `delays` pipeline, written once for both engines: event time and watermark, the
 /// hourly windows per carrier with their late side output (`late`, a [`LateCounter`]) and
-/// the aggregate follow, then `$sink(..)`.
-macro_rules! delays_pipeline {
-    ($env:ident . $source:ident ( $($sa:tt)* ) $( . $op:ident ( $($oa:tt)* ) )*
-        ; opts = $opts:expr, late = $late:expr
-        => $sink:ident ( $($ka:tt)* )) => {{
-        let opts: $crate::flights::DelaysOptions = $opts;
-        let event_time = opts.event_time;
-        let late: $crate::flights::jobs::LateCounter = $late;
-        streaming::pipeline! {
-            $env.$source($($sa)*)
-                $( .$op($($oa)*) )*
-                .assign_timestamps_and_watermarks_with(
-                    move |f: &$crate::flights::Flight, _| event_time.of(f),
-                    streaming::time::BoundedOutOfOrderness::new(
-                        $crate::flights::jobs::minutes(opts.out_of_orderness_min),
-                    ),
-                )
-                .key_by(|f: &$crate::flights::Flight| std::sync::Arc::clone(&f.carrier))
-                .window(streaming::time::TumblingEventTimeWindows::of(
-                    std::time::Duration::from_secs(3600),
-                ))
-                .allowed_lateness($crate::flights::jobs::minutes(opts.lateness_min))
-                .side_output_late_data(late)
-                .aggregate_with(
-                    $crate::flights::CountAndSum,
-                    |carrier: &std::sync::Arc<str>,
-                     w: &streaming::time::TimeWindow,
-                     (flights, sum_dep_delay)| $crate::flights::DelayLine {
-                        carrier: std::sync::Arc::clone(carrier),
-                        window_start_ms: w.start(),
-                        flights,
-                        sum_dep_delay,
-                    },
-                )
-                .$sink($($ka)*)
-        }
-    }};
+/// the aggregate. The memory job splices it behind a partitioned collection, the Redis job
+/// behind its topic (after parsing messages into flights).
+pub fn delays_fragment(
+    flights: Input<Flight>,
+    opts: DelaysOptions,
+    late: LateCounter,
+) -> impl Fragment<Flight, Out = DelayLine> {
+    let event_time = opts.event_time;
+    pipeline! {
+        flights
+            .assign_timestamps_and_watermarks_with(
+                move |f: &Flight, _| event_time.of(f),
+                BoundedOutOfOrderness::new(minutes(opts.out_of_orderness_min)),
+            )
+            .key_by(|f: &Flight| Arc::clone(&f.carrier))
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(3600)))
+            .allowed_lateness(minutes(opts.lateness_min))
+            .side_output_late_data(late)
+            .aggregate_with(CountAndSum, |carrier: &Arc<str>, w: &TimeWindow, (flights, sum_dep_delay)| {
+                DelayLine {
+                    carrier: Arc::clone(carrier),
+                    window_start_ms: w.start(),
+                    flights,
+                    sum_dep_delay,
+                }
+            })
+    }
 }
 
-/// The `sessions` pipeline text shared by both engines (see `delays_pipeline!`): flights
-/// with a tail number, event time = scheduled departure, session windows per plane.
-macro_rules! sessions_pipeline {
-    ($env:ident . $source:ident ( $($sa:tt)* ) $( . $op:ident ( $($oa:tt)* ) )*
-        ; opts = $opts:expr, late = $late:expr
-        => $sink:ident ( $($ka:tt)* )) => {{
-        let opts: $crate::flights::SessionsOptions = $opts;
-        let late: $crate::flights::jobs::LateCounter = $late;
-        streaming::pipeline! {
-            $env.$source($($sa)*)
-                $( .$op($($oa)*) )*
-                .filter(|f: &$crate::flights::Flight| f.tailnum.is_some())
-                .assign_timestamps_and_watermarks_with(
-                    |f: &$crate::flights::Flight, _| f.sched_ms,
-                    streaming::time::BoundedOutOfOrderness::new(std::time::Duration::ZERO),
-                )
-                .key_by(|f: &$crate::flights::Flight| {
-                    f.tailnum.clone().unwrap_or_else(|| std::sync::Arc::from("NA"))
-                })
-                .window(streaming::time::EventTimeSessionWindows::with_gap(
-                    $crate::flights::jobs::minutes(opts.gap_min),
-                ))
-                .side_output_late_data(late)
-                .aggregate_with(
-                    $crate::flights::CountFlights,
-                    |tailnum: &std::sync::Arc<str>, w: &streaming::time::TimeWindow, flights| {
-                        $crate::flights::SessionLine {
-                            tailnum: std::sync::Arc::clone(tailnum),
-                            start_ms: w.start(),
-                            end_ms: w.end(),
-                            flights,
-                        }
-                    },
-                )
-                .$sink($($ka)*)
-        }
-    }};
+/// The `sessions` pipeline, written once for both engines (see [`delays_fragment`]):
+/// flights with a tail number, event time = scheduled departure, session windows per plane.
+pub fn sessions_fragment(
+    flights: Input<Flight>,
+    opts: SessionsOptions,
+    late: LateCounter,
+) -> impl Fragment<Flight, Out = SessionLine> {
+    pipeline! {
+        flights
+            .filter(|f: &Flight| f.tailnum.is_some())
+            .assign_timestamps_and_watermarks_with(
+                |f: &Flight, _| f.sched_ms,
+                BoundedOutOfOrderness::new(Duration::ZERO),
+            )
+            .key_by(|f: &Flight| f.tailnum.clone().unwrap_or_else(|| Arc::from("NA")))
+            .window(EventTimeSessionWindows::with_gap(minutes(opts.gap_min)))
+            .side_output_late_data(late)
+            .aggregate_with(CountFlights, |tailnum: &Arc<str>, w: &TimeWindow, flights| {
+                SessionLine {
+                    tailnum: Arc::clone(tailnum),
+                    start_ms: w.start(),
+                    end_ms: w.end(),
+                    flights,
+                }
+            })
+    }
 }
 
 /// The `delays` job: flights replayed in scheduled order, keyed by carrier, 1-hour tumbling
@@ -345,20 +327,18 @@ pub fn delays_partitioned<E: Into<BoxError>>(
     let mut fired: HashSet<(Arc<str>, i64)> = HashSet::new();
     let mut firings = 0u64;
     let env = MemoryEnv::new();
-    let job = delays_pipeline!(
-        env.from_collection_partitioned(
-            data.flights.iter().cloned(),
-            partitions,
-            |f: &Flight| Some(Arc::clone(&f.carrier)),
-        );
-        opts = *opts, late = late.clone()
-        => sink(TrySink(|line: DelayLine| {
+    let opts = *opts;
+    let job = env
+        .from_collection_partitioned(data.flights.iter().cloned(), partitions, |f: &Flight| {
+            Some(Arc::clone(&f.carrier))
+        })
+        .transform(|flights| delays_fragment(flights, opts, late.clone()))
+        .sink(TrySink(|line: DelayLine| {
             firings += 1;
             let r = out(&line);
             fired.insert((line.carrier, line.window_start_ms));
             r
-        }))
-    )?;
+        }))?;
     let late = late.get();
     if job.late_elements != late {
         tracing::warn!(
@@ -413,18 +393,15 @@ pub fn sessions_partitioned<E: Into<BoxError>>(
     let late = LateCounter::default();
     let mut sessions = 0u64;
     let env = MemoryEnv::new();
-    sessions_pipeline!(
-        env.from_collection_partitioned(
-            data.flights.iter().cloned(),
-            partitions,
-            |f: &Flight| f.tailnum.clone(),
-        );
-        opts = *opts, late = late.clone()
-        => sink(TrySink(|line: SessionLine| {
-            sessions += 1;
-            out(&line)
-        }))
-    )?;
+    let opts = *opts;
+    env.from_collection_partitioned(data.flights.iter().cloned(), partitions, |f: &Flight| {
+        f.tailnum.clone()
+    })
+    .transform(|flights| sessions_fragment(flights, opts, late.clone()))
+    .sink(TrySink(|line: SessionLine| {
+        sessions += 1;
+        out(&line)
+    }))?;
     Ok(sessions_summary(data, sessions, late.get()))
 }
 

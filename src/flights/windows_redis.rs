@@ -262,12 +262,12 @@ pub fn delays_redis<E: Into<BoxError>>(
         |f| opts.event_time.of(f),
         |l: &DelayLine| &l.carrier,
         Box::new(move |env, topic, group, source, late, sink| {
-            delays_pipeline!(
+            streaming::pipeline! {
                 env.from_mq_topic_with_options(topic, group, source)
-                    .try_map(parse_flight);
-                opts = opts, late = late
-                => sink(sink)
-            )
+                    .try_map(parse_flight)
+                    .transform(|flights| super::delays_fragment(flights, opts, late))
+                    .sink(sink)
+            }
         }),
     )?;
     let mut fired: HashSet<(&str, i64)> = HashSet::new();
@@ -306,12 +306,12 @@ pub fn sessions_redis<E: Into<BoxError>>(
         |f| f.sched_ms,
         |l: &SessionLine| &l.tailnum,
         Box::new(move |env, topic, group, source, late, sink| {
-            sessions_pipeline!(
+            streaming::pipeline! {
                 env.from_mq_topic_with_options(topic, group, source)
-                    .try_map(parse_flight);
-                opts = opts, late = late
-                => sink(sink)
-            )
+                    .try_map(parse_flight)
+                    .transform(|flights| super::sessions_fragment(flights, opts, late))
+                    .sink(sink)
+            }
         }),
     )?;
     for line in &ran.lines {

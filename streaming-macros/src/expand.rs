@@ -170,7 +170,8 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
                     let process = Process {
                         krate,
                         states: &states,
-                        persistent: !c.engines.contains(&Engine::Memory),
+                        // A fragment runs on every engine: its state is kept in Redis there.
+                        persistent: c.fragment || !c.engines.contains(&Engine::Memory),
                     };
                     process.expand(chain, call, on_timer.map(|t| t.call))
                 } else {
