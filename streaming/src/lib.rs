@@ -239,13 +239,15 @@ pub mod redis;
 pub mod mq;
 
 /// The guide: the event-time semantics both engines follow (and where they differ from
-/// Flink), how the Redis engine runs a job, and the metrics it reports.
+/// Flink), how the Redis engine runs a job, the metrics it reports, and testing pipelines.
 ///
 #[doc = include_str!("../docs/semantics.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/redis-engine.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/metrics.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/testing.md")]
 pub mod guide {}
 
 mod dataflow;

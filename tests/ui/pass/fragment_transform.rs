@@ -1,0 +1,20 @@
+use streaming::fragment::{Fragment, Input};
+use streaming::{pipeline, MemoryEnv};
+
+fn evens_doubled(numbers: Input<i32>) -> impl Fragment<i32, Out = i32> {
+    pipeline! { numbers.filter(|x: &i32| x % 2 == 0).map(|x: i32| x * 2) }
+}
+
+/// The builder form of a fragment.
+fn plus_one(numbers: Input<i32>) -> impl Fragment<i32, Out = i32> {
+    numbers.map(|x: i32| x + 1)
+}
+
+fn main() -> Result<(), streaming::Error> {
+    let env = MemoryEnv::new();
+    let out = pipeline! {
+        env.from_elements([1, 2, 3, 4]).transform(evens_doubled).transform(plus_one).collect_vec()
+    }?;
+    assert_eq!(out, [5, 9]);
+    Ok(())
+}
