@@ -58,7 +58,7 @@
 //!   pass a [`CollectSink`](crate::api::CollectSink) in a test.
 //! - The first error (a failing user function, a panic) is returned by the call that hit it,
 //!   and the driver is closed afterwards: later calls return
-//!   [`Error::Engine`](crate::Error::Engine) (`op` = `test driver`).
+//!   [`Error::Engine`] (`op` = `test driver`).
 
 mod state;
 
