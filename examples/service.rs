@@ -89,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mq = Mq::connect(args.redis_url.as_str(), mq_options.clone()).await?;
         mq.create_topic(&args.topic, args.partitions).await
     })?;
-    let job = start(&args, mq_options)?;
+    let job = rt.block_on(start(&args, mq_options))?;
     eprintln!(
         "service: job running, metrics on http://{}/metrics",
         args.listen
@@ -123,7 +123,7 @@ fn spend_per_minute(
 }
 
 /// Registers the pipeline and starts the job.
-fn start(args: &Args, mq_options: MqOptions) -> Result<JobClient, streaming::Error> {
+async fn start(args: &Args, mq_options: MqOptions) -> Result<JobClient, streaming::Error> {
     let config = RedisRuntimeConfig::builder()
         .job_name("service")
         .mq_options(mq_options)
@@ -135,7 +135,7 @@ fn start(args: &Args, mq_options: MqOptions) -> Result<JobClient, streaming::Err
             .transform(spend_per_minute)
             .sink(RedisListSink::new("totals"))
     }?;
-    env.execute_async()
+    env.start().await
 }
 
 /// Returns at the first Ctrl-C or SIGTERM.

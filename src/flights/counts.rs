@@ -201,7 +201,7 @@ fn run_on_redis(
             .sink(sink.clone())
     }?;
     let started = Instant::now();
-    let job = env.execute_async()?;
+    let job = env.blocking_start()?;
     let total = msgs.len() as u64;
     // Every flight was produced before the job started: once the job has caught up with the
     // topic, each one is committed (counted) or dead-lettered.

@@ -172,7 +172,7 @@ fn run_windowed<T: Clone + Send + 'static>(
                 sink.clone(),
             )?;
             let started = Instant::now();
-            let job = env.execute_async()?;
+            let job = env.blocking_start()?;
             let finished = await_finished(&job, msgs.len() as u64, redis.deadline);
             job.blocking_shutdown(Duration::MAX);
             finished?;

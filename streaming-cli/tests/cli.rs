@@ -583,7 +583,7 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         })
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while job
         .diagnostics()
@@ -705,7 +705,7 @@ fn jobs_list_and_show_read_the_registry_of_a_running_job() {
         .map(|m: Message| m.text().unwrap().to_string())
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let committed = |p: u32| {
         let d = job.diagnostics();

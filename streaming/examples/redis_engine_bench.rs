@@ -20,7 +20,7 @@
 //! `--window-only` the tumbling window count of window mode.
 //! Needs a running Redis (default `redis://127.0.0.1:6379`); everything it writes is under
 //! fresh key prefixes. Throughput mode: messages are produced first; the figure is messages
-//! per second from `execute_async` until every message is committed. Latency mode: a
+//! per second from `blocking_start` until every message is committed. Latency mode: a
 //! producer sends at a steady rate (default 10,000 msg/s, 10 s) while the job runs; each
 //! message carries its send time, the job's [`RedisListSink`] appends it in the batch's
 //! commit script, and a watcher reading the lists takes the time from send to the commit
@@ -28,7 +28,7 @@
 //! event times `T0 + i × ts-step-ms`, default 1 ms, `T0` on a minute boundary), the keyed
 //! count and a 1-minute tumbling event-time window count per key
 //! (`key_by → window(TumblingEventTimeWindows::of(60 s)) → count()`), each timed from
-//! `execute_async` until every message is committed, with the windows fired by then and,
+//! `blocking_start` until every message is committed, with the windows fired by then and,
 //! after an idle flush (not timed), the total against the expected number of
 //! (key, window) pairs. Takeover mode: see `bench_support/takeover.rs`; checkpoint mode:
 //! `bench_support/checkpoint.rs`; sink mode: `bench_support/sinks.rs`; script-argument
@@ -192,7 +192,7 @@ struct CountRun {
 }
 
 /// The keyed count of `run` over `n` messages on `url` (one server or a cluster): msg/s
-/// from `execute_async` until every message is committed.
+/// from `blocking_start` until every message is committed.
 fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) -> f64 {
     let &CountRun {
         keys,
@@ -232,7 +232,7 @@ fn count_run(url: &str, rt: &tokio::runtime::Runtime, n: usize, run: &CountRun) 
     let sink_name = unique("sink");
     sink.register(&env, &sink_name);
     let started = Instant::now();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     loop {
         let done: u64 = job
             .diagnostics()
@@ -315,7 +315,7 @@ enum EventJob {
 
 /// Figures of one window-mode run.
 struct EventFigures {
-    /// Messages per second, `execute_async` → every message committed.
+    /// Messages per second, `blocking_start` → every message committed.
     rate: f64,
     /// Window firings committed when the last message was committed.
     fired_in_run: u64,
@@ -348,7 +348,7 @@ struct Input {
 
 /// One window-mode run: a fresh topic with event times advancing `step` ms per message,
 /// `job` over it (Offset ack mode, `watermark_idle_timeout` 1 s on both jobs), timed from
-/// `execute_async` until every message is committed; then, untimed, the window job waits
+/// `blocking_start` until every message is committed; then, untimed, the window job waits
 /// (≤ 60 s) for the idle flush to fire the last windows and reports the total.
 fn event_time_run(
     url: &str,
@@ -406,7 +406,7 @@ fn event_time_run(
             .unwrap(),
     }
     let started = Instant::now();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     loop {
         if sum_partitions(&job, |p| p.records + p.failed) >= n as u64 {
             break;
@@ -675,7 +675,7 @@ fn latency_run(
             .sink(RedisListSink::<u64>::text(list.clone()))
     }
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     // Let the subtask take its partitions before the clock starts.
     std::thread::sleep(Duration::from_secs(1));
 

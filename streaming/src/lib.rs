@@ -36,7 +36,7 @@
 //! - [`time`]: windows, assigners, triggers and watermark generators, shared by both engines;
 //! - [`memory`]: the in-memory engine's checkpoints and semantics;
 //! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
-//!   the pipeline, `execute_async` starts it), its configuration, the job client and
+//!   the pipeline, `blocking_start` starts it), its configuration, the job client and
 //!   diagnostics, sinks; windows, timers and keyed state kept in Redis per partition;
 //! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
 //!   the Redis engine reads from;
@@ -138,12 +138,18 @@
 //! follow-on error (E0599 "trait bounds were not satisfied") at a later operator or the
 //! sink: fix the first one.
 //!
-//! **Fallible configuration.** The window assigner of `window`, the trigger of `trigger`
-//! and the watermark generator of `assign_timestamps_and_watermarks*` are evaluated before
-//! the pipeline runs and told apart by their type, not their name: a `Result`
-//! (`TumblingEventTimeWindows::of`, `CountTrigger::of`, `BoundedOutOfOrderness::new`, … or
-//! a function of your own) is unwrapped and its error returned as the pipeline's result;
-//! any other value is used as it is. So a renamed constructor
+//! **Fallible configuration.** One rule for every constructor of the crate: a constructor
+//! that can reject its arguments (a window size of 0, a sink name with braces, a
+//! connection string that does not parse) returns `Result<_, Error>` with
+//! [`Error::InvalidConfig`] naming the field; it never panics. Inside `pipeline!` such
+//! values need no `?`: the window assigner of `window`, the trigger of `trigger`, the
+//! watermark generator of `assign_timestamps_and_watermarks*` and the sink of `sink`,
+//! `side_output_late_data` and `side_output_rejected` are evaluated before the pipeline
+//! runs and told apart by their type, not their name: a `Result`
+//! (`TumblingEventTimeWindows::of`, `CountTrigger::of`, `BoundedOutOfOrderness::new`,
+//! `RedisListSink::new`, … or a function of your own) is unwrapped and its error returned
+//! as the pipeline's result; any other value is used as it is. The builder API takes
+//! values, so there a fallible constructor gets its `?`. So a renamed constructor
 //! (`use streaming::time::TumblingEventTimeWindows as Tumbling;`), a type alias, or a
 //! trigger wrapping a fallible one (`PurgingTrigger::of(CountTrigger::of(2))`: the one
 //! argument of a trigger call is classified too) works like the crate's names. A trailing
@@ -184,7 +190,7 @@
 //! "`collect_vec` is not supported on the Redis engine yet"; windows and all windowed-stream
 //! operators run on both engines. On the Redis engine the macro's value is what the
 //! sink returns there, `Result<(), Error>`: the pipeline is registered, and
-//! [`redis::RedisEnv::execute_async`] starts it. Its `state(..)` declarations are
+//! [`redis::RedisEnv::blocking_start`] starts it. Its `state(..)` declarations are
 //! `persistent` descriptors (values stored as JSON, so state types must be
 //! `Serialize + DeserializeOwned`); on the memory engine they are `new` descriptors. Either
 //! way the closures capture nothing for them, so they stay `'static` where the Redis

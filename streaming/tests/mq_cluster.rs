@@ -165,7 +165,7 @@ async fn a_url_of_the_wrong_kind_fails_with_a_clear_error() {
         .map(|m: Message| m.text().unwrap_or_default().to_string())
         .sink(streaming::redis::CollectSink::new())
         .unwrap();
-    match env.execute_async().map(|_| ()).unwrap_err() {
+    match env.blocking_start().map(|_| ()).unwrap_err() {
         Error::Connect { reason, .. } => assert!(reason.contains("redis+cluster://"), "{reason}"),
         other => panic!("not a connect error: {other}"),
     }

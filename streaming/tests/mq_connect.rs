@@ -1,6 +1,6 @@
 //! Connecting proves the server: it fails promptly, naming the address, with what is wrong
 //! in words — refused, silent, wrong or missing password, not a Redis server, too old.
-//! The Redis engine's `execute_async` proves it the same way.
+//! The Redis engine's `blocking_start` proves it the same way.
 
 mod support;
 
@@ -133,10 +133,10 @@ async fn an_old_redis_is_named() {
     );
 }
 
-/// The engine decides at start: an unreachable Redis fails `execute_async` (naming the
+/// The engine decides at start: an unreachable Redis fails `blocking_start` (naming the
 /// address) instead of starting a job whose subtasks are dead.
 #[test]
-fn execute_async_on_an_unreachable_redis_fails_naming_the_address() {
+fn blocking_start_on_an_unreachable_redis_fails_naming_the_address() {
     for url in [
         "redis://127.0.0.1:1/".to_string(),
         SilentPort::start().url(),
@@ -151,7 +151,7 @@ fn execute_async_on_an_unreachable_redis_fails_naming_the_address() {
             .sink(CollectSink::new())
             .unwrap();
         let t = Instant::now();
-        let (addr, _) = connect_error(env.execute_async());
+        let (addr, _) = connect_error(env.blocking_start());
         assert!(t.elapsed() <= Duration::from_secs(2), "{:?}", t.elapsed());
         assert!(url.contains(&addr), "{url} vs {addr}");
     }

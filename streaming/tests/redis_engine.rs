@@ -148,7 +148,7 @@ fn keyed_count_equals_memory(s: Setup) {
             .map(|m: Message| m.text().unwrap().to_string()))
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("every record", &job, || committed_records(&job) == 600);
         job.cancel();
         assert!(job.blocking_await_termination(Duration::from_secs(10)));
@@ -193,7 +193,7 @@ fn rolling_reduce_is_the_same_on_both_engines_and_state_is_readable_json() {
         .reduce(|a, b| a + b)
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("every record", &job, || committed_records(&job) == 400);
     job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
@@ -235,9 +235,9 @@ fn cancel_and_restart(mode: AckMode) {
             .from_mq_topic_with_options("t", "g", earliest(10))
             .map(|m: Message| m.text().unwrap().to_string()))
         .map(|(w, n)| format!("{w}={n}"))
-        .sink(RedisListSink::<String>::text("out"))
+        .sink(RedisListSink::<String>::text("out").unwrap())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("some records", &job, || {
             committed_records(&job) >= expect_at_least
         });
@@ -369,7 +369,7 @@ fn failing_records(mode: AckMode, result: ProcessingErrorResult) {
         })
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let dead = |mq: &Mq| rt.block_on(mq.dead_letters("f", 100)).unwrap();
     wait_until("the dead letters", &job, || dead(&mq).len() == 3);
     wait_until("the good records", &job, || out.len() == 198);
@@ -448,7 +448,7 @@ fn engine_reason(e: Error) -> String {
 #[test]
 fn registration_rules() {
     let env = RedisEnv::try_new("redis://127.0.0.1:1/").unwrap();
-    let e = env.execute_async().unwrap_err();
+    let e = env.blocking_start().unwrap_err();
     assert!(engine_reason(e).contains("no pipeline registered"));
 
     env.from_mq_topic("t", "g")
@@ -486,8 +486,8 @@ fn registration_rules() {
         other => panic!("{other:?}"),
     }
 
-    // Redis unreachable: execute_async fails, naming the address, and starts nothing.
-    match env.execute_async() {
+    // Redis unreachable: blocking_start fails, naming the address, and starts nothing.
+    match env.blocking_start() {
         Err(Error::Connect { addr, .. }) => assert_eq!(addr, "127.0.0.1:1"),
         other => panic!("expected a connect error, got {other:?}"),
     }
@@ -501,13 +501,13 @@ fn registration_rules() {
         .map(|m: Message| m.id)
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let e = env
         .from_mq_topic("t", "late")
         .sink(CollectSink::<Message>::new())
         .unwrap_err();
     assert!(engine_reason(e).contains("already started"));
-    assert!(engine_reason(env.execute_async().unwrap_err()).contains("already"));
+    assert!(engine_reason(env.blocking_start().unwrap_err()).contains("already"));
     assert!(job.blocking_await_termination(Duration::from_secs(60)));
     assert!(!job.diagnostics().errors.is_empty());
     job.blocking_shutdown(Duration::MAX);
@@ -529,7 +529,7 @@ fn pause_resume_and_in_flight() {
         .map(|m: Message| m.text().unwrap().to_string())
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     job.pause();
     assert!(job.diagnostics().paused);
     send_all(&rt, &mq, "p", &words(20, 3));
@@ -569,7 +569,7 @@ fn state_ttl_expires_each_state_hash() {
         .map(|m: Message| m.text().unwrap().to_string()))
     .sink(CollectSink::new())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("every record", &job, || committed_records(&job) == 5);
     job.blocking_shutdown(Duration::MAX);
     let mut conn = rt
@@ -651,7 +651,7 @@ fn list_map_and_set_state_survive_a_restart_and_match_memory() {
             .map(|m: Message| m.text().unwrap().to_string()))
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("the records", &job, || committed_records(&job) == expect);
         job.blocking_shutdown(Duration::MAX);
     };
@@ -736,7 +736,7 @@ fn foreign_retries_are_skipped(mode: AckMode) {
         .map(|m: Message| -> String { panic!("group bad cannot handle {}", m.id) })
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let stream = mq.keys().stream("t", 0);
     wait_until(
         "bad's dead letters and good's commit at the end",

@@ -59,7 +59,7 @@ fn a_member_with_a_late_heartbeat_is_dealt_no_partition() {
         .map(|m: Message| m.text().unwrap_or_default().to_string())
         .sink(CollectSink::<String>::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("the job holds a partition", &job, || {
         job.diagnostics().partitions.iter().any(|p| p.owned)
     });

@@ -135,7 +135,7 @@ fn run_late_batch(
         late,
         CollectSink::<(String, streaming::time::TimeWindow, u64)>::new()
     );
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("the batch", &job, || {
         records(&job) == 4 && failed(&job) == 2
     });
@@ -155,7 +155,7 @@ fn a_late_element_reaches_each_side_output_once_despite_rolled_back_runs() {
     assert_eq!(collected.snapshot(), vec![("a".to_string(), 20)]);
     assert_eq!(job.diagnostics().partitions[0].window_late_dropped, 1);
     // A Redis list side output: written by the batch's commit script.
-    let job = run_late_batch(&s, "late-list", RedisListSink::new("late"));
+    let job = run_late_batch(&s, "late-list", RedisListSink::new("late").unwrap());
     assert_eq!(job.diagnostics().partitions[0].window_late_dropped, 1);
     let key = RedisListSink::<()>::key_for("late", "late-list", 0);
     let mut conn = s.conn();
@@ -226,7 +226,7 @@ fn a_watermark_stuck_at_min_is_still_flushed_and_awaited() {
         )
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         assert_eq!(records(&job), 4);
         assert_eq!(sorted(out.snapshot()), expected, "{mode:?}");
@@ -260,7 +260,7 @@ fn await_flushed_after_a_restart_waits_for_the_restored_windows() {
             )
             .sink(out.clone())
             .unwrap();
-            env.execute_async().unwrap()
+            env.blocking_start().unwrap()
         };
         // First run: no idle flush, so the last windows stay open.
         let first = CollectSink::new();
@@ -332,7 +332,7 @@ fn undecodable_payloads_are_dead_lettered_without_retry() {
             })
             .sink(out.clone())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         let dead = || s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
         wait_until("two dead letters", &job, || dead().len() == 2);
         assert!(job
@@ -383,7 +383,7 @@ fn a_permanent_user_error_is_dead_lettered_at_once() {
             })
             .sink(out.clone())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         let dead = || s.rt.block_on(mq.dead_letters(&topic, 10)).unwrap();
         wait_until("the permanent failure", &job, || {
             dead().len() == 1 && failed(&job) == 2
@@ -431,7 +431,7 @@ fn entries_with_huge_field_counts_are_dead_lettered() {
             .try_map(|m: Message| parse(&m))
             .sink(out.clone())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("the valid record", &job, || out.len() == 1);
         assert!(job
             .blocking_await_caught_up(Duration::from_secs(60))
@@ -499,7 +499,7 @@ fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
         })
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let dead = || s.rt.block_on(mq.dead_letters(topic, 100)).unwrap();
     wait_until("six dead letters", &job, || dead().len() == 6);
     assert!(job
@@ -537,9 +537,9 @@ fn a_lost_group_is_rebuilt_from_the_commit_frontier() {
         );
         env.from_mq_topic_with_options(&topic, "g", earliest(4))
             .try_map(|m: Message| parse(&m))
-            .sink(RedisListSink::new("seen"))
+            .sink(RedisListSink::new("seen").unwrap())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         assert!(job
             .blocking_await_caught_up(Duration::from_secs(60))
             .unwrap());
@@ -600,7 +600,7 @@ fn entries_for_another_group_are_counted_as_skipped() {
             .try_map(|m: Message| parse(&m))
             .sink(out.clone())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         assert!(job
             .blocking_await_caught_up(Duration::from_secs(60))
             .unwrap());
@@ -630,7 +630,7 @@ fn a_producer_cannot_forge_the_original_id_of_a_dead_letter() {
         .try_map(|m: Message| parse(&m))
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let dead = || s.rt.block_on(mq.dead_letters(topic, 10)).unwrap();
     wait_until("the dead letter", &job, || dead().len() == 1);
     job.blocking_shutdown(Duration::MAX);
@@ -662,9 +662,9 @@ fn a_commit_whose_reply_was_lost_is_still_counted() {
         let env = RedisEnv::try_with_config(proxy.url.as_str(), config).unwrap();
         env.from_mq_topic_with_options(&topic, "g", earliest(10))
             .try_map(|m: Message| parse(&m))
-            .sink(RedisListSink::new("lost-reply-out"))
+            .sink(RedisListSink::new("lost-reply-out").unwrap())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("the lost reply", &job, || proxy.fired());
         assert!(job
             .blocking_await_caught_up(Duration::from_secs(60))
@@ -712,9 +712,9 @@ fn a_commit_that_reaches_redis_after_the_partition_was_taken_again_is_refused() 
                 out.collect(format!("{}={seen}", r.0));
                 Ok(())
             })
-            .sink(RedisListSink::<String>::text("late-commit-out"))
+            .sink(RedisListSink::<String>::text("late-commit-out").unwrap())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("the late commit", &job, || proxy.late_reply().is_some());
         assert!(job
             .blocking_await_caught_up(Duration::from_secs(60))
@@ -777,9 +777,9 @@ fn a_batch_longer_than_the_lease_commits_when_nobody_took_the_partition() {
                 }
                 text
             })
-            .sink(RedisListSink::<String>::text("slow-out"))
+            .sink(RedisListSink::<String>::text("slow-out").unwrap())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         assert!(
             job.blocking_await_caught_up(Duration::from_secs(30))
                 .unwrap(),

@@ -61,7 +61,7 @@ fn start_count(
         })
         .sink(out.clone())
         .unwrap();
-    (env.execute_async().unwrap(), out)
+    (env.blocking_start().unwrap(), out)
 }
 
 /// `INFO commandstats` as (command, calls).
@@ -320,7 +320,7 @@ fn a_rolling_reduce_value_that_does_not_decode_fails_only_its_keys_records() {
             .reduce(|(w, a), (_, b)| (w, a + b))
             .sink(out.clone())
             .unwrap();
-        (env.execute_async().unwrap(), out)
+        (env.blocking_start().unwrap(), out)
     };
     s.produce("rpoison", &words(&["a", "b", "p"]));
     let (job, _) = start();

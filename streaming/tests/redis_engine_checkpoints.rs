@@ -160,7 +160,7 @@ fn a_restore_at_parallelism_3_replays_exactly_what_the_run_at_2_produced_after_t
         )
         .unwrap();
         let first = register(&env, topics);
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         caught_up(&job);
         let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
         assert_eq!(ck.status, CheckpointStatus::Complete, "{ck:?}");
@@ -192,7 +192,7 @@ fn a_restore_at_parallelism_3_replays_exactly_what_the_run_at_2_produced_after_t
         .unwrap();
         let second = register(&env, topics);
         env.restore_from_checkpoint(ck.id).unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         caught_up(&job);
         assert!(job.blocking_shutdown(Duration::from_secs(30)));
         assert_eq!(
@@ -251,7 +251,7 @@ fn a_restore_brings_back_per_key_collections_and_drops_newer_keys() {
     let config = || s.ck_config("log", AckMode::Offset).build().unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     let first = register_log(&env, topic);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     caught_up(&job);
     let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     assert_eq!(ck.status, CheckpointStatus::Complete);
@@ -272,7 +272,7 @@ fn a_restore_brings_back_per_key_collections_and_drops_newer_keys() {
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     let second = register_log(&env, topic);
     env.restore_from_checkpoint(ck.id).unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     caught_up(&job);
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
     assert_eq!(sorted(second.snapshot()), sorted(after));
@@ -293,7 +293,7 @@ fn periodic_checkpoints_run_under_load_and_retention_keeps_exactly_three() {
         .unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = register(&env, topics);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     for round in 0..20 {
         s.produce_both(topics, round * 50, 50);
         std::thread::sleep(Duration::from_millis(30));
@@ -358,7 +358,7 @@ fn a_checkpoint_fails_past_its_drain_timeout_and_runs_one_at_a_time() {
         .unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = register_slow(&env, topic);
-    let job = std::sync::Arc::new(env.execute_async().unwrap());
+    let job = std::sync::Arc::new(env.blocking_start().unwrap());
     s.produce(topic, &["fast".to_string()]);
     caught_up(&job);
     let first = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
@@ -436,7 +436,7 @@ fn a_stale_leader_cannot_complete_a_checkpoint() {
         .unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let _out = register_slow(&env, topic);
-    let job = std::sync::Arc::new(env.execute_async().unwrap());
+    let job = std::sync::Arc::new(env.blocking_start().unwrap());
     wait_until("leading", &job, || job.diagnostics().is_leader);
     let d = job.diagnostics();
     assert_eq!(d.leader_instance_id.as_deref(), Some("test"));
@@ -537,7 +537,7 @@ fn a_leader_that_lost_its_lease_mid_checkpoint_leads_again_and_checkpoints_at_on
         .unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     let out = register_held(&env, topic);
-    let job = std::sync::Arc::new(env.execute_async().unwrap());
+    let job = std::sync::Arc::new(env.blocking_start().unwrap());
     wait_until("leading", &job, || job.diagnostics().is_leader);
     let first_term = job.diagnostics().fencing_token;
     s.produce(topic, &["hold".to_string()]);
@@ -633,7 +633,7 @@ fn parts_of_a_checkpoint_retention_deleted_are_swept_and_never_written_again() {
             .unwrap();
         let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
         register_log(&env, topic);
-        env.execute_async().unwrap()
+        env.blocking_start().unwrap()
     };
     let job = start(3);
     caught_up(&job);
@@ -705,7 +705,7 @@ fn a_restore_refuses_when_entries_after_the_offset_were_trimmed() {
     let config = || s.ck_config("trim", AckMode::Offset).build().unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     register(&env, topics);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     caught_up(&job);
     let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     s.produce_both(topics, 40, 40);
@@ -727,7 +727,7 @@ fn a_restore_refuses_when_entries_after_the_offset_were_trimmed() {
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     register(&env, topics);
     env.restore_from_checkpoint(ck.id).unwrap();
-    let e = env.execute_async().unwrap_err().to_string();
+    let e = env.blocking_start().unwrap_err().to_string();
     assert!(
         e.contains(&format!("partition {p} of `{}`", topics.0)) && e.contains("trimmed"),
         "{e}"
@@ -776,7 +776,7 @@ fn a_restore_refused_on_a_lease_changes_no_partition_and_can_run_again() {
     let config = || s.ck_config(job_name, AckMode::Offset).build().unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     let first = register(&env, topics);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     caught_up(&job);
     let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     assert_eq!(ck.status, CheckpointStatus::Complete, "{ck:?}");
@@ -800,7 +800,7 @@ fn a_restore_refused_on_a_lease_changes_no_partition_and_can_run_again() {
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     register(&env, topics);
     env.restore_from_checkpoint(ck.id).unwrap();
-    let e = env.execute_async().unwrap_err().to_string();
+    let e = env.blocking_start().unwrap_err().to_string();
     assert!(
         e.contains(&format!(
             "partition {last} of `{}` (group `g`) is leased by `7 other-restore`",
@@ -826,7 +826,7 @@ fn a_restore_refused_on_a_lease_changes_no_partition_and_can_run_again() {
     let env = RedisEnv::try_with_config(s.redis.url(), config()).unwrap();
     let second = register(&env, topics);
     env.restore_from_checkpoint(ck.id).unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert_eq!(job.diagnostics().latest_checkpoint_id, Some(ck.id));
     caught_up(&job);
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
@@ -854,7 +854,7 @@ fn restores_need_a_complete_checkpoint_and_a_stopped_job() {
     .unwrap();
     register(&env, topics);
     env.restore_from_checkpoint(99).unwrap();
-    let e = env.execute_async().unwrap_err().to_string();
+    let e = env.blocking_start().unwrap_err().to_string();
     assert!(e.contains("no checkpoint 99"), "{e}");
     let env = RedisEnv::try_with_config(
         s.redis.url(),
@@ -862,7 +862,7 @@ fn restores_need_a_complete_checkpoint_and_a_stopped_job() {
     )
     .unwrap();
     register(&env, topics);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     caught_up(&job);
     let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     s.produce_both(topics, 30, 20);
@@ -880,17 +880,17 @@ fn restores_need_a_complete_checkpoint_and_a_stopped_job() {
         (env, out)
     };
     let (env2, _) = latest("second");
-    let joined = env2.execute_async().unwrap();
+    let joined = env2.blocking_start().unwrap();
     assert_eq!(joined.diagnostics().latest_checkpoint_id, None, "skipped");
     assert!(joined.blocking_shutdown(Duration::from_secs(30)));
     let (env3, _) = latest("third");
     env3.restore_from_checkpoint(ck.id).unwrap();
-    let e = env3.execute_async().unwrap_err().to_string();
+    let e = env3.blocking_start().unwrap_err().to_string();
     assert!(e.contains("running in other processes (test,"), "{e}");
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
     // Stopped: the latest checkpoint comes back and the 20 later records run again.
     let (env4, out) = latest("fourth");
-    let job = env4.execute_async().unwrap();
+    let job = env4.blocking_start().unwrap();
     assert_eq!(job.diagnostics().latest_checkpoint_id, Some(ck.id));
     caught_up(&job);
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
@@ -914,7 +914,7 @@ fn a_group_destroyed_while_the_job_runs_recovers_from_its_committed_offsets() {
             .unwrap();
         let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
         let out = register(&env, topics);
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         caught_up(&job);
         let before = job
             .blocking_latest_checkpoint()
@@ -959,7 +959,7 @@ fn a_part_written_by_an_earlier_owner_is_reported_by_the_next() {
         let config = s.ck_config("reported", AckMode::Offset).build().unwrap();
         let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
         register_slow(&env, topic);
-        env.execute_async().unwrap()
+        env.blocking_start().unwrap()
     };
     let job = start();
     s.produce(topic, &["fast".to_string()]);

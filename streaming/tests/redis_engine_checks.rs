@@ -60,7 +60,7 @@ impl Setup {
             })
             .sink(out.clone())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("v1 commits every record", &job, || records(&job) == n);
         job.blocking_shutdown(Duration::MAX);
         out.snapshot()
@@ -161,7 +161,7 @@ fn run_v2_text(
         })
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("v2 done", &job, || done(&job));
     job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
@@ -280,7 +280,7 @@ fn schema_mismatch_ignore_decodes_the_stored_state_as_the_new_type() {
         })
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("v2 done", &job, || records(&job) == 2);
     job.blocking_shutdown(Duration::MAX);
     let mut got = out.snapshot();
@@ -338,7 +338,7 @@ fn state_without_codec_is_dead_lettered_at_once_and_reported_once() {
         })
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let mq = s.mq();
     let dead = {
         let mut dead = Vec::new();
@@ -424,7 +424,7 @@ fn caught_up_gives_exact_state(test: &str, topic: &str, ack: AckMode, parallelis
         .unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     register_count(&env, topic);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(
         job.blocking_await_caught_up(Duration::from_secs(60))
             .unwrap(),
@@ -518,7 +518,7 @@ fn await_caught_up_waits_for_a_scheduled_retry() {
         })
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
         .unwrap());
@@ -558,7 +558,7 @@ fn the_same_explicit_instance_id_twice_still_shares_the_partitions() {
             .map(|m: Message| m.text().unwrap().to_string())
             .sink(CollectSink::new())
             .unwrap();
-        env.execute_async().unwrap()
+        env.blocking_start().unwrap()
     };
     let (a, b) = (start(), start());
     let lease_owners = || -> BTreeMap<u32, String> {
@@ -605,7 +605,7 @@ fn await_caught_up_with_partitions_that_never_received_a_message() {
     let config = s.config(topic).build().unwrap();
     let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
     register_count(&env, topic);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
         .unwrap());

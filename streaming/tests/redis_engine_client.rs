@@ -41,9 +41,9 @@ fn start_job(url: &str, mq_opts: &MqOptions) -> JobClient {
             out.collect(format!("{w}={n}"));
             Ok(())
         })
-        .sink(RedisListSink::<String>::text("out"))
+        .sink(RedisListSink::<String>::text("out").unwrap())
         .unwrap();
-    env.execute_async().unwrap()
+    env.blocking_start().unwrap()
 }
 
 fn words(n: usize) -> Vec<OutgoingMessage> {
@@ -206,4 +206,44 @@ fn shutdown_says_whether_the_subtasks_stopped_in_time() {
     redis.server().thaw();
     assert!(job.blocking_shutdown(Duration::from_secs(60)));
     assert_eq!(job.diagnostics().running_subtasks, 0);
+}
+
+/// `start` checks the server on a thread of its own: on a current-thread runtime a task
+/// beside it runs while a silent server makes the check wait for its response timeout
+/// (a blocking start would hold the thread until it gave up, so the task would finish
+/// after it). The failure names the address.
+#[tokio::test(flavor = "current_thread")]
+async fn start_leaves_the_runtime_free_while_it_checks_the_server() {
+    // Accepts connections (the kernel's backlog) but never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let mq_opts = fast_options("client-start")
+        .response_timeout(Duration::from_millis(800))
+        .build()
+        .unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("start")
+        .mq_options(mq_opts)
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(&format!("redis://{addr}/"), config).unwrap();
+    env.from_mq_topic("t", "g")
+        .map(|m: Message| m.id)
+        .sink(RedisListSink::<String>::text("out").unwrap())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = async {
+        let result = env.start().await;
+        (result, Instant::now())
+    };
+    let beside = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Instant::now()
+    };
+    let ((result, start_returned), beside_done) = tokio::join!(started, beside);
+    let error = result.expect_err("nothing answers");
+    assert!(error.to_string().contains(&addr), "{error}");
+    assert!(
+        beside_done < start_returned,
+        "the task beside start ran only after start returned"
+    );
 }

@@ -93,7 +93,7 @@ impl EngineSetup {
             .map(|m: Message| m.text().unwrap().to_string()))
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("the records", &job, || committed(&job) == records);
         job.blocking_shutdown(Duration::MAX);
         out.snapshot()

@@ -62,9 +62,9 @@ fn start(s: &EngineSetup, mode: AckMode, gate: &Gate) -> JobClient {
             out.collect(format!("{w}={n}"));
             Ok(())
         })
-        .sink(RedisListSink::<String>::text("out"))
+        .sink(RedisListSink::<String>::text("out").unwrap())
         .unwrap();
-    env.execute_async().unwrap()
+    env.blocking_start().unwrap()
 }
 
 /// What the job's commits write on partition 0: state hash, sink list, committed
@@ -339,11 +339,11 @@ fn a_fenced_commit_keeps_a_list_two_sinks_write() {
         )
         .key_by(|e: &(String, i64)| e.0.clone())
         .window(TumblingEventTimeWindows::of(Duration::from_millis(100)).unwrap())
-        .side_output_late_data(RedisListSink::<(String, i64)>::new("out"))
+        .side_output_late_data(RedisListSink::<(String, i64)>::new("out").unwrap())
         .count()
-        .sink(RedisListSink::new("out"))
+        .sink(RedisListSink::new("out").unwrap())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let client = redis::Client::open(s.redis.url()).unwrap();
     let list = RedisListSink::<String>::key_for("out", "w", 0);
     let lrange = || -> Vec<String> {

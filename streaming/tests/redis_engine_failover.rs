@@ -248,7 +248,7 @@ fn env_with_wait(url: &str, prefix: &str) -> RedisEnv {
     let env = RedisEnv::try_with_config(url, config).unwrap();
     env.from_mq_topic(TOPIC, "g")
         .map(|m: Message| m.text().unwrap().to_string())
-        .sink(RedisListSink::<String>::text(LIST))
+        .sink(RedisListSink::<String>::text(LIST).unwrap())
         .unwrap();
     env
 }
@@ -257,7 +257,7 @@ fn env_with_wait(url: &str, prefix: &str) -> RedisEnv {
 fn replica_wait_on_a_server_without_replicas_fails_at_start_naming_the_option() {
     let server = RedisServer::start();
     let env = env_with_wait(&server.url(), &support::unique_prefix("no-replica"));
-    match env.execute_async() {
+    match env.blocking_start() {
         Err(Error::InvalidConfig { field, reason }) => {
             assert_eq!(field, "commit_replica_wait");
             assert!(

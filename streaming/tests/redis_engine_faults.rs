@@ -157,9 +157,9 @@ fn start_word_count_with(mode: AckMode, mq_opts: MqOptions, background: bool) ->
         out.collect(format!("{w}={n}"));
         Ok(())
     })
-    .sink(RedisListSink::<String>::text("out"))
+    .sink(RedisListSink::<String>::text("out").unwrap())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     WordCount {
         redis,
         url,

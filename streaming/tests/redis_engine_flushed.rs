@@ -97,7 +97,7 @@ impl Setup {
             .count()
             .sink(out.clone())
             .unwrap();
-        env.execute_async().unwrap()
+        env.blocking_start().unwrap()
     }
 }
 

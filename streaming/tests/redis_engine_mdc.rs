@@ -190,7 +190,7 @@ fn run(test: &str, topic: &str, enabled: bool, rate: f64) -> Vec<Captured> {
     })
     .sink(out.clone())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("every record", &job, || out.len() == 40);
     job.blocking_shutdown(Duration::MAX);
     cap.events

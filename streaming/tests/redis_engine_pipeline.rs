@@ -113,7 +113,7 @@ fn the_same_pipeline_text_counts_the_same_on_both_engines() {
             .map(|m: Message| m.text().unwrap().to_string())
             => sink(out.clone()));
         registered.unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         let end = std::time::Instant::now() + Duration::from_secs(60);
         while committed_records(&job) < 400 {
             assert!(std::time::Instant::now() < end, "{:?}", job.diagnostics());

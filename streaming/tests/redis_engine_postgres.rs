@@ -154,7 +154,7 @@ fn worker() {
         })
         .sink(sink)
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     println!("STARTED");
     std::io::stdout().flush().unwrap();
     for line in std::io::stdin().lock().lines() {

@@ -38,7 +38,7 @@ fn start(s: &EngineSetup, stalled_after: Duration) -> JobClient {
         })
         .sink(CollectSink::new())
         .unwrap();
-    env.execute_async().unwrap()
+    env.blocking_start().unwrap()
 }
 
 fn send(s: &EngineSetup, partition: u32, words: &[&str]) {

@@ -94,7 +94,7 @@ fn start(s: &EngineSetup, gate: &Gate) -> JobClient {
         ))
         .unwrap()
     );
-    env.execute_async().unwrap()
+    env.blocking_start().unwrap()
 }
 
 /// What the three sinks hold on partition 0.
@@ -208,7 +208,7 @@ fn the_idempotent_list_drops_a_repeated_key_in_the_engine_and_standalone() {
                 .unwrap(),
         )
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
         .unwrap());
@@ -313,7 +313,7 @@ fn input_deduplication_runs_one_message_per_idempotency_key() {
             keyed("p1 again", "pay-1"),
             keyed("p2", "pay-2"),
         ]);
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         assert!(job
             .blocking_await_caught_up(Duration::from_secs(60))
             .unwrap());
@@ -421,7 +421,7 @@ fn the_outbox_sink_appends_in_the_commit_and_the_dispatcher_delivers_each_record
     let env =
         RedisEnv::try_with_config(s.redis.url(), s.config("outbox").build().unwrap()).unwrap();
     count_into!(env, "o", gate, RedisOutboxSink::new("mails").unwrap());
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let dispatcher = RedisOutboxDispatcher::builder(&s.mq(), "mails", "c")
         .build()
         .unwrap();

@@ -45,7 +45,7 @@ impl Setup {
             })
             .sink(out.clone())
             .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("every record", &job, || committed(&job) == n);
         job.blocking_shutdown(Duration::MAX);
         (job.diagnostics(), out.snapshot())

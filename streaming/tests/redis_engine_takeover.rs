@@ -87,7 +87,7 @@ impl Fixture {
         })
         .sink(out.clone())
         .unwrap();
-        env.execute_async().unwrap()
+        env.blocking_start().unwrap()
     }
 }
 

@@ -63,7 +63,7 @@ fn series_follow_the_diagnostics() {
         .count()
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
     let d = job.diagnostics();
     job.blocking_shutdown(Duration::MAX);

@@ -422,7 +422,7 @@ async fn a_job_forwards_its_topic_sink_itself() {
                 .timestamp(|v: &String| v.len() as i64),
         )
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     const N: usize = 20;
     let msgs: Vec<OutgoingMessage> = (0..N)
         .map(|i| OutgoingMessage::new(format!("v{i}")).key(format!("k{i}")))
@@ -491,7 +491,7 @@ async fn shutdown_forwards_what_the_outbox_holds() {
         .map(|m: Message| m.text().unwrap().to_owned())
         .sink(RedisTopicSink::text(LATE).unwrap())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     const N: usize = 30;
     let msgs: Vec<OutgoingMessage> = (0..N)
         .map(|i| OutgoingMessage::new(format!("v{i}")))
@@ -557,7 +557,7 @@ async fn two_pipelines_into_one_topic_give_each_output_its_own_id() {
             .sink(RedisTopicSink::text(TARGET).unwrap())
             .unwrap();
     }
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     const N: usize = 40;
     let msgs: Vec<OutgoingMessage> = (0..N)
         .map(|i| OutgoingMessage::new(format!("v{i}")))

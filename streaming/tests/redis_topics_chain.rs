@@ -90,7 +90,7 @@ fn chain_worker() {
                 let key = m.key.clone().unwrap_or_default();
                 format!("{}|{}|{}|{}", e.id, e.key, key, header.unwrap_or_default())
             })
-            .sink(RedisListSink::<String>::text(LIST))
+            .sink(RedisListSink::<String>::text(LIST).unwrap())
             .unwrap();
         let mq = rt.block_on(Mq::connect(&var("CHAIN_URL"), opts)).unwrap();
         // Every partition of `in` (the default).
@@ -100,7 +100,7 @@ fn chain_worker() {
             .unwrap();
         forwarding = Some(rt.block_on(forwarder.start()).unwrap());
     }
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     println!("READY");
     for line in std::io::stdin().lock().lines() {
         if line.is_err() {

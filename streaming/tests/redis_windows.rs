@@ -158,7 +158,7 @@ macro_rules! run_differential {
             )
             .sink(out.clone())
             .unwrap();
-            let job = env.execute_async().unwrap();
+            let job = env.blocking_start().unwrap();
             assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
             assert_eq!(records(&job), 300);
             assert!(flushed(&job));
@@ -291,7 +291,7 @@ fn session_arrivals(name: &str, input: &[(String, i64)]) -> (Vec<Vec<i64>>, Vec<
         .map(|m: Message| parse(&m)))
     .sink(out.clone())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
     job.cancel();
     assert!(job.blocking_await_termination(Duration::from_secs(10)));
@@ -409,7 +409,7 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
                 .sink(out.clone())
                 .unwrap(),
         }
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         if with_output {
             wait_until("all records", &job, || records(&job) == 6);
             let d = job.diagnostics();
@@ -482,7 +482,7 @@ fn restart_with_open_windows_gives_the_uninterrupted_output() {
         )
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("records", &job, || {
             records(&job) == until && (!flush || flushed(&job))
         });
@@ -536,7 +536,7 @@ fn partitions_keep_their_own_watermarks() {
     )
     .sink(out.clone())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     // The fast partition fires its windows [1000,1100) .. [1700,1800) on its own
     // watermark (1900 - 25 = 1875), although the slow partition's watermark is at -18;
     // [1800,1900) stays open (no idle flush configured).
@@ -653,7 +653,7 @@ fn process_timers_survive_a_restart_and_fire_with_their_key() {
             .map(|m: Message| parse(&m)))
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("records", &job, || records(&job) == until);
         job.cancel();
         assert!(job.blocking_await_termination(Duration::from_secs(10)));
@@ -690,7 +690,7 @@ fn a_full_event_time_timer_queue_fails_the_record() {
         .map(|m: Message| parse(&m)))
     .sink(CollectSink::new())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("records", &job, || {
         let d = job.diagnostics();
         d.partitions
@@ -790,7 +790,7 @@ mod differential {
         )
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         let n = input.len() as u64;
         prop_assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         prop_assert_eq!(records(&job), n);
@@ -879,7 +879,7 @@ fn idle_flush_ends_an_epoch_and_the_next_records_start_a_new_one() {
     )
     .sink(out.clone())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     send(&rt, &mq, "ev", &first);
     wait_until("first epoch flushed", &job, || {
         records(&job) == 50 && job.diagnostics().partitions[0].idle_flushes == 1
@@ -958,7 +958,7 @@ fn mark_idle_flushes_and_a_silent_generator_keeps_min() {
         .count()
         .sink(silent.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let input: Vec<(String, i64)> = vec![
         ("a".into(), 10),
         ("a".into(), 20),
@@ -1021,7 +1021,7 @@ fn window_fires_per_record_are_capped_and_carried_over() {
     )
     .sink(out.clone())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let fired = |j: &JobClient| j.diagnostics().partitions[0].window_fired;
     // Five keys with a window [0, 100) each.
     let keys: Vec<(String, i64)> = (0..5).map(|i| (format!("k{i}"), i)).collect();
@@ -1094,7 +1094,7 @@ fn late_elements_reach_the_side_output() {
         .count()
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     wait_until("records and flush", &job, || {
         records(&job) == 5 && flushed(&job)
     });
@@ -1157,7 +1157,7 @@ fn processing_time_timers_fire_on_the_wall_clock_and_survive_a_restart() {
             .process_function(RemindLater(3000))
             .sink(out.clone())
             .unwrap();
-        env.execute_async().unwrap()
+        env.blocking_start().unwrap()
     };
     let job = start(&out);
     wait_until("3 records", &job, || records(&job) == 3);
@@ -1188,7 +1188,7 @@ fn await_flushed_without_an_idle_timeout_is_a_config_error() {
         .map(|m: Message| parse(&m))
         .sink(CollectSink::new())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let e = job
         .blocking_await_flushed(Duration::from_secs(1))
         .unwrap_err();
@@ -1253,7 +1253,7 @@ fn the_fire_cap_does_not_change_results() {
         .count()
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
     job.blocking_shutdown(Duration::MAX);
     assert_eq!(sorted(out.snapshot()), expected);
@@ -1279,7 +1279,7 @@ fn the_flushed_watermark_stays_reported_until_the_next_epoch() {
         .process_function(RemindLater(1000))
         .sink(out.clone())
         .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     // The flush (after 100 ms) comes before the timer (after 1 s) commits its output. The
     // sink sees the output just before the commit, so wait for the commit's report.
     let timer_committed = || (job.diagnostics().partitions.iter()).any(|p| p.batches >= 2);
@@ -1377,7 +1377,7 @@ fn deleted_timers_stay_deleted_across_a_restart_on_both_engines() {
             .map(|m: Message| parse(&m)))
         .sink(out.clone())
         .unwrap();
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         wait_until("records", &job, || records(&job) == until);
         job.cancel();
         assert!(job.blocking_await_termination(Duration::from_secs(10)));
@@ -1427,7 +1427,7 @@ macro_rules! both_engines {
                 );
             $tail.sink(out.clone()).unwrap();
         }
-        let job = env.execute_async().unwrap();
+        let job = env.blocking_start().unwrap();
         assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
         assert_eq!(records(&job), input.len() as u64);
         job.cancel();
@@ -1761,7 +1761,7 @@ fn windows_feeding_a_keyed_reduce_fire_at_every_idle_flush() {
     let phase = |from: i64| -> Vec<(String, i64)> {
         (0..20).map(|i| (format!("w{}", i % 4), from + i)).collect()
     };
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     send(&rt, &mq, "wr", &phase(0));
     wait_until("the first flush", &job, || out.len() == 4);
     send(&rt, &mq, "wr", &phase(100));

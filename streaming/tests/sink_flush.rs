@@ -129,7 +129,7 @@ fn the_redis_engine_flushes_every_batch_before_its_commit_and_retries_a_failed_o
         .map(|m: Message| m.text().unwrap().to_string()))
     .sink(sink.clone())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
         .unwrap());

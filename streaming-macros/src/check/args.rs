@@ -44,7 +44,7 @@ pub(super) fn arguments(
             }
             ArgKind::Assigner => assigner(cx, arg),
             ArgKind::Trigger => trigger(cx, arg),
-            ArgKind::Expr | ArgKind::Generator | ArgKind::StateDecls => {}
+            ArgKind::Expr | ArgKind::Generator | ArgKind::Sink | ArgKind::StateDecls => {}
         }
     }
 }

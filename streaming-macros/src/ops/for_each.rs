@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
     engines: BOTH,
     expansion: Expansion::Method,
-    summary: "Runs the pipeline, calling the closure for every record; returns `Result<JobSummary, Error>` on the memory engine, and on the Redis engine registers the pipeline and returns `Result<(), Error>` (`RedisEnv::execute_async` starts it).",
+    summary: "Runs the pipeline, calling the closure for every record; returns `Result<JobSummary, Error>` on the memory engine, and on the Redis engine registers the pipeline and returns `Result<(), Error>` (`RedisEnv::start` or `blocking_start` starts it).",
     example: r#"
 let mut total = 0;
 let summary = pipeline! { env.from_elements([1, 2]).for_each(|x| total += x) }?;

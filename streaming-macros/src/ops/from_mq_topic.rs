@@ -12,7 +12,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     expansion: Expansion::EngineFunction,
     summary: "A stream of the messages of a topic read by a consumer group; source id `{topic}.{group}` (Redis engine).",
     example: r#"
-// Counts per word, kept in Redis; the sink registers the pipeline, `execute_async`
+// Counts per word, kept in Redis; the sink registers the pipeline, `blocking_start`
 // starts it.
 let out = CollectSink::new();
 pipeline! {
@@ -28,7 +28,7 @@ pipeline! {
         })
         .sink(out.clone())
 }?;
-let job = env.execute_async()?;
+let job = env.blocking_start()?;
 job.blocking_await_caught_up(Duration::from_secs(10))?;
 job.blocking_shutdown(Duration::from_secs(10));
 "#,

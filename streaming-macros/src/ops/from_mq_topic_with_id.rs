@@ -21,7 +21,7 @@ pipeline! {
         .sum()
         .print()
 }?;
-let job = env.execute_async()?;
+let job = env.blocking_start()?;
 job.blocking_shutdown(Duration::from_secs(10));
 "#,
 };

@@ -23,7 +23,7 @@ pipeline! {
         .sum()
         .print_with_prefix("len")
 }?;
-let job = env.execute_async()?;
+let job = env.blocking_start()?;
 job.blocking_shutdown(Duration::from_secs(10));
 "#,
 };

@@ -162,6 +162,8 @@ pub(crate) enum ArgKind {
     Trigger,
     /// A watermark generator.
     Generator,
+    /// A sink (the pipeline's or a side output's).
+    Sink,
     /// State declarations `name: ValueState<T> = default, name: ListState<T>, ..`.
     StateDecls,
 }
@@ -172,7 +174,7 @@ impl ArgKind {
     pub(crate) fn is_config(self) -> bool {
         matches!(
             self,
-            ArgKind::Assigner | ArgKind::Trigger | ArgKind::Generator
+            ArgKind::Assigner | ArgKind::Trigger | ArgKind::Generator | ArgKind::Sink
         )
     }
 }

@@ -6,7 +6,7 @@ use super::prelude::*;
 pub(crate) const SPEC: OpSpec = OpSpec {
     name: "side_output_late_data",
     role: Role::Transform,
-    args: &[arg("sink: impl Sink<T>", Expr)],
+    args: &[arg("sink: impl Sink<T>", Sink)],
     variants: &[on(Stage::Windowed, Stage::Windowed, IdKind::None)],
     engines: BOTH,
     expansion: Expansion::Method,

@@ -6,7 +6,7 @@
 //!    the time of `trigger_checkpoint_now` (the partition's owner copies its part inside
 //!    Redis in steps of 500 fields) and the longest Redis command during it (`SLOWLOG`,
 //!    every command logged); then the same for restoring that checkpoint into a new job
-//!    (`restore_from_checkpoint` + `execute_async`, which restores before it returns).
+//!    (`restore_from_checkpoint` + `blocking_start`, which restores before it returns).
 //! 2. The keyed count of throughput mode (10,000 keys, 4 partitions, Offset mode,
 //!    parallelism 1, N messages, default 1,000,000) with checkpoints every 1 s against
 //!    none, interleaved, three rounds each: medians and their ratio.
@@ -99,7 +99,7 @@ fn size_run(
     };
     let env = RedisEnv::try_with_config(url, config()).unwrap();
     super::register_keyed_count(&env);
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     // 100 records of stored keys: the state's schema fingerprint is known (as in any job
     // that ran), so the copy knows the state keeps no per-key collections.
     super::takeover::send(rt, &mq, (0..100).map(|i| format!("k{}", i * (keys / 100))));
@@ -122,7 +122,7 @@ fn size_run(
     env.restore_from_checkpoint(ck.id).unwrap();
     slowlog_everything(&mut conn);
     let started = Instant::now();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let restore_ms = started.elapsed().as_secs_f64() * 1e3;
     let restore_longest = longest(&mut conn);
     job.blocking_shutdown(Duration::from_secs(30));

@@ -232,7 +232,9 @@ impl SinkKind {
     pub(crate) fn register(self, env: &RedisEnv, name: &str) {
         match self {
             SinkKind::Discard => super::register_keyed_count(env),
-            SinkKind::List => super::register_keyed_count_into(env, RedisListSink::new(name)),
+            SinkKind::List => {
+                super::register_keyed_count_into(env, RedisListSink::new(name).unwrap())
+            }
             SinkKind::Outbox => {
                 super::register_keyed_count_into(env, RedisOutboxSink::new(name).unwrap())
             }

@@ -2,7 +2,7 @@
 //! whose keyed count state (`ValueState<u64>`) already holds `N` keys (default
 //! 1,000,000, written straight into the state hash), taken by a new job instance.
 //!
-//! Reports: `execute_async` → partition taken, taken → first batch committed (100 records
+//! Reports: `blocking_start` → partition taken, taken → first batch committed (100 records
 //! of stored keys waiting), then 200,000 records over random stored keys (every batch
 //! misses keys: the cache fills to its bound and evicts) with their rate; the Redis
 //! commands that took 10 ms or more during all of it (`SLOWLOG`, threshold 10 ms); and the
@@ -137,7 +137,7 @@ pub(crate) fn takeover_main(url: &str, keys: u64, unique: impl Fn(&str) -> Strin
     super::register_keyed_count(&env);
     let rss_before = rss_bytes();
     let started = Instant::now();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let taken_at = wait(&job, "take", taken);
     let first_at = wait(&job, "first commit", |j| records(j) >= 1);
     let hundred_at = wait(&job, "100 records", |j| records(j) >= 100);
@@ -172,7 +172,7 @@ pub(crate) fn takeover_main(url: &str, keys: u64, unique: impl Fn(&str) -> Strin
     println!("|---|---|");
     println!("| stored keys in the partition | {keys} (written in {populate_s:.1} s) |");
     println!(
-        "| `execute_async` → partition taken | {:.1} ms |",
+        "| `blocking_start` → partition taken | {:.1} ms |",
         (taken_at - started).as_secs_f64() * 1e3
     );
     println!(

@@ -7,6 +7,11 @@ use std::sync::{Arc, Mutex};
 ///
 /// Lifecycle: `open` once before the first record, `invoke` per record, `close`
 /// once at the end — also when the pipeline fails. Closures `FnMut(T)` are sinks.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a sink of `{T}`, the element type arriving here",
+    label = "the stream's elements are `{T}`; this sink does not take them",
+    note = "map the stream to the type the sink takes first, or give the sink the stream's element type (e.g. `RedisListSink::<{T}>::new(..)`)"
+)]
 pub trait Sink<T> {
     /// Prepares the sink. The default does nothing.
     ///

@@ -146,7 +146,7 @@ impl<P: Plan> DataStream<P> {
     /// `Result<`[`JobSummary`](crate::JobSummary)`, Error>`; a Redis pipeline
     /// ([`RedisEnv::from_mq_topic`](crate::redis::RedisEnv::from_mq_topic)) is registered
     /// with its environment, returns `Result<(), Error>`, and starts with
-    /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
+    /// [`RedisEnv::blocking_start`](crate::redis::RedisEnv::blocking_start).
     ///
     /// A closure works as a sink, but its argument type is not inferred through the
     /// [`Sink`] trait: annotate it (`|x: u64| …`) or use [`for_each`](Self::for_each).
@@ -157,6 +157,7 @@ impl<P: Plan> DataStream<P> {
     /// case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
     pub fn sink<S, O>(self, sink: S) -> O
     where
+        S: Sink<P::Out>,
         P::Root: Execute<P, S, Output = O>,
     {
         if let Some(error) = self.failed {

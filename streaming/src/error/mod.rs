@@ -220,7 +220,7 @@ pub enum Error {
     /// The Redis engine could not do `op` (registration, start, a job's subtask).
     #[error("redis engine `{op}`: {reason}")]
     Engine {
-        /// The operation, e.g. `register`, `execute_async`.
+        /// The operation, e.g. `register`, `blocking_start`.
         op: &'static str,
         /// Why, and what to do about it.
         reason: String,

@@ -206,7 +206,7 @@ fn table_connection_and_server() -> Vec<(Error, ErrorKind, bool)> {
         ),
         (
             Error::Engine {
-                op: "execute_async",
+                op: "blocking_start",
                 reason: "already started".into(),
             },
             Engine,

@@ -44,7 +44,7 @@ impl JobSummary {
 #[diagnostic::on_unimplemented(
     message = "`collect_vec` and iteration run on the memory engine only, and this pipeline's source is `{Self}`",
     label = "not a memory-engine source",
-    note = "on the Redis engine end the pipeline with a sink, e.g. `.sink(streaming::redis::CollectSink::new())`, then start it with `RedisEnv::execute_async`"
+    note = "on the Redis engine end the pipeline with a sink, e.g. `.sink(streaming::redis::CollectSink::new())`, then start it with `RedisEnv::start` (async) or `RedisEnv::blocking_start`"
 )]
 pub trait MemoryRoot: Sealed {
     /// The element type the root feeds into the chain.

@@ -94,14 +94,16 @@ struct EnvState {
 ///
 /// Build pipelines from [`from_mq_topic`](Self::from_mq_topic) with the same builder API as
 /// the memory engine; the terminal operation ([`DataStream::sink`]) *registers* the
-/// pipeline, and [`execute_async`](Self::execute_async) starts every registered pipeline
-/// and returns a [`JobClient`]. Cheap to clone (`Send + Sync`); clones share registrations.
+/// pipeline, and [`start`](Self::start) (`async`) or [`blocking_start`](Self::blocking_start)
+/// starts every registered pipeline and returns a [`JobClient`] — the convention of the
+/// job client too: waiting is an `async fn`, its blocking twin is named `blocking_*`. Cheap
+/// to clone (`Send + Sync`); clones share registrations.
 ///
-/// Registration rules: registering after `execute_async` is an error; one
+/// Registration rules: registering after the start is an error; one
 /// pipeline per (topic, consumer group) — a second one on the same pair is an error (a
 /// consumer group splits messages between its consumers, so two chains would each see
 /// part of the stream and share state names; give the second chain its own group);
-/// `execute_async` without any pipeline is an error, and may be called once.
+/// starting without any pipeline is an error, and a job starts once.
 ///
 /// ```no_run
 /// use streaming::api::{ValueStateDescriptor};
@@ -121,7 +123,7 @@ struct EnvState {
 ///         Ok(())
 ///     })
 ///     .sink(out.clone())?;
-/// let job = env.execute_async()?;
+/// let job = env.blocking_start()?;
 /// // ...
 /// // Stops the job and waits (at most 10 s) for its subtasks to hand their partitions over.
 /// job.blocking_shutdown(std::time::Duration::from_secs(10));
@@ -147,7 +149,7 @@ impl RedisEnv {
     /// [`Endpoint::parse`](crate::mq::Endpoint::parse)), a [`redis::ConnectionInfo`], a
     /// [`redis::Client`] or an [`Endpoint`](crate::mq::Endpoint) — with the default
     /// [`RedisRuntimeConfig`]. Connects lazily: nothing is contacted before
-    /// [`execute_async`](Self::execute_async).
+    /// [`blocking_start`](Self::blocking_start).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] (field `url`) when the URL is invalid (one server or a
@@ -307,8 +309,7 @@ impl RedisEnv {
             .map_err(|_| err("poisoned".into()))?;
         if st.started {
             return Err(err(
-                "the job was already started with execute_async: register every pipeline before it"
-                    .into(),
+                "the job was already started: register every pipeline before starting it".into(),
             ));
         }
         if st
@@ -328,9 +329,37 @@ impl RedisEnv {
         Ok(())
     }
 
+    /// Starts every registered pipeline (see [`blocking_start`](Self::blocking_start) for
+    /// what starting does) without blocking the caller's thread: the server checks run on
+    /// a thread of their own and the future resolves when they are done. Works on any
+    /// async runtime.
+    ///
+    /// # Errors
+    /// As [`blocking_start`](Self::blocking_start).
+    pub async fn start(&self) -> Result<JobClient, Error> {
+        let env = self.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("streaming-start".into())
+            .spawn(move || {
+                let _ = tx.send(env.blocking_start());
+            })
+            .map_err(|e| Error::Engine {
+                op: "start",
+                reason: format!("cannot spawn the start thread: {e}"),
+            })?;
+        rx.await.unwrap_or_else(|_| {
+            Err(Error::Engine {
+                op: "start",
+                reason: "the start thread ended without an answer".into(),
+            })
+        })
+    }
+
     /// Starts every registered pipeline: per pipeline `pipeline_parallelism` subtasks, each
     /// a thread owning its share of the partitions (shared with the job's other processes;
-    /// see the [`redis`](super) module docs).
+    /// see the [`redis`](super) module docs). Blocks the calling thread while it checks the
+    /// server; [`start`](Self::start) is its `async` twin.
     ///
     /// It first proves the server (a blocking `PING` and version check, each wait bounded
     /// by [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout)), so an
@@ -348,16 +377,16 @@ impl RedisEnv {
     /// [`MIN_REDIS_VERSION`](crate::mq::MIN_REDIS_VERSION);
     /// [`Error::InvalidConfig`] naming `commit_replica_wait` when it is set and a master
     /// (the server, or a master of the cluster) has fewer connected replicas than it asks.
-    pub fn execute_async(&self) -> Result<JobClient, Error> {
+    pub fn blocking_start(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
-            op: "execute_async",
+            op: "start",
             reason: reason.to_string(),
         };
         let config = &self.inner.config;
         let pipelines = {
             let mut st = self.inner.state.lock().map_err(|_| err("poisoned"))?;
             if st.started {
-                return Err(err("execute_async was already called on this environment"));
+                return Err(err("the job of this environment was already started"));
             }
             if st.pipelines.is_empty() {
                 return Err(err(
@@ -419,7 +448,7 @@ impl RedisEnv {
         Ok(JobClient::new(job))
     }
 
-    /// Restores the job to checkpoint `id` when [`execute_async`](Self::execute_async)
+    /// Restores the job to checkpoint `id` when [`blocking_start`](Self::blocking_start)
     /// starts it, before any partition is read: every partition of every registered
     /// pipeline gets the checkpoint's keyed state, window panes, timers, watermark and
     /// offset back, and the job reads every entry after that offset again (its outputs
@@ -440,7 +469,7 @@ impl RedisEnv {
     /// same restore.
     ///
     /// # Errors
-    /// [`Error::Engine`] once the job was started. `execute_async` then fails (starting
+    /// [`Error::Engine`] once the job was started. `blocking_start` then fails (starting
     /// nothing, and restoring no partition) with [`Error::Engine`] when checkpoint `id` is
     /// not complete or not stored, lacks a registered pipeline or has another partition
     /// count, another process of the job is running (its registry record is live, or it
@@ -455,7 +484,7 @@ impl RedisEnv {
         if st.started {
             return Err(Error::Engine {
                 op: "restore_from_checkpoint",
-                reason: "the job was already started: call it before execute_async".into(),
+                reason: "the job was already started: call it before blocking_start".into(),
             });
         }
         st.restore = Some(id);

@@ -2,7 +2,7 @@
 //! keyed state in Redis hashes.
 //!
 //! Build a pipeline from a [`RedisEnv`] with the same builder API as the memory engine,
-//! end it with a sink (which registers it), then [`RedisEnv::execute_async`] starts the
+//! end it with a sink (which registers it), then [`RedisEnv::blocking_start`] starts the
 //! job and returns a [`JobClient`].
 //!
 //! Processing model: each pipeline runs `pipeline_parallelism`
@@ -163,7 +163,7 @@
 //! Redis outages: every call waits at most
 //! [`MqOptions::response_timeout`](crate::mq::MqOptions::response_timeout) for its reply
 //! (the job client's waits too), and a lost connection is opened again by the next call
-//! (one attempt each). [`RedisEnv::execute_async`] proves the server before starting
+//! (one attempt each). [`RedisEnv::blocking_start`] proves the server before starting
 //! and fails with [`Error::Connect`](crate::Error::Connect) naming the address; once
 //! started, a job never gives up on Redis: subtasks that cannot connect and partitions
 //! that cannot be taken or committed retry with a bounded, jittered backoff (at most 1 s
@@ -190,7 +190,7 @@
 //! [`JobDiagnostics`] reports each partition's watermark, window firings and late elements.
 //!
 //! Metrics (the [`metrics`](https://docs.rs/metrics) facade; install a recorder, e.g. a
-//! Prometheus exporter, before `execute_async`: each partition registers its handles when
+//! Prometheus exporter, before `blocking_start`: each partition registers its handles when
 //! the job starts): `streaming_*` series labelled `job`, `topic`, `group`, `partition`
 //! (and `operator`, `state` where they apply), updated per batch, never per record; their
 //! counters match [`JobDiagnostics`]. The table of every series, and the watermark gauge's
@@ -291,7 +291,7 @@
 //!   part a registry lists for an id no longer in `C{J}:ids` (an orphan), and prunes a
 //!   deleted entry `checkpoint_drain_timeout` + 1 min after it was written.
 //! - *Restoring.* [`RedisEnv::restore_from_checkpoint`] (or
-//!   [`RedisRuntimeConfig::restore_from_latest_checkpoint`]) before `execute_async`: every
+//!   [`RedisRuntimeConfig::restore_from_latest_checkpoint`]) before `blocking_start`: every
 //!   partition's state and offset go back to the checkpoint, the consumer group is moved
 //!   there (`XGROUP SETID`, never destroyed), and the job reads everything after it
 //!   again, at any parallelism. It needs the job stopped in every other process, the same

@@ -22,7 +22,7 @@ pub(super) struct StateMetrics {
 }
 
 /// A partition's metric handles. Registered when the job starts: install the recorder
-/// before [`RedisEnv::execute_async`](super::RedisEnv::execute_async).
+/// before [`RedisEnv::blocking_start`](super::RedisEnv::blocking_start).
 pub(super) struct PartMetrics {
     labels: Labels,
     pub(super) records: metrics::Counter,

@@ -75,19 +75,9 @@ impl<T> RedisListSink<T> {
     /// A sink appending records as JSON (serde_json) to the lists `{list}:{T:n}`; records
     /// need only `Serialize`.
     ///
-    /// # Panics
-    /// If `list` is empty or contains `{` or `}`; [`RedisListSink::try_new`] returns the
-    /// error instead.
-    pub fn new(list: impl Into<String>) -> Self {
-        Self::try_new(list).unwrap_or_else(|e| panic!("RedisListSink::new: {e}"))
-    }
-
-    /// [`RedisListSink::new`] for a name that is not known to be valid (read from
-    /// configuration, say).
-    ///
     /// # Errors
     /// [`Error::InvalidConfig`] (field `list`) if `list` is empty or contains `{` or `}`.
-    pub fn try_new(list: impl Into<String>) -> Result<Self, Error> {
+    pub fn new(list: impl Into<String>) -> Result<Self, Error> {
         let list = list.into();
         validate_list_name(&list)?;
         Ok(RedisListSink {
@@ -100,18 +90,9 @@ impl<T> RedisListSink<T> {
     /// A sink appending records as text (`Display`) to the lists `{list}:{T:n}`; records
     /// need only `Display`.
     ///
-    /// # Panics
-    /// If `list` is empty or contains `{` or `}`; [`RedisListSink::try_text`] returns the
-    /// error instead.
-    pub fn text(list: impl Into<String>) -> RedisListSink<T, TextList> {
-        Self::try_text(list).unwrap_or_else(|e| panic!("RedisListSink::text: {e}"))
-    }
-
-    /// [`RedisListSink::text`] for a name that is not known to be valid.
-    ///
     /// # Errors
     /// [`Error::InvalidConfig`] (field `list`) if `list` is empty or contains `{` or `}`.
-    pub fn try_text(list: impl Into<String>) -> Result<RedisListSink<T, TextList>, Error> {
+    pub fn text(list: impl Into<String>) -> Result<RedisListSink<T, TextList>, Error> {
         let list = list.into();
         validate_list_name(&list)?;
         Ok(RedisListSink {
@@ -200,7 +181,7 @@ mod tests {
 
     #[test]
     fn json_needs_only_serialize_and_text_only_display() {
-        let mut json = RedisListSink::<Point>::new("out");
+        let mut json = RedisListSink::<Point>::new("out").unwrap();
         json.invoke(Point { x: 1 }).unwrap();
         json.invoke(Point { x: -2 }).unwrap();
         let w = json.take_commit_writes().unwrap();
@@ -211,7 +192,7 @@ mod tests {
         assert_eq!(values, [r#"{"x":1}"#, r#"{"x":-2}"#]);
         assert!(json.close().is_ok(), "nothing buffered");
 
-        let mut text = RedisListSink::<Tag>::text("tags");
+        let mut text = RedisListSink::<Tag>::text("tags").unwrap();
         text.invoke(Tag(7)).unwrap();
         assert!(text.close().is_err(), "a record no engine wrote");
         let w = text.take_commit_writes().unwrap();
@@ -225,7 +206,7 @@ mod tests {
     #[test]
     fn list_names_with_braces_are_rejected_at_construction() {
         for bad in ["", "totals{x}", "{orders:3}", "a}b"] {
-            match RedisListSink::<Point>::try_new(bad) {
+            match RedisListSink::<Point>::new(bad) {
                 Err(Error::InvalidConfig { field, reason }) => {
                     assert_eq!(field, "list");
                     assert!(
@@ -235,17 +216,11 @@ mod tests {
                 }
                 other => panic!("{bad:?} accepted: {other:?}"),
             }
-            assert!(RedisListSink::<Tag>::try_text(bad).is_err(), "{bad:?}");
+            assert!(RedisListSink::<Tag>::text(bad).is_err(), "{bad:?}");
         }
-        let ok = RedisListSink::<Point>::try_new("app:totals").unwrap();
+        let ok = RedisListSink::<Point>::new("app:totals").unwrap();
         assert_eq!(&*ok.list, "app:totals");
-        let text = RedisListSink::<Tag>::try_text("app:tags").unwrap();
+        let text = RedisListSink::<Tag>::text("app:tags").unwrap();
         assert_eq!(&*text.list, "app:tags");
-    }
-
-    #[test]
-    #[should_panic(expected = "sink names may not contain braces")]
-    fn new_panics_on_a_brace() {
-        let _ = RedisListSink::<Point>::new("totals:{orders:3}");
     }
 }

@@ -122,9 +122,9 @@ pub fn serve() {
         out.collect(format!("{id}|{w}|{n}"));
         Ok(())
     })
-    .sink(RedisListSink::<String>::text(LIST))
+    .sink(RedisListSink::<String>::text(LIST).unwrap())
     .unwrap();
-    let job = env.execute_async().unwrap();
+    let job = env.blocking_start().unwrap();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };

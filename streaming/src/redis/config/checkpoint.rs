@@ -32,7 +32,7 @@ options! {
     /// Sets [`RedisRuntimeConfig::checkpoint_interval`] (zero: off; floor 50 ms).
     ;
     /// Restore the latest complete checkpoint when the job starts
-    /// ([`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async)), if no other
+    /// ([`RedisEnv::blocking_start`](crate::redis::RedisEnv::blocking_start)), if no other
     /// process of the job is running then (a process joining a running job does not
     /// rewind it; it logs that it skipped the restore). Default `false`. Starting with no
     /// complete checkpoint stored starts from the committed state, with a warning.

@@ -252,7 +252,7 @@ getters! {
     /// failure (naming `commit_replica_wait`) is in the job's errors and the partition's
     /// `last_error`, and the partition retries with the usual backoff.
     ///
-    /// [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async) refuses to start
+    /// [`RedisEnv::blocking_start`](crate::redis::RedisEnv::blocking_start) refuses to start
     /// (with [`Error::InvalidConfig`] naming `commit_replica_wait`) when a master — the
     /// single server, or any master of a cluster — has fewer connected replicas than
     /// asked: every commit would fail to be confirmed. A replica that disconnects while

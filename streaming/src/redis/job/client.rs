@@ -6,7 +6,7 @@ use crate::Error;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// A running Redis job, from [`RedisEnv::execute_async`](crate::redis::RedisEnv::execute_async).
+/// A running Redis job, from [`RedisEnv::blocking_start`](crate::redis::RedisEnv::blocking_start).
 ///
 /// Its waits are `async` ([`await_caught_up`](Self::await_caught_up),
 /// [`await_flushed`](Self::await_flushed), [`await_termination`](Self::await_termination),
@@ -27,7 +27,7 @@ use std::sync::Arc;
 /// # use std::time::Duration;
 /// # async fn serve(env: streaming::redis::RedisEnv) -> Result<(), streaming::Error> {
 /// // In a tokio service (any runtime flavour), with pipelines registered on `env`:
-/// let job = env.execute_async()?;
+/// let job = env.blocking_start()?;
 /// if !job.await_caught_up(Duration::from_secs(30)).await? {
 ///     eprintln!("not caught up yet: {:?}", job.diagnostics().errors);
 /// }
