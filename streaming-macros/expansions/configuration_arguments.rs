@@ -60,7 +60,11 @@ fn pipeline() {
         );
         env.from_elements([1, 2, 3])
             .assign_timestamps_and_watermarks(__config_0.0)
-            .key_by(|_: &i32| ())
+            .key_by({
+                #[allow(unused_mut)]
+                let mut __streaming_element_fn = |_: &i32| ();
+                move |__streaming_element| __streaming_element_fn(__streaming_element)
+            })
             .window(__config_1.0)
             .trigger(__config_3.0)
             .reduce(|a, b| a + b)

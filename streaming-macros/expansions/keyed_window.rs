@@ -25,9 +25,19 @@ fn pipeline() {
             },
         );
         env.add_source_with_id("words", lines)
-            .flat_map(|l: String| l.split(' ').map(String::from).collect::<Vec<_>>())
+            .flat_map({
+                #[allow(unused_mut)]
+                let mut __streaming_element_fn = |l: String| {
+                    l.split(' ').map(String::from).collect::<Vec<_>>()
+                };
+                move |__streaming_element| __streaming_element_fn(__streaming_element)
+            })
             .map(|w| (w, 1u64))
-            .key_by(|p: &(String, u64)| p.0.clone())
+            .key_by({
+                #[allow(unused_mut)]
+                let mut __streaming_element_fn = |p: &(String, u64)| p.0.clone();
+                move |__streaming_element| __streaming_element_fn(__streaming_element)
+            })
             .window(__config_0.0)
             .allowed_lateness(Duration::from_secs(5))
             .reduce(|a, b| (a.0, a.1 + b.1))

@@ -7,11 +7,39 @@
 // sink                     a stream -> a finished pipeline  [orders.billing/4:sink]
 // engines: redis
 fn pipeline() {
-    let _ = {
+    let _ = '__streaming_pipeline: {
+        use ::streaming::__private::{FallibleConfigKind as _, InfallibleConfigKind as _};
+        let __config_0 = (
+            match RedisListSink::new("counts") {
+                arg => {
+                    match (&arg).__config_kind().config(arg) {
+                        ::core::result::Result::Ok(value) => value,
+                        ::core::result::Result::Err(error) => {
+                            let error = ::streaming::__private::config_error(error);
+                            break '__streaming_pipeline error;
+                        }
+                    }
+                }
+            },
+        );
         ::streaming::__private::process_with_states(
                 ::streaming::__private::from_mq_topic(&env, "orders", "billing")
-                    .map(|m: Message| m.payload_str().unwrap_or_default().to_string())
-                    .key_by(|k: &String| k.clone()),
+                    .map({
+                        #[allow(unused_mut)]
+                        let mut __streaming_element_fn = |m: Message| {
+                            m.payload_str().unwrap_or_default().to_string()
+                        };
+                        move |__streaming_element| __streaming_element_fn(
+                            __streaming_element,
+                        )
+                    })
+                    .key_by({
+                        #[allow(unused_mut)]
+                        let mut __streaming_element_fn = |k: &String| k.clone();
+                        move |__streaming_element| __streaming_element_fn(
+                            __streaming_element,
+                        )
+                    }),
                 (
                     ::streaming::api::ValueStateDescriptor::<
                         u64,
@@ -31,6 +59,6 @@ fn pipeline() {
                     }
                 },
             )
-            .sink(RedisListSink::new("counts"))
+            .sink(__config_0.0)
     };
 }

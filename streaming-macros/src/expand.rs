@@ -103,7 +103,8 @@ fn argument(cx: &mut Cx<'_>, arg: &Expr, kind: ArgKind) -> TokenStream {
         let value = cx.unwrap_or_break(arg, t.expr.to_token_stream());
         return cx.bind(arg, value);
     }
-    if !kind.is_config() {
+    // A closure is never a `Result`: a sink written as a closure stays in place.
+    if !kind.is_config() || (kind == ArgKind::Sink && matches!(arg, Expr::Closure(_))) {
         return arg.into_token_stream();
     }
     let value = match wrapped(arg).filter(|_| kind == ArgKind::Trigger) {
@@ -122,6 +123,51 @@ fn argument(cx: &mut Cx<'_>, arg: &Expr, kind: ArgKind) -> TokenStream {
         arg,
         quote_spanned! {arg.span()=> match #value { arg => #unwrapped } },
     )
+}
+
+/// The operators whose one argument is a function of the element (or a reference to it),
+/// bound by an `Fn` trait of the stream's element type.
+const ELEMENT_FUNCTIONS: &[&str] = &["map", "try_map", "filter", "flat_map", "key_by"];
+
+/// A closure `|x: T| body` of an element function, called from a closure whose argument
+/// type rustc takes from the operator's bound: `{ let mut f = |x: T| body; move |e| f(e) }`.
+/// When `T` is not the element type, rustc reports one mismatch at `T` (the argument
+/// `e` carries `T`'s span) and the operator's own closure still satisfies its bound, so
+/// no follow-on error appears at a later operator. Closures without a typed argument are
+/// kept as they are (rustc infers their argument from the bound).
+fn element_function(arg: &Expr, by_reference: bool) -> Option<TokenStream> {
+    let Expr::Closure(closure) = arg else {
+        return None;
+    };
+    let [syn::Pat::Type(typed)] = closure.inputs.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    // A closure may return a borrow of a reference in its argument (`|l: &str|
+    // l.split(' ')`, `|p: &(&str, i32)| p.0`): that lifetime must come from the operator's
+    // bound, so such a closure stays as it is. Only the reference `key_by` and `filter`
+    // are handed is allowed (they return an owned key or a `bool`).
+    let element = match &*typed.ty {
+        syn::Type::Reference(r) if by_reference && r.lifetime.is_none() => &*r.elem,
+        other => other,
+    };
+    let text = element.to_token_stream().to_string();
+    if text.contains('&') || text.contains('\'') {
+        return None;
+    }
+    let span = typed.ty.span();
+    // Hygienic (the user's closure cannot name it), reported at the user's closure.
+    let f = Ident::new(
+        "__streaming_element_fn",
+        Span::mixed_site().located_at(arg.span()),
+    );
+    let element = Ident::new("__streaming_element", span);
+    Some(quote_spanned! {span=>
+        {
+            #[allow(unused_mut)]
+            let mut #f = #closure;
+            move |#element| #f(#element)
+        }
+    })
 }
 
 /// `f(inner)` where `inner` is a call or ends in `?`: the function and `inner`.
@@ -159,7 +205,17 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
             .args
             .iter()
             .zip(call.args.exprs())
-            .map(|(spec, arg)| argument(&mut cx, arg, spec.kind))
+            .map(|(spec, arg)| {
+                if ELEMENT_FUNCTIONS.contains(&op.name) {
+                    // `key_by` and `filter` take the element by reference and return an
+                    // owned key or a `bool`, never a borrow of it.
+                    let by_reference = matches!(op.name, "key_by" | "filter");
+                    if let Some(wrapped) = element_function(arg, by_reference) {
+                        return wrapped;
+                    }
+                }
+                argument(&mut cx, arg, spec.kind)
+            })
             .collect();
         chain = match op.expansion {
             Expansion::Method => {

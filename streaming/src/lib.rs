@@ -134,9 +134,15 @@
 //! supports together. Type errors (a closure of the wrong element type, `sum` of a
 //! non-numeric element, a filter not returning `bool`) are rustc's, at the user's closure or
 //! operator. After a macro error the expansion is a placeholder of the pipeline's result
-//! type, so one mistake gives one error. After a type error rustc may add a second,
-//! follow-on error (E0599 "trait bounds were not satisfied") at a later operator or the
-//! sink: fix the first one.
+//! type, so one mistake gives one error. A closure of `map`, `try_map`, `filter`,
+//! `flat_map` or `key_by` whose annotated argument type is not the element type gives one
+//! error, at that type ("expected `&OrderEvent`, found `&Message`"): the macro calls it
+//! from a closure of its own that satisfies the operator. Rustc cannot do that for a
+//! closure that may return a borrow of its argument (an argument type with a reference
+//! inside, e.g. `|l: &str| l.split(' ')`), nor for the other operators' functions: there,
+//! after a type error rustc may add a second, follow-on error (E0599 "trait bounds were
+//! not satisfied") at a later operator or the sink — fix the first one. A sink of another
+//! element type is one error at the sink naming the element type arriving.
 //!
 //! **Fallible configuration.** One rule for every constructor of the crate: a constructor
 //! that can reject its arguments (a window size of 0, a sink name with braces, a
