@@ -9,15 +9,7 @@
 fn pipeline() {
     let _ = {
         ::streaming::__private::process_with_timers(
-                env
-                    .from_elements([("a", 1), ("b", 2)])
-                    .key_by({
-                        #[allow(unused_mut)]
-                        let mut __streaming_element_fn = |p: &(&str, i32)| p.0;
-                        move |__streaming_element| __streaming_element_fn(
-                            __streaming_element,
-                        )
-                    }),
+                env.from_elements([("a", 1), ("b", 2)]).key_by(|p: &(&str, i32)| p.0),
                 (
                     ::streaming::api::ValueStateDescriptor::<u64>::new("count", 0),
                     (::streaming::api::SetStateDescriptor::<i32>::new("seen"), ()),

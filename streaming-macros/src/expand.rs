@@ -155,17 +155,21 @@ fn element_function(arg: &Expr, by_reference: bool) -> Option<TokenStream> {
         return None;
     }
     let span = typed.ty.span();
-    // Hygienic (the user's closure cannot name it), reported at the user's closure.
+    // The call stands where the user's body does: a result of the wrong type (a filter
+    // returning a number) is reported at the body, an argument of the wrong type at its
+    // annotation. `f` is hygienic: the user's closure cannot name it.
+    let body = closure.body.span();
     let f = Ident::new(
         "__streaming_element_fn",
-        Span::mixed_site().located_at(arg.span()),
+        Span::mixed_site().located_at(body),
     );
     let element = Ident::new("__streaming_element", span);
+    let call = quote_spanned! {body=> #f(#element) };
     Some(quote_spanned! {span=>
         {
             #[allow(unused_mut)]
             let mut #f = #closure;
-            move |#element| #f(#element)
+            move |#element| #call
         }
     })
 }

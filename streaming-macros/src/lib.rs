@@ -10,6 +10,7 @@ use proc_macro::TokenStream;
 
 mod check;
 mod expand;
+mod imports;
 mod ops;
 mod parse;
 mod reference;
@@ -44,11 +45,14 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
                     op.role == ops::Role::Source && op.engines == [ops::Engine::Redis]
                 })
             });
-            if check::is_fragment(&pipeline) {
-                return fragment_placeholder(&errors, &krate).into();
-            }
-            let last = pipeline.calls.last().map(|c| c.name.to_string());
-            placeholder(&errors, last, redis, &krate).into()
+            let uses = imports::uses(&pipeline);
+            let value = if check::is_fragment(&pipeline) {
+                fragment_placeholder(&errors, &krate)
+            } else {
+                let last = pipeline.calls.last().map(|c| c.name.to_string());
+                placeholder(&errors, last, redis, &krate)
+            };
+            quote::quote!({ #uses #value }).into()
         }
     }
 }
