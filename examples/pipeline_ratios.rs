@@ -2,7 +2,8 @@
 //! runs each variant once, in turn, so a slow phase of a shared machine hits all variants
 //! alike; the speed of `pipeline!` is reported as a ratio to its hand-written loop
 //! (hand time / `pipeline!` time, so > 1 means `pipeline!` is faster), by the fastest round
-//! and by the median round.
+//! and by the median round. The last workload compares the test driver with the memory
+//! engine running the same fragment (memory time / driver time).
 //!
 //! ```sh
 //! cargo run --release --example pipeline_ratios            # 15 rounds
@@ -37,6 +38,13 @@ fn main() {
         .map_or(15, |s| s.parse().expect("rounds: a number"));
     let only = std::env::args().nth(2).unwrap_or_default();
     let lines: &'static [String] = Box::leak(corpus().into_boxed_slice());
+    let words: &'static [String] = Box::leak(
+        lines
+            .iter()
+            .flat_map(|l| l.split_whitespace().map(str::to_string))
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
     let sink = Cell::new(0u64);
     let add = |n: u64| sink.set(sink.get().wrapping_add(black_box(n) & 1));
     let workloads: Vec<(&str, Vec<Variant<'_>>)> = vec![
@@ -87,6 +95,19 @@ fn main() {
                     Box::new(|| {
                         value_state_hand(black_box(lines), add);
                     }),
+                ),
+            ],
+        ),
+        (
+            "value state count (test driver vs memory engine, one fragment)",
+            vec![
+                (
+                    "driver",
+                    Box::new(|| value_state_fragment_driver(black_box(words), add)),
+                ),
+                (
+                    "memory engine",
+                    Box::new(|| value_state_fragment_memory(black_box(words), add)),
                 ),
             ],
         ),

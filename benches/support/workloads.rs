@@ -164,3 +164,48 @@ pub(crate) fn value_state_hand(
     }
     counts
 }
+
+/// The value-state count as a fragment (a function that runs on every engine): keys are
+/// owned `String`s, as keyed state on the Redis engine needs.
+pub(crate) fn value_state_fragment(
+    words: streaming::fragment::Input<String>,
+) -> impl streaming::fragment::Fragment<String, Out = u64> {
+    pipeline! {
+        words
+            .key_by(|w: &String| w.clone())
+            .state(count: ValueState<u64> = 0)
+            .process(|_w: String, ctx, out| {
+                let mut count = ctx.state(count)?;
+                let n = count.value() + 1;
+                count.update(n);
+                out.collect(n);
+                Ok(())
+            })
+    }
+}
+
+/// [`value_state_fragment`] spliced behind a collection on the memory engine.
+pub(crate) fn value_state_fragment_memory(words: &'static [String], on_update: impl FnMut(u64)) {
+    MemoryEnv::new()
+        .from_collection(words.iter().cloned())
+        .transform(value_state_fragment)
+        .sink(on_update)
+        .unwrap();
+}
+
+/// [`value_state_fragment`] under the test driver: one `push` per word, outputs taken
+/// every 1 024 words.
+pub(crate) fn value_state_fragment_driver(
+    words: &'static [String],
+    mut on_update: impl FnMut(u64),
+) {
+    let mut driver = streaming::testing::TestDriver::new(value_state_fragment).unwrap();
+    for (i, w) in words.iter().enumerate() {
+        driver.push(w.clone(), i as i64).unwrap();
+        if i % 1024 == 1023 {
+            driver.output().into_iter().for_each(&mut on_update);
+        }
+    }
+    driver.finish().unwrap();
+    driver.output().into_iter().for_each(on_update);
+}
