@@ -24,9 +24,14 @@ pub(crate) mod env;
 pub(crate) mod partition;
 pub(crate) mod run;
 pub(crate) mod runtime;
+mod timestamps;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
 pub use run::JobSummary;
+pub use timestamps::{
+    CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
+    SourceTimestamps,
+};
 
 pub(crate) use runtime::{drive, MemoryRuntime};

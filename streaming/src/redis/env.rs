@@ -25,10 +25,13 @@ pub trait RedisPortable: Clone + Send + 'static {}
 
 impl Sealed for MqTopicSource {}
 
+/// Timed: a message's event time is its timestamp (its id's milliseconds, or the one the
+/// producer set).
 impl Plan for MqTopicSource {
     type Out = Message;
     type Root = Self;
     type Head = Message;
+    type Time = crate::time::EventTime;
 
     fn root(&self) -> &Self {
         self
@@ -522,6 +525,7 @@ impl<R: Runtime> BuildPlan<R> for MqTopicSource {
             id,
             RecordTimestamp,
             generator,
+            true,
             state,
             rt.counters(),
             downstream,
