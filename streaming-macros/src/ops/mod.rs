@@ -9,6 +9,8 @@ use std::fmt;
 
 mod add_source;
 mod add_source_with_id;
+mod add_timestamped_source;
+mod add_timestamped_source_with_id;
 mod aggregate;
 mod aggregate_with;
 mod allowed_lateness;
@@ -28,6 +30,10 @@ mod from_elements;
 mod from_mq_topic;
 mod from_mq_topic_with_id;
 mod from_mq_topic_with_options;
+mod from_timestamped_collection;
+mod from_timestamped_collection_partitioned;
+mod from_timestamped_collection_partitioned_with_id;
+mod from_timestamped_collection_with_id;
 mod key_by;
 mod map;
 mod max_by;
@@ -47,6 +53,7 @@ mod sum_by;
 mod trigger;
 mod try_map;
 mod window;
+mod with_ingestion_time;
 
 /// An execution engine of the `streaming` crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,11 +271,18 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &from_collection_with_id::SPEC,
     &from_collection_partitioned::SPEC,
     &from_collection_partitioned_with_id::SPEC,
+    &from_timestamped_collection::SPEC,
+    &from_timestamped_collection_with_id::SPEC,
+    &from_timestamped_collection_partitioned::SPEC,
+    &from_timestamped_collection_partitioned_with_id::SPEC,
     &add_source::SPEC,
     &add_source_with_id::SPEC,
+    &add_timestamped_source::SPEC,
+    &add_timestamped_source_with_id::SPEC,
     &from_mq_topic::SPEC,
     &from_mq_topic_with_id::SPEC,
     &from_mq_topic_with_options::SPEC,
+    &with_ingestion_time::SPEC,
     &map::SPEC,
     &try_map::SPEC,
     &filter::SPEC,
@@ -395,6 +409,7 @@ mod tests {
             "memory/env.rs",
             "memory/partition.rs",
             "memory/run.rs",
+            "memory/timestamps.rs",
         ];
         for file in files {
             let text = std::fs::read_to_string(root.join(file)).unwrap();

@@ -16,7 +16,7 @@ let out = pipeline! {
     env.from_elements(["a"])
         .key_by(|k: &&str| k.to_string())
         .process(|_: &str, ctx, out| {
-            ctx.register_event_time_timer(100);
+            ctx.register_event_time_timer(100)?;
             out.collect(0i64);
             Ok(())
         })

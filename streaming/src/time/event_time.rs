@@ -52,7 +52,16 @@ impl StreamTime for NoEventTime {
     note = "choose it before `key_by`: `.assign_timestamps_and_watermarks_with(|e: &T, _previous: i64| e.time_ms, generator)`",
     note = "or start from a source with timestamps: `MemoryEnv::from_timestamped_collection` (pairs of element and event time ms), `.with_ingestion_time()` right after a memory source (record i at i ms), or a Redis topic (the message timestamp)"
 )]
-pub trait Offers<Need: StreamTime>: StreamTime {}
+pub trait Offers<Need>: StreamTime {}
 
 impl<T: StreamTime> Offers<NoEventTime> for T {}
 impl Offers<EventTime> for EventTime {}
+// A second impl for `NoEventTime`, so that rustc does not infer `Need = NoEventTime` from
+// the only one and report a type mismatch instead of the message above.
+impl Offers<NothingNeedsThis> for NoEventTime {}
+
+/// A requirement no operator has: it only keeps [`NoEventTime`]'s impls of [`Offers`] from
+/// being unique.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum NothingNeedsThis {}

@@ -27,7 +27,7 @@ fn main() {
                 let t = ctx.state(total)?.value() + e.1;
                 ctx.state(total)?.update(t);
                 ctx.state(seen)?.put(e.1, true);
-                ctx.register_event_time_timer(100);
+                ctx.register_event_time_timer(100)?;
                 out.collect(t);
                 Ok(())
             })
