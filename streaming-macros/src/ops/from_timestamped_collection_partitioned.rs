@@ -25,6 +25,7 @@ let out = pipeline! {
         .map(|(w, win, n): (&str, TimeWindow, u64)| (w, win.start(), n))
         .collect_vec()
 }?;
-assert_eq!(out, [("b", 0, 1), ("a", 0, 1), ("a", 1000, 1)]);
+// "a" → partition 0, "b" → 1: partition 0's records come first.
+assert_eq!(out, [("a", 0, 1), ("a", 1000, 1), ("b", 0, 1)]);
 "#,
 };
