@@ -324,9 +324,10 @@ impl<I: IntoIterator, Ts: CollectionItem<I::Item>> MemoryRoot for CollectionSour
     }
 }
 
-impl<I> IngestionTimeSource for CollectionSource<I, NoTimestamps> {
-    type OnIngestionTime = CollectionSource<I, IngestionTime>;
-    fn on_ingestion_time(self) -> Self::OnIngestionTime {
+impl<I> IngestionTimeSource<CollectionSource<I, IngestionTime>>
+    for CollectionSource<I, NoTimestamps>
+{
+    fn on_ingestion_time(self) -> CollectionSource<I, IngestionTime> {
         CollectionSource {
             env: self.env,
             items: self.items,
@@ -442,9 +443,8 @@ impl<T, S: Source<T>, Ts: SourceTimestamps> MemoryRoot for UserSource<S, T, Ts> 
     }
 }
 
-impl<S, T> IngestionTimeSource for UserSource<S, T, NoTimestamps> {
-    type OnIngestionTime = UserSource<S, T, IngestionTime>;
-    fn on_ingestion_time(self) -> Self::OnIngestionTime {
+impl<S, T> IngestionTimeSource<UserSource<S, T, IngestionTime>> for UserSource<S, T, NoTimestamps> {
+    fn on_ingestion_time(self) -> UserSource<S, T, IngestionTime> {
         UserSource {
             env: self.env,
             source: self.source,

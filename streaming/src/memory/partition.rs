@@ -204,9 +204,10 @@ impl<I, KF, Ts> Clone for PartitionedSource<I, KF, Ts> {
     }
 }
 
-impl<I, KF> IngestionTimeSource for PartitionedSource<I, KF, NoTimestamps> {
-    type OnIngestionTime = PartitionedSource<I, KF, IngestionTime>;
-    fn on_ingestion_time(self) -> Self::OnIngestionTime {
+impl<I, KF> IngestionTimeSource<PartitionedSource<I, KF, IngestionTime>>
+    for PartitionedSource<I, KF, NoTimestamps>
+{
+    fn on_ingestion_time(self) -> PartitionedSource<I, KF, IngestionTime> {
         PartitionedSource {
             env: self.env,
             id: self.id,

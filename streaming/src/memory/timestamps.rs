@@ -93,20 +93,16 @@ impl<T> CollectionItem<(T, i64)> for GivenTimestamps {
 /// ([`DataStream::with_ingestion_time`]).
 #[diagnostic::on_unimplemented(
     message = "`with_ingestion_time()` goes right after a memory source without timestamps",
-    label = "`{Self}` is not such a source",
+    label = "not right after such a source",
     note = "call it right after `from_collection`, `from_elements`, `from_collection_partitioned` or `add_source` (and their `_with_id` forms); a source with timestamps (`from_timestamped_collection`, a Redis topic) has its event time already"
 )]
-pub trait IngestionTimeSource: Sealed + Sized {
+pub trait IngestionTimeSource<OnIngestionTime>: Sealed + Sized {
     /// The same source on ingestion time.
     #[doc(hidden)]
-    type OnIngestionTime;
-
-    /// The same source on ingestion time.
-    #[doc(hidden)]
-    fn on_ingestion_time(self) -> Self::OnIngestionTime;
+    fn on_ingestion_time(self) -> OnIngestionTime;
 }
 
-impl<P: IngestionTimeSource> DataStream<P> {
+impl<P> DataStream<P> {
     /// Runs the stream on ingestion time: each record's event time is its arrival on the
     /// memory engine's ingestion clock, which is deterministic — record `i` of the source
     /// (from 0, in input order, across all partitions) arrives at `i` ms. The stream then
@@ -135,7 +131,10 @@ impl<P: IngestionTimeSource> DataStream<P> {
     /// assert_eq!(out, [(0, 3), (2, 7)]);
     /// # Ok::<(), streaming::Error>(())
     /// ```
-    pub fn with_ingestion_time(self) -> DataStream<P::OnIngestionTime> {
+    pub fn with_ingestion_time<Q>(self) -> DataStream<Q>
+    where
+        P: IngestionTimeSource<Q>,
+    {
         self.replace_plan(P::on_ingestion_time)
     }
 }
