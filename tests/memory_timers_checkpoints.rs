@@ -59,7 +59,7 @@ fn event_time_timer_on_a_stream_without_event_time_fails_naming_the_fix() {
         .collect_vec()
         .unwrap_err();
     assert!(
-        matches!(&err, streaming::Error::NoEventTime { operator } if operator.to_string() == "orders/2:process"),
+        matches!(&err, streaming::Error::NoEventTime { operator } if *operator == "orders/2:process"),
         "{err:?}"
     );
     assert_eq!(err.kind(), streaming::ErrorKind::Config);
