@@ -13,8 +13,9 @@ pub enum TimeDomain {
     /// Fires when the watermark reaches the timer's time.
     EventTime,
     /// Fires when processing time reaches the timer's time. On the in-memory engine
-    /// processing time is the highest record timestamp seen so far, so a bounded run is
-    /// deterministic.
+    /// processing time is the highest record timestamp seen so far (on a stream without
+    /// event time, the ingestion clock: record `i` of the source at `i` ms), so a bounded
+    /// run is deterministic.
     ProcessingTime,
 }
 
