@@ -39,10 +39,12 @@ fn seed_keyed_value_state() {
     assert_eq!(out, ["a:1", "b:1", "a:2"]);
 }
 
+/// `from_collection` gives no timestamps (`ctx.timestamp()` is `i64::MIN`); ingestion time
+/// is the arrival index; a timestamped collection keeps the given times.
 #[test]
-fn from_collection_timestamps_are_the_index() {
+fn from_collection_has_no_timestamps_ingestion_time_is_the_index() {
     let env = MemoryEnv::new();
-    let out = env
+    let untimed = env
         .from_collection(vec!['x', 'y', 'z'])
         .key_by(|_| ())
         .process(|v, ctx, out| {
@@ -51,7 +53,28 @@ fn from_collection_timestamps_are_the_index() {
         })
         .collect_vec()
         .unwrap();
-    assert_eq!(out, [('x', 0), ('y', 1), ('z', 2)]);
+    assert_eq!(untimed, [('x', i64::MIN), ('y', i64::MIN), ('z', i64::MIN)]);
+    let ingestion = env
+        .from_collection(vec!['x', 'y', 'z'])
+        .with_ingestion_time()
+        .key_by(|_| ())
+        .process(|v, ctx, out| {
+            out.collect((v, ctx.timestamp()));
+            Ok(())
+        })
+        .collect_vec()
+        .unwrap();
+    assert_eq!(ingestion, [('x', 0), ('y', 1), ('z', 2)]);
+    let given = env
+        .from_timestamped_collection(vec![('x', 700), ('y', -5), ('z', 40)])
+        .key_by(|_| ())
+        .process(|v, ctx, out| {
+            out.collect((v, ctx.timestamp()));
+            Ok(())
+        })
+        .collect_vec()
+        .unwrap();
+    assert_eq!(given, [('x', 700), ('y', -5), ('z', 40)]);
 }
 
 #[test]
@@ -76,6 +99,8 @@ fn keyed_reduce_and_sum_are_rolling() {
 struct Lines {
     opened: bool,
     closed: std::rc::Rc<std::cell::Cell<bool>>,
+    /// Emit with `collect_with_timestamp` (times 100, 500, 200) instead of `collect`.
+    timestamps: bool,
 }
 
 impl Source<(String, i64)> for Lines {
@@ -85,9 +110,14 @@ impl Source<(String, i64)> for Lines {
     }
     fn run<C: SourceContext<(String, i64)>>(&mut self, ctx: &mut C) -> Result<(), Error> {
         assert!(self.opened);
-        ctx.collect(("fallback".into(), 0))?;
-        ctx.collect_with_timestamp(("explicit".into(), 0), 500)?;
-        ctx.collect(("fallback again".into(), 0))?;
+        for (line, time) in [("first", 100), ("explicit", 500), ("last", 200)] {
+            let value = (line.to_string(), 0);
+            if self.timestamps {
+                ctx.collect_with_timestamp(value, time)?;
+            } else {
+                ctx.collect(value)?;
+            }
+        }
         Ok(())
     }
     fn close(&mut self) -> Result<(), streaming::BoxError> {
@@ -100,11 +130,13 @@ impl Source<(String, i64)> for Lines {
 fn user_source_lifecycle_and_timestamps() {
     let env = MemoryEnv::new();
     let closed = std::rc::Rc::new(std::cell::Cell::new(false));
-    let out = env
-        .add_source(Lines {
-            opened: false,
-            closed: closed.clone(),
-        })
+    let lines = |timestamps| Lines {
+        opened: false,
+        closed: closed.clone(),
+        timestamps,
+    };
+    let timed = env
+        .add_timestamped_source(lines(true))
         .key_by(|_| 0)
         .process(|(s, _), ctx, out| {
             out.collect((s, ctx.timestamp()));
@@ -112,15 +144,64 @@ fn user_source_lifecycle_and_timestamps() {
         })
         .collect_vec()
         .unwrap();
-    assert_eq!(
-        out,
-        [
-            ("fallback".to_string(), 0),
-            ("explicit".to_string(), 500),
-            ("fallback again".to_string(), 2)
-        ]
+    let given = [("first", 100), ("explicit", 500), ("last", 200)];
+    assert_eq!(timed, given.map(|(s, t)| (s.to_string(), t)));
+    assert!(closed.get());
+    // `add_source`: the records have no timestamp; on ingestion time the arrival index.
+    let untimed = env
+        .add_source(lines(false))
+        .key_by(|_| 0)
+        .process(|_, ctx, out| {
+            out.collect(ctx.timestamp());
+            Ok(())
+        })
+        .collect_vec()
+        .unwrap();
+    assert_eq!(untimed, [i64::MIN; 3]);
+    let ingestion = env
+        .add_source(lines(false))
+        .with_ingestion_time()
+        .key_by(|_| 0)
+        .process(|_, ctx, out| {
+            out.collect(ctx.timestamp());
+            Ok(())
+        })
+        .collect_vec()
+        .unwrap();
+    assert_eq!(ingestion, [0, 1, 2]);
+}
+
+/// A user source emitting against its stream's rule for timestamps fails the run with a
+/// source error naming the fix; the source is closed.
+#[test]
+fn user_source_timestamps_must_match_how_it_was_added() {
+    let env = MemoryEnv::new();
+    let closed = std::rc::Rc::new(std::cell::Cell::new(false));
+    let lines = |timestamps| Lines {
+        opened: false,
+        closed: closed.clone(),
+        timestamps,
+    };
+    let err = env
+        .add_source_with_id("lines", lines(true))
+        .collect_vec()
+        .unwrap_err();
+    assert!(matches!(&err, Error::Source { source_id, .. } if source_id == "lines"));
+    assert!(
+        err.to_string()
+            .contains("add it with `add_timestamped_source`"),
+        "{err}"
     );
     assert!(closed.get());
+    let err = env
+        .add_timestamped_source(lines(false))
+        .collect_vec()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("emit with `collect_with_timestamp`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -131,6 +212,7 @@ fn user_function_error_names_the_operator_and_closes_everything() {
         .add_source(Lines {
             opened: false,
             closed: closed.clone(),
+            timestamps: false,
         })
         .map(|(s, _)| s)
         .try_map(|s| {
@@ -287,7 +369,7 @@ impl KeyedProcessFunction<&'static str, u32> for Fanout {
             out.collect(format!("{n}.{i}"));
         }
         if n == 3 {
-            ctx.register_event_time_timer(100);
+            ctx.register_event_time_timer(100)?;
         }
         Ok(())
     }
@@ -311,6 +393,7 @@ fn process_outputs_keep_their_order_whatever_their_number_per_call() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![0u32, 1, 2, 3])
+        .with_ingestion_time()
         .key_by(|_| "k")
         .process_function(Fanout)
         .collect_vec()

@@ -143,6 +143,7 @@ fn partition_assignment_and_timestamps() {
     let keys: Vec<String> = (0..40).map(|i| format!("key-{i}")).collect();
     let out = env
         .from_collection_partitioned(keys.clone(), 3, |k: &String| Some(k.clone()))
+        .with_ingestion_time()
         .key_by(|k: &String| k.clone())
         .process(|k: String, ctx, out| {
             out.collect((k, ctx.timestamp()));
@@ -150,10 +151,30 @@ fn partition_assignment_and_timestamps() {
         })
         .collect_vec()
         .unwrap();
-    // Stable sort of the input by partition, each key with its input index as timestamp.
+    // Stable sort of the input by partition, each key with its input index as timestamp
+    // (ingestion time counts the whole input).
     let mut expected: Vec<(String, i64)> = keys.iter().cloned().zip(0i64..).collect();
     expected.sort_by_key(|(k, _)| partition_for_key(k, 3));
     assert_eq!(out, expected);
+    // Given timestamps go with their elements into the partitions.
+    let given = env
+        .from_timestamped_collection_partitioned(
+            keys.iter().cloned().zip((0i64..).map(|i| 7_000 - i * 100)),
+            3,
+            |k: &String| Some(k.clone()),
+        )
+        .key_by(|k: &String| k.clone())
+        .process(|k: String, ctx, out| {
+            out.collect((k, ctx.timestamp()));
+            Ok(())
+        })
+        .collect_vec()
+        .unwrap();
+    let expected: Vec<(String, i64)> = expected
+        .into_iter()
+        .map(|(k, i)| (k, 7_000 - i * 100))
+        .collect();
+    assert_eq!(given, expected);
     let sizes: Vec<usize> = (0..3)
         .map(|p| keys.iter().filter(|k| partition_for_key(k, 3) == p).count())
         .collect();

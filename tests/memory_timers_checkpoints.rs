@@ -21,7 +21,7 @@ impl KeyedProcessFunction<&'static str, (&'static str, i64)> for Timers {
         out: &mut Collector<'_, String>,
     ) -> Result<(), BoxError> {
         for _ in 0..2 {
-            ctx.register_event_time_timer(value.1 + 10);
+            ctx.register_event_time_timer(value.1 + 10)?;
             ctx.register_processing_time_timer(value.1 + 5);
         }
         out.collect(format!(
@@ -46,6 +46,30 @@ impl KeyedProcessFunction<&'static str, (&'static str, i64)> for Timers {
         out.collect(format!("{}@{timestamp}:{d}", ctx.current_key()));
         Ok(())
     }
+}
+
+/// On a stream whose event time was never chosen no watermark would fire an event-time
+/// timer: registering one fails the record with an error naming the fix.
+#[test]
+fn event_time_timer_on_a_stream_without_event_time_fails_naming_the_fix() {
+    let err = MemoryEnv::new()
+        .from_collection_with_id("orders", vec![("a", 0i64)])
+        .key_by(|e| e.0)
+        .process_function(Timers)
+        .collect_vec()
+        .unwrap_err();
+    assert!(
+        matches!(&err, streaming::Error::NoEventTime { operator } if *operator == "orders/2:process"),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), streaming::ErrorKind::Config);
+    let text = err.to_string();
+    assert!(
+        text.contains(".assign_timestamps_and_watermarks_with(")
+            && text.contains("from_timestamped_collection")
+            && text.contains(".with_ingestion_time()"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -191,6 +215,7 @@ fn window_state_is_checkpointed() {
     let run = |input: Vec<i64>, checkpoint_at: Option<i64>| {
         let c = c.clone();
         env.from_collection_with_id("win", input)
+            .with_ingestion_time()
             .map(move |x| {
                 if Some(x) == checkpoint_at {
                     c.trigger_checkpoint().unwrap();
@@ -230,10 +255,10 @@ impl KeyedProcessFunction<&'static str, (&'static str, i64)> for Debounce {
         // Deleting a timer that was never registered does nothing.
         ctx.delete_event_time_timer(value.1 + 1);
         // Register then delete in one call: no timer; delete then register: one.
-        ctx.register_event_time_timer(value.1 + 2);
+        ctx.register_event_time_timer(value.1 + 2)?;
         ctx.delete_event_time_timer(value.1 + 2);
         ctx.delete_event_time_timer(value.1 + 30);
-        ctx.register_event_time_timer(value.1 + 30);
+        ctx.register_event_time_timer(value.1 + 30)?;
         ctx.register_processing_time_timer(value.1 + 30);
         ctx.state(&DEADLINE)?.update(value.1 + 30);
         Ok(())

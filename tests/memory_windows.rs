@@ -176,6 +176,7 @@ fn count_trigger_leftovers_are_emitted_once_at_cleanup() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![1i64, 2, 3, 4, 5])
+        .with_ingestion_time()
         .key_by(|_| ())
         .window(TumblingEventTimeWindows::of(ms(100)).unwrap())
         .trigger(CountTrigger::of(2).unwrap())
@@ -191,6 +192,7 @@ fn count_trigger_leftovers_are_emitted_once_at_cleanup() {
 #[derive(Clone)]
 struct EveryElement;
 impl<T> Trigger<T> for EveryElement {
+    type Time = streaming::time::NoEventTime;
     fn on_element(
         &mut self,
         _: &T,
@@ -223,6 +225,7 @@ fn user_trigger_fire_and_purge() {
     let env = MemoryEnv::new();
     let out = env
         .from_collection(vec![5i64, 6, 7])
+        .with_ingestion_time()
         .key_by(|_| ())
         .window(TumblingEventTimeWindows::of(ms(100)).unwrap())
         .trigger(EveryElement)
@@ -259,7 +262,7 @@ impl AggregateFunction<f64> for Avg {
 fn aggregate_apply_and_window_results_carry_max_timestamp() {
     let env = MemoryEnv::new();
     let out = env
-        .from_collection(vec![1.0, 2.0, 6.0])
+        .from_timestamped_collection(vec![(1.0, 0), (2.0, 1), (6.0, 2)])
         .key_by(|_| 0)
         .window(TumblingEventTimeWindows::of(ms(2)).unwrap())
         .aggregate_with(Avg, |_, w, avg| (w.start(), avg))
@@ -268,7 +271,7 @@ fn aggregate_apply_and_window_results_carry_max_timestamp() {
     // timestamps 0,1 → [0,2); 2 → [2,4)
     assert_eq!(out, vec![(0, 1.5), (2, 6.0)]);
     let plain = env
-        .from_collection(vec![1.0, 3.0])
+        .from_timestamped_collection(vec![(1.0, 0), (3.0, 4)])
         .key_by(|_| 0)
         .window(TumblingEventTimeWindows::of(ms(5)).unwrap())
         .aggregate(Avg)
@@ -277,7 +280,7 @@ fn aggregate_apply_and_window_results_carry_max_timestamp() {
     assert_eq!(plain, vec![2.0]);
 
     let applied = env
-        .from_collection(vec!["a", "b", "c"])
+        .from_timestamped_collection(vec![("a", 0), ("b", 1), ("c", 2)])
         .key_by(|_| "k")
         .window(TumblingEventTimeWindows::of(ms(2)).unwrap())
         .apply(|key, w, items, out| {
@@ -305,7 +308,7 @@ fn window_bounds_overflow_rejects_the_record_and_the_pipeline_goes_on() {
     let env = MemoryEnv::new();
     let mut out = Vec::new();
     let summary = env
-        .add_source_with_id("edge", EdgeSource)
+        .add_timestamped_source_with_id("edge", EdgeSource)
         .key_by(|_| 0)
         .window(TumblingEventTimeWindows::of(ms(1000)).unwrap())
         .count()
@@ -317,7 +320,7 @@ fn window_bounds_overflow_rejects_the_record_and_the_pipeline_goes_on() {
     let mut rejected = Vec::new();
     let mut out = Vec::new();
     let summary = env
-        .add_source_with_id("edge2", EdgeSource)
+        .add_timestamped_source_with_id("edge2", EdgeSource)
         .key_by(|_| 0)
         .window(TumblingEventTimeWindows::of(ms(1000)).unwrap())
         .side_output_rejected(|r: RejectedElement<u8>| rejected.push(r))

@@ -54,6 +54,7 @@ fn an_element_between_sliding_windows_is_in_no_window() {
 struct FireAt(i64);
 
 impl<T> Trigger<T> for FireAt {
+    type Time = streaming::time::EventTime;
     fn on_element(
         &mut self,
         _: &T,
@@ -155,9 +156,11 @@ fn field_aggregations_sum_min_and_max_by_a_field() {
             .map(|(id, amount)| Order { id, amount })
             .to_vec()
     };
+    // Placed 1 ms apart, from 0 ms.
+    let placed = || orders().into_iter().zip(0i64..);
     let window = || streaming::time::TumblingEventTimeWindows::of(ms(3)).unwrap();
     let sums = MemoryEnv::new()
-        .from_collection(orders())
+        .from_timestamped_collection(placed())
         .key_by(|_| "all")
         .window(window())
         .sum_by(|o: &Order| o.amount)
@@ -166,7 +169,7 @@ fn field_aggregations_sum_min_and_max_by_a_field() {
         .unwrap();
     assert_eq!(sums, vec![(0, 17), (3, 4)]);
     let mins = MemoryEnv::new()
-        .from_collection(orders())
+        .from_timestamped_collection(placed())
         .key_by(|_| "all")
         .window(window())
         .min_by(|o: &Order| o.amount)
@@ -175,7 +178,7 @@ fn field_aggregations_sum_min_and_max_by_a_field() {
         .unwrap();
     assert_eq!(mins, vec![2, 5]);
     let maxs = MemoryEnv::new()
-        .from_collection(orders())
+        .from_timestamped_collection(placed())
         .key_by(|_| "all")
         .window(window())
         .max_by(|o: &Order| o.amount)

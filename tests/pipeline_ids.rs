@@ -20,7 +20,7 @@ impl Source<u32> for Numbers {
 macro_rules! stateful {
     ($($m:ident)::+, $env:expr) => {
         $($m)::+! {
-            $env.add_source_with_id("ids", Numbers(6))
+            $env.add_timestamped_source_with_id("ids", Numbers(6))
                 .map(|x: u32| u64::from(x))
                 .assign_timestamps_and_watermarks(AscendingTimestamps)
                 .key_by(|x: &u64| x % 2)
@@ -81,7 +81,7 @@ fn macro_ids_are_the_builder_ids() {
     const N: streaming::api::ValueStateDescriptor<u64> =
         streaming::api::ValueStateDescriptor::new("n", 0);
     let by_builder = env
-        .add_source_with_id("ids", Numbers(6))
+        .add_timestamped_source_with_id("ids", Numbers(6))
         .map(|x: u32| u64::from(x))
         .assign_timestamps_and_watermarks(AscendingTimestamps)
         .key_by(|x: &u64| x % 2)
@@ -114,12 +114,12 @@ fn macro_ids_are_the_builder_ids() {
 #[test]
 fn errors_name_the_operator_by_its_macro_id() {
     let ids = streaming::__private::pipeline_ids! {
-        env.add_source_with_id("errs", Numbers(5)).filter(|x: &u32| *x > 0).map(|x: u32| 10 / (x - 2)).print()
+        env.add_timestamped_source_with_id("errs", Numbers(5)).filter(|x: &u32| *x > 0).map(|x: u32| 10 / (x - 2)).print()
     };
     assert_eq!(ids, ["errs/1:filter", "errs/2:map", "errs/3:sink"]);
     let env = MemoryEnv::new();
     let err = pipeline! {
-        env.add_source_with_id("errs", Numbers(5)).filter(|x: &u32| *x > 0).map(|x: u32| 10 / (x - 2)).print()
+        env.add_timestamped_source_with_id("errs", Numbers(5)).filter(|x: &u32| *x > 0).map(|x: u32| 10 / (x - 2)).print()
     }
     .unwrap_err();
     match err {

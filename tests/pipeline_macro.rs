@@ -100,7 +100,7 @@ fn keyed_state_and_timers() {
                 ctx.state(count)?.update(n);
                 ctx.state(times)?.add(e.1);
                 if n == 1 {
-                    ctx.register_event_time_timer(e.1 + 100);
+                    ctx.register_event_time_timer(e.1 + 100)?;
                 }
                 out.collect(format!("{}#{n}", ctx.current_key()));
                 Ok(())
@@ -239,6 +239,7 @@ fn window_functions_match_the_builder() {
 
     let sums = pipeline! {
         env.from_collection(input)
+            .with_ingestion_time()
             .assign_timestamps_and_watermarks(AscendingTimestamps)
             .key_by(|_: &i64| 0u8)
             .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
@@ -247,7 +248,7 @@ fn window_functions_match_the_builder() {
             .collect_vec()
     }
     .unwrap();
-    // Timestamps are the element index here (no timestamp assigner): one window [0, 1000).
+    // Ingestion time: the timestamps are the element indexes, one window [0, 1000).
     assert_eq!(sums, [(0, 8700)]);
 
     let applied = pipeline! {
@@ -308,7 +309,7 @@ fn invalid_runtime_configuration_is_the_pipeline_error() {
     let env = MemoryEnv::new();
     let size = Duration::ZERO; // not a literal: checked when the pipeline is built
     let err = pipeline! {
-        env.from_elements([1u8]).key_by(|x: &u8| *x).window(TumblingEventTimeWindows::of(size)).count().collect_vec()
+        env.from_timestamped_collection([(1u8, 0)]).key_by(|x: &u8| *x).window(TumblingEventTimeWindows::of(size)).count().collect_vec()
     }
     .unwrap_err();
     assert!(
@@ -317,7 +318,7 @@ fn invalid_runtime_configuration_is_the_pipeline_error() {
     );
     let n = 0;
     let err = pipeline! {
-        env.from_elements([1u8]).key_by(|x: &u8| *x)
+        env.from_timestamped_collection([(1u8, 0)]).key_by(|x: &u8| *x)
             .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
             .trigger(CountTrigger::of(n))
             .count()
@@ -344,7 +345,7 @@ impl Source<u32> for Numbers {
 fn user_sources_try_map_and_print() {
     let env = MemoryEnv::new();
     let err = pipeline! {
-        env.add_source_with_id("numbers", Numbers(5))
+        env.add_timestamped_source_with_id("numbers", Numbers(5))
             .try_map(|x: u32| if x == 3 { Err(format!("bad {x}")) } else { Ok(x) })
             .print_with_prefix("n")
     }
@@ -353,10 +354,10 @@ fn user_sources_try_map_and_print() {
         err.to_string(),
         "operator `numbers/1:try_map` failed: bad 3"
     );
-    let printed = pipeline! { env.add_source(Numbers(3)).print() }.unwrap();
+    let printed = pipeline! { env.add_timestamped_source(Numbers(3)).print() }.unwrap();
     assert_eq!(printed.window_firings, 0);
     let mut seen = Vec::new();
-    pipeline! { env.add_source(Numbers(3)).map(|x: u32| x * 2).sink(|x: u32| seen.push(x)) }
+    pipeline! { env.add_timestamped_source(Numbers(3)).map(|x: u32| x * 2).sink(|x: u32| seen.push(x)) }
         .unwrap();
     assert_eq!(seen, [0, 2, 4]);
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use streaming::api::{CollectSink, TimeDomain, ValueStateDescriptor};
 use streaming::fragment::{Fragment, Input};
 use streaming::testing::{PendingTimer, TestDriver};
-use streaming::time::{BoundedOutOfOrderness, TumblingEventTimeWindows};
+use streaming::time::{BoundedOutOfOrderness, NoEventTime, TumblingEventTimeWindows};
 use streaming::{pipeline, Error, MemoryEnv};
 
 /// Per word: a running count in keyed state, and 10 ms after each word an event-time timer
@@ -110,8 +110,8 @@ fn the_same_fragment_runs_inline_with_the_ids_of_an_inline_pipeline() -> Result<
     let env = MemoryEnv::new();
     let words = [("a", 1), ("b", 2), ("a", 3)];
     let mut spliced = env
-        .from_collection_with_id("words", words)
-        .map(|(w, _)| w.to_string())
+        .from_timestamped_collection_with_id("words", words)
+        .map(|w: &str| w.to_string())
         .transform(counts)
         .collect_vec()?;
     // The records, then at the end of input the event-time timers in time order (11, 12,
@@ -138,7 +138,7 @@ fn the_same_fragment_runs_inline_with_the_ids_of_an_inline_pipeline() -> Result<
         .collect_vec()
         .expect_err("try_map fails");
     let spliced = env
-        .from_collection_with_id("words", ["x"])
+        .from_timestamped_collection_with_id("words", [("x", 0)])
         .map(str::to_string)
         .transform(fails)
         .collect_vec()
@@ -195,9 +195,9 @@ fn the_input_watermark_fires_windows_and_late_records_reach_the_side_output() ->
 
 /// Windows of `minutes`; 0 is a configuration error (found when the fragment is built).
 fn windows_of(
-    orders: Input<(String, i64)>,
+    orders: Input<(String, i64), NoEventTime>,
     minutes: u64,
-) -> impl Fragment<(String, i64), Out = i64> {
+) -> impl Fragment<(String, i64), NoEventTime, Out = i64> {
     pipeline! {
         orders
             .assign_timestamps_and_watermarks_with(|o: &(String, i64), _| o.1, BoundedOutOfOrderness::new(Duration::ZERO))

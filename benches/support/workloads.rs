@@ -168,8 +168,8 @@ pub(crate) fn value_state_hand(
 /// The value-state count as a fragment (a function that runs on every engine): keys are
 /// owned `String`s, as keyed state on the Redis engine needs.
 pub(crate) fn value_state_fragment(
-    words: streaming::fragment::Input<String>,
-) -> impl streaming::fragment::Fragment<String, Out = u64> {
+    words: streaming::fragment::Input<String, streaming::time::NoEventTime>,
+) -> impl streaming::fragment::Fragment<String, streaming::time::NoEventTime, Out = u64> {
     pipeline! {
         words
             .key_by(|w: &String| w.clone())

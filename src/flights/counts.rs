@@ -9,11 +9,14 @@ use std::time::{Duration, Instant};
 use streaming::fragment::{Fragment, Input};
 use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
 use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
+use streaming::time::NoEventTime;
 use streaming::{pipeline, BoxError, Error, MemoryEnv};
 
 /// The `counts` pipeline, written once for both engines: per carrier code, a running count
 /// of its flights in keyed `ValueState` (which the Redis engine keeps in Redis).
-pub fn count_by_carrier(carriers: Input<String>) -> impl Fragment<String, Out = (String, u64)> {
+pub fn count_by_carrier(
+    carriers: Input<String, NoEventTime>,
+) -> impl Fragment<String, NoEventTime, Out = (String, u64)> {
     pipeline! {
         carriers
             .key_by(|carrier: &String| carrier.clone())

@@ -12,7 +12,8 @@ use std::time::Duration;
 use streaming::api::{AggregateFunction, Sink};
 use streaming::fragment::{Fragment, Input};
 use streaming::time::{
-    BoundedOutOfOrderness, EventTimeSessionWindows, TimeWindow, TumblingEventTimeWindows,
+    BoundedOutOfOrderness, EventTimeSessionWindows, NoEventTime, TimeWindow,
+    TumblingEventTimeWindows,
 };
 use streaming::{pipeline, BoxError, Error, MemoryEnv};
 
@@ -239,10 +240,10 @@ impl Sink<Flight> for LateCounter {
 /// the aggregate. The memory job splices it behind a partitioned collection, the Redis job
 /// behind its topic (after parsing messages into flights).
 pub fn delays_fragment(
-    flights: Input<Flight>,
+    flights: Input<Flight, NoEventTime>,
     opts: DelaysOptions,
     late: LateCounter,
-) -> impl Fragment<Flight, Out = DelayLine> {
+) -> impl Fragment<Flight, NoEventTime, Out = DelayLine> {
     let event_time = opts.event_time;
     pipeline! {
         flights
@@ -268,10 +269,10 @@ pub fn delays_fragment(
 /// The `sessions` pipeline, written once for both engines (see [`delays_fragment`]):
 /// flights with a tail number, event time = scheduled departure, session windows per plane.
 pub fn sessions_fragment(
-    flights: Input<Flight>,
+    flights: Input<Flight, NoEventTime>,
     opts: SessionsOptions,
     late: LateCounter,
-) -> impl Fragment<Flight, Out = SessionLine> {
+) -> impl Fragment<Flight, NoEventTime, Out = SessionLine> {
     pipeline! {
         flights
             .filter(|f: &Flight| f.tailnum.is_some())

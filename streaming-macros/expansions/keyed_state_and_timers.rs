@@ -27,7 +27,7 @@ fn pipeline() {
                         let n = ctx.state(count)?.value() + 1;
                         ctx.state(count)?.update(n);
                         ctx.state(seen)?.add(v.1);
-                        ctx.register_event_time_timer(ctx.timestamp() + 10);
+                        ctx.register_event_time_timer(ctx.timestamp() + 10)?;
                         out.collect(n);
                         Ok(())
                     }

@@ -11,11 +11,14 @@
 //! ```
 //! use std::time::Duration;
 //! use streaming::fragment::{Fragment, Input};
-//! use streaming::time::{AscendingTimestamps, TumblingEventTimeWindows};
+//! use streaming::time::{AscendingTimestamps, NoEventTime, TumblingEventTimeWindows};
 //! use streaming::{pipeline, MemoryEnv};
 //!
-//! /// Each word's count per second of event time.
-//! fn word_counts(lines: Input<(&'static str, i64)>) -> impl Fragment<(&'static str, i64), Out = (String, i64, u64)> {
+//! type Line = (&'static str, i64);
+//!
+//! /// Each word's count per second of event time (the fragment chooses it: the line's
+//! /// second field, so its input needs no event time).
+//! fn word_counts(lines: Input<Line, NoEventTime>) -> impl Fragment<Line, NoEventTime, Out = (String, i64, u64)> {
 //!     pipeline! {
 //!         lines
 //!             .assign_timestamps_and_watermarks_with(|l: &(&str, i64), _| l.1, AscendingTimestamps)
@@ -38,6 +41,12 @@
 //! ```
 //!
 //! Rules:
+//! - `Input<T>` carries event time: the fragment may use event-time windows and timers on
+//!   it, and it follows only a stream with event time (a Redis topic, a timestamped memory
+//!   source, a stream after `assign_timestamps_and_watermarks_with`); its return type is
+//!   `impl Fragment<T, Out = U>`. A fragment that needs no event time from its input (it
+//!   assigns timestamps itself, or uses none) takes `Input<T, NoEventTime>`, returns
+//!   `impl Fragment<T, NoEventTime, Out = U>`, and follows any stream.
 //! - A fragment runs on every engine, so it must satisfy every engine: its functions and
 //!   sinks are `Clone + Send + 'static` (one copy runs per partition on the Redis engine),
 //!   and with feature `redis` its keyed state, window keys and accumulators are serde
@@ -54,42 +63,49 @@
 use crate::dataflow::{BuildPlan, DataStream, Plan, Spliced};
 use crate::memory::{DrivenClock, MemoryRuntime};
 use crate::sealed::Sealed;
+use crate::time::{EventTime, Offers, StreamTime};
 use crate::Error;
 
 pub use crate::dataflow::FragmentInput;
 
 /// The stream a fragment function starts from: records of type `T` fed by the pipeline the
-/// fragment is spliced into.
-pub type Input<T> = DataStream<FragmentInput<T>>;
+/// fragment is spliced into. By default they carry event time (`Tm` =
+/// [`EventTime`]), so the fragment may use event-time windows and timers, and
+/// [`transform`](DataStream::transform) accepts only a stream with event time (a Redis
+/// topic, a timestamped memory source, or one after a timestamp assigner). A fragment
+/// that needs no event time takes `Input<T, NoEventTime>`
+/// ([`NoEventTime`](crate::time::NoEventTime)) and follows any stream.
+pub type Input<T, Tm = EventTime> = DataStream<FragmentInput<T, Tm>>;
 
-/// What a fragment function returns: a stream built from an [`Input<In>`] (or the
+/// What a fragment function returns: a stream built from an [`Input<In, Tm>`] (or the
 /// [`pipeline!`](crate::pipeline) fragment form's `Result` of one), producing
 /// [`Out`](Fragment::Out). Implemented by this crate for `DataStream<P>` and
 /// `Result<DataStream<P>, Error>` whose plan can run on every engine; name it as
-/// `impl Fragment<In, Out = U>`.
+/// `impl Fragment<In, Out = U>` (input with event time) or
+/// `impl Fragment<In, NoEventTime, Out = U>` (for an `Input<In, NoEventTime>`).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a pipeline fragment starting from `Input<{In}>` that runs on every engine",
-    label = "not a fragment of `Input<{In}>`",
-    note = "a fragment is a stream built from the function's `Input<{In}>` parameter (no source, no sink)",
+    message = "`{Self}` is not a pipeline fragment starting from `Input<{In}, {Tm}>` that runs on every engine",
+    label = "not a fragment of `Input<{In}, {Tm}>`",
+    note = "a fragment is a stream built from the function's `Input<{In}, {Tm}>` parameter (no source, no sink)",
     note = "its functions and sinks must be `Clone + Send + 'static`; with feature `redis`, keyed state, window keys and accumulators must be serde `Serialize + DeserializeOwned`"
 )]
-pub trait Fragment<In>: Sealed {
+pub trait Fragment<In, Tm: StreamTime = EventTime>: Sealed {
     /// The element type the fragment produces.
     type Out;
 
     /// The fragment's plan.
     #[doc(hidden)]
-    type Plan: FragmentPlan<In, Out = Self::Out>;
+    type Plan: FragmentPlan<In, Tm, Out = Self::Out>;
 
     /// The fragment's stream, or the configuration error that stopped building it.
     #[doc(hidden)]
     fn into_stream(self) -> Result<DataStream<Self::Plan>, Error>;
 }
 
-/// A plan rooted at a [`FragmentInput<In>`] that every engine can build. Not public API.
+/// A plan rooted at a [`FragmentInput<In, Tm>`] that every engine can build. Not public API.
 #[doc(hidden)]
-pub trait FragmentPlan<In>:
-    Plan<Root = FragmentInput<In>, Head = In>
+pub trait FragmentPlan<In, Tm>:
+    Plan<Root = FragmentInput<In, Tm>, Head = In>
     + BuildPlan<MemoryRuntime>
     + BuildPlan<MemoryRuntime<DrivenClock>>
     + BuildOnRedis
@@ -99,8 +115,8 @@ pub trait FragmentPlan<In>:
 {
 }
 
-impl<In, P> FragmentPlan<In> for P where
-    P: Plan<Root = FragmentInput<In>, Head = In>
+impl<In, Tm, P> FragmentPlan<In, Tm> for P where
+    P: Plan<Root = FragmentInput<In, Tm>, Head = In>
         + BuildPlan<MemoryRuntime>
         + BuildPlan<MemoryRuntime<DrivenClock>>
         + BuildOnRedis
@@ -128,7 +144,11 @@ impl<P> BuildOnRedis for P {}
 
 impl<P> Sealed for DataStream<P> {}
 
-impl<In, P: FragmentPlan<In>> Fragment<In> for DataStream<P> {
+impl<In, Tm, P> Fragment<In, Tm> for DataStream<P>
+where
+    Tm: StreamTime,
+    P: FragmentPlan<In, Tm>,
+{
     type Out = P::Out;
     type Plan = P;
 
@@ -139,7 +159,11 @@ impl<In, P: FragmentPlan<In>> Fragment<In> for DataStream<P> {
 
 impl<P> Sealed for Result<DataStream<P>, Error> {}
 
-impl<In, P: FragmentPlan<In>> Fragment<In> for Result<DataStream<P>, Error> {
+impl<In, Tm, P> Fragment<In, Tm> for Result<DataStream<P>, Error>
+where
+    Tm: StreamTime,
+    P: FragmentPlan<In, Tm>,
+{
     type Out = P::Out;
     type Plan = P;
 
@@ -153,13 +177,18 @@ impl<P: Plan> DataStream<P> {
     /// [`Fragment`] (see [the `fragment` module](crate::fragment)): its operators follow
     /// this stream's, with the ids they would have written inline.
     ///
+    /// A fragment whose input carries event time (`Input<T>`) follows only a stream with
+    /// event time: otherwise a compile error says how to choose it.
+    ///
     /// # Errors
     /// None here: a configuration error of the fragment is returned by the pipeline's
     /// terminal operation.
-    pub fn transform<F, G>(self, fragment: G) -> DataStream<Spliced<P, F::Plan>>
+    pub fn transform<F, G, Tm>(self, fragment: G) -> DataStream<Spliced<P, F::Plan>>
     where
-        G: FnOnce(Input<P::Out>) -> F,
-        F: Fragment<P::Out>,
+        G: FnOnce(Input<P::Out, Tm>) -> F,
+        F: Fragment<P::Out, Tm>,
+        Tm: StreamTime,
+        P::Time: Offers<Tm>,
     {
         let input = self.fragment_input();
         let built = fragment(input).into_stream();

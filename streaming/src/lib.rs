@@ -11,15 +11,20 @@
 //! use streaming::MemoryEnv;
 //!
 //! let env = MemoryEnv::new();
+//! // Lines with their event time (ms).
+//! let lines = [("to be", 0), ("or not", 1_000), ("to be", 2_500)];
 //! let counts = env
-//!     .from_elements(["to be", "or not", "to be"])     // timestamps 0, 1, 2
+//!     .from_timestamped_collection(lines)
 //!     .flat_map(|line| line.split(' '))
 //!     .key_by(|word| *word)
-//!     .window(TumblingEventTimeWindows::of(Duration::from_millis(2))?)
+//!     .window(TumblingEventTimeWindows::of(Duration::from_secs(2))?)
 //!     .count()
 //!     .map(|(word, window, n)| (window.start(), word, n))
 //!     .collect_vec()?;
-//! assert_eq!(counts, [(0, "to", 1), (0, "be", 1), (0, "or", 1), (0, "not", 1), (2, "to", 1), (2, "be", 1)]);
+//! assert_eq!(
+//!     counts,
+//!     [(0, "to", 1), (0, "be", 1), (0, "or", 1), (0, "not", 1), (2_000, "to", 1), (2_000, "be", 1)]
+//! );
 //! # Ok::<(), streaming::Error>(())
 //! ```
 //!
@@ -187,7 +192,8 @@
 //! column); a pipeline compiles on an environment when every operator it uses is supported
 //! there, and the same pipeline text compiles against [`MemoryEnv`] and
 //! [`redis::RedisEnv`] when it uses only operators both support. The source picks the
-//! engine: bounded sources (`from_elements`, `from_collection*`, `add_source*`) are the
+//! engine: bounded sources (`from_elements`, `from_collection*`,
+//! `from_timestamped_collection*`, `add_source*`, `add_timestamped_source*`) are the
 //! memory engine's, `from_mq_topic`, `from_mq_topic_with_id` and
 //! `from_mq_topic_with_options` the Redis engine's (on another environment they are an
 //! error at the environment; a bounded source on a `RedisEnv` is rustc's "no method named

@@ -589,7 +589,7 @@ impl streaming::api::KeyedProcessFunction<String, (String, i64)> for CountThenRe
         let n = seen.value() + 1;
         seen.update(n);
         if n == 1 {
-            ctx.register_event_time_timer(value.1 + 100);
+            ctx.register_event_time_timer(value.1 + 100)?;
         }
         Ok(())
     }
@@ -753,6 +753,8 @@ mod differential {
             + serde::Serialize
             + serde::de::DeserializeOwned
             + Send,
+        streaming::time::EventTime: streaming::time::Offers<A::Time>
+            + streaming::time::Offers<<Tr as streaming::time::Trigger<(String, i64)>>::Time>,
     {
         static CASE: AtomicU32 = AtomicU32::new(0);
         let case = CASE.fetch_add(1, Ordering::Relaxed);
@@ -1312,7 +1314,7 @@ impl streaming::api::KeyedProcessFunction<String, (String, i64)> for Debounce {
         if old != i64::MIN {
             ctx.delete_event_time_timer(old);
         }
-        ctx.register_event_time_timer(value.1 + 30);
+        ctx.register_event_time_timer(value.1 + 30)?;
         ctx.state(&DEADLINE)?.update(value.1 + 30);
         Ok(())
     }

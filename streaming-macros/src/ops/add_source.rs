@@ -10,13 +10,13 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
     expansion: Expansion::Method,
-    summary: "A stream fed by a user `Source`; source id `source-{n}`.",
+    summary: "A stream fed by a user `Source` that emits without timestamps (`collect`): its event time is never chosen (see `add_timestamped_source`); source id `source-{n}`.",
     example: r#"
 struct Two;
 impl Source<u8> for Two {
     fn run<C: SourceContext<u8>>(&mut self, ctx: &mut C) -> Result<(), Error> {
         ctx.collect(1)?;
-        ctx.collect_with_timestamp(2, 500)
+        ctx.collect(2)
     }
 }
 let out = pipeline! { env.add_source(Two).collect_vec() }?;

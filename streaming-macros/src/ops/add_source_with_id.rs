@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
     expansion: Expansion::Method,
-    summary: "A stream fed by a user `Source` with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
+    summary: "Like `add_source` (no timestamps), with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
     example: r#"
 struct One;
 impl Source<u8> for One {

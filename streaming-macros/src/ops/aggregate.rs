@@ -26,7 +26,7 @@ impl AggregateFunction<i32> for Max {
     fn merge(&self, a: i32, b: i32) -> i32 { a.max(b) }
 }
 let out = pipeline! {
-    env.from_elements([3, 9, 4])
+    env.from_timestamped_collection([(3, 0), (9, 2), (4, 4)])
         .key_by(|_: &i32| ())
         .window(EventTimeSessionWindows::with_gap(Duration::from_millis(5)))
         .aggregate(Max)

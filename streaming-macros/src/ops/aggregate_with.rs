@@ -29,7 +29,7 @@ impl AggregateFunction<&'static str> for Len {
     fn merge(&self, a: usize, b: usize) -> usize { a + b }
 }
 let out = pipeline! {
-    env.from_elements(["ab", "c"])
+    env.from_timestamped_collection([("ab", 100), ("c", 900)])
         .key_by(|_: &&str| "k")
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .aggregate_with(Len, |k: &&str, w: &TimeWindow, n: usize| format!("{k}@{}={n}", w.start()))

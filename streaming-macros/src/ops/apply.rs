@@ -20,7 +20,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     summary: "Calls the function with all of a window's elements per firing.",
     example: r#"
 let out = pipeline! {
-    env.from_elements([1, 2, 3])
+    env.from_timestamped_collection([(1, 0), (2, 300), (3, 700)])
         .key_by(|_: &i32| ())
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .apply(|_k: &(), _w: &TimeWindow, xs: &[i32], out: &mut Collector<'_, String>| {

@@ -14,10 +14,10 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary:
-        "Lets a watermark generator own the watermark from here on, keeping record timestamps.",
+        "Lets a watermark generator own the watermark from here on, keeping record timestamps: the stream must carry event time already (a timestamped source or `with_ingestion_time()`; a compile error otherwise, use `assign_timestamps_and_watermarks_with`).",
     example: r#"
 let out = pipeline! {
-    env.from_elements([5, 6])
+    env.from_timestamped_collection([(5, 5), (6, 6)])
         .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::from_millis(10)))
         .collect_vec()
 }?;

@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("watermarks"))],
     engines: BOTH,
     expansion: Expansion::Method,
-    summary: "Sets each element's event time and lets a watermark generator own the watermark from here on.",
+    summary: "Sets each element's event time and lets a watermark generator own the watermark from here on; the stream has event time from here on, whatever its source.",
     example: r#"
 let out = pipeline! {
     env.from_elements([(1, 1_000i64), (2, 1_500)])

@@ -17,7 +17,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     summary: "Counts each window's elements; emits `(key, window, count)` per firing.",
     example: r#"
 let out = pipeline! {
-    env.from_elements(["a", "b", "a"])
+    env.from_timestamped_collection([("a", 0), ("b", 200), ("a", 400)])
         .key_by(|w: &&str| *w)
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .count()

@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
     expansion: Expansion::Method,
-    summary: "A stream of the items of any `IntoIterator`, consumed lazily, with timestamps `0, 1, …` (ms); source id `source-{n}`.",
+    summary: "A stream of the items of any `IntoIterator`, consumed lazily, without timestamps: event-time windows need `from_timestamped_collection`, `with_ingestion_time()` or a timestamp assigner; source id `source-{n}`.",
     example: r#"
 let out = pipeline! { env.from_collection(1..=3).map(|x: i32| x * 2).collect_vec() }?;
 assert_eq!(out, [2, 4, 6]);

@@ -10,7 +10,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
     expansion: Expansion::Method,
-    summary: "A stream of a fixed array of elements, with timestamps `0, 1, …` (ms); source id `source-{n}`.",
+    summary: "A stream of a fixed array of elements, without timestamps (like `from_collection`); source id `source-{n}`.",
     example: r#"
 let out = pipeline! { env.from_elements(["a", "b"]).collect_vec() }?;
 assert_eq!(out, ["a", "b"]);

@@ -13,7 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     summary: "The element with the smallest value of the closure (the earliest on ties). Keyed: rolling, per element. Windowed: per firing.",
     example: r#"
 let cheapest = pipeline! {
-    env.from_elements([("a", 5), ("b", 3), ("c", 3)])
+    env.from_timestamped_collection([(("a", 5), 0), (("b", 3), 10), (("c", 3), 20)])
         .key_by(|_: &(&str, i32)| ())
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .min_by(|e: &(&str, i32)| e.1)

@@ -9,6 +9,8 @@ use std::fmt;
 
 mod add_source;
 mod add_source_with_id;
+mod add_timestamped_source;
+mod add_timestamped_source_with_id;
 mod aggregate;
 mod aggregate_with;
 mod allowed_lateness;
@@ -28,6 +30,10 @@ mod from_elements;
 mod from_mq_topic;
 mod from_mq_topic_with_id;
 mod from_mq_topic_with_options;
+mod from_timestamped_collection;
+mod from_timestamped_collection_partitioned;
+mod from_timestamped_collection_partitioned_with_id;
+mod from_timestamped_collection_with_id;
 mod key_by;
 mod map;
 mod max_by;
@@ -48,6 +54,7 @@ mod transform;
 mod trigger;
 mod try_map;
 mod window;
+mod with_ingestion_time;
 
 /// An execution engine of the `streaming` crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,8 +277,14 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &from_collection_with_id::SPEC,
     &from_collection_partitioned::SPEC,
     &from_collection_partitioned_with_id::SPEC,
+    &from_timestamped_collection::SPEC,
+    &from_timestamped_collection_with_id::SPEC,
+    &from_timestamped_collection_partitioned::SPEC,
+    &from_timestamped_collection_partitioned_with_id::SPEC,
     &add_source::SPEC,
     &add_source_with_id::SPEC,
+    &add_timestamped_source::SPEC,
+    &add_timestamped_source_with_id::SPEC,
     &from_mq_topic::SPEC,
     &from_mq_topic_with_id::SPEC,
     &from_mq_topic_with_options::SPEC,
@@ -280,6 +293,7 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &filter::SPEC,
     &flat_map::SPEC,
     &transform::SPEC,
+    &with_ingestion_time::SPEC,
     &assign_timestamps_and_watermarks::SPEC,
     &assign_timestamps_and_watermarks_with::SPEC,
     &key_by::SPEC,
@@ -402,6 +416,7 @@ mod tests {
             "memory/env.rs",
             "memory/partition.rs",
             "memory/run.rs",
+            "memory/timestamps.rs",
         ];
         for file in files {
             let text = std::fs::read_to_string(root.join(file)).unwrap();

@@ -13,10 +13,10 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     summary: "The timer callback of the `process` right before it.",
     example: r#"
 let out = pipeline! {
-    env.from_elements(["a"])
+    env.from_timestamped_collection([("a", 10)])
         .key_by(|k: &&str| k.to_string())
         .process(|_: &str, ctx, out| {
-            ctx.register_event_time_timer(100);
+            ctx.register_event_time_timer(100)?;
             out.collect(0i64);
             Ok(())
         })

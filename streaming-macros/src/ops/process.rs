@@ -13,7 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     summary: "Runs a function per element with the key's context: key, timestamp, watermark, timers and state.",
     example: r#"
 let out = pipeline! {
-    env.from_elements([1, 2])
+    env.from_timestamped_collection([(1, 500), (2, 700)])
         .key_by(|x: &i32| x % 2)
         .process(|x: i32, ctx, out| {
             out.collect(format!("{}:{x}@{}", ctx.current_key(), ctx.timestamp()));
@@ -21,6 +21,6 @@ let out = pipeline! {
         })
         .collect_vec()
 }?;
-assert_eq!(out, ["1:1@0", "0:2@1"]);
+assert_eq!(out, ["1:1@500", "0:2@700"]);
 "#,
 };

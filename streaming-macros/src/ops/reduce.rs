@@ -15,7 +15,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
 let rolling = pipeline! { env.from_elements([1, 2, 3]).key_by(|_: &i32| ()).reduce(|a, b| a + b).collect_vec() }?;
 assert_eq!(rolling, [1, 3, 6]);
 let windowed = pipeline! {
-    env.from_elements([1, 2, 3])
+    env.from_timestamped_collection([(1, 0), (2, 10), (3, 20)])
         .key_by(|_: &i32| ())
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .reduce(|a, b| a + b)

@@ -15,7 +15,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
 let rolling = pipeline! { env.from_elements([1.5, 2.0]).key_by(|_: &f64| 0).sum().collect_vec() }?;
 assert_eq!(rolling, [(0, 1.5), (0, 3.5)]);
 let windowed = pipeline! {
-    env.from_elements([1u64, 2])
+    env.from_timestamped_collection([(1u64, 0), (2, 10)])
         .key_by(|_: &u64| 0)
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .sum()

@@ -13,7 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     summary: "Sums the number the closure extracts from each element. Keyed: rolling, emits `(key, sum so far)` per element. Windowed: emits `(key, window, sum)` per firing.",
     example: r#"
 let totals = pipeline! {
-    env.from_elements([("a", 2u64), ("a", 3)])
+    env.from_timestamped_collection([(("a", 2u64), 0), (("a", 3), 10)])
         .key_by(|e: &(&str, u64)| e.0)
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .sum_by(|e: &(&str, u64)| e.1)

@@ -10,10 +10,10 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     variants: &[on(Stage::Keyed, Stage::Windowed, IdKind::None)],
     engines: BOTH,
     expansion: Expansion::Method,
-    summary: "Cuts each key's elements into windows: `TumblingEventTimeWindows`, `SlidingEventTimeWindows`, `EventTimeSessionWindows`, or `GlobalWindows` (needs a `.trigger(..)`, checked at compile time); literal sizes, slides, gaps and offsets are checked at compile time.",
+    summary: "Cuts each key's elements into windows: `TumblingEventTimeWindows`, `SlidingEventTimeWindows`, `EventTimeSessionWindows`, or `GlobalWindows` (needs a `.trigger(..)`, checked at compile time). The event-time assigners need a stream whose event time was chosen (a timestamped source, `with_ingestion_time()` or a timestamp assigner): a compile error at the assigner otherwise. Literal sizes, slides, gaps and offsets are checked at compile time.",
     example: r#"
 let out = pipeline! {
-    env.from_collection(0..5)
+    env.from_timestamped_collection((0..5).map(|x| (x, i64::from(x))))
         .key_by(|_: &i32| ())
         .window(SlidingEventTimeWindows::of(Duration::from_millis(4), Duration::from_millis(2)))
         .count()
@@ -22,7 +22,7 @@ let out = pipeline! {
 }?;
 assert_eq!(out, [(-2, 2), (0, 4), (2, 3), (4, 1)]);
 // One window per key that only its trigger fires (a trigger is required); what is left
-// is emitted at the end.
+// is emitted at the end. It needs no event time.
 let out = pipeline! {
     env.from_collection(1..=5)
         .key_by(|_: &i32| ())

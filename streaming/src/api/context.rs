@@ -13,8 +13,9 @@ pub enum TimeDomain {
     /// Fires when the watermark reaches the timer's time.
     EventTime,
     /// Fires when processing time reaches the timer's time. On the in-memory engine
-    /// processing time is the highest record timestamp seen so far, so a bounded run is
-    /// deterministic.
+    /// processing time is the highest record timestamp seen so far (on a stream without
+    /// event time, the ingestion clock: record `i` of the source at `i` ms), so a bounded
+    /// run is deterministic.
     ProcessingTime,
 }
 
@@ -34,6 +35,8 @@ pub struct KeyedContext<'a, K> {
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
+    /// Whether the stream's records carry chosen event time.
+    pub(crate) event_time: bool,
     pub(crate) timers: &'a mut Vec<KeyedTimerRequest>,
     state: &'a mut KeyedStateBackend<K>,
     /// The engine's part in opening a state for the first time.
@@ -46,6 +49,7 @@ pub(crate) struct ContextParts<'a, K> {
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
+    pub(crate) event_time: bool,
     pub(crate) timers: &'a mut Vec<KeyedTimerRequest>,
     pub(crate) state: &'a mut KeyedStateBackend<K>,
     pub(crate) opener: &'a mut dyn OpenState<K>,
@@ -61,6 +65,7 @@ impl<'a, K> KeyedContext<'a, K> {
             timestamp: parts.timestamp,
             watermark: parts.watermark,
             processing_time: parts.processing_time,
+            event_time: parts.event_time,
             timers: parts.timers,
             state: parts.state,
             opener: parts.opener,
@@ -80,9 +85,14 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
         self.key
     }
 
-    /// The element's event time (ms).
+    /// The element's event time (ms); `i64::MIN` on a stream whose event time was never
+    /// chosen ([`NoEventTime`](crate::time::NoEventTime): the record has no timestamp).
     pub fn timestamp(&self) -> i64 {
-        self.timestamp
+        if self.event_time {
+            self.timestamp
+        } else {
+            i64::MIN
+        }
     }
 
     /// The watermark in force before this element (ms); `i64::MIN` before the first.
@@ -90,16 +100,29 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
         self.watermark
     }
 
-    /// Processing time (ms). On the in-memory engine: the highest record timestamp seen.
+    /// Processing time (ms). On the in-memory engine: the highest record timestamp seen,
+    /// or on a stream without chosen event time the engine's ingestion clock (record `i`
+    /// of the source arrives at `i` ms).
     pub fn current_processing_time(&self) -> i64 {
         self.processing_time
     }
 
     /// Calls `on_timer` for this key once the watermark reaches `time` (ms). Registering
     /// the same (key, time, domain) again has no effect.
-    pub fn register_event_time_timer(&mut self, time: i64) {
+    ///
+    /// # Errors
+    /// [`Error::NoEventTime`] when the stream's event time was never chosen (a memory
+    /// source without timestamps and no timestamp assigner before `key_by`): no watermark
+    /// would fire the timer. The timer is not registered; return the error (`?`).
+    pub fn register_event_time_timer(&mut self, time: i64) -> Result<(), Error> {
+        if !self.event_time {
+            return Err(Error::NoEventTime {
+                operator: self.state.operator_id(),
+            });
+        }
         self.timers
             .push(KeyedTimerRequest::Register(time, TimeDomain::EventTime));
+        Ok(())
     }
 
     /// Calls `on_timer` for this key once processing time reaches `time` (ms).
@@ -272,8 +295,11 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     }
 
     /// Registers another event-time timer for this key.
-    pub fn register_event_time_timer(&mut self, time: i64) {
-        self.inner.register_event_time_timer(time);
+    ///
+    /// # Errors
+    /// As [`KeyedContext::register_event_time_timer`].
+    pub fn register_event_time_timer(&mut self, time: i64) -> Result<(), Error> {
+        self.inner.register_event_time_timer(time)
     }
 
     /// Registers another processing-time timer for this key.

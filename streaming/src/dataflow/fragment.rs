@@ -6,41 +6,45 @@ use super::plan::{BuildPlan, Plan};
 use super::types::DataStream;
 use crate::ops::Operator;
 use crate::sealed::Sealed;
+use crate::time::{EventTime, StreamTime};
 use crate::Error;
 use std::marker::PhantomData;
 
-/// The root of a pipeline fragment: a stream of `T` that some other pipeline feeds. It
-/// belongs to no engine; [`DataStream::transform`](crate::DataStream::transform) splices
-/// the fragment's stages behind the stream it is applied to, which decides the engine.
-pub struct FragmentInput<T> {
-    _t: PhantomData<fn() -> T>,
+/// The root of a pipeline fragment: a stream of `T` that some other pipeline feeds, whose
+/// records carry event time ([`EventTime`], the default) or may not
+/// ([`NoEventTime`](crate::time::NoEventTime)). It belongs to no engine;
+/// [`DataStream::transform`](crate::DataStream::transform) splices the fragment's stages
+/// behind the stream it is applied to, which decides the engine.
+pub struct FragmentInput<T, Tm = EventTime> {
+    _t: PhantomData<fn() -> (T, Tm)>,
 }
 
-impl<T> FragmentInput<T> {
+impl<T, Tm> FragmentInput<T, Tm> {
     /// The input of a fragment built on its own (by a test driver).
     pub(crate) fn new() -> Self {
         FragmentInput { _t: PhantomData }
     }
 }
 
-impl<T> Clone for FragmentInput<T> {
+impl<T, Tm> Clone for FragmentInput<T, Tm> {
     fn clone(&self) -> Self {
         FragmentInput { _t: PhantomData }
     }
 }
 
-impl<T> std::fmt::Debug for FragmentInput<T> {
+impl<T, Tm> std::fmt::Debug for FragmentInput<T, Tm> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "FragmentInput<{}>", std::any::type_name::<T>())
     }
 }
 
-impl<T> Sealed for FragmentInput<T> {}
+impl<T, Tm> Sealed for FragmentInput<T, Tm> {}
 
-impl<T> Plan for FragmentInput<T> {
+impl<T, Tm: StreamTime> Plan for FragmentInput<T, Tm> {
     type Out = T;
     type Root = Self;
     type Head = T;
+    type Time = Tm;
 
     fn root(&self) -> &Self {
         self
@@ -48,19 +52,20 @@ impl<T> Plan for FragmentInput<T> {
 }
 
 /// A fragment's input passes records on as they come: building it builds nothing.
-impl<T, R> BuildPlan<R> for FragmentInput<T> {
+impl<T, Tm: StreamTime, R> BuildPlan<R> for FragmentInput<T, Tm> {
     #[inline]
     fn build<O: Operator<T>>(
         self,
         _rt: &R,
         downstream: O,
-    ) -> Result<(Self, impl Operator<T> + use<T, R, O>), Error> {
+    ) -> Result<(Self, impl Operator<T> + use<T, Tm, R, O>), Error> {
         Ok((self, downstream))
     }
 }
 
 /// Plan `P` followed by the stages of fragment `F` (a plan rooted at a [`FragmentInput`]
-/// of `P`'s output). `F` is `None` when the function that wrote it failed (an invalid
+/// of `P`'s output). Its event time is the fragment's: after a fragment whose input has no
+/// event time, the stream has none unless the fragment assigned it. `F` is `None` when the function that wrote it failed (an invalid
 /// window size, …); the stream then carries that error to its terminal operation, which
 /// returns it without building anything.
 #[derive(Clone)]
@@ -71,27 +76,34 @@ pub struct Spliced<P, F> {
 
 impl<P, F> Sealed for Spliced<P, F> {}
 
-impl<P: Plan, F: Plan<Root = FragmentInput<P::Out>, Head = P::Out>> Plan for Spliced<P, F> {
+impl<P, F, Tm> Plan for Spliced<P, F>
+where
+    P: Plan,
+    F: Plan<Root = FragmentInput<P::Out, Tm>, Head = P::Out>,
+    Tm: StreamTime,
+{
     type Out = F::Out;
     type Root = P::Root;
     type Head = P::Head;
+    type Time = F::Time;
 
     fn root(&self) -> &P::Root {
         self.plan.root()
     }
 }
 
-impl<R, P, F> BuildPlan<R> for Spliced<P, F>
+impl<R, P, F, Tm> BuildPlan<R> for Spliced<P, F>
 where
     P: BuildPlan<R>,
-    F: BuildPlan<R> + Plan<Root = FragmentInput<P::Out>, Head = P::Out>,
+    F: BuildPlan<R> + Plan<Root = FragmentInput<P::Out, Tm>, Head = P::Out>,
+    Tm: StreamTime,
 {
     #[inline]
     fn build<O: Operator<F::Out>>(
         self,
         rt: &R,
         downstream: O,
-    ) -> Result<(P::Root, impl Operator<P::Head> + use<P, F, R, O>), Error> {
+    ) -> Result<(P::Root, impl Operator<P::Head> + use<P, F, R, O, Tm>), Error> {
         let Some(fragment) = self.fragment else {
             // Unreachable through the public API: a stream whose fragment failed returns
             // the failure from its terminal operation before building.
@@ -108,7 +120,7 @@ where
 impl<P: Plan> DataStream<P> {
     /// A fragment input fed by this stream: its operators continue this stream's operator
     /// ids (same source id, next position).
-    pub(crate) fn fragment_input(&self) -> DataStream<FragmentInput<P::Out>> {
+    pub(crate) fn fragment_input<Tm>(&self) -> DataStream<FragmentInput<P::Out, Tm>> {
         DataStream {
             plan: FragmentInput { _t: PhantomData },
             source_id: self.source_id.clone(),
@@ -119,12 +131,13 @@ impl<P: Plan> DataStream<P> {
 
     /// This stream followed by `fragment`, the stream (or the error) a function built
     /// from [`fragment_input`](Self::fragment_input).
-    pub(crate) fn splice<F>(
+    pub(crate) fn splice<F, Tm>(
         self,
         fragment: Result<DataStream<F>, Error>,
     ) -> DataStream<Spliced<P, F>>
     where
-        F: Plan<Root = FragmentInput<P::Out>, Head = P::Out>,
+        F: Plan<Root = FragmentInput<P::Out, Tm>, Head = P::Out>,
+        Tm: StreamTime,
     {
         let (fragment, position, failed) = match fragment {
             Ok(f) => (Some(f.plan), f.position, f.failed),
@@ -165,6 +178,7 @@ impl<In, Out> Plan for PlaceholderPlan<In, Out> {
     type Out = Out;
     type Root = FragmentInput<In>;
     type Head = In;
+    type Time = EventTime;
 
     fn root(&self) -> &FragmentInput<In> {
         &self.input

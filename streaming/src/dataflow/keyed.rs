@@ -6,7 +6,7 @@ use super::types::{CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, W
 use crate::api::state::DeclareStates;
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, Numeric};
 use crate::ops::{NoRejectedOutput, OperatorId, ProcessFn};
-use crate::time::WindowAssigner;
+use crate::time::{Offers, StreamTime, WindowAssigner};
 use crate::BoxError;
 use std::cmp::Ordering;
 use std::hash::Hash;
@@ -158,16 +158,26 @@ where
             key_fn: self.key_fn,
             function,
             states,
+            timed: P::Time::IS_EVENT_TIME,
             _k: PhantomData,
         })
     }
 
     /// Cuts each key's elements into the windows of `assigner`, with its default trigger,
     /// no allowed lateness and no late side output.
+    ///
+    /// An event-time assigner ([`WindowAssigner::Time`] = [`EventTime`](crate::time::EventTime):
+    /// tumbling, sliding, session windows) needs a stream with chosen event time; on one
+    /// without ([`NoEventTime`](crate::time::NoEventTime), a memory source without
+    /// timestamps) this is a compile error naming the fix.
+    /// [`GlobalWindows`](crate::time::GlobalWindows) runs on any stream.
     pub fn window<A: WindowAssigner>(
         self,
         assigner: A,
-    ) -> WindowedStream<P, KF, K, A, A::DefaultTrigger, CountLateOnly> {
+    ) -> WindowedStream<P, KF, K, A, A::DefaultTrigger, CountLateOnly>
+    where
+        P::Time: Offers<A::Time>,
+    {
         let trigger = assigner.default_trigger();
         WindowedStream {
             keyed: self,

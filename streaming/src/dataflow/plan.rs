@@ -12,6 +12,7 @@ use super::runtime::SideOutputFactory;
 use crate::api::{RejectedElement, Sink};
 use crate::ops::{NoRejectedOutput, Operator, RejectedOutput, RejectedTo, SideOutput};
 use crate::sealed::Sealed;
+use crate::time::StreamTime;
 use crate::Error;
 
 /// A window's rejected-element output as an engine builds it: none stays none; a sink is
@@ -55,6 +56,11 @@ pub trait Plan: Sealed {
     type Root;
     /// The element type the root feeds into the chain.
     type Head;
+    /// Whether the records carry chosen event time here:
+    /// [`EventTime`](crate::time::EventTime) or [`NoEventTime`](crate::time::NoEventTime).
+    /// A root states what its source gives; every stage keeps it except a timestamp
+    /// assigner, which makes it `EventTime`.
+    type Time: StreamTime;
 
     /// The root, to pick the engine before building.
     fn root(&self) -> &Self::Root;
@@ -79,6 +85,9 @@ pub trait BuildPlan<R>: Plan {
 pub trait Stage<In>: Sealed {
     /// The element type the operator emits.
     type Out;
+    /// The stream's time after this operator when it is `Up` before: `Up` for every
+    /// operator but a timestamp assigner.
+    type Time<Up: StreamTime>: StreamTime;
 }
 
 /// A [`Stage`] that engine runtime `R` can build.
@@ -106,6 +115,7 @@ impl<P: Plan, S: Stage<P::Out>> Plan for Then<P, S> {
     type Out = S::Out;
     type Root = P::Root;
     type Head = P::Head;
+    type Time = S::Time<P::Time>;
 
     fn root(&self) -> &P::Root {
         self.plan.root()

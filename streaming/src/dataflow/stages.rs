@@ -11,7 +11,9 @@ use crate::ops::{
     WindowState,
 };
 use crate::sealed::Sealed;
-use crate::time::{TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner};
+use crate::time::{
+    EventTime, StreamTime, TimestampAssigner, Trigger, WatermarkGenerator, WindowAssigner,
+};
 use crate::{BoxError, Error};
 use std::cmp::Ordering;
 use std::hash::Hash;
@@ -76,7 +78,7 @@ stage!(
 );
 stage!(
     /// The stage of [`DataStream::assign_timestamps_and_watermarks`](crate::DataStream::assign_timestamps_and_watermarks).
-    WatermarkStage<TA, G> { assigner: TA, generator: G }
+    WatermarkStage<TA, G> { assigner: TA, generator: G, timed: bool }
 );
 stage!(
     /// The stage of [`KeyedStream::reduce`](crate::KeyedStream::reduce).
@@ -94,7 +96,7 @@ stage!(
     /// The stage of [`KeyedStream::process`](crate::KeyedStream::process), with the states declared for it (`pipeline!`'s
     /// `.state(..)`; none from the builder).
     KeyedProcessStage<KF, K, PF, S> {
-        key_fn: KF, function: PF, states: S, _k: PhantomData<fn() -> K>
+        key_fn: KF, function: PF, states: S, timed: bool, _k: PhantomData<fn() -> K>
     }
 );
 stage!(
@@ -107,6 +109,7 @@ stage!(
 
 impl<T, U, F: FnMut(T) -> U> Stage<T> for MapStage<F, U> {
     type Out = U;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, U, F: FnMut(T) -> U> BuildStage<T, R> for MapStage<F, U> {
@@ -118,6 +121,7 @@ impl<R, T, U, F: FnMut(T) -> U> BuildStage<T, R> for MapStage<F, U> {
 
 impl<T, U, E: Into<BoxError>, F: FnMut(T) -> Result<U, E>> Stage<T> for TryMapStage<F, U, E> {
     type Out = U;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, U, E: Into<BoxError>, F: FnMut(T) -> Result<U, E>> BuildStage<T, R>
@@ -131,6 +135,7 @@ impl<R, T, U, E: Into<BoxError>, F: FnMut(T) -> Result<U, E>> BuildStage<T, R>
 
 impl<T, F: FnMut(&T) -> bool> Stage<T> for FilterStage<F> {
     type Out = T;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, F: FnMut(&T) -> bool> BuildStage<T, R> for FilterStage<F> {
@@ -142,6 +147,7 @@ impl<R, T, F: FnMut(&T) -> bool> BuildStage<T, R> for FilterStage<F> {
 
 impl<T, I: IntoIterator, F: FnMut(T) -> I> Stage<T> for FlatMapStage<F, I> {
     type Out = I::Item;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, I: IntoIterator, F: FnMut(T) -> I> BuildStage<T, R> for FlatMapStage<F, I> {
@@ -157,6 +163,7 @@ where
     G: WatermarkGenerator<T> + Clone,
 {
     type Out = T;
+    type Time<Up: StreamTime> = EventTime;
 }
 
 impl<R, T, TA, G> BuildStage<T, R> for WatermarkStage<TA, G>
@@ -172,6 +179,7 @@ where
             self.id,
             self.assigner,
             self.generator,
+            self.timed,
             state,
             rt.counters(),
             next,
@@ -187,6 +195,7 @@ where
     F: FnMut(T, T) -> T,
 {
     type Out = T;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, K, KF, F> BuildStage<T, R> for KeyedReduceStage<KF, K, F>
@@ -212,6 +221,7 @@ where
     KF: FnMut(&T) -> K,
 {
     type Out = (K, T);
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, K, KF> BuildStage<T, R> for KeyedSumStage<KF, K>
@@ -237,6 +247,7 @@ where
     F: FnMut(&T) -> V,
 {
     type Out = (K, V);
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, K, KF, F, V> BuildStage<T, R> for KeyedSumByStage<KF, K, F, V>
@@ -262,6 +273,7 @@ where
     PF: KeyedProcessFunction<K, T>,
 {
     type Out = PF::Out;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, K, KF, PF, S> BuildStage<T, R> for KeyedProcessStage<KF, K, PF, S>
@@ -282,6 +294,7 @@ where
             self.id,
             self.key_fn,
             self.function,
+            self.timed,
             state,
             next,
         ))
@@ -303,6 +316,7 @@ where
     L: Sink<T>,
 {
     type Out = <MF::Function as WindowFunction<K, T>>::Out;
+    type Time<Up: StreamTime> = Up;
 }
 
 impl<R, T, K, KF, A, Tr, MF, L, E> BuildStage<T, R> for WindowStage<KF, K, A, Tr, MF, L, E>

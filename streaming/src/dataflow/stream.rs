@@ -7,12 +7,24 @@ use super::types::{DataStream, KeyedStream};
 use crate::api::Sink;
 use crate::ops::{OperatorId, RecordTimestamp};
 use crate::sealed::Sealed;
-use crate::time::{TimestampAssigner, WatermarkGenerator};
+use crate::time::{EventTime, Offers, StreamTime, TimestampAssigner, WatermarkGenerator};
 use crate::BoxError;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
+
+impl<P> DataStream<P> {
+    /// The same stream (source id, position) with its plan replaced by `f(plan)`.
+    pub(crate) fn replace_plan<Q>(self, f: impl FnOnce(P) -> Q) -> DataStream<Q> {
+        DataStream {
+            plan: f(self.plan),
+            source_id: self.source_id,
+            position: self.position,
+            failed: self.failed,
+        }
+    }
+}
 
 impl<P: Plan> DataStream<P> {
     pub(crate) fn new(plan: P, source_id: String) -> Self {
@@ -98,15 +110,26 @@ impl<P: Plan> DataStream<P> {
     /// watermark if it rose (so an element is judged against the watermark before it). An
     /// element a window rejects (window bounds outside `i64`) leaves the generator and the
     /// watermark as they were before it; the generator is `Clone` for that.
+    ///
+    /// The records must carry chosen event time ([`EventTime`]): a source with timestamps
+    /// (a Redis topic, [`MemoryEnv::from_timestamped_collection`](crate::MemoryEnv::from_timestamped_collection),
+    /// [`with_ingestion_time`](crate::DataStream::with_ingestion_time)) or an earlier
+    /// assigner. On a stream without it this is a compile error: use
+    /// [`assign_timestamps_and_watermarks_with`](Self::assign_timestamps_and_watermarks_with).
     pub fn assign_timestamps_and_watermarks<G: WatermarkGenerator<P::Out> + Clone>(
         self,
         generator: G,
-    ) -> DataStream<Then<P, WatermarkStage<RecordTimestamp, G>>> {
+    ) -> DataStream<Then<P, WatermarkStage<RecordTimestamp, G>>>
+    where
+        P::Time: Offers<EventTime>,
+    {
         self.assign_timestamps_and_watermarks_with(RecordTimestamp, generator)
     }
 
     /// Sets each element's event time with `assigner` (e.g. `|f: &Flight, _| f.departure_ms`)
-    /// and lets `generator` own the watermark from here on.
+    /// and lets `generator` own the watermark from here on. The stream then has
+    /// [`EventTime`], also when it had none before (the assigner's second argument, the
+    /// record's timestamp, is then `i64::MIN`).
     pub fn assign_timestamps_and_watermarks_with<TA, G>(
         self,
         assigner: TA,
@@ -121,6 +144,7 @@ impl<P: Plan> DataStream<P> {
             id,
             assigner,
             generator,
+            timed: P::Time::IS_EVENT_TIME,
         })
     }
 

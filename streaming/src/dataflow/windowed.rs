@@ -7,7 +7,7 @@ use super::types::{KeyedStream, WindowOutput, WindowedStream};
 use super::window_fn::*;
 use crate::api::{AggregateFunction, Collector, Numeric, RejectedElement, Sink};
 use crate::ops::RejectedTo;
-use crate::time::{TimeWindow, Trigger, WindowAssigner};
+use crate::time::{Offers, TimeWindow, Trigger, WindowAssigner};
 use crate::BoxError;
 use std::cmp::Ordering;
 use std::hash::Hash;
@@ -32,11 +32,16 @@ where
         self
     }
 
-    /// Replaces the assigner's default trigger.
+    /// Replaces the assigner's default trigger. An event-time trigger
+    /// ([`Trigger::Time`] = [`EventTime`](crate::time::EventTime)) needs a stream with
+    /// chosen event time, like an event-time window (a compile error otherwise).
     pub fn trigger<Tr2: Trigger<P::Out>>(
         self,
         trigger: Tr2,
-    ) -> WindowedStream<P, KF, K, A, Tr2, L, E> {
+    ) -> WindowedStream<P, KF, K, A, Tr2, L, E>
+    where
+        P::Time: Offers<Tr2::Time>,
+    {
         WindowedStream {
             keyed: self.keyed,
             assigner: self.assigner,

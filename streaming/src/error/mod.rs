@@ -206,6 +206,15 @@ pub enum Error {
         max: usize,
     },
 
+    /// A keyed process function registered an event-time timer on a stream whose records
+    /// carry no chosen event time ([`NoEventTime`](crate::time::NoEventTime)): no watermark
+    /// would ever fire it before the end of input. The timer is not registered.
+    #[error("operator `{operator}`: event-time timer on a stream whose event time was never chosen; choose it before `key_by` with `.assign_timestamps_and_watermarks_with(assigner, generator)`, or start from a source with timestamps (`MemoryEnv::from_timestamped_collection`, `.with_ingestion_time()` after a memory source, a Redis topic)")]
+    NoEventTime {
+        /// The process operator.
+        operator: OperatorId,
+    },
+
     /// Stored state could not be decoded or encoded (JSON).
     #[error("operator `{operator}`: state `{state}` could not be decoded or encoded: {reason}")]
     StateDecode {
@@ -249,7 +258,8 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// A setting or argument is invalid ([`Error::InvalidConfig`]): fix the configuration.
+    /// A setting or argument is invalid ([`Error::InvalidConfig`]), or the pipeline uses
+    /// event time it never chose ([`Error::NoEventTime`]): fix the configuration.
     Config,
     /// A user function, source or sink returned an error or panicked
     /// ([`Error::UserFunction`], [`Error::Panic`], [`Error::Source`], [`Error::Permanent`]).
@@ -322,7 +332,7 @@ impl Error {
     /// What this error is about.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::InvalidConfig { .. } => ErrorKind::Config,
+            Error::InvalidConfig { .. } | Error::NoEventTime { .. } => ErrorKind::Config,
             Error::UserFunction { .. }
             | Error::Panic { .. }
             | Error::Source { .. }

@@ -187,6 +187,7 @@ fn table_connection_and_server() -> Vec<(Error, ErrorKind, bool)> {
             State,
             false,
         ),
+        (Error::NoEventTime { operator: op() }, Config, false),
         (
             Error::TimerQueueFull {
                 operator: op(),

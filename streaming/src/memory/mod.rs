@@ -8,14 +8,30 @@
 //! pipeline's state, not by the input length.
 //!
 //! Semantics:
-//! - records from [`MemoryEnv::from_collection`] get timestamps `0..N-1`;
+//! - event time is never invented: every source says whether its records carry event
+//!   time, and the stream's type carries it ([`Plan::Time`](crate::dataflow::Plan::Time)).
+//!   [`MemoryEnv::from_collection`], [`MemoryEnv::from_elements`],
+//!   [`MemoryEnv::from_collection_partitioned`] and [`MemoryEnv::add_source`] give none
+//!   ([`NoTimestamps`]): an event-time window or trigger, or
+//!   `assign_timestamps_and_watermarks(generator)`, on such a stream is a compile error,
+//!   an event-time timer of a keyed process function fails the record
+//!   ([`Error::NoEventTime`](crate::Error::NoEventTime)), and `ctx.timestamp()` is
+//!   `i64::MIN`. Event time comes from the elements
+//!   ([`MemoryEnv::from_timestamped_collection`] and its partitioned form take
+//!   `(element, event time ms)` pairs; [`MemoryEnv::add_timestamped_source`] takes a
+//!   source that emits with `collect_with_timestamp`), from a timestamp assigner
+//!   ([`DataStream::assign_timestamps_and_watermarks_with`](crate::DataStream::assign_timestamps_and_watermarks_with)),
+//!   or from the ingestion clock when asked for
+//!   ([`DataStream::with_ingestion_time`](crate::DataStream::with_ingestion_time)):
+//!   record `i` of the source, from 0 in input order, arrives at `i` ms;
 //! - [`MemoryEnv::from_collection_partitioned`] replays a collection as N partitions, one
 //!   chain (state, watermark) per partition, like the Redis engine;
 //! - without `assign_timestamps_and_watermarks` there is no watermark until end of input;
 //! - at end of input the watermark becomes `i64::MAX`: every event-time timer fires, every
 //!   window reaches its cleanup time and emits what it never emitted;
 //! - triggers' processing-time timers are never served; process functions' processing time
-//!   is the highest record timestamp seen;
+//!   is the highest record timestamp seen (on a stream without event time, the ingestion
+//!   clock: record `i` at `i` ms);
 //! - keyed state (user state, rolling reduce/sum, windows) is snapshotted by the
 //!   [`CheckpointCoordinator`] when checkpointing is enabled.
 
@@ -24,10 +40,15 @@ pub(crate) mod env;
 pub(crate) mod partition;
 pub(crate) mod run;
 pub(crate) mod runtime;
+mod timestamps;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use env::MemoryEnv;
 pub use run::JobSummary;
+pub use timestamps::{
+    CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
+    SourceTimestamps,
+};
 
 pub use runtime::DrivenClock;
 pub(crate) use runtime::{drive, MemoryRuntime};

@@ -3,6 +3,8 @@
 
 use super::env::{check_source_id, MemoryEnv};
 use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
+use super::timestamps::NoTimestamps;
+use super::timestamps::{CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource};
 use super::{drive, MemoryRuntime};
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
@@ -10,6 +12,7 @@ use crate::ops::{guard, Operator, OperatorId};
 use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 impl MemoryEnv {
@@ -22,8 +25,12 @@ impl MemoryEnv {
     /// Partition of an item: `key(item)` = `Some(k)` → [`partition_for_key`]`(k, partitions)`
     /// (FNV-1a, what the Redis producer uses for a message with key `k`); `None` → round
     /// robin over the keyless items in input order (the i-th keyless item, from 0, goes to
-    /// partition `i % partitions`, as from a fresh producer). Each item keeps its timestamp
-    /// of [`from_collection`](Self::from_collection): its index (ms) in the whole input.
+    /// partition `i % partitions`, as from a fresh producer). Like
+    /// [`from_collection`](Self::from_collection) the items have no timestamps (event-time
+    /// windows do not compile on the stream); see
+    /// [`from_timestamped_collection_partitioned`](Self::from_timestamped_collection_partitioned)
+    /// and [`with_ingestion_time`](DataStream::with_ingestion_time) (the ingestion clock
+    /// counts the whole input: item `i` arrives at `i` ms whatever its partition).
     /// Within a partition items keep their input order.
     ///
     /// Running: partitions run one after another (0, 1, …), each to the end of its input
@@ -80,6 +87,73 @@ impl MemoryEnv {
         self.from_collection_partitioned_with_id(id, items, partitions, key)
     }
 
+    /// Like [`from_collection_partitioned`](Self::from_collection_partitioned), for
+    /// `(element, event time ms)` pairs as in
+    /// [`from_timestamped_collection`](Self::from_timestamped_collection): `key` sees the
+    /// element, and each element keeps its event time in its partition.
+    ///
+    /// # Panics
+    /// If `partitions` is 0.
+    ///
+    /// # Errors
+    /// As [`from_collection_partitioned`](Self::from_collection_partitioned).
+    pub fn from_timestamped_collection_partitioned<I, T, KF, K>(
+        &self,
+        items: I,
+        partitions: u32,
+        key: KF,
+    ) -> DataStream<PartitionedSource<I, KF, GivenTimestamps>>
+    where
+        I: IntoIterator<Item = (T, i64)>,
+        KF: FnMut(&T) -> Option<K>,
+        K: AsRef<str>,
+    {
+        let id = self.next_source_id();
+        self.from_timestamped_collection_partitioned_with_id(id, items, partitions, key)
+    }
+
+    /// Like [`from_timestamped_collection_partitioned`](Self::from_timestamped_collection_partitioned)
+    /// with an explicit source id.
+    ///
+    /// # Panics
+    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`, or
+    /// `partitions` is 0.
+    ///
+    /// # Errors
+    /// As [`from_collection_partitioned`](Self::from_collection_partitioned).
+    pub fn from_timestamped_collection_partitioned_with_id<I, T, KF, K>(
+        &self,
+        source_id: impl Into<String>,
+        items: I,
+        partitions: u32,
+        key: KF,
+    ) -> DataStream<PartitionedSource<I, KF, GivenTimestamps>>
+    where
+        I: IntoIterator<Item = (T, i64)>,
+        KF: FnMut(&T) -> Option<K>,
+        K: AsRef<str>,
+    {
+        self.partitioned(source_id.into(), items, partitions, key)
+    }
+
+    fn partitioned<I, KF, Ts>(
+        &self,
+        id: String,
+        items: I,
+        partitions: u32,
+        key: KF,
+    ) -> DataStream<PartitionedSource<I, KF, Ts>>
+    where
+        I: IntoIterator,
+        Ts: CollectionItem<I::Item>,
+    {
+        check_source_id(&id);
+        DataStream::new(
+            PartitionedSource::new(self.clone(), id.clone(), items, partitions, key),
+            id,
+        )
+    }
+
     /// Like [`from_collection_partitioned`](Self::from_collection_partitioned) with an
     /// explicit source id, which prefixes the ids of its operators.
     ///
@@ -101,37 +175,50 @@ impl MemoryEnv {
         KF: FnMut(&I::Item) -> Option<K>,
         K: AsRef<str>,
     {
-        let id = source_id.into();
-        check_source_id(&id);
-        DataStream::new(
-            PartitionedSource::new(self.clone(), id.clone(), items, partitions, key),
-            id,
-        )
+        self.partitioned(source_id.into(), items, partitions, key)
     }
 }
 
-/// The plan of [`MemoryEnv::from_collection_partitioned`].
+/// The plan of [`MemoryEnv::from_collection_partitioned`] and
+/// [`MemoryEnv::from_timestamped_collection_partitioned`]; `Ts` says how its records get
+/// timestamps.
 ///
 /// Cloning it is cheap: clones share the input, which the run takes once.
-pub struct PartitionedSource<I, KF> {
+pub struct PartitionedSource<I, KF, Ts = NoTimestamps> {
     env: MemoryEnv,
     id: Rc<str>,
     partitions: u32,
     input: Rc<RefCell<Option<(I, KF)>>>,
+    _ts: PhantomData<fn() -> Ts>,
 }
 
-impl<I, KF> Clone for PartitionedSource<I, KF> {
+impl<I, KF, Ts> Clone for PartitionedSource<I, KF, Ts> {
     fn clone(&self) -> Self {
         PartitionedSource {
             env: self.env.clone(),
             id: Rc::clone(&self.id),
             partitions: self.partitions,
             input: Rc::clone(&self.input),
+            _ts: PhantomData,
         }
     }
 }
 
-impl<I, KF> PartitionedSource<I, KF> {
+impl<I, KF> IngestionTimeSource<PartitionedSource<I, KF, IngestionTime>>
+    for PartitionedSource<I, KF, NoTimestamps>
+{
+    fn on_ingestion_time(self) -> PartitionedSource<I, KF, IngestionTime> {
+        PartitionedSource {
+            env: self.env,
+            id: self.id,
+            partitions: self.partitions,
+            input: self.input,
+            _ts: PhantomData,
+        }
+    }
+}
+
+impl<I, KF, Ts> PartitionedSource<I, KF, Ts> {
     pub(crate) fn new(env: MemoryEnv, id: String, items: I, partitions: u32, key: KF) -> Self {
         assert!(partitions > 0, "partitions must be ≥ 1");
         PartitionedSource {
@@ -139,6 +226,7 @@ impl<I, KF> PartitionedSource<I, KF> {
             id: id.into(),
             partitions,
             input: Rc::new(RefCell::new(Some((items, key)))),
+            _ts: PhantomData,
         }
     }
 
@@ -150,30 +238,33 @@ impl<I, KF> PartitionedSource<I, KF> {
     }
 }
 
-impl<I, KF> Sealed for PartitionedSource<I, KF> {}
+impl<I, KF, Ts> Sealed for PartitionedSource<I, KF, Ts> {}
 
-impl<I: IntoIterator, KF> Plan for PartitionedSource<I, KF> {
-    type Out = I::Item;
+impl<I: IntoIterator, KF, Ts: CollectionItem<I::Item>> Plan for PartitionedSource<I, KF, Ts> {
+    type Out = Ts::Out;
     type Root = Self;
-    type Head = I::Item;
+    type Head = Ts::Out;
+    type Time = Ts::Time;
 
     fn root(&self) -> &Self {
         self
     }
 }
 
-impl<I: IntoIterator, KF> BuildPlan<MemoryRuntime> for PartitionedSource<I, KF> {
-    fn build<O: Operator<I::Item>>(
+impl<I: IntoIterator, KF, Ts: CollectionItem<I::Item>> BuildPlan<MemoryRuntime>
+    for PartitionedSource<I, KF, Ts>
+{
+    fn build<O: Operator<Ts::Out>>(
         self,
         _rt: &MemoryRuntime,
         downstream: O,
-    ) -> Result<(Self, impl Operator<I::Item> + use<I, KF, O>), Error> {
+    ) -> Result<(Self, impl Operator<Ts::Out> + use<I, KF, Ts, O>), Error> {
         Ok((self, downstream))
     }
 }
 
-impl<I: IntoIterator, KF> MemoryRoot for PartitionedSource<I, KF> {
-    type Item = I::Item;
+impl<I: IntoIterator, KF, Ts: CollectionItem<I::Item>> MemoryRoot for PartitionedSource<I, KF, Ts> {
+    type Item = Ts::Out;
     type Runner = PerPartition;
 
     fn runtime(&self) -> MemoryRuntime {
@@ -181,35 +272,39 @@ impl<I: IntoIterator, KF> MemoryRoot for PartitionedSource<I, KF> {
     }
 
     /// Drives the whole input through one chain, as one partition.
-    fn drive<O: Operator<I::Item>>(self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<Ts::Out>>(self, mut op: O) -> Result<(), Error> {
         let (items, _key) = self.take_input();
         drive(&mut op, |op| {
-            for (ts, item) in (0i64..).zip(items) {
-                op.process(item, ts)?;
+            for (arrival, item) in (0i64..).zip(items) {
+                let (value, ts) = Ts::split(item, arrival);
+                op.process(value, ts)?;
             }
             Ok(())
         })
     }
 }
 
-/// One partition's items with their timestamps, in input order.
+/// One partition's elements with their record timestamps, in input order.
 type Part<T> = Vec<(i64, T)>;
 
-/// Splits `items` into `n` partitions of `(timestamp, item)`, timestamps = input index.
-fn split<I, KF, K>(
+/// Splits `items` into `n` partitions of `(timestamp, element)`; `Ts` gives each element
+/// and its timestamp from the item and its input index.
+fn split<I, KF, K, Ts>(
     items: I,
     mut key: KF,
     n: u32,
     guard_id: &OperatorId,
-) -> Result<Vec<Part<I::Item>>, Error>
+) -> Result<Vec<Part<Ts::Out>>, Error>
 where
     I: IntoIterator,
-    KF: FnMut(&I::Item) -> Option<K>,
+    Ts: CollectionItem<I::Item>,
+    KF: FnMut(&Ts::Out) -> Option<K>,
     K: AsRef<str>,
 {
-    let mut parts: Vec<Part<I::Item>> = (0..n).map(|_| Vec::new()).collect();
+    let mut parts: Vec<Part<Ts::Out>> = (0..n).map(|_| Vec::new()).collect();
     let mut keyless = 0u64;
-    for (ts, item) in (0i64..).zip(items) {
+    for (arrival, item) in (0i64..).zip(items) {
+        let (item, ts) = Ts::split(item, arrival);
         let p = match guard(guard_id, || key(&item))? {
             Some(k) => partition_for_key(k.as_ref(), n),
             None => {
@@ -252,11 +347,12 @@ impl<T, O: Operator<T>> Operator<T> for PartitionOutput<'_, O> {
     }
 }
 
-impl<P, I, KF, K> RunMemory<PerPartition> for P
+impl<P, I, KF, K, Ts> RunMemory<PerPartition> for P
 where
-    P: BuildPlan<MemoryRuntime> + Plan<Root = PartitionedSource<I, KF>, Head = I::Item> + Clone,
+    P: BuildPlan<MemoryRuntime> + Plan<Root = PartitionedSource<I, KF, Ts>, Head = Ts::Out> + Clone,
     I: IntoIterator,
-    KF: FnMut(&I::Item) -> Option<K>,
+    Ts: CollectionItem<I::Item>,
+    KF: FnMut(&Ts::Out) -> Option<K>,
     K: AsRef<str>,
 {
     fn run_memory<O: Operator<P::Out>>(self, mut op: O) -> Result<JobSummary, Error> {
@@ -279,7 +375,7 @@ where
         }
         let guard_id = OperatorId::new(&root.id, 0, "partition");
         let (items, key) = root.take_input();
-        let parts = split(items, key, n, &guard_id)?;
+        let parts = split::<I, KF, K, Ts>(items, key, n, &guard_id)?;
         let result = op.open().and_then(|()| {
             let mut plan = Some(self);
             let last = parts.len() - 1;

@@ -174,6 +174,8 @@ pub(crate) struct ContextTimes {
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
+    /// Whether the stream's records carry chosen event time.
+    pub(crate) event_time: bool,
 }
 
 impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
@@ -232,6 +234,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
             timestamp: times.timestamp,
             watermark: times.watermark,
             processing_time: times.processing_time,
+            event_time: times.event_time,
             timers,
             state: &mut self.backend,
             opener: &mut self.tracking,
@@ -306,6 +309,8 @@ pub struct KeyedProcess<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> {
     state: Shared<ProcessState<K, P>>,
     watermark: i64,
     processing_time: i64,
+    /// Whether the stream's records carry chosen event time (event-time timers allowed).
+    event_time: bool,
     requests: Vec<KeyedTimerRequest>,
     out: Vec<PF::Out>,
     next: N,
@@ -317,6 +322,7 @@ impl<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> KeyedProcess<KF, K, T, 
         id: OperatorId,
         key_fn: KF,
         function: PF,
+        event_time: bool,
         state: Shared<ProcessState<K, P>>,
         next: N,
     ) -> Self {
@@ -327,6 +333,7 @@ impl<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> KeyedProcess<KF, K, T, 
             state,
             watermark: MIN_WATERMARK,
             processing_time: MIN_WATERMARK,
+            event_time,
             requests: Vec::new(),
             out: Vec::new(),
             next,
@@ -429,6 +436,7 @@ where
                 timestamp: time,
                 watermark: self.watermark,
                 processing_time: self.processing_time,
+                event_time: self.event_time,
             };
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;
@@ -475,6 +483,7 @@ where
                 timestamp,
                 watermark: self.watermark,
                 processing_time: self.processing_time,
+                event_time: self.event_time,
             };
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;

@@ -84,6 +84,9 @@ pub struct AssignWatermarks<TA, G, C, N> {
     id: OperatorId,
     assigner: TA,
     generator: G,
+    /// Whether incoming records carry chosen event time (else the assigner sees
+    /// `i64::MIN` as their timestamp).
+    timed: bool,
     output: WatermarkOutput,
     emitted: i64,
     restored: bool,
@@ -94,11 +97,15 @@ pub struct AssignWatermarks<TA, G, C, N> {
 
 impl<TA, G, C, N> AssignWatermarks<TA, G, C, N> {
     /// An assigner operator with id `id` feeding `next`, keeping its watermark in `state`;
-    /// `counters` are those of the chain's window operators.
+    /// `counters` are those of the chain's window operators. `timed`: whether incoming
+    /// records carry chosen event time; when not, the assigner sees `i64::MIN` as a
+    /// record's timestamp.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: OperatorId,
         assigner: TA,
         generator: G,
+        timed: bool,
         state: Shared<WatermarkState<C>>,
         counters: Rc<Counters>,
         next: N,
@@ -107,6 +114,7 @@ impl<TA, G, C, N> AssignWatermarks<TA, G, C, N> {
             id,
             assigner,
             generator,
+            timed,
             output: WatermarkOutput::default(),
             emitted: MIN_WATERMARK,
             restored: false,
@@ -151,10 +159,11 @@ where
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         self.restore()?;
         let keep = self.counters.may_reject_records.get();
+        let previous = if self.timed { timestamp } else { MIN_WATERMARK };
         let (assigner, generator, output) =
             (&mut self.assigner, &mut self.generator, &mut self.output);
         let (ts, before) = guard(&self.id, || {
-            let ts = assigner.extract_timestamp(&value, timestamp);
+            let ts = assigner.extract_timestamp(&value, previous);
             let before = keep.then(|| (generator.clone(), *output));
             generator.on_event(&value, ts, output);
             generator.on_periodic_emit(output);

@@ -25,10 +25,13 @@ pub trait RedisPortable: Clone + Send + 'static {}
 
 impl Sealed for MqTopicSource {}
 
+/// Timed: a record's event time is its message's timestamp (the one the producer set, else
+/// the send time).
 impl Plan for MqTopicSource {
     type Out = Message;
     type Root = Self;
     type Head = Message;
+    type Time = crate::time::EventTime;
 
     fn root(&self) -> &Self {
         self
@@ -206,6 +209,12 @@ impl RedisEnv {
     /// process a topic from its beginning, pass
     /// `SubscriptionOptions::builder().start(StartPolicy::Earliest).build()?` to
     /// [`from_mq_topic_with_options`](Self::from_mq_topic_with_options).
+    ///
+    /// Each record's event time is its message's timestamp
+    /// ([`Message::timestamp_ms`](crate::mq::Message::timestamp_ms): the one the producer
+    /// set, else the time it was sent), and the engine's watermark follows it per
+    /// partition (`watermark_out_of_orderness`), so event-time windows and timers run on
+    /// the stream as it is ([`EventTime`](crate::time::EventTime)).
     pub fn from_mq_topic(&self, topic: &str, group: &str) -> DataStream<MqTopicSource> {
         self.from_mq_topic_with_options(topic, group, SubscriptionOptions::default())
     }
@@ -551,6 +560,7 @@ impl<R: Runtime> BuildPlan<R> for MqTopicSource {
             id,
             RecordTimestamp,
             generator,
+            true,
             state,
             rt.counters(),
             downstream,

@@ -499,6 +499,7 @@ mod tests {
             timestamp: 0,
             watermark: 0,
             processing_time: 0,
+            event_time: true,
         };
         (st.with_context(&key.to_string(), times, &mut Vec::new(), f)).unwrap()
     }

@@ -69,6 +69,7 @@ use crate::fragment::{Fragment, FragmentInput};
 use crate::memory::runtime::StoreRegistry;
 use crate::memory::{DrivenClock, JobSummary, MemoryRuntime};
 use crate::ops::{Counters, Operator};
+use crate::time::StreamTime;
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -132,10 +133,11 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
     /// # Errors
     /// A configuration error of the fragment (e.g. a window size of 0), or an operator
     /// that failed to open.
-    pub fn new<F, G>(fragment: G) -> Result<Self, Error>
+    pub fn new<F, G, Tm>(fragment: G) -> Result<Self, Error>
     where
-        G: FnOnce(crate::fragment::Input<In>) -> F,
-        F: Fragment<In, Out = Out>,
+        G: FnOnce(crate::fragment::Input<In, Tm>) -> F,
+        F: Fragment<In, Tm, Out = Out>,
+        Tm: StreamTime,
     {
         Self::with_source_id(DEFAULT_SOURCE_ID, fragment)
     }
@@ -149,10 +151,11 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
     ///
     /// # Panics
     /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`.
-    pub fn with_source_id<F, G>(source_id: &str, fragment: G) -> Result<Self, Error>
+    pub fn with_source_id<F, G, Tm>(source_id: &str, fragment: G) -> Result<Self, Error>
     where
-        G: FnOnce(crate::fragment::Input<In>) -> F,
-        F: Fragment<In, Out = Out>,
+        G: FnOnce(crate::fragment::Input<In, Tm>) -> F,
+        F: Fragment<In, Tm, Out = Out>,
+        Tm: StreamTime,
     {
         crate::memory::env::check_source_id(source_id);
         let input = DataStream::new(FragmentInput::new(), source_id.to_string());

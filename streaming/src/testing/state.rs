@@ -105,6 +105,7 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
             timestamp: self.watermark,
             watermark: self.watermark,
             processing_time: self.processing_time,
+            event_time: true,
         };
         let mut ignored_timers = Vec::new();
         state.with_context(key, times, &mut ignored_timers, read)

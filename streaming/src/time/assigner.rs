@@ -13,6 +13,12 @@ pub trait WindowAssigner: Clone + 'static {
     /// The trigger a window gets when the pipeline sets none.
     type DefaultTrigger: Clone + 'static;
 
+    /// What the assigner needs of the stream: [`EventTime`](super::EventTime) when its
+    /// windows are cut by element timestamps and end by the watermark (a compile error on
+    /// a stream whose event time was never chosen); [`NoEventTime`](super::NoEventTime)
+    /// when it needs neither ([`GlobalWindows`]).
+    type Time: super::StreamTime;
+
     /// Calls `emit` once for every window that contains `timestamp` (ms) — none when the
     /// timestamp falls between windows (sliding windows with `slide > size`) — in
     /// descending order of window start (Flink's order: windows created by one element
@@ -29,13 +35,14 @@ pub trait WindowAssigner: Clone + 'static {
     /// Whether windows of this assigner merge when they intersect or touch.
     fn is_merging(&self) -> bool;
 
-    /// Whether the windows end in event time (Flink `isEventTime`), true by default.
+    /// Whether the windows end in event time (Flink `isEventTime`): by default whether
+    /// [`Time`](Self::Time) is [`EventTime`](super::EventTime).
     /// When false ([`GlobalWindows`]) no element is late, allowed lateness does not
     /// apply, and a window is cleaned up only by the final watermark (`i64::MAX`: end of
     /// input on the memory engine, an idle flush on the Redis engine), which first emits
     /// contents never emitted.
     fn is_event_time(&self) -> bool {
-        true
+        <Self::Time as super::StreamTime>::IS_EVENT_TIME
     }
 }
 
@@ -118,6 +125,7 @@ impl TumblingEventTimeWindows {
 }
 
 impl WindowAssigner for TumblingEventTimeWindows {
+    type Time = super::EventTime;
     type DefaultTrigger = EventTimeTrigger;
 
     fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
@@ -173,6 +181,7 @@ impl SlidingEventTimeWindows {
 }
 
 impl WindowAssigner for SlidingEventTimeWindows {
+    type Time = super::EventTime;
     type DefaultTrigger = EventTimeTrigger;
 
     fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
@@ -235,6 +244,7 @@ impl EventTimeSessionWindows {
 }
 
 impl WindowAssigner for EventTimeSessionWindows {
+    type Time = super::EventTime;
     type DefaultTrigger = EventTimeTrigger;
 
     fn assign_windows(&self, timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
@@ -279,6 +289,7 @@ impl GlobalWindows {
 }
 
 impl WindowAssigner for GlobalWindows {
+    type Time = super::NoEventTime;
     type DefaultTrigger = TriggerRequired;
 
     fn assign_windows(&self, _timestamp: i64, mut emit: impl FnMut(TimeWindow)) -> Result<(), i64> {
@@ -291,10 +302,6 @@ impl WindowAssigner for GlobalWindows {
     }
 
     fn is_merging(&self) -> bool {
-        false
-    }
-
-    fn is_event_time(&self) -> bool {
         false
     }
 }

@@ -14,6 +14,7 @@
 
 mod assigner;
 pub(crate) mod clock;
+mod event_time;
 pub(crate) mod trigger;
 mod watermark;
 mod window;
@@ -23,6 +24,7 @@ pub use assigner::{
     TumblingEventTimeWindows, WindowAssigner,
 };
 pub use clock::{Clock, RecordClock, WallClock};
+pub use event_time::{EventTime, NoEventTime, Offers, StreamTime};
 pub use trigger::{
     ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger, ProcessingTimeTrigger,
     PurgingTrigger, Trigger, TriggerContext, TriggerResult,

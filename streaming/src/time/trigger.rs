@@ -93,6 +93,12 @@ impl TriggerContext<'_> {
     note = "`GlobalWindows` has no default trigger: set one with `.trigger(..)` after `.window(..)`, e.g. `.trigger(CountTrigger::of(100)?)`"
 )]
 pub trait Trigger<T>: Clone + 'static {
+    /// What the trigger needs of the stream: [`EventTime`](super::EventTime) when it
+    /// registers event-time timers or reads element timestamps (such a trigger does not
+    /// compile on a stream whose event time was never chosen), else
+    /// [`NoEventTime`](super::NoEventTime).
+    type Time: super::StreamTime;
+
     /// Called for every element added to `window`, with the element's timestamp (ms).
     fn on_element(
         &mut self,
@@ -142,6 +148,8 @@ pub trait Trigger<T>: Clone + 'static {
 pub struct EventTimeTrigger;
 
 impl<T> Trigger<T> for EventTimeTrigger {
+    type Time = super::EventTime;
+
     fn on_element(
         &mut self,
         _element: &T,
@@ -206,6 +214,8 @@ impl CountTrigger {
 }
 
 impl<T> Trigger<T> for CountTrigger {
+    type Time = super::NoEventTime;
+
     fn on_element(
         &mut self,
         _element: &T,
@@ -237,6 +247,8 @@ impl<T> Trigger<T> for CountTrigger {
 pub struct ProcessingTimeTrigger;
 
 impl<T> Trigger<T> for ProcessingTimeTrigger {
+    type Time = super::NoEventTime;
+
     fn on_element(
         &mut self,
         _element: &T,
@@ -294,6 +306,8 @@ fn purging(r: TriggerResult) -> TriggerResult {
 }
 
 impl<T, Tr: Trigger<T>> Trigger<T> for PurgingTrigger<Tr> {
+    type Time = Tr::Time;
+
     fn on_element(
         &mut self,
         element: &T,
@@ -382,6 +396,8 @@ impl ContinuousEventTimeTrigger {
 }
 
 impl<T> Trigger<T> for ContinuousEventTimeTrigger {
+    type Time = super::EventTime;
+
     fn on_element(
         &mut self,
         _element: &T,

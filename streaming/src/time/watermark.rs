@@ -127,7 +127,8 @@ impl<T> WatermarkGenerator<T> for NoWatermarks {
 }
 
 /// Extracts an element's event time (Flink `TimestampAssigner`). Implemented for closures
-/// `FnMut(&T, i64) -> i64` receiving the element and its current record timestamp (ms).
+/// `FnMut(&T, i64) -> i64` receiving the element and its current record timestamp (ms;
+/// `i64::MIN` on a stream whose event time was never chosen: the record has none).
 pub trait TimestampAssigner<T> {
     /// The element's event time in ms.
     fn extract_timestamp(&mut self, element: &T, record_timestamp: i64) -> i64;

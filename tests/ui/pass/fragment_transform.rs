@@ -1,12 +1,13 @@
 use streaming::fragment::{Fragment, Input};
+use streaming::time::NoEventTime;
 use streaming::{pipeline, MemoryEnv};
 
-fn evens_doubled(numbers: Input<i32>) -> impl Fragment<i32, Out = i32> {
+fn evens_doubled(numbers: Input<i32, NoEventTime>) -> impl Fragment<i32, NoEventTime, Out = i32> {
     pipeline! { numbers.filter(|x: &i32| x % 2 == 0).map(|x: i32| x * 2) }
 }
 
 /// The builder form of a fragment.
-fn plus_one(numbers: Input<i32>) -> impl Fragment<i32, Out = i32> {
+fn plus_one(numbers: Input<i32, NoEventTime>) -> impl Fragment<i32, NoEventTime, Out = i32> {
     numbers.map(|x: i32| x + 1)
 }
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 use streaming::time::{
     BoundedOutOfOrderness as Bounded, CountTrigger as Count, PurgingTrigger as Purging,
-    TimeWindow, Trigger, TumblingEventTimeWindows as Tumbling, WindowAssigner,
+    EventTime, Offers, TimeWindow, Trigger, TumblingEventTimeWindows as Tumbling, WindowAssigner,
 };
 use streaming::{pipeline, Error, MemoryEnv};
 
@@ -20,9 +20,10 @@ fn sums<W>(env: &MemoryEnv, assigner: W) -> Result<Vec<i32>, Error>
 where
     W: WindowAssigner,
     W::DefaultTrigger: Trigger<i32>,
+    EventTime: Offers<W::Time>,
 {
     pipeline! {
-        env.from_elements([1, 2])
+        env.from_timestamped_collection([(1, 0), (2, 1)])
             .key_by(|_: &i32| ())
             .window(assigner)
             .reduce(|a, b| a + b)
@@ -34,6 +35,7 @@ fn main() {
     let env = MemoryEnv::new();
     let out = pipeline! {
         env.from_elements([1, 2, 3])
+            .with_ingestion_time()
             .assign_timestamps_and_watermarks(Bounded::new(Duration::from_millis(10)))
             .key_by(|_: &i32| ())
             .window(Tumbling::of(Duration::from_secs(1)))
@@ -55,7 +57,7 @@ fn main() {
     assert_eq!(out.unwrap(), [(0, 2), (100, 1)]);
 
     let out = pipeline! {
-        env.from_elements([1, 2])
+        env.from_timestamped_collection([(1, 0), (2, 1)])
             .key_by(|_: &i32| ())
             .window(window_of(1_000))
             .reduce(|a, b| a + b)
@@ -65,7 +67,7 @@ fn main() {
     assert_eq!(sums(&env, window_of(1_000).unwrap()).unwrap(), [3]);
 
     let err = pipeline! {
-        env.from_elements([1])
+        env.from_timestamped_collection([(1, 0)])
             .key_by(|_: &i32| ())
             .window(Tumbling::of(Duration::ZERO))
             .reduce(|a, b| a + b)
@@ -75,7 +77,7 @@ fn main() {
     assert!(matches!(err, Error::InvalidConfig { field: "size", .. }), "{err}");
 
     let err = pipeline! {
-        env.from_elements([1])
+        env.from_timestamped_collection([(1, 0)])
             .key_by(|_: &i32| ())
             .window(Tumbling::of(Duration::from_secs(1)))
             .trigger(Purging::of(Count::of(0)))

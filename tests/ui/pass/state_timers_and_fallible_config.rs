@@ -4,7 +4,7 @@ use streaming::{pipeline, Error, MemoryEnv};
 
 fn run(env: &MemoryEnv, slide: Duration) -> Result<Vec<u64>, Error> {
     pipeline! {
-        env.from_elements([1u64, 2, 3])
+        env.from_timestamped_collection([(1u64, 0), (2, 500), (3, 1_000)])
             .key_by(|x: &u64| x % 2)
             .window(SlidingEventTimeWindows::of(Duration::from_secs(2), slide)?)
             .trigger(CountTrigger::of(1))
@@ -27,7 +27,7 @@ fn main() {
                 let t = ctx.state(total)?.value() + e.1;
                 ctx.state(total)?.update(t);
                 ctx.state(seen)?.put(e.1, true);
-                ctx.register_event_time_timer(100);
+                ctx.register_event_time_timer(100)?;
                 out.collect(t);
                 Ok(())
             })

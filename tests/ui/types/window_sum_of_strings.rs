@@ -6,7 +6,7 @@ use streaming::{pipeline, MemoryEnv};
 fn main() {
     let env = MemoryEnv::new();
     let out = pipeline! {
-        env.from_elements(["a", "b"])
+        env.from_timestamped_collection([("a", 0), ("b", 1)])
             .key_by(|s: &&str| s.len())
             .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
             .sum()

@@ -16,6 +16,7 @@ mod tests {
         let env = MemoryEnv::new();
         let out = pipeline! {
             env.from_collection(0..6)
+                .with_ingestion_time()
                 .key_by(|x: &i32| x % 2)
                 .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
                 .trigger(CountTrigger::of(3))
@@ -31,7 +32,7 @@ mod tests {
         let env = MemoryEnv::new();
         let size = Duration::ZERO;
         let err = pipeline! {
-            env.from_elements([1u8])
+            env.from_timestamped_collection([(1u8, 0)])
                 .key_by(|x: &u8| *x)
                 .window(TumblingEventTimeWindows::of(size))
                 .count()
@@ -49,12 +50,13 @@ mod tests {
         let env = MemoryEnv::new();
         let out = pipeline! {
             env.from_elements([("a", 5i64), ("a", 7), ("b", 1)])
+                .with_ingestion_time()
                 .key_by(|e: &(&str, i64)| e.0)
                 .state(total: ValueState<i64> = 0)
                 .process(|e: (&str, i64), ctx, out| {
                     let t = ctx.state(total)?.value() + e.1;
                     ctx.state(total)?.update(t);
-                    ctx.register_event_time_timer(100);
+                    ctx.register_event_time_timer(100)?;
                     out.collect(t);
                     Ok(())
                 })

@@ -261,6 +261,11 @@ impl<K> KeyedStateBackend<K> {
 }
 
 impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
+    /// The id of the operator owning the state.
+    pub(crate) fn operator_id(&self) -> OperatorId {
+        OperatorId::from_text(self.operator.as_str())
+    }
+
     pub(crate) fn new(operator: String) -> Self {
         KeyedStateBackend {
             operator,

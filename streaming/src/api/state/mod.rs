@@ -147,6 +147,7 @@ mod tests {
             timestamp: 0,
             watermark: 0,
             processing_time: 0,
+            event_time: true,
             timers: &mut timers,
             state: b,
             opener: &mut opener,

@@ -27,6 +27,7 @@ fn with<R>(st: &mut Tracked, key: &str, f: impl FnOnce(&mut KeyedContext<'_, Str
         timestamp: 0,
         watermark: 0,
         processing_time: 0,
+        event_time: true,
     };
     st.with_context(&key.to_string(), times, &mut Vec::new(), f)
         .expect("the key is not poisoned")
@@ -237,6 +238,7 @@ fn the_memory_engine_logs_no_element_changes() {
         timestamp: 0,
         watermark: 0,
         processing_time: 0,
+        event_time: true,
     };
     st.with_context(&"k".to_string(), times, &mut Vec::new(), |c| {
         let m = c.state(&LAST).unwrap();

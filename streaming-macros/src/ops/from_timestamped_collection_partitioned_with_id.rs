@@ -1,0 +1,23 @@
+//! The `from_timestamped_collection_partitioned_with_id` operator.
+
+use super::prelude::*;
+
+/// The `from_timestamped_collection_partitioned_with_id` row of the operator table.
+pub(crate) const SPEC: OpSpec = OpSpec {
+    name: "from_timestamped_collection_partitioned_with_id",
+    role: Role::Source,
+    args: &[
+        arg("\"source-id\"", SourceId),
+        arg("items: impl IntoIterator<Item = (T, i64)>", Expr),
+        arg("partitions: u32", Expr),
+        arg("|&element| -> Option<key>", Expr),
+    ],
+    variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
+    engines: MEMORY,
+    expansion: Expansion::Method,
+    summary: "Like `from_timestamped_collection_partitioned`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
+    example: r#"
+let err = pipeline! { env.from_timestamped_collection_partitioned_with_id("numbers", [(1, 5), (0, 9)], 2, |_: &i32| None::<&str>).map(|x: i32| 1 / x).print() }.unwrap_err();
+assert!(err.to_string().contains("numbers/1:map"));
+"#,
+};
