@@ -256,16 +256,26 @@ pub mod redis;
 // only its partition function.
 pub mod mq;
 
-/// The guide: the event-time semantics both engines follow (and where they differ from
-/// Flink), how the Redis engine runs a job, the metrics it reports, and testing pipelines.
+/// The guide: testing pipelines, a service skeleton, the event-time semantics both engines
+/// follow (and where they differ from Flink), how the Redis engine runs a job and the
+/// metrics it reports, scaling out, exactly-once outputs, and the admin CLI. The crate's
+/// front page has the quick start.
 ///
+#[doc = include_str!("../docs/testing.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/service.md")]
+#[doc = ""]
 #[doc = include_str!("../docs/semantics.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/redis-engine.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/metrics.md")]
 #[doc = ""]
-#[doc = include_str!("../docs/testing.md")]
+#[doc = include_str!("../docs/scaling-out.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/exactly-once.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/admin-cli.md")]
 pub mod guide {}
 
 mod dataflow;
