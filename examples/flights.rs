@@ -13,8 +13,10 @@
 //!
 //! On the Redis engine every job produces the flights, in replay order, into a fresh topic
 //! (`flights-<job>-<pid>-<nanos>`; the job name is the topic name), runs the same pipeline
-//! text as the memory engine after a map from message to flight, prints the same lines as
-//! the memory engine and deletes the topic. `counts` uses 4 partitions keyed by carrier and
+//! text as the memory engine after a map from message to flight (payload
+//! `carrier,tailnum,sched_ms,dep_delay,row`, `counts` sends only
+//! `carrier,sched_ms,dep_delay`; message timestamp = the job's event time), prints the same
+//! lines as the memory engine and deletes the topic. `counts` uses 4 partitions keyed by carrier and
 //! parallelism 2, and is done once every message is acknowledged. `delays` (key = carrier)
 //! and `sessions` (key = tail number; flights without one are produced without a key) use
 //! `--partitions N` partitions (default 1) and parallelism `min(2, N)`, with a watermark
