@@ -22,7 +22,7 @@ fn counts(words: Input<String>) -> impl Fragment<String, Out = (String, i64)> {
                 let n = count.value() + 1;
                 count.update(n);
                 let at = ctx.timestamp() + 10;
-                ctx.register_event_time_timer(at);
+                ctx.register_event_time_timer(at)?;
                 ctx.register_processing_time_timer(1_000);
                 out.collect((w, n as i64));
                 Ok(())

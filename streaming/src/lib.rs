@@ -39,6 +39,9 @@
 //! - [`api`]: the traits user code implements (sources, sinks, aggregate and keyed process
 //!   functions), collectors, timer contexts and keyed state;
 //! - [`time`]: windows, assigners, triggers and watermark generators, shared by both engines;
+//! - [`fragment`]: pipelines written once as functions (`Input<T>` → `impl Fragment<T>`),
+//!   spliced into a pipeline on any engine with [`DataStream::transform`];
+//! - [`testing`]: the test driver, which runs a fragment record by record in a unit test;
 //! - [`memory`]: the in-memory engine's checkpoints and semantics;
 //! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
 //!   the pipeline, `blocking_start` starts it), its configuration, the job client and

@@ -226,7 +226,7 @@ async fn start_leaves_the_runtime_free_while_it_checks_the_server() {
         .mq_options(mq_opts)
         .build()
         .unwrap();
-    let env = RedisEnv::try_with_config(&format!("redis://{addr}/"), config).unwrap();
+    let env = RedisEnv::try_with_config(format!("redis://{addr}/"), config).unwrap();
     env.from_mq_topic("t", "g")
         .map(|m: Message| m.id)
         .sink(RedisListSink::<String>::text("out").unwrap())

@@ -111,8 +111,8 @@ fn worker() {
             vec![Box::new(id.clone()), Box::new(word.clone()), Box::new(*n)]
         },
     )
-    .unwrap()
-    .timeout(Duration::from_secs(10));
+    .and_then(|sink| sink.timeout(Duration::from_secs(10)))
+    .unwrap();
     let sink = TwoPhaseSink::new(Faulty {
         inner: rows,
         fault,
@@ -492,4 +492,25 @@ async fn a_new_owners_first_batch_sweeps_an_earlier_owners_late_prepare() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(v, [8]);
+}
+
+/// A bad setting is an error naming the field, at construction: a connection string that
+/// does not parse, an empty statement, a zero timeout.
+#[test]
+fn a_bad_setting_is_an_error_naming_its_field() {
+    let params = |_: &u64| -> PostgresParams { Vec::new() };
+    let field = |r: Result<PostgresSink<u64>, streaming::Error>| match r {
+        Err(streaming::Error::InvalidConfig { field, .. }) => field,
+        other => panic!("{:?}", other.map(|_| ())),
+    };
+    assert_eq!(
+        field(PostgresSink::new("host=", "SELECT 1", params)),
+        "connection"
+    );
+    assert_eq!(
+        field(PostgresSink::new("host=127.0.0.1", " ", params)),
+        "statement"
+    );
+    let sink = PostgresSink::new("host=127.0.0.1", "SELECT 1", params).unwrap();
+    assert_eq!(field(sink.timeout(Duration::ZERO)), "timeout");
 }

@@ -139,12 +139,17 @@ impl<T> PostgresSink<T> {
     /// default 10 s. A call that takes longer fails the batch (or the take) and is tried
     /// again on a new connection.
     ///
-    /// # Panics
-    /// If `timeout` is zero.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        assert!(!timeout.is_zero(), "PostgresSink timeout must be > 0");
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `timeout`) if `timeout` is zero.
+    pub fn timeout(mut self, timeout: Duration) -> Result<Self, Error> {
+        if timeout.is_zero() {
+            return Err(Error::InvalidConfig {
+                field: "timeout",
+                reason: "must be greater than 0".into(),
+            });
+        }
         self.timeout = timeout;
-        self
+        Ok(self)
     }
 
     /// `f` within the timeout; a connection error or a timeout drops the connection.
