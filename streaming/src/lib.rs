@@ -48,8 +48,9 @@
 //!   diagnostics, sinks; windows, timers and keyed state kept in Redis per partition;
 //! - [`mq`]: the Redis Streams message queue (topics, consumer groups, retry, dead letters)
 //!   the Redis engine reads from;
-//! - [`guide`]: the event-time semantics both engines follow, and how the Redis engine runs
-//!   a job.
+//! - [`guide`]: testing pipelines, a service skeleton, the event-time semantics both
+//!   engines follow, how the Redis engine runs a job (metrics, scaling out, exactly-once
+//!   outputs), and the admin CLI.
 //!
 //! # Cargo features
 //!
