@@ -267,6 +267,7 @@ pub mod __private {
         Then, TryMapStage, WatermarkStage, WindowOutput, WindowStage,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
+    pub use crate::memory::failures::RecordFailures;
     pub use crate::memory::partition::PartitionedSource;
     pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
     pub use crate::memory::runtime::MemoryRuntime;

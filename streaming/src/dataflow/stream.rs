@@ -27,6 +27,21 @@ impl<P: Plan> DataStream<P> {
         OperatorId::new(&self.source_id, self.position + 1, kind)
     }
 
+    /// The id of a part of the source (position 0), e.g. its dead-letter output.
+    pub(crate) fn source_part_id(&self, kind: &str) -> OperatorId {
+        OperatorId::new(&self.source_id, 0, kind)
+    }
+
+    /// The same stream with its plan (a root, before any operator) wrapped by `f`; the
+    /// operators added afterwards keep their ids.
+    pub(crate) fn wrap_root<Q: Plan>(self, f: impl FnOnce(P) -> Q) -> DataStream<Q> {
+        DataStream {
+            plan: f(self.plan),
+            source_id: self.source_id,
+            position: self.position,
+        }
+    }
+
     pub(crate) fn then<S: Stage<P::Out>>(self, stage: S) -> DataStream<Then<P, S>> {
         DataStream {
             plan: Then {

@@ -205,6 +205,17 @@ fn table_connection_and_server() -> Vec<(Error, ErrorKind, bool)> {
             false,
         ),
         (
+            Error::RecordNotUndone {
+                timestamp: 3,
+                source: Box::new(Error::Panic {
+                    operator: op(),
+                    message: "boom".into(),
+                }),
+            },
+            UserFunction,
+            false,
+        ),
+        (
             Error::Engine {
                 op: "execute_async",
                 reason: "already started".into(),

@@ -1,5 +1,6 @@
 //! [`MemoryEnv`]: the entry point of the in-memory engine, and its sources.
 
+use super::failures::{OnRecordError, RecordFailures};
 use super::run::{MemoryRoot, SingleChain};
 use super::CheckpointCoordinator;
 use super::{drive, MemoryRuntime};
@@ -15,6 +16,7 @@ use std::rc::Rc;
 struct EnvInner {
     coordinator: RefCell<Option<CheckpointCoordinator>>,
     sources: Cell<u32>,
+    on_record_error: Cell<OnRecordError>,
 }
 
 /// The in-memory execution environment.
@@ -42,6 +44,7 @@ impl std::fmt::Debug for MemoryEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryEnv")
             .field("checkpointing", &self.inner.coordinator.borrow().is_some())
+            .field("on_record_error", &self.inner.on_record_error.get())
             .finish()
     }
 }
@@ -68,11 +71,37 @@ impl MemoryEnv {
         self.inner.coordinator.borrow().clone()
     }
 
+    /// Sets what a pipeline started afterwards does with a source record that fails (see
+    /// [`OnRecordError`]; default [`OnRecordError::Retry`] with 3 retries, like the Redis
+    /// engine): dead-letter it and go on, or stop the run
+    /// ([`OnRecordError::StopRun`]). Clones of the environment share the setting.
+    ///
+    /// ```
+    /// use streaming::memory::OnRecordError;
+    /// use streaming::MemoryEnv;
+    /// let env = MemoryEnv::new();
+    /// let parse = |s: &str| s.parse::<u32>();
+    /// // Default: the bad record is dead-lettered, the run goes on.
+    /// let out = env.from_elements(["1", "x", "3"]).try_map(parse).collect_vec()?;
+    /// assert_eq!(out, [1, 3]);
+    /// // Stop the run at the first failure.
+    /// env.on_record_error(OnRecordError::StopRun);
+    /// let stopped = env.from_elements(["1", "x", "3"]).try_map(parse).collect_vec();
+    /// assert!(stopped.is_err());
+    /// # Ok::<(), streaming::Error>(())
+    /// ```
+    pub fn on_record_error(&self, policy: OnRecordError) -> &Self {
+        self.inner.on_record_error.set(policy);
+        self
+    }
+
+    /// What a failing source record does (see [`on_record_error`](Self::on_record_error)).
+    pub fn record_error_policy(&self) -> OnRecordError {
+        self.inner.on_record_error.get()
+    }
+
     pub(crate) fn runtime(&self) -> MemoryRuntime {
-        MemoryRuntime {
-            coordinator: self.checkpoint_coordinator(),
-            counters: Rc::default(),
-        }
+        MemoryRuntime::new(self.checkpoint_coordinator(), self.record_error_policy())
     }
 
     pub(crate) fn next_source_id(&self) -> String {
@@ -202,10 +231,14 @@ impl<I: IntoIterator> MemoryRoot for CollectionSource<I> {
         self.env.runtime()
     }
 
-    fn drive<O: Operator<I::Item>>(self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<I::Item>>(
+        self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, I::Item>,
+    ) -> Result<(), Error> {
         drive(&mut op, |op| {
             for (ts, item) in (0i64..).zip(self.items) {
-                op.process(item, ts)?;
+                failures.feed(op, item, ts)?;
             }
             Ok(())
         })
@@ -220,12 +253,13 @@ pub struct UserSource<S, T> {
     _t: std::marker::PhantomData<fn() -> T>,
 }
 
-struct Ctx<'a, O> {
+struct Ctx<'a, 'f, O, T> {
     op: &'a mut O,
     emitted: i64,
+    failures: &'a mut RecordFailures<'f, T>,
 }
 
-impl<T, O: Operator<T>> SourceContext<T> for Ctx<'_, O> {
+impl<T, O: Operator<T>> SourceContext<T> for Ctx<'_, '_, O, T> {
     #[inline]
     fn collect(&mut self, value: T) -> Result<(), Error> {
         let ts = self.emitted;
@@ -235,7 +269,7 @@ impl<T, O: Operator<T>> SourceContext<T> for Ctx<'_, O> {
     #[inline]
     fn collect_with_timestamp(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         self.emitted += 1;
-        self.op.process(value, timestamp)
+        self.failures.feed(self.op, value, timestamp)
     }
 }
 
@@ -269,7 +303,11 @@ impl<T, S: Source<T>> MemoryRoot for UserSource<S, T> {
         self.env.runtime()
     }
 
-    fn drive<O: Operator<T>>(mut self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<T>>(
+        mut self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, T>,
+    ) -> Result<(), Error> {
         let source_error = |id: &str, source| Error::Source {
             source_id: id.to_string(),
             source,
@@ -278,7 +316,11 @@ impl<T, S: Source<T>> MemoryRoot for UserSource<S, T> {
         let guard_id = OperatorId::new(&self.id, 0, "source");
         let source = &mut self.source;
         let result = drive(&mut op, |op| {
-            crate::ops::guard(&guard_id, || source.run(&mut Ctx { op, emitted: 0 }))?
+            crate::ops::guard(&guard_id, || source.run(&mut Ctx {
+                op,
+                emitted: 0,
+                failures,
+            }))?
         });
         let closed = self.source.close().map_err(|e| source_error(&self.id, e));
         result.and(closed)

@@ -20,13 +20,17 @@
 //!   [`CheckpointCoordinator`] when checkpointing is enabled.
 
 mod checkpoint;
+mod dead_letters;
+pub(crate) mod failures;
 pub(crate) mod env;
 pub(crate) mod partition;
 pub(crate) mod run;
 pub(crate) mod runtime;
 
 pub use checkpoint::CheckpointCoordinator;
+pub use dead_letters::WithDeadLetters;
 pub use env::MemoryEnv;
+pub use failures::{DeadLetter, OnRecordError};
 pub use run::JobSummary;
 
 pub(crate) use runtime::{drive, MemoryRuntime};

@@ -3,6 +3,8 @@
 
 use super::env::{check_source_id, MemoryEnv};
 use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
+use super::failures::RecordFailures;
+use super::runtime::Delivered;
 use super::{drive, MemoryRuntime};
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
@@ -181,11 +183,15 @@ impl<I: IntoIterator, KF> MemoryRoot for PartitionedSource<I, KF> {
     }
 
     /// Drives the whole input through one chain, as one partition.
-    fn drive<O: Operator<I::Item>>(self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<I::Item>>(
+        self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, I::Item>,
+    ) -> Result<(), Error> {
         let (items, _key) = self.take_input();
         drive(&mut op, |op| {
             for (ts, item) in (0i64..).zip(items) {
-                op.process(item, ts)?;
+                failures.feed(op, item, ts)?;
             }
             Ok(())
         })
@@ -259,13 +265,15 @@ where
     KF: FnMut(&I::Item) -> Option<K>,
     K: AsRef<str>,
 {
-    fn run_memory<O: Operator<P::Out>>(self, mut op: O) -> Result<JobSummary, Error> {
+    fn run_memory<O: Operator<P::Out>>(self, op: O) -> Result<JobSummary, Error> {
         let root = self.root();
         let n = root.partitions;
         let rt = root.runtime();
+        let mut failures = rt.failures();
+        let mut op = Delivered(op);
         if n == 1 {
             let (root, chain) = self.build(&rt, op)?;
-            root.drive(chain)?;
+            root.drive(chain, &mut failures)?;
             return Ok(JobSummary::from_counters(&rt.counters));
         }
         if rt.coordinator.is_some() {
@@ -293,7 +301,7 @@ where
                 let (_root, mut chain) = this.build(&rt, PartitionOutput(&mut op))?;
                 drive(&mut chain, |chain| {
                     for (ts, item) in part {
-                        chain.process(item, ts)?;
+                        failures.feed(chain, item, ts)?;
                     }
                     Ok(())
                 })?;

@@ -1,8 +1,9 @@
 //! The memory engine's runtime: what its stages are built with.
 
+use super::failures::{OnRecordError, RecordFailures};
 use super::CheckpointCoordinator;
 use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
-use crate::ops::{Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState};
+use crate::ops::{effects, Counters, RecordEffects, Operator, OperatorId, Shared, SideOutput, WatermarkState};
 use crate::sealed::Sealed;
 use crate::time::RecordClock;
 use crate::Error;
@@ -16,6 +17,32 @@ use std::rc::Rc;
 pub struct MemoryRuntime {
     pub(crate) coordinator: Option<CheckpointCoordinator>,
     pub(crate) counters: Rc<Counters>,
+    pub(crate) on_record_error: OnRecordError,
+}
+
+impl MemoryRuntime {
+    /// A runtime whose failed records follow `on_record_error`.
+    pub(crate) fn new(
+        coordinator: Option<CheckpointCoordinator>,
+        on_record_error: OnRecordError,
+    ) -> Self {
+        let dead_letters = on_record_error != OnRecordError::StopRun;
+        MemoryRuntime {
+            coordinator,
+            counters: Rc::new(Counters {
+                // Dead-lettered like any failed record, as on the Redis engine.
+                window_bounds_fail_record: dead_letters,
+                undo_failed_records: dead_letters,
+                ..Counters::default()
+            }),
+            on_record_error,
+        }
+    }
+
+    /// The failure handling of a run's record loop.
+    pub(crate) fn failures<'a, T>(&self) -> RecordFailures<'a, T> {
+        RecordFailures::new(self.on_record_error, Rc::clone(&self.counters))
+    }
 }
 
 impl Sealed for MemoryRuntime {}
@@ -39,11 +66,11 @@ impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
 }
 
 impl Runtime for MemoryRuntime {
-    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
-    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
+    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = RecordEffects;
+    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = RecordEffects;
     type Clock = RecordClock;
 
-    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<NoChanges>> {
+    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<RecordEffects>> {
         Rc::new(RefCell::new(WatermarkState::default()))
     }
 
@@ -57,11 +84,46 @@ pub(crate) fn drive<T, O: Operator<T>>(
     op: &mut O,
     body: impl FnOnce(&mut O) -> Result<(), Error>,
 ) -> Result<(), Error> {
+    // A run inside a user function of another leaves the outer record's note as it was.
+    let outer = effects::clear();
     let result = op
         .open()
         .and_then(|()| body(op))
         .and_then(|()| op.on_watermark(crate::time::MAX_WATERMARK))
         .and_then(|()| op.finish());
     let closed = op.close();
+    effects::restore(outer);
     result.and(closed)
+}
+
+/// The run's main sink: every record handed to it is an effect of the record in flight
+/// (see [`effects`]), and its failure is the sink's, not the record's.
+pub(crate) struct Delivered<O>(pub(crate) O);
+
+impl<T, O: Operator<T>> Operator<T> for Delivered<O> {
+    fn open(&mut self) -> Result<(), Error> {
+        self.0.open()
+    }
+
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        effects::note_effect();
+        let result = self.0.process(value, timestamp);
+        if result.is_err() {
+            effects::note_sink_failed();
+        }
+        result
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        self.0.on_watermark(watermark)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.0.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        self.0.close()
+    }
 }

@@ -97,7 +97,11 @@ impl<T, L: Sink<T>> Sink<T> for SideOutput<T, L> {
                 pending.push(value);
                 Ok(())
             }
-            None => b.sink.invoke(value),
+            None => {
+                // Delivered for good: a failure of the same record can no longer be undone.
+                super::effects::note_effect();
+                b.sink.invoke(value)
+            }
         }
     }
 

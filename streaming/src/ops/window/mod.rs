@@ -175,7 +175,10 @@ where
             operator,
         };
         match guard(&self.id, || self.rejected.send(rejected))? {
-            Some(sent) => sent.map_err(|e| user_error(&self.id, e)),
+            Some(sent) => {
+                super::effects::note_effect();
+                sent.map_err(|e| user_error(&self.id, e))
+            }
             None if self.counters.window_bounds_fail_record => Err(Error::WindowBounds {
                 operator: self.id.clone(),
                 timestamp,
