@@ -70,8 +70,20 @@ impl<P: Plan> DataStream<P> {
 
     /// Transforms every element with a fallible `f`.
     ///
-    /// The first `Err` stops the pipeline: the terminal operation returns
-    /// [`Error::UserFunction`](crate::Error::UserFunction) naming this operator.
+    /// An `Err` fails the source record that led to this element, as an error or panic of
+    /// any user function does (the error is [`Error::UserFunction`](crate::Error::UserFunction)
+    /// naming this operator, or the crate's own error passed on with `?`, e.g. a decode
+    /// error of [`Message::json`](crate::mq::Message::json)). Both engines then do the
+    /// same: the record goes to the dead letters with its error type, message and attempts
+    /// (a decode error or [`Error::permanent`](crate::Error::permanent) at once, other
+    /// errors after the retries of the policy) and the run goes on with the next record;
+    /// what the record did before it failed does not remain. The Redis engine follows its
+    /// `processing_error_result` and rolls the batch back; the memory engine follows
+    /// [`MemoryEnv::on_record_error`](crate::MemoryEnv::on_record_error) (whose
+    /// [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun) makes the terminal
+    /// operation return the error instead) and, as it cannot undo state changes and
+    /// delivered output, stops the run with [`Error::RecordNotUndone`](crate::Error::RecordNotUndone)
+    /// when the record failed after either. See the guide's "Failing records".
     pub fn try_map<U, E, F>(self, f: F) -> DataStream<Then<P, TryMapStage<F, U, E>>>
     where
         E: Into<BoxError>,

@@ -48,10 +48,11 @@ pub enum Error {
     },
 
     /// A record's window bounds do not fit in `i64` milliseconds: the record is rejected
-    /// rather than assigned to a clamped window. The Redis engine fails such a record with
-    /// this error when its window has no rejected-element output — a permanent error, so it
-    /// is dead-lettered at once (see [`Error::is_permanent`]); the
-    /// memory engine counts it instead and never stops for it.
+    /// rather than assigned to a clamped window. Both engines fail such a record with this
+    /// error when its window has no rejected-element output — a permanent error, so it is
+    /// dead-lettered at once (see [`Error::is_permanent`]); a memory run with
+    /// [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun) counts it instead
+    /// and never stops for it.
     #[error(
         "operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64"
     )]

@@ -17,7 +17,14 @@
 //! - triggers' processing-time timers are never served; process functions' processing time
 //!   is the highest record timestamp seen;
 //! - keyed state (user state, rolling reduce/sum, windows) is snapshotted by the
-//!   [`CheckpointCoordinator`] when checkpointing is enabled.
+//!   [`CheckpointCoordinator`] when checkpointing is enabled;
+//! - a source record that fails (a user function's error or panic, a decode error, window
+//!   bounds) is dead-lettered by the [`OnRecordError`] policy and the run goes on, as on
+//!   the Redis engine; its dead letters go to
+//!   [`DataStream::side_output_dead_letters`](crate::DataStream::side_output_dead_letters).
+//!   A record that fails after it changed keyed state or delivered output stops the run
+//!   ([`Error::RecordNotUndone`](crate::Error::RecordNotUndone)): the memory engine cannot
+//!   undo either.
 
 mod checkpoint;
 mod dead_letters;

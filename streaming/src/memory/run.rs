@@ -25,8 +25,11 @@ pub struct JobSummary {
     pub window_gap_dropped: u64,
     /// Elements rejected because a window they belong to has bounds outside `i64`
     /// milliseconds; each went to the window's rejected-element output
-    /// ([`WindowedStream::side_output_rejected`](crate::WindowedStream::side_output_rejected)) or, without one, only to this count and a
-    /// `tracing` warning. The pipeline goes on with the next element.
+    /// ([`WindowedStream::side_output_rejected`](crate::WindowedStream::side_output_rejected))
+    /// or, without one, failed its source record (dead-lettered, also counted in
+    /// [`dead_letters`](Self::dead_letters)) — or, with
+    /// [`OnRecordError::StopRun`](super::OnRecordError::StopRun), went only to this count and
+    /// a `tracing` warning. The pipeline goes on with the next element.
     pub window_bounds_rejected: u64,
     /// Source records that failed and were dead-lettered (see
     /// [`OnRecordError`](super::OnRecordError)); each went to the dead-letter output
