@@ -4,8 +4,8 @@ use streaming::api::{
     Collector, KeyedContext, KeyedProcessFunction, Source, SourceContext, TimerContext,
     ValueStateDescriptor,
 };
-use streaming::BoxError;
 use streaming::memory::{DeadLetter, OnRecordError};
+use streaming::BoxError;
 use streaming::{Error, MemoryEnv};
 
 #[test]

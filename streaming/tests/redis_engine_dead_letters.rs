@@ -58,7 +58,9 @@ macro_rules! totals {
             .key_by(|p: &(String, i64)| p.0.clone())
             .process(|(w, n): (String, i64), ctx, out| {
                 if n < 0 {
-                    return Err::<(), BoxError>(Error::permanent(format!("{n} is negative")).into());
+                    return Err::<(), BoxError>(
+                        Error::permanent(format!("{n} is negative")).into(),
+                    );
                 }
                 let mut total = ctx.state(&TOTAL)?;
                 let t = total.value() + n;
@@ -157,10 +159,11 @@ fn bad_records_of_every_kind_give_the_same_outputs_state_and_dead_letters() {
     .for_each(|p| memory.push(p))
     .unwrap();
     // The failed records changed nothing: each key's total counts its good records only.
-    let expected: Vec<(String, i64)> = [("a", 1), ("b", 2), ("a", 4), ("b", 6), ("a", 9), ("b", 12)]
-        .into_iter()
-        .map(|(w, t)| (w.to_string(), t))
-        .collect();
+    let expected: Vec<(String, i64)> =
+        [("a", 1), ("b", 2), ("a", 4), ("b", 6), ("a", 9), ("b", 12)]
+            .into_iter()
+            .map(|(w, t)| (w.to_string(), t))
+            .collect();
     assert_eq!(memory, expected);
     assert_eq!(summary.dead_letters, 4);
     let memory_letters: Vec<Letter> = dead.iter().map(memory_letter).collect();
@@ -219,7 +222,12 @@ macro_rules! fails_after_writing {
     ($stream:expr) => {
         $stream
             .try_map(|m: Message| m.json::<serde_json::Value>())
-            .map(|v: serde_json::Value| (v["w"].as_str().unwrap().to_string(), v["n"].as_i64().unwrap()))
+            .map(|v: serde_json::Value| {
+                (
+                    v["w"].as_str().unwrap().to_string(),
+                    v["n"].as_i64().unwrap(),
+                )
+            })
             .key_by(|p: &(String, i64)| p.0.clone())
             .process(|(w, n): (String, i64), ctx, out| {
                 let mut total = ctx.state(&TOTAL)?;
@@ -269,7 +277,10 @@ fn a_failure_after_state_changes_or_output_stops_the_memory_run() {
     match &err {
         Error::RecordNotUndone { timestamp, source } => {
             assert_eq!(*timestamp, 1);
-            assert!(source.to_string().contains("seven after writing"), "{source}");
+            assert!(
+                source.to_string().contains("seven after writing"),
+                "{source}"
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -302,7 +313,9 @@ fn a_failure_after_state_changes_or_output_stops_the_memory_run() {
     wait_until("the dead letters", &job, || {
         letters("w").len() == 1 && letters("f").len() == 1
     });
-    wait_until("the outputs", &job, || totals.len() == 2 && numbers.len() == 4);
+    wait_until("the outputs", &job, || {
+        totals.len() == 2 && numbers.len() == 4
+    });
     job.blocking_shutdown(Duration::MAX);
     // The state the failed record wrote was rolled back: 1, then 1 + 2.
     assert_eq!(

@@ -18,7 +18,7 @@ use std::rc::Rc;
 /// for the state types the engine can keep; side outputs from [`SideOutputFactory`].
 pub trait Runtime: Sealed {
     /// The keys of an operator's state changed since the engine last wrote them back:
-    /// `RecordEffects` (zero-sized, tracks no keys) on an engine that
+    /// `NoChanges` (zero-sized, tracks nothing) on an engine that
     /// keeps state in the process, a set of keys on one that writes state back.
     type Changes<K: Hash + Eq + Clone + 'static>: KeyChanges<K>;
 

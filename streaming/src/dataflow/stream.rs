@@ -177,9 +177,11 @@ impl<P: Plan> DataStream<P> {
     /// [`Sink`] trait: annotate it (`|x: u64| …`) or use [`for_each`](Self::for_each).
     ///
     /// # Errors
-    /// Memory engine: the first error of the source, an operator (user function error or
-    /// panic, naming the operator) or the sink. The sink and the source are closed in every
-    /// case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
+    /// Memory engine: the first error of the source or the sink; a failing record's error
+    /// (a user function's error or panic, naming the operator) only when the run stops for
+    /// it — [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun), or
+    /// [`Error::RecordNotUndone`](crate::Error::RecordNotUndone) — else the record is
+    /// dead-lettered and the run goes on. The sink and the source are closed in every case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
     pub fn sink<S, O>(self, sink: S) -> O
     where
         P::Root: Execute<P, S, Output = O>,

@@ -118,9 +118,8 @@ where
             guard(&id, || sink.invoke(letter))?.map_err(|e| user_error(&id, e))
         };
         let result = root.drive(op, &mut failures.keeping(R::Item::clone, &mut send));
-        let flushed = result.and_then(|()| {
-            guard(&id, || sink.flush())?.map_err(|e| user_error(&id, e))
-        });
+        let flushed =
+            result.and_then(|()| guard(&id, || sink.flush())?.map_err(|e| user_error(&id, e)));
         let closed = guard(&id, || sink.close())?.map_err(|e| user_error(&id, e));
         flushed.and(closed)
     }

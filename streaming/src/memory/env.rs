@@ -316,11 +316,13 @@ impl<T, S: Source<T>> MemoryRoot for UserSource<S, T> {
         let guard_id = OperatorId::new(&self.id, 0, "source");
         let source = &mut self.source;
         let result = drive(&mut op, |op| {
-            crate::ops::guard(&guard_id, || source.run(&mut Ctx {
-                op,
-                emitted: 0,
-                failures,
-            }))?
+            crate::ops::guard(&guard_id, || {
+                source.run(&mut Ctx {
+                    op,
+                    emitted: 0,
+                    failures,
+                })
+            })?
         });
         let closed = self.source.close().map_err(|e| source_error(&self.id, e));
         result.and(closed)

@@ -144,11 +144,24 @@ impl<'a, T> RecordFailures<'a, T> {
         record: T,
         timestamp: i64,
     ) -> Result<(), Error> {
-        if self.policy == OnRecordError::StopRun {
-            return op.process(record, timestamp);
+        if self.keep.is_some() {
+            return self.feed_keeping(op, record, timestamp);
         }
+        match op.process(record, timestamp) {
+            Ok(()) => Ok(()),
+            Err(e) => self.failed(e, None, timestamp),
+        }
+    }
+
+    /// [`feed`](Self::feed) with a copy of the record for its dead letter.
+    #[inline(never)]
+    fn feed_keeping<O: Operator<T>>(
+        &mut self,
+        op: &mut O,
+        record: T,
+        timestamp: i64,
+    ) -> Result<(), Error> {
         let copy = self.keep.as_ref().map(|k| (k.copy)(&record));
-        effects::clear();
         match op.process(record, timestamp) {
             Ok(()) => Ok(()),
             Err(e) => self.failed(e, copy, timestamp),
@@ -158,10 +171,11 @@ impl<'a, T> RecordFailures<'a, T> {
     #[cold]
     #[inline(never)]
     fn failed(&mut self, e: Error, record: Option<T>, timestamp: i64) -> Result<(), Error> {
-        if effects::sink_failed() {
+        let (left_behind, sink_failed) = effects::take();
+        if sink_failed || self.policy == OnRecordError::StopRun {
             return Err(e);
         }
-        if effects::noted() {
+        if left_behind {
             return Err(Error::RecordNotUndone {
                 timestamp,
                 source: Box::new(e),

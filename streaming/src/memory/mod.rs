@@ -28,8 +28,8 @@
 
 mod checkpoint;
 mod dead_letters;
-pub(crate) mod failures;
 pub(crate) mod env;
+pub(crate) mod failures;
 pub(crate) mod partition;
 pub(crate) mod run;
 pub(crate) mod runtime;

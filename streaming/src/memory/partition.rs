@@ -2,8 +2,8 @@
 //! (the Redis engine's execution model on the memory engine).
 
 use super::env::{check_source_id, MemoryEnv};
-use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
 use super::failures::RecordFailures;
+use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
 use super::runtime::Delivered;
 use super::{drive, MemoryRuntime};
 use crate::dataflow::{BuildPlan, DataStream, Plan};

@@ -3,7 +3,9 @@
 use super::failures::{OnRecordError, RecordFailures};
 use super::CheckpointCoordinator;
 use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
-use crate::ops::{effects, Counters, RecordEffects, Operator, OperatorId, Shared, SideOutput, WatermarkState};
+use crate::ops::{
+    effects, Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState,
+};
 use crate::sealed::Sealed;
 use crate::time::RecordClock;
 use crate::Error;
@@ -66,11 +68,11 @@ impl<S: Clone + 'static> StoreFactory<S> for MemoryRuntime {
 }
 
 impl Runtime for MemoryRuntime {
-    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = RecordEffects;
-    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = RecordEffects;
+    type Changes<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
+    type ProcessChanges<K: std::hash::Hash + Eq + Clone + 'static> = NoChanges;
     type Clock = RecordClock;
 
-    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<RecordEffects>> {
+    fn watermark_state(&self, _operator: &OperatorId) -> Shared<WatermarkState<NoChanges>> {
         Rc::new(RefCell::new(WatermarkState::default()))
     }
 
@@ -84,20 +86,19 @@ pub(crate) fn drive<T, O: Operator<T>>(
     op: &mut O,
     body: impl FnOnce(&mut O) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    // A run inside a user function of another leaves the outer record's note as it was.
-    let outer = effects::clear();
+    // A run inside a user function of another leaves the outer record's notes as they were.
+    let outer = effects::replace((false, false));
     let result = op
         .open()
         .and_then(|()| body(op))
         .and_then(|()| op.on_watermark(crate::time::MAX_WATERMARK))
         .and_then(|()| op.finish());
     let closed = op.close();
-    effects::restore(outer);
+    effects::replace(outer);
     result.and(closed)
 }
 
-/// The run's main sink: every record handed to it is an effect of the record in flight
-/// (see [`effects`]), and its failure is the sink's, not the record's.
+/// The run's main sink: its failure is the sink's, not the record's (see [`effects`]).
 pub(crate) struct Delivered<O>(pub(crate) O);
 
 impl<T, O: Operator<T>> Operator<T> for Delivered<O> {
@@ -107,12 +108,10 @@ impl<T, O: Operator<T>> Operator<T> for Delivered<O> {
 
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        effects::note_effect();
-        let result = self.0.process(value, timestamp);
-        if result.is_err() {
+        self.0.process(value, timestamp).map_err(|e| {
             effects::note_sink_failed();
-        }
-        result
+            e
+        })
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {

@@ -3,8 +3,8 @@
 //!
 //! Each stateful operator's state is generic over a [`KeyChanges`] type the engine picks:
 //! an engine that keeps state in the process needs no write-back and picks the zero-sized
-//! [`RecordEffects`], whose `mark` only notes that the record in flight changed state; an
-//! engine that writes changed keys back after each batch picks a set of keys.
+//! [`NoChanges`], whose `mark` compiles to nothing; an engine that writes changed keys back
+//! after each batch picks a set of keys.
 
 use crate::api::state::{OpenState, OpenedState};
 use crate::Error;
@@ -26,6 +26,15 @@ pub trait KeyChanges<K>: Default + Clone + 'static {
         let _ = key;
         Ok(())
     }
+}
+
+/// Tracks nothing: for state that only lives in the process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoChanges;
+
+impl<K> KeyChanges<K> for NoChanges {
+    #[inline(always)]
+    fn mark(&mut self, _key: &K) {}
 }
 
 /// The change tracking of a keyed process operator's state, and the engine's part in
@@ -56,20 +65,7 @@ pub trait ProcessTracking<K>: OpenState<K> + Default + Clone + 'static {
     }
 }
 
-/// Tracks no keys, but notes that the record in flight changed state (the memory engine:
-/// a failed record that changed state cannot be dead-lettered, see
-/// [`effects`](super::effects)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecordEffects;
-
-impl<K> KeyChanges<K> for RecordEffects {
-    #[inline(always)]
-    fn mark(&mut self, _key: &K) {
-        super::effects::note_effect();
-    }
-}
-
-impl<K> OpenState<K> for RecordEffects {
+impl<K> OpenState<K> for NoChanges {
     #[inline]
     fn open(
         &mut self,
@@ -81,14 +77,10 @@ impl<K> OpenState<K> for RecordEffects {
     }
 }
 
-impl<K: 'static> ProcessTracking<K> for RecordEffects {
+impl<K: 'static> ProcessTracking<K> for NoChanges {
     #[inline(always)]
-    fn mark_states(&mut self, _changed: u64, _key: &K) {
-        super::effects::note_effect();
-    }
+    fn mark_states(&mut self, _changed: u64, _key: &K) {}
 
     #[inline(always)]
-    fn mark_timers(&mut self, _key: &K) {
-        super::effects::note_effect();
-    }
+    fn mark_timers(&mut self, _key: &K) {}
 }

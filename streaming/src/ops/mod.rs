@@ -18,7 +18,7 @@ mod timers;
 mod watermark;
 pub(crate) mod window;
 
-pub(crate) use changes::{KeyChanges, ProcessTracking, RecordEffects};
+pub(crate) use changes::{KeyChanges, NoChanges, ProcessTracking};
 pub use keyed::KeyedTable;
 pub(crate) use keyed::{KeyedReduce, KeyedSum, KeyedSumBy};
 pub(crate) use process::KeyedProcess;

@@ -97,11 +97,7 @@ impl<T, L: Sink<T>> Sink<T> for SideOutput<T, L> {
                 pending.push(value);
                 Ok(())
             }
-            None => {
-                // Delivered for good: a failure of the same record can no longer be undone.
-                super::effects::note_effect();
-                b.sink.invoke(value)
-            }
+            None => b.sink.invoke(value),
         }
     }
 

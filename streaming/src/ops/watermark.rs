@@ -194,7 +194,11 @@ where
         if current > self.emitted {
             self.emitted = current;
             self.state.borrow_mut().set(current, idle);
-            self.next.on_watermark(current)?;
+            // The record went through and the watermark moved: a failure of what fires on
+            // it leaves that behind (see `effects`).
+            self.next
+                .on_watermark(current)
+                .map_err(super::effects::left_behind)?;
         } else if idle != self.state.borrow().idle {
             self.state.borrow_mut().set(self.emitted, idle);
         }

@@ -4,9 +4,9 @@
 use super::context::Ctx;
 use super::ownership::Ownership;
 use super::{ProcessingErrorResult, RedisRuntimeConfig};
+use crate::error::{failure_message, failure_type, is_misuse};
 use crate::mq::Connection;
 use crate::mq::{Failure, HandleResult, Message, RetryOutcome};
-use crate::error::{failure_message, failure_type, is_misuse};
 use crate::Error;
 
 /// Header naming the job of a retried or dead-lettered record.

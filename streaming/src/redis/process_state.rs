@@ -500,7 +500,7 @@ mod tests {
             watermark: 0,
             processing_time: 0,
         };
-        (st.with_context(&key.to_string(), times, &mut Vec::new(), f)).unwrap()
+        (st.with_context(&key.to_string(), times, &mut Vec::new(), f, |_| false)).unwrap()
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn with<R>(st: &mut Tracked, key: &str, f: impl FnOnce(&mut KeyedContext<'_, Str
         watermark: 0,
         processing_time: 0,
     };
-    st.with_context(&key.to_string(), times, &mut Vec::new(), f)
+    st.with_context(&key.to_string(), times, &mut Vec::new(), f, |_| false)
         .expect("the key is not poisoned")
 }
 
@@ -238,9 +238,15 @@ fn the_memory_engine_logs_no_element_changes() {
         watermark: 0,
         processing_time: 0,
     };
-    st.with_context(&"k".to_string(), times, &mut Vec::new(), |c| {
-        let m = c.state(&LAST).unwrap();
-        assert!(m.delta.is_none());
-    })
+    st.with_context(
+        &"k".to_string(),
+        times,
+        &mut Vec::new(),
+        |c| {
+            let m = c.state(&LAST).unwrap();
+            assert!(m.delta.is_none());
+        },
+        |_| false,
+    )
     .expect("the key is not poisoned");
 }
