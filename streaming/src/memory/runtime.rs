@@ -108,10 +108,9 @@ impl<T, O: Operator<T>> Operator<T> for Delivered<O> {
 
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        self.0.process(value, timestamp).map_err(|e| {
-            effects::note_sink_failed();
-            e
-        })
+        self.0
+            .process(value, timestamp)
+            .inspect_err(|_| effects::note_sink_failed())
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {

@@ -231,8 +231,8 @@ fn sizes_fetched_before_a_collection_opened_make_its_keys_fetched_again() {
 
 #[test]
 fn the_memory_engine_logs_no_element_changes() {
-    use crate::ops::RecordEffects;
-    let mut st = ProcessState::<String, RecordEffects>::new(&OperatorId::new("s", 2, "process"));
+    use crate::ops::NoChanges;
+    let mut st = ProcessState::<String, NoChanges>::new(&OperatorId::new("s", 2, "process"));
     let times = ContextTimes {
         timestamp: 0,
         watermark: 0,
