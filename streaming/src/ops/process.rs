@@ -138,8 +138,7 @@ pub struct ProcessState<K, P> {
     pub(crate) tracking: P,
     /// Most pending event-time timers (0 = unbounded).
     pub(crate) max_event_timers: usize,
-    /// Whether the last failed call run by
-    /// [`with_context`](Self::with_context) changed a state.
+    /// Whether the last failed call of [`with_context`](Self::with_context) changed a state.
     pub(crate) changed: bool,
 }
 
@@ -473,10 +472,9 @@ where
         self.next.open()
     }
 
-    /// What a failure leaves behind (see `effects`): a failure of the function after it
-    /// changed state, or after timers fired for this record; any failure after the function
-    /// returned `Ok` (registering its timers, or downstream), since whether it changed state
-    /// is known only when it fails.
+    /// What a failure leaves behind (see `effects`): the function's after it changed state
+    /// or timers fired for the record; any after the function returned `Ok` (registering its
+    /// timers, downstream): whether it changed state is known only when it fails.
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let now = Cl::processing_time(timestamp);
@@ -511,12 +509,10 @@ where
             Self::check(&self.id, called, &mut self.out)
                 .map_err(|e| call_failed(e, fired || st.changed, &mut self.requests))?;
             if !self.requests.is_empty() {
-                // Whether a call that succeeded changed state is not known: assume so.
                 Self::register(&self.id, st, &key, &mut self.requests)
                     .map_err(effects::left_behind)?;
             }
         }
-        // Likewise for a failure downstream.
         emit(first, &mut self.out, &mut self.next, timestamp).map_err(effects::left_behind)
     }
 
