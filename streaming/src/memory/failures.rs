@@ -20,11 +20,12 @@ use std::rc::Rc;
 /// functions are deterministic on a bounded input, so every retry would fail the same way;
 /// the dead letter records the attempts the Redis engine would have made.
 ///
-/// A record that fails after it changed keyed state or handed a record to a sink or side
-/// output stops the run with [`Error::RecordNotUndone`] under every policy but
-/// [`StopRun`](Self::StopRun): the memory engine keeps state in place and delivers
-/// output at once, so it cannot take those effects back the way the Redis engine rolls its
-/// batch back. A failure of the main sink itself stops the run as well.
+/// A record whose failure may have left something behind — keyed state it changed, records
+/// of it that went downstream — stops the run with [`Error::RecordNotUndone`] under every
+/// policy but [`StopRun`](Self::StopRun): the memory engine keeps state in place and
+/// delivers output at once, so it cannot take those effects back the way the Redis engine
+/// rolls its batch back (the guide's "Failing records" lists the cases). A failure of the
+/// main sink itself stops the run as well.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnRecordError {
     /// The Redis engine's default: retried `max_retries` times, then dead-lettered. The dead
