@@ -4,6 +4,7 @@ use streaming::api::{
     Collector, KeyedContext, KeyedProcessFunction, Source, SourceContext, TimerContext,
     ValueStateDescriptor,
 };
+use streaming::memory::{DeadLetter, OnRecordError};
 use streaming::BoxError;
 use streaming::{Error, MemoryEnv};
 
@@ -207,6 +208,7 @@ fn user_source_timestamps_must_match_how_it_was_added() {
 #[test]
 fn user_function_error_names_the_operator_and_closes_everything() {
     let env = MemoryEnv::new();
+    env.on_record_error(OnRecordError::StopRun);
     let closed = std::rc::Rc::new(std::cell::Cell::new(false));
     let err = env
         .add_source(Lines {
@@ -237,6 +239,7 @@ fn user_function_error_names_the_operator_and_closes_everything() {
 #[test]
 fn panics_are_caught_and_name_the_operator() {
     let env = MemoryEnv::new();
+    env.on_record_error(OnRecordError::StopRun);
     let err = env
         .from_elements([1, 2, 0, 4])
         .map(|x| 100 / x)
@@ -249,6 +252,67 @@ fn panics_are_caught_and_name_the_operator() {
         }
         other => panic!("unexpected {other:?}"),
     }
+}
+
+#[test]
+fn a_failing_record_is_dead_lettered_and_the_source_goes_on() {
+    let env = MemoryEnv::new();
+    let closed = std::rc::Rc::new(std::cell::Cell::new(false));
+    let mut dead = Vec::new();
+    let out = env
+        .add_timestamped_source(Lines {
+            opened: false,
+            closed: closed.clone(),
+            timestamps: true,
+        })
+        .side_output_dead_letters(|d| dead.push(d))
+        .map(|(s, _)| s)
+        .try_map(|s| {
+            if s == "explicit" {
+                Err(format!("cannot parse {s:?}"))
+            } else {
+                Ok(s.len())
+            }
+        })
+        .collect_vec()
+        .unwrap();
+    assert_eq!(out, ["first".len(), "last".len()]);
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(d.record, ("explicit".to_string(), 0));
+    assert_eq!(d.timestamp, 500);
+    assert_eq!(d.error_type, "user_function");
+    assert_eq!(d.dead_letter_type, "retries_exhausted:user_function");
+    assert_eq!(
+        d.message,
+        "operator `source-0/2:try_map` failed: cannot parse \"explicit\""
+    );
+    assert_eq!(d.attempts, 4);
+    assert_eq!(d.operator.as_ref().unwrap(), "source-0/2:try_map");
+    assert!(closed.get(), "source closed");
+}
+
+#[test]
+fn a_panic_is_dead_lettered_with_its_message() {
+    let env = MemoryEnv::new();
+    env.on_record_error(OnRecordError::DeadLetter);
+    let mut dead = Vec::new();
+    let summary = env
+        .from_elements([1, 2, 0, 4])
+        .side_output_dead_letters(|d: DeadLetter<i32>| dead.push(d))
+        .map(|x| 100 / x)
+        .sink(|_| {})
+        .unwrap();
+    assert_eq!(summary.dead_letters, 1);
+    assert_eq!(dead.len(), 1);
+    assert_eq!((dead[0].record, dead[0].timestamp), (0, 2));
+    assert_eq!(dead[0].error_type, "panic");
+    assert_eq!(dead[0].dead_letter_type, "panic");
+    assert_eq!(dead[0].attempts, 1);
+    assert!(dead[0].message.contains("divide by zero"), "{:?}", dead[0]);
+    // Without a dead-letter output the record is only counted.
+    let out = env.from_elements([1, 0, 4]).map(|x| 100 / x).collect_vec();
+    assert_eq!(out.unwrap(), [100, 25]);
 }
 
 #[test]
@@ -295,6 +359,7 @@ fn into_iterator_yields_results() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(items, [2, 4, 6]);
+    env.on_record_error(OnRecordError::StopRun);
     let mut it = env.from_elements([1, 0]).map(|x| 1 / x).into_iter();
     assert_eq!(it.next().unwrap().unwrap(), 1);
     assert!(matches!(it.next(), Some(Err(Error::Panic { .. }))));
@@ -305,6 +370,7 @@ fn into_iterator_yields_results() {
 fn state_type_conflict_is_an_error() {
     const AS_TEXT: ValueStateDescriptor<String> = ValueStateDescriptor::new("count", String::new());
     let env = MemoryEnv::new();
+    env.on_record_error(OnRecordError::StopRun);
     let err = env
         .from_elements([1, 2])
         .key_by(|_| 0)

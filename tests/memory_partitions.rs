@@ -260,6 +260,17 @@ fn the_sink_opens_and_closes_once_and_errors_name_the_operator() {
         .unwrap();
     assert_eq!(calls.get(), (1, 10, 1));
 
+    // Dead-lettered by default: partition 1's 0 fails, its 3 still runs.
+    let calls = Cell::new((0, 0, 0));
+    let summary = env
+        .from_collection_partitioned_with_id("nums", [1u32, 0, 2, 3], 2, |_: &u32| None::<&str>)
+        .map(|x| 6 / x)
+        .sink(Counting(&calls))
+        .unwrap();
+    assert_eq!(summary.dead_letters, 1);
+    assert_eq!(calls.get(), (1, 3, 1));
+
+    env.on_record_error(streaming::memory::OnRecordError::StopRun);
     let calls = Cell::new((0, 0, 0));
     let err = env
         .from_collection_partitioned_with_id("nums", [1u32, 0, 2, 3], 2, |_: &u32| None::<&str>)

@@ -118,6 +118,7 @@ fn errors_name_the_operator_by_its_macro_id() {
     };
     assert_eq!(ids, ["errs/1:filter", "errs/2:map", "errs/3:sink"]);
     let env = MemoryEnv::new();
+    env.on_record_error(streaming::memory::OnRecordError::StopRun);
     let err = pipeline! {
         env.add_timestamped_source_with_id("errs", Numbers(5)).filter(|x: &u32| *x > 0).map(|x: u32| 10 / (x - 2)).print()
     }

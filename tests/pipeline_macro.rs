@@ -344,6 +344,16 @@ impl Source<u32> for Numbers {
 #[test]
 fn user_sources_try_map_and_print() {
     let env = MemoryEnv::new();
+    // By default the failing record is dead-lettered and the run goes on.
+    let mut seen = Vec::new();
+    let summary = pipeline! {
+        env.add_source_with_id("numbers", Numbers(5))
+            .try_map(|x: u32| if x == 3 { Err(format!("bad {x}")) } else { Ok(x) })
+            .for_each(|x| seen.push(x))
+    }
+    .unwrap();
+    assert_eq!((seen, summary.dead_letters), (vec![0, 1, 2, 4], 1));
+    env.on_record_error(streaming::memory::OnRecordError::StopRun);
     let err = pipeline! {
         env.add_timestamped_source_with_id("numbers", Numbers(5))
             .try_map(|x: u32| if x == 3 { Err(format!("bad {x}")) } else { Ok(x) })
@@ -389,6 +399,7 @@ fn collection_with_id_and_for_each() {
     }
     .unwrap();
     assert_eq!((seen, summary.window_firings), (vec!['A', 'B'], 0));
+    env.on_record_error(streaming::memory::OnRecordError::StopRun);
     let err = pipeline! { env.from_collection_with_id("letters", [1u8, 0]).map(|x: u8| 1 / x).collect_vec() }
         .unwrap_err();
     assert_eq!(

@@ -305,6 +305,7 @@ pub mod __private {
         WindowStage,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
+    pub use crate::memory::failures::RecordFailures;
     pub use crate::memory::partition::PartitionedSource;
     pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
     pub use crate::memory::runtime::MemoryRuntime;

@@ -355,6 +355,46 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
         .unwrap();
     assert_eq!(summary.window_bounds_rejected, 2);
     assert_eq!(summary.late_elements, 0);
+    // Without a rejected-element output the memory engine dead-letters them, like Redis.
+    let mut mem_dead = Vec::new();
+    let without_output = windowed!(
+        MemoryEnv::new()
+            .from_collection(input.clone())
+            .side_output_dead_letters(|d| mem_dead.push(d)),
+        assigner,
+        0
+    )
+    .collect_vec()
+    .unwrap();
+    assert_eq!(sorted(without_output), mem);
+    let mem_letters: Vec<_> = mem_dead
+        .iter()
+        .map(|d| {
+            (
+                d.record.clone(),
+                d.error_type,
+                d.dead_letter_type.as_str(),
+                d.attempts,
+            )
+        })
+        .collect();
+    assert_eq!(
+        mem_letters,
+        [
+            (
+                ("a".to_string(), i64::MIN),
+                "window_bounds",
+                "window_bounds",
+                1
+            ),
+            (
+                ("a".to_string(), i64::MAX),
+                "window_bounds",
+                "window_bounds",
+                1
+            ),
+        ]
+    );
     let s = setup("win-bounds");
     let rt = rt();
     let mq = s.mq(&rt);
@@ -440,9 +480,14 @@ fn overflowing_window_bounds_reject_the_record_on_both_engines() {
             assert!(rejected.is_empty());
             let letters = rt.block_on(mq.dead_letters(topic, 10)).unwrap();
             assert_eq!(letters.len(), 2, "{letters:?}");
-            for letter in &letters {
+            for (letter, mem) in letters.iter().zip(&mem_dead) {
                 assert_eq!(letter.error_type, "window_bounds");
                 assert_eq!(letter.attempts, 1);
+                let (k, ts) = &mem.record;
+                assert_eq!(&letter.payload[..], format!("{k},{ts}").as_bytes());
+                // The same message but for the source id in the operator's.
+                let tail = |m: &str| m.split_once("`:").unwrap().1.to_string();
+                assert_eq!(tail(&letter.error), tail(&mem.message));
             }
         }
     }

@@ -11,12 +11,13 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     engines: BOTH,
     expansion: Expansion::Method,
     summary:
-        "Transforms every element with a fallible function; the first `Err` stops the pipeline.",
+        "Transforms every element with a fallible function; an element whose function returns `Err` fails and is dead-lettered (the crate's rule for failing records), and the run goes on.",
     example: r#"
-let err = pipeline! {
-    env.from_elements(["1", "x"]).try_map(|s: &str| s.parse::<i32>()).collect_vec()
+// "x" does not parse: its record is dead-lettered and the run goes on.
+let out = pipeline! {
+    env.from_elements(["1", "x", "3"]).try_map(|s: &str| s.parse::<i32>()).collect_vec()
 }
-.unwrap_err();
-assert!(err.to_string().starts_with("operator `source-0/1:try_map` failed"));
+.unwrap();
+assert_eq!(out, [1, 3]);
 "#,
 };

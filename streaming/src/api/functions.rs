@@ -90,7 +90,9 @@ pub trait KeyedProcessFunction<K, T> {
     /// Handles one element of the key `ctx.current_key()`.
     ///
     /// # Errors
-    /// Any error stops the pipeline; the terminal operation returns it naming the operator.
+    /// An error (or a panic) fails the element's source record, naming the operator: the
+    /// record is dead-lettered, or the run stops (see [`DataStream::try_map`](crate::DataStream::try_map)
+    /// for the rule both engines follow).
     fn process_element(
         &mut self,
         value: T,

@@ -40,6 +40,22 @@ impl<P: Plan> DataStream<P> {
         OperatorId::new(&self.source_id, self.position + 1, kind)
     }
 
+    /// The id of a part of the source (position 0), e.g. its dead-letter output.
+    pub(crate) fn source_part_id(&self, kind: &str) -> OperatorId {
+        OperatorId::new(&self.source_id, 0, kind)
+    }
+
+    /// The same stream with its plan (a root, before any operator) wrapped by `f`; the
+    /// operators added afterwards keep their ids.
+    pub(crate) fn wrap_root<Q: Plan>(self, f: impl FnOnce(P) -> Q) -> DataStream<Q> {
+        DataStream {
+            plan: f(self.plan),
+            source_id: self.source_id,
+            position: self.position,
+            failed: self.failed,
+        }
+    }
+
     pub(crate) fn then<S: Stage<P::Out>>(self, stage: S) -> DataStream<Then<P, S>> {
         DataStream {
             plan: Then {
@@ -69,8 +85,20 @@ impl<P: Plan> DataStream<P> {
 
     /// Transforms every element with a fallible `f`.
     ///
-    /// The first `Err` stops the pipeline: the terminal operation returns
-    /// [`Error::UserFunction`](crate::Error::UserFunction) naming this operator.
+    /// An `Err` fails the source record that led to this element, as an error or panic of
+    /// any user function does (the error is [`Error::UserFunction`](crate::Error::UserFunction)
+    /// naming this operator, or the crate's own error passed on with `?`, e.g. a decode
+    /// error of [`Message::json`](crate::mq::Message::json)). Both engines then do the
+    /// same: the record goes to the dead letters with its error type, message and attempts
+    /// (a decode error or [`Error::permanent`](crate::Error::permanent) at once, other
+    /// errors after the retries of the policy) and the run goes on with the next record;
+    /// what the record did before it failed does not remain. The Redis engine follows its
+    /// `processing_error_result` and rolls the batch back; the memory engine follows
+    /// [`MemoryEnv::on_record_error`](crate::MemoryEnv::on_record_error) (whose
+    /// [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun) makes the terminal
+    /// operation return the error instead) and, as it cannot undo state changes and
+    /// delivered output, stops the run with [`Error::RecordNotUndone`](crate::Error::RecordNotUndone)
+    /// when the record failed after either. See the guide's "Failing records".
     pub fn try_map<U, E, F>(self, f: F) -> DataStream<Then<P, TryMapStage<F, U, E>>>
     where
         E: Into<BoxError>,
@@ -176,9 +204,11 @@ impl<P: Plan> DataStream<P> {
     /// [`Sink`] trait: annotate it (`|x: u64| …`) or use [`for_each`](Self::for_each).
     ///
     /// # Errors
-    /// Memory engine: the first error of the source, an operator (user function error or
-    /// panic, naming the operator) or the sink. The sink and the source are closed in every
-    /// case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
+    /// Memory engine: the first error of the source or the sink; a failing record's error
+    /// (a user function's error or panic, naming the operator) only when the run stops for
+    /// it — [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun), or
+    /// [`Error::RecordNotUndone`](crate::Error::RecordNotUndone) — else the record is
+    /// dead-lettered and the run goes on. The sink and the source are closed in every case. Redis engine: see [`RedisEnv`](crate::redis::RedisEnv)'s registration rules.
     pub fn sink<S, O>(self, sink: S) -> O
     where
         S: Sink<P::Out>,

@@ -71,8 +71,11 @@ where
     /// Sends elements whose window bounds do not fit in `i64` milliseconds (a timestamp
     /// near `i64::MIN` or `i64::MAX`) to `sink` as [`RejectedElement`]s — a typed error
     /// side output. Such an element joins no window and the pipeline goes on. Without this
-    /// output the memory engine counts it in [`JobSummary::window_bounds_rejected`](crate::JobSummary::window_bounds_rejected) and
-    /// logs a `tracing` warning; the Redis engine dead-letters the record.
+    /// output its source record fails with [`Error::WindowBounds`](crate::Error::WindowBounds)
+    /// and is dead-lettered, on both engines (a memory run with
+    /// [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun) counts it in
+    /// [`JobSummary::window_bounds_rejected`](crate::JobSummary::window_bounds_rejected) and
+    /// logs a `tracing` warning instead).
     pub fn side_output_rejected<E2: Sink<RejectedElement<P::Out>>>(
         self,
         sink: E2,

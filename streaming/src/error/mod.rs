@@ -1,5 +1,8 @@
 //! The crate-wide error type.
 
+mod record;
+pub(crate) use record::{failed_operator, failure_message, failure_type, is_misuse};
+
 use crate::OperatorId;
 
 /// A boxed error returned by user functions, sources and sinks.
@@ -45,10 +48,11 @@ pub enum Error {
     },
 
     /// A record's window bounds do not fit in `i64` milliseconds: the record is rejected
-    /// rather than assigned to a clamped window. The Redis engine fails such a record with
-    /// this error when its window has no rejected-element output — a permanent error, so it
-    /// is dead-lettered at once (see [`Error::is_permanent`]); the
-    /// memory engine counts it instead and never stops for it.
+    /// rather than assigned to a clamped window. Both engines fail such a record with this
+    /// error when its window has no rejected-element output — a permanent error, so it is
+    /// dead-lettered at once (see [`Error::is_permanent`]); a memory run with
+    /// [`OnRecordError::StopRun`](crate::memory::OnRecordError::StopRun) counts it instead
+    /// and never stops for it.
     #[error(
         "operator `{operator}`: record with timestamp {timestamp} ms has window bounds outside i64"
     )]
@@ -226,6 +230,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// On the memory engine, a record failed after it had changed keyed state or handed a
+    /// record to a sink or side output. The memory engine cannot undo those effects (the
+    /// Redis engine rolls its batch back and dead-letters the record), so instead of
+    /// dead-lettering the record and leaving the effects of a part of it behind, the run
+    /// stops with this error. [`kind`](Error::kind) is the record's error's.
+    #[error("a record (timestamp {timestamp}) failed after it changed keyed state or produced output, which the memory engine cannot undo, so the run stops instead of dead-lettering it: {source}")]
+    RecordNotUndone {
+        /// The record's timestamp as its source gave it (ms).
+        timestamp: i64,
+        /// The record's error.
+        source: Box<Error>,
+    },
+
     /// The Redis engine could not do `op` (registration, start, a job's subtask).
     #[error("redis engine `{op}`: {reason}")]
     Engine {
@@ -351,6 +368,7 @@ impl Error {
             Error::Redis { kind, .. } => *kind,
             Error::Fenced { .. } => ErrorKind::Fenced,
             Error::Engine { .. } => ErrorKind::Engine,
+            Error::RecordNotUndone { source, .. } => source.kind(),
         }
     }
 
@@ -379,7 +397,7 @@ impl Error {
             #[cfg(feature = "redis")]
             Error::Connect { source, .. } => source.as_ref().is_some_and(is_transient),
             Error::CheckpointBusy(_) => true,
-            Error::CheckpointNotFound(_) => false,
+            Error::CheckpointNotFound(_) | Error::RecordNotUndone { .. } => false,
             e => matches!(
                 e.kind(),
                 ErrorKind::Connection | ErrorKind::Limit | ErrorKind::UserFunction

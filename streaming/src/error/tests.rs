@@ -206,6 +206,17 @@ fn table_connection_and_server() -> Vec<(Error, ErrorKind, bool)> {
             false,
         ),
         (
+            Error::RecordNotUndone {
+                timestamp: 3,
+                source: Box::new(Error::Panic {
+                    operator: op(),
+                    message: "boom".into(),
+                }),
+            },
+            UserFunction,
+            false,
+        ),
+        (
             Error::Engine {
                 op: "blocking_start",
                 reason: "already started".into(),

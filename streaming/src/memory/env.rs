@@ -1,5 +1,6 @@
 //! [`MemoryEnv`]: the entry point of the in-memory engine, and its sources.
 
+use super::failures::{OnRecordError, RecordFailures};
 use super::run::{MemoryRoot, SingleChain};
 use super::timestamps::{
     CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
@@ -20,6 +21,7 @@ use std::rc::Rc;
 struct EnvInner {
     coordinator: RefCell<Option<CheckpointCoordinator>>,
     sources: Cell<u32>,
+    on_record_error: Cell<OnRecordError>,
 }
 
 /// The in-memory execution environment.
@@ -47,6 +49,7 @@ impl std::fmt::Debug for MemoryEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryEnv")
             .field("checkpointing", &self.inner.coordinator.borrow().is_some())
+            .field("on_record_error", &self.inner.on_record_error.get())
             .finish()
     }
 }
@@ -73,8 +76,37 @@ impl MemoryEnv {
         self.inner.coordinator.borrow().clone()
     }
 
+    /// Sets what a pipeline started afterwards does with a source record that fails (see
+    /// [`OnRecordError`]; default [`OnRecordError::Retry`] with 3 retries, like the Redis
+    /// engine): dead-letter it and go on, or stop the run
+    /// ([`OnRecordError::StopRun`]). Clones of the environment share the setting.
+    ///
+    /// ```
+    /// use streaming::memory::OnRecordError;
+    /// use streaming::MemoryEnv;
+    /// let env = MemoryEnv::new();
+    /// let parse = |s: &str| s.parse::<u32>();
+    /// // Default: the bad record is dead-lettered, the run goes on.
+    /// let out = env.from_elements(["1", "x", "3"]).try_map(parse).collect_vec()?;
+    /// assert_eq!(out, [1, 3]);
+    /// // Stop the run at the first failure.
+    /// env.on_record_error(OnRecordError::StopRun);
+    /// let stopped = env.from_elements(["1", "x", "3"]).try_map(parse).collect_vec();
+    /// assert!(stopped.is_err());
+    /// # Ok::<(), streaming::Error>(())
+    /// ```
+    pub fn on_record_error(&self, policy: OnRecordError) -> &Self {
+        self.inner.on_record_error.set(policy);
+        self
+    }
+
+    /// What a failing source record does (see [`on_record_error`](Self::on_record_error)).
+    pub fn record_error_policy(&self) -> OnRecordError {
+        self.inner.on_record_error.get()
+    }
+
     pub(crate) fn runtime(&self) -> MemoryRuntime {
-        MemoryRuntime::new(self.checkpoint_coordinator())
+        MemoryRuntime::new(self.checkpoint_coordinator(), self.record_error_policy())
     }
 
     pub(crate) fn next_source_id(&self) -> String {
@@ -310,11 +342,15 @@ impl<I: IntoIterator, Ts: CollectionItem<I::Item>> MemoryRoot for CollectionSour
         self.env.runtime()
     }
 
-    fn drive<O: Operator<Ts::Out>>(self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<Ts::Out>>(
+        self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, Ts::Out>,
+    ) -> Result<(), Error> {
         drive(&mut op, |op| {
             for (arrival, item) in (0i64..).zip(self.items) {
                 let (value, ts) = Ts::split(item, arrival);
-                op.process(value, ts)?;
+                failures.feed(op, value, ts)?;
             }
             Ok(())
         })
@@ -342,16 +378,17 @@ pub struct UserSource<S, T, Ts = NoTimestamps> {
     _t: PhantomData<fn() -> (T, Ts)>,
 }
 
-/// What a user source emits through: the chain, the ingestion clock and the rule for
-/// timestamps (`Ts`).
-struct Ctx<'a, O, Ts> {
+/// What a user source emits through: the chain, the ingestion clock, the rule for
+/// timestamps (`Ts`) and what becomes of a record that fails.
+struct Ctx<'a, 'f, O, T, Ts> {
     op: &'a mut O,
     id: &'a str,
     emitted: i64,
+    failures: &'a mut RecordFailures<'f, T>,
     _ts: PhantomData<Ts>,
 }
 
-impl<O, Ts: SourceTimestamps> Ctx<'_, O, Ts> {
+impl<O, T, Ts: SourceTimestamps> Ctx<'_, '_, O, T, Ts> {
     /// The error of a record emitted against the source's rule for timestamps.
     fn misuse(&self, reason: &str) -> Error {
         Error::Source {
@@ -361,7 +398,7 @@ impl<O, Ts: SourceTimestamps> Ctx<'_, O, Ts> {
     }
 }
 
-impl<T, O: Operator<T>, Ts: SourceTimestamps> SourceContext<T> for Ctx<'_, O, Ts> {
+impl<T, O: Operator<T>, Ts: SourceTimestamps> SourceContext<T> for Ctx<'_, '_, O, T, Ts> {
     #[inline]
     fn collect(&mut self, value: T) -> Result<(), Error> {
         if Ts::GIVEN {
@@ -371,7 +408,7 @@ impl<T, O: Operator<T>, Ts: SourceTimestamps> SourceContext<T> for Ctx<'_, O, Ts
         }
         let arrival = self.emitted;
         self.emitted += 1;
-        self.op.process(value, arrival)
+        self.failures.feed(self.op, value, arrival)
     }
 
     #[inline]
@@ -382,7 +419,7 @@ impl<T, O: Operator<T>, Ts: SourceTimestamps> SourceContext<T> for Ctx<'_, O, Ts
             ));
         }
         self.emitted += 1;
-        self.op.process(value, timestamp)
+        self.failures.feed(self.op, value, timestamp)
     }
 }
 
@@ -417,7 +454,11 @@ impl<T, S: Source<T>, Ts: SourceTimestamps> MemoryRoot for UserSource<S, T, Ts> 
         self.env.runtime()
     }
 
-    fn drive<O: Operator<T>>(mut self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<T>>(
+        mut self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, T>,
+    ) -> Result<(), Error> {
         let source_error = |id: &str, source| Error::Source {
             source_id: id.to_string(),
             source,
@@ -427,10 +468,11 @@ impl<T, S: Source<T>, Ts: SourceTimestamps> MemoryRoot for UserSource<S, T, Ts> 
         let (source, id) = (&mut self.source, self.id.as_str());
         let result = drive(&mut op, |op| {
             crate::ops::guard(&guard_id, || {
-                source.run(&mut Ctx::<O, Ts> {
+                source.run(&mut Ctx::<O, T, Ts> {
                     op,
                     id,
                     emitted: 0,
+                    failures,
                     _ts: PhantomData,
                 })
             })?

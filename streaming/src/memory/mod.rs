@@ -33,17 +33,28 @@
 //!   is the highest record timestamp seen (on a stream without event time, the ingestion
 //!   clock: record `i` at `i` ms);
 //! - keyed state (user state, rolling reduce/sum, windows) is snapshotted by the
-//!   [`CheckpointCoordinator`] when checkpointing is enabled.
+//!   [`CheckpointCoordinator`] when checkpointing is enabled;
+//! - a source record that fails (a user function's error or panic, a decode error, window
+//!   bounds) is dead-lettered by the [`OnRecordError`] policy and the run goes on, as on
+//!   the Redis engine; its dead letters go to
+//!   [`DataStream::side_output_dead_letters`](crate::DataStream::side_output_dead_letters).
+//!   A record that fails after it changed keyed state or delivered output stops the run
+//!   ([`Error::RecordNotUndone`](crate::Error::RecordNotUndone)): the memory engine cannot
+//!   undo either.
 
 mod checkpoint;
+mod dead_letters;
 pub(crate) mod env;
+pub(crate) mod failures;
 pub(crate) mod partition;
 pub(crate) mod run;
 pub(crate) mod runtime;
 mod timestamps;
 
 pub use checkpoint::CheckpointCoordinator;
+pub use dead_letters::WithDeadLetters;
 pub use env::MemoryEnv;
+pub use failures::{DeadLetter, OnRecordError};
 pub use run::JobSummary;
 pub use timestamps::{
     CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,

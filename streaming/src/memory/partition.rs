@@ -2,7 +2,9 @@
 //! (the Redis engine's execution model on the memory engine).
 
 use super::env::{check_source_id, MemoryEnv};
+use super::failures::RecordFailures;
 use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
+use super::runtime::Delivered;
 use super::timestamps::NoTimestamps;
 use super::timestamps::{CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource};
 use super::{drive, MemoryRuntime};
@@ -272,12 +274,16 @@ impl<I: IntoIterator, KF, Ts: CollectionItem<I::Item>> MemoryRoot for Partitione
     }
 
     /// Drives the whole input through one chain, as one partition.
-    fn drive<O: Operator<Ts::Out>>(self, mut op: O) -> Result<(), Error> {
+    fn drive<O: Operator<Ts::Out>>(
+        self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, Ts::Out>,
+    ) -> Result<(), Error> {
         let (items, _key) = self.take_input();
         drive(&mut op, |op| {
             for (arrival, item) in (0i64..).zip(items) {
                 let (value, ts) = Ts::split(item, arrival);
-                op.process(value, ts)?;
+                failures.feed(op, value, ts)?;
             }
             Ok(())
         })
@@ -355,13 +361,15 @@ where
     KF: FnMut(&Ts::Out) -> Option<K>,
     K: AsRef<str>,
 {
-    fn run_memory<O: Operator<P::Out>>(self, mut op: O) -> Result<JobSummary, Error> {
+    fn run_memory<O: Operator<P::Out>>(self, op: O) -> Result<JobSummary, Error> {
         let root = self.root();
         let n = root.partitions;
         let rt = root.runtime();
+        let mut failures = rt.failures();
+        let mut op = Delivered(op);
         if n == 1 {
             let (root, chain) = self.build(&rt, op)?;
-            root.drive(chain)?;
+            root.drive(chain, &mut failures)?;
             return Ok(JobSummary::from_counters(&rt.counters));
         }
         if rt.coordinator.is_some() {
@@ -389,7 +397,7 @@ where
                 let (_root, mut chain) = this.build(&rt, PartitionOutput(&mut op))?;
                 drive(&mut chain, |chain| {
                     for (ts, item) in part {
-                        chain.process(item, ts)?;
+                        failures.feed(chain, item, ts)?;
                     }
                     Ok(())
                 })?;

@@ -1,6 +1,8 @@
 //! How the memory engine runs a plan: its roots, [`Execute`] for them, and the terminal
 //! operations that exist on the memory engine only (`collect_vec`, iteration).
 
+use super::failures::RecordFailures;
+use super::runtime::Delivered;
 use super::MemoryRuntime;
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
@@ -23,9 +25,17 @@ pub struct JobSummary {
     pub window_gap_dropped: u64,
     /// Elements rejected because a window they belong to has bounds outside `i64`
     /// milliseconds; each went to the window's rejected-element output
-    /// ([`WindowedStream::side_output_rejected`](crate::WindowedStream::side_output_rejected)) or, without one, only to this count and a
-    /// `tracing` warning. The pipeline goes on with the next element.
+    /// ([`WindowedStream::side_output_rejected`](crate::WindowedStream::side_output_rejected))
+    /// or, without one, failed its source record (dead-lettered, also counted in
+    /// [`dead_letters`](Self::dead_letters)) — or, with
+    /// [`OnRecordError::StopRun`](super::OnRecordError::StopRun), went only to this count and
+    /// a `tracing` warning. The pipeline goes on with the next element.
     pub window_bounds_rejected: u64,
+    /// Source records that failed and were dead-lettered (see
+    /// [`OnRecordError`](super::OnRecordError)); each went to the dead-letter output
+    /// ([`DataStream::side_output_dead_letters`]) or, without one, only to this count and
+    /// a `tracing` warning. The run went on with the next record.
+    pub dead_letters: u64,
 }
 
 impl JobSummary {
@@ -36,6 +46,7 @@ impl JobSummary {
             window_firings: counters.window_firings.get(),
             window_gap_dropped: counters.window_gap_dropped.get(),
             window_bounds_rejected: counters.window_bounds_rejected.get(),
+            dead_letters: counters.dead_letters.get(),
         }
     }
 }
@@ -63,8 +74,14 @@ pub trait MemoryRoot: Sealed {
     ///
     /// # Errors
     /// The first error of the source or the chain.
+    /// Each record goes through `failures`, which dead-letters a failed record or stops
+    /// the run by the run's [`OnRecordError`](super::OnRecordError).
     #[doc(hidden)]
-    fn drive<O: Operator<Self::Item>>(self, op: O) -> Result<(), Error>;
+    fn drive<O: Operator<Self::Item>>(
+        self,
+        op: O,
+        failures: &mut RecordFailures<'_, Self::Item>,
+    ) -> Result<(), Error>;
 }
 
 impl<M, P, S> Execute<P, S> for M
@@ -120,8 +137,9 @@ where
 {
     fn run_memory<O: Operator<P::Out>>(self, op: O) -> Result<JobSummary, Error> {
         let rt = self.root().runtime();
-        let (root, chain) = self.build(&rt, op)?;
-        root.drive(chain)?;
+        let mut failures = rt.failures();
+        let (root, chain) = self.build(&rt, Delivered(op))?;
+        root.drive(chain, &mut failures)?;
         Ok(JobSummary::from_counters(&rt.counters))
     }
 }

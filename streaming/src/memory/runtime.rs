@@ -1,8 +1,11 @@
 //! The memory engine's runtime: what its stages are built with.
 
+use super::failures::{OnRecordError, RecordFailures};
 use super::CheckpointCoordinator;
 use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
-use crate::ops::{Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState};
+use crate::ops::{
+    effects, Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState,
+};
 use crate::sealed::Sealed;
 use crate::time::{Clock, RecordClock};
 use crate::Error;
@@ -22,33 +25,54 @@ pub(crate) type StoreRegistry = Rc<RefCell<Vec<(OperatorId, Rc<dyn Any>)>>>;
 pub struct MemoryRuntime<C = RecordClock> {
     pub(crate) coordinator: Option<CheckpointCoordinator>,
     pub(crate) counters: Rc<Counters>,
+    pub(crate) on_record_error: OnRecordError,
     /// Where every store is also registered (a test driver's run).
     pub(crate) stores: Option<StoreRegistry>,
     pub(crate) _clock: PhantomData<C>,
 }
 
-impl MemoryRuntime {
-    /// The runtime of a run with `coordinator` (checkpointing on) or none.
-    pub(crate) fn new(coordinator: Option<CheckpointCoordinator>) -> Self {
+impl<C> MemoryRuntime<C> {
+    /// A runtime whose failed records follow `on_record_error`.
+    pub(crate) fn with_clock(
+        coordinator: Option<CheckpointCoordinator>,
+        on_record_error: OnRecordError,
+    ) -> Self {
+        let dead_letters = on_record_error != OnRecordError::StopRun;
         MemoryRuntime {
             coordinator,
-            counters: Rc::default(),
+            counters: Rc::new(Counters {
+                // Dead-lettered like any failed record, as on the Redis engine.
+                window_bounds_fail_record: dead_letters,
+                undo_failed_records: dead_letters,
+                ..Counters::default()
+            }),
+            on_record_error,
             stores: None,
             _clock: PhantomData,
         }
+    }
+
+    /// The failure handling of a run's record loop.
+    pub(crate) fn failures<'a, T>(&self) -> RecordFailures<'a, T> {
+        RecordFailures::new(self.on_record_error, Rc::clone(&self.counters))
+    }
+}
+
+impl MemoryRuntime {
+    /// A runtime whose failed records follow `on_record_error`.
+    pub(crate) fn new(
+        coordinator: Option<CheckpointCoordinator>,
+        on_record_error: OnRecordError,
+    ) -> Self {
+        Self::with_clock(coordinator, on_record_error)
     }
 }
 
 impl MemoryRuntime<DrivenClock> {
     /// The runtime of a test driver's run: no checkpoints, processing time set by the
-    /// driver.
-    pub(crate) fn driven() -> Self {
-        MemoryRuntime {
-            coordinator: None,
-            counters: Rc::default(),
-            stores: None,
-            _clock: PhantomData,
-        }
+    /// driver, failed records handled by `on_record_error`.
+    pub(crate) fn driven(on_record_error: OnRecordError) -> Self {
+        Self::with_clock(None, on_record_error)
     }
 }
 
@@ -107,11 +131,42 @@ pub(crate) fn drive<T, O: Operator<T>>(
     op: &mut O,
     body: impl FnOnce(&mut O) -> Result<(), Error>,
 ) -> Result<(), Error> {
+    // A run inside a user function of another leaves the outer record's notes as they were.
+    let outer = effects::replace((false, false));
     let result = op
         .open()
         .and_then(|()| body(op))
         .and_then(|()| op.on_watermark(crate::time::MAX_WATERMARK))
         .and_then(|()| op.finish());
     let closed = op.close();
+    effects::replace(outer);
     result.and(closed)
+}
+
+/// The run's main sink: its failure is the sink's, not the record's (see [`effects`]).
+pub(crate) struct Delivered<O>(pub(crate) O);
+
+impl<T, O: Operator<T>> Operator<T> for Delivered<O> {
+    fn open(&mut self) -> Result<(), Error> {
+        self.0.open()
+    }
+
+    #[inline]
+    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
+        self.0
+            .process(value, timestamp)
+            .inspect_err(|_| effects::note_sink_failed())
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        self.0.on_watermark(watermark)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.0.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        self.0.close()
+    }
 }

@@ -1,7 +1,7 @@
 //! Keyed operators without windows: rolling reduce and sum.
 
 use super::changes::KeyChanges;
-use super::{guard, Operator, OperatorId, Shared};
+use super::{effects, guard, Operator, OperatorId, Shared};
 use crate::api::Numeric;
 use crate::Error;
 use std::collections::HashMap;
@@ -94,7 +94,9 @@ where
                     // One hash lookup: the slot is taken for the call and refilled. After a
                     // panic the pipeline fails, so an emptied slot is never read again.
                     let acc = slot.take().expect("reduce slot refilled after every call");
-                    let reduced = guard(&self.id, || (self.f)(acc, value))?;
+                    // A panic consumed the key's value: the slot stays empty.
+                    let reduced =
+                        guard(&self.id, || (self.f)(acc, value)).map_err(effects::left_behind)?;
                     slot.insert(reduced).clone()
                 }
                 None => {
@@ -104,7 +106,10 @@ where
                 }
             }
         };
-        self.next.process(out, timestamp)
+        // The key's value changed: a failure further down leaves it changed.
+        self.next
+            .process(out, timestamp)
+            .map_err(effects::left_behind)
     }
     forward_watermark_lifecycle!();
 }
@@ -159,7 +164,10 @@ where
                 }
             }
         };
-        self.next.process((key, sum), timestamp)
+        // The key's sum changed: a failure further down leaves it changed.
+        self.next
+            .process((key, sum), timestamp)
+            .map_err(effects::left_behind)
     }
     forward_watermark_lifecycle!();
 }
@@ -220,7 +228,10 @@ where
                 }
             }
         };
-        self.next.process((key, sum), timestamp)
+        // The key's sum changed: a failure further down leaves it changed.
+        self.next
+            .process((key, sum), timestamp)
+            .map_err(effects::left_behind)
     }
     forward_watermark_lifecycle!();
 }

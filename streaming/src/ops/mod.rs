@@ -8,6 +8,7 @@
 //! `pipeline!` macro; these types are what both expand to.
 
 mod changes;
+pub(crate) mod effects;
 mod keyed;
 pub(crate) mod process;
 mod side_output;
@@ -174,10 +175,16 @@ pub struct Counters {
     pub(crate) window_firings: std::cell::Cell<u64>,
     pub(crate) window_gap_dropped: std::cell::Cell<u64>,
     pub(crate) window_bounds_rejected: std::cell::Cell<u64>,
+    /// Source records the memory engine dead-lettered.
+    pub(crate) dead_letters: std::cell::Cell<u64>,
     /// Without a rejected-element output, a record whose window bounds overflow fails
-    /// with [`Error::WindowBounds`] (the Redis engine dead-letters it) instead of being
-    /// counted and logged (the memory engine).
+    /// with [`Error::WindowBounds`] (it is dead-lettered) instead of being counted and
+    /// logged (the memory engine when it stops on the first failure).
     pub(crate) window_bounds_fail_record: bool,
+    /// A failed record is dead-lettered and the run goes on (the memory engine, unless it
+    /// stops on the first failure): an [`AssignWatermarks`] then undoes what the failed
+    /// record did to its generator.
+    pub(crate) undo_failed_records: bool,
     /// Set by a window operator that rejects the record it was handed (window bounds
     /// overflow); an [`AssignWatermarks`] upstream reads it after pushing the record and
     /// then leaves its generator and watermark as they were before that record.
@@ -197,6 +204,9 @@ impl Counters {
     pub(crate) fn add_gap_dropped(&self) {
         self.window_gap_dropped
             .set(self.window_gap_dropped.get() + 1);
+    }
+    pub(crate) fn add_dead_letter(&self) {
+        self.dead_letters.set(self.dead_letters.get() + 1);
     }
     pub(crate) fn add_window_bounds_rejected(&self) {
         self.window_bounds_rejected

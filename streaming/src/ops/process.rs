@@ -3,7 +3,7 @@
 
 use super::changes::ProcessTracking;
 use super::timers::TimerQueue;
-use super::{guard, user_error, Operator, OperatorId, Shared};
+use super::{effects, guard, user_error, Operator, OperatorId, Shared};
 use crate::api::context::{ContextParts, KeyedTimerRequest, TimeDomain};
 use crate::api::state::{DeclareStates, KeyedStateBackend};
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
@@ -138,6 +138,8 @@ pub struct ProcessState<K, P> {
     pub(crate) tracking: P,
     /// Most pending event-time timers (0 = unbounded).
     pub(crate) max_event_timers: usize,
+    /// Whether the last failed call of [`with_context`](Self::with_context) changed a state.
+    pub(crate) changed: bool,
 }
 
 impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
@@ -154,6 +156,7 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
             registered: HashMap::new(),
             tracking: P::default(),
             max_event_timers: 0,
+            changed: false,
         }
     }
 
@@ -180,7 +183,10 @@ pub(crate) struct ContextTimes {
 
 impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
     /// Runs `f` with the context of `key`, then notes the states it changed (also when it
-    /// failed: the engine then rolls the batch back anyway).
+    /// failed: the Redis engine then rolls the batch back anyway). When `failed` rejects
+    /// `f`'s result, [`changed`](Self::changed) says whether `f` changed a state (known only
+    /// then: on the memory engine nothing else reads the change mask, so the compiler drops
+    /// it from the path of a call that succeeds).
     ///
     /// # Errors
     /// The engine's, when `key`'s stored state does not decode (`f` does not run).
@@ -191,12 +197,16 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         times: ContextTimes,
         timers: &mut Vec<KeyedTimerRequest>,
         f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
+        failed: impl FnOnce(&R) -> bool,
     ) -> Result<R, Error> {
         self.tracking.touch(key)?;
         let mut ctx = KeyedContext::new(self.context_parts(key, times, timers));
         let result = f(&mut ctx);
         let changed = ctx.changed();
         self.note_changes(changed, key);
+        if failed(&result) {
+            self.changed = changed != 0;
+        }
         Ok(result)
     }
 
@@ -408,14 +418,15 @@ where
     }
 
     /// Moves processing time to `now` (later than it was) and fires the processing-time
-    /// timers due by then. Out of line: the record path only compares the clock.
+    /// timers due by then; returns whether any fired. Out of line: the record path only
+    /// compares the clock.
     #[inline(never)]
-    fn advance_processing_time(&mut self, now: i64) -> Result<(), Error> {
+    fn advance_processing_time(&mut self, now: i64) -> Result<bool, Error> {
         self.processing_time = now;
         if self.state.borrow().processing_timers.len() > 0 {
-            self.fire(TimeDomain::ProcessingTime, now)?;
+            return self.fire(TimeDomain::ProcessingTime, now);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Fires due timers of `domain` up to `upto`; returns whether any fired.
@@ -449,7 +460,8 @@ where
             Self::check(&self.id, called, &mut self.out)?;
             Self::register(&self.id, st, &key, &mut self.requests)?;
             drop(guard_st);
-            emit(first, &mut self.out, &mut self.next, time)?;
+            // The timer was taken off the queue: a failure leaves that behind.
+            emit(first, &mut self.out, &mut self.next, time).map_err(effects::left_behind)?;
         }
         Ok(fired)
     }
@@ -468,11 +480,17 @@ where
         self.next.open()
     }
 
+    /// What a failure leaves behind (see `effects`): the function's after it changed state
+    /// or timers fired for the record; any after the function returned `Ok` (registering its
+    /// timers, downstream): whether it changed state is known only when it fails.
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let now = Cl::processing_time(timestamp);
+        let mut fired = false;
         if now > self.processing_time {
-            self.advance_processing_time(now)?;
+            fired = self
+                .advance_processing_time(now)
+                .map_err(effects::left_behind)?;
         }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         let first;
@@ -488,17 +506,23 @@ where
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;
             let called = st
-                .with_context(&key, times, &mut self.requests, |ctx| {
-                    guard(&self.id, || function.process_element(value, ctx, &mut out))
-                })
+                .with_context(
+                    &key,
+                    times,
+                    &mut self.requests,
+                    |ctx| guard(&self.id, || function.process_element(value, ctx, &mut out)),
+                    |called| !matches!(called, Ok(Ok(()))),
+                )
                 .and_then(|called| called);
             first = out.into_first();
-            Self::check(&self.id, called, &mut self.out)?;
+            Self::check(&self.id, called, &mut self.out)
+                .map_err(|e| call_failed(e, fired || st.changed, &mut self.requests))?;
             if !self.requests.is_empty() {
-                Self::register(&self.id, st, &key, &mut self.requests)?;
+                Self::register(&self.id, st, &key, &mut self.requests)
+                    .map_err(effects::left_behind)?;
             }
         }
-        emit(first, &mut self.out, &mut self.next, timestamp)
+        emit(first, &mut self.out, &mut self.next, timestamp).map_err(effects::left_behind)
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
@@ -556,6 +580,19 @@ fn emit<O, N: Operator<O>>(
         return Ok(());
     }
     emit_rest(rest, next, timestamp)
+}
+
+/// A failed call of the function: its timer requests are dropped with it; when it (or
+/// timers that fired for its record) `changed` state, that stays behind (see `effects`).
+#[cold]
+#[inline(never)]
+fn call_failed(e: Error, changed: bool, requests: &mut Vec<KeyedTimerRequest>) -> Error {
+    requests.clear();
+    if changed {
+        effects::left_behind(e)
+    } else {
+        e
+    }
 }
 
 #[inline(never)]

@@ -1,6 +1,6 @@
 //! Stateless one-to-one and one-to-many operators.
 
-use super::{forward_lifecycle, guard, user_error, Operator, OperatorId};
+use super::{effects, forward_lifecycle, guard, user_error, Operator, OperatorId};
 use crate::{BoxError, Error};
 use std::marker::PhantomData;
 
@@ -33,7 +33,7 @@ impl<T, U, F: FnMut(T) -> U, N: Operator<U>> Operator<T> for Map<F, U, N> {
     forward_lifecycle!();
 }
 
-/// Applies a fallible `f`; an `Err` stops the pipeline, naming this operator.
+/// Applies a fallible `f`; an `Err` fails the record, naming this operator.
 pub struct TryMap<F, U, E, N> {
     id: OperatorId,
     f: F,
@@ -125,11 +125,22 @@ where
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let items = guard(&self.id, || (self.f)(value))?;
         let mut iter = items.into_iter();
-        // The iterator is user code too.
-        while let Some(item) = guard(&self.id, || iter.next())? {
-            self.next.process(item, timestamp)?;
+        // The iterator is user code too. A failure after an item went downstream may leave
+        // that item's effects behind (see `effects`).
+        let mut pushed = false;
+        loop {
+            let item = match guard(&self.id, || iter.next()) {
+                Ok(Some(item)) => item,
+                Ok(None) => return Ok(()),
+                Err(e) if pushed => return Err(effects::left_behind(e)),
+                Err(e) => return Err(e),
+            };
+            match self.next.process(item, timestamp) {
+                Ok(()) => pushed = true,
+                Err(e) if pushed => return Err(effects::left_behind(e)),
+                Err(e) => return Err(e),
+            }
         }
-        Ok(())
     }
     forward_lifecycle!();
 }

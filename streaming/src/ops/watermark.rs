@@ -72,7 +72,9 @@ impl<T> TimestampAssigner<T> for RecordTimestamp {
 /// An element a window downstream rejects (its window bounds do not fit in `i64`) does
 /// not move the watermark: the generator and its output go back to their state before
 /// that element (from a copy taken before `on_event` whenever the pipeline has a window),
-/// so the generator must be `Clone`. Flink's operator feeds the generator after emitting
+/// so the generator must be `Clone`. On the memory engine an element that fails (here or
+/// downstream) and is dead-lettered does not move it either (a copy is taken before every
+/// element then): on the Redis engine the batch runs again without it. Flink's operator feeds the generator after emitting
 /// the element; feeding it first and undoing a rejection is the same without cloning the
 /// element.
 ///
@@ -124,6 +126,16 @@ impl<TA, G, C, N> AssignWatermarks<TA, G, C, N> {
         }
     }
 
+    /// Puts the generator and its output back to `before` (their copies from before the
+    /// element), when there is a copy.
+    #[cold]
+    fn undo(&mut self, before: Option<(G, WatermarkOutput)>) {
+        if let Some((generator, output)) = before {
+            self.generator = generator;
+            self.output = output;
+        }
+    }
+
     /// Forwards the restored watermark once, before anything else reaches `next`.
     #[inline]
     fn restore<T>(&mut self) -> Result<(), Error>
@@ -158,28 +170,31 @@ where
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         self.restore()?;
-        let keep = self.counters.may_reject_records.get();
+        let undo_failed = self.counters.undo_failed_records;
+        let keep = undo_failed || self.counters.may_reject_records.get();
         let previous = if self.timed { timestamp } else { MIN_WATERMARK };
         let (assigner, generator, output) =
             (&mut self.assigner, &mut self.generator, &mut self.output);
         let (ts, before) = guard(&self.id, || {
             let ts = assigner.extract_timestamp(&value, previous);
-            let before = keep.then(|| (generator.clone(), *output));
+            (ts, keep.then(|| (generator.clone(), *output)))
+        })?;
+        let fed = guard(&self.id, || {
             generator.on_event(&value, ts, output);
             generator.on_periodic_emit(output);
-            (ts, before)
-        })?;
+        });
+        if let Err(e) = fed {
+            self.undo(before);
+            return Err(e);
+        }
         // The element is judged against the watermark in force before it. A rejection
         // flagged further up (another record of the same input) is kept for the operator
         // there.
         let upstream = self.counters.record_rejected.replace(false);
         let pushed = self.next.process(value, ts);
         let rejected = self.counters.record_rejected.get();
-        if rejected {
-            if let Some((generator, output)) = before {
-                self.generator = generator;
-                self.output = output;
-            }
+        if rejected || (undo_failed && pushed.is_err()) {
+            self.undo(before);
         }
         self.counters.record_rejected.set(upstream || rejected);
         pushed?;
@@ -188,7 +203,11 @@ where
         if current > self.emitted {
             self.emitted = current;
             self.state.borrow_mut().set(current, idle);
-            self.next.on_watermark(current)?;
+            // The record went through and the watermark moved: a failure of what fires on
+            // it leaves that behind (see `effects`).
+            self.next
+                .on_watermark(current)
+                .map_err(super::effects::left_behind)?;
         } else if idle != self.state.borrow().idle {
             self.state.borrow_mut().set(self.emitted, idle);
         }

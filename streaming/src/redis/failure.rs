@@ -2,9 +2,9 @@
 //! `x-runtime-*` headers that say why.
 
 use super::context::Ctx;
-use super::job::is_misuse;
 use super::ownership::Ownership;
 use super::{ProcessingErrorResult, RedisRuntimeConfig};
+use crate::error::{failure_message, failure_type, is_misuse};
 use crate::mq::Connection;
 use crate::mq::{Failure, HandleResult, Message, RetryOutcome};
 use crate::Error;
@@ -17,21 +17,6 @@ pub const HEADER_RUNTIME_GROUP: &str = "x-runtime-group";
 pub const HEADER_RUNTIME_ERROR_TYPE: &str = "x-runtime-error-type";
 /// Header with the failure's message, at most 512 characters.
 pub const HEADER_RUNTIME_ERROR_MESSAGE: &str = "x-runtime-error-message";
-
-fn error_type(e: &Error) -> &'static str {
-    match e {
-        e if e.is_decode() => "decode",
-        Error::UserFunction { .. } => "user_function",
-        Error::Panic { .. } => "panic",
-        Error::StateType { .. } | Error::StateNotPersistent { .. } => "state",
-        Error::StateDecode { .. } => "state_decode",
-        Error::MqDecode { .. } => "decode",
-        Error::HotKey { .. } => "hot_key",
-        Error::TimerQueueFull { .. } => "timer_queue_full",
-        Error::WindowBounds { .. } => "window_bounds",
-        _ => "error",
-    }
-}
 
 /// A record's failure, as retry and dead letter see it.
 struct Failed {
@@ -47,7 +32,7 @@ struct Failed {
 
 impl Failed {
     fn new(config: &RedisRuntimeConfig, e: &Error) -> Self {
-        let kind = error_type(e);
+        let kind = failure_type(e);
         let misuse = is_misuse(e);
         // A misuse or a permanent error (bad input, `Error::permanent`): no retry helps.
         let retry = config.processing_error_result() == ProcessingErrorResult::Retry
@@ -55,7 +40,7 @@ impl Failed {
             && !e.is_permanent();
         Failed {
             kind,
-            text: e.to_string().chars().take(512).collect(),
+            text: failure_message(e),
             retry,
             fail: config.processing_error_result() == ProcessingErrorResult::Fail && !misuse,
         }

@@ -501,7 +501,7 @@ mod tests {
             processing_time: 0,
             event_time: true,
         };
-        (st.with_context(&key.to_string(), times, &mut Vec::new(), f)).unwrap()
+        (st.with_context(&key.to_string(), times, &mut Vec::new(), f, |_| false)).unwrap()
     }
 
     #[test]

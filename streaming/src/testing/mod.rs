@@ -160,7 +160,7 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
         crate::memory::env::check_source_id(source_id);
         let input = DataStream::new(FragmentInput::new(), source_id.to_string());
         let stream = fragment(input).into_stream()?;
-        let mut rt = MemoryRuntime::<DrivenClock>::driven();
+        let mut rt = MemoryRuntime::<DrivenClock>::driven(crate::memory::OnRecordError::StopRun);
         let stores = StoreRegistry::default();
         rt.stores = Some(Rc::clone(&stores));
         let output = Rc::new(RefCell::new(Vec::new()));

@@ -108,7 +108,7 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
             event_time: true,
         };
         let mut ignored_timers = Vec::new();
-        state.with_context(key, times, &mut ignored_timers, read)
+        state.with_context(key, times, &mut ignored_timers, read, |_| false)
     }
 
     /// The pending timers of the process operator `operator` (see

@@ -18,7 +18,7 @@ pub use state::WindowState;
 pub(crate) use state::{PaneDigests, WrittenPanes};
 
 use super::changes::KeyChanges;
-use super::{guard, user_error, Counters, Operator, OperatorId, Shared};
+use super::{effects, guard, user_error, Counters, Operator, OperatorId, Shared};
 use crate::api::{RejectedElement, Sink};
 use crate::time::trigger::TriggerTimerRequest;
 use crate::time::{TimeWindow, Trigger, TriggerContext, WindowAssigner};
@@ -192,18 +192,24 @@ where
     }
 
     /// Handles one record; `Ok(true)` when it was rejected (window bounds overflow).
+    ///
+    /// A failure after windows fired or the record joined a window leaves their state
+    /// changed (see `effects`); a failure of the key function or of the record's bounds
+    /// leaves nothing.
     pub(super) fn process_record(&mut self, value: T, timestamp: i64) -> Result<bool, Error> {
         self.fired = 0;
         if self.carry {
             // Windows left due by the per-record cap: up to the cap fire before this
             // record, and every due window of this record's key.
-            self.fire_timers(self.watermark)?;
-            self.drain()?;
+            self.fire_timers(self.watermark)
+                .and_then(|()| self.drain())
+                .map_err(effects::left_behind)?;
         }
         let key = guard(&self.id, || (self.key_fn)(&value))?;
         if self.carry {
-            self.fire_key_due(&key)?;
-            self.drain()?;
+            self.fire_key_due(&key)
+                .and_then(|()| self.drain())
+                .map_err(effects::left_behind)?;
         }
         self.windows.clear();
         let windows = &mut self.windows;
@@ -224,10 +230,11 @@ where
             return Ok(false);
         }
         if self.assigner.is_merging() {
-            self.process_merging(key, value, timestamp)?;
+            self.process_merging(key, value, timestamp)
         } else {
-            self.process_aligned(key, value, timestamp)?;
+            self.process_aligned(key, value, timestamp)
         }
+        .map_err(effects::left_behind)?;
         Ok(false)
     }
 

@@ -33,7 +33,8 @@ pub trait RejectedOutput<T> {
 }
 
 /// No rejected-element output: the engine's default applies (memory: count in
-/// `JobSummary::window_bounds_rejected` and a `tracing` warning; Redis: dead letter).
+/// `JobSummary::window_bounds_rejected` and a `tracing` warning when the run stops on the
+/// first failure; otherwise, and on Redis: the record fails and is dead-lettered).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoRejectedOutput;

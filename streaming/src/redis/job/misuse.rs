@@ -3,19 +3,8 @@
 use super::shared::JobShared;
 use crate::Error;
 
-/// Whether `e` is a misuse of the API that no retry can fix: a keyed state without a JSON
-/// codec ([`Error::StateNotPersistent`]) or a state name used with two types
-/// ([`Error::StateType`]). Such a record goes to the dead-letter queue at once (error type
-/// `state`) and the job reports the misuse once ([`JobShared::report_misuse`]).
-pub(crate) fn is_misuse(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::StateNotPersistent { .. } | Error::StateType { .. } | Error::StateDecode { .. }
-    )
-}
-
 impl JobShared {
-    /// Reports a misuse ([`is_misuse`]) in the job's errors, once per (operator, state).
+    /// Reports a misuse ([`is_misuse`](crate::error::is_misuse)) in the job's errors, once per (operator, state).
     pub(crate) fn report_misuse(&self, e: &Error) {
         let (operator, state, message) = match e {
             Error::StateNotPersistent {

@@ -22,7 +22,6 @@ mod waits;
 
 pub(crate) use caught_up::id_at_least;
 pub use client::JobClient;
-pub(crate) use misuse::is_misuse;
 pub use progress::{JobDiagnostics, PartitionProgress};
 pub(crate) use registry::start as start_registry;
 pub use registry::{

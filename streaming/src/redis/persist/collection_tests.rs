@@ -29,7 +29,7 @@ fn with<R>(st: &mut Tracked, key: &str, f: impl FnOnce(&mut KeyedContext<'_, Str
         processing_time: 0,
         event_time: true,
     };
-    st.with_context(&key.to_string(), times, &mut Vec::new(), f)
+    st.with_context(&key.to_string(), times, &mut Vec::new(), f, |_| false)
         .expect("the key is not poisoned")
 }
 
@@ -240,9 +240,15 @@ fn the_memory_engine_logs_no_element_changes() {
         processing_time: 0,
         event_time: true,
     };
-    st.with_context(&"k".to_string(), times, &mut Vec::new(), |c| {
-        let m = c.state(&LAST).unwrap();
-        assert!(m.delta.is_none());
-    })
+    st.with_context(
+        &"k".to_string(),
+        times,
+        &mut Vec::new(),
+        |c| {
+            let m = c.state(&LAST).unwrap();
+            assert!(m.delta.is_none());
+        },
+        |_| false,
+    )
     .expect("the key is not poisoned");
 }
