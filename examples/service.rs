@@ -193,4 +193,29 @@ mod tests {
         );
         Ok(())
     }
+
+    #[test]
+    fn an_event_that_is_not_json_is_dead_lettered_and_the_rest_is_summed(
+    ) -> Result<(), streaming::Error> {
+        let mut driver = TestDriver::new(spend_per_minute)?;
+        driver.push_message(event("ann", 12, 1_000))?;
+        driver.push_message(
+            Message::new("not json")
+                .with_key("ann")
+                .with_timestamp_ms(2_000),
+        )?;
+        driver.finish()?;
+        let totals: Vec<(String, i64)> = driver
+            .output()
+            .into_iter()
+            .map(|(u, _, t)| (u, t))
+            .collect();
+        assert_eq!(totals, [("ann".to_string(), 12)]);
+        let dead = driver.dead_letters();
+        assert_eq!(dead.len(), 1);
+        // Bad input is never retried: one attempt.
+        assert_eq!((dead[0].error_type, dead[0].attempts), ("decode", 1));
+        assert_eq!(&dead[0].record.payload[..], b"not json");
+        Ok(())
+    }
 }

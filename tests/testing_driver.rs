@@ -5,6 +5,7 @@
 use std::time::Duration;
 use streaming::api::{CollectSink, TimeDomain, ValueStateDescriptor};
 use streaming::fragment::{Fragment, Input};
+use streaming::memory::OnRecordError;
 use streaming::testing::{PendingTimer, TestDriver};
 use streaming::time::{BoundedOutOfOrderness, NoEventTime, TumblingEventTimeWindows};
 use streaming::{pipeline, Error, MemoryEnv};
@@ -108,6 +109,8 @@ fn the_driver_reads_keyed_state_and_timers_and_fires_them_step_by_step() -> Resu
 #[test]
 fn the_same_fragment_runs_inline_with_the_ids_of_an_inline_pipeline() -> Result<(), Error> {
     let env = MemoryEnv::new();
+    // A failing record stops the run (its error names the operator by its id).
+    env.on_record_error(OnRecordError::StopRun);
     let words = [("a", 1), ("b", 2), ("a", 3)];
     let mut spliced = env
         .from_timestamped_collection_with_id("words", words)
@@ -147,7 +150,7 @@ fn the_same_fragment_runs_inline_with_the_ids_of_an_inline_pipeline() -> Result<
     assert!(inline.to_string().contains("words/2:try_map"), "{inline}");
     // Under the driver, the ids of the fragment right after a source with that id
     // (`key_by` takes position 1, `process` 2).
-    let driver = TestDriver::with_source_id("words", counts)?;
+    let driver = TestDriver::builder().source_id("words").build(counts)?;
     assert_eq!(driver.stateful_operators(), ["words/2:process"]);
     let inline = env
         .from_collection_with_id("words", ["x"])
@@ -221,14 +224,57 @@ fn a_configuration_error_in_a_fragment_is_returned_where_the_pipeline_runs() {
 }
 
 #[test]
-fn a_failing_function_closes_the_driver() -> Result<(), Error> {
-    let mut driver =
-        TestDriver::new(|s: Input<i32>| s.map(|x: i32| if x == 2 { panic!("two") } else { x }))?;
+fn a_failing_record_is_dead_lettered_and_the_driver_goes_on() -> Result<(), Error> {
+    let mut driver = TestDriver::new(|s: Input<i32, NoEventTime>| {
+        s.map(|x: i32| if x == 2 { panic!("two") } else { x })
+    })?;
+    driver.push_all([(1, 0), (2, 1), (3, 2)])?;
+    assert_eq!(driver.output(), [1, 3]);
+    let dead = driver.dead_letters();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let d = &dead[0];
+    assert_eq!((d.record, d.timestamp, d.error_type), (2, 1, "panic"));
+    assert_eq!(d.attempts, 4, "the Redis engine's default: 3 retries");
+    assert_eq!(
+        d.operator.as_ref().map(|o| o.to_string()),
+        Some("input/1:map".into())
+    );
+    assert!(d.message.contains("two"), "{}", d.message);
+    assert_eq!(driver.summary().dead_letters, 1);
+    Ok(())
+}
+
+#[test]
+fn with_stop_run_a_failing_function_closes_the_driver() -> Result<(), Error> {
+    let mut driver = TestDriver::builder()
+        .on_record_error(OnRecordError::StopRun)
+        .build(|s: Input<i32, NoEventTime>| {
+            s.map(|x: i32| if x == 2 { panic!("two") } else { x })
+        })?;
     driver.push(1, 0)?;
     let error = driver.push(2, 1).expect_err("the map panics");
     assert!(error.to_string().contains("input/1:map"), "{error}");
     assert_eq!(driver.output(), [1]);
+    assert!(driver.dead_letters().is_empty());
     let closed = driver.push(3, 2).expect_err("closed");
     assert!(closed.to_string().contains("closed"), "{closed}");
     Ok(())
+}
+
+#[test]
+fn a_bad_source_id_is_an_error_naming_the_field() {
+    let error = TestDriver::builder()
+        .source_id("no spaces")
+        .build(counts)
+        .expect_err("a space");
+    assert!(
+        matches!(
+            error,
+            Error::InvalidConfig {
+                field: "source_id",
+                ..
+            }
+        ),
+        "{error}"
+    );
 }

@@ -56,8 +56,13 @@
 //!   the operators finish and close.
 //! - Side outputs (late data, rejected elements) go to the sinks the fragment was given:
 //!   pass a [`CollectSink`](crate::api::CollectSink) in a test.
-//! - The first error (a failing user function, a panic) is returned by the call that hit it,
-//!   and the driver is closed afterwards: later calls return
+//! - A record that fails (an `Err` of `try_map` or a process function, a panic, window
+//!   bounds) is handled as on the memory engine: by default it is dead-lettered — read it
+//!   with [`dead_letters`](TestDriver::dead_letters): the record, error type, message,
+//!   attempts, operator — and the driver goes on ([`TestDriver::builder`] picks another
+//!   [`OnRecordError`](crate::memory::OnRecordError)). Any other error (a failing timer
+//!   or window function, a sink, a record whose effects cannot be undone) is returned by
+//!   the call that hit it, and the driver is closed afterwards: later calls return
 //!   [`Error::Engine`] (`op` = `test driver`).
 
 mod state;
@@ -66,8 +71,9 @@ pub use state::PendingTimer;
 
 use crate::dataflow::DataStream;
 use crate::fragment::{Fragment, FragmentInput};
+use crate::memory::failures::RecordFailures;
 use crate::memory::runtime::StoreRegistry;
-use crate::memory::{DrivenClock, JobSummary, MemoryRuntime};
+use crate::memory::{DeadLetter, DrivenClock, JobSummary, MemoryRuntime, OnRecordError};
 use crate::ops::{Counters, Operator};
 use crate::time::StreamTime;
 use crate::Error;
@@ -80,6 +86,9 @@ use std::rc::Rc;
 /// `In` is the fragment's input element type, `Out` its output's.
 pub struct TestDriver<In, Out> {
     chain: Box<dyn Operator<In>>,
+    /// What a failing record does.
+    on_record_error: OnRecordError,
+    dead_letters: Vec<DeadLetter<In>>,
     output: Rc<RefCell<Vec<(Out, i64)>>>,
     stores: StoreRegistry,
     counters: Rc<Counters>,
@@ -125,42 +134,60 @@ impl<Out> Operator<Out> for Collect<Out> {
 /// The source id of [`TestDriver::new`]'s input.
 pub const DEFAULT_SOURCE_ID: &str = "input";
 
-impl<In: 'static, Out: 'static> TestDriver<In, Out> {
-    /// Builds `fragment` (a function from [`Input<In>`](crate::fragment::Input) to a
-    /// [`Fragment`]) and opens its operators. Its operator ids start at
-    /// [`DEFAULT_SOURCE_ID`]: `input/1:map`, `input/3:process`, …
-    ///
-    /// # Errors
-    /// A configuration error of the fragment (e.g. a window size of 0), or an operator
-    /// that failed to open.
-    pub fn new<F, G, Tm>(fragment: G) -> Result<Self, Error>
-    where
-        G: FnOnce(crate::fragment::Input<In, Tm>) -> F,
-        F: Fragment<In, Tm, Out = Out>,
-        Tm: StreamTime,
-    {
-        Self::with_source_id(DEFAULT_SOURCE_ID, fragment)
+/// How a [`TestDriver`] is set up: the source id its operator ids start with and what a
+/// failing record does. From [`TestDriver::builder`].
+#[derive(Clone, Debug)]
+pub struct TestDriverBuilder {
+    source_id: String,
+    on_record_error: OnRecordError,
+}
+
+impl TestDriverBuilder {
+    /// The operator ids the fragment gets behind a source with id `source_id` at position
+    /// 0 (e.g. `orders.checkout` for `from_mq_topic("orders", "checkout")` followed
+    /// directly by the fragment); default [`DEFAULT_SOURCE_ID`].
+    pub fn source_id(mut self, source_id: impl Into<String>) -> Self {
+        self.source_id = source_id.into();
+        self
     }
 
-    /// Like [`new`](Self::new), with the operator ids the fragment gets behind a source
-    /// with id `source_id` at position 0 (e.g. `orders.checkout` for
-    /// `from_mq_topic("orders", "checkout")` followed directly by the fragment).
+    /// What a record that fails does, as on the memory engine
+    /// ([`MemoryEnv::on_record_error`](crate::MemoryEnv::on_record_error)); default
+    /// [`OnRecordError::default`]: it is dead-lettered and the driver goes on.
+    pub fn on_record_error(mut self, policy: OnRecordError) -> Self {
+        self.on_record_error = policy;
+        self
+    }
+
+    /// Builds `fragment` (a function from [`Input<In>`](crate::fragment::Input) to a
+    /// [`Fragment`]) and opens its operators.
     ///
     /// # Errors
-    /// As [`new`](Self::new).
-    ///
-    /// # Panics
-    /// If `source_id` is empty or has characters outside `[A-Za-z0-9_.-]`.
-    pub fn with_source_id<F, G, Tm>(source_id: &str, fragment: G) -> Result<Self, Error>
+    /// [`Error::InvalidConfig`] (field `source_id`) for an id that is empty or has
+    /// characters outside `[A-Za-z0-9_.-]`; a configuration error of the fragment (e.g. a
+    /// window size of 0); an operator that failed to open.
+    pub fn build<In, Out, F, G, Tm>(self, fragment: G) -> Result<TestDriver<In, Out>, Error>
     where
+        In: Clone + 'static,
+        Out: 'static,
         G: FnOnce(crate::fragment::Input<In, Tm>) -> F,
         F: Fragment<In, Tm, Out = Out>,
         Tm: StreamTime,
     {
-        crate::memory::env::check_source_id(source_id);
-        let input = DataStream::new(FragmentInput::new(), source_id.to_string());
+        let id_ok = !self.source_id.is_empty()
+            && (self.source_id.bytes()).all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+        if !id_ok {
+            return Err(Error::InvalidConfig {
+                field: "source_id",
+                reason: format!(
+                    "`{}` must be non-empty and use only [A-Za-z0-9_.-]",
+                    self.source_id
+                ),
+            });
+        }
+        let input = DataStream::new(FragmentInput::new(), self.source_id);
         let stream = fragment(input).into_stream()?;
-        let mut rt = MemoryRuntime::<DrivenClock>::driven(crate::memory::OnRecordError::StopRun);
+        let mut rt = MemoryRuntime::<DrivenClock>::driven(self.on_record_error);
         let stores = StoreRegistry::default();
         rt.stores = Some(Rc::clone(&stores));
         let output = Rc::new(RefCell::new(Vec::new()));
@@ -168,6 +195,8 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
             crate::dataflow::BuildPlan::build(stream.plan, &rt, Collect(Rc::clone(&output)))?;
         let mut driver = TestDriver {
             chain: Box::new(chain),
+            on_record_error: self.on_record_error,
+            dead_letters: Vec::new(),
             output,
             stores,
             counters: Rc::clone(&rt.counters),
@@ -178,14 +207,68 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
         driver.run(|chain| chain.open())?;
         Ok(driver)
     }
+}
 
-    /// Pushes one record with event time `event_time` (epoch ms) through the fragment.
+impl TestDriver<(), ()> {
+    /// A builder to choose the source id or the failing-record policy before building.
+    pub fn builder() -> TestDriverBuilder {
+        TestDriverBuilder {
+            source_id: DEFAULT_SOURCE_ID.to_string(),
+            on_record_error: OnRecordError::default(),
+        }
+    }
+}
+
+impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
+    /// Builds `fragment` (a function from [`Input<In>`](crate::fragment::Input) to a
+    /// [`Fragment`]) and opens its operators: operator ids start at
+    /// [`DEFAULT_SOURCE_ID`] (`input/1:map`, `input/3:process`, …), a failing record is
+    /// dead-lettered ([`OnRecordError::default`]). [`TestDriver::builder`] chooses
+    /// otherwise.
     ///
     /// # Errors
-    /// The first error of an operator (a failing user function names its operator); the
-    /// driver is closed afterwards.
+    /// A configuration error of the fragment (e.g. a window size of 0), or an operator
+    /// that failed to open.
+    pub fn new<F, G, Tm>(fragment: G) -> Result<Self, Error>
+    where
+        G: FnOnce(crate::fragment::Input<In, Tm>) -> F,
+        F: Fragment<In, Tm, Out = Out>,
+        Tm: StreamTime,
+    {
+        TestDriver::builder().build(fragment)
+    }
+
+    /// Pushes one record with event time `event_time` (epoch ms) through the fragment.
+    /// A record that fails is handled by the driver's [`OnRecordError`]: by default it is
+    /// dead-lettered (read it with [`dead_letters`](Self::dead_letters)) and the call
+    /// returns `Ok`; what it changed and emitted before failing is not kept (or, where that
+    /// cannot be undone, the call fails with
+    /// [`Error::RecordNotUndone`](crate::Error::RecordNotUndone)), as on the memory engine.
+    ///
+    /// # Errors
+    /// The record's error under [`OnRecordError::StopRun`], `RecordNotUndone`; the driver
+    /// is closed afterwards.
     pub fn push(&mut self, value: In, event_time: i64) -> Result<(), Error> {
-        self.run(|chain| chain.process(value, event_time))
+        if self.closed {
+            return Err(closed_error());
+        }
+        let dead = &mut self.dead_letters;
+        let mut out = |letter| {
+            dead.push(letter);
+            Ok(())
+        };
+        let failures = RecordFailures::new(self.on_record_error, Rc::clone(&self.counters));
+        let mut failures = failures.keeping(<In as Clone>::clone, &mut out);
+        let result = failures.feed(&mut ChainRef(&mut *self.chain), value, event_time);
+        if result.is_err() {
+            let _ = self.close();
+        }
+        result
+    }
+
+    /// Takes the dead letters of the records that failed since the last call, in order.
+    pub fn dead_letters(&mut self) -> Vec<DeadLetter<In>> {
+        std::mem::take(&mut self.dead_letters)
     }
 
     /// Pushes `(record, event time)` pairs in order.
@@ -277,10 +360,7 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
         step: impl FnOnce(&mut dyn Operator<In>) -> Result<(), Error>,
     ) -> Result<(), Error> {
         if self.closed {
-            return Err(Error::Engine {
-                op: "test driver",
-                reason: "the driver is closed (finished, or an earlier call failed)".into(),
-            });
+            return Err(closed_error());
         }
         let result = step(&mut *self.chain);
         if result.is_err() {
@@ -307,6 +387,39 @@ impl<Out: 'static> TestDriver<crate::mq::Message, Out> {
     pub fn push_message(&mut self, message: crate::mq::Message) -> Result<(), Error> {
         let event_time = message.timestamp_ms;
         self.push(message, event_time)
+    }
+}
+
+/// The error of a call on a closed driver.
+fn closed_error() -> Error {
+    Error::Engine {
+        op: "test driver",
+        reason: "the driver is closed (finished, or an earlier call failed)".into(),
+    }
+}
+
+/// The driver's chain as a sized operator, for the failure handling's record loop.
+struct ChainRef<'a, In>(&'a mut dyn Operator<In>);
+
+impl<In> Operator<In> for ChainRef<'_, In> {
+    fn open(&mut self) -> Result<(), Error> {
+        self.0.open()
+    }
+    #[inline]
+    fn process(&mut self, value: In, timestamp: i64) -> Result<(), Error> {
+        self.0.process(value, timestamp)
+    }
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        self.0.on_watermark(watermark)
+    }
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        self.0.on_processing_time(now)
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        self.0.finish()
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        self.0.close()
     }
 }
 
