@@ -60,7 +60,7 @@
 //!   bounds) is handled as on the memory engine: by default it is dead-lettered — read it
 //!   with [`dead_letters`](TestDriver::dead_letters): the record, error type, message,
 //!   attempts, operator — and the driver goes on ([`TestDriver::builder`] picks another
-//!   [`OnRecordError`](crate::memory::OnRecordError)). Any other error (a failing timer
+//!   [`OnRecordError`]). Any other error (a failing timer
 //!   or window function, a sink, a record whose effects cannot be undone) is returned by
 //!   the call that hit it, and the driver is closed afterwards: later calls return
 //!   [`Error::Engine`] (`op` = `test driver`).
@@ -243,7 +243,7 @@ impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
     /// dead-lettered (read it with [`dead_letters`](Self::dead_letters)) and the call
     /// returns `Ok`; what it changed and emitted before failing is not kept (or, where that
     /// cannot be undone, the call fails with
-    /// [`Error::RecordNotUndone`](crate::Error::RecordNotUndone)), as on the memory engine.
+    /// [`Error::RecordNotUndone`]), as on the memory engine.
     ///
     /// # Errors
     /// The record's error under [`OnRecordError::StopRun`], `RecordNotUndone`; the driver
