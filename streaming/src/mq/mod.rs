@@ -95,6 +95,7 @@ cfg_redis! {
     mod handler;
     pub(crate) mod lease;
     pub(crate) mod message;
+    mod message_builder;
     mod options;
     pub(crate) mod options_file;
     mod packed;

@@ -11,6 +11,7 @@ mod changes;
 pub(crate) mod effects;
 mod keyed;
 pub(crate) mod process;
+mod process_fn;
 mod side_output;
 mod sink;
 mod stateless;
