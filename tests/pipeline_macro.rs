@@ -347,7 +347,7 @@ fn user_sources_try_map_and_print() {
     // By default the failing record is dead-lettered and the run goes on.
     let mut seen = Vec::new();
     let summary = pipeline! {
-        env.add_source_with_id("numbers", Numbers(5))
+        env.add_timestamped_source_with_id("numbers", Numbers(5))
             .try_map(|x: u32| if x == 3 { Err(format!("bad {x}")) } else { Ok(x) })
             .for_each(|x| seen.push(x))
     }

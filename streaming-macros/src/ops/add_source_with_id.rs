@@ -18,6 +18,8 @@ impl Source<u8> for One {
         ctx.collect(0)
     }
 }
+// A failing record stops the run (by default it is dead-lettered).
+env.on_record_error(streaming::memory::OnRecordError::StopRun);
 let err = pipeline! { env.add_source_with_id("numbers", One).map(|x: u8| 1 / x).print() }.unwrap_err();
 assert!(err.to_string().contains("numbers/1:map"));
 "#,

@@ -12,6 +12,8 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     expansion: Expansion::Method,
     summary: "Like `from_collection`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids and so keys their checkpointed state.",
     example: r#"
+// A failing record stops the run (by default it is dead-lettered).
+env.on_record_error(streaming::memory::OnRecordError::StopRun);
 let err = pipeline! { env.from_collection_with_id("numbers", [1, 0]).map(|x: i32| 1 / x).print() }.unwrap_err();
 assert!(err.to_string().contains("numbers/1:map"));
 "#,
