@@ -408,6 +408,9 @@ mod tests {
             "checkpoint_coordinator",
             "next_operator_id",
             "partitions",
+            // The environment's failing-record policy, not an operator.
+            "on_record_error",
+            "record_error_policy",
         ];
         let files = [
             "dataflow/stream.rs",
