@@ -393,14 +393,14 @@ fn a_batch_that_fails_every_time_is_retried_with_a_growing_backoff() {
     let (job, out) = start_count(&s, "backoff", config());
     let failures = || {
         (job.diagnostics().errors.into_iter())
-            .filter(|e| e.contains("WRONGTYPE"))
+            .filter(|e| e.message.contains("WRONGTYPE"))
             .collect::<Vec<_>>()
     };
     wait_until("five failed attempts", &job, || failures().len() >= 5);
     let delays: Vec<Duration> = failures()
         .iter()
         .take(5)
-        .map(|e| announced_delay(e).unwrap_or_else(|| panic!("no delay in {e}")))
+        .map(|e| announced_delay(&e.message).unwrap_or_else(|| panic!("no delay in {e}")))
         .collect();
     // Equal jitter: attempt k waits within [d/2, d] for d = 50 ms · 2^k (up to 2 s), so the
     // fifth waits at least 8 times as long as the first; before, a successful re-take

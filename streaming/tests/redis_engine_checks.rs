@@ -11,8 +11,8 @@ use redis::Commands;
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, OutgoingMessage};
 use streaming::redis::{
-    AckMode, CollectSink, JobClient, RedisEnv, RedisRuntimeConfig, SchemaMismatchPolicy,
-    HEADER_RUNTIME_ERROR_TYPE,
+    AckMode, CollectSink, JobClient, JobError, JobErrorKind, PartitionAddr, RedisEnv,
+    RedisRuntimeConfig, SchemaMismatchPolicy, HEADER_RUNTIME_ERROR_TYPE,
 };
 use support::engine::{earliest, setup, wait_until, EngineSetup as Setup};
 use support::fast_options;
@@ -214,9 +214,18 @@ fn schema_mismatch_fail_stops_only_that_partition_and_keeps_the_state() {
     ] {
         assert!(why.contains(part), "{part:?} not in {why}");
     }
-    let reported: Vec<&String> = d.errors.iter().filter(|e| e.contains(why)).collect();
+    let reported: Vec<&JobError> = (d.errors.iter())
+        .filter(|e| e.message.contains(why))
+        .collect();
     assert_eq!(reported.len(), 1, "{:?}", d.errors);
-    assert!(reported[0].starts_with("partition 0 of schfail/g stopped"));
+    assert!(reported[0]
+        .message
+        .starts_with("partition 0 of schfail/g stopped"));
+    assert_eq!(reported[0].kind, JobErrorKind::StateSchema);
+    assert_eq!(
+        reported[0].partition,
+        Some(PartitionAddr::new("schfail", "g", 0))
+    );
     // Stored state and fingerprint untouched.
     assert_eq!(
         s.hgetall(&s.state_hash(topic, topic, 0, "count")),
@@ -376,9 +385,8 @@ fn state_without_codec_is_dead_lettered_at_once_and_reported_once() {
     assert!(out.is_empty());
     let p = &d.partitions[0];
     assert_eq!((p.records, p.failed), (0, 3), "each record failed once");
-    let reports: Vec<&String> = d
-        .errors
-        .iter()
+    let reports: Vec<&String> = (d.errors.iter())
+        .map(|e| &e.message)
         .filter(|e| e.contains("not persistent"))
         .collect();
     assert_eq!(reports.len(), 1, "reported once: {:?}", d.errors);

@@ -137,7 +137,7 @@ fn the_redis_engine_flushes_every_batch_before_its_commit_and_retries_a_failed_o
         job.diagnostics()
             .errors
             .iter()
-            .any(|e| e.contains("flush") && e.contains("the database is away"))
+            .any(|e| e.message.contains("flush") && e.message.contains("the database is away"))
     });
     assert!(job.blocking_shutdown(Duration::from_secs(30)));
     // One batch of five: the first flush failed (nothing committed), the batch ran

@@ -386,8 +386,8 @@ pub use failure::{
     HEADER_RUNTIME_JOB,
 };
 pub use job::{
-    registered_instances, JobClient, JobDiagnostics, PartitionProgress, RegisteredInstance,
-    RegisteredPartition, RegisteredPipeline,
+    registered_instances, JobClient, JobDiagnostics, JobError, JobErrorKind, PartitionAddr,
+    PartitionProgress, RegisteredInstance, RegisteredPartition, RegisteredPipeline,
 };
 pub use sink::{JsonList, RedisListSink, TextList};
 pub use sinks::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};

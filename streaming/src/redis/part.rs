@@ -4,6 +4,7 @@
 use super::chain::{Built, Make, Stores};
 use super::context::{guarded, Ctx};
 use super::hot_keys::HotKeys;
+use super::job::{PartitionAddr, PartitionHandle};
 use super::keys::StateKeys;
 use super::ownership::Ownership;
 use super::part_metrics::PartMetrics;
@@ -34,6 +35,8 @@ pub(super) struct Unconfirmed {
 
 pub(super) struct Part<C, S, O> {
     pub(super) partition: u32,
+    /// Its progress in the job (registered once, when the partition is set up).
+    pub(super) progress: PartitionHandle,
     pub(super) state_keys: StateKeys,
     pub(super) chain: C,
     pub(super) stores: Stores,
@@ -102,8 +105,12 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         let out = Rc::new(RefCell::new(Vec::new()));
         let (chain, stores, counters, side_outputs) = plan(&out)?;
         let tag = ctx.keys.hash_tag(&spec.topic, p);
+        let addr = PartitionAddr::new(&spec.topic, &spec.group, p);
+        let progress = ctx.job.register_partition(&addr);
+        ctx.job.update(&progress, |pr| pr.subtask = ctx.subtask);
         let mut part = Part {
             partition: p,
+            progress,
             state_keys: StateKeys::new(
                 &config.state_key_prefix(),
                 &config.job_name(),
@@ -139,8 +146,6 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             no_input_commits: 0,
         };
         guarded(ctx, "open sink", part.sink.open())?;
-        ctx.job
-            .progress(&spec.topic, &spec.group, p, |pr| pr.subtask = ctx.subtask);
         Ok(part)
     }
 

@@ -66,7 +66,6 @@ impl<C, S, O> Part<C, S, O> {
 
     /// Counts `c` in the metrics and the job's per-partition progress.
     fn report(&mut self, ctx: &Ctx<'_>, c: Committed) {
-        let spec = ctx.spec;
         let m = &self.metrics;
         m.skipped.increment(c.skipped);
         m.deduplicated.increment(c.deduplicated);
@@ -82,11 +81,10 @@ impl<C, S, O> Part<C, S, O> {
         } else {
             c.watermark
         };
-        ctx.job
-            .progress(&spec.topic, &spec.group, self.partition, |pr| {
-                pr.subtask = ctx.subtask;
-                count(pr, c);
-            });
+        ctx.job.update(&self.progress, |pr| {
+            pr.subtask = ctx.subtask;
+            count(pr, c);
+        });
         if let Some(w) = watermark {
             self.metrics.watermark(w);
         }
@@ -116,7 +114,7 @@ impl<C, S, O> Part<C, S, O> {
                 if let Some(lag) = lag {
                     self.metrics.lag(lag);
                 }
-                ctx.job.progress(topic, group, p, |pr| {
+                ctx.job.update(&self.progress, |pr| {
                     pr.lag = lag;
                     pr.lag_sampled_at = Some(std::time::SystemTime::now());
                 });

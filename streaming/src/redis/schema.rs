@@ -21,7 +21,7 @@
 //!   fingerprint is written, so the warning appears once per change.
 
 use super::config::SchemaMismatchPolicy;
-use super::job::JobShared;
+use super::job::{JobShared, PartitionHandle};
 use super::keys::StateKeys;
 use super::RedisRuntimeConfig;
 use crate::mq::lease::{Fence, LUA_LEASE_HELD};
@@ -207,11 +207,15 @@ pub(crate) fn stops_partition(e: &Error) -> bool {
     )
 }
 
-/// Reports that partition `partition` of (topic, group) stopped on `e`.
-pub(crate) fn stopped(job: &JobShared, topic: &str, group: &str, partition: u32, e: &Error) {
-    let text = format!("partition {partition} of {topic}/{group} stopped: {e}");
-    job.progress(topic, group, partition, |p| p.stopped = Some(e.to_string()));
-    job.error(text);
+/// Reports that the partition of `handle` stopped on `e`.
+pub(crate) fn stopped(job: &JobShared, handle: &PartitionHandle, e: &Error) {
+    let a = handle.addr();
+    let text = format!(
+        "partition {} of {}/{} stopped: {e}",
+        a.partition, a.topic, a.group
+    );
+    job.update(handle, |p| p.stopped = Some(e.to_string()));
+    job.error_at(a, crate::redis::JobErrorKind::StateSchema, text);
 }
 
 #[cfg(test)]

@@ -59,15 +59,21 @@ where
                     ))
                 });
             if let Err(e) = result {
-                job.error(format!(
-                    "subtask {subtask} of {}/{} stopped: {e}",
-                    spec.topic, spec.group
-                ));
+                job.error(
+                    crate::redis::JobErrorKind::Task,
+                    format!(
+                        "subtask {subtask} of {}/{} stopped: {e}",
+                        spec.topic, spec.group
+                    ),
+                );
             }
         });
         if let Err(e) = spawned {
             // The closure, and `ended` with it, was dropped: the subtask counts as ended.
-            shared.error(format!("cannot spawn subtask {subtask}: {e}"));
+            shared.error(
+                crate::redis::JobErrorKind::Task,
+                format!("cannot spawn subtask {subtask}: {e}"),
+            );
         }
     };
     let names: Vec<String> = (0..n).map(|_| job.consumer_name()).collect();
@@ -132,10 +138,13 @@ async fn open_queue(
         match opened {
             Ok(opened) => return Ok(Some(opened)),
             Err(e @ (Error::Connect { .. } | Error::Redis { .. })) => {
-                job.error(format!(
-                    "subtask {subtask} of {}/{}: cannot start, retrying: {e}",
-                    spec.topic, spec.group
-                ));
+                job.error(
+                    crate::redis::JobErrorKind::Task,
+                    format!(
+                        "subtask {subtask} of {}/{}: cannot start, retrying: {e}",
+                        spec.topic, spec.group
+                    ),
+                );
                 tokio::time::sleep(backoff.next_delay()).await;
             }
             Err(e) => return Err(e),
@@ -223,10 +232,13 @@ where
     F: Make<C, O>,
 {
     if let Err(e) = members.heartbeat(ctx, conn).await {
-        ctx.job.error(format!(
-            "subtask {} of {}/{}: membership heartbeat failed: {e}",
-            ctx.subtask, ctx.spec.topic, ctx.spec.group
-        ));
+        ctx.job.error(
+            crate::redis::JobErrorKind::Task,
+            format!(
+                "subtask {} of {}/{}: membership heartbeat failed: {e}",
+                ctx.subtask, ctx.spec.topic, ctx.spec.group
+            ),
+        );
     }
     for p in members.assigned() {
         if let Entry::Vacant(e) = parts.entry(p) {

@@ -27,7 +27,7 @@ where
         ctx: &Ctx<'_>,
         conn: &mut Connection,
     ) -> Result<(), Error> {
-        let (spec, p) = (ctx.spec, self.partition);
+        let spec = ctx.spec;
         self.owner.take(ctx, conn).await?;
         self.rebuild(plan, ctx, conn).await?;
         self.confirm_unconfirmed(ctx).await?;
@@ -36,13 +36,10 @@ where
         self.recover_two_phase(ctx, conn).await?;
         self.reconcile_flush_mark(ctx, conn).await?;
         let awaiting = self.awaiting_flush;
-        ctx.job.progress(&spec.topic, &spec.group, p, |pr| {
-            pr.awaiting_flush |= awaiting
-        });
-        self.next_renew = Instant::now() + spec.config.mq_options().lease_renew_interval;
         ctx.job
-            .taken(conn, (&spec.topic, &spec.group, p), &ctx.consumer)
-            .await?;
+            .update(&self.progress, |pr| pr.awaiting_flush |= awaiting);
+        self.next_renew = Instant::now() + spec.config.mq_options().lease_renew_interval;
+        ctx.job.taken(conn, &self.progress, &ctx.consumer).await?;
         Ok(())
     }
 
@@ -134,7 +131,11 @@ where
         self.discard_two_phase();
         match plan(&self.out) {
             Ok(built) => self.install(built),
-            Err(e) => ctx.job.error(format!("rebuilding a chain: {e}")),
+            Err(e) => ctx.job.error_at(
+                self.progress.addr(),
+                crate::redis::JobErrorKind::Chain,
+                format!("rebuilding a chain: {e}"),
+            ),
         }
         self.owner.drop_hold();
         if let Some(u) = self.unconfirmed.take() {
@@ -142,25 +143,24 @@ where
         }
         self.needs_reset = true;
         self.retry_at = Instant::now();
-        let spec = ctx.spec;
-        ctx.job
-            .let_go(&spec.topic, &spec.group, self.partition, &ctx.consumer);
+        ctx.job.let_go(&self.progress, &ctx.consumer);
     }
 
     /// Gives the partition up at a batch boundary (rebalance, rescale, cancel): closes its
     /// chain and sink and releases its lease, so the next owner takes it at once.
     pub(super) async fn hand_over(mut self, ctx: &Ctx<'_>, conn: &mut Connection) {
-        let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
+        let (job, p) = (ctx.job, self.partition);
+        let (addr, chain) = (self.progress.addr(), crate::redis::JobErrorKind::Chain);
         if let Err(e) = self.chain.close() {
-            job.error(format!("closing chain of partition {p}: {e}"));
+            job.error_at(addr, chain, format!("closing chain of partition {p}: {e}"));
         }
         if let Err(e) = guarded(ctx, "close sink", self.sink.close()) {
-            job.error(format!("closing sink of partition {p}: {e}"));
+            job.error_at(addr, chain, format!("closing sink of partition {p}: {e}"));
         }
         if let Some(u) = self.unconfirmed.take() {
             job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         }
         self.owner.release(conn).await;
-        job.let_go(&spec.topic, &spec.group, p, &ctx.consumer);
+        job.let_go(&self.progress, &ctx.consumer);
     }
 }

@@ -39,10 +39,14 @@ where
         {
             // A failing timer function: roll back to the last commit and try again later
             // (the timer is still in the committed state).
-            ctx.job.error(format!(
-                "partition {} of {}: a processing-time timer failed, retried in 1 s: {e}",
-                self.partition, ctx.spec.topic
-            ));
+            ctx.job.error_at(
+                self.progress.addr(),
+                crate::redis::JobErrorKind::Timers,
+                format!(
+                    "partition {} of {}: a processing-time timer failed, retried in 1 s: {e}",
+                    self.partition, ctx.spec.topic
+                ),
+            );
             self.next_timers = Instant::now() + Duration::from_secs(1);
             return self.rebuild(plan, ctx, conn).await;
         }
@@ -96,10 +100,14 @@ where
         if let Err(e) = flushed {
             // A user function failed while windows fired: nothing is committed; the next
             // attempt runs after another idle timeout.
-            ctx.job.error(format!(
-                "partition {} of {}: idle flush failed, retried after the idle timeout: {e}",
-                self.partition, ctx.spec.topic
-            ));
+            ctx.job.error_at(
+                self.progress.addr(),
+                crate::redis::JobErrorKind::IdleFlush,
+                format!(
+                    "partition {} of {}: idle flush failed, retried after the idle timeout: {e}",
+                    self.partition, ctx.spec.topic
+                ),
+            );
             self.last_read = Instant::now();
             return self.rebuild(plan, ctx, conn).await;
         }

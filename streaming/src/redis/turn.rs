@@ -4,6 +4,7 @@
 
 use super::chain::Make;
 use super::context::Ctx;
+use super::job::JobErrorKind;
 use super::ownership::is_leased_elsewhere;
 use super::part::Part;
 use super::schema;
@@ -40,13 +41,13 @@ where
             return false;
         }
         self.sample_lag(ctx, conn).await;
-        let (what, r) = match self.step(plan, ctx, conn).await {
+        let (kind, r) = match self.step(plan, ctx, conn).await {
             Ok(0) => match self.fire_processing_timers(plan, ctx, conn).await {
                 Ok(()) => (
-                    "idle flush not committed",
+                    JobErrorKind::IdleFlush,
                     self.maybe_flush_idle(plan, ctx, conn).await,
                 ),
-                Err(e) => ("processing-time timers not committed", Err(e)),
+                Err(e) => (JobErrorKind::Timers, Err(e)),
             },
             Ok(_) => {
                 // Only work that went through resets the backoff: a take that succeeds
@@ -54,11 +55,11 @@ where
                 self.backoff.reset();
                 return true;
             }
-            Err(e) => ("batch not committed", Err(e)),
+            Err(e) => (JobErrorKind::Batch, Err(e)),
         };
         match r {
             Ok(()) => self.backoff.reset(),
-            Err(e) => self.recover(plan, ctx, what, e),
+            Err(e) => self.recover(plan, ctx, kind, e),
         }
         false
     }
@@ -78,10 +79,10 @@ where
         }
         if let Err(e) = self.write_checkpoint_parts(ctx, conn, open).await {
             if e.is_fenced() {
-                self.recover(plan, ctx, "checkpoint part not written", e);
+                self.recover(plan, ctx, JobErrorKind::Checkpoint, e);
             } else {
                 let (spec, p) = (ctx.spec, self.partition);
-                ctx.job.partition_error(&spec.topic, &spec.group, p, format!(
+                ctx.job.partition_error(&self.progress, JobErrorKind::Checkpoint, format!(
                     "partition {p} of {}: checkpoint part not written, trying again at the next batch boundary: {e}",
                     spec.topic
                 ));
@@ -109,19 +110,18 @@ where
             Ok(false) => {
                 // Expired (e.g. this process stalled or Redis was down longer than the
                 // TTL), maybe taken: drop it and take it again when its lease is free.
-                job.partition_error(&spec.topic, &spec.group, p, format!(
+                job.partition_error(&self.progress, JobErrorKind::Lease, format!(
                     "partition {p} of `{}` (group `{}`): fenced, the lease passed to another owner while this process stalled; nothing more is written: dropped from memory until its lease is won again",
                     spec.topic, spec.group
                 ));
-                job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
+                job.update(&self.progress, |pr| pr.fenced += 1);
                 self.forget(plan, ctx);
                 return false;
             }
             Err(e) => {
                 job.partition_error(
-                    &spec.topic,
-                    &spec.group,
-                    p,
+                    &self.progress,
+                    JobErrorKind::Lease,
                     format!("partition {p}: lease renewal failed: {e}"),
                 );
             }
@@ -129,31 +129,29 @@ where
         true
     }
 
-    /// After `what` failed with `e`: stops the partition (a schema mismatch under `SchemaMismatchPolicy::Fail`),
+    /// After the step of `kind` failed with `e`: stops the partition (a schema mismatch under `SchemaMismatchPolicy::Fail`),
     /// drops it (fenced), or resets it to its last commit after a backoff.
-    fn recover<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>, what: &str, e: Error) {
+    fn recover<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>, kind: JobErrorKind, e: Error) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
         if schema::stops_partition(&e) {
-            schema::stopped(job, &spec.topic, &spec.group, p, &e);
+            schema::stopped(job, &self.progress, &e);
             self.stopped = true;
         } else if e.is_fenced() {
             job.partition_error(
-                &spec.topic,
-                &spec.group,
-                p,
+                &self.progress,
+                JobErrorKind::Lease,
                 format!("{e}: dropped from memory until its lease is won again"),
             );
-            job.progress(&spec.topic, &spec.group, p, |pr| pr.fenced += 1);
+            job.update(&self.progress, |pr| pr.fenced += 1);
             self.forget(plan, ctx);
         } else {
             let delay = self.backoff.next_delay();
             job.partition_error(
-                &spec.topic,
-                &spec.group,
-                p,
+                &self.progress,
+                kind,
                 format!(
-                    "partition {p} of {}: {what}, reading again from the last commit in {delay:?}: {e}",
-                    spec.topic
+                    "partition {p} of {}: {} not committed, reading again from the last commit in {delay:?}: {e}",
+                    spec.topic, step(kind)
                 ),
             );
             self.needs_reset = true;
@@ -173,7 +171,7 @@ where
         match self.take(plan, ctx, conn).await {
             Ok(()) => self.needs_reset = false,
             Err(e) if schema::stops_partition(&e) => {
-                schema::stopped(job, &spec.topic, &spec.group, p, &e);
+                schema::stopped(job, &self.progress, &e);
                 self.stopped = true;
             }
             Err(e) if is_leased_elsewhere(&e) => {
@@ -184,9 +182,8 @@ where
             Err(e) => {
                 let delay = self.backoff.next_delay();
                 job.partition_error(
-                    &spec.topic,
-                    &spec.group,
-                    p,
+                    &self.progress,
+                    JobErrorKind::Take,
                     format!(
                         "partition {p} of {}: taking it again failed, retrying in {delay:?}: {e}",
                         spec.topic
@@ -195,5 +192,15 @@ where
                 self.retry_at = Instant::now() + delay;
             }
         }
+    }
+}
+
+/// What a failed step of `kind` left uncommitted, as the error message names it.
+fn step(kind: JobErrorKind) -> &'static str {
+    match kind {
+        JobErrorKind::Timers => "processing-time timers",
+        JobErrorKind::IdleFlush => "idle flush",
+        JobErrorKind::Checkpoint => "checkpoint part",
+        _ => "batch",
     }
 }

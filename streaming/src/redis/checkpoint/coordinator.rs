@@ -364,7 +364,10 @@ async fn schedule(job: &JobShared) {
             continue;
         }
         if let Err(e) = trigger(job).await {
-            job.error(format!("periodic checkpoint: {e}"));
+            job.error(
+                crate::redis::JobErrorKind::Checkpoint,
+                format!("periodic checkpoint: {e}"),
+            );
         }
     }
 }

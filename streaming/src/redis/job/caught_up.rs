@@ -70,7 +70,7 @@ impl JobShared {
         conn: &mut Connection,
         goal: Goal,
     ) -> Result<Check, Error> {
-        let progress = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let progress = self.partitions.progress();
         for (topic, group) in &self.pipelines {
             let members = self.live_members(conn, topic, group).await?;
             let partitions: Option<u32> = redis::cmd("HGET")
@@ -174,8 +174,9 @@ impl JobShared {
             AckMode::Xack => g.pending == 0 && id_at_least(&g.last_delivered_id, &last),
             AckMode::Offset => {
                 let at_take = here.and_then(|_| {
-                    let t = self.taken_at.lock().ok()?;
-                    t.get(&(topic.clone(), group.clone(), p)).cloned()
+                    let handle = self.partitions.find(topic, group, p)?;
+                    let at = handle.lock().taken_at.clone();
+                    at
                 });
                 let committed_here = here.and_then(|x| x.last_committed_id.clone());
                 [frontier, at_take, committed_here]

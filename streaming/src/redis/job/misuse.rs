@@ -40,7 +40,7 @@ impl JobShared {
             .map(|mut m| m.insert(format!("{operator}/{state}")))
             .unwrap_or(true);
         if first {
-            self.error(message);
+            self.error(super::JobErrorKind::Misuse, message);
         }
     }
 }

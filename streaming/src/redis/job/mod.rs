@@ -13,7 +13,9 @@
 mod caught_up;
 mod checkpoints;
 mod client;
+mod errors;
 mod misuse;
+mod partitions;
 mod progress;
 mod registry;
 mod shared;
@@ -22,6 +24,9 @@ mod waits;
 
 pub(crate) use caught_up::id_at_least;
 pub use client::JobClient;
+pub use errors::{JobError, JobErrorKind};
+pub use partitions::PartitionAddr;
+pub(crate) use partitions::PartitionHandle;
 pub use progress::{JobDiagnostics, PartitionProgress};
 pub(crate) use registry::start as start_registry;
 pub use registry::{

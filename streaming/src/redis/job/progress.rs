@@ -137,8 +137,9 @@ pub struct JobDiagnostics {
     pub running_subtasks: usize,
     /// Per partition, sorted by (topic, group, partition).
     pub partitions: Vec<PartitionProgress>,
-    /// Errors that ended a subtask or that it recovered from (newest last, at most 100).
-    pub errors: Vec<String>,
+    /// Errors that ended a subtask or that it recovered from (newest last, at most 100),
+    /// each with what failed, the partition and when.
+    pub errors: Vec<super::JobError>,
     /// Hot-key warnings logged (at most one per hash per `hot_key_warn_interval`).
     pub hot_key_warnings: u64,
     /// Batch commits delayed by [`HotKeyPolicy::Throttle`](crate::redis::HotKeyPolicy::Throttle).

@@ -2,6 +2,8 @@
 //! progress and errors, the consumer names, how to start more subtasks, and the signal
 //! that wakes the client's waits when any of it changes.
 
+use super::errors::{JobError, JobErrorKind};
+use super::partitions::{PartitionAddr, PartitionBoard, PartitionHandle};
 use super::progress::{HotStats, PartitionProgress};
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::Connection;
@@ -46,12 +48,9 @@ pub(crate) struct JobShared {
     /// Bumped by the cancel and by each subtask's end: what
     /// [`stopping_signal`](Self::stopping_signal) waits on (commits do not wake it).
     stopping_changes: watch::Sender<u64>,
-    pub(super) progress: Mutex<Vec<PartitionProgress>>,
-    /// The consumer name of the subtask that took each partition last, by (topic, group,
-    /// partition): only it clears [`PartitionProgress::owned`] when it lets go. Locked
-    /// before `progress` wherever both are.
-    holders: Mutex<HashMap<(String, String, u32), String>>,
-    pub(super) errors: Mutex<Vec<String>>,
+    /// Every partition this process has opened: its progress, holder and take position.
+    pub(super) partitions: PartitionBoard,
+    pub(super) errors: Mutex<Vec<JobError>>,
     /// Misuses already reported (operator/state), so each is reported once.
     pub(super) misuses: Mutex<HashSet<String>>,
     pub(crate) hot: Mutex<HotStats>,
@@ -75,9 +74,6 @@ pub(crate) struct JobShared {
     pub(crate) pipelines: Vec<(String, String)>,
     /// `watermark_idle_timeout` (what [`JobClient::await_flushed`](super::JobClient::await_flushed) waits for).
     pub(super) idle_timeout: Option<Duration>,
-    /// Offset mode: the group's read position when the partition was taken, by (topic,
-    /// group, partition) — what is committed before the first commit of this run.
-    pub(super) taken_at: Mutex<HashMap<(String, String, u32), String>>,
     /// `stalled_after`: how long an owned partition with work may go without a commit.
     pub(super) stalled_after: Duration,
     /// How often the registry task writes the instance's heartbeat
@@ -110,8 +106,7 @@ impl JobShared {
             cancel_signal: watch::Sender::new(false),
             stop_deadline: OnceLock::new(),
             stopping_changes: watch::Sender::new(0),
-            progress: Mutex::default(),
-            holders: Mutex::default(),
+            partitions: PartitionBoard::default(),
             errors: Mutex::default(),
             misuses: Mutex::default(),
             hot: Mutex::default(),
@@ -127,7 +122,6 @@ impl JobShared {
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
             ack_mode: config.ack_mode(),
             pipelines,
-            taken_at: Mutex::default(),
             stalled_after: config.stalled_after(),
             registry_interval: config.mq_options().lease_renew_interval,
             tasks: AtomicUsize::new(0),
@@ -218,68 +212,57 @@ impl JobShared {
         self.live_parallelism.store(u64::from(n), Ordering::SeqCst);
     }
 
-    /// Records that the subtask named `consumer` took partition `partition` of (topic,
-    /// group); in [`AckMode::Offset`] also the group's read position then (one `XINFO
-    /// GROUPS`).
+    /// The handle of `addr`'s progress, registered now when new (once per partition a
+    /// subtask opens; the batches update it through the handle).
+    pub(crate) fn register_partition(&self, addr: &PartitionAddr) -> PartitionHandle {
+        self.partitions.register(addr)
+    }
+
+    /// Records that the subtask named `consumer` took the partition of `handle`; in
+    /// [`AckMode::Offset`] also the group's read position then (one `XINFO GROUPS`).
     ///
     /// # Errors
     /// [`Error::Redis`].
     pub(crate) async fn taken(
         &self,
         conn: &mut Connection,
-        (topic, group, partition): (&str, &str, u32),
+        handle: &PartitionHandle,
         consumer: &str,
     ) -> Result<(), Error> {
+        let addr = handle.addr();
+        let mut taken_at = None;
         if self.ack_mode == AckMode::Offset {
             let v: redis::Value = redis::cmd("XINFO")
                 .arg("GROUPS")
-                .arg(self.keys.stream(topic, partition))
+                .arg(self.keys.stream(&addr.topic, addr.partition))
                 .query_async(conn)
                 .await?;
-            if let Some(g) = parse_xinfo_groups(&v).into_iter().find(|g| g.name == group) {
-                if let Ok(mut t) = self.taken_at.lock() {
-                    t.insert(
-                        (topic.to_string(), group.to_string(), partition),
-                        g.last_delivered_id,
-                    );
-                }
-            }
+            taken_at = (parse_xinfo_groups(&v).into_iter())
+                .find(|g| *g.name == *addr.group)
+                .map(|g| g.last_delivered_id);
         }
-        self.hold(topic, group, partition, consumer);
+        let mut e = handle.lock();
+        if taken_at.is_some() {
+            e.taken_at = taken_at;
+        }
+        hold(&mut e, consumer);
+        drop(e);
+        self.signal_change();
         Ok(())
     }
 
-    /// The subtask named `consumer` holds the partition now: it is owned, and counted as
-    /// taken once more.
-    fn hold(&self, topic: &str, group: &str, partition: u32, consumer: &str) {
-        let Ok(mut holders) = self.holders.lock() else {
-            return;
-        };
-        let key = (topic.to_string(), group.to_string(), partition);
-        holders.insert(key, consumer.to_string());
-        self.progress(topic, group, partition, |p| {
-            p.taken = true;
-            p.owned = true;
-            p.first_taken_at.get_or_insert_with(SystemTime::now);
-            p.takes += 1;
-        });
-    }
-
-    /// The subtask named `consumer` let the partition go (handed it over, or found its
-    /// lease lost): it is not owned any more — unless another subtask of this process
-    /// took it since, whose hold a late let-go must not clear.
-    pub(crate) fn let_go(&self, topic: &str, group: &str, partition: u32, consumer: &str) {
-        if let Ok(mut holders) = self.holders.lock() {
-            let key = (topic.to_string(), group.to_string(), partition);
-            if holders.get(&key).is_none_or(|h| h == consumer) {
-                holders.remove(&key);
-                // Its flush is the next owner's now (Redis's flush mark says so).
-                self.progress(topic, group, partition, |p| {
-                    p.owned = false;
-                    p.awaiting_flush = false;
-                });
-            }
+    /// The subtask named `consumer` let the partition of `handle` go (handed it over, or
+    /// found its lease lost): it is not owned any more — unless another subtask of this
+    /// process took it since, whose hold a late let-go must not clear.
+    pub(crate) fn let_go(&self, handle: &PartitionHandle, consumer: &str) {
+        let mut e = handle.lock();
+        if e.holder.as_deref().is_none_or(|h| h == consumer) {
+            e.holder = None;
+            // Its flush is the next owner's now (Redis's flush mark says so).
+            e.progress.owned = false;
+            e.progress.awaiting_flush = false;
         }
+        drop(e);
         // Whoever holds it now: the records the caller let go of have left `in_flight`.
         self.signal_change();
     }
@@ -388,28 +371,43 @@ impl JobShared {
 
     /// Reports an error of one partition: in the job's errors and as the partition's
     /// [`PartitionProgress::last_error`].
-    pub(crate) fn partition_error(&self, topic: &str, group: &str, partition: u32, e: String) {
-        self.progress(topic, group, partition, |p| {
-            p.last_error = Some(e.clone());
-            p.last_error_at = Some(SystemTime::now());
-        });
-        self.error(e);
+    pub(crate) fn partition_error(&self, handle: &PartitionHandle, kind: JobErrorKind, e: String) {
+        let error = JobError::new(kind, Some(handle.addr().clone()), e);
+        handle.failed(&error.message, error.at);
+        self.report(error);
     }
 
-    pub(crate) fn error(&self, e: String) {
-        tracing::error!(job = %self.job_name, "{e}");
+    /// Reports an error met at partition `addr` that does not count as the partition's
+    /// own failure (its [`PartitionProgress::last_error`] stays).
+    pub(crate) fn error_at(&self, addr: &PartitionAddr, kind: JobErrorKind, e: String) {
+        self.report(JobError::new(kind, Some(addr.clone()), e));
+    }
+
+    /// Reports an error of the job (no partition in particular).
+    pub(crate) fn error(&self, kind: JobErrorKind, e: String) {
+        self.report(JobError::new(kind, None, e));
+    }
+
+    /// Logs `error` and keeps it in the job's errors (the last 100).
+    fn report(&self, error: JobError) {
+        match &error.partition {
+            Some(at) => tracing::error!(job = %self.job_name, topic = %at.topic, group = %at.group,
+                                        partition = at.partition, kind = %error.kind, "{error}"),
+            None => tracing::error!(job = %self.job_name, kind = %error.kind, "{error}"),
+        }
         if let Ok(mut errors) = self.errors.lock() {
             if errors.len() >= 100 {
                 errors.remove(0);
             }
-            errors.push(e);
+            errors.push(error);
         }
+        self.signal_change();
     }
 
     /// Every partition's progress, sorted by (topic, group, partition), with
     /// [`PartitionProgress::stalled`] computed now.
     pub(super) fn progress_now(&self) -> Vec<PartitionProgress> {
-        let mut partitions = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut partitions = self.partitions.progress();
         partitions.sort_by(|a, b| {
             (&a.topic, &a.group, a.partition).cmp(&(&b.topic, &b.group, b.partition))
         });
@@ -422,41 +420,28 @@ impl JobShared {
 
     /// Whether this process holds partition `partition` of `topic` (for any group).
     pub(crate) fn holds_partition(&self, topic: &str, partition: u32) -> bool {
-        self.progress.lock().is_ok_and(|all| {
-            (all.iter()).any(|p| p.owned && p.partition == partition && p.topic == topic)
+        (self.partitions.handles().iter()).any(|h| {
+            let addr = h.addr();
+            addr.partition == partition && &*addr.topic == topic && h.lock().progress.owned
         })
     }
 
-    /// Updates (or adds) the progress of (topic, group, partition).
-    pub(crate) fn progress(
-        &self,
-        topic: &str,
-        group: &str,
-        partition: u32,
-        f: impl FnOnce(&mut PartitionProgress),
-    ) {
-        let Ok(mut all) = self.progress.lock() else {
-            return;
-        };
-        let i = match all
-            .iter()
-            .position(|p| p.partition == partition && p.topic == topic && p.group == group)
-        {
-            Some(i) => i,
-            None => {
-                all.push(PartitionProgress {
-                    topic: topic.to_string(),
-                    group: group.to_string(),
-                    partition,
-                    ..PartitionProgress::default()
-                });
-                all.len() - 1
-            }
-        };
-        f(&mut all[i]);
-        drop(all);
+    /// Updates the progress of the partition of `handle` and wakes the client's waits.
+    pub(crate) fn update(&self, handle: &PartitionHandle, f: impl FnOnce(&mut PartitionProgress)) {
+        f(&mut handle.lock().progress);
         self.signal_change();
     }
+}
+
+/// The subtask named `consumer` holds the partition of `e` now: it is owned, and counted
+/// as taken once more.
+fn hold(e: &mut super::partitions::PartitionEntry, consumer: &str) {
+    e.holder = Some(consumer.to_string());
+    let p = &mut e.progress;
+    p.taken = true;
+    p.owned = true;
+    p.first_taken_at.get_or_insert_with(SystemTime::now);
+    p.takes += 1;
 }
 
 #[cfg(test)]
@@ -473,25 +458,48 @@ mod tests {
     }
 
     fn owned(job: &JobShared, partition: u32) -> bool {
-        let all = job.progress.lock().unwrap();
-        all.iter().any(|p| p.partition == partition && p.owned)
+        job.partitions
+            .find("t", "g", partition)
+            .unwrap()
+            .lock()
+            .progress
+            .owned
     }
 
     #[test]
     fn a_subtask_letting_a_partition_go_does_not_clear_another_subtasks_hold() {
         let job = job();
-        job.hold("t", "g", 0, "job-a-0");
-        job.hold("t", "g", 1, "job-a-0");
+        let p0 = job.register_partition(&PartitionAddr::new("t", "g", 0));
+        let p1 = job.register_partition(&PartitionAddr::new("t", "g", 1));
+        hold(&mut p0.lock(), "job-a-0");
+        hold(&mut p1.lock(), "job-a-0");
         // Subtask 1 took partition 0 over (after a rebalance, or subtask 0's lease expired);
         // subtask 0 hands it over, or finds its lease lost, only afterwards.
-        job.hold("t", "g", 0, "job-a-1");
-        job.let_go("t", "g", 0, "job-a-0");
+        hold(&mut p0.lock(), "job-a-1");
+        job.let_go(&p0, "job-a-0");
         assert!(owned(&job, 0), "subtask 1 still holds partition 0");
-        job.let_go("t", "g", 1, "job-a-0");
+        job.let_go(&p1, "job-a-0");
         assert!(!owned(&job, 1), "subtask 0 let its own partition go");
-        job.let_go("t", "g", 0, "job-a-1");
+        job.let_go(&p0, "job-a-1");
         assert!(!owned(&job, 0));
-        let takes: u64 = job.progress.lock().unwrap().iter().map(|p| p.takes).sum();
+        let takes: u64 = job.partitions.progress().iter().map(|p| p.takes).sum();
         assert_eq!(takes, 3);
+    }
+
+    #[test]
+    fn a_partition_error_is_typed_and_kept_as_the_partitions_last_error() {
+        let job = job();
+        let p = job.register_partition(&PartitionAddr::new("t", "g", 2));
+        job.partition_error(&p, JobErrorKind::Batch, "batch not committed".into());
+        job.error(JobErrorKind::Task, "cannot spawn".into());
+        let errors = job.errors.lock().unwrap().clone();
+        assert_eq!(errors.len(), 2);
+        assert_eq!(errors[0].kind, JobErrorKind::Batch);
+        assert_eq!(errors[0].partition, Some(PartitionAddr::new("t", "g", 2)));
+        assert_eq!(errors[0].to_string(), "batch not committed");
+        assert_eq!(errors[1].partition, None);
+        let progress = p.lock().progress.clone();
+        assert_eq!(progress.last_error.as_deref(), Some("batch not committed"));
+        assert_eq!(progress.last_error_at, Some(errors[0].at));
     }
 }

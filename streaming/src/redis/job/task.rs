@@ -45,12 +45,18 @@ pub(crate) fn spawn_task<F, Fut>(
                         ),
                     }
                 }),
-                Err(e) => job.error(format!("{what}: cannot start a tokio runtime: {e}")),
+                Err(e) => job.error(
+                    crate::redis::JobErrorKind::Task,
+                    format!("{what}: cannot start a tokio runtime: {e}"),
+                ),
             }
             drop(guard);
         });
     if let Err(e) = spawned {
-        job.error(format!("{what}: cannot spawn its thread: {e}"));
+        job.error(
+            crate::redis::JobErrorKind::Task,
+            format!("{what}: cannot spawn its thread: {e}"),
+        );
     }
 }
 

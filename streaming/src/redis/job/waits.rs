@@ -189,8 +189,8 @@ impl JobClient {
     /// skips. (A process that only flushed what a killed one left, or another process
     /// that did the work, is not warned about.)
     fn warn_if_nothing_read(&self, wait: &str) {
-        let nothing = (self.shared.progress.lock())
-            .is_ok_and(|p| p.iter().all(|pr| pr.records == 0 && pr.idle_flushes == 0));
+        let nothing = (self.shared.partitions.progress().iter())
+            .all(|pr| pr.records == 0 && pr.idle_flushes == 0);
         if nothing {
             tracing::warn!(
                 "{wait}: done, but no partition has processed a record or flushed windows in \
@@ -209,9 +209,8 @@ impl JobShared {
         if self.running() == 0 {
             return true;
         }
-        self.progress
-            .lock()
-            .is_ok_and(|p| !p.is_empty() && p.iter().all(|pr| pr.stopped.is_some()))
+        let all = self.partitions.progress();
+        !all.is_empty() && all.iter().all(|pr| pr.stopped.is_some())
     }
 }
 

@@ -48,7 +48,10 @@ async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Ar
             if mq.is_none() {
                 match Mq::connect_to(job.endpoint.clone(), opts.clone()).await {
                     Ok(m) => mq = Some(m),
-                    Err(e) => job.error(format!("topic forwarders: {e}")),
+                    Err(e) => job.error(
+                        crate::redis::JobErrorKind::Task,
+                        format!("topic forwarders: {e}"),
+                    ),
                 }
             }
             if let Some(mq) = &mq {
@@ -92,7 +95,8 @@ async fn start_waiting(
         let started = match RedisTopicForwarder::builder(mq, &source, &target).build() {
             Ok(f) => {
                 let reporting = Arc::clone(job);
-                let report: ErrorSink = Arc::new(move |e| reporting.error(e));
+                let report: ErrorSink =
+                    Arc::new(move |e| reporting.error(crate::redis::JobErrorKind::Task, e));
                 // Each process forwards the source partitions it holds (for any group).
                 let holding = Arc::clone(job);
                 let topic = source.clone();
@@ -104,9 +108,12 @@ async fn start_waiting(
         match started {
             Ok(f) => running.push(f),
             Err(e) => {
-                job.error(format!(
-                    "topic forwarder `{source}` → `{target}` did not start (trying again): {e}"
-                ));
+                job.error(
+                    crate::redis::JobErrorKind::Task,
+                    format!(
+                        "topic forwarder `{source}` → `{target}` did not start (trying again): {e}"
+                    ),
+                );
                 still.push((source, target));
             }
         }
