@@ -13,14 +13,14 @@
 //! therefore reflects exactly the acknowledged, successful records. A failed commit (e.g.
 //! Redis restarting) resets the partition and reads again from the last commit.
 
-use super::chain::{effective_watermark, Make};
 use super::context::Ctx;
 use super::failure::fail;
-use super::keys::mdc_sampled;
+use super::hot_keys::HotKeys;
 use super::part::{Part, Unconfirmed};
-use super::pending::{drain_into, Pending};
+use super::pending::Pending;
 use super::read::{read, Batch};
-use super::{schema, HotKeyPolicy, RedisRuntimeConfig};
+use super::runner::{Outcome, WriteCheck};
+use super::{schema, HotKeyPolicy};
 use crate::api::Sink;
 use crate::mq::Connection;
 use crate::mq::Message;
@@ -36,26 +36,19 @@ use tokio::time::Instant;
 /// keys in each pass).
 const MAX_PASSES: u32 = 64;
 
-/// The `message` tracing span of a batch's records (`mdc_enabled`, `mdc_sample_rate`).
-struct Mdc {
-    enabled: bool,
-    rate: f64,
-    /// The job name (empty when disabled).
-    job_name: String,
+/// [`HotKeyPolicy::FailFast`]: a record's write to an armed hot hash fails the record.
+struct FailFast<'a> {
+    hot: &'a HotKeys,
+    on: bool,
 }
 
-impl Mdc {
-    fn new(config: &RedisRuntimeConfig) -> Self {
-        let enabled = config.mdc_enabled();
-        Mdc {
-            enabled,
-            rate: config.mdc_sample_rate(),
-            job_name: if enabled {
-                config.job_name()
-            } else {
-                String::new()
-            },
-        }
+impl WriteCheck for FailFast<'_> {
+    fn armed(&self) -> bool {
+        self.on && self.hot.any_armed()
+    }
+
+    fn check(&self, pending: &Pending, touched: &[usize]) -> Result<(), Error> {
+        self.hot.check(pending, touched)
     }
 }
 
@@ -65,9 +58,8 @@ where
     S: Sink<O>,
 {
     /// Reads, processes and commits one batch; returns how many entries it read.
-    pub(super) async fn step<F: Make<C, O>>(
+    pub(super) async fn step(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
     ) -> Result<usize, Error> {
@@ -80,7 +72,7 @@ where
         self.last_read = Instant::now();
         let n = batch.msgs.len() as u64;
         ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
-        let result = self.process_and_commit(plan, ctx, conn, batch).await;
+        let result = self.process_and_commit(ctx, conn, batch).await;
         match &mut self.unconfirmed {
             Some(u) if result.is_err() => u.in_flight = n,
             _ => {
@@ -90,9 +82,8 @@ where
         result.map(|()| n as usize)
     }
 
-    async fn process_and_commit<F: Make<C, O>>(
+    async fn process_and_commit(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         batch: Batch,
@@ -106,14 +97,21 @@ where
         } = batch;
         // 2. Process, rolling back and skipping failed records.
         let started = std::time::Instant::now();
-        let mdc = Mdc::new(&ctx.spec.config);
         let duplicates = self.duplicates(ctx, conn, &msgs).await?;
         let mut skip: HashSet<usize> = duplicates.clone();
         let mut passes = 0u32;
         let pending = loop {
             passes += 1;
-            let (result, pending) = self.run_records(ctx, &mdc, &msgs, &skip);
-            if self.has_wanted() {
+            let check = FailFast {
+                hot: &self.hot,
+                on: ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast,
+            };
+            let Outcome {
+                pending,
+                failed,
+                missed,
+            } = self.runner.run(&msgs, &skip, &self.spans, &check);
+            if missed {
                 // A record found a key's state not in memory: the pass ran on a guess, and
                 // so may have failed because of it. Roll back, fetch, run again.
                 if passes > MAX_PASSES {
@@ -122,14 +120,14 @@ where
                         reason: format!("keys still missing after {MAX_PASSES} fetches"),
                     });
                 }
-                self.roll_back(plan, &pending)?;
+                self.roll_back(&pending)?;
                 self.fetch_wanted(conn).await?;
                 continue;
             }
-            match result {
-                Ok(()) => break pending,
-                Err((i, e)) => {
-                    self.reject(plan, ctx, conn, &msgs[i], e, &pending).await?;
+            match failed {
+                None => break pending,
+                Some((i, e)) => {
+                    self.reject(ctx, conn, &msgs[i], e, &pending).await?;
                     skip.insert(i);
                 }
             }
@@ -140,7 +138,7 @@ where
         self.metrics.handle_seconds.record(started.elapsed());
         let marks = self.dedup_marks(ctx, &msgs, &skip);
         let awaited = self.awaiting_flush;
-        if processed > 0 && effective_watermark(&self.stores).is_some() {
+        if processed > 0 && self.runner.watermark().is_some() {
             // Committed with the batch: Redis marks the partition as awaiting a flush.
             self.awaiting_flush = true;
         }
@@ -161,74 +159,15 @@ where
         self.report_batch(ctx, last_id, processed, failed);
         self.skipped = 0;
         self.deduplicated = 0;
-        self.trim_cache(ctx.spec.config.state_cache_max_entries());
+        (self.runner).trim(ctx.spec.config.state_cache_max_entries());
         Ok(())
-    }
-
-    /// Runs the batch's records, but those in `skip`, through the chain; the first that
-    /// fails, with its error, and the writes drained so far.
-    fn run_records(
-        &mut self,
-        ctx: &Ctx<'_>,
-        mdc: &Mdc,
-        msgs: &[Message],
-        skip: &HashSet<usize>,
-    ) -> (Result<(), (usize, Error)>, Pending) {
-        let mut pending = Pending::default();
-        // `HotKeyPolicy::FailFast` needs each record's writes: drain after every record while a hash
-        // is armed (otherwise once per batch).
-        let fail_fast = ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast;
-        let check = fail_fast && self.hot.any_armed();
-        for (i, m) in msgs.iter().enumerate() {
-            if skip.contains(&i) {
-                continue;
-            }
-            let mut r = self.process_record(ctx, mdc, m);
-            if r.is_ok() && check {
-                r = self.drain_checked(&mut pending);
-            }
-            if let Err(e) = r {
-                return (Err((i, e)), pending);
-            }
-        }
-        (Ok(()), pending)
-    }
-
-    /// Runs one record through the chain, inside the `message` span when it is sampled.
-    fn process_record(&mut self, ctx: &Ctx<'_>, mdc: &Mdc, m: &Message) -> Result<(), Error> {
-        if mdc.enabled && mdc_sampled(&m.id, mdc.rate) {
-            let spec = ctx.spec;
-            let span = tracing::info_span!(
-                "message",
-                job = %mdc.job_name,
-                topic = %spec.topic,
-                group = %spec.group,
-                consumer = %ctx.consumer,
-                id = %m.id,
-                key = m.key.as_deref().unwrap_or(""),
-                partition = self.partition,
-            );
-            let _entered = span.enter();
-            self.chain.process(m.clone(), m.timestamp_ms)
-        } else {
-            self.chain.process(m.clone(), m.timestamp_ms)
-        }
-    }
-
-    /// Drains the record's writes into `pending`; a write to an armed hot hash fails the
-    /// record (`HotKeyPolicy::FailFast`).
-    fn drain_checked(&mut self, pending: &mut Pending) -> Result<(), Error> {
-        let mut touched = Vec::new();
-        drain_into(&self.stores, &self.state_keys, pending, &mut touched)?;
-        self.hot.check(pending, &touched)
     }
 
     /// A record failed: it goes to retry or the dead-letter queue, and the chain is rolled
     /// back to the last commit: the keys the batch changed are fetched again (a failure
     /// that stops the partition is returned instead).
-    async fn reject<F: Make<C, O>>(
+    async fn reject(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         m: &Message,
@@ -253,7 +192,7 @@ where
                 h.rejected += 1;
             }
         }
-        self.roll_back(plan, pending)?;
+        self.roll_back(pending)?;
         self.fetch_wanted(conn).await
     }
 

@@ -39,11 +39,6 @@ impl<T> Operator<T> for BufferOp<T> {
 
 pub(super) type Stores = Vec<(OperatorId, DynStore)>;
 
-/// Builds a partition's chain (a closure over the plan, so the chain's opaque type is a
-/// plain type parameter of the partition).
-pub(super) trait Make<C, O>: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error> {}
-impl<C, O, F: Fn(&Rc<RefCell<Vec<O>>>) -> Result<Built<C>, Error>> Make<C, O> for F {}
-
 /// A built chain with its stores, its window operators' counters and its side outputs.
 pub(super) type Built<C> = (C, Stores, Rc<Counters>, Vec<DynSideOutput>);
 

@@ -29,7 +29,7 @@
 use super::context::{guarded, Ctx};
 use super::dedup::DedupMarks;
 use super::part::Part;
-use super::pending::{drain_into, KeyKind, Pending, PendingHash};
+use super::pending::{KeyKind, Pending, PendingHash};
 use super::persist::WATERMARK_STATE;
 use super::replica_wait::{not_confirmed, run_commit};
 use super::schema;
@@ -74,11 +74,6 @@ fn without_comments(source: &str) -> String {
 type SinkWrites = Vec<SinkWrite>;
 
 impl<C, S: Sink<O>, O> Part<C, S, O> {
-    /// Adds every store's changes since the last drain to `pending`.
-    pub(super) fn drain_changes(&self, pending: &mut Pending) -> Result<(), Error> {
-        drain_into(&self.stores, &self.state_keys, pending, &mut Vec::new())
-    }
-
     /// Writes the stores' changes, the sink's outputs and the acknowledgement of `ids` in
     /// one transaction (`read_after`: see [`Batch::read_after`](super::read::Batch)).
     pub(super) async fn commit(
@@ -89,7 +84,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         (ids, read_after): (&[String], Option<&str>),
         dedup: Option<&DedupMarks>,
     ) -> Result<(), Error> {
-        if self.has_wanted() {
+        if self.runner.has_wanted() {
             // Timers and flushes run only on keys in memory (keys with timers stay); a
             // pass that missed a key must never commit.
             return Err(Error::Engine {
@@ -97,14 +92,14 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                 reason: "a key's state was not in memory; taking the partition again".into(),
             });
         }
-        self.drain_changes(&mut pending)?;
+        self.runner.drain(&mut pending)?;
         pending.dedup();
         self.deliver(ctx)?;
         self.hot.throttle(ctx, &pending).await;
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);
         let guard = fence.parts();
-        schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
+        schema::flush(self.schema.as_ref(), conn, self.runner.keys(), fence).await?;
         // 4. Commit state + sink lists + acknowledgement atomically.
         pending.hashes.retain(PendingHash::writes);
         let sampled = self.hot.sample_marks(&ctx.spec.config, &pending);
@@ -121,7 +116,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         let call = CommitCall {
             ctx,
             partition: self.partition,
-            state_index: self.state_keys.index(),
+            state_index: self.runner.keys().index(),
             stream: ctx.keys.stream(ctx.spec.topic.as_str(), self.partition),
             guard,
             ids,
@@ -148,7 +143,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                 return Err(not_confirmed(&w, acked, self.partition));
             }
         }
-        for (_, store) in &self.stores {
+        for (_, store) in self.runner.stores() {
             store.borrow_mut().committed();
         }
         self.flush_marked = Some(self.awaiting_flush);
@@ -224,7 +219,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             m.writes.increment(writes as u64);
             m.deletes.increment(deletes as u64);
         }
-        for (op, store) in &self.stores {
+        for (op, store) in self.runner.stores() {
             if let Some(n) = store.borrow().timers() {
                 self.metrics.timer_queue(op.as_str(), n);
             }
@@ -233,12 +228,12 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
 
     /// 3. Outputs to the sink and the side outputs.
     fn deliver(&mut self, ctx: &Ctx<'_>) -> Result<(), Error> {
-        let outputs = std::mem::take(&mut *self.out.borrow_mut());
+        let outputs = self.runner.take_outputs();
         for v in outputs {
             guarded(ctx, "invoke", self.sink.invoke(v))?;
         }
         guarded(ctx, "flush", self.sink.flush())?;
-        for side in &self.side_outputs {
+        for side in self.runner.side_outputs() {
             guarded(ctx, "invoke side output", side.borrow_mut().deliver())?;
         }
         Ok(())
@@ -262,8 +257,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             .take_commit_writes()
             .into_iter()
             .chain(
-                self.side_outputs
-                    .iter()
+                (self.runner.side_outputs().iter())
                     .filter_map(|side| side.borrow_mut().take_commit_writes()),
             )
             .filter(|w| !w.write.is_empty())

@@ -362,6 +362,7 @@ mod process_state;
 mod read;
 mod replica_wait;
 mod report;
+mod runner;
 pub(crate) mod runtime;
 mod schema;
 mod sink;
@@ -373,6 +374,7 @@ mod timers;
 mod topics;
 mod turn;
 pub mod two_phase;
+mod wanted;
 
 pub use crate::api::CollectSink;
 pub use checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};

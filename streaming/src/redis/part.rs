@@ -1,19 +1,18 @@
 //! A partition a subtask holds: its chain and state cache, its ownership, and the
 //! bookkeeping of the subtask loop.
 
-use super::chain::{Built, Make, Stores};
 use super::context::{guarded, Ctx};
 use super::hot_keys::HotKeys;
 use super::job::{PartitionAddr, PartitionHandle};
 use super::keys::StateKeys;
 use super::ownership::Ownership;
 use super::part_metrics::PartMetrics;
-use super::runtime::DynSideOutput;
+use super::runner::{MakeChain, RecordSpans, Runner};
 use super::schema::SchemaGate;
 use crate::api::Sink;
-use crate::ops::Counters;
+use crate::mq::Message;
+use crate::ops::Operator;
 use crate::Error;
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -37,12 +36,10 @@ pub(super) struct Part<C, S, O> {
     pub(super) partition: u32,
     /// Its progress in the job (registered once, when the partition is set up).
     pub(super) progress: PartitionHandle,
-    pub(super) state_keys: StateKeys,
-    pub(super) chain: C,
-    pub(super) stores: Stores,
-    pub(super) counters: Rc<Counters>,
-    /// The chain's side outputs (late data), delivered when a batch commits.
-    pub(super) side_outputs: Vec<DynSideOutput>,
+    /// Its chain, state cache and outputs.
+    pub(super) runner: Runner<C, O>,
+    /// The `message` spans of its records.
+    pub(super) spans: RecordSpans,
     /// When the partition last read an entry (drives the idle flush).
     pub(super) last_read: Instant,
     /// The next idle flush has work: records went through the chain since the last one,
@@ -61,7 +58,6 @@ pub(super) struct Part<C, S, O> {
     pub(super) unconfirmed: Option<Unconfirmed>,
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     pub(super) next_timers: Instant,
-    pub(super) out: Rc<RefCell<Vec<O>>>,
     pub(super) sink: S,
     /// Its reader and lease.
     pub(super) owner: Ownership,
@@ -92,43 +88,38 @@ pub(super) struct Part<C, S, O> {
     pub(super) no_input_commits: u64,
 }
 
-impl<C, S: Sink<O>, O> Part<C, S, O> {
-    /// Partition `p` of the subtask, not taken yet, with a chain from `plan` and its
+impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
+    /// Partition `p` of the subtask, not taken yet, with a chain from `make` and its
     /// sink opened.
-    pub(super) fn new<F: Make<C, O>>(
+    pub(super) fn new(
         ctx: &Ctx<'_>,
         p: u32,
-        plan: &F,
+        make: MakeChain<C, O>,
         sink: S,
     ) -> Result<Self, Error> {
         let (spec, config) = (ctx.spec, &ctx.spec.config);
-        let out = Rc::new(RefCell::new(Vec::new()));
-        let (chain, stores, counters, side_outputs) = plan(&out)?;
         let tag = ctx.keys.hash_tag(&spec.topic, p);
+        let keys = StateKeys::new(
+            &config.state_key_prefix(),
+            &config.job_name(),
+            &tag,
+            &spec.group,
+            config.keyed_state_shard_count(),
+        );
         let addr = PartitionAddr::new(&spec.topic, &spec.group, p);
         let progress = ctx.job.register_partition(&addr);
         ctx.job.update(&progress, |pr| pr.subtask = ctx.subtask);
         let mut part = Part {
             partition: p,
             progress,
-            state_keys: StateKeys::new(
-                &config.state_key_prefix(),
-                &config.job_name(),
-                &tag,
-                &spec.group,
-                config.keyed_state_shard_count(),
-            ),
-            chain,
-            stores,
-            counters,
-            side_outputs,
+            runner: Runner::new(make, keys)?,
+            spans: record_spans(ctx, p),
             last_read: Instant::now(),
             awaiting_flush: false,
             flush_marked: None,
             skipped: 0,
             unconfirmed: None,
             next_timers: Instant::now(),
-            out,
             sink,
             owner: Ownership::new(p),
             next_renew: Instant::now(),
@@ -149,12 +140,33 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         Ok(part)
     }
 
-    /// Replaces the chain, its stores, counters and side outputs with `built`.
-    pub(super) fn install(&mut self, built: Built<C>) {
-        let (chain, stores, counters, side_outputs) = built;
-        self.chain = chain;
-        self.stores = stores;
-        self.counters = counters;
-        self.side_outputs = side_outputs;
+    /// The keys of the partition's state.
+    pub(super) fn state_keys(&self) -> &StateKeys {
+        self.runner.keys()
+    }
+
+    /// Drops what the chain buffered for the sinks of a batch that does not commit: the
+    /// outputs, the Redis sinks' writes and the two-phase sinks' transactions.
+    pub(super) fn discard_outputs(&mut self) {
+        drop(self.runner.take_outputs());
+        let _ = self.sink.take_commit_writes();
+        self.discard_two_phase();
+    }
+}
+
+/// The `message` spans of partition `p`'s records (`mdc_enabled`, `mdc_sample_rate`).
+fn record_spans(ctx: &Ctx<'_>, p: u32) -> RecordSpans {
+    let config = &ctx.spec.config;
+    if !config.mdc_enabled() {
+        return RecordSpans::off();
+    }
+    RecordSpans {
+        enabled: true,
+        rate: config.mdc_sample_rate(),
+        job: Rc::from(ctx.job_name.as_str()),
+        topic: Rc::from(ctx.spec.topic.as_str()),
+        group: Rc::from(ctx.spec.group.as_str()),
+        consumer: Rc::from(ctx.consumer.as_str()),
+        partition: p,
     }
 }

@@ -1,7 +1,6 @@
 //! What a partition's commits report: the job's per-partition progress
 //! ([`PartitionProgress`]) and the partition's metrics.
 
-use super::chain::effective_watermark;
 use super::context::Ctx;
 use super::part::Part;
 use super::part_metrics::LAG_SAMPLE_INTERVAL;
@@ -49,11 +48,12 @@ impl<C, S, O> Part<C, S, O> {
 
     /// A batch's counts; takes the window operators' counters.
     fn committed(&self, last_id: Option<String>, processed: u64, failed: u64) -> Committed {
+        let counters = self.runner.counters();
         Committed {
-            watermark: effective_watermark(&self.stores).map(|(w, _)| w),
-            fired: self.counters.window_firings.replace(0),
-            late: self.counters.late_elements.replace(0),
-            gap_dropped: self.counters.window_gap_dropped.replace(0),
+            watermark: self.runner.watermark().map(|(w, _)| w),
+            fired: counters.window_firings.replace(0),
+            late: counters.late_elements.replace(0),
+            gap_dropped: counters.window_gap_dropped.replace(0),
             last_id,
             processed,
             failed,

@@ -1,13 +1,14 @@
 //! A pipeline's subtasks: one thread each, running the loop over the partitions of its
 //! share (one operator chain per owned partition).
 
-use super::chain::{build_chain, state_limits, Make};
+use super::chain::{build_chain, state_limits};
 use super::checkpoint::OpenCheckpoints;
 use super::context::{Ctx, PipelineSpec};
 use super::job::JobShared;
 use super::membership::Membership;
 use super::part::{Part, MAX_BACKOFF};
 use super::part_metrics;
+use super::runner::MakeChain;
 use super::RedisRuntime;
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, Plan};
@@ -163,7 +164,7 @@ async fn run_subtask<P, S>(
     job: &JobShared,
 ) -> Result<(), Error>
 where
-    P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone,
+    P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone + 'static,
     S: Sink<<P as Plan>::Out> + Clone,
 {
     let opened = open_queue(spec, subtask, job).await;
@@ -177,7 +178,8 @@ where
     let ctx = Ctx::new(spec, job, mq, consumer, subtask);
     let mut conn = ctx.mq.connection();
     let limits = state_limits(&spec.config);
-    let make = |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits);
+    let make: MakeChain<_, _> =
+        Rc::new(move |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits));
     let renew_every = spec.config.mq_options().lease_renew_interval;
     let mut members = Membership::new(&ctx, siblings, partitions);
     let mut parts = BTreeMap::new();
@@ -197,9 +199,8 @@ where
             if job.is_cancelled() || part.stopped {
                 continue;
             }
-            part.checkpoint(&make, &ctx, &mut conn, &checkpoints.open)
-                .await;
-            busy |= part.turn(&make, &ctx, &mut conn, renew_every).await;
+            part.checkpoint(&ctx, &mut conn, &checkpoints.open).await;
+            busy |= part.turn(&ctx, &mut conn, renew_every).await;
         }
         if busy {
             // Batches committed and left `in_flight` (their progress signalled already,
@@ -218,18 +219,17 @@ where
 
 /// Heartbeats the membership, sets up the partitions that joined this subtask's share and
 /// hands over those that left it.
-async fn rebalance<C, S, O, F>(
+async fn rebalance<C, S, O>(
     ctx: &Ctx<'_>,
     conn: &mut Connection,
     members: &mut Membership,
     parts: &mut BTreeMap<u32, Part<C, S, O>>,
-    plan: &F,
+    make: &MakeChain<C, O>,
     sink: &S,
 ) -> Result<(), Error>
 where
     C: Operator<Message>,
     S: Sink<O> + Clone,
-    F: Make<C, O>,
 {
     if let Err(e) = members.heartbeat(ctx, conn).await {
         ctx.job.error(
@@ -242,7 +242,7 @@ where
     }
     for p in members.assigned() {
         if let Entry::Vacant(e) = parts.entry(p) {
-            e.insert(Part::new(ctx, p, plan, sink.clone())?);
+            e.insert(Part::new(ctx, p, Rc::clone(make), sink.clone())?);
         }
     }
     let leaving: Vec<u32> = (parts.keys().copied())

@@ -1,7 +1,6 @@
 //! Taking a partition (its lease and read position, a fresh chain, and the state the last
 //! commit left), resetting it to its last commit, and giving it up.
 
-use super::chain::{effective_watermark, Make};
 use super::context::{guarded, Ctx};
 use super::job::id_at_least;
 use super::part::Part;
@@ -21,15 +20,10 @@ where
 {
     /// Takes (or re-takes after a failure) the partition: lease and read position, a fresh
     /// chain, and the state the last commit left.
-    pub(super) async fn take<F: Make<C, O>>(
-        &mut self,
-        plan: &F,
-        ctx: &Ctx<'_>,
-        conn: &mut Connection,
-    ) -> Result<(), Error> {
+    pub(super) async fn take(&mut self, ctx: &Ctx<'_>, conn: &mut Connection) -> Result<(), Error> {
         let spec = ctx.spec;
         self.owner.take(ctx, conn).await?;
-        self.rebuild(plan, ctx, conn).await?;
+        self.rebuild(ctx, conn).await?;
         self.confirm_unconfirmed(ctx).await?;
         // Under the new token no earlier owner's commit can apply any more: what Redis
         // recorded is final.
@@ -57,9 +51,9 @@ where
         let key = ctx.keys.flush_pending(&spec.topic, p, &spec.group);
         let marked: bool = redis::cmd("EXISTS").arg(&key).query_async(conn).await?;
         self.flush_marked = Some(marked);
-        if effective_watermark(&self.stores).is_some() {
+        if self.runner.watermark().is_some() {
             // Restored windows or timers fire only at the next idle flush.
-            let work = (self.stores.iter()).any(|(_, s)| s.borrow().has_event_time_work());
+            let work = (self.runner.stores().iter()).any(|(_, s)| s.borrow().has_event_time_work());
             self.awaiting_flush |= work || marked;
         } else {
             self.awaiting_flush = false;
@@ -88,7 +82,7 @@ where
             return Ok(());
         };
         if frontier.is_some_and(|f| id_at_least(&f, &u.last_id)) {
-            if u.processed > 0 && effective_watermark(&self.stores).is_some() {
+            if u.processed > 0 && self.runner.watermark().is_some() {
                 self.awaiting_flush = true;
             }
             self.skipped = u.skipped;
@@ -100,42 +94,33 @@ where
     }
 
     /// A fresh chain with the committed state (drops uncommitted changes and outputs).
-    pub(super) async fn rebuild<F: Make<C, O>>(
+    pub(super) async fn rebuild(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
     ) -> Result<(), Error> {
-        let _ = self.chain.close();
-        self.out.borrow_mut().clear();
-        let _ = self.sink.take_commit_writes();
-        self.discard_two_phase();
         // The old chain's side outputs go with it: a rolled-back batch delivers nothing.
-        // The same plan type builds the same chain type.
-        self.install(plan(&self.out)?);
-        let config = &ctx.spec.config;
-        self.schema = persist::open_schema(config, conn, &self.state_keys, &self.stores).await?;
+        self.discard_outputs();
+        self.runner.reset()?;
+        let (config, keys, stores) = (&ctx.spec.config, self.runner.keys(), self.runner.stores());
+        self.schema = persist::open_schema(config, conn, keys, stores).await?;
         self.load_state(conn).await?;
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);
-        schema::flush(self.schema.as_ref(), conn, &self.state_keys, fence).await?;
+        schema::flush(self.schema.as_ref(), conn, self.runner.keys(), fence).await?;
         Ok(())
     }
 
     /// Drops what the partition holds in memory (state cache, chain, outputs, reader,
     /// lease) after its lease was lost: the next take reloads what the last commit left.
-    pub(super) fn forget<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>) {
-        let _ = self.chain.close();
-        self.out.borrow_mut().clear();
-        let _ = self.sink.take_commit_writes();
-        self.discard_two_phase();
-        match plan(&self.out) {
-            Ok(built) => self.install(built),
-            Err(e) => ctx.job.error_at(
+    pub(super) fn forget(&mut self, ctx: &Ctx<'_>) {
+        self.discard_outputs();
+        if let Err(e) = self.runner.reset() {
+            ctx.job.error_at(
                 self.progress.addr(),
                 crate::redis::JobErrorKind::Chain,
                 format!("rebuilding a chain: {e}"),
-            ),
+            );
         }
         self.owner.drop_hold();
         if let Some(u) = self.unconfirmed.take() {
@@ -151,7 +136,7 @@ where
     pub(super) async fn hand_over(mut self, ctx: &Ctx<'_>, conn: &mut Connection) {
         let (job, p) = (ctx.job, self.partition);
         let (addr, chain) = (self.progress.addr(), crate::redis::JobErrorKind::Chain);
-        if let Err(e) = self.chain.close() {
+        if let Err(e) = self.runner.close() {
             job.error_at(addr, chain, format!("closing chain of partition {p}: {e}"));
         }
         if let Err(e) = guarded(ctx, "close sink", self.sink.close()) {

@@ -1,6 +1,5 @@
 //! Work without input: processing-time timers due at the wall clock, and the idle flush.
 
-use super::chain::{effective_watermark, Make};
 use super::context::Ctx;
 use super::part::Part;
 use super::pending::Pending;
@@ -23,9 +22,8 @@ where
     /// input (with input they fire on the record path), and commits what they changed and
     /// emitted. Timers run on the subtask that owns the partition — the one thread that
     /// may touch its state — so there is no timer pool to size (`timer_threads` is 1).
-    pub(super) async fn fire_processing_timers<F: Make<C, O>>(
+    pub(super) async fn fire_processing_timers(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
     ) -> Result<(), Error> {
@@ -34,7 +32,7 @@ where
         }
         let now = wall_clock_ms();
         if let Err(e) = self
-            .run_loaded(plan, conn, |chain| chain.on_processing_time(now))
+            .run_loaded(conn, |chain| chain.on_processing_time(now))
             .await
         {
             // A failing timer function: roll back to the last commit and try again later
@@ -48,12 +46,12 @@ where
                 ),
             );
             self.next_timers = Instant::now() + Duration::from_secs(1);
-            return self.rebuild(plan, ctx, conn).await;
+            return self.rebuild(ctx, conn).await;
         }
         let mut pending = Pending::default();
-        self.drain_changes(&mut pending)?;
+        self.runner.drain(&mut pending)?;
         pending.hashes.retain(|h| !h.fields.is_empty());
-        if pending.hashes.is_empty() && self.out.borrow().is_empty() {
+        if pending.hashes.is_empty() && self.runner.no_outputs() {
             return Ok(());
         }
         self.commit(ctx, conn, pending, (&[], None), None).await?;
@@ -69,21 +67,18 @@ where
     /// stays), so the next message starts a new epoch from its own event time. Keys the
     /// fired windows or timers touch that are not in memory are fetched and the flush runs
     /// again, as for a batch.
-    pub(super) async fn maybe_flush_idle<F: Make<C, O>>(
+    pub(super) async fn maybe_flush_idle(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
     ) -> Result<(), Error> {
         let Some(timeout) = ctx.spec.config.watermark_idle_timeout() else {
             return Ok(());
         };
-        let Some((watermark, idle)) = effective_watermark(&self.stores) else {
+        let Some((watermark, idle)) = self.runner.watermark() else {
             return Ok(());
         };
-        let began = self
-            .stores
-            .iter()
+        let began = (self.runner.stores().iter())
             .any(|(_, s)| s.borrow().watermark().is_some_and(|(w, _)| w > i64::MIN));
         // A partition with work flushes whatever its watermark (it may never leave
         // `i64::MIN`, e.g. negative event times and a large out-of-orderness).
@@ -93,9 +88,7 @@ where
         tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
                         idle, "idle flush: watermark to MAX");
         let flushed = self
-            .run_loaded(plan, conn, |chain| {
-                chain.on_watermark(crate::time::MAX_WATERMARK)
-            })
+            .run_loaded(conn, |chain| chain.on_watermark(crate::time::MAX_WATERMARK))
             .await;
         if let Err(e) = flushed {
             // A user function failed while windows fired: nothing is committed; the next
@@ -109,9 +102,9 @@ where
                 ),
             );
             self.last_read = Instant::now();
-            return self.rebuild(plan, ctx, conn).await;
+            return self.rebuild(ctx, conn).await;
         }
-        for (_, s) in &self.stores {
+        for (_, s) in self.runner.stores() {
             s.borrow_mut().reset_epoch();
         }
         // The flush's commit clears Redis's flush mark; the flush stays in `in_flight`
@@ -129,6 +122,6 @@ where
         committed?;
         self.last_read = Instant::now();
         // Fresh watermark generators; the state cache (clean: just committed) stays.
-        self.renew_chain(plan)
+        self.renew_chain()
     }
 }

@@ -2,7 +2,6 @@
 //! it needs it, else run a batch (or timers and the idle flush when there is no input),
 //! and recover from what failed.
 
-use super::chain::Make;
 use super::context::Ctx;
 use super::job::JobErrorKind;
 use super::ownership::is_leased_elsewhere;
@@ -24,28 +23,27 @@ where
     /// One turn of the subtask loop for this partition: renew the lease when due, take the
     /// partition when it needs it, else run a batch (or timers and the idle flush when
     /// there is no input). `true` when a batch read entries.
-    pub(super) async fn turn<F: Make<C, O>>(
+    pub(super) async fn turn(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         renew_every: Duration,
     ) -> bool {
-        if !self.renew_if_due(plan, ctx, conn, renew_every).await {
+        if !self.renew_if_due(ctx, conn, renew_every).await {
             return false;
         }
         if self.needs_reset {
             if Instant::now() >= self.retry_at {
-                self.retake(plan, ctx, conn, renew_every).await;
+                self.retake(ctx, conn, renew_every).await;
             }
             return false;
         }
         self.sample_lag(ctx, conn).await;
-        let (kind, r) = match self.step(plan, ctx, conn).await {
-            Ok(0) => match self.fire_processing_timers(plan, ctx, conn).await {
+        let (kind, r) = match self.step(ctx, conn).await {
+            Ok(0) => match self.fire_processing_timers(ctx, conn).await {
                 Ok(()) => (
                     JobErrorKind::IdleFlush,
-                    self.maybe_flush_idle(plan, ctx, conn).await,
+                    self.maybe_flush_idle(ctx, conn).await,
                 ),
                 Err(e) => (JobErrorKind::Timers, Err(e)),
             },
@@ -59,7 +57,7 @@ where
         };
         match r {
             Ok(()) => self.backoff.reset(),
-            Err(e) => self.recover(plan, ctx, kind, e),
+            Err(e) => self.recover(ctx, kind, e),
         }
         false
     }
@@ -67,9 +65,8 @@ where
     /// Writes the partition's part of the open checkpoints it has not written yet, at
     /// this batch boundary (nothing uncommitted). A part that fails is tried again at the
     /// next boundary; a fenced one drops the partition like a fenced commit.
-    pub(super) async fn checkpoint<F: Make<C, O>>(
+    pub(super) async fn checkpoint(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         open: &[(u64, u64)],
@@ -79,7 +76,7 @@ where
         }
         if let Err(e) = self.write_checkpoint_parts(ctx, conn, open).await {
             if e.is_fenced() {
-                self.recover(plan, ctx, JobErrorKind::Checkpoint, e);
+                self.recover(ctx, JobErrorKind::Checkpoint, e);
             } else {
                 let (spec, p) = (ctx.spec, self.partition);
                 ctx.job.partition_error(&self.progress, JobErrorKind::Checkpoint, format!(
@@ -92,9 +89,8 @@ where
 
     /// Renews the lease when due; `false` when it was found lost (the partition is then
     /// dropped from memory until its lease is won again).
-    async fn renew_if_due<F: Make<C, O>>(
+    async fn renew_if_due(
         &mut self,
-        plan: &F,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         renew_every: Duration,
@@ -115,7 +111,7 @@ where
                     spec.topic, spec.group
                 ));
                 job.update(&self.progress, |pr| pr.fenced += 1);
-                self.forget(plan, ctx);
+                self.forget(ctx);
                 return false;
             }
             Err(e) => {
@@ -131,7 +127,7 @@ where
 
     /// After the step of `kind` failed with `e`: stops the partition (a schema mismatch under `SchemaMismatchPolicy::Fail`),
     /// drops it (fenced), or resets it to its last commit after a backoff.
-    fn recover<F: Make<C, O>>(&mut self, plan: &F, ctx: &Ctx<'_>, kind: JobErrorKind, e: Error) {
+    fn recover(&mut self, ctx: &Ctx<'_>, kind: JobErrorKind, e: Error) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
         if schema::stops_partition(&e) {
             schema::stopped(job, &self.progress, &e);
@@ -143,7 +139,7 @@ where
                 format!("{e}: dropped from memory until its lease is won again"),
             );
             job.update(&self.progress, |pr| pr.fenced += 1);
-            self.forget(plan, ctx);
+            self.forget(ctx);
         } else {
             let delay = self.backoff.next_delay();
             job.partition_error(
@@ -160,15 +156,9 @@ where
     }
 
     /// Takes the partition again (after a failure, a loss, or when newly assigned).
-    async fn retake<F: Make<C, O>>(
-        &mut self,
-        plan: &F,
-        ctx: &Ctx<'_>,
-        conn: &mut Connection,
-        renew_every: Duration,
-    ) {
+    async fn retake(&mut self, ctx: &Ctx<'_>, conn: &mut Connection, renew_every: Duration) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
-        match self.take(plan, ctx, conn).await {
+        match self.take(ctx, conn).await {
             Ok(()) => self.needs_reset = false,
             Err(e) if schema::stops_partition(&e) => {
                 schema::stopped(job, &self.progress, &e);

@@ -140,8 +140,8 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             fence: fence.parts(),
             id,
             copy: keys.copy_prefix(id),
-            record: keys.part_record(id, &self.state_keys),
-            registry: keys.part_registry(&self.state_keys),
+            record: keys.part_record(id, self.runner.keys()),
+            registry: keys.part_registry(self.runner.keys()),
         };
         let begun = match self.begin_part(ctx, conn, &step).await? {
             Begun::Started(begun) if begun.len() >= 3 => begun,
@@ -225,8 +225,8 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     ) -> Result<Begun, Error> {
         let (t, p, g) = ctx.at(self.partition);
         let own = [
-            self.state_keys.index(),
-            self.state_keys.schema(),
+            self.runner.keys().index(),
+            self.runner.keys().schema(),
             ctx.keys.frontier(t, p, g),
             ctx.keys.acked(t, p, g),
         ];
@@ -264,8 +264,8 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     /// (an operator it does not have, no fingerprint), the hash's own unsharded name, so
     /// that any collection is copied.
     fn collection_base(&self, hash: &str) -> Option<String> {
-        for (op, _) in &self.stores {
-            let Some(state) = self.state_keys.state_of(hash, op.as_str()) else {
+        for (op, _) in self.runner.stores() {
+            let Some(state) = self.runner.keys().state_of(hash, op.as_str()) else {
                 continue;
             };
             if [PANES_STATE, ROLLING_STATE, TIMERS_STATE, WATERMARK_STATE].contains(&state) {
@@ -277,10 +277,10 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                 .and_then(|g| g.fingerprint(op.as_str(), state));
             return match fingerprint {
                 Some(f) if !f.contains("/2<") => None,
-                _ => Some(self.state_keys.unsharded(op.as_str(), state)),
+                _ => Some(self.runner.keys().unsharded(op.as_str(), state)),
             };
         }
-        Some(super::keys::unsharded_name(hash, self.state_keys.shards()).to_string())
+        Some(super::keys::unsharded_name(hash, self.runner.keys().shards()).to_string())
     }
 }
 

@@ -62,7 +62,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         if let Some(h) = self.sink.two_phase() {
             f("main".to_owned(), h).await?;
         }
-        for (i, side) in self.side_outputs.iter().enumerate() {
+        for (i, side) in self.runner.side_outputs().iter().enumerate() {
             let mut b = side.borrow_mut();
             if let Some(h) = b.two_phase() {
                 f(format!("side{i}"), h).await?;
@@ -110,7 +110,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         if self.sink.two_phase().is_some() {
             names.push("main".to_owned());
         }
-        for (i, side) in self.side_outputs.iter().enumerate() {
+        for (i, side) in self.runner.side_outputs().iter().enumerate() {
             if side.borrow_mut().two_phase().is_some() {
                 names.push(format!("side{i}"));
             }
@@ -177,7 +177,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             return Ok(());
         }
         let token = self.owner.fenced_unless_held(ctx)?.token;
-        let key = handles_key(self.state_keys.base());
+        let key = handles_key(self.runner.keys().base());
         let fresh = format!("{:08x}", rand::random::<u32>());
         let (_, mut recorded): (bool, HashMap<String, String>) = redis::pipe()
             .cmd("HSETNX")
@@ -205,7 +205,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         if prepared.is_empty() {
             return String::new();
         }
-        handles_key(self.state_keys.base())
+        handles_key(self.runner.keys().base())
     }
 
     /// Drops what the two-phase sinks buffered (the batch rolled back).
