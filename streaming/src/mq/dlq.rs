@@ -22,7 +22,11 @@ pub(crate) const PACKED_FIELDS_OVER: usize = 1000;
 
 /// Appends an entry to the dead-letter stream (acknowledging it, in XACK mode).
 static DEAD_LETTER: LazyLock<Script> =
-    lua_script!("advance.lua", "lease_held.lua", "settle.lua", "dead_letter.lua");
+    fenced_script!(
+        include_str!("lua/advance.lua"),
+        include_str!("lua/settle.lua"),
+        include_str!("lua/dead_letter.lua"),
+    );
 
 /// Moves a dead letter back to its partition.
 static REPLAY: LazyLock<Script> = lua_script!("replay.lua");

@@ -27,7 +27,15 @@ use crate::Error;
 /// `ttl` ms) or expired and nobody took it since (the counter still holds our token: taken
 /// back under it), and false when another owner took it — the script then writes nothing
 /// and returns `'fenced'`. An empty `value` is a caller that holds no lease (not fenced).
-pub(crate) const LUA_LEASE_HELD: &str = include_str!("lua/lease_held.lua");
+const LUA_LEASE_HELD: &str = include_str!("lua/lease_held.lua");
+
+/// The text of a script of `body` run by a partition owner: the lease check's prelude
+/// ([`LUA_LEASE_HELD`]), then `body`, which calls `lease_held` before it writes. Every
+/// script that writes for a partition owner gets the check this way (or through
+/// `fenced_script!`, which calls this).
+pub(crate) fn lease_guarded(body: &str) -> String {
+    format!("{LUA_LEASE_HELD}\n{body}")
+}
 
 /// The lease a fenced script checks for one partition of a group: its lease and counter
 /// keys (passed even without a lease, so a script always has the same keys, all in the
@@ -126,10 +134,10 @@ pub(crate) fn is_fenced_reply(v: &Value) -> bool {
 static ACQUIRE: LazyLock<Script> = lua_script!("lease_acquire.lua");
 
 /// Extends a lease held (or takes it back when nobody took it since).
-static RENEW: LazyLock<Script> = lua_script!("lease_held.lua", "lease_renew.lua");
+static RENEW: LazyLock<Script> = fenced_script!(include_str!("lua/lease_renew.lua"));
 
 /// Moves a lease held to a new fencing token.
-static REFENCE: LazyLock<Script> = lua_script!("lease_held.lua", "lease_refence.lua");
+static REFENCE: LazyLock<Script> = fenced_script!(include_str!("lua/lease_refence.lua"));
 
 /// Deletes a lease still held.
 static RELEASE: LazyLock<Script> = lua_script!("lease_release.lua");

@@ -83,6 +83,30 @@ macro_rules! lua_script {
     };
 }
 
+/// A `LazyLock<redis::Script>` that a partition owner runs: the lease check's prelude and
+/// the given sources (the caller's `include_str!`s of its Lua files), concatenated (see
+/// [`lease::lease_guarded`]).
+#[cfg(feature = "redis")]
+macro_rules! fenced_script {
+    ($($src:expr),+ $(,)?) => {
+        std::sync::LazyLock::new(|| {
+            redis::Script::new(&$crate::mq::lease::lease_guarded(concat!($($src),+)))
+        })
+    };
+}
+
+#[cfg(feature = "redis")]
+pub(crate) use fenced_script;
+
+/// Lua functions of the queue that the engine's scripts call too.
+#[cfg(feature = "redis")]
+pub(crate) mod lua {
+    /// The commit frontier (`lua/advance.lua`): `id_gt(a, b)`, and
+    /// `advance(stream, acked, frontier, newly)`, which moves the frontier over the
+    /// acknowledged ids.
+    pub(crate) const ADVANCE: &str = include_str!("lua/advance.lua");
+}
+
 // The queue itself: only with feature `redis`.
 cfg_redis! {
     mod connection;

@@ -64,19 +64,22 @@ pub(crate) fn truncate(s: &str) -> String {
 }
 
 /// Acknowledges a failed entry and schedules its retry.
-static SCHEDULE: LazyLock<Script> = lua_script!(
-    "advance.lua",
-    "lease_held.lua",
-    "schedule_retry.lua",
-    "schedule.lua"
+static SCHEDULE: LazyLock<Script> = fenced_script!(
+    include_str!("lua/advance.lua"),
+    include_str!("lua/schedule_retry.lua"),
+    include_str!("lua/schedule.lua"),
 );
 
 /// Schedules a retry without acknowledging (NOACK readers).
 static SCHEDULE_NOACK: LazyLock<Script> =
-    lua_script!("lease_held.lua", "schedule_retry.lua", "settle.lua", "schedule_noack.lua");
+    fenced_script!(
+        include_str!("lua/schedule_retry.lua"),
+        include_str!("lua/settle.lua"),
+        include_str!("lua/schedule_noack.lua"),
+    );
 
 /// Moves due retries back into the stream.
-static PROMOTE: LazyLock<Script> = lua_script!("lease_held.lua", "promote.lua");
+static PROMOTE: LazyLock<Script> = fenced_script!(include_str!("lua/promote.lua"));
 
 /// The fields of `group`'s retry entry of `msg`: same key, payload, timestamp, max retries
 /// and headers, `rc + 1`, `x-original-message-id` (kept if present), error headers, and

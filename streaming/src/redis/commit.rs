@@ -26,6 +26,9 @@
 //! node; a commit confirmed on fewer replicas than asked fails like one whose reply was
 //! lost (the partition is read again from what Redis holds).
 
+use super::commit_script::{
+    GuardCall, KeyType, SizeOf, TailAck, TailCall, TailKeys, Written, GUARD, TAIL,
+};
 use super::context::{guarded, Ctx};
 use super::dedup::DedupMarks;
 use super::part::Part;
@@ -42,33 +45,6 @@ use crate::mq::lease::ms;
 use crate::mq::Connection;
 use crate::Error;
 use redis::{Pipeline, Value};
-use std::sync::LazyLock;
-
-/// The commit's guard (`lua/commit_guard.lua`, after the lease function it calls),
-/// without its comments: the text goes with every commit.
-static COMMIT_GUARD: LazyLock<String> = LazyLock::new(|| {
-    without_comments(concat!(
-        include_str!("../mq/lua/lease_held.lua"),
-        include_str!("lua/commit_guard.lua")
-    ))
-});
-
-/// The commit's tail (`lua/commit_tail.lua`, after the frontier functions it calls).
-static COMMIT_TAIL: LazyLock<String> = LazyLock::new(|| {
-    without_comments(concat!(
-        include_str!("../mq/lua/advance.lua"),
-        include_str!("lua/commit_tail.lua")
-    ))
-});
-
-/// `source` without its comment lines and indentation.
-fn without_comments(source: &str) -> String {
-    (source.lines())
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// The Redis sinks' writes of a batch.
 type SinkWrites = Vec<SinkWrite>;
@@ -292,32 +268,32 @@ struct CommitCall<'a> {
     flush_mark: Option<&'a (String, bool)>,
 }
 
-/// The Redis type a written key must have (or have none), as `TYPE` names it, and the
-/// command returning its size.
-fn type_of(kind: KeyKind) -> (&'static str, &'static str) {
+/// The Redis type a written key must have (or have none).
+fn type_of(kind: KeyKind) -> KeyType {
     match kind {
-        KeyKind::State | KeyKind::Collection(CollectionKind::Map) => ("hash", "HLEN"),
-        KeyKind::Collection(CollectionKind::Set) => ("set", "SCARD"),
-        KeyKind::Collection(CollectionKind::List) => ("list", "LLEN"),
+        KeyKind::State | KeyKind::Collection(CollectionKind::Map) => KeyType::Hash,
+        KeyKind::Collection(CollectionKind::Set) => KeyType::Set,
+        KeyKind::Collection(CollectionKind::List) => KeyType::List,
     }
 }
 
 impl CommitCall<'_> {
     /// The written keys in the scripts' order (each key's hash, the sink lists, the state
     /// index when a state hash is written) with the type each must have.
-    fn written(&self) -> Vec<(&str, &'static str)> {
-        let mut keys: Vec<(&str, &'static str)> = (self.hashes.iter())
-            .map(|h| (h.key.as_str(), type_of(h.kind).0))
+    fn written(&self) -> Vec<Written<'_>> {
+        let two_phase = (!self.two_phase.1.is_empty()).then_some(self.two_phase.0.as_str());
+        let mut keys: Vec<Written<'_>> = (self.hashes.iter())
+            .map(|h| (h.key.as_str(), type_of(h.kind)))
             .chain(self.lists.iter().flat_map(SinkWrite::keys))
-            .chain(self.dedup.map(|d| (d.key.as_str(), "zset")))
-            .chain((!self.two_phase.1.is_empty()).then_some((self.two_phase.0.as_str(), "hash")))
-            .chain(self.flush_mark.map(|(k, _)| (k.as_str(), "string")))
+            .chain(self.dedup.map(|d| (d.key.as_str(), KeyType::SortedSet)))
+            .chain(two_phase.map(|k| (k, KeyType::Hash)))
+            .chain(self.flush_mark.map(|(k, _)| (k.as_str(), KeyType::String)))
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
-            keys.push((self.state_index.as_str(), "set"));
+            keys.push((self.state_index.as_str(), KeyType::Set));
         }
         if self.native_ack() {
-            keys.push((self.stream.as_str(), "stream"));
+            keys.push((self.stream.as_str(), KeyType::Stream));
         }
         // Two sinks may append to one list: the guard moves each key aside once (a second
         // entry would make the tail delete the key it just put back).
@@ -339,68 +315,59 @@ impl CommitCall<'_> {
     fn pipeline(&self) -> Pipeline {
         let (ctx, t, p) = (self.ctx, self.ctx.spec.topic.as_str(), self.partition);
         let g = ctx.spec.group.as_str();
-        let config = &ctx.spec.config;
         let written = self.written();
         let undo = ctx.keys.commit_undo(t, p, g);
-        let (lease, counter, held, lease_ttl) = &self.guard;
+        let (lease, fence, held, lease_ttl_ms) = &self.guard;
         let mut pipe = redis::pipe();
         pipe.cmd("MULTI");
-        let guard = pipe
-            .cmd("EVAL")
-            .arg(COMMIT_GUARD.as_str())
-            .arg(3 + written.len())
-            .arg(lease)
-            .arg(counter)
-            .arg(&undo);
-        for (k, _) in &written {
-            guard.arg(*k);
-        }
-        guard.arg(*held).arg(*lease_ttl);
-        for (_, ty) in &written {
-            guard.arg(*ty);
-        }
+        let guard = GuardCall {
+            lease,
+            fence,
+            undo: &undo,
+            written: &written,
+            held,
+            lease_ttl_ms: *lease_ttl_ms,
+        };
+        pipe.cmd("EVAL").arg(GUARD.as_str()).arg(&guard);
         self.writes(&mut pipe);
         let native_ack = self.native_ack();
         if native_ack {
-            let ack = pipe.cmd("XACK").arg(&self.stream).arg(g);
-            for id in self.ids {
-                ack.arg(id);
-            }
+            pipe.cmd("XACK").arg(&self.stream).arg(g).arg(self.ids);
         }
-        let mode = match config.ack_mode() {
-            AckMode::Xack if native_ack => "a",
-            AckMode::Xack => "x",
-            AckMode::Offset => "o",
+        let (ack, ids) = match ctx.spec.config.ack_mode() {
+            // The tail needs the last id only.
+            AckMode::Xack if native_ack => (TailAck::XackedBefore, &self.ids[self.ids.len() - 1..]),
+            AckMode::Xack => (TailAck::Xack, self.ids),
+            AckMode::Offset => (TailAck::Offset, self.ids),
         };
-        // Mode 'a' needs the last id only.
-        let ids = if native_ack {
-            &self.ids[self.ids.len() - 1..]
-        } else {
-            self.ids
+        let sizes: Vec<SizeOf> = (0..written.len())
+            .map(|i| {
+                let asked = self.sampled.get(i).copied().unwrap_or(false);
+                SizeOf(
+                    self.hashes
+                        .get(i)
+                        .filter(|_| asked)
+                        .map(|h| type_of(h.kind)),
+                )
+            })
+            .collect();
+        let keys = TailKeys {
+            stream: self.stream.clone(),
+            acked: ctx.keys.acked(t, p, g),
+            frontier: ctx.keys.frontier(t, p, g),
+            undo,
+            settled: ctx.keys.settled(t, p, g),
         };
-        let tail = pipe
-            .cmd("EVAL")
-            .arg(COMMIT_TAIL.as_str())
-            .arg(5 + written.len())
-            .arg(&self.stream)
-            .arg(ctx.keys.acked(t, p, g))
-            .arg(ctx.keys.frontier(t, p, g))
-            .arg(&undo)
-            .arg(ctx.keys.settled(t, p, g));
-        for (k, _) in &written {
-            tail.arg(*k);
-        }
-        tail.arg(mode).arg(g).arg(ids.len());
-        for id in ids {
-            tail.arg(id);
-        }
-        tail.arg(self.read_after.unwrap_or(""));
-        for (i, _) in written.iter().enumerate() {
-            let sampled = (self.hashes.get(i))
-                .filter(|_| self.sampled.get(i).copied().unwrap_or(false))
-                .map_or("-", |h| type_of(h.kind).1);
-            tail.arg(sampled);
-        }
+        let tail = TailCall {
+            keys: &keys,
+            written: &written,
+            ack,
+            group: g,
+            ids,
+            read_after: self.read_after,
+            sizes: &sizes,
+        };
+        pipe.cmd("EVAL").arg(TAIL.as_str()).arg(&tail);
         pipe.cmd("EXEC");
         pipe
     }

@@ -343,6 +343,7 @@ mod cache;
 mod chain;
 mod checkpoint;
 mod commit;
+mod commit_script;
 mod config;
 mod context;
 mod dedup;

@@ -24,7 +24,7 @@ use super::config::SchemaMismatchPolicy;
 use super::job::{JobShared, PartitionHandle};
 use super::keys::StateKeys;
 use super::RedisRuntimeConfig;
-use crate::mq::lease::{Fence, LUA_LEASE_HELD};
+use crate::mq::lease::Fence;
 use crate::mq::Connection;
 use crate::{Error, OperatorId};
 use redis::Script;
@@ -155,12 +155,7 @@ pub(crate) async fn fetch(
 
 /// Clears states and writes fingerprints (`lua/schema_flush.lua`, after the lease check
 /// it calls).
-static FLUSH: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&format!(
-        "{LUA_LEASE_HELD}\n{}",
-        include_str!("lua/schema_flush.lua")
-    ))
-});
+static FLUSH: LazyLock<Script> = crate::mq::fenced_script!(include_str!("lua/schema_flush.lua"));
 
 /// Writes what the gate decided since the last flush: deletes cleared states' hashes and
 /// writes new fingerprints (one script that first checks the partition's lease in

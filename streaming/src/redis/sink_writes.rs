@@ -1,6 +1,7 @@
 //! The Redis sinks' writes in a batch commit: each sink's buffered [`CommitWrite`] on its
 //! partition key `{name}:{T:n}`, as the commands of the commit's transaction.
 
+use super::commit_script::{KeyType, Written};
 use super::outbox::{entry_fields, outbox_key, record_id};
 use crate::api::{CommitWrite, CommitWrites, TopicOutput};
 use redis::Pipeline;
@@ -125,15 +126,16 @@ impl SinkWrite {
     }
 
     /// The keys it writes with the Redis type each must have.
-    pub(super) fn keys(&self) -> impl Iterator<Item = (&str, &'static str)> {
+    pub(super) fn keys(&self) -> impl Iterator<Item = Written<'_>> {
         let ty = match self.write {
-            CommitWrite::ListAppend(_) | CommitWrite::IdempotentAppend { .. } => "list",
-            CommitWrite::HashSet(_) => "hash",
+            CommitWrite::ListAppend(_) | CommitWrite::IdempotentAppend { .. } => KeyType::List,
+            CommitWrite::HashSet(_) => KeyType::Hash,
             CommitWrite::StreamAdd { .. }
             | CommitWrite::OutboxAppend(_)
-            | CommitWrite::TopicAppend(_) => "stream",
+            | CommitWrite::TopicAppend(_) => KeyType::Stream,
         };
-        std::iter::once((self.key.as_str(), ty)).chain(self.dedup.as_deref().map(|d| (d, "zset")))
+        let dedup = self.dedup.as_deref().map(|d| (d, KeyType::SortedSet));
+        std::iter::once((self.key.as_str(), ty)).chain(dedup)
     }
 
     /// Its commands, appended to the commit's transaction.
@@ -205,7 +207,9 @@ pub(super) fn check_key_types(writes: &[SinkWrite]) -> Result<(), crate::Error> 
                 return Err(crate::Error::InvalidConfig {
                     field: "sink",
                     reason: format!(
-                        "two sinks of the pipeline write `{key}`, one as a {other} and one as a {ty}; give each sink its own name"
+                        "two sinks of the pipeline write `{key}`, one as a {} and one as a {}; give each sink its own name",
+                        other.name(),
+                        ty.name()
                     ),
                 })
             }

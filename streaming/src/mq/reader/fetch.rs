@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::{PartitionReader, ReadBatch, ReadMode};
-use crate::mq::lease::is_fenced_reply;
+use crate::mq::lease::{is_fenced_reply, lease_guarded};
 use crate::mq::message::{parse_read_reply, RawEntry};
 use crate::mq::retry::promote_due;
 use crate::mq::Connection;
@@ -20,22 +20,21 @@ use crate::Error;
 /// The lease check before a fenced read, sent as `EVAL` inside the read's transaction:
 /// an `EVALSHA` the server lost (a restart) would fail there while the read after it ran
 /// unchecked.
-const READ_GUARD: &str = concat!(
-    include_str!("../lua/lease_held.lua"),
-    include_str!("../lua/read_guard.lua")
-);
+static READ_GUARD: LazyLock<String> =
+    LazyLock::new(|| lease_guarded(include_str!("../lua/read_guard.lua")));
 
 /// The undo of a read the guard refused (same transaction, also sent as `EVAL`).
 const READ_UNDO: &str = include_str!("../lua/read_undo.lua");
 
 /// One `XAUTOCLAIM .. JUSTID` step under the lease check.
-static CLAIM: LazyLock<Script> = lua_script!("lease_held.lua", "claim.lua");
+static CLAIM: LazyLock<Script> = fenced_script!(include_str!("../lua/claim.lua"));
 
 /// `XGROUP SETID` (or `CREATE`) under the lease check.
-static SET_GROUP_ID: LazyLock<Script> = lua_script!("lease_held.lua", "set_group_id.lua");
+static SET_GROUP_ID: LazyLock<Script> = fenced_script!(include_str!("../lua/set_group_id.lua"));
 
 /// A take's clean-up of earlier owners' consumers (nothing pending) under the lease check.
-static PRUNE_CONSUMERS: LazyLock<Script> = lua_script!("lease_held.lua", "prune_consumers.lua");
+static PRUNE_CONSUMERS: LazyLock<Script> =
+    fenced_script!(include_str!("../lua/prune_consumers.lua"));
 
 /// A take's claim moves at most this many entries per script call.
 const CLAIM_STEP: usize = 1000;
@@ -270,7 +269,7 @@ impl PartitionReader {
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("EVAL")
-            .arg(READ_GUARD)
+            .arg(READ_GUARD.as_str())
             .arg(4)
             .arg(&stream)
             .arg(lease)

@@ -13,9 +13,7 @@
 //! clears its own lease when the checkpoint is refused, never a newer term's.
 
 use super::store::leader_fence;
-use super::{
-    fenced_script, now_ms, Checkpoint, CheckpointKeys, CheckpointPipeline, CheckpointStatus,
-};
+use super::{now_ms, Checkpoint, CheckpointKeys, CheckpointPipeline, CheckpointStatus};
 use crate::mq::lease::{is_fenced_reply, ms};
 use crate::mq::Connection;
 use crate::redis::job::JobShared;
@@ -25,8 +23,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-static OPEN: LazyLock<Script> = fenced_script!("checkpoint_open.lua");
-static FINISH: LazyLock<Script> = fenced_script!("checkpoint_finish.lua");
+static OPEN: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_open.lua"));
+static FINISH: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_finish.lua"));
 
 /// Resets the single-flight flag when the checkpoint ends, however it ends.
 struct Flight<'a>(&'a JobShared);

@@ -110,16 +110,3 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
-
-/// The lease prelude and a script of `src/redis/lua/`.
-macro_rules! fenced_script {
-    ($file:literal) => {
-        std::sync::LazyLock::new(|| {
-            redis::Script::new(concat!(
-                include_str!("../../mq/lua/lease_held.lua"),
-                include_str!(concat!("../lua/", $file))
-            ))
-        })
-    };
-}
-pub(crate) use fenced_script;

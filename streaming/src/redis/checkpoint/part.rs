@@ -16,7 +16,7 @@
 //! writes a part of a checkpoint retention deleted.
 
 use super::store::COPY_CHUNK;
-use super::{fenced_script, now_ms, part_field};
+use super::{now_ms, part_field};
 use crate::api::Sink;
 use crate::mq::lease::is_fenced_reply;
 use crate::mq::Connection;
@@ -29,8 +29,10 @@ use std::sync::LazyLock;
 use std::time::Duration;
 use tokio::time::Instant;
 
-static BEGIN: LazyLock<Script> = fenced_script!("checkpoint_part_begin.lua");
-static END: LazyLock<Script> = fenced_script!("checkpoint_part_end.lua");
+static BEGIN: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_part_begin.lua"));
+static END: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_part_end.lua"));
 static REPORT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/checkpoint_part_report.lua")));
 

@@ -13,7 +13,7 @@
 
 use super::keys::unsharded_name;
 use super::store::{chunked, latest, read, COPY_CHUNK};
-use super::{fenced_script, Checkpoint, CheckpointKeys};
+use super::{Checkpoint, CheckpointKeys};
 use crate::mq::lease::{self, is_fenced_reply, ms, Lease};
 use crate::mq::{Connection, KeySpace};
 use crate::redis::job::id_at_least;
@@ -25,8 +25,10 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-static CLEAR: LazyLock<Script> = fenced_script!("checkpoint_clear_chunk.lua");
-static END: LazyLock<Script> = fenced_script!("checkpoint_restore_end.lua");
+static CLEAR: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_clear_chunk.lua"));
+static END: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_restore_end.lua"));
 
 /// Fields per restore or delete step.
 const CHUNK_FIELDS: usize = 500;

@@ -12,7 +12,7 @@
 //! checkpoint's deadline).
 
 use super::store::{chunked, leader_fence, list};
-use super::{fenced_script, now_ms, Checkpoint, CheckpointKeys, CheckpointStatus};
+use super::{now_ms, Checkpoint, CheckpointKeys, CheckpointStatus};
 use crate::mq::lease::is_fenced_reply;
 use crate::mq::Connection;
 use crate::redis::job::JobShared;
@@ -22,7 +22,8 @@ use redis::{Script, Value};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-static FORGET: LazyLock<Script> = fenced_script!("checkpoint_forget.lua");
+static FORGET: LazyLock<Script> =
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_forget.lua"));
 static DROP: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/checkpoint_drop_chunk.lua")));
 

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 /// Copies one chunk of a state hash (and its keys' collections) between the partition's
 /// state and a checkpoint, either way (`lua/checkpoint_copy_chunk.lua`).
 pub(super) static COPY_CHUNK: LazyLock<redis::Script> =
-    super::fenced_script!("checkpoint_copy_chunk.lua");
+    crate::mq::fenced_script!(include_str!("../lua/checkpoint_copy_chunk.lua"));
 
 /// The leader lease a coordinator's scripts check: its value and ttl in ms ("" without
 /// leader election).

@@ -1,6 +1,6 @@
 //! The errors a running job met: typed values with what failed, where and when.
 
-use super::partitions::PartitionAddr;
+use super::addr::PartitionAddr;
 use std::fmt;
 use std::time::SystemTime;
 

@@ -10,6 +10,7 @@
 //! - [`registry`]: the instance's heartbeat in the job registry, and reading the registry;
 //! - [`task`]: the thread and runtime of each of the job's background tasks.
 
+mod addr;
 mod caught_up;
 mod checkpoints;
 mod client;
@@ -22,10 +23,10 @@ mod shared;
 mod task;
 mod waits;
 
+pub use addr::PartitionAddr;
 pub(crate) use caught_up::id_at_least;
 pub use client::JobClient;
 pub use errors::{JobError, JobErrorKind};
-pub use partitions::PartitionAddr;
 pub(crate) use partitions::PartitionHandle;
 pub use progress::{JobDiagnostics, PartitionProgress};
 pub(crate) use registry::start as start_registry;

@@ -7,8 +7,9 @@
 -- ARGV: mode ('x': XACK the ids here | 'a': the transaction XACKed them before this
 --       script, only the last id is passed | 'o': Offset), group, n ids, ids..., read
 --       after (XACK: the group's last-delivered id before the read of these ids, which
---       are then every entry after it; '' = unknown, never with 'a'), per written key the
---       command returning its size ('HLEN' | 'SCARD' | 'LLEN') or '-' (not asked)
+--       are then every entry after it; '' = unknown, never with 'a'), per written key its
+--       type when its size is asked ('hash' | 'set' | 'list'), else ''
+
 -- Returns per written key its size after the writes, -1 when not asked; or the guard's
 -- reason ('fenced', 'WRONGTYPE …') after putting every written key back as it was.
 -- The first write is DEL, which Redis never refuses for memory: under `maxmemory` a
@@ -65,9 +66,11 @@ end
 -- The settled entries are the batch's: a commit without input (timers, idle flush) keeps
 -- them, as the offset has not passed them.
 if ARGV[1] == 'o' and nids > 0 then redis.call('DEL', KEYS[5]) end
+local size_of = {hash = 'HLEN', set = 'SCARD', list = 'LLEN'}
 local sizes = {}
 for k = 6, #KEYS do
-  if ARGV[i] == '-' then sizes[k - 5] = -1 else sizes[k - 5] = redis.call(ARGV[i], KEYS[k]) end
+  local size = size_of[ARGV[i]]
+  if size then sizes[k - 5] = redis.call(size, KEYS[k]) else sizes[k - 5] = -1 end
   i = i + 1
 end
 return sizes
