@@ -7,25 +7,103 @@ use super::context::Ctx;
 use super::AckMode;
 use crate::mq::lease::{Fence, Lease};
 use crate::mq::reader::{PartitionReader, Position, ReadMode};
-use crate::mq::Connection;
+use crate::mq::{Backoff, Connection};
 use crate::Error;
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub(super) use crate::mq::reader::is_leased_elsewhere;
 
-/// What a partition holds while it is taken: its reader (with the lease).
+/// The longest pause of a partition's reconnect / re-take backoff: once Redis answers
+/// again, every partition tries again within this long.
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// A partition's ownership: its reader (with the lease and fencing token), whether it
+/// must be taken (again), and when its lease is renewed or a take tried next.
 pub(super) struct Ownership {
     partition: u32,
     /// Kept across takes, so a take again moves its lease to a new token.
     pub(super) reader: Option<PartitionReader>,
+    /// The partition must be taken (again) before it runs: not taken yet, its lease was
+    /// lost, or a failure reset it to its last commit.
+    must_take: bool,
+    next_renew: Instant,
+    /// No take before this.
+    retry_at: Instant,
+    /// Pause before the next take after a failure (bounded, jittered).
+    backoff: Backoff,
 }
 
 impl Ownership {
     /// Partition `partition`, not taken.
     pub(super) fn new(partition: u32) -> Self {
+        let now = Instant::now();
         Ownership {
             partition,
             reader: None,
+            must_take: true,
+            next_renew: now,
+            retry_at: now,
+            backoff: Backoff::new(Duration::from_millis(50), MAX_BACKOFF),
         }
+    }
+
+    /// Whether the partition must be taken before it runs.
+    pub(super) fn must_take(&self) -> bool {
+        self.must_take
+    }
+
+    /// Whether a take may be tried now.
+    pub(super) fn take_due(&self) -> bool {
+        Instant::now() >= self.retry_at
+    }
+
+    /// Whether the lease is due for renewal (a partition that must be taken has none).
+    /// When it is, the next renewal is `every` from now.
+    pub(super) fn renewal_due(&mut self, every: Duration) -> bool {
+        let now = Instant::now();
+        if self.must_take || now < self.next_renew {
+            return false;
+        }
+        self.next_renew = now + every;
+        true
+    }
+
+    /// The partition was taken: it runs, and its lease is renewed `renew_every` from now.
+    pub(super) fn taken(&mut self, renew_every: Duration) {
+        self.must_take = false;
+        self.next_renew = Instant::now() + renew_every;
+    }
+
+    /// The partition's lease was lost: it is taken again as soon as the lease is free.
+    pub(super) fn lost(&mut self) {
+        self.reader = None;
+        self.must_take = true;
+        self.retry_at = Instant::now();
+    }
+
+    /// A step failed: the partition is taken again (from its last commit) after the
+    /// returned backoff.
+    pub(super) fn reset_after_backoff(&mut self) -> Duration {
+        self.must_take = true;
+        self.retry_after_backoff()
+    }
+
+    /// A take failed: it is tried again after the returned backoff.
+    pub(super) fn retry_after_backoff(&mut self) -> Duration {
+        let delay = self.backoff.next_delay();
+        self.retry_at = Instant::now() + delay;
+        delay
+    }
+
+    /// Another owner holds the lease: the take is tried again in `wait`.
+    pub(super) fn retry_in(&mut self, wait: Duration) {
+        self.retry_at = Instant::now() + wait;
+    }
+
+    /// Work went through: the next failure waits the shortest backoff again.
+    pub(super) fn progressed(&mut self) {
+        self.backoff.reset();
     }
 
     /// Takes the partition's lease under a new fencing token and its read position. A
@@ -72,11 +150,6 @@ impl Ownership {
         }
     }
 
-    /// Lets go of reader and lease without a word to Redis (after the lease was lost).
-    pub(super) fn drop_hold(&mut self) {
-        self.reader = None;
-    }
-
     /// The fence of the partition's writes under `lease`.
     pub(super) fn fence<'a>(&self, ctx: &'a Ctx<'_>, lease: &'a Lease) -> Fence<'a> {
         let ttl = ctx.spec.config.mq_options().lease_ttl;
@@ -109,5 +182,46 @@ impl Ownership {
             op: "read",
             reason: "partition not taken".into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_is_taken_before_it_runs_and_again_after_a_loss_or_a_failure() {
+        let mut o = Ownership::new(3);
+        let every = Duration::from_secs(3600);
+        assert!(
+            o.must_take() && o.take_due(),
+            "a new partition is taken first"
+        );
+        assert!(
+            !o.renewal_due(Duration::ZERO),
+            "nothing to renew before a take"
+        );
+        o.taken(every);
+        assert!(!o.must_take());
+        assert!(
+            !o.renewal_due(every),
+            "the first renewal is one interval after the take"
+        );
+        o.lost();
+        assert!(
+            o.must_take() && o.take_due(),
+            "a lost lease is taken again at once"
+        );
+        o.taken(every);
+        let first = o.reset_after_backoff();
+        assert!(
+            o.must_take() && !o.take_due(),
+            "a failure waits its backoff"
+        );
+        let second = o.retry_after_backoff();
+        assert!(second >= first / 2 && first <= MAX_BACKOFF && second <= MAX_BACKOFF);
+        o.progressed();
+        o.retry_in(Duration::ZERO);
+        assert!(o.take_due());
     }
 }

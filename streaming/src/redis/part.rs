@@ -14,12 +14,7 @@ use crate::mq::Message;
 use crate::ops::Operator;
 use crate::Error;
 use std::rc::Rc;
-use std::time::Duration;
 use tokio::time::Instant;
-
-/// The longest pause of a partition's reconnect / re-take backoff: once Redis answers
-/// again, every partition tries again within this long.
-pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The counts of a batch whose commit is not confirmed.
 pub(super) struct Unconfirmed {
@@ -59,13 +54,8 @@ pub(super) struct Part<C, S, O> {
     /// Earliest next processing-time timer check (pushed back after a failing timer).
     pub(super) next_timers: Instant,
     pub(super) sink: S,
-    /// Its reader and lease.
+    /// Its reader and lease, and when it is renewed or taken (again).
     pub(super) owner: Ownership,
-    pub(super) next_renew: Instant,
-    pub(super) needs_reset: bool,
-    /// Pause before the next re-take after a failure (bounded, jittered).
-    pub(super) backoff: crate::mq::Backoff,
-    pub(super) retry_at: Instant,
     /// State size samples and hashes found hot.
     pub(super) hot: HotKeys,
     /// Its metric handles (registered once, when the partition is set up).
@@ -122,10 +112,6 @@ impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
             next_timers: Instant::now(),
             sink,
             owner: Ownership::new(p),
-            next_renew: Instant::now(),
-            needs_reset: true,
-            backoff: crate::mq::Backoff::new(Duration::from_millis(50), MAX_BACKOFF),
-            retry_at: Instant::now(),
             hot: HotKeys::default(),
             metrics: PartMetrics::new(&ctx.job_name, &spec.topic, &spec.group, p),
             next_lag_sample: Instant::now(),

@@ -11,7 +11,6 @@ use crate::mq::Connection;
 use crate::ops::Operator;
 use crate::Error;
 use std::sync::atomic::Ordering;
-use tokio::time::Instant;
 
 impl<C, S, O> Part<C, S, O>
 where
@@ -32,8 +31,8 @@ where
         let awaiting = self.awaiting_flush;
         ctx.job
             .update(&self.progress, |pr| pr.awaiting_flush |= awaiting);
-        self.next_renew = Instant::now() + spec.config.mq_options().lease_renew_interval;
         ctx.job.taken(conn, &self.progress, &ctx.consumer).await?;
+        (self.owner).taken(spec.config.mq_options().lease_renew_interval);
         Ok(())
     }
 
@@ -122,12 +121,10 @@ where
                 format!("rebuilding a chain: {e}"),
             );
         }
-        self.owner.drop_hold();
+        self.owner.lost();
         if let Some(u) = self.unconfirmed.take() {
             ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         }
-        self.needs_reset = true;
-        self.retry_at = Instant::now();
         ctx.job.let_go(&self.progress, &ctx.consumer);
     }
 

@@ -13,7 +13,6 @@ use crate::mq::Message;
 use crate::ops::Operator;
 use crate::Error;
 use std::time::Duration;
-use tokio::time::Instant;
 
 impl<C, S, O> Part<C, S, O>
 where
@@ -32,8 +31,8 @@ where
         if !self.renew_if_due(ctx, conn, renew_every).await {
             return false;
         }
-        if self.needs_reset {
-            if Instant::now() >= self.retry_at {
+        if self.owner.must_take() {
+            if self.owner.take_due() {
                 self.retake(ctx, conn, renew_every).await;
             }
             return false;
@@ -50,13 +49,13 @@ where
             Ok(_) => {
                 // Only work that went through resets the backoff: a take that succeeds
                 // before the same batch fails again must not (it retried every 50 ms).
-                self.backoff.reset();
+                self.owner.progressed();
                 return true;
             }
             Err(e) => (JobErrorKind::Batch, Err(e)),
         };
         match r {
-            Ok(()) => self.backoff.reset(),
+            Ok(()) => self.owner.progressed(),
             Err(e) => self.recover(ctx, kind, e),
         }
         false
@@ -71,7 +70,7 @@ where
         conn: &mut Connection,
         open: &[(u64, u64)],
     ) {
-        if (open.is_empty() && self.checkpoints_written.is_empty()) || self.needs_reset {
+        if (open.is_empty() && self.checkpoints_written.is_empty()) || self.owner.must_take() {
             return;
         }
         if let Err(e) = self.write_checkpoint_parts(ctx, conn, open).await {
@@ -96,11 +95,9 @@ where
         renew_every: Duration,
     ) -> bool {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
-        let now = Instant::now();
-        if now < self.next_renew || self.needs_reset {
+        if !self.owner.renewal_due(renew_every) {
             return true;
         }
-        self.next_renew = now + renew_every;
         match self.owner.renew(conn).await {
             Ok(true) => {}
             Ok(false) => {
@@ -141,7 +138,7 @@ where
             job.update(&self.progress, |pr| pr.fenced += 1);
             self.forget(ctx);
         } else {
-            let delay = self.backoff.next_delay();
+            let delay = self.owner.reset_after_backoff();
             job.partition_error(
                 &self.progress,
                 kind,
@@ -150,8 +147,6 @@ where
                     spec.topic, step(kind)
                 ),
             );
-            self.needs_reset = true;
-            self.retry_at = Instant::now() + delay;
         }
     }
 
@@ -159,7 +154,7 @@ where
     async fn retake(&mut self, ctx: &Ctx<'_>, conn: &mut Connection, renew_every: Duration) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
         match self.take(ctx, conn).await {
-            Ok(()) => self.needs_reset = false,
+            Ok(()) => {}
             Err(e) if schema::stops_partition(&e) => {
                 schema::stopped(job, &self.progress, &e);
                 self.stopped = true;
@@ -167,10 +162,10 @@ where
             Err(e) if is_leased_elsewhere(&e) => {
                 // Its owner hands it over at a batch boundary, or its lease expires.
                 tracing::debug!(topic = %spec.topic, partition = p, "partition leased elsewhere; waiting");
-                self.retry_at = Instant::now() + renew_every / 2;
+                self.owner.retry_in(renew_every / 2);
             }
             Err(e) => {
-                let delay = self.backoff.next_delay();
+                let delay = self.owner.retry_after_backoff();
                 job.partition_error(
                     &self.progress,
                     JobErrorKind::Take,
@@ -179,7 +174,6 @@ where
                         spec.topic
                     ),
                 );
-                self.retry_at = Instant::now() + delay;
             }
         }
     }
