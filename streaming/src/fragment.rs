@@ -129,10 +129,10 @@ impl<In, Tm, P> FragmentPlan<In, Tm> for P where
 /// A plan the Redis engine can build (every plan without feature `redis`). Not public API.
 #[doc(hidden)]
 #[cfg(feature = "redis")]
-pub trait BuildOnRedis: BuildPlan<crate::redis::runtime::RedisRuntime> {}
+pub trait BuildOnRedis: BuildPlan<crate::redis::RedisRuntime> {}
 
 #[cfg(feature = "redis")]
-impl<P: BuildPlan<crate::redis::runtime::RedisRuntime>> BuildOnRedis for P {}
+impl<P: BuildPlan<crate::redis::RedisRuntime>> BuildOnRedis for P {}
 
 /// A plan the Redis engine can build (every plan without feature `redis`). Not public API.
 #[doc(hidden)]

@@ -316,7 +316,8 @@ pub mod __private {
     };
     #[cfg(feature = "redis")]
     pub use crate::redis::{
-        env::MqTopicSource, env::RedisPortable, persist::Persist, runtime::RedisRuntime,
+        env::MqTopicSource, env::RedisPortable, state::persist::Persist,
+        state::runtime::RedisRuntime,
     };
 }
 

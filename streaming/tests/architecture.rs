@@ -26,6 +26,12 @@
 //!      re-exports counts as the module defining it: `crate::MemoryEnv` is `memory`).
 //!
 //!    A new top-level module must be added to [`ALLOWED`]: until then all its edges fail.
+//!
+//!    Inside the Redis engine, its modules (`redis/<module>`: `config`, `metrics`,
+//!    `state`, `outbox`, `sinks`, `two_phase`, `job`, `partition`, `subtask`, `env`) are
+//!    layered the same way (`redis_layer_rule`, [`REDIS_ALLOWED`]): each lists only
+//!    modules before it, so they form no cycle; the engine's root (`redis/mod.rs`) may
+//!    be used by all.
 //! 2. **No cycles** (`no_module_cycle`, `no_file_cycle`): the dependency graph between
 //!    top-level modules and between files is acyclic. Every cycle is printed as
 //!    `a → b → … → a`, each edge with the place that creates it.
@@ -152,6 +158,55 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error",
             "operator_id",
             "sealed",
+        ],
+    ),
+];
+
+/// Which modules of the Redis engine (`redis/<module>`) each may use besides itself and the
+/// engine's root (`redis/mod.rs`: it declares them, re-exports their public items and holds
+/// the options types). Bottom to top; see `redis_layer_rule`.
+const REDIS_ALLOWED: &[(&str, &[&str])] = &[
+    // Options, metric handles, keyed state and its key layout.
+    ("config", &[]),
+    ("metrics", &["config"]),
+    ("state", &["config", "metrics"]),
+    // Sinks that commit with a batch (and job-to-job topics over the outbox), sinks outside
+    // Redis.
+    ("outbox", &[]),
+    ("sinks", &["outbox", "state", "config", "metrics"]),
+    ("two_phase", &["sinks", "state", "config"]),
+    // The running job: its client, what its subtasks share, its background tasks
+    // (registry, checkpoints and leader, topic forwarders).
+    ("job", &["sinks", "outbox", "state", "config", "metrics"]),
+    // A partition a subtask holds and its steps, over everything below.
+    (
+        "partition",
+        &[
+            "job",
+            "two_phase",
+            "sinks",
+            "outbox",
+            "state",
+            "config",
+            "metrics",
+        ],
+    ),
+    (
+        "subtask",
+        &["partition", "job", "sinks", "state", "config", "metrics"],
+    ),
+    (
+        "env",
+        &[
+            "subtask",
+            "partition",
+            "job",
+            "two_phase",
+            "sinks",
+            "outbox",
+            "state",
+            "config",
+            "metrics",
         ],
     ),
 ];
@@ -1192,6 +1247,44 @@ fn layer_violations(krate: &Crate) -> Vec<String> {
     out
 }
 
+/// The module of the Redis engine a file belongs to (`redis/partition/batch.rs` →
+/// `partition`, `redis/metrics.rs` → `metrics`); `None` for the engine's root and for files
+/// outside the engine.
+fn redis_module_of(rel: &str) -> Option<String> {
+    let m = module_of(rel);
+    (m.len() >= 2 && m[0] == "redis").then(|| m[1].clone())
+}
+
+/// Whether `rel` is a unit-test file (`tests.rs`, `*_tests.rs`): like `#[cfg(test)]`
+/// items, not part of the library the layers describe.
+fn is_test_file(rel: &str) -> bool {
+    rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs")
+}
+
+/// Every edge between two modules of the Redis engine that [`REDIS_ALLOWED`] does not list.
+fn redis_layer_violations(krate: &Crate) -> Vec<String> {
+    let mut out = Vec::new();
+    for ((from, to), places) in file_graph(krate) {
+        let (Some(a), Some(b)) = (redis_module_of(&from), redis_module_of(&to)) else {
+            continue;
+        };
+        if is_test_file(&from) {
+            continue;
+        }
+        let ok =
+            a == b || (REDIS_ALLOWED.iter()).any(|(m, deps)| *m == a && deps.contains(&b.as_str()));
+        if ok {
+            continue;
+        }
+        for (file, line, what) in places {
+            out.push(format!(
+                "{file}:{line}: `redis::{a}` must not use `redis::{b}`: `{what}` (→ {to})"
+            ));
+        }
+    }
+    out
+}
+
 fn src_crate() -> Crate {
     Crate::from_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
 }
@@ -1216,6 +1309,32 @@ fn layer_rule() {
         "{}",
         report("layer violations", &violations)
     );
+}
+
+/// The Redis engine's modules are layered too: each uses only those below it in
+/// [`REDIS_ALLOWED`] (a new module must be added there).
+#[test]
+fn redis_layer_rule() {
+    let violations = redis_layer_violations(&src_crate());
+    assert!(
+        violations.is_empty(),
+        "{}",
+        report("layer violations inside the Redis engine", &violations)
+    );
+}
+
+/// [`REDIS_ALLOWED`] is bottom to top: a module lists only modules before it.
+#[test]
+fn the_redis_layers_are_ordered() {
+    for (i, (m, deps)) in REDIS_ALLOWED.iter().enumerate() {
+        for d in *deps {
+            let below = REDIS_ALLOWED[..i].iter().any(|(x, _)| x == d);
+            assert!(
+                below,
+                "`redis::{m}` lists `redis::{d}`, which is not below it"
+            );
+        }
+    }
 }
 
 #[test]

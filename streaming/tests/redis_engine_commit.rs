@@ -380,11 +380,11 @@ fn a_commit_at_the_memory_limit_moves_the_offset_with_its_writes() {
     let rt = support::engine::rt();
     let guard = concat!(
         include_str!("../src/mq/lua/lease_held.lua"),
-        include_str!("../src/redis/lua/commit_guard.lua")
+        include_str!("../src/redis/partition/commit/lua/commit_guard.lua")
     );
     let tail = concat!(
         include_str!("../src/mq/lua/advance.lua"),
-        include_str!("../src/redis/lua/commit_tail.lua")
+        include_str!("../src/redis/partition/commit/lua/commit_tail.lua")
     );
     let client = redis::Client::open(redis.url()).unwrap();
     rt.block_on(async {
@@ -431,7 +431,7 @@ fn a_commit_at_the_memory_limit_moves_the_offset_with_its_writes() {
                         "{p}:state",
                     ][..],
                 )
-                .arg(&["o", "g", "1", "7-0", "", "-"][..])
+                .arg(&["o", "g", "1", "7-0", "", ""][..])
                 .clone(),
         ];
         for cmd in &queued {

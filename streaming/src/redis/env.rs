@@ -1,6 +1,5 @@
 //! [`RedisEnv`]: the Redis engine's environment, its source and pipeline registration.
 
-use super::context::PipelineSpec;
 use super::job::{JobClient, JobShared};
 use super::subtask;
 use super::{RedisRuntime, RedisRuntimeConfig};
@@ -8,6 +7,7 @@ use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan, Runtime};
 use crate::mq::{Message, SubscriptionOptions};
 use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp};
+use crate::redis::partition::context::PipelineSpec;
 use crate::sealed::Sealed;
 use crate::time::BoundedOutOfOrderness;
 use crate::Error;
@@ -408,11 +408,15 @@ impl RedisEnv {
         let timeout = config.mq_options().response_timeout;
         let proved = crate::mq::prove_blocking(&self.inner.endpoint, timeout).and_then(|()| {
             config.commit_replica_wait().map_or(Ok(()), |w| {
-                super::replica_wait::check_replicas_blocking(&self.inner.endpoint, &w, timeout)
+                crate::redis::partition::commit::replica_wait::check_replicas_blocking(
+                    &self.inner.endpoint,
+                    &w,
+                    timeout,
+                )
             })
         });
         if let Err(e) = proved {
-            super::part_metrics::job::start_failed(&config.job_name());
+            crate::redis::metrics::job::start_failed(&config.job_name());
             // Not started: the pipelines stay registered for another attempt.
             if let Ok(mut st) = self.inner.state.lock() {
                 st.started = false;
@@ -435,7 +439,7 @@ impl RedisEnv {
         if let Ok(Some(id)) = restored {
             job.checkpoints.saw_complete(id);
         }
-        super::part_metrics::job::started(&config.job_name());
+        crate::redis::metrics::job::started(&config.job_name());
         let forwards: Vec<(String, Arc<str>)> = (pipelines.iter())
             .filter_map(|d| Some((d.topic().to_string(), d.forwarded_topic()?)))
             .collect();
@@ -448,12 +452,12 @@ impl RedisEnv {
                 options: def.options(),
             };
             let name = config.job_name();
-            super::part_metrics::job::pipeline(&name, &spec.topic, &spec.group, true);
+            crate::redis::metrics::job::pipeline(&name, &spec.topic, &spec.group, true);
             def.start(spec, Arc::clone(&job));
         }
         super::job::start_registry(&job);
-        super::checkpoint::start_scheduler(&job);
-        super::topics::start_job_forwarders(&job, config.mq_options(), forwards);
+        crate::redis::job::checkpoint::start_scheduler(&job);
+        crate::redis::job::start_job_forwarders(&job, config.mq_options(), forwards);
         Ok(JobClient::new(job))
     }
 
@@ -512,16 +516,16 @@ impl RedisEnv {
         let timeout = config.mq_options().response_timeout;
         let mut conn =
             crate::mq::connect(&self.inner.endpoint, timeout, std::time::Duration::ZERO).await?;
-        let keys = super::checkpoint::CheckpointKeys::new(
+        let keys = crate::redis::job::checkpoint::CheckpointKeys::new(
             &config.checkpoint_key_prefix(),
             &config.job_name(),
         );
-        super::checkpoint::list(&mut conn, &keys).await
+        crate::redis::job::checkpoint::list(&mut conn, &keys).await
     }
 
     /// The restore asked for, if any, before the job starts.
     fn restore_if_asked(&self, pipelines: &[(String, String)]) -> Result<Option<u64>, Error> {
-        use super::checkpoint::{restore_at_start, RestoreRequest};
+        use crate::redis::job::checkpoint::{restore_at_start, RestoreRequest};
         let config = &self.inner.config;
         let asked = self.inner.state.lock().ok().and_then(|st| st.restore);
         let request = match asked {

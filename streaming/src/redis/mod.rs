@@ -323,80 +323,52 @@
 //! `persistent`. Operators the Redis engine does not run (`collect_vec`, the bounded
 //! memory sources) are compile errors at the operator (see the DSL reference).
 
-// The engine's modules, each importing only those listed before it:
-// - `config`, `sink`, `part_metrics`; `job` (the job client and what its subtasks share);
-// - `persist`, `schema`, `runtime` (keyed state kept in Redis);
-// - `context` (what a subtask's partitions share), `chain` (a partition's operator
-//   chain), `pending` (a batch's state writes);
-// - `ownership` (a partition's `mq` partition reader: lease, fencing, read position),
-//   `membership` (the sticky, balanced share), `hot_keys`, `failure` (the `x-runtime-*`
-//   headers and verdict of a failed record), `read` (one batch read);
-// - `part` (a partition a subtask holds), then its steps as `impl Part` blocks, each
-//   calling only the ones before it: `report`, `commit`, `takeover`, `timers`, `batch`,
-//   `turn`; `checkpoint` (parts, coordinator, leader, restore) after them;
-// - `subtask` (threads and the loop over partitions), `env` (`RedisEnv`, registration).
-// `outbox` (the outbox dispatcher) stands apart: it uses `mq` only; `topics` (job-to-job
-// topics: a sink and its forwarder) uses `outbox`'s keys and fields, `mq` and the sinks'
-// encodings.
-mod batch;
-mod cache;
-mod chain;
-mod checkpoint;
-mod commit;
-mod commit_script;
+// The engine's modules (which may use which is checked by `tests/architecture.rs`):
+// `config` (options), `metrics` (metric handles), `state` (keyed state kept in Redis),
+// `outbox` and `sinks` (sinks that commit with a batch; job-to-job topics),
+// `two_phase` (sinks outside Redis), `checkpoint`, `job` (the client and what a job's
+// subtasks share), `partition` (a partition a subtask holds and its steps), `subtask`
+// (threads and the loop over partitions), `env` (`RedisEnv`, registration).
 mod config;
-mod context;
-mod dedup;
 pub(crate) mod env;
-mod failure;
-mod hot_keys;
 mod job;
-mod keys;
-mod membership;
+mod metrics;
 pub mod outbox;
-mod ownership;
-mod part;
-mod part_metrics;
-mod pending;
-pub(crate) mod persist;
-mod process_state;
-mod read;
-mod replica_wait;
-mod report;
-mod runner;
-pub(crate) mod runtime;
-mod schema;
-mod sink;
-mod sink_writes;
+mod partition;
 mod sinks;
+pub(crate) mod state;
 mod subtask;
-mod takeover;
-mod timers;
-mod topics;
-mod turn;
 pub mod two_phase;
-mod wanted;
 
 pub use crate::api::CollectSink;
-pub use checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     ReplicaWait, SchemaMismatchPolicy,
 };
 pub use env::RedisEnv;
-pub use failure::{
-    HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
-    HEADER_RUNTIME_JOB,
-};
+pub use job::checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
 pub use job::{
     registered_instances, JobClient, JobDiagnostics, JobError, JobErrorKind, PartitionAddr,
     PartitionProgress, RegisteredInstance, RegisteredPartition, RegisteredPipeline,
 };
-pub use sink::{JsonList, RedisListSink, TextList};
-pub use sinks::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};
-pub use topics::{
+pub use partition::failure::{
+    HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,
+    HEADER_RUNTIME_JOB,
+};
+pub use sinks::topics::{
     RedisTopicForwarder, RedisTopicForwarderBuilder, RedisTopicSink, TopicForwardStats,
     TopicForwarding,
 };
 
-pub(crate) use runtime::RedisRuntime;
+pub use sinks::{
+    JsonList, RedisHashSink, RedisIdempotentListSink, RedisListSink, RedisStreamSink, TextList,
+};
+
+pub(crate) use state::runtime::RedisRuntime;
+
+/// Milliseconds since the Unix epoch, by this process's clock.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}

@@ -20,7 +20,7 @@ pub(super) const MIN_CHECK: Duration = Duration::from_millis(250);
 /// What Redis shows of one partition, read atomically in one slot (one script, so it is
 /// one command on a Redis Cluster too).
 static PARTITION_VIEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/partition_view.lua")));
+    LazyLock::new(|| Script::new(include_str!("lua/partition_view.lua")));
 
 /// What Redis shows of one partition ([`PARTITION_VIEW`]): its stream's last entry, the
 /// retries due, the groups, the commit frontier, the lease, and whether it awaits an idle

@@ -2,7 +2,7 @@
 
 use super::client::JobClient;
 use super::waits::block_on;
-use crate::redis::checkpoint::{self, Checkpoint};
+use crate::redis::job::checkpoint::{self, Checkpoint};
 use crate::Error;
 use std::time::Duration;
 

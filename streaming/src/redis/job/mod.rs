@@ -12,9 +12,11 @@
 
 mod addr;
 mod caught_up;
+pub(crate) mod checkpoint;
 mod checkpoints;
 mod client;
 mod errors;
+mod forwarders;
 mod misuse;
 mod partitions;
 mod progress;
@@ -27,6 +29,7 @@ pub use addr::PartitionAddr;
 pub(crate) use caught_up::id_at_least;
 pub use client::JobClient;
 pub use errors::{JobError, JobErrorKind};
+pub(crate) use forwarders::start_job_forwarders;
 pub(crate) use partitions::PartitionHandle;
 pub use progress::{JobDiagnostics, PartitionProgress};
 pub(crate) use registry::start as start_registry;

@@ -87,7 +87,7 @@ pub(crate) struct JobShared {
     /// Its checkpoint and leader options.
     pub(crate) checkpoint_options: crate::redis::config::CheckpointOptions,
     /// Checkpoints and leadership as this process sees them.
-    pub(crate) checkpoints: crate::redis::checkpoint::CheckpointShared,
+    pub(crate) checkpoints: crate::redis::job::checkpoint::CheckpointShared,
 }
 
 impl JobShared {
@@ -127,8 +127,8 @@ impl JobShared {
             tasks: AtomicUsize::new(0),
             config: config.clone(),
             checkpoint_options: config.checkpoint().clone(),
-            checkpoints: crate::redis::checkpoint::CheckpointShared::new(
-                crate::redis::checkpoint::CheckpointKeys::new(
+            checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
+                crate::redis::job::checkpoint::CheckpointKeys::new(
                     &config.checkpoint_key_prefix(),
                     &config.job_name(),
                 ),
@@ -276,7 +276,7 @@ impl JobShared {
     /// the [`stop_deadline`](Self::stop_deadline).
     pub(crate) fn cancel(&self) {
         if !self.cancelled.swap(true, Ordering::SeqCst) {
-            crate::redis::part_metrics::job::cancelled(&self.job_name);
+            crate::redis::metrics::job::cancelled(&self.job_name);
         }
         // Set before the signal, so that whoever it wakes finds the deadline.
         let _ = (self.stop_deadline).get_or_init(|| Instant::now() + self.response_timeout);

@@ -52,7 +52,6 @@
 //!   wraps a `TwoPhaseSink` is an ordinary (at-least-once) sink to the engine, and the
 //!   wrapped one never commits.
 
-pub(crate) mod engine;
 #[cfg(feature = "postgres")]
 mod postgres;
 

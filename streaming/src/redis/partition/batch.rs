@@ -1,0 +1,214 @@
+//! One batch of a partition: read up to `batch_count` entries, run them through the
+//! partition's chain against the in-memory state cache (see [`cache`](crate::redis::partition::cache)), hand the outputs to the sink, then commit state, sink writes and the
+//! acknowledgement in one script (see [`commit`](crate::redis::partition::commit)).
+//!
+//! Keyed state is fetched per key: a pass over the batch that finds a key's state not in
+//! memory runs on a guess; the batch is then rolled back, the missed keys fetched (one
+//! round trip), and the batch runs again.
+//!
+//! A record that fails (error or panic in a user function) may have changed state before
+//! failing, so the batch is rolled back: the chain is rebuilt, the keys the batch changed
+//! are fetched again from Redis (what the last commit left), the record goes to retry /
+//! dead letter (with `x-runtime-*` headers), and the batch runs again without it. State
+//! therefore reflects exactly the acknowledged, successful records. A failed commit (e.g.
+//! Redis restarting) resets the partition and reads again from the last commit.
+
+use crate::api::Sink;
+use crate::mq::Connection;
+use crate::mq::Message;
+use crate::mq::RetryOutcome;
+use crate::ops::Operator;
+use crate::redis::partition::context::Ctx;
+use crate::redis::partition::failure::fail;
+use crate::redis::partition::hot_keys::HotKeys;
+use crate::redis::partition::read::{read, Batch};
+use crate::redis::partition::runner::{Outcome, WriteCheck};
+use crate::redis::partition::{Part, Unconfirmed};
+use crate::redis::state::pending::Pending;
+use crate::redis::state::schema;
+use crate::redis::HotKeyPolicy;
+use crate::Error;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use tokio::time::Instant;
+
+/// Most passes of one batch over its records: each pass after the first follows a fetch
+/// of the keys the previous one missed (a chain whose keys depend on state may miss new
+/// keys in each pass).
+const MAX_PASSES: u32 = 64;
+
+/// [`HotKeyPolicy::FailFast`]: a record's write to an armed hot hash fails the record.
+struct FailFast<'a> {
+    hot: &'a HotKeys,
+    on: bool,
+}
+
+impl WriteCheck for FailFast<'_> {
+    fn armed(&self) -> bool {
+        self.on && self.hot.any_armed()
+    }
+
+    fn check(&self, pending: &Pending, touched: &[usize]) -> Result<(), Error> {
+        self.hot.check(pending, touched)
+    }
+}
+
+impl<C, S, O> Part<C, S, O>
+where
+    C: Operator<Message>,
+    S: Sink<O>,
+{
+    /// Reads, processes and commits one batch; returns how many entries it read.
+    pub(in crate::redis) async fn step(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+    ) -> Result<usize, Error> {
+        // 1. Read.
+        let batch = read(ctx, conn, &mut self.owner, ctx.spec.options.batch_count).await?;
+        self.skipped = batch.skipped;
+        if batch.ids.is_empty() {
+            return Ok(0);
+        }
+        self.last_read = Instant::now();
+        let n = batch.msgs.len() as u64;
+        ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
+        let result = self.process_and_commit(ctx, conn, batch).await;
+        match &mut self.unconfirmed {
+            Some(u) if result.is_err() => u.in_flight = n,
+            _ => {
+                ctx.job.in_flight.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+        result.map(|()| n as usize)
+    }
+
+    async fn process_and_commit(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        batch: Batch,
+    ) -> Result<(), Error> {
+        let Batch {
+            msgs,
+            ids,
+            last_id,
+            read_after,
+            ..
+        } = batch;
+        // 2. Process, rolling back and skipping failed records.
+        let started = std::time::Instant::now();
+        let duplicates = self.duplicates(ctx, conn, &msgs).await?;
+        let mut skip: HashSet<usize> = duplicates.clone();
+        let mut passes = 0u32;
+        let pending = loop {
+            passes += 1;
+            let check = FailFast {
+                hot: &self.hot,
+                on: ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast,
+            };
+            let Outcome {
+                pending,
+                failed,
+                missed,
+            } = self.runner.run(&msgs, &skip, &self.spans, &check);
+            if missed {
+                // A record found a key's state not in memory: the pass ran on a guess, and
+                // so may have failed because of it. Roll back, fetch, run again.
+                if passes > MAX_PASSES {
+                    return Err(Error::Engine {
+                        op: "load state",
+                        reason: format!("keys still missing after {MAX_PASSES} fetches"),
+                    });
+                }
+                self.roll_back(&pending)?;
+                self.fetch_wanted(conn).await?;
+                continue;
+            }
+            match failed {
+                None => break pending,
+                Some((i, e)) => {
+                    self.reject(ctx, conn, &msgs[i], e, &pending).await?;
+                    skip.insert(i);
+                }
+            }
+        };
+        let processed = (msgs.len() - skip.len()) as u64;
+        let failed = (skip.len() - duplicates.len()) as u64;
+        self.deduplicated = duplicates.len() as u64;
+        self.metrics.handle_seconds.record(started.elapsed());
+        let marks = self.dedup_marks(ctx, &msgs, &skip);
+        let awaited = self.awaiting_flush;
+        if processed > 0 && self.runner.watermark().is_some() {
+            // Committed with the batch: Redis marks the partition as awaiting a flush.
+            self.awaiting_flush = true;
+        }
+        if let Err(e) = self
+            .commit(
+                ctx,
+                conn,
+                pending,
+                (&ids, read_after.as_deref()),
+                marks.as_ref(),
+            )
+            .await
+        {
+            self.awaiting_flush = awaited;
+            self.commit_failed(&e, last_id, processed, failed);
+            return Err(e);
+        }
+        self.report_batch(ctx, last_id, processed, failed);
+        self.skipped = 0;
+        self.deduplicated = 0;
+        (self.runner).trim(ctx.spec.config.state_cache_max_entries());
+        Ok(())
+    }
+
+    /// A record failed: it goes to retry or the dead-letter queue, and the chain is rolled
+    /// back to the last commit: the keys the batch changed are fetched again (a failure
+    /// that stops the partition is returned instead).
+    async fn reject(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        m: &Message,
+        e: Error,
+        pending: &Pending,
+    ) -> Result<(), Error> {
+        if schema::stops_partition(&e) {
+            return Err(e);
+        }
+        let spec = ctx.spec;
+        tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
+                       id = %m.id, "record failed: {e}");
+        let (error_type, outcome) = fail(ctx, conn, &mut self.owner, m, &e).await?;
+        match outcome {
+            Some(RetryOutcome::DeadLettered) => self.metrics.failure(true, error_type),
+            Some(RetryOutcome::Scheduled { .. }) => self.metrics.failure(false, error_type),
+            _ => {}
+        }
+        ctx.job.report_misuse(&e);
+        if matches!(e, Error::HotKey { .. }) {
+            if let Ok(mut h) = ctx.job.hot.lock() {
+                h.rejected += 1;
+            }
+        }
+        self.roll_back(pending)?;
+        self.fetch_wanted(conn).await
+    }
+
+    /// A commit that failed: unless the script refused it (fenced: nothing was applied),
+    /// Redis may have applied it, so its counts wait for the next take to confirm them.
+    fn commit_failed(&mut self, e: &Error, last_id: Option<String>, processed: u64, failed: u64) {
+        if !e.is_fenced() {
+            self.unconfirmed = last_id.map(|last_id| Unconfirmed {
+                last_id,
+                processed,
+                failed,
+                skipped: self.skipped,
+                in_flight: 0,
+            });
+        }
+        self.skipped = 0;
+    }
+}

@@ -1,0 +1,77 @@
+//! A partition's operator chain: built from a clone of the pipeline, ending in a buffer
+//! that collects the batch's outputs for the sink.
+
+use crate::dataflow::{BuildPlan, Plan};
+use crate::mq::Message;
+use crate::ops::{Counters, Operator, OperatorId};
+use crate::redis::state::persist::DynStore;
+use crate::redis::state::persist::StateLimits;
+use crate::redis::state::runtime::DynSideOutput;
+use crate::redis::{RedisRuntime, RedisRuntimeConfig};
+use crate::Error;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The chain's last operator: collects the batch's outputs for the sink.
+struct BufferOp<T> {
+    out: Rc<RefCell<Vec<T>>>,
+}
+
+impl<T> Operator<T> for BufferOp<T> {
+    fn open(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    #[inline]
+    fn process(&mut self, value: T, _timestamp: i64) -> Result<(), Error> {
+        self.out.borrow_mut().push(value);
+        Ok(())
+    }
+    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+pub(in crate::redis) type Stores = Vec<(OperatorId, DynStore)>;
+
+/// A built chain with its stores, its window operators' counters and its side outputs.
+pub(in crate::redis) type Built<C> = (C, Stores, Rc<Counters>, Vec<DynSideOutput>);
+
+/// The limits the chain's state enforces, from the job's configuration.
+pub(in crate::redis) fn state_limits(config: &RedisRuntimeConfig) -> StateLimits {
+    StateLimits {
+        window_max_fires_per_record: config.window_max_fires_per_record() as usize,
+        event_time_timer_max_size: config.event_time_timer_max_size() as usize,
+    }
+}
+
+pub(in crate::redis) fn build_chain<P, O>(
+    plan: &P,
+    out: &Rc<RefCell<Vec<O>>>,
+    limits: StateLimits,
+) -> Result<Built<impl Operator<Message> + use<P, O>>, Error>
+where
+    P: BuildPlan<RedisRuntime> + Plan<Head = Message, Out = O> + Clone,
+{
+    let rt = RedisRuntime::new(limits);
+    let (_root, mut chain) = plan.clone().build(
+        &rt,
+        BufferOp {
+            out: Rc::clone(out),
+        },
+    )?;
+    chain.open()?;
+    let (stores, counters, side_outputs) = rt.into_parts();
+    Ok((chain, stores, counters, side_outputs))
+}
+
+/// The partition's watermark: that of its last watermark operator (the first registered
+/// store that has one — a chain registers its last operator first), and its idle flag.
+pub(in crate::redis) fn effective_watermark(stores: &Stores) -> Option<(i64, bool)> {
+    stores.iter().find_map(|(_, s)| s.borrow().watermark())
+}
