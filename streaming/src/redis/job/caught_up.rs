@@ -91,7 +91,7 @@ impl JobShared {
                 if view
                     .4
                     .as_deref()
-                    .is_some_and(|l| !self.holds(l) && !members.live(l))
+                    .is_some_and(|l| !self.subtasks.holds(l) && !members.live(l))
                 {
                     // Its owner missed its heartbeats (killed, frozen, cut off): nobody
                     // works on it until its lease expires and a live subtask takes it.
@@ -139,7 +139,8 @@ impl JobShared {
             return Check::AwaitingRedis;
         }
         let never_taken = mine.is_none_or(|x| x.takes == 0);
-        if here.is_none() && never_taken && lease.as_deref().is_some_and(|l| self.holds(l)) {
+        if here.is_none() && never_taken && lease.as_deref().is_some_and(|l| self.subtasks.holds(l))
+        {
             // One of our subtasks has just won the lease for the first time and is still
             // loading the partition (restored windows may await a flush): not done yet.
             // After a first take, a partition between two owners of this process (e.g.

@@ -119,7 +119,7 @@ impl JobClient {
                 reason: "must be at least 1".into(),
             });
         }
-        if self.shared.is_cancelled() {
+        if self.shared.signals.is_cancelled() {
             return Err(Error::Engine {
                 op: "scale_parallelism",
                 reason: "the job was cancelled".into(),
@@ -160,12 +160,11 @@ impl JobClient {
             job_name: self.shared.job_name.clone(),
             job_instance_id: self.shared.job_instance_id.clone(),
             parallelism: self.shared.parallelism,
-            live_parallelism: u32::try_from(self.shared.live_parallelism.load(Ordering::SeqCst))
-                .unwrap_or(u32::MAX),
+            live_parallelism: self.shared.subtasks.live_parallelism(),
             owned_partitions: partitions.iter().filter(|p| p.owned).count(),
             paused: self.shared.paused.load(Ordering::SeqCst),
             in_flight: self.in_flight(),
-            running_subtasks: self.shared.running(),
+            running_subtasks: self.shared.signals.running(),
             partitions,
             errors: self
                 .shared

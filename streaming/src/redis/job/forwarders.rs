@@ -43,7 +43,7 @@ async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Ar
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
     let mut running: Vec<TopicForwarding> = Vec::new();
     let mut mq: Option<Mq> = None;
-    while !job.is_cancelled() {
+    while !job.signals.is_cancelled() {
         if !waiting.is_empty() {
             if mq.is_none() {
                 match Mq::connect_to(job.endpoint.clone(), opts.clone()).await {
@@ -59,11 +59,11 @@ async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Ar
             }
         }
         if waiting.is_empty() {
-            job.cancelled_signal().await;
+            job.signals.cancelled_signal().await;
             break;
         }
         tokio::select! {
-            () = job.cancelled_signal() => {}
+            () = job.signals.cancelled_signal() => {}
             () = tokio::time::sleep(backoff.next_delay()) => {}
         }
     }
@@ -71,9 +71,10 @@ async fn run(job: &Arc<JobShared>, opts: MqOptions, mut waiting: Vec<(String, Ar
     // job's stop deadline), then forward what they left until that deadline — also with
     // a forwarder that could not start so far (its target topic created late), if it
     // starts now. What is left then stays in the outboxes for the next run.
-    let by = (job.stop_deadline()).unwrap_or_else(|| Instant::now() + opts.response_timeout);
-    let mut changes = job.changes();
-    let stopped = changes.wait_for(|_| job.running() == 0);
+    let by =
+        (job.signals.stop_deadline()).unwrap_or_else(|| Instant::now() + opts.response_timeout);
+    let mut changes = job.signals.changes();
+    let stopped = changes.wait_for(|_| job.signals.running() == 0);
     let _ = tokio::time::timeout_at(by, stopped).await;
     if let (false, Some(mq)) = (waiting.is_empty(), &mq) {
         let _ = tokio::time::timeout_at(by, start_waiting(job, mq, waiting, &mut running)).await;

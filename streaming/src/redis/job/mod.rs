@@ -22,6 +22,8 @@ mod partitions;
 mod progress;
 mod registry;
 mod shared;
+mod signals;
+mod subtasks;
 mod task;
 mod waits;
 

@@ -151,13 +151,13 @@ async fn run(job: &JobShared) {
     let mut conn: Option<Connection> = None;
     let mut gauges = HashMap::new();
     let mut pruned = false;
-    while !job.is_cancelled() && job.running() > 0 {
+    while !job.signals.is_cancelled() && job.signals.running() > 0 {
         let progress = job.progress_now();
         set_stalled_gauges(job, &progress, &mut gauges);
         if conn.is_none() {
             let connect = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO);
             tokio::select! {
-                () = job.cancelled_signal() => break,
+                () = job.signals.cancelled_signal() => break,
                 c = connect => conn = c.ok(),
             }
         }
@@ -170,21 +170,21 @@ async fn run(job: &JobShared) {
                 Ok::<_, Error>(())
             };
             tokio::select! {
-                () = job.cancelled_signal() => break,
+                () = job.signals.cancelled_signal() => break,
                 r = beat => if let Err(e) = r {
                     tracing::debug!(job = %job.job_name, "job registry heartbeat failed: {e}");
                 },
             }
         }
         tokio::select! {
-            () = job.cancelled_signal() => {}
+            () = job.signals.cancelled_signal() => {}
             () = tokio::time::sleep(interval) => {}
         }
     }
     if let Some(mut c) = conn {
         // After a cancel, by the job's stop deadline; after the subtasks ended, within one
         // response timeout.
-        let by = (job.stop_deadline())
+        let by = (job.signals.stop_deadline())
             .unwrap_or_else(|| tokio::time::Instant::now() + job.response_timeout);
         let left = tokio::time::timeout_at(by, leave(job, &mut c)).await;
         if !matches!(left, Ok(Ok(()))) {
@@ -321,7 +321,7 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
     RegisteredInstance {
         job: job.job_name.clone(),
         instance: job.job_instance_id.clone(),
-        parallelism: u32::try_from(job.live_parallelism.load(Ordering::SeqCst)).unwrap_or(u32::MAX),
+        parallelism: job.subtasks.live_parallelism(),
         paused: job.paused.load(Ordering::SeqCst),
         heartbeat_at_ms: unix_ms(SystemTime::now()),
         heartbeat_interval_ms: u64::try_from(job.registry_interval.as_millis()).unwrap_or(u64::MAX),

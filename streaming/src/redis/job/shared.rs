@@ -5,49 +5,24 @@
 use super::errors::{JobError, JobErrorKind};
 use super::partitions::{PartitionAddr, PartitionBoard, PartitionHandle};
 use super::progress::{HotStats, PartitionProgress};
+pub(crate) use super::signals::JobSignals;
+pub(crate) use super::subtasks::SubtaskRegistry;
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::Connection;
 use crate::mq::KeySpace;
 use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-use tokio::sync::watch;
-use tokio::time::Instant;
-
-/// Starts one more subtask of a pipeline: (job, subtask index, the consumer names started
-/// together, of which the subtask's is at its index). The subtask runs on a thread of its
-/// own, which nobody joins: its end is counted in [`JobShared::subtask_ended`].
-pub(crate) type Spawner = Box<dyn Fn(&Arc<JobShared>, u32, Vec<String>) + Send>;
-
-/// A pipeline's running subtasks and how to start more.
-struct PipelineSubtasks {
-    /// Consumer names of its live subtasks, in subtask order.
-    live: Vec<String>,
-    spawn: Spawner,
-}
 
 pub(crate) struct JobShared {
-    pub(crate) cancelled: AtomicBool,
+    /// The cancel, the running subtasks and tasks, and the signals that wake whoever
+    /// waits on them.
+    pub(crate) signals: JobSignals,
     pub(crate) paused: AtomicBool,
     pub(crate) in_flight: AtomicU64,
-    pub(super) running: AtomicUsize,
-    /// Bumped after every change a wait of the client checks (a commit, a take, a let-go,
-    /// a stop, an error, a subtask's end, the cancel): the waits sleep on it instead of
-    /// polling. Its value is a change counter and means nothing else.
-    changes: watch::Sender<u64>,
-    /// Set with `cancelled` (which the subtask loops read): what
-    /// [`cancelled_signal`](Self::cancelled_signal) waits on, apart from `changes` so that
-    /// commits do not wake every subtask.
-    cancel_signal: watch::Sender<bool>,
-    /// One response timeout after the cancel (set by it): by then every subtask and
-    /// background task of the job has ended, whatever Redis does.
-    stop_deadline: OnceLock<Instant>,
-    /// Bumped by the cancel and by each subtask's end: what
-    /// [`stopping_signal`](Self::stopping_signal) waits on (commits do not wake it).
-    stopping_changes: watch::Sender<u64>,
     /// Every partition this process has opened: its progress, holder and take position.
     pub(super) partitions: PartitionBoard,
     pub(super) errors: Mutex<Vec<JobError>>,
@@ -57,13 +32,8 @@ pub(crate) struct JobShared {
     pub(crate) job_name: String,
     pub(crate) job_instance_id: String,
     pub(super) parallelism: u32,
-    /// The next subtask's sequence number in its consumer name (never reused).
-    next_seq: AtomicU64,
-    /// Per pipeline, its live subtasks (what [`JobClient::scale_parallelism`](super::JobClient::scale_parallelism) changes).
-    subtasks: Mutex<Vec<PipelineSubtasks>>,
-    /// Stop flags of the running subtasks, by consumer name (set when scaled away).
-    stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
-    pub(crate) live_parallelism: AtomicU64,
+    /// The pipelines' running subtasks: their names, stop flags and how to start more.
+    pub(crate) subtasks: SubtaskRegistry,
     /// What [`JobClient::await_caught_up`](super::JobClient::await_caught_up) checks.
     pub(crate) endpoint: crate::mq::Endpoint,
     /// Bound of every wait on Redis (`mq_options.response_timeout`).
@@ -79,9 +49,6 @@ pub(crate) struct JobShared {
     /// How often the registry task writes the instance's heartbeat
     /// (`mq_options.lease_renew_interval`).
     pub(super) registry_interval: Duration,
-    /// Background tasks started and not ended (the registry, checkpoints and leader
-    /// election, topic forwarders: see `task::spawn_task`).
-    tasks: AtomicUsize,
     /// The job's configuration.
     pub(crate) config: RedisRuntimeConfig,
     /// Its checkpoint and leader options.
@@ -97,15 +64,10 @@ impl JobShared {
         pipelines: Vec<(String, String)>,
     ) -> Self {
         JobShared {
-            cancelled: AtomicBool::new(false),
+            signals: JobSignals::default(),
             paused: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
             idle_timeout: config.watermark_idle_timeout(),
-            running: AtomicUsize::new(0),
-            changes: watch::Sender::new(0),
-            cancel_signal: watch::Sender::new(false),
-            stop_deadline: OnceLock::new(),
-            stopping_changes: watch::Sender::new(0),
             partitions: PartitionBoard::default(),
             errors: Mutex::default(),
             misuses: Mutex::default(),
@@ -113,10 +75,7 @@ impl JobShared {
             job_name: config.job_name(),
             job_instance_id: config.job_instance_id(),
             parallelism: config.pipeline_parallelism(),
-            next_seq: AtomicU64::new(0),
-            subtasks: Mutex::default(),
-            stops: Mutex::default(),
-            live_parallelism: AtomicU64::new(u64::from(config.pipeline_parallelism())),
+            subtasks: SubtaskRegistry::new(config.pipeline_parallelism()),
             endpoint,
             response_timeout: config.mq_options().response_timeout,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
@@ -124,7 +83,6 @@ impl JobShared {
             pipelines,
             stalled_after: config.stalled_after(),
             registry_interval: config.mq_options().lease_renew_interval,
-            tasks: AtomicUsize::new(0),
             config: config.clone(),
             checkpoint_options: config.checkpoint().clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
@@ -141,7 +99,7 @@ impl JobShared {
     /// restarts, rescales, nor by two processes given the same `job_instance_id`. When
     /// Redis cannot be reached, `seq` is this process's own counter with a random suffix.
     pub(crate) fn consumer_name(&self) -> String {
-        let local = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let local = self.subtasks.next_local_seq();
         let key = self
             .keys
             .consumer_seq(&self.job_name, &self.job_instance_id);
@@ -155,61 +113,9 @@ impl JobShared {
         format!("{}-{}-{seq}", self.job_name, self.job_instance_id)
     }
 
-    /// Registers a started pipeline: its subtasks' consumer names and its spawner.
-    pub(crate) fn add_pipeline(&self, live: Vec<String>, spawn: Spawner) {
-        if let Ok(mut p) = self.subtasks.lock() {
-            p.push(PipelineSubtasks { live, spawn });
-        }
-    }
-
-    /// Registers a starting subtask's stop flag.
-    pub(crate) fn register_subtask(&self, consumer: &str) {
-        if let Ok(mut s) = self.stops.lock() {
-            s.insert(consumer.to_string(), Arc::new(AtomicBool::new(false)));
-        }
-    }
-
-    /// Whether lease value `lease` (`"{fencing token} {owner}"`) names one of this
-    /// process's running subtasks as the owner.
-    pub(super) fn holds(&self, lease: &str) -> bool {
-        let owner = lease.split_once(' ').map_or(lease, |(_, owner)| owner);
-        self.stops.lock().is_ok_and(|s| s.contains_key(owner))
-    }
-
-    /// The stop flag of the subtask named `consumer`.
-    pub(crate) fn subtask_stop(&self, consumer: &str) -> Option<Arc<AtomicBool>> {
-        self.stops.lock().ok()?.get(consumer).cloned()
-    }
-
-    /// Forgets an ended subtask's stop flag.
-    pub(crate) fn subtask_left(&self, consumer: &str) {
-        if let Ok(mut s) = self.stops.lock() {
-            s.remove(consumer);
-        }
-    }
-
-    /// Brings every pipeline to `n` subtasks: starts new ones (new consumer names), or
-    /// tells the last ones to hand their partitions over and stop.
+    /// Brings every pipeline to `n` subtasks (see [`SubtaskRegistry::scale`]).
     pub(super) fn scale(self: &Arc<Self>, n: u32) {
-        let Ok(mut pipelines) = self.subtasks.lock() else {
-            return;
-        };
-        for pipeline in pipelines.iter_mut() {
-            while pipeline.live.len() > n as usize {
-                if let Some(name) = pipeline.live.pop() {
-                    if let Some(stop) = self.subtask_stop(&name) {
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                }
-            }
-            let first = pipeline.live.len();
-            let names: Vec<String> = (first..n as usize).map(|_| self.consumer_name()).collect();
-            for (i, name) in names.iter().enumerate() {
-                (pipeline.spawn)(self, i as u32, names.clone());
-                pipeline.live.push(name.clone());
-            }
-        }
-        self.live_parallelism.store(u64::from(n), Ordering::SeqCst);
+        self.subtasks.scale(self, n);
     }
 
     /// The handle of `addr`'s progress, registered now when new (once per partition a
@@ -247,7 +153,7 @@ impl JobShared {
         }
         hold(&mut e, consumer);
         drop(e);
-        self.signal_change();
+        self.signals.signal_change();
         Ok(())
     }
 
@@ -264,109 +170,15 @@ impl JobShared {
         }
         drop(e);
         // Whoever holds it now: the records the caller let go of have left `in_flight`.
-        self.signal_change();
+        self.signals.signal_change();
     }
 
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
-    }
-
-    /// Asks every subtask to stop (they finish their batch, hand their partitions over
-    /// and end) and wakes whatever waits for that. Returns at once. The first call sets
-    /// the [`stop_deadline`](Self::stop_deadline).
+    /// Asks every subtask to stop (see [`JobSignals::cancel`]) and counts the cancel in the
+    /// job's metrics (once).
     pub(crate) fn cancel(&self) {
-        if !self.cancelled.swap(true, Ordering::SeqCst) {
+        if self.signals.cancel(self.response_timeout) {
             crate::redis::metrics::job::cancelled(&self.job_name);
         }
-        // Set before the signal, so that whoever it wakes finds the deadline.
-        let _ = (self.stop_deadline).get_or_init(|| Instant::now() + self.response_timeout);
-        self.cancel_signal.send_replace(true);
-        self.stopping_changes
-            .send_modify(|n| *n = n.wrapping_add(1));
-        self.signal_change();
-    }
-
-    /// One response timeout after the cancel (`None` before it): the instant by which
-    /// every subtask and background task of the job ends, whatever Redis does. What a
-    /// task does after the cancel (a last commit, leaving the registry, releasing the
-    /// leader lease, forwarding what the outboxes hold) is best effort within it.
-    pub(crate) fn stop_deadline(&self) -> Option<Instant> {
-        self.stop_deadline.get().copied()
-    }
-
-    /// Returns at the [`stop_deadline`](Self::stop_deadline): a task still running then
-    /// is dropped where it stands.
-    pub(crate) async fn stop_deadline_passed(&self) {
-        self.cancelled_signal().await;
-        if let Some(at) = self.stop_deadline() {
-            tokio::time::sleep_until(at).await;
-        }
-    }
-
-    /// Returns once the job is cancelled or none of its subtasks runs any more (they all
-    /// stopped on errors): when its background tasks stop.
-    pub(crate) async fn stopping_signal(&self) {
-        let mut changes = self.stopping_changes.subscribe();
-        if changes.wait_for(|_| self.stopping()).await.is_err() {
-            // The sender lives as long as `self`: not reached.
-            std::future::pending::<()>().await;
-        }
-    }
-
-    /// Whether the job is cancelled or none of its subtasks runs any more.
-    pub(crate) fn stopping(&self) -> bool {
-        self.is_cancelled() || self.running() == 0
-    }
-
-    /// Returns once the job is cancelled ([`cancel`](Self::cancel)).
-    pub(crate) async fn cancelled_signal(&self) {
-        let mut cancelled = self.cancel_signal.subscribe();
-        if cancelled.wait_for(|c| *c).await.is_err() {
-            // The sender lives as long as `self`: not reached.
-            std::future::pending::<()>().await;
-        }
-    }
-
-    /// Wakes the client's waits: something they check may have changed. Called after the
-    /// change is visible (progress recorded, records out of `in_flight`, a subtask gone).
-    pub(crate) fn signal_change(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// A receiver of the change signal ([`signal_change`](Self::signal_change)); changes
-    /// before this call count as seen.
-    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
-    }
-
-    /// Subtasks started and not ended.
-    pub(crate) fn running(&self) -> usize {
-        self.running.load(Ordering::SeqCst)
-    }
-
-    /// Background tasks started and not ended.
-    pub(super) fn tasks_running(&self) -> usize {
-        self.tasks.load(Ordering::SeqCst)
-    }
-
-    pub(super) fn task_started(&self) {
-        self.tasks.fetch_add(1, Ordering::SeqCst);
-    }
-
-    pub(super) fn task_ended(&self) {
-        self.tasks.fetch_sub(1, Ordering::SeqCst);
-        self.signal_change();
-    }
-
-    pub(crate) fn subtask_started(&self) {
-        self.running.fetch_add(1, Ordering::SeqCst);
-    }
-
-    pub(crate) fn subtask_ended(&self) {
-        self.running.fetch_sub(1, Ordering::SeqCst);
-        self.stopping_changes
-            .send_modify(|n| *n = n.wrapping_add(1));
-        self.signal_change();
     }
 
     /// Reports an error of one partition: in the job's errors and as the partition's
@@ -401,7 +213,7 @@ impl JobShared {
             }
             errors.push(error);
         }
-        self.signal_change();
+        self.signals.signal_change();
     }
 
     /// Every partition's progress, sorted by (topic, group, partition), with
@@ -429,7 +241,7 @@ impl JobShared {
     /// Updates the progress of the partition of `handle` and wakes the client's waits.
     pub(crate) fn update(&self, handle: &PartitionHandle, f: impl FnOnce(&mut PartitionProgress)) {
         f(&mut handle.lock().progress);
-        self.signal_change();
+        self.signals.signal_change();
     }
 }
 

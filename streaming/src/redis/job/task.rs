@@ -25,7 +25,7 @@ pub(crate) fn spawn_task<F, Fut>(
     F: FnOnce(Arc<JobShared>) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
-    job.task_started();
+    job.signals.task_started();
     let guard = TaskEnd(Arc::clone(job), ended);
     let spawned = std::thread::Builder::new()
         .name(name.into())
@@ -38,7 +38,7 @@ pub(crate) fn spawn_task<F, Fut>(
                 Ok(rt) => rt.block_on(async {
                     tokio::select! {
                         () = task(Arc::clone(&job)) => {}
-                        () = job.stop_deadline_passed() => tracing::debug!(
+                        () = job.signals.stop_deadline_passed() => tracing::debug!(
                             job = %job.job_name,
                             "{what}: still waiting on Redis {:?} after the cancel: dropped",
                             job.response_timeout
@@ -67,6 +67,6 @@ struct TaskEnd(Arc<JobShared>, fn(&JobShared));
 impl Drop for TaskEnd {
     fn drop(&mut self) {
         (self.1)(&self.0);
-        self.0.task_ended();
+        self.0.signals.task_ended();
     }
 }

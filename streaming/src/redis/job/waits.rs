@@ -35,10 +35,10 @@ impl JobClient {
     pub async fn await_termination(&self, timeout: Duration) -> bool {
         let end = deadline(timeout);
         let job = &*self.shared;
-        let mut changes = job.changes();
+        let mut changes = job.signals.changes();
         let stopped = async {
             changes
-                .wait_for(|_| job.running() == 0 && job.tasks_running() == 0)
+                .wait_for(|_| job.signals.running() == 0 && job.signals.tasks_running() == 0)
                 .await
                 .is_ok()
         };
@@ -206,7 +206,7 @@ impl JobShared {
     /// Every subtask has stopped, or every partition has (e.g. a schema mismatch under
     /// [`SchemaMismatchPolicy::Fail`](crate::redis::SchemaMismatchPolicy::Fail)).
     fn cannot_progress(&self) -> bool {
-        if self.running() == 0 {
+        if self.signals.running() == 0 {
             return true;
         }
         let all = self.partitions.progress();
@@ -230,7 +230,7 @@ impl<'a> Waiter<'a> {
         Waiter {
             job,
             goal,
-            changes: job.changes(),
+            changes: job.signals.changes(),
             end: deadline(timeout),
             conn: None,
             last_check: None,
@@ -399,11 +399,11 @@ mod tests {
     #[test]
     fn await_termination_wakes_when_the_last_subtask_ends() {
         let job = client();
-        job.shared.subtask_started();
+        job.shared.signals.subtask_started();
         let shared = Arc::clone(&job.shared);
         let ending = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            shared.subtask_ended();
+            shared.signals.subtask_ended();
         });
         assert!(!job.blocking_await_termination(Duration::ZERO));
         assert!(job.blocking_await_termination(Duration::MAX));
@@ -435,7 +435,7 @@ mod tests {
     #[test]
     fn a_wait_that_cannot_reach_redis_ends_by_its_deadline_naming_the_address() {
         let job = client();
-        job.shared.subtask_started();
+        job.shared.signals.subtask_started();
         let t = std::time::Instant::now();
         match job.blocking_await_caught_up(Duration::from_millis(300)) {
             Err(Error::Connect { addr, .. }) => assert_eq!(addr, "127.0.0.1:1"),

@@ -118,7 +118,7 @@ where
             self.awaiting_flush = true;
         }
         ctx.job.in_flight.fetch_sub(1, Ordering::SeqCst);
-        ctx.job.signal_change();
+        ctx.job.signals.signal_change();
         committed?;
         self.last_read = Instant::now();
         // Fresh watermark generators; the state cache (clean: just committed) stays.

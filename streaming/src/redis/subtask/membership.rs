@@ -48,7 +48,7 @@ impl Membership {
             assigned: Vec::new(),
             next: Instant::now(),
             first: true,
-            stop: ctx.job.subtask_stop(&ctx.consumer),
+            stop: ctx.job.subtasks.stop_of(&ctx.consumer),
         }
     }
 
@@ -102,6 +102,6 @@ impl Membership {
             .arg(format!("m:{}", self.consumer))
             .query_async(conn)
             .await;
-        ctx.job.subtask_left(&self.consumer);
+        ctx.job.subtasks.left(&self.consumer);
     }
 }

@@ -39,9 +39,9 @@ where
     let spawn = move |shared: &Arc<JobShared>, subtask: u32, siblings: Vec<String>| {
         let (plan, sink, spec) = (plan.clone(), sink.clone(), spec.clone());
         let job = Arc::clone(shared);
-        job.subtask_started();
+        job.signals.subtask_started();
         let consumer = siblings[subtask as usize % siblings.len()].clone();
-        job.register_subtask(&consumer);
+        job.subtasks.register(&consumer);
         let name = format!("streaming-{}-{subtask}", spec.topic);
         let ended = SubtaskEnd {
             job: Arc::clone(&job),
@@ -84,7 +84,7 @@ where
     for subtask in 0..n {
         spawn(&job, subtask, names.clone());
     }
-    job.add_pipeline(names, Box::new(spawn));
+    job.subtasks.add_pipeline(names, Box::new(spawn));
 }
 
 /// Counts a subtask's end in the job when dropped: at the end of its thread, when the
@@ -96,8 +96,8 @@ struct SubtaskEnd {
 
 impl Drop for SubtaskEnd {
     fn drop(&mut self) {
-        self.job.subtask_left(&self.consumer);
-        self.job.subtask_ended();
+        self.job.subtasks.left(&self.consumer);
+        self.job.signals.subtask_ended();
     }
 }
 
@@ -112,7 +112,7 @@ async fn bounded_by_cancel(
 ) -> Result<(), Error> {
     tokio::select! {
         r = subtask => r,
-        () = job.stop_deadline_passed() => {
+        () = job.signals.stop_deadline_passed() => {
             tracing::warn!("subtask still waiting on Redis {:?} after the cancel: dropped", job.response_timeout);
             Ok(())
         }
@@ -132,7 +132,7 @@ async fn open_queue(
 ) -> Result<Option<(Mq, u32)>, Error> {
     let config = &spec.config;
     let mut backoff = crate::mq::Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
-    while !job.is_cancelled() {
+    while !job.signals.is_cancelled() {
         let opened = async {
             let mq = Mq::from_endpoint(spec.endpoint.clone(), config.mq_options()).await?;
             let partitions = mq.partitions(&spec.topic).await?;
@@ -188,7 +188,7 @@ where
     let mut parts = BTreeMap::new();
     let idle = spec.options.poll_timeout.min(Duration::from_millis(10));
     let mut checkpoints = OpenCheckpoints::new(&ctx);
-    while !job.is_cancelled() && !members.leaving() {
+    while !job.signals.is_cancelled() && !members.leaving() {
         if members.due() {
             rebalance(&ctx, &mut conn, &mut members, &mut parts, &make, &sink).await?;
         }
@@ -199,7 +199,7 @@ where
         checkpoints.poll(&ctx, &mut conn).await;
         let mut busy = false;
         for part in parts.values_mut() {
-            if job.is_cancelled() || part.stopped {
+            if job.signals.is_cancelled() || part.stopped {
                 continue;
             }
             part.checkpoint(&ctx, &mut conn, &checkpoints.open).await;
@@ -208,7 +208,7 @@ where
         if busy {
             // Batches committed and left `in_flight` (their progress signalled already,
             // while they were still in flight).
-            job.signal_change();
+            job.signals.signal_change();
         } else {
             tokio::time::sleep(idle).await;
         }

@@ -33,7 +33,7 @@ struct Flight<'a>(&'a JobShared);
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
         self.0.checkpoints.running.store(false, Ordering::SeqCst);
-        self.0.signal_change();
+        self.0.signals.signal_change();
     }
 }
 
@@ -43,7 +43,7 @@ impl Drop for Flight<'_> {
 /// # Errors
 /// Not the leader (with leader election); Redis errors.
 pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error> {
-    if job.is_cancelled() || job.checkpoints.running.swap(true, Ordering::SeqCst) {
+    if job.signals.is_cancelled() || job.checkpoints.running.swap(true, Ordering::SeqCst) {
         return Ok(None);
     }
     let _flight = Flight(job);
@@ -119,7 +119,7 @@ async fn open(
         status: CheckpointStatus::Pending,
         instance: job.job_instance_id.clone(),
         fencing_token: *token,
-        parallelism: job.live_parallelism.load(Ordering::SeqCst) as u32,
+        parallelism: job.subtasks.live_parallelism(),
         started_at_ms: now_ms(),
         finished_at_ms: None,
         pipelines,
@@ -176,7 +176,7 @@ async fn wait_for_parts(
         if written >= expected {
             return Ok(Waited::Ended(String::new()));
         }
-        if job.is_cancelled() {
+        if job.signals.is_cancelled() {
             return Ok(Waited::Ended("the job was cancelled".into()));
         }
         if now_ms() > deadline {
@@ -354,9 +354,9 @@ async fn schedule(job: &JobShared) {
         return;
     };
     let election = job.checkpoint_options.leader_election_enabled;
-    while !job.stopping() {
+    while !job.signals.stopping() {
         tokio::select! {
-            () = job.stopping_signal() => break,
+            () = job.signals.stopping_signal() => break,
             () = tokio::time::sleep(period) => {}
         }
         if election && !job.checkpoints.is_leader() {

@@ -20,30 +20,30 @@ pub(super) async fn run(job: &JobShared) {
     }
     let (ttl, every) = (options.leader_lease_ttl, options.leader_renew_interval);
     let mut conn: Option<Connection> = None;
-    while !job.stopping() {
+    while !job.signals.stopping() {
         if conn.is_none() {
             let connect = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO);
             tokio::select! {
-                () = job.stopping_signal() => break,
+                () = job.signals.stopping_signal() => break,
                 c = connect => conn = c.ok(),
             }
         }
         if let Some(c) = conn.as_mut() {
             tokio::select! {
-                () = job.stopping_signal() => break,
+                () = job.signals.stopping_signal() => break,
                 r = tick(job, c, ttl) => if let Err(e) = r {
                     tracing::debug!(job = %job.job_name, "leader election: {e}");
                 },
             }
         }
         tokio::select! {
-            () = job.stopping_signal() => {}
+            () = job.signals.stopping_signal() => {}
             () = tokio::time::sleep(every) => {}
         }
     }
     let held = job.checkpoints.lease.lock().ok().and_then(|mut l| l.take());
     if let (Some(held), Some(c)) = (held, conn.as_mut()) {
-        let by = (job.stop_deadline())
+        let by = (job.signals.stop_deadline())
             .unwrap_or_else(|| tokio::time::Instant::now() + job.response_timeout);
         let released = tokio::time::timeout_at(by, lease::release(c, &held)).await;
         if !matches!(released, Ok(Ok(true))) {
@@ -92,7 +92,7 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
         *l = leader;
     }
     refresh_latest(job, conn).await;
-    job.signal_change();
+    job.signals.signal_change();
     Ok(())
 }
 
