@@ -68,44 +68,12 @@ mod partition;
 
 pub use partition::partition_for_key;
 
-/// A `LazyLock<redis::Script>` for a `static` (the script is made once): the files of
-/// `mq/lua/` named, concatenated in order (preludes first).
+// The queue's Lua scripts and the macros that make them (used by the modules below).
 #[cfg(feature = "redis")]
-macro_rules! lua_script {
-    ($($file:literal),+ $(,)?) => {
-        std::sync::LazyLock::new(|| {
-            redis::Script::new(concat!($(include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/src/mq/lua/",
-                $file
-            ))),+))
-        })
-    };
-}
-
-/// A `LazyLock<redis::Script>` that a partition owner runs: the lease check's prelude and
-/// the given sources (the caller's `include_str!`s of its Lua files), concatenated (see
-/// [`lease::lease_guarded`]).
+#[macro_use]
+pub(crate) mod lua;
 #[cfg(feature = "redis")]
-macro_rules! fenced_script {
-    ($($src:expr),+ $(,)?) => {
-        std::sync::LazyLock::new(|| {
-            redis::Script::new(&$crate::mq::lease::lease_guarded(concat!($($src),+)))
-        })
-    };
-}
-
-#[cfg(feature = "redis")]
-pub(crate) use fenced_script;
-
-/// Lua functions of the queue that the engine's scripts call too.
-#[cfg(feature = "redis")]
-pub(crate) mod lua {
-    /// The commit frontier (`lua/advance.lua`): `id_gt(a, b)`, and
-    /// `advance(stream, acked, frontier, newly)`, which moves the frontier over the
-    /// acknowledged ids.
-    pub(crate) const ADVANCE: &str = include_str!("lua/advance.lua");
-}
+pub(crate) use lua::fenced_script;
 
 // The queue itself: only with feature `redis`.
 cfg_redis! {
