@@ -316,3 +316,74 @@ fn a_collection_element_that_does_not_decode_fails_only_its_keys_records() {
         "the bad element is left as it was"
     );
 }
+
+/// Adds 7 to the key's list when its processing-time timer (20 ms after its record) fires,
+/// and emits the list.
+#[derive(Clone)]
+struct LogOnTimer;
+
+impl streaming::api::KeyedProcessFunction<String, String> for LogOnTimer {
+    type Out = Vec<u32>;
+
+    fn process_element(
+        &mut self,
+        _value: String,
+        ctx: &mut streaming::api::KeyedContext<'_, String>,
+        _out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let now = ctx.current_processing_time();
+        ctx.register_processing_time_timer(now + 20);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        _timestamp: i64,
+        ctx: &mut streaming::api::TimerContext<'_, String>,
+        out: &mut streaming::api::Collector<'_, Self::Out>,
+    ) -> Result<(), streaming::BoxError> {
+        let mut log = ctx.state(&LOG)?;
+        log.add(7);
+        out.collect(log.get().to_vec());
+        Ok(())
+    }
+}
+
+/// A processing-time timer that adds to a list commits the list's elements with its size:
+/// the timers' commit once kept only keys with field writes, so it wrote the new size and
+/// dropped the appended elements.
+#[test]
+fn a_processing_time_timer_that_adds_to_a_list_commits_the_elements() {
+    let s = setup("coll-timer");
+    s.rt.block_on(s.mq().create_topic("ct", 1)).unwrap();
+    s.produce_records("ct", &records(&["a"]));
+    let config = s.config("ct").build().unwrap();
+    let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let out = CollectSink::new();
+    env.from_mq_topic_with_options("ct", "g", earliest(64))
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|r: &String| r.clone())
+        .process_function(LogOnTimer)
+        .sink(out.clone())
+        .unwrap();
+    let job = env.blocking_start().unwrap();
+    // The record's batch, then the timer's commit.
+    wait_until("the timer's commit", &job, || {
+        job.diagnostics()
+            .partitions
+            .first()
+            .map_or(0, |p| p.batches)
+            >= 2
+    });
+    job.blocking_shutdown(Duration::MAX);
+    assert_eq!(out.snapshot(), [vec![7]]);
+    let mut conn = s.client();
+    let list: Vec<String> = (s.rt)
+        .block_on(conn.lrange(s.collection_key("ct", "ct", "log", "a"), 0, -1))
+        .unwrap();
+    assert_eq!(list, ["7"], "the list's elements are in Redis");
+    let size: Option<String> = (s.rt)
+        .block_on(conn.hget(s.state_hash("ct", "ct", "log"), "\"a\""))
+        .unwrap();
+    assert_eq!(size.as_deref(), Some("1"));
+}

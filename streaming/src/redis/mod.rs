@@ -326,9 +326,10 @@
 // The engine's modules (which may use which is checked by `tests/architecture.rs`):
 // `config` (options), `metrics` (metric handles), `state` (keyed state kept in Redis),
 // `outbox` and `sinks` (sinks that commit with a batch; job-to-job topics),
-// `two_phase` (sinks outside Redis), `checkpoint`, `job` (the client and what a job's
-// subtasks share), `partition` (a partition a subtask holds and its steps), `subtask`
-// (threads and the loop over partitions), `env` (`RedisEnv`, registration).
+// `two_phase` (sinks outside Redis), `job` (the client, what a job's subtasks share,
+// its checkpoints and background tasks), `partition` (a partition a subtask holds and
+// its steps), `subtask` (threads and the loop over partitions), `env` (`RedisEnv`,
+// registration).
 mod config;
 pub(crate) mod env;
 mod job;

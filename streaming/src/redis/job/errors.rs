@@ -23,8 +23,11 @@ pub enum JobErrorKind {
     Checkpoint,
     /// The state schema does not match the pipeline (the partition stopped).
     StateSchema,
-    /// A partition's operator chain or sink failed outside a batch (rebuilding, closing).
+    /// A partition's operator chain failed outside a batch (rebuilding, closing).
     Chain,
+    /// A sink failed outside a batch (closing), or the pipeline's sinks cannot commit
+    /// together (two write one key as different Redis types: the partition stopped).
+    Sink,
     /// A misuse of state reported once (e.g. a state that is not persistent).
     Misuse,
     /// A subtask or background task could not start or ended with an error.
@@ -42,6 +45,7 @@ impl fmt::Display for JobErrorKind {
             JobErrorKind::Checkpoint => "checkpoint",
             JobErrorKind::StateSchema => "state schema",
             JobErrorKind::Chain => "chain",
+            JobErrorKind::Sink => "sink",
             JobErrorKind::Misuse => "misuse",
             JobErrorKind::Task => "task",
         })

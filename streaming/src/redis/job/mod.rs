@@ -8,7 +8,13 @@
 //! - [`progress`]: what the job reports ([`PartitionProgress`], [`JobDiagnostics`]);
 //! - [`misuse`]: misuses of the API, reported once each;
 //! - [`registry`]: the instance's heartbeat in the job registry, and reading the registry;
-//! - [`task`]: the thread and runtime of each of the job's background tasks.
+//! - [`task`]: the thread and runtime of each of the job's background tasks;
+//! - [`signals`]: the cancel, the running subtasks and tasks, the change signal;
+//! - [`subtasks`]: the running subtasks, their stop flags and how to start more;
+//! - [`partitions`]: each partition's progress, registered once ([`PartitionAddr`]);
+//! - [`errors`]: the job's errors as typed values ([`JobError`]);
+//! - [`checkpoint`]: checkpoints, the leader, retention and restore;
+//! - [`forwarders`]: the job-to-job topic forwarders started with the job.
 
 mod addr;
 mod caught_up;
@@ -22,8 +28,8 @@ mod partitions;
 mod progress;
 mod registry;
 mod shared;
-mod signals;
-mod subtasks;
+pub(crate) mod signals;
+pub(crate) mod subtasks;
 mod task;
 mod waits;
 

@@ -5,8 +5,8 @@
 use super::errors::{JobError, JobErrorKind};
 use super::partitions::{PartitionAddr, PartitionBoard, PartitionHandle};
 use super::progress::{HotStats, PartitionProgress};
-pub(crate) use super::signals::JobSignals;
-pub(crate) use super::subtasks::SubtaskRegistry;
+use super::signals::JobSignals;
+use super::subtasks::SubtaskRegistry;
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::Connection;
 use crate::mq::KeySpace;
@@ -115,7 +115,7 @@ impl JobShared {
 
     /// Brings every pipeline to `n` subtasks (see [`SubtaskRegistry::scale`]).
     pub(super) fn scale(self: &Arc<Self>, n: u32) {
-        self.subtasks.scale(self, n);
+        self.subtasks.scale(n, || self.consumer_name());
     }
 
     /// The handle of `addr`'s progress, registered now when new (once per partition a

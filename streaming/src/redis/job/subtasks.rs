@@ -1,16 +1,15 @@
 //! A job's running subtasks in this process: per pipeline the consumer names of its live
 //! subtasks and how to start more, each subtask's stop flag, and the parallelism now.
 
-use super::shared::JobShared;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Starts one more subtask of a pipeline: (job, subtask index, the consumer names started
+/// Starts one more subtask of a pipeline: (subtask index, the consumer names started
 /// together, of which the subtask's is at its index). The subtask runs on a thread of its
 /// own, which nobody joins: its end is counted in
-/// [`JobSignals::subtask_ended`](super::shared::JobSignals::subtask_ended).
-pub(crate) type Spawner = Box<dyn Fn(&Arc<JobShared>, u32, Vec<String>) + Send>;
+/// [`JobSignals::subtask_ended`](super::signals::JobSignals::subtask_ended).
+pub(crate) type Spawner = Box<dyn Fn(u32, Vec<String>) + Send>;
 
 /// A pipeline's running subtasks and how to start more.
 struct PipelineSubtasks {
@@ -86,9 +85,9 @@ impl SubtaskRegistry {
         }
     }
 
-    /// Brings every pipeline of `job` to `n` subtasks: starts new ones (new consumer
-    /// names), or tells the last ones to hand their partitions over and stop.
-    pub(crate) fn scale(&self, job: &Arc<JobShared>, n: u32) {
+    /// Brings every pipeline to `n` subtasks: starts new ones (consumer names from
+    /// `new_name`), or tells the last ones to hand their partitions over and stop.
+    pub(crate) fn scale(&self, n: u32, mut new_name: impl FnMut() -> String) {
         let Ok(mut pipelines) = self.pipelines.lock() else {
             return;
         };
@@ -101,9 +100,9 @@ impl SubtaskRegistry {
                 }
             }
             let first = pipeline.live.len();
-            let names: Vec<String> = (first..n as usize).map(|_| job.consumer_name()).collect();
+            let names: Vec<String> = (first..n as usize).map(|_| new_name()).collect();
             for (i, name) in names.iter().enumerate() {
-                (pipeline.spawn)(job, i as u32, names.clone());
+                (pipeline.spawn)(i as u32, names.clone());
                 pipeline.live.push(name.clone());
             }
         }

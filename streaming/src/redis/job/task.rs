@@ -10,7 +10,7 @@ use super::shared::JobShared;
 /// Runs `task` on a thread named `name` with a current-thread runtime, counted in the
 /// job's running tasks (what [`JobClient::await_termination`](super::JobClient::await_termination)
 /// waits for) until it ends. A task still running at the job's
-/// [`stop_deadline`](JobShared::stop_deadline) (one response timeout after the cancel)
+/// [`stop_deadline`](super::signals::JobSignals::stop_deadline) (one response timeout after the cancel)
 /// is dropped where it stands, so that no wait on a frozen or silent Redis keeps a
 /// shutdown waiting. A runtime that cannot start is one of the job's errors, a thread
 /// that cannot be spawned too (both naming `what`). `ended` runs when the task is over —

@@ -1,6 +1,7 @@
 //! One batch of a partition: read up to `batch_count` entries, run them through the
-//! partition's chain against the in-memory state cache (see [`cache`](crate::redis::partition::cache)), hand the outputs to the sink, then commit state, sink writes and the
-//! acknowledgement in one script (see [`commit`](crate::redis::partition::commit)).
+//! partition's chain (its [`runner`](super::runner)) against the in-memory state cache
+//! (see [`cache`](super::cache)), hand the outputs to the sink, then commit state, sink
+//! writes and the acknowledgement in one transaction (see [`commit`](super::commit)).
 //!
 //! Keyed state is fetched per key: a pass over the batch that finds a key's state not in
 //! memory runs on a guess; the batch is then rolled back, the missed keys fetched (one
@@ -19,11 +20,13 @@ use crate::mq::Message;
 use crate::mq::RetryOutcome;
 use crate::ops::Operator;
 use crate::redis::partition::context::Ctx;
+use crate::redis::partition::counts::BatchCounts;
+use crate::redis::partition::counts::Unconfirmed;
 use crate::redis::partition::failure::fail;
 use crate::redis::partition::hot_keys::HotKeys;
 use crate::redis::partition::read::{read, Batch};
 use crate::redis::partition::runner::{Outcome, WriteCheck};
-use crate::redis::partition::{Part, Unconfirmed};
+use crate::redis::partition::Part;
 use crate::redis::state::pending::Pending;
 use crate::redis::state::schema;
 use crate::redis::HotKeyPolicy;
@@ -32,9 +35,8 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
-/// Most passes of one batch over its records: each pass after the first follows a fetch
-/// of the keys the previous one missed (a chain whose keys depend on state may miss new
-/// keys in each pass).
+/// Most fetches of one batch: each follows a pass over the records that missed keys (a
+/// chain whose keys depend on state may miss new keys in each pass).
 const MAX_PASSES: u32 = 64;
 
 /// [`HotKeyPolicy::FailFast`]: a record's write to an armed hot hash fails the record.
@@ -66,7 +68,6 @@ where
     ) -> Result<usize, Error> {
         // 1. Read.
         let batch = read(ctx, conn, &mut self.owner, ctx.spec.options.batch_count).await?;
-        self.skipped = batch.skipped;
         if batch.ids.is_empty() {
             return Ok(0);
         }
@@ -94,52 +95,23 @@ where
             ids,
             last_id,
             read_after,
-            ..
+            skipped,
         } = batch;
         // 2. Process, rolling back and skipping failed records.
         let started = std::time::Instant::now();
         let duplicates = self.duplicates(ctx, conn, &msgs).await?;
         let mut skip: HashSet<usize> = duplicates.clone();
-        let mut passes = 0u32;
-        let pending = loop {
-            passes += 1;
-            let check = FailFast {
-                hot: &self.hot,
-                on: ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast,
-            };
-            let Outcome {
-                pending,
-                failed,
-                missed,
-            } = self.runner.run(&msgs, &skip, &self.spans, &check);
-            if missed {
-                // A record found a key's state not in memory: the pass ran on a guess, and
-                // so may have failed because of it. Roll back, fetch, run again.
-                if passes > MAX_PASSES {
-                    return Err(Error::Engine {
-                        op: "load state",
-                        reason: format!("keys still missing after {MAX_PASSES} fetches"),
-                    });
-                }
-                self.roll_back(&pending)?;
-                self.fetch_wanted(conn).await?;
-                continue;
-            }
-            match failed {
-                None => break pending,
-                Some((i, e)) => {
-                    self.reject(ctx, conn, &msgs[i], e, &pending).await?;
-                    skip.insert(i);
-                }
-            }
+        let pending = self.run_batch(ctx, conn, &msgs, &mut skip).await?;
+        let counts = BatchCounts {
+            processed: (msgs.len() - skip.len()) as u64,
+            failed: (skip.len() - duplicates.len()) as u64,
+            skipped,
+            deduplicated: duplicates.len() as u64,
         };
-        let processed = (msgs.len() - skip.len()) as u64;
-        let failed = (skip.len() - duplicates.len()) as u64;
-        self.deduplicated = duplicates.len() as u64;
         self.metrics.handle_seconds.record(started.elapsed());
         let marks = self.dedup_marks(ctx, &msgs, &skip);
         let awaited = self.awaiting_flush;
-        if processed > 0 && self.runner.watermark().is_some() {
+        if counts.processed > 0 && self.runner.watermark().is_some() {
             // Committed with the batch: Redis marks the partition as awaiting a flush.
             self.awaiting_flush = true;
         }
@@ -154,14 +126,60 @@ where
             .await
         {
             self.awaiting_flush = awaited;
-            self.commit_failed(&e, last_id, processed, failed);
+            self.commit_failed(&e, last_id, counts);
             return Err(e);
         }
-        self.report_batch(ctx, last_id, processed, failed);
-        self.skipped = 0;
-        self.deduplicated = 0;
+        self.report_batch(ctx, last_id, counts);
         (self.runner).trim(ctx.spec.config.state_cache_max_entries());
         Ok(())
+    }
+
+    /// Runs the batch's records but those in `skip` until a pass completes with every
+    /// key it touched in memory: a pass that missed keys is rolled back and runs again
+    /// after a fetch; a record that fails is rejected (retry or dead letter), added to
+    /// `skip`, and the batch runs again without it. Returns the pass's state writes
+    /// drained so far.
+    async fn run_batch(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        msgs: &[Message],
+        skip: &mut HashSet<usize>,
+    ) -> Result<Pending, Error> {
+        let fail_fast = ctx.spec.config.hot_key_policy() == HotKeyPolicy::FailFast;
+        let mut fetches = 0u32;
+        loop {
+            let check = FailFast {
+                hot: &self.hot,
+                on: fail_fast,
+            };
+            let Outcome {
+                pending,
+                failed,
+                missed,
+            } = self.runner.run(msgs, skip, &self.spans, &check);
+            if missed {
+                // A record found a key's state not in memory: the pass ran on a guess, and
+                // so may have failed because of it. Roll back, fetch, run again.
+                fetches += 1;
+                if fetches > MAX_PASSES {
+                    return Err(Error::Engine {
+                        op: "load state",
+                        reason: format!("keys still missing after {MAX_PASSES} fetches"),
+                    });
+                }
+                self.roll_back(&pending)?;
+                self.fetch_wanted(conn).await?;
+                continue;
+            }
+            match failed {
+                None => return Ok(pending),
+                Some((i, e)) => {
+                    self.reject(ctx, conn, &msgs[i], e, &pending).await?;
+                    skip.insert(i);
+                }
+            }
+        }
     }
 
     /// A record failed: it goes to retry or the dead-letter queue, and the chain is rolled
@@ -199,16 +217,14 @@ where
 
     /// A commit that failed: unless the script refused it (fenced: nothing was applied),
     /// Redis may have applied it, so its counts wait for the next take to confirm them.
-    fn commit_failed(&mut self, e: &Error, last_id: Option<String>, processed: u64, failed: u64) {
-        if !e.is_fenced() {
+    fn commit_failed(&mut self, e: &Error, last_id: Option<String>, counts: BatchCounts) {
+        // Fenced: the script refused it; a stop (schema, sinks): found before it was sent.
+        if !e.is_fenced() && !schema::stops_partition(e) {
             self.unconfirmed = last_id.map(|last_id| Unconfirmed {
                 last_id,
-                processed,
-                failed,
-                skipped: self.skipped,
+                counts,
                 in_flight: 0,
             });
         }
-        self.skipped = 0;
     }
 }

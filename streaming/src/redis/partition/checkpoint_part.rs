@@ -1,6 +1,6 @@
 //! A partition owner writing its part of the open checkpoints, at a batch boundary.
 //!
-//! The part is a server-side copy (see [`keys`](super::keys)) in steps, each a script
+//! The part is a server-side copy (see [`keys`](crate::redis::job::checkpoint::keys)) in steps, each a script
 //! that first checks the partition's lease and fencing token: a begin step (copies of
 //! the index, schema, frontier and acked set; an earlier owner's unfinished copy
 //! removed), one step per chunk of 500 fields of each state hash (`HSCAN`, with the
@@ -9,7 +9,7 @@
 //! — consistent with the offset copied with it — and no step blocks Redis for long.
 //!
 //! Every step also checks the partition's checkpoint registry (see
-//! [`keys`](super::keys)): the begin step registers the checkpoint `live` unless
+//! [`keys`](crate::redis::job::checkpoint::keys)): the begin step registers the checkpoint `live` unless
 //! retention deleted it there, and the later steps write only while it is `live`; the
 //! report to the coordinator (the parts hash) is written only while the checkpoint's
 //! record exists. An owner whose list of open checkpoints is a little old so never

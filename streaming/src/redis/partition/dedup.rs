@@ -35,9 +35,7 @@ pub(in crate::redis) struct DedupMarks {
     pub(in crate::redis) now_ms: u64,
 }
 
-fn now_ms() -> u64 {
-    crate::redis::job::checkpoint::now_ms()
-}
+use crate::redis::now_ms;
 
 impl<C, S, O> Part<C, S, O> {
     /// The dedup set of this partition, when deduplication is on.

@@ -6,6 +6,7 @@ pub(crate) mod cache;
 pub(crate) mod checkpoint_part;
 pub(crate) mod commit;
 pub(crate) mod context;
+pub(crate) mod counts;
 pub(crate) mod dedup;
 pub(crate) mod failure;
 pub(crate) mod hot_keys;
@@ -25,6 +26,7 @@ use crate::ops::Operator;
 use crate::redis::job::{PartitionAddr, PartitionHandle};
 use crate::redis::metrics::PartMetrics;
 use crate::redis::partition::context::{guarded, Ctx};
+use crate::redis::partition::counts::Unconfirmed;
 use crate::redis::partition::hot_keys::HotKeys;
 use crate::redis::partition::ownership::Ownership;
 use crate::redis::partition::runner::{MakeChain, RecordSpans, Runner};
@@ -33,17 +35,6 @@ use crate::redis::state::schema::SchemaGate;
 use crate::Error;
 use std::rc::Rc;
 use tokio::time::Instant;
-
-/// The counts of a batch whose commit is not confirmed.
-pub(in crate::redis) struct Unconfirmed {
-    pub(in crate::redis) last_id: String,
-    pub(in crate::redis) processed: u64,
-    pub(in crate::redis) failed: u64,
-    pub(in crate::redis) skipped: u64,
-    /// Its records stay in the job's `in_flight` until confirmed or dropped, so that
-    /// `await_caught_up` does not see the frontier before the counters.
-    pub(in crate::redis) in_flight: u64,
-}
 
 pub(in crate::redis) struct Part<C, S, O> {
     pub(in crate::redis) partition: u32,
@@ -62,9 +53,6 @@ pub(in crate::redis) struct Part<C, S, O> {
     /// as of the last commit or take; `None` when unknown (a commit failed): the next
     /// commit writes the mark whatever it holds.
     pub(in crate::redis) flush_marked: Option<bool>,
-    /// Entries of the batch being processed that were skipped: retries addressed to
-    /// another consumer group (field `rg`).
-    pub(in crate::redis) skipped: u64,
     /// A batch whose commit got no reply (e.g. the connection reset): Redis may have
     /// applied it, or may still (a command the network held). Counted when the next take,
     /// which moves the lease to a new token, finds the commit frontier at its last id.
@@ -84,9 +72,6 @@ pub(in crate::redis) struct Part<C, S, O> {
     pub(in crate::redis) schema: Option<SchemaGate>,
     /// Stopped for good (e.g. a state schema mismatch under `SchemaMismatchPolicy::Fail`): not read any more.
     pub(in crate::redis) stopped: bool,
-    /// Messages of the batch being processed acknowledged without running: their
-    /// idempotency key was processed already (`sink_deduplication_enabled`).
-    pub(in crate::redis) deduplicated: u64,
     /// Open checkpoints whose part this partition wrote (or found written).
     pub(in crate::redis) checkpoints_written: Vec<u64>,
     /// The partition's two-phase transaction namespace (read at each take).
@@ -125,7 +110,6 @@ impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
             last_read: Instant::now(),
             awaiting_flush: false,
             flush_marked: None,
-            skipped: 0,
             unconfirmed: None,
             next_timers: Instant::now(),
             sink,
@@ -136,7 +120,6 @@ impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
             schema: None,
             stopped: false,
             checkpoints_written: Vec::new(),
-            deduplicated: 0,
             two_phase_namespace: String::new(),
             no_input_commits: 0,
         };

@@ -58,7 +58,8 @@ impl Ownership {
         Instant::now() >= self.retry_at
     }
 
-    /// Whether the lease is due for renewal (a partition that must be taken has none).
+    /// Whether the lease is due for renewal (not while the partition must be taken: the
+    /// take renews or moves it).
     /// When it is, the next renewal is `every` from now.
     pub(in crate::redis) fn renewal_due(&mut self, every: Duration) -> bool {
         let now = Instant::now();

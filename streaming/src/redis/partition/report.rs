@@ -5,6 +5,7 @@ use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::Connection;
 use crate::redis::metrics::LAG_SAMPLE_INTERVAL;
 use crate::redis::partition::context::Ctx;
+use crate::redis::partition::counts::BatchCounts;
 use crate::redis::partition::Part;
 use crate::redis::PartitionProgress;
 use tokio::time::Instant;
@@ -12,10 +13,7 @@ use tokio::time::Instant;
 /// What one commit adds to a partition's progress.
 struct Committed {
     last_id: Option<String>,
-    processed: u64,
-    failed: u64,
-    skipped: u64,
-    deduplicated: u64,
+    counts: BatchCounts,
     /// An idle flush (else a batch, or processing-time timers).
     flushed: bool,
     watermark: Option<i64>,
@@ -31,23 +29,22 @@ impl<C, S, O> Part<C, S, O> {
         &mut self,
         ctx: &Ctx<'_>,
         last_id: Option<String>,
-        processed: u64,
-        failed: u64,
+        counts: BatchCounts,
     ) {
-        self.report(ctx, self.committed(last_id, processed, failed));
+        self.report(ctx, self.committed(last_id, counts));
     }
 
     /// Reports a committed idle flush.
     pub(in crate::redis) fn report_idle_flush(&mut self, ctx: &Ctx<'_>) {
         let flush = Committed {
             flushed: true,
-            ..self.committed(None, 0, 0)
+            ..self.committed(None, BatchCounts::default())
         };
         self.report(ctx, flush);
     }
 
     /// A batch's counts; takes the window operators' counters.
-    fn committed(&self, last_id: Option<String>, processed: u64, failed: u64) -> Committed {
+    fn committed(&self, last_id: Option<String>, counts: BatchCounts) -> Committed {
         let counters = self.runner.counters();
         Committed {
             watermark: self.runner.watermark().map(|(w, _)| w),
@@ -55,10 +52,7 @@ impl<C, S, O> Part<C, S, O> {
             late: counters.late_elements.replace(0),
             gap_dropped: counters.window_gap_dropped.replace(0),
             last_id,
-            processed,
-            failed,
-            skipped: self.skipped,
-            deduplicated: self.deduplicated,
+            counts,
             flushed: false,
             awaiting_flush: self.awaiting_flush,
         }
@@ -67,10 +61,10 @@ impl<C, S, O> Part<C, S, O> {
     /// Counts `c` in the metrics and the job's per-partition progress.
     fn report(&mut self, ctx: &Ctx<'_>, c: Committed) {
         let m = &self.metrics;
-        m.skipped.increment(c.skipped);
-        m.deduplicated.increment(c.deduplicated);
-        m.records.increment(c.processed);
-        m.failed.increment(c.failed);
+        m.skipped.increment(c.counts.skipped);
+        m.deduplicated.increment(c.counts.deduplicated);
+        m.records.increment(c.counts.processed);
+        m.failed.increment(c.counts.failed);
         m.window_fired.increment(c.fired);
         m.window_late_dropped.increment(c.late);
         if c.flushed {
@@ -130,10 +124,10 @@ fn count(pr: &mut PartitionProgress, c: Committed) {
     if c.last_id.is_some() {
         pr.last_committed_id = c.last_id;
     }
-    pr.records += c.processed;
-    pr.failed += c.failed;
-    pr.skipped += c.skipped;
-    pr.deduplicated += c.deduplicated;
+    pr.records += c.counts.processed;
+    pr.failed += c.counts.failed;
+    pr.skipped += c.counts.skipped;
+    pr.deduplicated += c.counts.deduplicated;
     pr.batches += u64::from(!c.flushed);
     pr.idle_flushes += u64::from(c.flushed);
     pr.window_fired += c.fired;

@@ -85,12 +85,10 @@ where
             return Ok(());
         };
         if frontier.is_some_and(|f| id_at_least(&f, &u.last_id)) {
-            if u.processed > 0 && self.runner.watermark().is_some() {
+            if u.counts.processed > 0 && self.runner.watermark().is_some() {
                 self.awaiting_flush = true;
             }
-            self.skipped = u.skipped;
-            self.report_batch(ctx, Some(u.last_id), u.processed, u.failed);
-            self.skipped = 0;
+            self.report_batch(ctx, Some(u.last_id), u.counts);
         }
         ctx.job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);
         Ok(())
@@ -141,7 +139,8 @@ where
             job.error_at(addr, chain, format!("closing chain of partition {p}: {e}"));
         }
         if let Err(e) = guarded(ctx, "close sink", self.sink.close()) {
-            job.error_at(addr, chain, format!("closing sink of partition {p}: {e}"));
+            let sink = crate::redis::JobErrorKind::Sink;
+            job.error_at(addr, sink, format!("closing sink of partition {p}: {e}"));
         }
         if let Some(u) = self.unconfirmed.take() {
             job.in_flight.fetch_sub(u.in_flight, Ordering::SeqCst);

@@ -5,8 +5,9 @@ use crate::mq::Connection;
 use crate::mq::Message;
 use crate::ops::Operator;
 use crate::redis::partition::context::Ctx;
+use crate::redis::partition::counts::BatchCounts;
 use crate::redis::partition::Part;
-use crate::redis::state::pending::Pending;
+use crate::redis::state::pending::{Pending, PendingHash};
 use crate::time::clock::wall_clock_ms;
 use crate::Error;
 use std::sync::atomic::Ordering;
@@ -50,12 +51,12 @@ where
         }
         let mut pending = Pending::default();
         self.runner.drain(&mut pending)?;
-        pending.hashes.retain(|h| !h.fields.is_empty());
+        pending.hashes.retain(PendingHash::writes);
         if pending.hashes.is_empty() && self.runner.no_outputs() {
             return Ok(());
         }
         self.commit(ctx, conn, pending, (&[], None), None).await?;
-        self.report_batch(ctx, None, 0, 0);
+        self.report_batch(ctx, None, BatchCounts::default());
         Ok(())
     }
 

@@ -189,7 +189,7 @@ fn step(kind: JobErrorKind) -> &'static str {
     }
 }
 
-/// Reports that the partition of `handle` stopped on `e`.
+/// Reports that the partition of `handle` stopped on `e` (see [`schema::stops_partition`]).
 fn stopped(job: &JobShared, handle: &PartitionHandle, e: &Error) {
     let a = handle.addr();
     let text = format!(
@@ -197,5 +197,9 @@ fn stopped(job: &JobShared, handle: &PartitionHandle, e: &Error) {
         a.partition, a.topic, a.group
     );
     job.update(handle, |p| p.stopped = Some(e.to_string()));
-    job.error_at(a, crate::redis::JobErrorKind::StateSchema, text);
+    let kind = match e {
+        Error::StateSchema { .. } => JobErrorKind::StateSchema,
+        _ => JobErrorKind::Sink,
+    };
+    job.error_at(a, kind, text);
 }

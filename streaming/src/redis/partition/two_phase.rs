@@ -104,7 +104,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         Ok(prepared)
     }
 
-    /// The names of the pipeline's two-phase sinks, in [`each_two_phase`] order.
+    /// The names of the pipeline's two-phase sinks, in [`each_two_phase`](Self::each_two_phase) order.
     fn two_phase_names(&mut self) -> Vec<String> {
         let mut names = Vec::new();
         if self.sink.two_phase().is_some() {

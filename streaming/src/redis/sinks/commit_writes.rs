@@ -49,7 +49,7 @@ pub(in crate::redis) struct SinkPlace<'a> {
 
 /// The outbox entry of a commit's outputs (one `XADD`: see the outbox module docs).
 fn outbox_entries(outputs: Vec<TopicOutput>, at: &SinkPlace<'_>) -> Vec<Vec<(String, String)>> {
-    let now = i64::try_from(crate::redis::job::checkpoint::now_ms()).unwrap_or(i64::MAX);
+    let now = i64::try_from(crate::redis::now_ms()).unwrap_or(i64::MAX);
     let prefix = record_id((at.job, at.group), (at.topic, at.partition), &at.offset, "");
     vec![entry_fields(prefix, now, outputs)]
 }
@@ -110,7 +110,7 @@ impl SinkWrite {
             cmd.arg(k);
         }
         let scores: Vec<Option<f64>> = cmd.query_async(conn).await?;
-        let now = crate::redis::job::checkpoint::now_ms();
+        let now = crate::redis::now_ms();
         let mut seen = std::collections::HashSet::new();
         let (mut keys, mut values) = (Vec::new(), Vec::new());
         for ((k, v), score) in std::mem::take(items).into_iter().zip(scores) {

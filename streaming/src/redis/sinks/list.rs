@@ -1,5 +1,4 @@
-//! Sinks of the Redis engine: [`RedisListSink`] (commits with the batch) and
-//! [`CollectSink`] (for tests).
+//! [`RedisListSink`]: appends to a Redis list in the batch's commit.
 
 use crate::api::{CommitWrite, CommitWrites, Sink};
 use crate::{BoxError, Error};

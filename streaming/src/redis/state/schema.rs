@@ -33,7 +33,7 @@ use std::rc::Rc;
 use std::sync::LazyLock;
 
 /// The schema check of one partition's states, handed to each store by
-/// [`Persist::schema`](crate::redis::Persist::schema). Clones share it.
+/// [`Persist::schema`](crate::redis::state::persist::Persist::schema). Clones share it.
 #[derive(Clone, Debug)]
 pub struct SchemaGate(Rc<RefCell<Gate>>);
 

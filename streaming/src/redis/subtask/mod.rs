@@ -28,8 +28,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Starts the subtasks of one pipeline and registers how to start more
-/// ([`JobShared::scale`]). Each runs on a thread of its own that nobody joins: its end is
-/// counted in the job ([`JobShared::subtask_ended`]), even when it panics.
+/// ([`SubtaskRegistry::scale`](crate::redis::job::subtasks::SubtaskRegistry::scale)). Each runs on
+/// a thread of its own that nobody joins: its end is counted in the job
+/// ([`JobSignals::subtask_ended`](crate::redis::job::signals::JobSignals::subtask_ended)), even
+/// when it panics.
 pub(crate) fn start<P, S>(plan: P, sink: S, spec: PipelineSpec, job: Arc<JobShared>)
 where
     P: BuildPlan<RedisRuntime> + Plan<Head = Message> + Clone + Send + 'static,
@@ -84,7 +86,14 @@ where
     for subtask in 0..n {
         spawn(&job, subtask, names.clone());
     }
-    job.subtasks.add_pipeline(names, Box::new(spawn));
+    // The registry belongs to the job: its spawner holds the job weakly (no cycle).
+    let weak = Arc::downgrade(&job);
+    let spawn_more = move |subtask: u32, siblings: Vec<String>| {
+        if let Some(job) = weak.upgrade() {
+            spawn(&job, subtask, siblings);
+        }
+    };
+    job.subtasks.add_pipeline(names, Box::new(spawn_more));
 }
 
 /// Counts a subtask's end in the job when dropped: at the end of its thread, when the

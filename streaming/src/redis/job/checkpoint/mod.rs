@@ -2,7 +2,7 @@
 //! batch boundary by the partition's owner, server-side, without stopping the job.
 //!
 //! - [`keys`]: where a checkpoint lives in Redis;
-//! - [`part`]: a partition owner writing its part;
+//! - a partition owner writing its part: `partition::checkpoint_part`;
 //! - [`store`]: checkpoint records in Redis (reading, the leader fence, chunked steps);
 //! - [`coordinator`]: triggering and completing checkpoints;
 //! - [`retention`]: deleting old ones;
