@@ -33,7 +33,6 @@ use crate::redis::HotKeyPolicy;
 use crate::Error;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use tokio::time::Instant;
 
 /// Most fetches of one batch: each follows a pass over the records that missed keys (a
 /// chain whose keys depend on state may miss new keys in each pass).
@@ -71,7 +70,7 @@ where
         if batch.ids.is_empty() {
             return Ok(0);
         }
-        self.last_read = Instant::now();
+        self.flush.restart_idle();
         let n = batch.msgs.len() as u64;
         ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
         let result = self.process_and_commit(ctx, conn, batch).await;
@@ -110,10 +109,10 @@ where
         };
         self.metrics.handle_seconds.record(started.elapsed());
         let marks = self.dedup_marks(ctx, &msgs, &skip);
-        let awaited = self.awaiting_flush;
+        let awaited = self.flush.awaiting;
         if counts.processed > 0 && self.runner.watermark().is_some() {
             // Committed with the batch: Redis marks the partition as awaiting a flush.
-            self.awaiting_flush = true;
+            self.flush.awaiting = true;
         }
         if let Err(e) = self
             .commit(
@@ -125,7 +124,7 @@ where
             )
             .await
         {
-            self.awaiting_flush = awaited;
+            self.flush.awaiting = awaited;
             self.commit_failed(&e, last_id, counts);
             return Err(e);
         }

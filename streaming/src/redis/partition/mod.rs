@@ -9,6 +9,7 @@ pub(crate) mod context;
 pub(crate) mod counts;
 pub(crate) mod dedup;
 pub(crate) mod failure;
+pub(crate) mod flush;
 pub(crate) mod hot_keys;
 pub(crate) mod ownership;
 pub(crate) mod read;
@@ -27,6 +28,7 @@ use crate::redis::job::{PartitionAddr, PartitionHandle};
 use crate::redis::metrics::PartMetrics;
 use crate::redis::partition::context::{guarded, Ctx};
 use crate::redis::partition::counts::Unconfirmed;
+use crate::redis::partition::flush::FlushState;
 use crate::redis::partition::hot_keys::HotKeys;
 use crate::redis::partition::ownership::Ownership;
 use crate::redis::partition::runner::{MakeChain, RecordSpans, Runner};
@@ -44,15 +46,8 @@ pub(in crate::redis) struct Part<C, S, O> {
     pub(in crate::redis) runner: Runner<C, O>,
     /// The `message` spans of its records.
     pub(in crate::redis) spans: RecordSpans,
-    /// When the partition last read an entry (drives the idle flush).
-    pub(in crate::redis) last_read: Instant,
-    /// The next idle flush has work: records went through the chain since the last one,
-    /// or the partition was taken holding unfired windows or event-time timers.
-    pub(in crate::redis) awaiting_flush: bool,
-    /// Whether Redis marks the partition as awaiting a flush (`KeySpace::flush_pending`),
-    /// as of the last commit or take; `None` when unknown (a commit failed): the next
-    /// commit writes the mark whatever it holds.
-    pub(in crate::redis) flush_marked: Option<bool>,
+    /// When it last read, whether its next idle flush has work, Redis's flush mark.
+    pub(in crate::redis) flush: FlushState,
     /// A batch whose commit got no reply (e.g. the connection reset): Redis may have
     /// applied it, or may still (a command the network held). Counted when the next take,
     /// which moves the lease to a new token, finds the commit frontier at its last id.
@@ -107,9 +102,7 @@ impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
             progress,
             runner: Runner::new(make, keys)?,
             spans: record_spans(ctx, p),
-            last_read: Instant::now(),
-            awaiting_flush: false,
-            flush_marked: None,
+            flush: FlushState::new(),
             unconfirmed: None,
             next_timers: Instant::now(),
             sink,

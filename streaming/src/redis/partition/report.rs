@@ -54,7 +54,7 @@ impl<C, S, O> Part<C, S, O> {
             last_id,
             counts,
             flushed: false,
-            awaiting_flush: self.awaiting_flush,
+            awaiting_flush: self.flush.awaiting,
         }
     }
 

@@ -32,7 +32,7 @@ where
         // recorded is final.
         self.recover_two_phase(ctx, conn).await?;
         self.reconcile_flush_mark(ctx, conn).await?;
-        let awaiting = self.awaiting_flush;
+        let awaiting = self.flush.awaiting;
         ctx.job
             .update(&self.progress, |pr| pr.awaiting_flush |= awaiting);
         ctx.job.taken(conn, &self.progress, &ctx.consumer).await?;
@@ -53,17 +53,16 @@ where
         let (spec, p) = (ctx.spec, self.partition);
         let key = ctx.keys.flush_pending(&spec.topic, p, &spec.group);
         let marked: bool = redis::cmd("EXISTS").arg(&key).query_async(conn).await?;
-        self.flush_marked = Some(marked);
+        self.flush.marked = Some(marked);
         if self.runner.watermark().is_some() {
             // Restored windows or timers fire only at the next idle flush.
             let work = (self.runner.stores().iter()).any(|(_, s)| s.borrow().has_event_time_work());
-            self.awaiting_flush |= work || marked;
+            self.flush.awaiting |= work || marked;
         } else {
-            self.awaiting_flush = false;
+            self.flush.awaiting = false;
         }
-        if self.awaiting_flush != marked {
-            self.commit(ctx, conn, Pending::default(), (&[], None), None)
-                .await?;
+        if self.flush.awaiting != marked {
+            self.commit_no_input(ctx, conn, Pending::default()).await?;
         }
         Ok(())
     }
@@ -86,7 +85,7 @@ where
         };
         if frontier.is_some_and(|f| id_at_least(&f, &u.last_id)) {
             if u.counts.processed > 0 && self.runner.watermark().is_some() {
-                self.awaiting_flush = true;
+                self.flush.awaiting = true;
             }
             self.report_batch(ctx, Some(u.last_id), u.counts);
         }

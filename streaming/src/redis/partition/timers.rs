@@ -55,7 +55,7 @@ where
         if pending.hashes.is_empty() && self.runner.no_outputs() {
             return Ok(());
         }
-        self.commit(ctx, conn, pending, (&[], None), None).await?;
+        self.commit_no_input(ctx, conn, pending).await?;
         self.report_batch(ctx, None, BatchCounts::default());
         Ok(())
     }
@@ -83,7 +83,7 @@ where
             .any(|(_, s)| s.borrow().watermark().is_some_and(|(w, _)| w > i64::MIN));
         // A partition with work flushes whatever its watermark (it may never leave
         // `i64::MIN`, e.g. negative event times and a large out-of-orderness).
-        if !(began || self.awaiting_flush) || (!idle && self.last_read.elapsed() < timeout) {
+        if !(began || self.flush.awaiting) || (!idle && self.flush.idle() < timeout) {
             return Ok(());
         }
         tracing::debug!(topic = %ctx.spec.topic, partition = self.partition, watermark,
@@ -102,7 +102,7 @@ where
                     self.partition, ctx.spec.topic
                 ),
             );
-            self.last_read = Instant::now();
+            self.flush.restart_idle();
             return self.rebuild(ctx, conn).await;
         }
         for (_, s) in self.runner.stores() {
@@ -110,18 +110,18 @@ where
         }
         // The flush's commit clears Redis's flush mark; the flush stays in `in_flight`
         // until reported, so a wait that sees the mark gone finds it in the diagnostics.
-        self.awaiting_flush = false;
+        self.flush.awaiting = false;
         ctx.job.in_flight.fetch_add(1, Ordering::SeqCst);
-        let committed = (self.commit(ctx, conn, Pending::default(), (&[], None), None)).await;
+        let committed = self.commit_no_input(ctx, conn, Pending::default()).await;
         if committed.is_ok() {
             self.report_idle_flush(ctx);
         } else {
-            self.awaiting_flush = true;
+            self.flush.awaiting = true;
         }
         ctx.job.in_flight.fetch_sub(1, Ordering::SeqCst);
         ctx.job.signals.signal_change();
         committed?;
-        self.last_read = Instant::now();
+        self.flush.restart_idle();
         // Fresh watermark generators; the state cache (clean: just committed) stays.
         self.renew_chain()
     }

@@ -125,7 +125,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         for (_, store) in self.runner.stores() {
             store.borrow_mut().committed();
         }
-        self.flush_marked = Some(self.awaiting_flush);
+        self.flush.committed();
         self.count_commit(ctx, &pending, sizes);
         // Phase 2: a failure takes the partition again, whose recovery commits them.
         self.commit_two_phase(&handles.1).await
@@ -144,14 +144,25 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         }
     }
 
-    /// The write of Redis's flush mark (it follows `awaiting_flush`) when Redis may hold
-    /// another value; the mark is unknown until the commit succeeds.
+    /// The write of Redis's flush mark, when Redis may hold another value (see
+    /// [`FlushState::mark_to_write`](crate::redis::partition::flush::FlushState::mark_to_write)).
     fn flush_mark(&mut self, ctx: &Ctx<'_>) -> Option<(String, bool)> {
-        let awaiting = self.awaiting_flush;
-        (self.flush_marked.take() != Some(awaiting)).then(|| {
-            let key = (ctx.keys).flush_pending(&ctx.spec.topic, self.partition, &ctx.spec.group);
-            (key, awaiting)
-        })
+        let awaiting = self.flush.mark_to_write()?;
+        let key = (ctx.keys).flush_pending(&ctx.spec.topic, self.partition, &ctx.spec.group);
+        Some((key, awaiting))
+    }
+
+    /// Commits what the chain holds without input (timers, an idle flush, a flush mark).
+    ///
+    /// # Errors
+    /// As [`commit`](Self::commit).
+    pub(in crate::redis) async fn commit_no_input(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        pending: Pending,
+    ) -> Result<(), Error> {
+        self.commit(ctx, conn, pending, (&[], None), None).await
     }
 
     /// The error of a commit the guard refused (nothing of it applied: the two-phase
