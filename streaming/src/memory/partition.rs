@@ -10,7 +10,7 @@ use super::timestamps::{CollectionItem, GivenTimestamps, IngestionTime, Ingestio
 use super::{drive, MemoryRuntime};
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
-use crate::ops::{guard, Operator, OperatorId};
+use crate::ops::{guard, ChainEnd, Operator, OperatorId};
 use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
@@ -325,34 +325,6 @@ where
     Ok(parts)
 }
 
-/// The downstream of one partition's chain: passes records on to the shared operator (the
-/// sink). Its lifecycle (open, watermarks, finish, close) belongs to the whole run: a
-/// partition's end-of-input watermark is not the union's.
-struct PartitionOutput<'a, O>(&'a mut O);
-
-impl<T, O: Operator<T>> Operator<T> for PartitionOutput<'_, O> {
-    fn open(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-
-    #[inline]
-    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        self.0.process(value, timestamp)
-    }
-
-    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
 impl<P, I, KF, K, Ts> RunMemory<PerPartition> for P
 where
     P: BuildPlan<MemoryRuntime> + Plan<Root = PartitionedSource<I, KF, Ts>, Head = Ts::Out> + Clone,
@@ -394,7 +366,11 @@ where
                     plan.clone()
                         .expect("the plan is there until the last partition")
                 };
-                let (_root, mut chain) = this.build(&rt, PartitionOutput(&mut op))?;
+                // The partition's chain passes records on to the shared sink; the sink's
+                // lifecycle belongs to the whole run (a partition's end-of-input watermark
+                // is not the union's).
+                let output = ChainEnd::new(|value, timestamp| op.process(value, timestamp));
+                let (_root, mut chain) = this.build(&rt, output)?;
                 drive(&mut chain, |chain| {
                     for (ts, item) in part {
                         failures.feed(chain, item, ts)?;
