@@ -7,9 +7,9 @@
 //! directly gets its slot the first time it is used and is found by name afterwards (a scan
 //! of the operator's few names). Every state of a record shares one hash of its key.
 
-use super::elements::{CollectionKind, EncodedChanges};
+use super::elements::{CollectionKind, ElementCodec, EncodedChanges};
 use super::values::{change_bit, Changed, KeyRef, KeyedValues};
-use super::{short_type_name, StateDescriptor};
+use super::{short_type_name, JsonCodec, StateDescriptor};
 use crate::{Error, OperatorId};
 use std::any::{Any, TypeId};
 use std::collections::hash_map::RandomState;
@@ -94,8 +94,34 @@ struct Slot<K> {
     take_changes: fn(&mut dyn Any, &K) -> Result<Option<EncodedChanges>, String>,
 }
 
+impl<K: 'static, D: StateDescriptor<K>> SlotData<K, D> {
+    /// The data of a slot whose descriptor type is `D`.
+    fn of(data: &dyn Any) -> &Self {
+        data.downcast_ref::<Self>().expect("slot type")
+    }
+
+    /// As [`of`](Self::of), to change it.
+    fn of_mut(data: &mut dyn Any) -> &mut Self {
+        data.downcast_mut::<Self>().expect("slot type")
+    }
+
+    /// The descriptor's JSON codec of a key's value.
+    fn codec(&self) -> Result<JsonCodec<D::Value>, String> {
+        self.descriptor
+            .codec()
+            .ok_or_else(|| "state without a codec".to_string())
+    }
+
+    /// The descriptor's codec of a collection's elements.
+    fn elements(&self) -> Result<ElementCodec<D::Value, D::Delta>, String> {
+        self.descriptor
+            .elements()
+            .ok_or_else(|| "state without an element codec".to_string())
+    }
+}
+
 fn clone_data<K: Clone + 'static, D: StateDescriptor<K>>(data: &dyn Any) -> Box<dyn Any> {
-    let data = data.downcast_ref::<SlotData<K, D>>().expect("slot type");
+    let data = SlotData::<K, D>::of(data);
     Box::new(SlotData {
         descriptor: data.descriptor.clone(),
         values: data.values.clone(),
@@ -108,9 +134,9 @@ where
     K: Hash + Eq + Clone + 'static,
     D: StateDescriptor<K>,
 {
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    let codec = data.descriptor.codec().ok_or("state without a codec")?;
-    data.values.insert_owned(key, (codec.de)(json)?);
+    let data = SlotData::<K, D>::of_mut(data);
+    let value = (data.codec()?.de)(json)?;
+    data.values.insert_owned(key, value);
     Ok(())
 }
 
@@ -119,8 +145,8 @@ where
     K: Hash + Eq + Clone + 'static,
     D: StateDescriptor<K>,
 {
-    let data = data.downcast_ref::<SlotData<K, D>>().expect("slot type");
-    let codec = data.descriptor.codec().ok_or("state without a codec")?;
+    let data = SlotData::<K, D>::of(data);
+    let codec = data.codec()?;
     data.values.get_owned(key).map(codec.ser).transpose()
 }
 
@@ -129,7 +155,7 @@ where
     K: Hash + Eq + Clone + 'static,
     D: StateDescriptor<K>,
 {
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
+    let data = SlotData::<K, D>::of_mut(data);
     data.values.remove_owned(key);
     data.deltas.remove_owned(key);
 }
@@ -139,12 +165,9 @@ where
     K: Hash + Eq + Clone + 'static,
     D: StateDescriptor<K>,
 {
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    let codec = data
-        .descriptor
-        .elements()
-        .ok_or("state without an element codec")?;
-    data.values.insert_owned(key, (codec.decode)(stored)?);
+    let data = SlotData::<K, D>::of_mut(data);
+    let collection = (data.elements()?.decode)(stored)?;
+    data.values.insert_owned(key, collection);
     Ok(())
 }
 
@@ -154,11 +177,8 @@ where
     K: Hash + Eq + Clone + 'static,
     D: StateDescriptor<K>,
 {
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    let codec = data
-        .descriptor
-        .elements()
-        .ok_or("state without an element codec")?;
+    let data = SlotData::<K, D>::of_mut(data);
+    let codec = data.elements()?;
     let Some(delta) = data.deltas.take_owned(key) else {
         return Ok(None);
     };
