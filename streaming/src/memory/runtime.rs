@@ -144,6 +144,21 @@ pub(crate) fn drive<T, O: Operator<T>>(
     result.and(closed)
 }
 
+/// Runs `records` (each with its timestamp, ms) through `op` as one input ([`drive`]); a
+/// record that fails is handled by `failures`.
+pub(crate) fn drive_records<T, O: Operator<T>>(
+    op: &mut O,
+    records: impl IntoIterator<Item = (T, i64)>,
+    failures: &mut RecordFailures<'_, T>,
+) -> Result<(), Error> {
+    drive(op, |op| {
+        for (value, timestamp) in records {
+            failures.feed(op, value, timestamp)?;
+        }
+        Ok(())
+    })
+}
+
 /// The run's main sink: its failure is the sink's, not the record's (see [`effects`]).
 pub(crate) struct Delivered<O>(pub(crate) O);
 

@@ -134,7 +134,7 @@ where
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let key = guard(&self.id, || (self.key_fn)(&value))?;
-        let v = guard(&self.id, || self.summand.value(&value))?;
+        let v = guard(&self.id, || self.summand.value(value))?;
         let sum = {
             let mut table = self.state.borrow_mut();
             table.changes.mark(&key);

@@ -2,27 +2,26 @@
 //! extracts (`sum_by`), or one (`count`). The rolling sum per key and the window sum share
 //! it.
 
-use crate::api::Numeric;
-
-/// The number an element adds to a sum.
+/// The number an element adds to a sum (a [`Numeric`](crate::api::Numeric) where a sum
+/// uses it).
 pub trait Summand<T> {
     /// The number summed.
-    type Value: Numeric;
+    type Value;
 
     /// What `element` adds.
-    fn value(&mut self, element: &T) -> Self::Value;
+    fn value(&mut self, element: T) -> Self::Value;
 }
 
 /// `sum()`: each element is the number it adds.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Itself;
 
-impl<T: Numeric> Summand<T> for Itself {
+impl<T> Summand<T> for Itself {
     type Value = T;
 
     #[inline(always)]
-    fn value(&mut self, element: &T) -> T {
-        *element
+    fn value(&mut self, element: T) -> T {
+        element
     }
 }
 
@@ -34,17 +33,17 @@ impl<T> Summand<T> for One {
     type Value = u64;
 
     #[inline(always)]
-    fn value(&mut self, _element: &T) -> u64 {
+    fn value(&mut self, _element: T) -> u64 {
         1
     }
 }
 
 /// `sum_by(f)`: each element adds `f(element)`.
-impl<T, V: Numeric, F: FnMut(&T) -> V> Summand<T> for F {
+impl<T, V, F: FnMut(&T) -> V> Summand<T> for F {
     type Value = V;
 
     #[inline(always)]
-    fn value(&mut self, element: &T) -> V {
-        self(element)
+    fn value(&mut self, element: T) -> V {
+        self(&element)
     }
 }

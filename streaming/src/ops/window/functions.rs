@@ -1,7 +1,7 @@
 //! Window functions: what a window computes from its elements (`reduce`, `aggregate`,
 //! `apply`, and `sum`, `sum_by`, `count` as one sum).
 
-use crate::api::{AggregateFunction, Collector};
+use crate::api::{AggregateFunction, Collector, Numeric};
 use crate::ops::sum::Summand;
 use crate::time::TimeWindow;
 use crate::BoxError;
@@ -252,7 +252,11 @@ where
 #[derive(Clone, Copy, Debug)]
 pub struct SummingFunction<X>(pub X);
 
-impl<K: Clone, T, X: Summand<T>> WindowFunction<K, T> for SummingFunction<X> {
+impl<K: Clone, T, X> WindowFunction<K, T> for SummingFunction<X>
+where
+    X: Summand<T>,
+    X::Value: Numeric,
+{
     type Acc = X::Value;
     type Out = (K, TimeWindow, X::Value);
 
@@ -260,7 +264,7 @@ impl<K: Clone, T, X: Summand<T>> WindowFunction<K, T> for SummingFunction<X> {
         X::Value::default()
     }
     fn add(&mut self, acc: &mut X::Value, value: T) {
-        *acc = *acc + self.0.value(&value);
+        *acc = *acc + self.0.value(value);
     }
     fn merge(&mut self, into: &mut X::Value, other: X::Value) {
         *into = *into + other;
