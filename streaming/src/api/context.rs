@@ -31,16 +31,7 @@ pub(crate) enum KeyedTimerRequest {
 /// What a keyed process function sees for one element: its key, timestamp, the watermark,
 /// processing time, timer registration and the key's state.
 pub struct KeyedContext<'a, K> {
-    pub(crate) key: &'a K,
-    pub(crate) timestamp: i64,
-    pub(crate) watermark: i64,
-    pub(crate) processing_time: i64,
-    /// Whether the stream's records carry chosen event time.
-    pub(crate) event_time: bool,
-    pub(crate) timers: &'a mut Vec<KeyedTimerRequest>,
-    state: &'a mut KeyedStateBackend<K>,
-    /// The engine's part in opening a state for the first time.
-    opener: &'a mut dyn OpenState<K>,
+    parts: ContextParts<'a, K>,
 }
 
 /// What a keyed context is made of (see [`KeyedContext::new`]).
@@ -49,9 +40,11 @@ pub(crate) struct ContextParts<'a, K> {
     pub(crate) timestamp: i64,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
+    /// Whether the stream's records carry chosen event time.
     pub(crate) event_time: bool,
     pub(crate) timers: &'a mut Vec<KeyedTimerRequest>,
     pub(crate) state: &'a mut KeyedStateBackend<K>,
+    /// The engine's part in opening a state for the first time.
     pub(crate) opener: &'a mut dyn OpenState<K>,
 }
 
@@ -60,36 +53,27 @@ impl<'a, K> KeyedContext<'a, K> {
     #[inline]
     pub(crate) fn new(parts: ContextParts<'a, K>) -> Self {
         parts.state.begin_record();
-        KeyedContext {
-            key: parts.key,
-            timestamp: parts.timestamp,
-            watermark: parts.watermark,
-            processing_time: parts.processing_time,
-            event_time: parts.event_time,
-            timers: parts.timers,
-            state: parts.state,
-            opener: parts.opener,
-        }
+        KeyedContext { parts }
     }
 
     /// The states this call changed so far (bit `i`: the operator's `i`-th state).
     #[inline(always)]
     pub(crate) fn changed(&self) -> u64 {
-        self.state.changed()
+        self.parts.state.changed()
     }
 }
 
 impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// The key of the element being processed.
     pub fn current_key(&self) -> &K {
-        self.key
+        self.parts.key
     }
 
     /// The element's event time (ms); `i64::MIN` on a stream whose event time was never
     /// chosen ([`NoEventTime`](crate::time::NoEventTime): the record has no timestamp).
     pub fn timestamp(&self) -> i64 {
-        if self.event_time {
-            self.timestamp
+        if self.parts.event_time {
+            self.parts.timestamp
         } else {
             i64::MIN
         }
@@ -97,14 +81,14 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
 
     /// The watermark in force before this element (ms); `i64::MIN` before the first.
     pub fn current_watermark(&self) -> i64 {
-        self.watermark
+        self.parts.watermark
     }
 
     /// Processing time (ms). On the in-memory engine: the highest record timestamp seen,
     /// or on a stream without chosen event time the engine's ingestion clock (record `i`
     /// of the source arrives at `i` ms).
     pub fn current_processing_time(&self) -> i64 {
-        self.processing_time
+        self.parts.processing_time
     }
 
     /// Calls `on_timer` for this key once the watermark reaches `time` (ms). Registering
@@ -115,19 +99,20 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// source without timestamps and no timestamp assigner before `key_by`): no watermark
     /// would fire the timer. The timer is not registered; return the error (`?`).
     pub fn register_event_time_timer(&mut self, time: i64) -> Result<(), Error> {
-        if !self.event_time {
+        if !self.parts.event_time {
             return Err(Error::NoEventTime {
-                operator: self.state.operator_id(),
+                operator: self.parts.state.operator_id(),
             });
         }
-        self.timers
+        self.parts
+            .timers
             .push(KeyedTimerRequest::Register(time, TimeDomain::EventTime));
         Ok(())
     }
 
     /// Calls `on_timer` for this key once processing time reaches `time` (ms).
     pub fn register_processing_time_timer(&mut self, time: i64) {
-        self.timers.push(KeyedTimerRequest::Register(
+        self.parts.timers.push(KeyedTimerRequest::Register(
             time,
             TimeDomain::ProcessingTime,
         ));
@@ -141,7 +126,8 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// registering leaves one. On the Redis engine the deletion commits with the record's
     /// batch, like a registration.
     pub fn delete_event_time_timer(&mut self, time: i64) {
-        self.timers
+        self.parts
+            .timers
             .push(KeyedTimerRequest::Delete(time, TimeDomain::EventTime));
     }
 
@@ -149,7 +135,8 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// [`delete_event_time_timer`](Self::delete_event_time_timer) does for event time
     /// (Flink `deleteProcessingTimeTimer`).
     pub fn delete_processing_time_timer(&mut self, time: i64) {
-        self.timers
+        self.parts
+            .timers
             .push(KeyedTimerRequest::Delete(time, TimeDomain::ProcessingTime));
     }
 
@@ -172,7 +159,7 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     /// The backend and the current key.
     #[inline(always)]
     fn backend_and_key(&mut self) -> (&mut KeyedStateBackend<K>, &K) {
-        (&mut *self.state, self.key)
+        (&mut *self.parts.state, self.parts.key)
     }
 }
 
@@ -250,7 +237,10 @@ impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> StateRef<K> for &D {
 
     #[inline(always)]
     fn open<'s>(self, ctx: &'s mut KeyedContext<'_, K>) -> Result<D::Handle<'s>, Error> {
-        let slot = ctx.state.resolve(self, ctx.opener, ctx.key)?;
+        let slot = ctx
+            .parts
+            .state
+            .resolve(self, ctx.parts.opener, ctx.parts.key)?;
         let (backend, key) = ctx.backend_and_key();
         backend.open::<D>(slot, key)
     }
@@ -276,7 +266,7 @@ pub struct TimerContext<'a, K> {
 impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
     /// The key that registered the timer.
     pub fn current_key(&self) -> &K {
-        self.inner.key
+        self.inner.parts.key
     }
 
     /// Whether an event-time or a processing-time timer fired.
@@ -286,12 +276,12 @@ impl<'a, K: Hash + Eq + Clone + 'static> TimerContext<'a, K> {
 
     /// The watermark in force (ms).
     pub fn current_watermark(&self) -> i64 {
-        self.inner.watermark
+        self.inner.parts.watermark
     }
 
     /// Processing time (ms), as in [`KeyedContext::current_processing_time`].
     pub fn current_processing_time(&self) -> i64 {
-        self.inner.processing_time
+        self.inner.parts.processing_time
     }
 
     /// Registers another event-time timer for this key.

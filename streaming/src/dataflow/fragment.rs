@@ -4,7 +4,7 @@
 
 use super::plan::{BuildPlan, Plan};
 use super::types::DataStream;
-use crate::ops::Operator;
+use crate::ops::{ChainEnd, Operator};
 use crate::sealed::Sealed;
 use crate::time::{EventTime, StreamTime};
 use crate::Error;
@@ -185,26 +185,8 @@ impl<In, Out> Plan for PlaceholderPlan<In, Out> {
     }
 }
 
-/// The chain of a [`PlaceholderPlan`]: none.
-struct NoChain;
-
-impl<T> Operator<T> for NoChain {
-    fn open(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    fn process(&mut self, _value: T, _timestamp: i64) -> Result<(), Error> {
-        Ok(())
-    }
-    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-}
+/// The chain of a [`PlaceholderPlan`]: none (the plan is never built).
+type NoChain<In> = ChainEnd<fn(In, i64) -> Result<(), Error>>;
 
 impl<In, Out, R> BuildPlan<R> for PlaceholderPlan<In, Out> {
     fn build<O: Operator<Out>>(
@@ -212,7 +194,7 @@ impl<In, Out, R> BuildPlan<R> for PlaceholderPlan<In, Out> {
         _rt: &R,
         _downstream: O,
     ) -> Result<(FragmentInput<In>, impl Operator<In> + use<In, Out, R, O>), Error> {
-        Err::<(_, NoChain), _>(Error::Engine {
+        Err::<(_, NoChain<In>), _>(Error::Engine {
             op: "build",
             reason: "a `pipeline!` fragment that failed to compile".into(),
         })

@@ -6,7 +6,7 @@ use super::window_fn::MakeWindowFunction;
 use crate::api::state::DeclareStates;
 use crate::api::{KeyedProcessFunction, Numeric, Sink};
 use crate::ops::{
-    AssignWatermarks, Filter, FlatMap, KeyedProcess, KeyedReduce, KeyedSum, KeyedSumBy, KeyedTable,
+    AssignWatermarks, Filter, FlatMap, Itself, KeyedProcess, KeyedReduce, KeyedSum, KeyedTable,
     Map, Operator, OperatorId, ProcessState, SideOutput, TryMap, WindowFunction, WindowOperator,
     WindowState,
 };
@@ -232,10 +232,10 @@ where
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&T) -> K,
 {
-    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, T, R::Changes<K>, N>;
+    type Op<N: Operator<(K, T)>> = KeyedSum<KF, K, Itself, T, R::Changes<K>, N>;
     fn build<N: Operator<(K, T)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
-        Ok(KeyedSum::new(self.id, self.key_fn, state, next))
+        Ok(KeyedSum::new(self.id, self.key_fn, Itself, state, next))
     }
 }
 
@@ -259,10 +259,10 @@ where
     KF: FnMut(&T) -> K,
     F: FnMut(&T) -> V,
 {
-    type Op<N: Operator<(K, V)>> = KeyedSumBy<KF, K, F, V, R::Changes<K>, N>;
+    type Op<N: Operator<(K, V)>> = KeyedSum<KF, K, F, V, R::Changes<K>, N>;
     fn build<N: Operator<(K, V)>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
         let state = rt.store(&self.id, KeyedTable::default())?;
-        Ok(KeyedSumBy::new(self.id, self.key_fn, self.f, state, next))
+        Ok(KeyedSum::new(self.id, self.key_fn, self.f, state, next))
     }
 }
 

@@ -3,8 +3,8 @@
 
 use crate::api::{AggregateFunction, Collector, Numeric};
 use crate::ops::{
-    AggregatingFunction, ApplyingFunction, CountingFunction, ReducingFunction, SummingByFunction,
-    SummingFunction, WindowFunction,
+    AggregatingFunction, ApplyingFunction, Itself, One, ReducingFunction, SummingFunction,
+    WindowFunction,
 };
 use crate::sealed::Sealed;
 use crate::time::TimeWindow;
@@ -103,9 +103,9 @@ pub struct SumSpec;
 
 impl Sealed for SumSpec {}
 impl<K: Clone, T: Numeric> MakeWindowFunction<K, T> for SumSpec {
-    type Function = SummingFunction;
-    fn make(self) -> SummingFunction {
-        SummingFunction
+    type Function = SummingFunction<Itself>;
+    fn make(self) -> SummingFunction<Itself> {
+        SummingFunction(Itself)
     }
 }
 
@@ -126,9 +126,9 @@ impl<F: Clone, V> Clone for SumBySpec<F, V> {
 
 impl<F, V> Sealed for SumBySpec<F, V> {}
 impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> MakeWindowFunction<K, T> for SumBySpec<F, V> {
-    type Function = SummingByFunction<F, V>;
-    fn make(self) -> SummingByFunction<F, V> {
-        SummingByFunction::new(self.f)
+    type Function = SummingFunction<F>;
+    fn make(self) -> SummingFunction<F> {
+        SummingFunction(self.f)
     }
 }
 
@@ -138,8 +138,8 @@ pub struct CountSpec;
 
 impl Sealed for CountSpec {}
 impl<K: Clone, T> MakeWindowFunction<K, T> for CountSpec {
-    type Function = CountingFunction;
-    fn make(self) -> CountingFunction {
-        CountingFunction
+    type Function = SummingFunction<One>;
+    fn make(self) -> SummingFunction<One> {
+        SummingFunction(One)
     }
 }

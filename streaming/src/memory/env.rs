@@ -2,8 +2,9 @@
 
 use super::failures::{OnRecordError, RecordFailures};
 use super::run::{MemoryRoot, SingleChain};
+use super::runtime::drive_records;
 use super::timestamps::{
-    CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
+    records, CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
     SourceTimestamps,
 };
 use super::CheckpointCoordinator;
@@ -347,13 +348,7 @@ impl<I: IntoIterator, Ts: CollectionItem<I::Item>> MemoryRoot for CollectionSour
         mut op: O,
         failures: &mut RecordFailures<'_, Ts::Out>,
     ) -> Result<(), Error> {
-        drive(&mut op, |op| {
-            for (arrival, item) in (0i64..).zip(self.items) {
-                let (value, ts) = Ts::split(item, arrival);
-                failures.feed(op, value, ts)?;
-            }
-            Ok(())
-        })
+        drive_records(&mut op, records::<I, Ts>(self.items), failures)
     }
 }
 

@@ -4,13 +4,14 @@
 use super::env::{check_source_id, MemoryEnv};
 use super::failures::RecordFailures;
 use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
-use super::runtime::Delivered;
-use super::timestamps::NoTimestamps;
-use super::timestamps::{CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource};
-use super::{drive, MemoryRuntime};
+use super::runtime::{drive_records, Delivered};
+use super::timestamps::{
+    records, CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
+};
+use super::MemoryRuntime;
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
-use crate::ops::{guard, Operator, OperatorId};
+use crate::ops::{guard, ChainEnd, Operator, OperatorId};
 use crate::sealed::Sealed;
 use crate::Error;
 use std::cell::RefCell;
@@ -280,20 +281,14 @@ impl<I: IntoIterator, KF, Ts: CollectionItem<I::Item>> MemoryRoot for Partitione
         failures: &mut RecordFailures<'_, Ts::Out>,
     ) -> Result<(), Error> {
         let (items, _key) = self.take_input();
-        drive(&mut op, |op| {
-            for (arrival, item) in (0i64..).zip(items) {
-                let (value, ts) = Ts::split(item, arrival);
-                failures.feed(op, value, ts)?;
-            }
-            Ok(())
-        })
+        drive_records(&mut op, records::<I, Ts>(items), failures)
     }
 }
 
 /// One partition's elements with their record timestamps, in input order.
-type Part<T> = Vec<(i64, T)>;
+type Part<T> = Vec<(T, i64)>;
 
-/// Splits `items` into `n` partitions of `(timestamp, element)`; `Ts` gives each element
+/// Splits `items` into `n` partitions of `(element, timestamp)`; `Ts` gives each element
 /// and its timestamp from the item and its input index.
 fn split<I, KF, K, Ts>(
     items: I,
@@ -309,8 +304,7 @@ where
 {
     let mut parts: Vec<Part<Ts::Out>> = (0..n).map(|_| Vec::new()).collect();
     let mut keyless = 0u64;
-    for (arrival, item) in (0i64..).zip(items) {
-        let (item, ts) = Ts::split(item, arrival);
+    for (item, ts) in records::<I, Ts>(items) {
         let p = match guard(guard_id, || key(&item))? {
             Some(k) => partition_for_key(k.as_ref(), n),
             None => {
@@ -320,37 +314,9 @@ where
                 p
             }
         };
-        parts[p as usize].push((ts, item));
+        parts[p as usize].push((item, ts));
     }
     Ok(parts)
-}
-
-/// The downstream of one partition's chain: passes records on to the shared operator (the
-/// sink). Its lifecycle (open, watermarks, finish, close) belongs to the whole run: a
-/// partition's end-of-input watermark is not the union's.
-struct PartitionOutput<'a, O>(&'a mut O);
-
-impl<T, O: Operator<T>> Operator<T> for PartitionOutput<'_, O> {
-    fn open(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-
-    #[inline]
-    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        self.0.process(value, timestamp)
-    }
-
-    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
 }
 
 impl<P, I, KF, K, Ts> RunMemory<PerPartition> for P
@@ -394,13 +360,12 @@ where
                     plan.clone()
                         .expect("the plan is there until the last partition")
                 };
-                let (_root, mut chain) = this.build(&rt, PartitionOutput(&mut op))?;
-                drive(&mut chain, |chain| {
-                    for (ts, item) in part {
-                        failures.feed(chain, item, ts)?;
-                    }
-                    Ok(())
-                })?;
+                // The partition's chain passes records on to the shared sink; the sink's
+                // lifecycle belongs to the whole run (a partition's end-of-input watermark
+                // is not the union's).
+                let output = ChainEnd::new(|value, timestamp| op.process(value, timestamp));
+                let (_root, mut chain) = this.build(&rt, output)?;
+                drive_records(&mut chain, part, &mut failures)?;
             }
             op.on_watermark(crate::time::MAX_WATERMARK)?;
             op.finish()

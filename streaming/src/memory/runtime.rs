@@ -4,7 +4,8 @@ use super::failures::{OnRecordError, RecordFailures};
 use super::CheckpointCoordinator;
 use crate::dataflow::{Runtime, SideOutputFactory, StoreFactory};
 use crate::ops::{
-    effects, Counters, NoChanges, Operator, OperatorId, Shared, SideOutput, WatermarkState,
+    effects, forward_lifecycle, Counters, NoChanges, Operator, OperatorId, Shared, SideOutput,
+    WatermarkState,
 };
 use crate::sealed::Sealed;
 use crate::time::{Clock, RecordClock};
@@ -143,30 +144,31 @@ pub(crate) fn drive<T, O: Operator<T>>(
     result.and(closed)
 }
 
+/// Runs `records` (each with its timestamp, ms) through `op` as one input ([`drive`]); a
+/// record that fails is handled by `failures`.
+pub(crate) fn drive_records<T, O: Operator<T>>(
+    op: &mut O,
+    records: impl IntoIterator<Item = (T, i64)>,
+    failures: &mut RecordFailures<'_, T>,
+) -> Result<(), Error> {
+    drive(op, |op| {
+        for (value, timestamp) in records {
+            failures.feed(op, value, timestamp)?;
+        }
+        Ok(())
+    })
+}
+
 /// The run's main sink: its failure is the sink's, not the record's (see [`effects`]).
 pub(crate) struct Delivered<O>(pub(crate) O);
 
 impl<T, O: Operator<T>> Operator<T> for Delivered<O> {
-    fn open(&mut self) -> Result<(), Error> {
-        self.0.open()
-    }
+    forward_lifecycle!(0; open, on_watermark, finish, close);
 
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         self.0
             .process(value, timestamp)
             .inspect_err(|_| effects::note_sink_failed())
-    }
-
-    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
-        self.0.on_watermark(watermark)
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        self.0.finish()
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        self.0.close()
     }
 }

@@ -89,6 +89,18 @@ impl<T> CollectionItem<(T, i64)> for GivenTimestamps {
     }
 }
 
+/// The records of a collection source: each item's element and record timestamp, item `i`
+/// (from 0) arriving at `i` ms.
+pub(crate) fn records<I, Ts>(items: I) -> impl Iterator<Item = (Ts::Out, i64)>
+where
+    I: IntoIterator,
+    Ts: CollectionItem<I::Item>,
+{
+    (0i64..)
+        .zip(items)
+        .map(|(arrival, item)| Ts::split(item, arrival))
+}
+
 /// A memory source without timestamps that can run on ingestion time instead
 /// ([`DataStream::with_ingestion_time`]).
 #[diagnostic::on_unimplemented(

@@ -327,24 +327,14 @@ pub(crate) async fn prove(
         reason,
         source: None,
     };
-    let redis_err = |e| connect_error(endpoint, e, response_timeout);
-    let pong: Value = redis::cmd("PING")
-        .query_async(conn)
-        .await
-        .map_err(redis_err)?;
-    check_pong(&pong).map_err(err)?;
-    let info: Value = redis::cmd("INFO")
-        .arg("server")
-        .query_async(conn)
-        .await
-        .map_err(redis_err)?;
+    let mut ask = async |cmd: &redis::Cmd| -> Result<Value, Error> {
+        (cmd.query_async(&mut *conn).await).map_err(|e| connect_error(endpoint, e, response_timeout))
+    };
+    check_pong(&ask(&redis::cmd("PING")).await?).map_err(err)?;
+    let info = ask(redis::cmd("INFO").arg("server")).await?;
     for_each_info(&info, check_version).map_err(err)?;
     if !endpoint.is_cluster() {
-        let info: Value = redis::cmd("INFO")
-            .arg("cluster")
-            .query_async(conn)
-            .await
-            .map_err(redis_err)?;
+        let info = ask(redis::cmd("INFO").arg("cluster")).await?;
         for_each_info(&info, check_not_cluster).map_err(err)?;
     }
     Ok(())

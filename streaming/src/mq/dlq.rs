@@ -209,18 +209,15 @@ fn to_dead_letter(e: RawEntry) -> DeadLetter {
         ..e
     };
     let num = |name: &str| text(&e, name).parse::<i64>().ok();
+    let count = |name: &str| text(&e, name).parse::<u32>().unwrap_or(0);
     DeadLetter {
         dlq_id: e.id.clone(),
         topic: text(&e, "dlq.topic"),
-        partition: num("dlq.partition")
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0),
+        partition: count("dlq.partition"),
         id: text(&e, "dlq.id"),
         original_id: text(&e, "dlq.original_id"),
         group: text(&e, "dlq.group"),
-        attempts: num("dlq.attempts")
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0),
+        attempts: count("dlq.attempts"),
         error_type: text(&e, "dlq.error_type"),
         error: text(&e, "dlq.error"),
         failed_ms: num("dlq.failed_ms").unwrap_or(0),

@@ -154,6 +154,27 @@ pub(crate) struct Lease {
     pub(crate) token: u64,
 }
 
+impl Lease {
+    /// The lease `owner` took (key `key`, counter `fence`) under `token`, drawn by a script
+    /// that returns 0 when another owner holds it (`None`).
+    fn taken(key: &str, fence: &str, owner: &str, token: u64) -> Option<Lease> {
+        (token > 0).then(|| Lease {
+            key: key.to_string(),
+            fence: fence.to_string(),
+            value: format!("{token} {owner}"),
+            token,
+        })
+    }
+
+    /// `script` run by the holder of this lease: KEYS = the lease, its counter; ARGV = the
+    /// value held, `ttl` in ms (the script's own arguments follow).
+    fn held<'s>(&self, script: &'s Script, ttl: Duration) -> ScriptInvocation<'s> {
+        let mut inv = script.key(&self.key);
+        inv.key(&self.fence).arg(&self.value).arg(ms(ttl));
+        inv
+    }
+}
+
 /// `d` in whole milliseconds, at least 1 (a zero TTL would be refused or mean none).
 pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
@@ -175,12 +196,7 @@ pub(crate) async fn acquire(
         .arg(ms(ttl))
         .invoke_async(conn)
         .await?;
-    Ok((token > 0).then(|| Lease {
-        key: key.to_string(),
-        fence: fence.to_string(),
-        value: format!("{token} {owner}"),
-        token,
-    }))
+    Ok(Lease::taken(key, fence, owner, token))
 }
 
 /// Extends `lease` (taking it back if it expired and nobody took it since: the token
@@ -190,13 +206,7 @@ pub(crate) async fn renew(
     lease: &Lease,
     ttl: Duration,
 ) -> Result<bool, Error> {
-    let n: i64 = RENEW
-        .key(&lease.key)
-        .key(&lease.fence)
-        .arg(&lease.value)
-        .arg(ms(ttl))
-        .invoke_async(conn)
-        .await?;
+    let n: i64 = lease.held(&RENEW, ttl).invoke_async(conn).await?;
     Ok(n == 1)
 }
 
@@ -210,20 +220,9 @@ pub(crate) async fn refence(
     owner: &str,
     ttl: Duration,
 ) -> Result<Option<Lease>, Error> {
-    let token: u64 = REFENCE
-        .key(&lease.key)
-        .key(&lease.fence)
-        .arg(&lease.value)
-        .arg(ms(ttl))
-        .arg(owner)
-        .invoke_async(conn)
-        .await?;
-    Ok((token > 0).then(|| Lease {
-        key: lease.key.clone(),
-        fence: lease.fence.clone(),
-        value: format!("{token} {owner}"),
-        token,
-    }))
+    let mut refence = lease.held(&REFENCE, ttl);
+    let token: u64 = refence.arg(owner).invoke_async(conn).await?;
+    Ok(Lease::taken(&lease.key, &lease.fence, owner, token))
 }
 
 /// Deletes `lease`; `false` when it was not held any more.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::Connection;
 use rand::Rng;
-use redis::{Script, Value};
+use redis::{Script, ScriptInvocation, Value};
 use std::sync::LazyLock;
 
 use crate::mq::lease::{is_fenced_reply, Fence};
@@ -136,15 +136,8 @@ pub(crate) async fn ack_and_schedule(
         .key(keys.retry_due(t, p))
         .key(keys.retry_data(t, p));
     fence.push(&mut inv);
-    inv.arg(group)
-        .arg(&msg.id)
-        .arg(retry_token(group, &msg.id))
-        .arg(delay_ms(delay));
-    for (f, v) in retry_fields(msg, group, error_type, error) {
-        inv.arg(f).arg(v);
-    }
-    let v: Value = inv.invoke_async(conn).await?;
-    Ok(fence.int_reply(&v)? == 1)
+    inv.arg(group).arg(&msg.id);
+    schedule(inv, conn, fence, group, msg, delay, (error_type, error)).await
 }
 
 /// Schedules `group`'s retry of `msg` after `delay` without acknowledging (NOACK
@@ -168,8 +161,23 @@ pub(crate) async fn schedule_without_ack(
     inv.key(keys.retry_data(t, p));
     fence.push(&mut inv);
     inv.key(keys.settled(t, p, group));
+    schedule(inv, conn, fence, group, msg, delay, failure).await
+}
+
+/// Runs a scheduling script `inv` (its keys and leading arguments given) with the retry's
+/// token, its delay in ms and the retry entry's fields as the arguments that follow;
+/// `true` when it scheduled the retry.
+async fn schedule(
+    mut inv: ScriptInvocation<'_>,
+    conn: &mut Connection,
+    fence: Fence<'_>,
+    group: &str,
+    msg: &Message,
+    delay: Duration,
+    (error_type, error): (&str, &str),
+) -> Result<bool, Error> {
     inv.arg(retry_token(group, &msg.id)).arg(delay_ms(delay));
-    for (f, v) in retry_fields(msg, group, failure.0, failure.1) {
+    for (f, v) in retry_fields(msg, group, error_type, error) {
         inv.arg(f).arg(v);
     }
     let v: Value = inv.invoke_async(conn).await?;

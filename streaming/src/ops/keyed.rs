@@ -1,32 +1,12 @@
 //! Keyed operators without windows: rolling reduce and sum.
 
 use super::changes::KeyChanges;
-use super::{effects, guard, Operator, OperatorId, Shared};
+use super::sum::Summand;
+use super::{effects, forward_lifecycle, guard, Operator, OperatorId, Shared};
 use crate::api::Numeric;
 use crate::Error;
 use std::collections::HashMap;
 use std::hash::Hash;
-
-macro_rules! forward_watermark_lifecycle {
-    () => {
-        fn open(&mut self) -> Result<(), Error> {
-            self.next.open()
-        }
-        #[inline]
-        fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
-            self.next.on_watermark(watermark)
-        }
-        fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
-            self.next.on_processing_time(now)
-        }
-        fn finish(&mut self) -> Result<(), Error> {
-            self.next.finish()
-        }
-        fn close(&mut self) -> Result<(), Error> {
-            self.next.close()
-        }
-    };
-}
 
 /// The per-key table of a rolling reduce or sum: the values, and the keys changed since the
 /// engine last wrote them back (`C`, the engine's `KeyChanges`: nothing on the memory
@@ -111,100 +91,42 @@ where
             .process(out, timestamp)
             .map_err(effects::left_behind)
     }
-    forward_watermark_lifecycle!();
+    forward_lifecycle!();
 }
 
-/// Rolling sum per key: emits `(key, sum so far)` for every element.
-pub struct KeyedSum<KF, K, T, C, N> {
+/// Rolling sum per key of what `X` adds per element (`sum`: the element, `sum_by(f)`:
+/// `f(element)`): emits `(key, sum so far)` for every element.
+pub struct KeyedSum<KF, K, X, V, C, N> {
     id: OperatorId,
     key_fn: KF,
-    state: Shared<KeyedTable<K, T, C>>,
+    summand: X,
+    state: Shared<KeyedTable<K, V, C>>,
     next: N,
 }
 
-impl<KF, K, T, C, N> KeyedSum<KF, K, T, C, N> {
+impl<KF, K, X, V, C, N> KeyedSum<KF, K, X, V, C, N> {
     pub(crate) fn new(
         id: OperatorId,
         key_fn: KF,
-        state: Shared<KeyedTable<K, T, C>>,
+        summand: X,
+        state: Shared<KeyedTable<K, V, C>>,
         next: N,
     ) -> Self {
         KeyedSum {
             id,
             key_fn,
+            summand,
             state,
             next,
         }
     }
 }
 
-impl<KF, K, T, C, N> Operator<T> for KeyedSum<KF, K, T, C, N>
+impl<T, KF, K, X, V, C, N> Operator<T> for KeyedSum<KF, K, X, V, C, N>
 where
     KF: FnMut(&T) -> K,
     K: Hash + Eq + Clone,
-    T: Numeric,
-    C: KeyChanges<K>,
-    N: Operator<(K, T)>,
-{
-    #[inline]
-    fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
-        let key = guard(&self.id, || (self.key_fn)(&value))?;
-        let sum = {
-            let mut table = self.state.borrow_mut();
-            table.changes.mark(&key);
-            match table.map.get_mut(&key) {
-                Some(acc) => {
-                    *acc = guard(&self.id, || *acc + value)?;
-                    *acc
-                }
-                None => {
-                    table.changes.missing(&key)?;
-                    table.map.insert(key.clone(), value);
-                    value
-                }
-            }
-        };
-        // The key's sum changed: a failure further down leaves it changed.
-        self.next
-            .process((key, sum), timestamp)
-            .map_err(effects::left_behind)
-    }
-    forward_watermark_lifecycle!();
-}
-
-/// Rolling sum per key of a number extracted from each element: emits `(key, sum so far)`
-/// for every element.
-pub struct KeyedSumBy<KF, K, F, V, C, N> {
-    id: OperatorId,
-    key_fn: KF,
-    f: F,
-    state: Shared<KeyedTable<K, V, C>>,
-    next: N,
-}
-
-impl<KF, K, F, V, C, N> KeyedSumBy<KF, K, F, V, C, N> {
-    pub(crate) fn new(
-        id: OperatorId,
-        key_fn: KF,
-        f: F,
-        state: Shared<KeyedTable<K, V, C>>,
-        next: N,
-    ) -> Self {
-        KeyedSumBy {
-            id,
-            key_fn,
-            f,
-            state,
-            next,
-        }
-    }
-}
-
-impl<T, KF, K, F, V, C, N> Operator<T> for KeyedSumBy<KF, K, F, V, C, N>
-where
-    KF: FnMut(&T) -> K,
-    K: Hash + Eq + Clone,
-    F: FnMut(&T) -> V,
+    X: Summand<T, Value = V>,
     V: Numeric,
     C: KeyChanges<K>,
     N: Operator<(K, V)>,
@@ -212,7 +134,7 @@ where
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
         let key = guard(&self.id, || (self.key_fn)(&value))?;
-        let v = guard(&self.id, || (self.f)(&value))?;
+        let v = guard(&self.id, || self.summand.value(value))?;
         let sum = {
             let mut table = self.state.borrow_mut();
             table.changes.mark(&key);
@@ -233,5 +155,5 @@ where
             .process((key, sum), timestamp)
             .map_err(effects::left_behind)
     }
-    forward_watermark_lifecycle!();
+    forward_lifecycle!();
 }

@@ -15,25 +15,26 @@ mod process_fn;
 mod side_output;
 mod sink;
 mod stateless;
+mod sum;
 mod timers;
 mod watermark;
 pub(crate) mod window;
 
 pub(crate) use changes::{KeyChanges, NoChanges, ProcessTracking};
 pub use keyed::KeyedTable;
-pub(crate) use keyed::{KeyedReduce, KeyedSum, KeyedSumBy};
+pub(crate) use keyed::{KeyedReduce, KeyedSum};
 pub(crate) use process::KeyedProcess;
 pub use process::{NoTimers, OnTimer, ProcessFn, ProcessState};
 #[cfg(feature = "redis")]
 pub(crate) use side_output::PendingOutput;
 pub use side_output::SideOutput;
-pub(crate) use sink::SinkOp;
+pub(crate) use sink::{ChainEnd, SinkOp};
 pub(crate) use stateless::{Filter, FlatMap, Map, TryMap};
+pub(crate) use sum::{Itself, One};
 pub(crate) use watermark::AssignWatermarks;
 pub use watermark::{RecordTimestamp, WatermarkState};
 pub(crate) use window::{
-    AggregatingFunction, ApplyingFunction, CountingFunction, ReducingFunction, SummingByFunction,
-    SummingFunction, WindowOperator,
+    AggregatingFunction, ApplyingFunction, ReducingFunction, SummingFunction, WindowOperator,
 };
 pub use window::{NoRejectedOutput, RejectedOutput, RejectedTo, WindowFunction, WindowState};
 
@@ -137,28 +138,31 @@ pub(crate) fn user_error(operator: &OperatorId, source: crate::BoxError) -> Erro
     }
 }
 
-/// Forwards `open`/`on_watermark`/`finish`/`close` of a one-input stateless operator to
-/// its `next` field.
+/// Forwards lifecycle methods of an operator to the operator in its field `next`: all of
+/// them (`forward_lifecycle!()`: `open`, `on_watermark`, `on_processing_time`, `finish`,
+/// `close`), or those listed after the field's name (`forward_lifecycle!(0; open, close)`
+/// for the operator in field `0`), for an operator that does its own work in the others.
 macro_rules! forward_lifecycle {
     () => {
+        $crate::ops::forward_lifecycle!(next; open, on_watermark, on_processing_time, finish, close);
+    };
+    ($field:tt; $($method:ident),+ $(,)?) => {
+        $($crate::ops::forward_lifecycle!(@ $field $method);)+
+    };
+    (@ $field:tt on_watermark) => {
+        $crate::ops::forward_lifecycle!(@ $field on_watermark(watermark));
+    };
+    (@ $field:tt on_processing_time) => {
+        $crate::ops::forward_lifecycle!(@ $field on_processing_time(now));
+    };
+    (@ $field:tt $method:ident) => {
+        $crate::ops::forward_lifecycle!(@ $field $method());
+    };
+    // Every lifecycle method takes no argument or one time (ms).
+    (@ $field:tt $method:ident($($time:ident)?)) => {
         #[inline]
-        fn open(&mut self) -> Result<(), $crate::Error> {
-            self.next.open()
-        }
-        #[inline]
-        fn on_watermark(&mut self, watermark: i64) -> Result<(), $crate::Error> {
-            self.next.on_watermark(watermark)
-        }
-        fn on_processing_time(&mut self, now: i64) -> Result<(), $crate::Error> {
-            self.next.on_processing_time(now)
-        }
-        #[inline]
-        fn finish(&mut self) -> Result<(), $crate::Error> {
-            self.next.finish()
-        }
-        #[inline]
-        fn close(&mut self) -> Result<(), $crate::Error> {
-            self.next.close()
+        fn $method(&mut self $(, $time: i64)?) -> Result<(), $crate::Error> {
+            self.$field.$method($($time)?)
         }
     };
 }

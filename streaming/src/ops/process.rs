@@ -3,7 +3,7 @@
 
 use super::changes::ProcessTracking;
 use super::timers::TimerQueue;
-use super::{effects, guard, user_error, Operator, OperatorId, Shared};
+use super::{effects, forward_lifecycle, guard, user_error, Operator, OperatorId, Shared};
 use crate::api::context::{ContextParts, KeyedTimerRequest, TimeDomain};
 use crate::api::state::{DeclareStates, KeyedStateBackend};
 use crate::api::{Collector, KeyedContext, KeyedProcessFunction, TimerContext};
@@ -245,6 +245,18 @@ impl<KF, K, T, PF: KeyedProcessFunction<K, T>, P, Cl, N> KeyedProcess<KF, K, T, 
             _in: PhantomData,
         }
     }
+
+    /// The times a call at `timestamp` (ms) sees: the operator's watermark and processing
+    /// time, and whether the stream has event time.
+    #[inline(always)]
+    fn times(&self, timestamp: i64) -> ContextTimes {
+        ContextTimes {
+            timestamp,
+            watermark: self.watermark,
+            processing_time: self.processing_time,
+            event_time: self.event_time,
+        }
+    }
 }
 
 impl<KF, K, T, PF, P, Cl, N> KeyedProcess<KF, K, T, PF, P, Cl, N>
@@ -338,12 +350,7 @@ where
             let Some((time, key)) = due else { break };
             fired = true;
             st.fired(&key, time, domain);
-            let times = ContextTimes {
-                timestamp: time,
-                watermark: self.watermark,
-                processing_time: self.processing_time,
-                event_time: self.event_time,
-            };
+            let times = self.times(time);
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;
             let called = st
@@ -371,9 +378,7 @@ where
     Cl: Clock,
     N: Operator<PF::Out>,
 {
-    fn open(&mut self) -> Result<(), Error> {
-        self.next.open()
-    }
+    forward_lifecycle!(next; open, close);
 
     /// What a failure leaves behind (see `effects`): the function's after it changed state
     /// or timers fired for the record; any after the function returned `Ok` (registering its
@@ -392,12 +397,7 @@ where
         {
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
-            let times = ContextTimes {
-                timestamp,
-                watermark: self.watermark,
-                processing_time: self.processing_time,
-                event_time: self.event_time,
-            };
+            let times = self.times(timestamp);
             let mut out = Collector::new(&mut self.out);
             let function = &mut self.function;
             let called = st
@@ -448,10 +448,6 @@ where
             }
         }
         self.next.finish()
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        self.next.close()
     }
 }
 

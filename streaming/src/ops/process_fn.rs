@@ -41,7 +41,7 @@ impl<F, O, G> ProcessFn<F, O, G> {
 /// `|timestamp, ctx: &mut TimerContext<'_, K>, out| -> Result<(), BoxError>`, or
 /// [`NoTimers`].
 pub trait OnTimer<K, O> {
-    /// Called when a timer of `ctx.current_key()` is due.
+    /// Called when a timer of `ctx.current_key()` is due. The default does nothing.
     ///
     /// # Errors
     /// The callback failed.
@@ -50,7 +50,10 @@ pub trait OnTimer<K, O> {
         timestamp: i64,
         ctx: &mut TimerContext<'_, K>,
         out: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError>;
+    ) -> Result<(), BoxError> {
+        let _ = (timestamp, ctx, out);
+        Ok(())
+    }
 }
 
 impl<K, O, G> OnTimer<K, O> for G
@@ -72,17 +75,7 @@ where
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTimers;
 
-impl<K, O> OnTimer<K, O> for NoTimers {
-    #[inline]
-    fn on_timer(
-        &mut self,
-        _: i64,
-        _: &mut TimerContext<'_, K>,
-        _: &mut Collector<'_, O>,
-    ) -> Result<(), BoxError> {
-        Ok(())
-    }
-}
+impl<K, O> OnTimer<K, O> for NoTimers {}
 
 impl<K, T, O, F, G> KeyedProcessFunction<K, T> for ProcessFn<F, O, G>
 where

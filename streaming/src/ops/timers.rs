@@ -64,31 +64,34 @@ impl<E> TimerQueue<E> {
 mod tests {
     use super::*;
 
+    /// A queue of `timers` pushed in order.
+    fn queue<const N: usize>(timers: [(i64, &'static str); N]) -> TimerQueue<&'static str> {
+        let mut q = TimerQueue::default();
+        for (time, entry) in timers {
+            q.push(time, entry);
+        }
+        q
+    }
+
+    /// Pops every timer due at `upto`, in firing order.
+    fn pop_all(q: &mut TimerQueue<&'static str>, upto: i64) -> Vec<(i64, &'static str)> {
+        std::iter::from_fn(|| q.pop_due(upto)).collect()
+    }
+
     #[test]
     fn pops_in_time_then_registration_order() {
-        let mut q = TimerQueue::default();
-        q.push(5, "b");
-        q.push(3, "a");
-        q.push(5, "c");
-        q.push(9, "d");
-        assert_eq!(q.pop_due(5), Some((3, "a")));
-        assert_eq!(q.pop_due(5), Some((5, "b")));
-        assert_eq!(q.pop_due(5), Some((5, "c")));
-        assert_eq!(q.pop_due(5), None);
+        let mut q = queue([(5, "b"), (3, "a"), (5, "c"), (9, "d")]);
+        assert_eq!(pop_all(&mut q, 5), [(3, "a"), (5, "b"), (5, "c")]);
         assert_eq!(q.len(), 1);
-        assert_eq!(q.pop_due(i64::MAX), Some((9, "d")));
+        assert_eq!(pop_all(&mut q, i64::MAX), [(9, "d")]);
     }
 
     #[test]
     fn removes_one_entry_at_its_time() {
-        let mut q = TimerQueue::default();
-        q.push(5, "a");
-        q.push(5, "b");
-        q.push(6, "a");
+        let mut q = queue([(5, "a"), (5, "b"), (6, "a")]);
         assert!(q.remove(5, &"a"));
         assert!(!q.remove(5, &"a"));
         assert!(!q.remove(7, &"b"));
-        assert_eq!(q.pop_due(10), Some((5, "b")));
-        assert_eq!(q.pop_due(10), Some((6, "a")));
+        assert_eq!(pop_all(&mut q, 10), [(5, "b"), (6, "a")]);
     }
 }

@@ -1,7 +1,7 @@
 //! Timestamp assignment and watermark generation.
 
 use super::changes::KeyChanges;
-use super::{guard, Counters, Operator, OperatorId, Shared};
+use super::{forward_lifecycle, guard, Counters, Operator, OperatorId, Shared};
 use crate::time::{
     TimestampAssigner, WatermarkGenerator, WatermarkOutput, MAX_WATERMARK, MIN_WATERMARK,
 };
@@ -163,9 +163,7 @@ where
     C: KeyChanges<()>,
     N: Operator<T>,
 {
-    fn open(&mut self) -> Result<(), Error> {
-        self.next.open()
-    }
+    forward_lifecycle!(next; open, on_processing_time, finish, close);
 
     #[inline]
     fn process(&mut self, value: T, timestamp: i64) -> Result<(), Error> {
@@ -224,17 +222,5 @@ where
             return self.next.on_watermark(MAX_WATERMARK);
         }
         Ok(())
-    }
-
-    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
-        self.next.on_processing_time(now)
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        self.next.finish()
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        self.next.close()
     }
 }

@@ -74,7 +74,7 @@ use crate::fragment::{Fragment, FragmentInput};
 use crate::memory::failures::RecordFailures;
 use crate::memory::runtime::StoreRegistry;
 use crate::memory::{DeadLetter, DrivenClock, JobSummary, MemoryRuntime, OnRecordError};
-use crate::ops::{Counters, Operator};
+use crate::ops::{forward_lifecycle, ChainEnd, Counters, Operator};
 use crate::time::StreamTime;
 use crate::Error;
 use std::cell::RefCell;
@@ -105,29 +105,6 @@ impl<In, Out> std::fmt::Debug for TestDriver<In, Out> {
             .field("pending_output", &self.output.borrow().len())
             .field("closed", &self.closed)
             .finish_non_exhaustive()
-    }
-}
-
-/// The driver's sink: collects records with their timestamps.
-struct Collect<Out>(Rc<RefCell<Vec<(Out, i64)>>>);
-
-impl<Out> Operator<Out> for Collect<Out> {
-    fn open(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    #[inline]
-    fn process(&mut self, value: Out, timestamp: i64) -> Result<(), Error> {
-        self.0.borrow_mut().push((value, timestamp));
-        Ok(())
-    }
-    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        Ok(())
     }
 }
 
@@ -191,8 +168,13 @@ impl TestDriverBuilder {
         let stores = StoreRegistry::default();
         rt.stores = Some(Rc::clone(&stores));
         let output = Rc::new(RefCell::new(Vec::new()));
-        let (_input, chain) =
-            crate::dataflow::BuildPlan::build(stream.plan, &rt, Collect(Rc::clone(&output)))?;
+        // The driver's sink: collects records with their timestamps.
+        let collected = Rc::clone(&output);
+        let collect = ChainEnd::new(move |value: Out, timestamp| {
+            collected.borrow_mut().push((value, timestamp));
+            Ok(())
+        });
+        let (_input, chain) = crate::dataflow::BuildPlan::build(stream.plan, &rt, collect)?;
         let mut driver = TestDriver {
             chain: Box::new(chain),
             on_record_error: self.on_record_error,
@@ -402,24 +384,11 @@ fn closed_error() -> Error {
 struct ChainRef<'a, In>(&'a mut dyn Operator<In>);
 
 impl<In> Operator<In> for ChainRef<'_, In> {
-    fn open(&mut self) -> Result<(), Error> {
-        self.0.open()
-    }
+    forward_lifecycle!(0; open, on_watermark, on_processing_time, finish, close);
+
     #[inline]
     fn process(&mut self, value: In, timestamp: i64) -> Result<(), Error> {
         self.0.process(value, timestamp)
-    }
-    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
-        self.0.on_watermark(watermark)
-    }
-    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
-        self.0.on_processing_time(now)
-    }
-    fn finish(&mut self) -> Result<(), Error> {
-        self.0.finish()
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        self.0.close()
     }
 }
 

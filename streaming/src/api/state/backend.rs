@@ -7,9 +7,9 @@
 //! directly gets its slot the first time it is used and is found by name afterwards (a scan
 //! of the operator's few names). Every state of a record shares one hash of its key.
 
-use super::elements::{CollectionKind, EncodedChanges};
+use super::elements::{CollectionKind, ElementCodec, EncodedChanges};
 use super::values::{change_bit, Changed, KeyRef, KeyedValues};
-use super::{short_type_name, StateDescriptor};
+use super::{short_type_name, JsonCodec, StateDescriptor};
 use crate::{Error, OperatorId};
 use std::any::{Any, TypeId};
 use std::collections::hash_map::RandomState;
@@ -94,75 +94,77 @@ struct Slot<K> {
     take_changes: fn(&mut dyn Any, &K) -> Result<Option<EncodedChanges>, String>,
 }
 
-fn clone_data<K: Clone + 'static, D: StateDescriptor<K>>(data: &dyn Any) -> Box<dyn Any> {
-    let data = data.downcast_ref::<SlotData<K, D>>().expect("slot type");
-    Box::new(SlotData {
-        descriptor: data.descriptor.clone(),
-        values: data.values.clone(),
-        deltas: data.deltas.clone(),
-    })
-}
+/// What a [`Slot`] does with its type-erased data: each function takes the slot's data,
+/// a `SlotData<K, D>`.
+impl<K: Hash + Eq + Clone + 'static, D: StateDescriptor<K>> SlotData<K, D> {
+    /// The data of a slot whose descriptor type is `D`.
+    fn of(data: &dyn Any) -> &Self {
+        data.downcast_ref::<Self>().expect("slot type")
+    }
 
-fn load_entry<K, D>(data: &mut dyn Any, key: K, json: &str) -> Result<(), String>
-where
-    K: Hash + Eq + Clone + 'static,
-    D: StateDescriptor<K>,
-{
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    let codec = data.descriptor.codec().ok_or("state without a codec")?;
-    data.values.insert_owned(key, (codec.de)(json)?);
-    Ok(())
-}
+    /// As [`of`](Self::of), to change it.
+    fn of_mut(data: &mut dyn Any) -> &mut Self {
+        data.downcast_mut::<Self>().expect("slot type")
+    }
 
-fn dump_entry<K, D>(data: &dyn Any, key: &K) -> Result<Option<String>, String>
-where
-    K: Hash + Eq + Clone + 'static,
-    D: StateDescriptor<K>,
-{
-    let data = data.downcast_ref::<SlotData<K, D>>().expect("slot type");
-    let codec = data.descriptor.codec().ok_or("state without a codec")?;
-    data.values.get_owned(key).map(codec.ser).transpose()
-}
+    /// The descriptor's JSON codec of a key's value.
+    fn codec(&self) -> Result<JsonCodec<D::Value>, String> {
+        self.descriptor
+            .codec()
+            .ok_or_else(|| "state without a codec".to_string())
+    }
 
-fn evict_entry<K, D>(data: &mut dyn Any, key: &K)
-where
-    K: Hash + Eq + Clone + 'static,
-    D: StateDescriptor<K>,
-{
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    data.values.remove_owned(key);
-    data.deltas.remove_owned(key);
-}
+    /// The descriptor's codec of a collection's elements.
+    fn elements(&self) -> Result<ElementCodec<D::Value, D::Delta>, String> {
+        self.descriptor
+            .elements()
+            .ok_or_else(|| "state without an element codec".to_string())
+    }
 
-fn load_elements<K, D>(data: &mut dyn Any, key: K, stored: Vec<String>) -> Result<(), String>
-where
-    K: Hash + Eq + Clone + 'static,
-    D: StateDescriptor<K>,
-{
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    let codec = data
-        .descriptor
-        .elements()
-        .ok_or("state without an element codec")?;
-    data.values.insert_owned(key, (codec.decode)(stored)?);
-    Ok(())
-}
+    fn clone_data(data: &dyn Any) -> Box<dyn Any> {
+        let data = Self::of(data);
+        Box::new(SlotData {
+            descriptor: data.descriptor.clone(),
+            values: data.values.clone(),
+            deltas: data.deltas.clone(),
+        })
+    }
 
-/// Takes `key`'s element changes (`None` when it has none) and encodes them.
-fn take_changes<K, D>(data: &mut dyn Any, key: &K) -> Result<Option<EncodedChanges>, String>
-where
-    K: Hash + Eq + Clone + 'static,
-    D: StateDescriptor<K>,
-{
-    let data = data.downcast_mut::<SlotData<K, D>>().expect("slot type");
-    let codec = data
-        .descriptor
-        .elements()
-        .ok_or("state without an element codec")?;
-    let Some(delta) = data.deltas.take_owned(key) else {
-        return Ok(None);
-    };
-    (codec.encode)(data.values.get_owned(key), &delta).map(Some)
+    fn load_entry(data: &mut dyn Any, key: K, json: &str) -> Result<(), String> {
+        let data = Self::of_mut(data);
+        let value = (data.codec()?.de)(json)?;
+        data.values.insert_owned(key, value);
+        Ok(())
+    }
+
+    fn dump_entry(data: &dyn Any, key: &K) -> Result<Option<String>, String> {
+        let data = Self::of(data);
+        let codec = data.codec()?;
+        data.values.get_owned(key).map(codec.ser).transpose()
+    }
+
+    fn evict_entry(data: &mut dyn Any, key: &K) {
+        let data = Self::of_mut(data);
+        data.values.remove_owned(key);
+        data.deltas.remove_owned(key);
+    }
+
+    fn load_elements(data: &mut dyn Any, key: K, stored: Vec<String>) -> Result<(), String> {
+        let data = Self::of_mut(data);
+        let collection = (data.elements()?.decode)(stored)?;
+        data.values.insert_owned(key, collection);
+        Ok(())
+    }
+
+    /// Takes `key`'s element changes (`None` when it has none) and encodes them.
+    fn take_changes(data: &mut dyn Any, key: &K) -> Result<Option<EncodedChanges>, String> {
+        let data = Self::of_mut(data);
+        let codec = data.elements()?;
+        let Some(delta) = data.deltas.take_owned(key) else {
+            return Ok(None);
+        };
+        (codec.encode)(data.values.get_owned(key), &delta).map(Some)
+    }
 }
 
 impl<K: Hash + Eq + Clone + 'static> Slot<K> {
@@ -178,12 +180,12 @@ impl<K: Hash + Eq + Clone + 'static> Slot<K> {
                 values: KeyedValues::<K, D::Value>::with_hasher(hasher.clone()),
                 deltas: KeyedValues::<K, D::Delta>::with_hasher(hasher),
             }),
-            clone: clone_data::<K, D>,
-            load: load_entry::<K, D>,
-            dump: dump_entry::<K, D>,
-            evict: evict_entry::<K, D>,
-            load_elements: load_elements::<K, D>,
-            take_changes: take_changes::<K, D>,
+            clone: SlotData::<K, D>::clone_data,
+            load: SlotData::<K, D>::load_entry,
+            dump: SlotData::<K, D>::dump_entry,
+            evict: SlotData::<K, D>::evict_entry,
+            load_elements: SlotData::<K, D>::load_elements,
+            take_changes: SlotData::<K, D>::take_changes,
         }
     }
 

@@ -124,35 +124,52 @@ fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, String> {
     serde_json::from_str(s).map_err(|e| format!("{s}: {e}"))
 }
 
+/// The changes of a map or set: after a clear, every element of `now`; else each touched
+/// element, added with its fields when `add` finds it in the collection (pushing them:
+/// a map's field and value, a set's member) and removed otherwise.
+fn encode_touched<'a, E: Serialize + 'a>(
+    size: usize,
+    changes: &ElementChanges<E>,
+    now: impl Iterator<Item = &'a E>,
+    mut add: impl FnMut(&E, &mut Vec<String>) -> Result<bool, String>,
+) -> Result<EncodedChanges, String> {
+    let mut out = EncodedChanges {
+        replaced: changes.cleared,
+        size,
+        ..EncodedChanges::default()
+    };
+    // After a clear every element is new; else only those touched.
+    if changes.cleared {
+        for e in now {
+            add(e, &mut out.added)?;
+        }
+        return Ok(out);
+    }
+    for e in &changes.elements {
+        if !add(e, &mut out.added)? {
+            out.removed.push(json(e)?);
+        }
+    }
+    Ok(out)
+}
+
 fn encode_map<MK: Serialize + Hash + Eq, MV: Serialize>(
     map: Option<&HashMap<MK, MV>>,
     changes: &ElementChanges<MK>,
 ) -> Result<EncodedChanges, String> {
-    let mut out = EncodedChanges {
-        replaced: changes.cleared,
-        size: map.map_or(0, HashMap::len),
-        ..EncodedChanges::default()
-    };
-    let Some(map) = map else {
-        for k in changes.elements.iter().filter(|_| !changes.cleared) {
-            out.removed.push(json(k)?);
-        }
-        return Ok(out);
-    };
-    // After a clear every entry is new; else only those touched.
-    if changes.cleared {
-        for (k, v) in map {
-            out.added.extend([json(k)?, json(v)?]);
-        }
-        return Ok(out);
-    }
-    for k in &changes.elements {
-        match map.get(k) {
-            Some(v) => out.added.extend([json(k)?, json(v)?]),
-            None => out.removed.push(json(k)?),
-        }
-    }
-    Ok(out)
+    let size = map.map_or(0, HashMap::len);
+    encode_touched(
+        size,
+        changes,
+        map.into_iter().flat_map(HashMap::keys),
+        |k, added| {
+            let Some(v) = map.and_then(|m| m.get(k)) else {
+                return Ok(false);
+            };
+            added.extend([json(k)?, json(v)?]);
+            Ok(true)
+        },
+    )
 }
 
 fn decode_map<MK: DeserializeOwned + Hash + Eq, MV: DeserializeOwned>(
@@ -170,30 +187,18 @@ fn encode_set<T: Serialize + Hash + Eq>(
     set: Option<&HashSet<T>>,
     changes: &ElementChanges<T>,
 ) -> Result<EncodedChanges, String> {
-    let mut out = EncodedChanges {
-        replaced: changes.cleared,
-        size: set.map_or(0, HashSet::len),
-        ..EncodedChanges::default()
-    };
-    let present = |t: &T| set.is_some_and(|s| s.contains(t));
-    if changes.cleared {
-        for t in set.into_iter().flatten() {
-            out.added.push(json(t)?);
+    let size = set.map_or(0, HashSet::len);
+    encode_touched(size, changes, set.into_iter().flatten(), |t, added| {
+        let present = set.is_some_and(|s| s.contains(t));
+        if present {
+            added.push(json(t)?);
         }
-        return Ok(out);
-    }
-    for t in &changes.elements {
-        let member = json(t)?;
-        if present(t) {
-            out.added.push(member);
-        } else {
-            out.removed.push(member);
-        }
-    }
-    Ok(out)
+        Ok(present)
+    })
 }
 
-fn decode_set<T: DeserializeOwned + Hash + Eq>(stored: Vec<String>) -> Result<HashSet<T>, String> {
+/// A stored set or list: one element per entry, in order.
+fn decode_each<C: FromIterator<T>, T: DeserializeOwned>(stored: Vec<String>) -> Result<C, String> {
     stored.iter().map(|s| from_json(s)).collect()
 }
 
@@ -213,10 +218,6 @@ fn encode_list<T: Serialize>(
         added: list[from..].iter().map(json).collect::<Result<_, _>>()?,
         removed: Vec::new(),
     })
-}
-
-fn decode_list<T: DeserializeOwned>(stored: Vec<String>) -> Result<Vec<T>, String> {
-    stored.iter().map(|s| from_json(s)).collect()
 }
 
 impl<MK, MV> ElementCodec<HashMap<MK, MV>, ElementChanges<MK>>
@@ -243,7 +244,7 @@ where
         ElementCodec {
             kind: CollectionKind::Set,
             encode: encode_set::<T>,
-            decode: decode_set::<T>,
+            decode: decode_each::<HashSet<T>, T>,
         }
     }
 }
@@ -254,7 +255,7 @@ impl<T: Serialize + DeserializeOwned> ElementCodec<Vec<T>, ListChanges> {
         ElementCodec {
             kind: CollectionKind::List,
             encode: encode_list::<T>,
-            decode: decode_list::<T>,
+            decode: decode_each::<Vec<T>, T>,
         }
     }
 }
@@ -305,7 +306,7 @@ mod tests {
             (out.added, out.removed),
             (vec!["\"y\"".into()], vec!["\"z\"".into()])
         );
-        let back: HashSet<String> = decode_set(vec!["\"x\"".into()]).unwrap();
+        let back: HashSet<String> = decode_each(vec!["\"x\"".into()]).unwrap();
         assert!(back.contains("x"));
     }
 
@@ -323,7 +324,7 @@ mod tests {
         };
         let out = encode_list(Some(&list), &replaced).unwrap();
         assert_eq!((out.replaced, out.added.len(), out.size), (true, 3, 3));
-        assert_eq!(decode_list::<i32>(out.added).unwrap(), list);
-        assert!(decode_list::<i32>(vec!["x".into()]).is_err());
+        assert_eq!(decode_each::<Vec<i32>, i32>(out.added).unwrap(), list);
+        assert!(decode_each::<Vec<i32>, i32>(vec!["x".into()]).is_err());
     }
 }

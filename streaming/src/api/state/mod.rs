@@ -113,6 +113,7 @@ pub(crate) fn short_type_name<D: ?Sized>() -> String {
 mod tests {
     use super::*;
     use crate::api::context::{ContextParts, KeyedContext};
+    use crate::ops::NoChanges;
     use crate::Error;
     use std::hash::Hash;
 
@@ -122,26 +123,14 @@ mod tests {
     const LAST: MapStateDescriptor<&'static str, i32> = MapStateDescriptor::new("last");
     const WRONG: ValueStateDescriptor<String> = ValueStateDescriptor::new("count", String::new());
 
-    /// The memory engine's part in opening a state: nothing.
-    struct InProcess;
-    impl<K> OpenState<K> for InProcess {
-        fn open(
-            &mut self,
-            _: &str,
-            _: &OpenedState<'_>,
-            _: &mut dyn FnMut(K, &str) -> Result<(), String>,
-        ) -> Result<(), Error> {
-            Ok(())
-        }
-    }
-
     /// Runs `f` with the context of `key`; returns its result and the states it changed.
     fn with<K: Hash + Eq + Clone + 'static, R>(
         b: &mut KeyedStateBackend<K>,
         key: K,
         f: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
     ) -> (R, u64) {
-        let (mut timers, mut opener) = (Vec::new(), InProcess);
+        // The memory engine's part in opening a state: nothing.
+        let (mut timers, mut opener) = (Vec::new(), NoChanges);
         let mut ctx = KeyedContext::new(ContextParts {
             key: &key,
             timestamp: 0,

@@ -1,7 +1,8 @@
 //! Window functions: what a window computes from its elements (`reduce`, `aggregate`,
-//! `apply`, `sum`, `sum_by`, `count`).
+//! `apply`, and `sum`, `sum_by`, `count` as one sum).
 
 use crate::api::{AggregateFunction, Collector, Numeric};
+use crate::ops::sum::Summand;
 use crate::time::TimeWindow;
 use crate::BoxError;
 use std::marker::PhantomData;
@@ -246,101 +247,33 @@ where
     }
 }
 
-/// `sum()`: emits `(key, window, sum)`.
+/// `sum()`, `sum_by(f)` and `count()`: sums what `X` adds per element (the element,
+/// `f(element)`, one); emits `(key, window, sum)`.
 #[derive(Clone, Copy, Debug)]
-pub struct SummingFunction;
+pub struct SummingFunction<X>(pub X);
 
-impl<K: Clone, T: Numeric> WindowFunction<K, T> for SummingFunction {
-    type Acc = T;
-    type Out = (K, TimeWindow, T);
+impl<K: Clone, T, X> WindowFunction<K, T> for SummingFunction<X>
+where
+    X: Summand<T>,
+    X::Value: Numeric,
+{
+    type Acc = X::Value;
+    type Out = (K, TimeWindow, X::Value);
 
-    fn create(&mut self) -> T {
-        T::default()
+    fn create(&mut self) -> X::Value {
+        X::Value::default()
     }
-    fn add(&mut self, acc: &mut T, value: T) {
-        *acc = *acc + value;
+    fn add(&mut self, acc: &mut X::Value, value: T) {
+        *acc = *acc + self.0.value(value);
     }
-    fn merge(&mut self, into: &mut T, other: T) {
+    fn merge(&mut self, into: &mut X::Value, other: X::Value) {
         *into = *into + other;
     }
     fn emit(
         &mut self,
         key: &K,
         window: &TimeWindow,
-        acc: &T,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<(), BoxError> {
-        out.collect((key.clone(), *window, *acc));
-        Ok(())
-    }
-}
-
-/// `sum_by(f)`: sums `f(element)`; emits `(key, window, sum)`.
-pub struct SummingByFunction<F, V> {
-    f: F,
-    _v: PhantomData<fn() -> V>,
-}
-
-impl<F, V> SummingByFunction<F, V> {
-    /// Sums the field `f` extracts.
-    pub fn new(f: F) -> Self {
-        SummingByFunction { f, _v: PhantomData }
-    }
-}
-
-impl<F: Clone, V> Clone for SummingByFunction<F, V> {
-    fn clone(&self) -> Self {
-        SummingByFunction::new(self.f.clone())
-    }
-}
-
-impl<K: Clone, T, V: Numeric, F: FnMut(&T) -> V> WindowFunction<K, T> for SummingByFunction<F, V> {
-    type Acc = V;
-    type Out = (K, TimeWindow, V);
-
-    fn create(&mut self) -> V {
-        V::default()
-    }
-    fn add(&mut self, acc: &mut V, value: T) {
-        *acc = *acc + (self.f)(&value);
-    }
-    fn merge(&mut self, into: &mut V, other: V) {
-        *into = *into + other;
-    }
-    fn emit(
-        &mut self,
-        key: &K,
-        window: &TimeWindow,
-        acc: &V,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<(), BoxError> {
-        out.collect((key.clone(), *window, *acc));
-        Ok(())
-    }
-}
-
-/// `count()`: emits `(key, window, number of elements)`.
-#[derive(Clone, Copy, Debug)]
-pub struct CountingFunction;
-
-impl<K: Clone, T> WindowFunction<K, T> for CountingFunction {
-    type Acc = u64;
-    type Out = (K, TimeWindow, u64);
-
-    fn create(&mut self) -> u64 {
-        0
-    }
-    fn add(&mut self, acc: &mut u64, _value: T) {
-        *acc += 1;
-    }
-    fn merge(&mut self, into: &mut u64, other: u64) {
-        *into += other;
-    }
-    fn emit(
-        &mut self,
-        key: &K,
-        window: &TimeWindow,
-        acc: &u64,
+        acc: &X::Value,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<(), BoxError> {
         out.collect((key.clone(), *window, *acc));

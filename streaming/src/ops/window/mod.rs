@@ -8,8 +8,7 @@ pub(crate) mod state;
 
 pub use functions::WindowFunction;
 pub(crate) use functions::{
-    AggregatingFunction, ApplyingFunction, CountingFunction, ReducingFunction, SummingByFunction,
-    SummingFunction,
+    AggregatingFunction, ApplyingFunction, ReducingFunction, SummingFunction,
 };
 pub use rejected::{NoRejectedOutput, RejectedOutput, RejectedTo};
 pub(crate) use state::Bucket;
