@@ -1,0 +1,434 @@
+//! The CSV text of `flights.csv` into a [`Dataset`]: only the six columns the jobs use are
+//! decoded, carrier and tail-number codes are allocated once each, and the flights are
+//! sorted by scheduled departure as compact rows before they become [`Flight`]s.
+
+use super::data::{parse_time_hour, Dataset, Flight};
+use std::sync::Arc;
+
+/// The columns the loader reads; a row's [`Fields`] hold them in this order.
+const NEEDED: [&str; 6] = [
+    "dep_time",
+    "dep_delay",
+    "carrier",
+    "tailnum",
+    "minute",
+    "time_hour",
+];
+const DEP_TIME: usize = 0;
+const DEP_DELAY: usize = 1;
+const CARRIER: usize = 2;
+const TAILNUM: usize = 3;
+const MINUTE: usize = 4;
+const TIME_HOUR: usize = 5;
+
+/// The needed fields of one row, in the order of [`NEEDED`].
+type Fields<'a> = [&'a [u8]; NEEDED.len()];
+
+/// Parses the CSV text of `flights.csv` (with its header line).
+///
+/// Text without a quote (`"`), a carriage return or a byte order mark — the data file — is
+/// split at commas and line feeds directly; other text goes through the `csv` crate. Both
+/// give the same rows, skip empty lines and reject a row whose number of fields differs
+/// from the header's.
+///
+/// # Errors
+/// A missing column, a row of the wrong length, or a malformed value (other than `NA`) in a
+/// needed column, as a message naming the line.
+pub fn parse_csv(bytes: &[u8]) -> Result<Dataset, String> {
+    let mut rows = Rows::default();
+    if memchr::memchr2(b'"', b'\r', bytes).is_none() && !bytes.starts_with(b"\xEF\xBB\xBF") {
+        split_plain(bytes, |fields| rows.add(fields))?;
+    } else {
+        split_with_csv(bytes, |fields| rows.add(fields))?;
+    }
+    Ok(rows.into_dataset())
+}
+
+/// Where the needed columns are in a row, from the header.
+struct Columns {
+    /// For each column of the header, its index in [`Fields`] when it is needed.
+    slots: Vec<Option<usize>>,
+}
+
+impl Columns {
+    fn of<'a>(header: impl Iterator<Item = &'a [u8]>) -> Result<Self, String> {
+        let slots: Vec<Option<usize>> = header
+            .map(|name| NEEDED.iter().position(|n| n.as_bytes() == name))
+            .collect();
+        for (slot, name) in NEEDED.iter().enumerate() {
+            if !slots.contains(&Some(slot)) {
+                return Err(format!("no `{name}` column in the header"));
+            }
+        }
+        Ok(Columns { slots })
+    }
+
+    fn count(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// Splits quote-free CSV text (fields end at `,`, records at `\n`) and calls `row` with the
+/// needed fields of each data row.
+fn split_plain<'a>(
+    bytes: &'a [u8],
+    mut row: impl FnMut(&Fields<'a>) -> Result<(), String>,
+) -> Result<(), String> {
+    let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
+    let columns = Columns::of(bytes[..header_end].split(|&b| b == b','))?;
+    let body = bytes.get(header_end + 1..).unwrap_or_default();
+    let mut fields: Fields<'a> = [&[]; NEEDED.len()];
+    let (mut start, mut column, mut rows) = (0, 0, 0);
+    // A last line without a line feed ends at the end of the text.
+    let last = (body.last().is_some_and(|&b| b != b'\n')).then_some(body.len());
+    for end in Separators::new(body).chain(last) {
+        let field = &body[start..end];
+        if let Some(&Some(slot)) = columns.slots.get(column) {
+            fields[slot] = field;
+        }
+        column += 1;
+        start = end + 1;
+        if body.get(end) == Some(&b',') {
+            continue;
+        }
+        // As the `csv` crate does, an empty line is no record.
+        if column > 1 || !field.is_empty() {
+            if column != columns.count() {
+                return Err(format!(
+                    "line {}: {column} fields, but the header has {}",
+                    rows + 2,
+                    columns.count()
+                ));
+            }
+            row(&fields)?;
+            rows += 1;
+        }
+        column = 0;
+    }
+    Ok(())
+}
+
+/// The positions of the `,` and `\n` bytes of a text, in order, found eight bytes at a time
+/// (fields are a few bytes long: searching for each one would cost more).
+struct Separators<'a> {
+    words: std::slice::ChunksExact<'a, u8>,
+    /// The last bytes, fewer than eight, padded with zeros.
+    rest: Option<[u8; 8]>,
+    /// The position of the current word's first byte.
+    base: usize,
+    /// The high bit of each separator byte of the current word not returned yet.
+    hits: u64,
+}
+
+impl<'a> Separators<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        let words = bytes.chunks_exact(8);
+        let mut rest = [0; 8];
+        rest[..words.remainder().len()].copy_from_slice(words.remainder());
+        Separators {
+            words,
+            rest: Some(rest),
+            base: 0,
+            hits: 0,
+        }
+    }
+}
+
+impl Iterator for Separators<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        const COMMAS: u64 = u64::from_ne_bytes([b','; 8]);
+        const LINE_FEEDS: u64 = u64::from_ne_bytes([b'\n'; 8]);
+        // The high bit of each zero byte of `x`, exactly (no carries between bytes).
+        let zero_bytes = |x: u64| !(((x & LOW7) + LOW7) | x | LOW7);
+        while self.hits == 0 {
+            let word = match self.words.next() {
+                Some(word) => word.try_into().unwrap_or_default(),
+                None => self.rest.take()?,
+            };
+            let w = u64::from_le_bytes(word);
+            self.hits = zero_bytes(w ^ COMMAS) | zero_bytes(w ^ LINE_FEEDS);
+            self.base += 8;
+        }
+        // Little-endian: byte i of the word is bits 8i..8i+8.
+        let at = self.base - 8 + self.hits.trailing_zeros() as usize / 8;
+        self.hits &= self.hits - 1;
+        Some(at)
+    }
+}
+
+/// Splits any CSV text with the `csv` crate and calls `row` with the needed fields of each
+/// data row.
+fn split_with_csv(
+    bytes: &[u8],
+    mut row: impl FnMut(&Fields<'_>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
+    let columns = Columns::of(reader.byte_headers().map_err(|e| e.to_string())?.iter())?;
+    let mut record = csv::ByteRecord::new();
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| e.to_string())?
+    {
+        let mut fields: Fields<'_> = [&[]; NEEDED.len()];
+        // The reader rejects a record whose length differs from the header's.
+        for (field, slot) in record.iter().zip(&columns.slots) {
+            if let Some(slot) = *slot {
+                fields[slot] = field;
+            }
+        }
+        row(&fields)?;
+    }
+    Ok(())
+}
+
+/// The rows read so far: the departed flights as compact [`Parsed`] rows, the codes they
+/// refer to, and the counts of the [`Dataset`].
+#[derive(Default)]
+struct Rows {
+    parsed: Vec<Parsed>,
+    codes: Codes,
+    hours: HourCache,
+    rows: usize,
+    skipped_na_departure: usize,
+}
+
+/// A departed flight as parsed, before sorting; codes are indices into [`Codes`].
+struct Parsed {
+    sched_ms: i64,
+    dep_delay: i64,
+    row: usize,
+    carrier: u32,
+    /// [`NO_TAILNUM`] when the row says `NA`.
+    tailnum: u32,
+}
+
+const NO_TAILNUM: u32 = u32::MAX;
+
+impl Rows {
+    /// Reads the next data row.
+    fn add(&mut self, fields: &Fields<'_>) -> Result<(), String> {
+        let row = self.rows;
+        self.rows += 1;
+        if fields[DEP_TIME] == b"NA" || fields[DEP_DELAY] == b"NA" {
+            self.skipped_na_departure += 1;
+            return Ok(());
+        }
+        // Line numbers count the header as line 1.
+        let line = row + 2;
+        let int = |slot: usize| {
+            parse_int(fields[slot]).ok_or_else(|| {
+                format!(
+                    "line {line}: `{}` is not an integer: {:?}",
+                    NEEDED[slot],
+                    String::from_utf8_lossy(fields[slot])
+                )
+            })
+        };
+        let (dep_delay, minute) = (int(DEP_DELAY)?, int(MINUTE)?);
+        let hour_ms = self.hours.parse(fields[TIME_HOUR]).ok_or_else(|| {
+            format!(
+                "line {line}: `time_hour` is not YYYY-MM-DDTHH:MM:SSZ: {:?}",
+                String::from_utf8_lossy(fields[TIME_HOUR])
+            )
+        })?;
+        let sched_ms = minute
+            .checked_mul(60_000)
+            .and_then(|m| m.checked_add(hour_ms))
+            .ok_or_else(|| format!("line {line}: `minute` is out of range: {minute}"))?;
+        let carrier = self.codes.intern(fields[CARRIER], line)?;
+        let tailnum = match fields[TAILNUM] {
+            b"NA" => NO_TAILNUM,
+            tailnum => self.codes.intern(tailnum, line)?,
+        };
+        self.parsed.push(Parsed {
+            sched_ms,
+            dep_delay,
+            row,
+            carrier,
+            tailnum,
+        });
+        Ok(())
+    }
+
+    /// The flights sorted by scheduled departure, ties in file order.
+    fn into_dataset(mut self) -> Dataset {
+        // (sched_ms, row) is unique, so the unstable sort gives the stable order by
+        // sched_ms, and it sorts these small rows rather than the flights.
+        self.parsed.sort_unstable_by_key(|p| (p.sched_ms, p.row));
+        let code = |i: u32| Arc::clone(&self.codes.codes[i as usize]);
+        let flights = self
+            .parsed
+            .iter()
+            .map(|p| Flight {
+                carrier: code(p.carrier),
+                tailnum: (p.tailnum != NO_TAILNUM).then(|| code(p.tailnum)),
+                sched_ms: p.sched_ms,
+                dep_delay: p.dep_delay,
+                row: p.row,
+            })
+            .collect();
+        Dataset {
+            flights,
+            rows: self.rows,
+            skipped_na_departure: self.skipped_na_departure,
+        }
+    }
+}
+
+/// An optionally signed decimal integer (what `str::parse::<i64>` accepts).
+fn parse_int(b: &[u8]) -> Option<i64> {
+    let (negative, digits) = match b {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0i64, |n, &d| {
+        let d = i64::from(d.wrapping_sub(b'0'));
+        if d > 9 {
+            return None;
+        }
+        let n = n.checked_mul(10)?;
+        if negative {
+            n.checked_sub(d)
+        } else {
+            n.checked_add(d)
+        }
+    })
+}
+
+/// Carrier and tail-number codes, each allocated once and shared by every flight with it.
+#[derive(Default)]
+struct Codes {
+    index: foldhash::HashMap<Vec<u8>, u32>,
+    codes: Vec<Arc<str>>,
+}
+
+impl Codes {
+    fn intern(&mut self, b: &[u8], line: usize) -> Result<u32, String> {
+        if let Some(&i) = self.index.get(b) {
+            return Ok(i);
+        }
+        let s = std::str::from_utf8(b).map_err(|e| format!("line {line}: {e}"))?;
+        let i = u32::try_from(self.codes.len())
+            .ok()
+            .filter(|&i| i != NO_TAILNUM)
+            .ok_or_else(|| format!("line {line}: more than {NO_TAILNUM} distinct codes"))?;
+        self.codes.push(s.into());
+        self.index.insert(b.to_vec(), i);
+        Ok(i)
+    }
+}
+
+/// The last `time_hour` parsed and its value: rows come in runs of the same hour.
+#[derive(Default)]
+struct HourCache {
+    last: Option<([u8; 20], i64)>,
+}
+
+impl HourCache {
+    fn parse(&mut self, b: &[u8]) -> Option<i64> {
+        if let Some((text, ms)) = &self.last {
+            if text.as_slice() == b {
+                return Some(*ms);
+            }
+        }
+        let ms = parse_time_hour(b)?;
+        self.last = Some((b.try_into().ok()?, ms));
+        Some(ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "year,dep_time,dep_delay,carrier,tailnum,minute,time_hour\n";
+
+    fn flights(d: &Dataset) -> Vec<(String, Option<String>, i64, i64, usize)> {
+        d.flights
+            .iter()
+            .map(|f| {
+                let tail = f.tailnum.as_ref().map(|t| t.to_string());
+                (f.carrier.to_string(), tail, f.sched_ms, f.dep_delay, f.row)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plain_and_quoted_text_give_the_same_flights_sorted_ties_in_file_order() {
+        let plain = format!(
+            "{HEADER}2013,517,2,UA,N14228,15,2013-01-01T10:00:00Z\n\
+             2013,NA,NA,AA,N1,0,2013-01-01T10:00:00Z\n\
+             \n\
+             2013,500,-5,B6,NA,0,2013-01-01T10:00:00Z\n\
+             2013,600,+7,UA,N14228,15,2013-01-01T10:00:00Z\n\
+             2013,700,0,AA,N1,59,2013-01-01T09:00:00Z"
+        );
+        let quoted = plain.replace("UA", "\"UA\"").replace('\n', "\r\n");
+        let (a, b) = (parse_csv(plain.as_bytes()), parse_csv(quoted.as_bytes()));
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let expected = vec![
+            ("AA".into(), Some("N1".into()), 1_357_034_340_000, 0, 4),
+            ("B6".into(), None, 1_357_034_400_000, -5, 2),
+            ("UA".into(), Some("N14228".into()), 1_357_035_300_000, 2, 0),
+            ("UA".into(), Some("N14228".into()), 1_357_035_300_000, 7, 3),
+        ];
+        assert_eq!(flights(&a), expected);
+        assert_eq!(flights(&b), expected);
+        assert_eq!((a.rows, a.skipped_na_departure), (5, 1));
+        assert_eq!((b.rows, b.skipped_na_departure), (5, 1));
+        assert!(Arc::ptr_eq(&a.flights[2].carrier, &a.flights[3].carrier));
+    }
+
+    #[test]
+    fn bad_rows_name_their_line() {
+        let err = |body: &str| parse_csv(format!("{HEADER}{body}").as_bytes()).unwrap_err();
+        let ok = "2013,517,2,UA,N1,15,2013-01-01T10:00:00Z\n";
+        assert_eq!(
+            err(&format!("{ok}2013,517,x,UA,N1,15,2013-01-01T10:00:00Z\n")),
+            "line 3: `dep_delay` is not an integer: \"x\""
+        );
+        assert_eq!(
+            err("2013,517,2,UA,N1,15,2013-01-01 10:00:00Z\n"),
+            "line 2: `time_hour` is not YYYY-MM-DDTHH:MM:SSZ: \"2013-01-01 10:00:00Z\""
+        );
+        assert_eq!(
+            err(&format!("{ok}2013,517,2,UA,N1,15\n")),
+            "line 3: 6 fields, but the header has 7"
+        );
+        assert_eq!(
+            parse_csv(b"year,dep_time\n1,2\n").unwrap_err(),
+            "no `dep_delay` column in the header"
+        );
+    }
+
+    #[test]
+    fn integers_parse_as_std_does() {
+        for s in ["0", "-0", "+15", "-43", "1301", "9223372036854775807"] {
+            assert_eq!(parse_int(s.as_bytes()), s.parse().ok(), "{s}");
+        }
+        for s in [
+            "",
+            "-",
+            "+",
+            "1.5",
+            " 1",
+            "1 ",
+            "NA",
+            "9223372036854775808",
+            "--1",
+        ] {
+            assert_eq!(parse_int(s.as_bytes()), None, "{s}");
+        }
+        assert_eq!(parse_int(b"-9223372036854775808"), Some(i64::MIN));
+    }
+}
