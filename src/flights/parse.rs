@@ -215,7 +215,7 @@ impl Rows {
     fn add(&mut self, fields: &Fields<'_>) -> Result<(), String> {
         let row = self.rows;
         self.rows += 1;
-        if fields[DEP_TIME] == b"NA" || fields[DEP_DELAY] == b"NA" {
+        if is_na(fields[DEP_TIME]) || is_na(fields[DEP_DELAY]) {
             self.skipped_na_departure += 1;
             return Ok(());
         }
@@ -243,7 +243,7 @@ impl Rows {
             .ok_or_else(|| format!("line {line}: `minute` is out of range: {minute}"))?;
         let carrier = self.codes.intern(fields[CARRIER], line)?;
         let tailnum = match fields[TAILNUM] {
-            b"NA" => NO_TAILNUM,
+            tailnum if is_na(tailnum) => NO_TAILNUM,
             tailnum => self.codes.intern(tailnum, line)?,
         };
         self.parsed.push(Parsed {
@@ -281,6 +281,11 @@ impl Rows {
     }
 }
 
+/// `NA`, compared without a call to `memcmp`.
+fn is_na(field: &[u8]) -> bool {
+    matches!(field, [b'N', b'A'])
+}
+
 /// An optionally signed decimal integer (what `str::parse::<i64>` accepts).
 fn parse_int(b: &[u8]) -> Option<i64> {
     let (negative, digits) = match b {
@@ -308,13 +313,22 @@ fn parse_int(b: &[u8]) -> Option<i64> {
 /// Carrier and tail-number codes, each allocated once and shared by every flight with it.
 #[derive(Default)]
 struct Codes {
-    index: foldhash::HashMap<Vec<u8>, u32>,
+    /// Codes of up to seven bytes (all of the data's), by [`Codes::short_key`]: one word to
+    /// hash and compare.
+    short: foldhash::HashMap<u64, u32>,
+    /// Longer codes.
+    long: foldhash::HashMap<Vec<u8>, u32>,
     codes: Vec<Arc<str>>,
 }
 
 impl Codes {
     fn intern(&mut self, b: &[u8], line: usize) -> Result<u32, String> {
-        if let Some(&i) = self.index.get(b) {
+        let key = Self::short_key(b);
+        let found = match key {
+            Some(key) => self.short.get(&key),
+            None => self.long.get(b),
+        };
+        if let Some(&i) = found {
             return Ok(i);
         }
         let s = std::str::from_utf8(b).map_err(|e| format!("line {line}: {e}"))?;
@@ -323,8 +337,21 @@ impl Codes {
             .filter(|&i| i != NO_TAILNUM)
             .ok_or_else(|| format!("line {line}: more than {NO_TAILNUM} distinct codes"))?;
         self.codes.push(s.into());
-        self.index.insert(b.to_vec(), i);
+        match key {
+            Some(key) => self.short.insert(key, i),
+            None => self.long.insert(b.to_vec(), i),
+        };
         Ok(i)
+    }
+
+    /// The bytes of a code of up to seven bytes and its length, as one word.
+    fn short_key(b: &[u8]) -> Option<u64> {
+        let mut word = [0; 8];
+        word.get_mut(..b.len())
+            .filter(|_| b.len() < 8)?
+            .copy_from_slice(b);
+        word[7] = b.len() as u8;
+        Some(u64::from_le_bytes(word))
     }
 }
 
@@ -336,14 +363,16 @@ struct HourCache {
 
 impl HourCache {
     fn parse(&mut self, b: &[u8]) -> Option<i64> {
-        if let Some((text, ms)) = &self.last {
-            if text.as_slice() == b {
-                return Some(*ms);
+        // A fixed-size comparison, done inline.
+        let text: &[u8; 20] = b.try_into().ok()?;
+        match self.last {
+            Some((last, ms)) if last == *text => Some(ms),
+            _ => {
+                let ms = parse_time_hour(text)?;
+                self.last = Some((*text, ms));
+                Some(ms)
             }
         }
-        let ms = parse_time_hour(b)?;
-        self.last = Some((b.try_into().ok()?, ms));
-        Some(ms)
     }
 }
 
