@@ -2,10 +2,11 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
+
+use super::archive::{self, Deflated, Entry};
+use super::parse::{self, parse_csv};
 
 use chrono::format::{Item, Numeric, Pad};
 
@@ -101,55 +102,51 @@ impl std::error::Error for LoadError {}
 
 /// Reads `flights.csv` from the zip archive at `path`.
 ///
+/// A deflated entry is inflated on a second thread while this one parses the text already
+/// inflated.
+///
 /// # Errors
 /// The file is missing, is not a zip with a `flights.csv` (or that entry is damaged: its
 /// data does not inflate to its stated size and CRC-32), lacks a needed column, or has a
 /// malformed value (other than `NA`) in a needed column (the error names the line).
 pub fn load(path: &Path) -> Result<Dataset, LoadError> {
-    let bytes = read_flights_csv(path).map_err(|m| LoadError::new(path, m))?;
-    super::parse::parse_csv(&bytes).map_err(|m| LoadError::new(path, m))
+    let error = |message: String| LoadError::new(path, message);
+    match archive::read_entry(path).map_err(error)? {
+        Entry::Deflated(entry) => load_deflated(&entry),
+        Entry::Text(text) => parse_csv(&text),
+    }
+    .map_err(error)
 }
 
-/// The bytes of `flights.csv` in the zip archive at `path`. A deflated entry (the usual
-/// case) is inflated in one call into a buffer of its stated size, without the zip
-/// reader's stream copies, and checked against its stated size and CRC-32; an entry
-/// stored another way goes through the zip reader.
-fn read_flights_csv(path: &Path) -> Result<Vec<u8>, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| e.to_string())?;
-    let in_archive = |e: zip::result::ZipError| format!("flights.csv in the archive: {e}");
-    let index = archive
-        .index_for_name("flights.csv")
-        .ok_or_else(|| in_archive(zip::result::ZipError::FileNotFound))?;
-    let mut raw = archive.by_index_raw(index).map_err(in_archive)?;
-    if raw.compression() != zip::CompressionMethod::Deflated {
-        drop(raw);
-        let mut entry = archive.by_index(index).map_err(in_archive)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
-        entry.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-        return Ok(bytes);
+/// Parses the pieces of `entry` while the next ones are inflated (each takes about as long
+/// as the other); text that is not quote-free is inflated whole and parsed again with the
+/// `csv` crate.
+fn load_deflated(entry: &Deflated) -> Result<Dataset, String> {
+    let parsed = std::thread::scope(|scope| {
+        let (pieces, inflated) = mpsc::sync_channel(PIECES_AHEAD);
+        let inflating = scope.spawn(move || entry.inflate(|piece| pieces.send(piece).is_ok()));
+        let parsed = parse::parse_pieces(inflated);
+        let inflated = inflating
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // A damaged entry explains what the parser found in it.
+        inflated.and(parsed)
+    })?;
+    match parsed {
+        Some(data) => Ok(data),
+        None => {
+            let mut text = Vec::new();
+            entry.inflate(|piece| {
+                text.extend_from_slice(&piece);
+                true
+            })?;
+            parse_csv(&text)
+        }
     }
-    let (size, crc32) = (raw.size(), raw.crc32());
-    let mut deflated = Vec::with_capacity(usize::try_from(raw.compressed_size()).unwrap_or(0));
-    raw.read_to_end(&mut deflated).map_err(|e| e.to_string())?;
-    let damaged = |what: String| format!("flights.csv in the archive is damaged: {what}");
-    let size = usize::try_from(size).map_err(|_| damaged(format!("{size} bytes")))?;
-    // Zeroed by the allocator (fresh pages), so this costs no pass over the buffer.
-    let mut bytes = vec![0u8; size];
-    let raw_deflate = zlib_rs::InflateConfig { window_bits: -15 };
-    let (inflated, status) = zlib_rs::decompress_slice(&mut bytes, &deflated, raw_deflate);
-    if status != zlib_rs::ReturnCode::Ok {
-        return Err(damaged(format!("inflating it failed ({status:?})")));
-    }
-    let inflated = inflated.len();
-    if inflated != size {
-        return Err(damaged(format!("{inflated} bytes, not the stated {size}")));
-    }
-    if crc32fast::hash(&bytes) != crc32 {
-        return Err(damaged("its CRC-32 does not match".into()));
-    }
-    Ok(bytes)
 }
+
+/// Inflated pieces waiting for the parser at most (the inflater then waits).
+const PIECES_AHEAD: usize = 8;
 
 /// The `time_hour` column's format, and the output's, `%Y-%m-%dT%H:%M:%SZ` (UTC), as
 /// chrono's items: `format` would parse the format string on every call.
@@ -200,9 +197,40 @@ pub(super) fn parse_time_hour(b: &[u8]) -> Option<i64> {
 /// Formats epoch ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC; milliseconds are truncated). A time
 /// outside chrono's range (about ±262,000 years) is written as its number of ms.
 pub fn format_utc(ms: i64) -> String {
-    match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.format_with_items(UTC_ITEMS.iter()).to_string(),
-        None => format!("{ms}ms"),
+    UtcTime(ms).to_string()
+}
+
+/// Epoch ms displayed as [`format_utc`] formats them, without a `String` of its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UtcTime(pub(crate) i64);
+
+impl fmt::Display for UtcTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use chrono::{Datelike, Timelike};
+        let Some(t) = chrono::DateTime::from_timestamp_millis(self.0) else {
+            return write!(f, "{}ms", self.0);
+        };
+        let year = match u32::try_from(t.year()) {
+            Ok(year) if year <= 9999 => year,
+            // chrono writes these years with a sign; the others, digits by hand, below.
+            _ => return write!(f, "{}", t.format_with_items(UTC_ITEMS.iter())),
+        };
+        let mut text = *b"0000-00-00T00:00:00Z";
+        let fields = [
+            (0, 4, year),
+            (5, 2, t.month()),
+            (8, 2, t.day()),
+            (11, 2, t.hour()),
+            (14, 2, t.minute()),
+            (17, 2, t.second()),
+        ];
+        for (at, digits, mut n) in fields {
+            for byte in text[at..at + digits].iter_mut().rev() {
+                *byte = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+        }
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -221,6 +249,18 @@ mod tests {
         let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights.csv.zip");
         assert_eq!(data_path_in(None), default);
         assert_eq!(data_path_in(Some("".into())), default, "empty is unset");
+    }
+
+    #[test]
+    fn times_are_written_as_chrono_writes_them() {
+        let year_10000 = 253_402_300_800_000;
+        let mut times = vec![0, -1, 1, -62_200_000_000_000, year_10000 - 1, year_10000];
+        times.extend((-40..40).map(|i: i64| i * 7_919_993_017_123 + 59_999));
+        for ms in times {
+            let t = chrono::DateTime::from_timestamp_millis(ms).unwrap();
+            assert_eq!(format_utc(ms), t.format(UTC_FORMAT).to_string(), "{ms}");
+        }
+        assert_eq!(format_utc(i64::MAX), format!("{}ms", i64::MAX));
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! `$STREAMING_DATA_DIR`) and the jobs of the
 //! `flights` example, as library code so tests can run them and capture their output.
 
+mod archive;
 mod cli;
 mod counts;
 mod data;
 #[macro_use]
 mod jobs;
 mod parse;
+mod plain;
 mod topic;
 mod windows_redis;
 

@@ -3,10 +3,11 @@
 //! sorted by scheduled departure as compact rows before they become [`Flight`]s.
 
 use super::data::{parse_time_hour, Dataset, Flight};
+use super::plain::PlainText;
 use std::sync::Arc;
 
 /// The columns the loader reads; a row's [`Fields`] hold them in this order.
-const NEEDED: [&str; 6] = [
+pub(super) const NEEDED: [&str; 6] = [
     "dep_time",
     "dep_delay",
     "carrier",
@@ -22,7 +23,7 @@ const MINUTE: usize = 4;
 const TIME_HOUR: usize = 5;
 
 /// The needed fields of one row, in the order of [`NEEDED`].
-type Fields<'a> = [&'a [u8]; NEEDED.len()];
+pub(super) type Fields<'a> = [&'a [u8]; NEEDED.len()];
 
 /// Parses the CSV text of `flights.csv` (with its header line).
 ///
@@ -35,23 +36,42 @@ type Fields<'a> = [&'a [u8]; NEEDED.len()];
 /// A missing column, a row of the wrong length, or a malformed value (other than `NA`) in a
 /// needed column, as a message naming the line.
 pub fn parse_csv(bytes: &[u8]) -> Result<Dataset, String> {
-    let mut rows = Rows::default();
-    if memchr::memchr2(b'"', b'\r', bytes).is_none() && !bytes.starts_with(b"\xEF\xBB\xBF") {
-        split_plain(bytes, |fields| rows.add(fields))?;
-    } else {
-        split_with_csv(bytes, |fields| rows.add(fields))?;
+    match parse_pieces([bytes])? {
+        Some(data) => Ok(data),
+        None => {
+            let mut rows = Rows::default();
+            split_with_csv(bytes, &mut rows)?;
+            Ok(rows.into_dataset())
+        }
     }
-    Ok(rows.into_dataset())
+}
+
+/// Parses quote-free CSV text of `flights.csv` that arrives in pieces cut anywhere (as it
+/// is inflated); `None` when a piece is not quote-free text (see [`parse_csv`], which
+/// reads any text).
+///
+/// # Errors
+/// As [`parse_csv`].
+pub(super) fn parse_pieces<P: AsRef<[u8]>>(
+    pieces: impl IntoIterator<Item = P>,
+) -> Result<Option<Dataset>, String> {
+    let (mut text, mut rows) = (PlainText::default(), Rows::default());
+    for piece in pieces {
+        if !text.feed(piece.as_ref(), &mut rows)? {
+            return Ok(None);
+        }
+    }
+    Ok(text.finish(&mut rows)?.then(|| rows.into_dataset()))
 }
 
 /// Where the needed columns are in a row, from the header.
-struct Columns {
+pub(super) struct Columns {
     /// For each column of the header, its index in [`Fields`] when it is needed.
-    slots: Vec<Option<usize>>,
+    pub(super) slots: Vec<Option<usize>>,
 }
 
 impl Columns {
-    fn of<'a>(header: impl Iterator<Item = &'a [u8]>) -> Result<Self, String> {
+    pub(super) fn of<'a>(header: impl Iterator<Item = &'a [u8]>) -> Result<Self, String> {
         let slots: Vec<Option<usize>> = header
             .map(|name| NEEDED.iter().position(|n| n.as_bytes() == name))
             .collect();
@@ -63,109 +83,13 @@ impl Columns {
         Ok(Columns { slots })
     }
 
-    fn count(&self) -> usize {
+    pub(super) fn count(&self) -> usize {
         self.slots.len()
     }
 }
 
-/// Splits quote-free CSV text (fields end at `,`, records at `\n`) and calls `row` with the
-/// needed fields of each data row.
-fn split_plain<'a>(
-    bytes: &'a [u8],
-    mut row: impl FnMut(&Fields<'a>) -> Result<(), String>,
-) -> Result<(), String> {
-    let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
-    let columns = Columns::of(bytes[..header_end].split(|&b| b == b','))?;
-    let body = bytes.get(header_end + 1..).unwrap_or_default();
-    let mut fields: Fields<'a> = [&[]; NEEDED.len()];
-    let (mut start, mut column, mut rows) = (0, 0, 0);
-    // A last line without a line feed ends at the end of the text.
-    let last = (body.last().is_some_and(|&b| b != b'\n')).then_some(body.len());
-    for end in Separators::new(body).chain(last) {
-        let field = &body[start..end];
-        if let Some(&Some(slot)) = columns.slots.get(column) {
-            fields[slot] = field;
-        }
-        column += 1;
-        start = end + 1;
-        if body.get(end) == Some(&b',') {
-            continue;
-        }
-        // As the `csv` crate does, an empty line is no record.
-        if column > 1 || !field.is_empty() {
-            if column != columns.count() {
-                return Err(format!(
-                    "line {}: {column} fields, but the header has {}",
-                    rows + 2,
-                    columns.count()
-                ));
-            }
-            row(&fields)?;
-            rows += 1;
-        }
-        column = 0;
-    }
-    Ok(())
-}
-
-/// The positions of the `,` and `\n` bytes of a text, in order, found eight bytes at a time
-/// (fields are a few bytes long: searching for each one would cost more).
-struct Separators<'a> {
-    words: std::slice::ChunksExact<'a, u8>,
-    /// The last bytes, fewer than eight, padded with zeros.
-    rest: Option<[u8; 8]>,
-    /// The position of the current word's first byte.
-    base: usize,
-    /// The high bit of each separator byte of the current word not returned yet.
-    hits: u64,
-}
-
-impl<'a> Separators<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        let words = bytes.chunks_exact(8);
-        let mut rest = [0; 8];
-        rest[..words.remainder().len()].copy_from_slice(words.remainder());
-        Separators {
-            words,
-            rest: Some(rest),
-            base: 0,
-            hits: 0,
-        }
-    }
-}
-
-impl Iterator for Separators<'_> {
-    type Item = usize;
-
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-        const COMMAS: u64 = u64::from_ne_bytes([b','; 8]);
-        const LINE_FEEDS: u64 = u64::from_ne_bytes([b'\n'; 8]);
-        // The high bit of each zero byte of `x`, exactly (no carries between bytes).
-        let zero_bytes = |x: u64| !(((x & LOW7) + LOW7) | x | LOW7);
-        while self.hits == 0 {
-            let word = match self.words.next() {
-                Some(word) => word.try_into().unwrap_or_default(),
-                None => self.rest.take()?,
-            };
-            let w = u64::from_le_bytes(word);
-            self.hits = zero_bytes(w ^ COMMAS) | zero_bytes(w ^ LINE_FEEDS);
-            self.base += 8;
-        }
-        // Little-endian: byte i of the word is bits 8i..8i+8.
-        let at = self.base - 8 + self.hits.trailing_zeros() as usize / 8;
-        self.hits &= self.hits - 1;
-        Some(at)
-    }
-}
-
-/// Splits any CSV text with the `csv` crate and calls `row` with the needed fields of each
-/// data row.
-fn split_with_csv(
-    bytes: &[u8],
-    mut row: impl FnMut(&Fields<'_>) -> Result<(), String>,
-) -> Result<(), String> {
+/// Splits any CSV text with the `csv` crate into `rows`.
+fn split_with_csv(bytes: &[u8], rows: &mut Rows) -> Result<(), String> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_reader(bytes);
@@ -182,7 +106,7 @@ fn split_with_csv(
                 fields[slot] = field;
             }
         }
-        row(&fields)?;
+        rows.add(&fields)?;
     }
     Ok(())
 }
@@ -190,11 +114,12 @@ fn split_with_csv(
 /// The rows read so far: the departed flights as compact [`Parsed`] rows, the codes they
 /// refer to, and the counts of the [`Dataset`].
 #[derive(Default)]
-struct Rows {
+pub(super) struct Rows {
     parsed: Vec<Parsed>,
     codes: Codes,
     hours: HourCache,
-    rows: usize,
+    /// Data rows read.
+    pub(super) rows: usize,
     skipped_na_departure: usize,
 }
 
@@ -212,7 +137,7 @@ const NO_TAILNUM: u32 = u32::MAX;
 
 impl Rows {
     /// Reads the next data row.
-    fn add(&mut self, fields: &Fields<'_>) -> Result<(), String> {
+    pub(super) fn add(&mut self, fields: &Fields<'_>) -> Result<(), String> {
         let row = self.rows;
         self.rows += 1;
         if is_na(fields[DEP_TIME]) || is_na(fields[DEP_DELAY]) {
