@@ -2,15 +2,29 @@
 //! inflated here, in pieces that the parser can take while the next ones are inflated, and
 //! checked against the entry's stated size and CRC-32.
 
+use super::data::Dataset;
+use super::parse::{parse_csv, parse_pieces};
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::mpsc;
 
 /// The bytes of an inflated piece (the last one may be shorter).
 const PIECE: usize = 1 << 20;
 
+/// Inflated pieces waiting for the parser at most (the inflater then waits).
+const PIECES_AHEAD: usize = 8;
+
+/// Reads `flights.csv` from the zip archive at `path` (see [`super::load`]).
+pub(super) fn load(path: &Path) -> Result<Dataset, String> {
+    match read_entry(path)? {
+        Entry::Deflated(entry) => entry.parse(),
+        Entry::Text(text) => parse_csv(&text),
+    }
+}
+
 /// The `flights.csv` entry of the archive.
-pub(super) enum Entry {
+enum Entry {
     /// Deflated (the usual case): inflate it with [`Deflated::inflate`].
     Deflated(Deflated),
     /// Stored another way: the text, as the zip reader gave it.
@@ -18,7 +32,7 @@ pub(super) enum Entry {
 }
 
 /// A deflated entry, not inflated yet.
-pub(super) struct Deflated {
+struct Deflated {
     deflated: Vec<u8>,
     /// Stated size of the inflated text, bytes.
     size: u64,
@@ -29,7 +43,7 @@ pub(super) struct Deflated {
 ///
 /// # Errors
 /// The file cannot be read, is not a zip archive, or has no `flights.csv`.
-pub(super) fn read_entry(path: &Path) -> Result<Entry, String> {
+fn read_entry(path: &Path) -> Result<Entry, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| e.to_string())?;
     let in_archive = |e: zip::result::ZipError| format!("flights.csv in the archive: {e}");
@@ -55,6 +69,35 @@ pub(super) fn read_entry(path: &Path) -> Result<Entry, String> {
 }
 
 impl Deflated {
+    /// Parses the pieces of the entry while the next ones are inflated on another thread
+    /// (each takes about as long as the other). Text that is not quote-free is inflated
+    /// whole and parsed again with the `csv` crate.
+    fn parse(&self) -> Result<Dataset, String> {
+        let parsed = std::thread::scope(|scope| {
+            let (pieces, inflated) = mpsc::sync_channel(PIECES_AHEAD);
+            let inflating = scope.spawn(move || self.inflate(|piece| pieces.send(piece).is_ok()));
+            let parsed = parse_pieces(inflated);
+            let inflated = inflating
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            inflated.and(parsed)
+        });
+        match parsed {
+            Ok(Some(data)) => Ok(data),
+            Ok(None) => {
+                let mut text = Vec::new();
+                self.inflate(|piece| {
+                    text.extend_from_slice(&piece);
+                    true
+                })?;
+                parse_csv(&text)
+            }
+            // The parser stopped the inflater early: a damaged entry would explain what the
+            // parser found, so check the whole entry before blaming the text.
+            Err(e) => self.inflate(|_| true).and(Err(e)),
+        }
+    }
+
     /// Inflates the entry into pieces of [`PIECE`] bytes (cut anywhere) and hands them to
     /// `piece` in order until it returns `false` (then the rest is not inflated and not
     /// checked). At the end, checks the stated size and CRC-32.
@@ -62,7 +105,7 @@ impl Deflated {
     /// # Errors
     /// The entry is damaged: its data is not a deflate stream, ends early, or inflates to
     /// another size or CRC-32 than the archive states.
-    pub(super) fn inflate(&self, mut piece: impl FnMut(Vec<u8>) -> bool) -> Result<(), String> {
+    fn inflate(&self, mut piece: impl FnMut(Vec<u8>) -> bool) -> Result<(), String> {
         let damaged = |what: String| format!("flights.csv in the archive is damaged: {what}");
         let mut inflate = zlib_rs::Inflate::new(false, 15);
         let mut crc32 = crc32fast::Hasher::new();
@@ -106,5 +149,95 @@ impl Deflated {
             return Err(damaged("its CRC-32 does not match".into()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const TEXT: &str = "dep_time,dep_delay,carrier,tailnum,minute,time_hour\n\
+                        517,2,UA,N14228,15,2013-01-01T10:00:00Z\n\
+                        NA,NA,AA,N1,0,2013-01-01T10:00:00Z\n\
+                        500,-5,B6,NA,0,2013-01-01T09:00:00Z\n";
+
+    /// A zip archive holding `text` as `flights.csv`, compressed with `method`, repeated
+    /// so that it spans several pieces.
+    fn zip_of(text: &str, method: zip::CompressionMethod) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default().compression_method(method);
+        zip.start_file("flights.csv", options).unwrap();
+        zip.write_all(text.as_bytes()).unwrap();
+        zip.finish().unwrap().into_inner()
+    }
+
+    /// Many rows: about 3.5 pieces of text.
+    fn long_text(row: &str) -> String {
+        let header = TEXT.lines().next().unwrap();
+        let rows = row.repeat(PIECE * 7 / 2 / row.len());
+        format!("{header}\n{rows}")
+    }
+
+    fn load_bytes(zip: &[u8]) -> Result<Dataset, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("flights.csv.zip");
+        std::fs::write(&path, zip).unwrap();
+        load(&path)
+    }
+
+    #[test]
+    fn deflated_and_stored_entries_read_the_same() {
+        for method in [
+            zip::CompressionMethod::Deflated,
+            zip::CompressionMethod::Stored,
+        ] {
+            let data = load_bytes(&zip_of(TEXT, method)).unwrap();
+            assert_eq!((data.rows, data.skipped_na_departure), (3, 1), "{method}");
+            let carriers: Vec<&str> = data.flights.iter().map(|f| &*f.carrier).collect();
+            assert_eq!(carriers, ["B6", "UA"], "{method}");
+        }
+    }
+
+    #[test]
+    fn text_over_several_pieces_parses_as_one_text() {
+        let row = "517,2,UA,N14228,15,2013-01-01T10:00:00Z\n600,-3,B6,NA,7,2013-01-01T09:00:00Z\n";
+        let text = long_text(row);
+        let data = load_bytes(&zip_of(&text, zip::CompressionMethod::Deflated)).unwrap();
+        let whole = parse_csv(text.as_bytes()).unwrap();
+        assert!(text.len() > 3 * PIECE);
+        assert_eq!(data.rows, whole.rows);
+        assert_eq!(data.flights, whole.flights);
+        // A quote in the last piece only: the text is read again by the `csv` crate.
+        let quoted = format!("{text}600,-3,\"B6\",NA,7,2013-01-01T09:00:00Z\n");
+        let data = load_bytes(&zip_of(&quoted, zip::CompressionMethod::Deflated)).unwrap();
+        assert_eq!(data.rows, whole.rows + 1);
+        assert_eq!(data.flights.last().map(|f| &*f.carrier), Some("UA"));
+        assert_eq!(data.flights.first().map(|f| f.row), Some(1));
+    }
+
+    #[test]
+    fn a_damaged_entry_is_reported_as_damaged_not_as_bad_text() {
+        let row = "517,2,UA,N14228,15,2013-01-01T10:00:00Z\n";
+        let mut zip = zip_of(&long_text(row), zip::CompressionMethod::Deflated);
+        // The local header is 30 bytes + the name (11 bytes); the deflated data follows.
+        for at in [41 + 200, 41 + 5_000] {
+            zip[at] ^= 0x55;
+        }
+        let error = load_bytes(&zip).unwrap_err();
+        assert!(
+            error.starts_with("flights.csv in the archive is damaged: "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_archive_without_flights_csv_says_so() {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        zip.start_file("other.csv", zip::write::SimpleFileOptions::default())
+            .unwrap();
+        let zip = zip.finish().unwrap().into_inner();
+        let error = load_bytes(&zip).unwrap_err();
+        assert!(error.starts_with("flights.csv in the archive: "), "{error}");
     }
 }

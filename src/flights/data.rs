@@ -3,10 +3,9 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
-use super::archive::{self, Deflated, Entry};
-use super::parse::{self, parse_csv};
+use super::archive;
 
 use chrono::format::{Item, Numeric, Pad};
 
@@ -110,43 +109,8 @@ impl std::error::Error for LoadError {}
 /// data does not inflate to its stated size and CRC-32), lacks a needed column, or has a
 /// malformed value (other than `NA`) in a needed column (the error names the line).
 pub fn load(path: &Path) -> Result<Dataset, LoadError> {
-    let error = |message: String| LoadError::new(path, message);
-    match archive::read_entry(path).map_err(error)? {
-        Entry::Deflated(entry) => load_deflated(&entry),
-        Entry::Text(text) => parse_csv(&text),
-    }
-    .map_err(error)
+    archive::load(path).map_err(|message| LoadError::new(path, message))
 }
-
-/// Parses the pieces of `entry` while the next ones are inflated (each takes about as long
-/// as the other); text that is not quote-free is inflated whole and parsed again with the
-/// `csv` crate.
-fn load_deflated(entry: &Deflated) -> Result<Dataset, String> {
-    let parsed = std::thread::scope(|scope| {
-        let (pieces, inflated) = mpsc::sync_channel(PIECES_AHEAD);
-        let inflating = scope.spawn(move || entry.inflate(|piece| pieces.send(piece).is_ok()));
-        let parsed = parse::parse_pieces(inflated);
-        let inflated = inflating
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        // A damaged entry explains what the parser found in it.
-        inflated.and(parsed)
-    })?;
-    match parsed {
-        Some(data) => Ok(data),
-        None => {
-            let mut text = Vec::new();
-            entry.inflate(|piece| {
-                text.extend_from_slice(&piece);
-                true
-            })?;
-            parse_csv(&text)
-        }
-    }
-}
-
-/// Inflated pieces waiting for the parser at most (the inflater then waits).
-const PIECES_AHEAD: usize = 8;
 
 /// The `time_hour` column's format, and the output's, `%Y-%m-%dT%H:%M:%SZ` (UTC), as
 /// chrono's items: `format` would parse the format string on every call.

@@ -366,6 +366,40 @@ mod tests {
     }
 
     #[test]
+    fn pieces_cut_anywhere_parse_as_the_whole_text() {
+        let text = format!(
+            "{HEADER}2013,517,2,UA,N14228,15,2013-01-01T10:00:00Z\n\n\
+             2013,NA,NA,AA,N1,0,2013-01-01T10:00:00Z\n\
+             2013,500,-5,B6,LONGTAIL99,0,2013-01-01T10:00:00Z\n\
+             2013,600,+7,UA,LONGTAIL99,15,2013-01-01T10:00:00Z"
+        );
+        let whole = flights(&parse_csv(text.as_bytes()).unwrap());
+        assert_eq!(whole.len(), 3);
+        let bytes = text.as_bytes();
+        for cut in 0..=bytes.len() {
+            let two = [&bytes[..cut], &bytes[cut..]];
+            let data = parse_pieces(two).unwrap().unwrap();
+            assert_eq!(flights(&data), whole, "cut at {cut}");
+            assert_eq!(data.rows, 4);
+        }
+        for size in 1..9 {
+            let data = parse_pieces(bytes.chunks(size)).unwrap().unwrap();
+            assert_eq!(flights(&data), whole, "pieces of {size}");
+            // Codes longer than seven bytes are shared as well.
+            assert!(Arc::ptr_eq(
+                data.flights[0].tailnum.as_ref().unwrap(),
+                data.flights[2].tailnum.as_ref().unwrap()
+            ));
+        }
+        let quoted = [&bytes[..50], b"\"", &bytes[50..]];
+        assert!(parse_pieces(quoted).unwrap().is_none());
+        assert_eq!(
+            parse_pieces([&b"dep_time,dep_"[..], b"delay"]).unwrap_err(),
+            "no `carrier` column in the header"
+        );
+    }
+
+    #[test]
     fn integers_parse_as_std_does() {
         for s in ["0", "-0", "+15", "-43", "1301", "9223372036854775807"] {
             assert_eq!(parse_int(s.as_bytes()), s.parse().ok(), "{s}");
