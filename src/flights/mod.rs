@@ -9,7 +9,7 @@ mod data;
 #[macro_use]
 mod jobs;
 mod parse;
-mod plain;
+mod split;
 mod topic;
 mod windows_redis;
 

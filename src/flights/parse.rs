@@ -3,27 +3,11 @@
 //! sorted by scheduled departure as compact rows before they become [`Flight`]s.
 
 use super::data::{parse_time_hour, Dataset, Flight};
-use super::plain::PlainText;
+use super::split::{
+    split_with_csv, Fields, PlainText, CARRIER, DEP_DELAY, DEP_TIME, MINUTE, NEEDED, TAILNUM,
+    TIME_HOUR,
+};
 use std::sync::Arc;
-
-/// The columns the loader reads; a row's [`Fields`] hold them in this order.
-pub(super) const NEEDED: [&str; 6] = [
-    "dep_time",
-    "dep_delay",
-    "carrier",
-    "tailnum",
-    "minute",
-    "time_hour",
-];
-const DEP_TIME: usize = 0;
-const DEP_DELAY: usize = 1;
-const CARRIER: usize = 2;
-const TAILNUM: usize = 3;
-const MINUTE: usize = 4;
-const TIME_HOUR: usize = 5;
-
-/// The needed fields of one row, in the order of [`NEEDED`].
-pub(super) type Fields<'a> = [&'a [u8]; NEEDED.len()];
 
 /// Parses the CSV text of `flights.csv` (with its header line).
 ///
@@ -40,7 +24,7 @@ pub fn parse_csv(bytes: &[u8]) -> Result<Dataset, String> {
         Some(data) => Ok(data),
         None => {
             let mut rows = Rows::default();
-            split_with_csv(bytes, &mut rows)?;
+            split_with_csv(bytes, |fields| rows.add(fields))?;
             Ok(rows.into_dataset())
         }
     }
@@ -56,70 +40,24 @@ pub(super) fn parse_pieces<P: AsRef<[u8]>>(
     pieces: impl IntoIterator<Item = P>,
 ) -> Result<Option<Dataset>, String> {
     let (mut text, mut rows) = (PlainText::default(), Rows::default());
+    let mut row = |fields: &Fields<'_>| rows.add(fields);
     for piece in pieces {
-        if !text.feed(piece.as_ref(), &mut rows)? {
+        if !text.feed(piece.as_ref(), &mut row)? {
             return Ok(None);
         }
     }
-    Ok(text.finish(&mut rows)?.then(|| rows.into_dataset()))
-}
-
-/// Where the needed columns are in a row, from the header.
-pub(super) struct Columns {
-    /// For each column of the header, its index in [`Fields`] when it is needed.
-    pub(super) slots: Vec<Option<usize>>,
-}
-
-impl Columns {
-    pub(super) fn of<'a>(header: impl Iterator<Item = &'a [u8]>) -> Result<Self, String> {
-        let slots: Vec<Option<usize>> = header
-            .map(|name| NEEDED.iter().position(|n| n.as_bytes() == name))
-            .collect();
-        for (slot, name) in NEEDED.iter().enumerate() {
-            if !slots.contains(&Some(slot)) {
-                return Err(format!("no `{name}` column in the header"));
-            }
-        }
-        Ok(Columns { slots })
-    }
-
-    pub(super) fn count(&self) -> usize {
-        self.slots.len()
-    }
-}
-
-/// Splits any CSV text with the `csv` crate into `rows`.
-fn split_with_csv(bytes: &[u8], rows: &mut Rows) -> Result<(), String> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_reader(bytes);
-    let columns = Columns::of(reader.byte_headers().map_err(|e| e.to_string())?.iter())?;
-    let mut record = csv::ByteRecord::new();
-    while reader
-        .read_byte_record(&mut record)
-        .map_err(|e| e.to_string())?
-    {
-        let mut fields: Fields<'_> = [&[]; NEEDED.len()];
-        // The reader rejects a record whose length differs from the header's.
-        for (field, slot) in record.iter().zip(&columns.slots) {
-            if let Some(slot) = *slot {
-                fields[slot] = field;
-            }
-        }
-        rows.add(&fields)?;
-    }
-    Ok(())
+    Ok(text.finish(&mut row)?.then(|| rows.into_dataset()))
 }
 
 /// The rows read so far: the departed flights as compact [`Parsed`] rows, the codes they
 /// refer to, and the counts of the [`Dataset`].
 #[derive(Default)]
-pub(super) struct Rows {
+struct Rows {
     parsed: Vec<Parsed>,
     codes: Codes,
     hours: HourCache,
     /// Data rows read.
-    pub(super) rows: usize,
+    rows: usize,
     skipped_na_departure: usize,
 }
 
@@ -137,7 +75,7 @@ const NO_TAILNUM: u32 = u32::MAX;
 
 impl Rows {
     /// Reads the next data row.
-    pub(super) fn add(&mut self, fields: &Fields<'_>) -> Result<(), String> {
+    fn add(&mut self, fields: &Fields<'_>) -> Result<(), String> {
         let row = self.rows;
         self.rows += 1;
         if is_na(fields[DEP_TIME]) || is_na(fields[DEP_DELAY]) {

@@ -1,7 +1,79 @@
-//! Quote-free CSV text (the data file) split at commas and line feeds directly, eight bytes
-//! at a time, as it arrives in pieces cut anywhere.
+//! CSV text split into the fields the loader reads: quote-free text (the data file) at
+//! commas and line feeds directly, eight bytes at a time, as it arrives in pieces cut
+//! anywhere; other text with the `csv` crate.
 
-use super::parse::{Columns, Fields, Rows, NEEDED};
+/// The columns the loader reads; a row's [`Fields`] hold them in this order.
+pub(super) const NEEDED: [&str; 6] = [
+    "dep_time",
+    "dep_delay",
+    "carrier",
+    "tailnum",
+    "minute",
+    "time_hour",
+];
+pub(super) const DEP_TIME: usize = 0;
+pub(super) const DEP_DELAY: usize = 1;
+pub(super) const CARRIER: usize = 2;
+pub(super) const TAILNUM: usize = 3;
+pub(super) const MINUTE: usize = 4;
+pub(super) const TIME_HOUR: usize = 5;
+
+/// The needed fields of one row, in the order of [`NEEDED`].
+pub(super) type Fields<'a> = [&'a [u8]; NEEDED.len()];
+
+/// Where the needed columns are in a row, from the header.
+struct Columns {
+    /// For each column of the header, its index in [`Fields`] when it is needed.
+    slots: Vec<Option<usize>>,
+}
+
+impl Columns {
+    fn of<'a>(header: impl Iterator<Item = &'a [u8]>) -> Result<Self, String> {
+        let slots: Vec<Option<usize>> = header
+            .map(|name| NEEDED.iter().position(|n| n.as_bytes() == name))
+            .collect();
+        for (slot, name) in NEEDED.iter().enumerate() {
+            if !slots.contains(&Some(slot)) {
+                return Err(format!("no `{name}` column in the header"));
+            }
+        }
+        Ok(Columns { slots })
+    }
+
+    fn count(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// Splits any CSV text with the `csv` crate and calls `row` with the needed fields of each
+/// data row.
+///
+/// # Errors
+/// What the `csv` crate finds wrong, a missing column, or an error of `row`.
+pub(super) fn split_with_csv(
+    bytes: &[u8],
+    mut row: impl FnMut(&Fields<'_>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
+    let columns = Columns::of(reader.byte_headers().map_err(|e| e.to_string())?.iter())?;
+    let mut record = csv::ByteRecord::new();
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| e.to_string())?
+    {
+        let mut fields: Fields<'_> = [&[]; NEEDED.len()];
+        // The reader rejects a record whose length differs from the header's.
+        for (field, slot) in record.iter().zip(&columns.slots) {
+            if let Some(slot) = *slot {
+                fields[slot] = field;
+            }
+        }
+        row(&fields)?;
+    }
+    Ok(())
+}
 
 /// Splits CSV text without quotes, carriage returns or a byte order mark, piece by piece:
 /// fields end at `,`, records at `\n`; as with the `csv` crate, empty lines are no records
@@ -12,16 +84,22 @@ pub(super) struct PlainText {
     columns: Option<Columns>,
     /// The start of a line that a later piece completes.
     carry: Vec<u8>,
+    /// Records read (data rows; the header and empty lines are none).
+    records: usize,
 }
 
 impl PlainText {
-    /// Reads the lines that `piece` completes into `rows`. `false`, and nothing read, when
-    /// the text is not quote-free: this piece has a quote or a carriage return, or the
-    /// header starts with a byte order mark.
+    /// Hands the records of the lines that `piece` completes to `row`. `false`, and nothing
+    /// read, when the text is not quote-free: this piece has a quote or a carriage return,
+    /// or the header starts with a byte order mark.
     ///
     /// # Errors
-    /// As [`super::parse_csv`].
-    pub(super) fn feed(&mut self, mut piece: &[u8], rows: &mut Rows) -> Result<bool, String> {
+    /// As [`super::parse_csv`], or an error of `row`.
+    pub(super) fn feed(
+        &mut self,
+        mut piece: &[u8],
+        row: &mut impl FnMut(&Fields<'_>) -> Result<(), String>,
+    ) -> Result<bool, String> {
         if memchr::memchr2(b'"', b'\r', piece).is_some() {
             return Ok(false);
         }
@@ -33,34 +111,41 @@ impl PlainText {
             let mut line = std::mem::take(&mut self.carry);
             line.extend_from_slice(&piece[..=end]);
             piece = &piece[end + 1..];
-            if !self.lines(&line, rows)? {
+            if !self.lines(&line, row)? {
                 return Ok(false);
             }
         }
         let end = memchr::memrchr(b'\n', piece).map_or(0, |i| i + 1);
-        if !self.lines(&piece[..end], rows)? {
+        if !self.lines(&piece[..end], row)? {
             return Ok(false);
         }
         self.carry.extend_from_slice(&piece[end..]);
         Ok(true)
     }
 
-    /// Reads the last line (one without a line feed) at the end of the text. `false` as for
-    /// [`feed`](Self::feed).
+    /// Hands the record of the last line (one without a line feed) at the end of the text
+    /// to `row`. `false` as for [`feed`](Self::feed).
     ///
     /// # Errors
-    /// As [`super::parse_csv`].
-    pub(super) fn finish(mut self, rows: &mut Rows) -> Result<bool, String> {
+    /// As [`super::parse_csv`], or an error of `row`.
+    pub(super) fn finish(
+        mut self,
+        row: &mut impl FnMut(&Fields<'_>) -> Result<(), String>,
+    ) -> Result<bool, String> {
         let last = std::mem::take(&mut self.carry);
         if self.columns.is_none() {
             // The text is a header line without a line feed (or nothing).
             return self.header(&last);
         }
-        self.lines(&last, rows)
+        self.lines(&last, row)
     }
 
     /// Reads whole lines; the last one lacks its line feed only at the end of the text.
-    fn lines(&mut self, mut text: &[u8], rows: &mut Rows) -> Result<bool, String> {
+    fn lines(
+        &mut self,
+        mut text: &[u8],
+        row: &mut impl FnMut(&Fields<'_>) -> Result<(), String>,
+    ) -> Result<bool, String> {
         if self.columns.is_none() {
             let Some(end) = memchr::memchr(b'\n', text) else {
                 return Ok(true);
@@ -91,11 +176,12 @@ impl PlainText {
                 if column != columns.count() {
                     return Err(format!(
                         "line {}: {column} fields, but the header has {}",
-                        rows.rows + 2,
+                        self.records + 2,
                         columns.count()
                     ));
                 }
-                rows.add(&fields)?;
+                row(&fields)?;
+                self.records += 1;
             }
             column = 0;
         }
