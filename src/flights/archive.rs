@@ -2,7 +2,7 @@
 //! inflated here, in pieces that the parser can take while the next ones are inflated, and
 //! checked against the entry's stated size and CRC-32.
 
-use super::data::Dataset;
+use super::data::{Dataset, LoadError};
 use super::parse::{parse_csv, parse_pieces};
 use std::fs::File;
 use std::io::Read;
@@ -15,12 +15,22 @@ const PIECE: usize = 1 << 20;
 /// Inflated pieces waiting for the parser at most (the inflater then waits).
 const PIECES_AHEAD: usize = 8;
 
-/// Reads `flights.csv` from the zip archive at `path` (see [`super::load`]).
-pub(super) fn load(path: &Path) -> Result<Dataset, String> {
-    match read_entry(path)? {
-        Entry::Deflated(entry) => entry.parse(),
-        Entry::Text(text) => parse_csv(&text),
-    }
+/// Reads `flights.csv` from the zip archive at `path`.
+///
+/// A deflated entry is inflated on a second thread while this one parses the text already
+/// inflated.
+///
+/// # Errors
+/// The file is missing, is not a zip with a `flights.csv` (or that entry is damaged: its
+/// data does not inflate to its stated size and CRC-32), lacks a needed column, or has a
+/// malformed value (other than `NA`) in a needed column (the error names the line).
+pub fn load(path: &Path) -> Result<Dataset, LoadError> {
+    let read = match read_entry(path) {
+        Ok(Entry::Deflated(entry)) => entry.parse(),
+        Ok(Entry::Text(text)) => parse_csv(&text),
+        Err(e) => Err(e),
+    };
+    read.map_err(|message| LoadError::new(path, message))
 }
 
 /// The `flights.csv` entry of the archive.
@@ -183,7 +193,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("flights.csv.zip");
         std::fs::write(&path, zip).unwrap();
-        load(&path)
+        load(&path).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -226,7 +236,7 @@ mod tests {
         }
         let error = load_bytes(&zip).unwrap_err();
         assert!(
-            error.starts_with("flights.csv in the archive is damaged: "),
+            error.contains("): flights.csv in the archive is damaged: "),
             "{error}"
         );
     }
@@ -238,6 +248,9 @@ mod tests {
             .unwrap();
         let zip = zip.finish().unwrap().into_inner();
         let error = load_bytes(&zip).unwrap_err();
-        assert!(error.starts_with("flights.csv in the archive: "), "{error}");
+        assert!(
+            error.ends_with("): flights.csv in the archive: specified file not found in archive"),
+            "{error}"
+        );
     }
 }

@@ -1,11 +1,10 @@
-//! Loading `flights.csv.zip` into [`Flight`]s sorted by scheduled departure.
+//! The flights data: the [`Dataset`] of [`Flight`]s sorted by scheduled departure, where
+//! the file is found, why it could not be loaded, and the text of times.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use super::archive;
 
 use chrono::format::{Item, Numeric, Pad};
 
@@ -78,7 +77,7 @@ pub struct LoadError {
 }
 
 impl LoadError {
-    fn new(path: &Path, message: impl Into<String>) -> Self {
+    pub(super) fn new(path: &Path, message: impl Into<String>) -> Self {
         LoadError {
             path: path.to_path_buf(),
             message: message.into(),
@@ -98,19 +97,6 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
-
-/// Reads `flights.csv` from the zip archive at `path`.
-///
-/// A deflated entry is inflated on a second thread while this one parses the text already
-/// inflated.
-///
-/// # Errors
-/// The file is missing, is not a zip with a `flights.csv` (or that entry is damaged: its
-/// data does not inflate to its stated size and CRC-32), lacks a needed column, or has a
-/// malformed value (other than `NA`) in a needed column (the error names the line).
-pub fn load(path: &Path) -> Result<Dataset, LoadError> {
-    archive::load(path).map_err(|message| LoadError::new(path, message))
-}
 
 /// The `time_hour` column's format, and the output's, `%Y-%m-%dT%H:%M:%SZ` (UTC), as
 /// chrono's items: `format` would parse the format string on every call.

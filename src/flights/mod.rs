@@ -13,9 +13,10 @@ mod split;
 mod topic;
 mod windows_redis;
 
+pub use archive::load;
 pub use cli::{parse_args, Args, Command, Engine, DEFAULT_REDIS_URL};
 pub use counts::{count_by_carrier, counts, counts_redis, CountLine, CountsSummary, RedisCounts};
-pub use data::{default_data_path, format_utc, load, Dataset, Flight, LoadError, DATA_DIR_ENV};
+pub use data::{default_data_path, format_utc, Dataset, Flight, LoadError, DATA_DIR_ENV};
 pub use jobs::{
     delays, delays_fragment, delays_partitioned, sessions, sessions_fragment, sessions_partitioned,
     CountAndSum, CountFlights, DelayLine, DelaysOptions, DelaysSummary, EventTime, LateCounter,
