@@ -80,12 +80,20 @@ fn read_entry(path: &Path) -> Result<Entry, String> {
 
 impl Deflated {
     /// Parses the pieces of the entry while the next ones are inflated on another thread
-    /// (each takes about as long as the other). Text that is not quote-free is inflated
-    /// whole and parsed again with the `csv` crate.
+    /// (each takes about as long as the other). Text that is not quote-free, or all of it
+    /// when no thread can be started, is inflated whole and parsed with [`parse_csv`].
     fn parse(&self) -> Result<Dataset, String> {
         let parsed = std::thread::scope(|scope| {
             let (pieces, inflated) = mpsc::sync_channel(PIECES_AHEAD);
-            let inflating = scope.spawn(move || self.inflate(|piece| pieces.send(piece).is_ok()));
+            let inflating = std::thread::Builder::new()
+                .name("flights-inflate".into())
+                .spawn_scoped(scope, move || {
+                    self.inflate(|piece| pieces.send(piece).is_ok())
+                });
+            // Without a second thread, the text is inflated whole below.
+            let Ok(inflating) = inflating else {
+                return Ok(None);
+            };
             let parsed = parse_pieces(inflated);
             let inflated = inflating
                 .join()
@@ -94,6 +102,7 @@ impl Deflated {
         });
         match parsed {
             Ok(Some(data)) => Ok(data),
+            // Not quote-free text, or no second thread.
             Ok(None) => {
                 let mut text = Vec::new();
                 self.inflate(|piece| {
