@@ -1,12 +1,12 @@
-//! Loading `flights.csv.zip` into [`Flight`]s sorted by scheduled departure.
+//! The flights data: the [`Dataset`] of [`Flight`]s sorted by scheduled departure, where
+//! the file is found, why it could not be loaded, and the text of times.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use chrono::format::{Item, Numeric, Pad};
 
 /// The environment variable naming the directory that holds `flights.csv.zip`, for the
 /// examples and tests (see [`default_data_path`]).
@@ -77,7 +77,7 @@ pub struct LoadError {
 }
 
 impl LoadError {
-    fn new(path: &Path, message: impl Into<String>) -> Self {
+    pub(super) fn new(path: &Path, message: impl Into<String>) -> Self {
         LoadError {
             path: path.to_path_buf(),
             message: message.into(),
@@ -98,141 +98,97 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// Reads `flights.csv` from the zip archive at `path`.
-///
-/// # Errors
-/// The file is missing, is not a zip with a `flights.csv`, lacks a needed column, or has a
-/// malformed value (other than `NA`) in a needed column (the error names the line).
-pub fn load(path: &Path) -> Result<Dataset, LoadError> {
-    let file = File::open(path).map_err(|e| LoadError::new(path, e.to_string()))?;
-    let mut archive =
-        zip::ZipArchive::new(file).map_err(|e| LoadError::new(path, e.to_string()))?;
-    let mut entry = archive
-        .by_name("flights.csv")
-        .map_err(|e| LoadError::new(path, format!("flights.csv in the archive: {e}")))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
-    entry
-        .read_to_end(&mut bytes)
-        .map_err(|e| LoadError::new(path, e.to_string()))?;
-    parse_csv(&bytes).map_err(|m| LoadError::new(path, m))
-}
+/// The `time_hour` column's format, and the output's, `%Y-%m-%dT%H:%M:%SZ` (UTC), as
+/// chrono's items: `format` would parse the format string on every call.
+const UTC_ITEMS: &[Item<'static>] = &[
+    Item::Numeric(Numeric::Year, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Month, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Day, Pad::Zero),
+    Item::Literal("T"),
+    Item::Numeric(Numeric::Hour, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Minute, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Second, Pad::Zero),
+    Item::Literal("Z"),
+];
 
-/// Parses the CSV text of `flights.csv` (with its header line).
-///
-/// # Errors
-/// A missing column or a malformed value, as a message naming the line.
-pub fn parse_csv(bytes: &[u8]) -> Result<Dataset, String> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_reader(bytes);
-    let headers = reader.byte_headers().map_err(|e| e.to_string())?.clone();
-    let col = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name.as_bytes())
-            .ok_or_else(|| format!("no `{name}` column in the header"))
-    };
-    let (dep_time, dep_delay, carrier, tailnum, minute, time_hour) = (
-        col("dep_time")?,
-        col("dep_delay")?,
-        col("carrier")?,
-        col("tailnum")?,
-        col("minute")?,
-        col("time_hour")?,
-    );
-
-    let mut interned: HashMap<Vec<u8>, Arc<str>> = HashMap::new();
-    let mut intern = |b: &[u8]| -> Result<Arc<str>, String> {
-        if let Some(s) = interned.get(b) {
-            return Ok(Arc::clone(s));
-        }
-        let s: Arc<str> = std::str::from_utf8(b).map_err(|e| e.to_string())?.into();
-        interned.insert(b.to_vec(), Arc::clone(&s));
-        Ok(s)
-    };
-
-    let mut data = Dataset::default();
-    let mut record = csv::ByteRecord::new();
-    let mut row = 0usize;
-    while reader
-        .read_byte_record(&mut record)
-        .map_err(|e| e.to_string())?
-    {
-        // Line numbers count the header as line 1.
-        let line = row + 2;
-        let field = |i: usize| {
-            record
-                .get(i)
-                .ok_or_else(|| format!("line {line}: missing column {}", i + 1))
-        };
-        data.rows += 1;
-        let this_row = row;
-        row += 1;
-        if field(dep_time)? == b"NA" || field(dep_delay)? == b"NA" {
-            data.skipped_na_departure += 1;
-            continue;
-        }
-        let int = |i: usize, name: &str| -> Result<i64, String> {
-            let b = field(i)?;
-            std::str::from_utf8(b)
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok())
-                .ok_or_else(|| {
-                    format!(
-                        "line {line}: `{name}` is not an integer: {:?}",
-                        String::from_utf8_lossy(b)
-                    )
-                })
-        };
-        let delay = int(dep_delay, "dep_delay")?;
-        let minute = int(minute, "minute")?;
-        let hour_ms = parse_time_hour(field(time_hour)?).ok_or_else(|| {
-            format!(
-                "line {line}: `time_hour` is not YYYY-MM-DDTHH:MM:SSZ: {:?}",
-                String::from_utf8_lossy(field(time_hour).unwrap_or(b""))
-            )
-        })?;
-        let tail = field(tailnum)?;
-        data.flights.push(Flight {
-            carrier: intern(field(carrier)?)?,
-            tailnum: if tail == b"NA" {
-                None
-            } else {
-                Some(intern(tail)?)
-            },
-            sched_ms: hour_ms + minute * 60_000,
-            dep_delay: delay,
-            row: this_row,
-        });
+/// Parses `YYYY-MM-DDTHH:MM:SSZ` (ASCII digits, no sign) into epoch ms; `None` for
+/// anything else (another length or separator, a date or time that does not exist).
+pub(super) fn parse_time_hour(b: &[u8]) -> Option<i64> {
+    let b: &[u8; 20] = b.try_into().ok()?;
+    let separators = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'Z'),
+    ];
+    if separators.iter().any(|&(i, c)| b[i] != c) {
+        return None;
     }
-    // `sort_by_key` is stable: flights with the same scheduled departure keep file order.
-    data.flights.sort_by_key(|f| f.sched_ms);
-    Ok(data)
-}
-
-/// The `time_hour` column's format, and the output's: `YYYY-MM-DDTHH:MM:SSZ` (UTC).
-const UTC_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
-
-/// Parses `YYYY-MM-DDTHH:MM:SSZ` into epoch ms; `None` for anything else (another
-/// length, a date that does not exist).
-fn parse_time_hour(b: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(b).ok().filter(|s| s.len() == 20)?;
-    let t = chrono::NaiveDateTime::parse_from_str(s, UTC_FORMAT).ok()?;
+    let num = |from: usize, to: usize| {
+        b[from..to].iter().try_fold(0u32, |n, &d| {
+            d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
+        })
+    };
+    let year = i32::try_from(num(0, 4)?).ok()?;
+    let t = chrono::NaiveDate::from_ymd_opt(year, num(5, 7)?, num(8, 10)?)?.and_hms_opt(
+        num(11, 13)?,
+        num(14, 16)?,
+        num(17, 19)?,
+    )?;
     Some(t.and_utc().timestamp_millis())
 }
 
 /// Formats epoch ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC; milliseconds are truncated). A time
 /// outside chrono's range (about ±262,000 years) is written as its number of ms.
 pub fn format_utc(ms: i64) -> String {
-    match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.format(UTC_FORMAT).to_string(),
-        None => format!("{ms}ms"),
+    UtcTime(ms).to_string()
+}
+
+/// Epoch ms displayed as [`format_utc`] formats them, without a `String` of its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UtcTime(pub(crate) i64);
+
+impl fmt::Display for UtcTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use chrono::{Datelike, Timelike};
+        let Some(t) = chrono::DateTime::from_timestamp_millis(self.0) else {
+            return write!(f, "{}ms", self.0);
+        };
+        let year = match u32::try_from(t.year()) {
+            Ok(year) if year <= 9999 => year,
+            // chrono writes these years with a sign; the others, digits by hand, below.
+            _ => return write!(f, "{}", t.format_with_items(UTC_ITEMS.iter())),
+        };
+        let mut text = *b"0000-00-00T00:00:00Z";
+        let fields = [
+            (0, 4, year),
+            (5, 2, t.month()),
+            (8, 2, t.day()),
+            (11, 2, t.hour()),
+            (14, 2, t.minute()),
+            (17, 2, t.second()),
+        ];
+        for (at, digits, mut n) in fields {
+            for byte in text[at..at + digits].iter_mut().rev() {
+                *byte = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+        }
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const UTC_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
 
     #[test]
     fn the_data_directory_comes_from_the_environment_when_set() {
@@ -243,6 +199,18 @@ mod tests {
         let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights.csv.zip");
         assert_eq!(data_path_in(None), default);
         assert_eq!(data_path_in(Some("".into())), default, "empty is unset");
+    }
+
+    #[test]
+    fn times_are_written_as_chrono_writes_them() {
+        let year_10000 = 253_402_300_800_000;
+        let mut times = vec![0, -1, 1, -62_200_000_000_000, year_10000 - 1, year_10000];
+        times.extend((-40..40).map(|i: i64| i * 7_919_993_017_123 + 59_999));
+        for ms in times {
+            let t = chrono::DateTime::from_timestamp_millis(ms).unwrap();
+            assert_eq!(format_utc(ms), t.format(UTC_FORMAT).to_string(), "{ms}");
+        }
+        assert_eq!(format_utc(i64::MAX), format!("{}ms", i64::MAX));
     }
 
     #[test]
@@ -261,11 +229,19 @@ mod tests {
             parse_time_hour(b"2013-01-01T10:00:00Z"),
             Some(1_357_034_400_000)
         );
+        assert_eq!(
+            chrono::format::StrftimeItems::new(UTC_FORMAT).parse(),
+            Ok(UTC_ITEMS.to_vec())
+        );
         for bad in [
             "2013-02-29T00:00:00Z",
             "2013-01-01 10:00:00Z",
             "2013-13-01T00:00:00Z",
             "2013-01-01T10:00:00",
+            "2013-01-01T24:00:00Z",
+            "2013-01-01T10:60:00Z",
+            "+013-01-01T10:00:00Z",
+            "2013-1-01T10:00:00ZZ",
             "NA",
         ] {
             assert_eq!(parse_time_hour(bad.as_bytes()), None, "{bad}");

@@ -3,8 +3,7 @@
 //! pipelines are fragments ([`delays_fragment`], [`sessions_fragment`]) that the Redis
 //! engine's runs in `windows_redis` splice behind their topic.
 
-use super::data::{format_utc, Dataset, Flight};
-use std::collections::HashSet;
+use super::data::{Dataset, Flight, UtcTime};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -86,7 +85,7 @@ impl fmt::Display for DelayLine {
             f,
             "{},{},{},{}",
             self.carrier,
-            format_utc(self.window_start_ms),
+            UtcTime(self.window_start_ms),
             self.flights,
             self.sum_dep_delay
         )
@@ -137,8 +136,8 @@ impl fmt::Display for SessionLine {
             f,
             "{},{},{},{}",
             self.tailnum,
-            format_utc(self.start_ms),
-            format_utc(self.end_ms),
+            UtcTime(self.start_ms),
+            UtcTime(self.end_ms),
             self.flights
         )
     }
@@ -325,7 +324,8 @@ pub fn delays_partitioned<E: Into<BoxError>>(
     mut out: impl FnMut(&DelayLine) -> Result<(), E>,
 ) -> Result<DelaysSummary, Error> {
     let late = LateCounter::default();
-    let mut fired: HashSet<(Arc<str>, i64)> = HashSet::new();
+    // One insert per firing: a fast hash (no untrusted keys here).
+    let mut fired: foldhash::HashSet<(Arc<str>, i64)> = foldhash::HashSet::default();
     let mut firings = 0u64;
     let env = MemoryEnv::new();
     let opts = *opts;
