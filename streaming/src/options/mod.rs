@@ -234,3 +234,6 @@ macro_rules! set_doc {
     };
 }
 pub(crate) use set_doc;
+
+#[cfg(test)]
+mod tests;
