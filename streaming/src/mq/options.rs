@@ -34,7 +34,7 @@ options! {
     ///    [`retry_token`](crate::mq::retry_token)`(group, id)` = `G\n<id>` (the failing group, a newline, the failed
     ///    entry's id; group names cannot contain a newline, so the token is unambiguous), and
     ///    its due time (server `TIME` + backoff, ms) in `P:{T:n}:retry:due`;
-    /// 3. advances the commit frontier ([`StartPolicy`](crate::mq::StartPolicy)).
+    /// 3. advances the commit frontier ([`StartPolicy`]).
     ///
     /// A second script (`promote_due`), run by the partition's owner every
     /// [`crate::mq::MqOptions::retry_poll_interval`], moves due retries back into the stream as
@@ -63,7 +63,7 @@ options! {
     /// For an owner holding the partition's lease (an [`crate::mq::ExclusiveReader`], the
     /// Redis engine), scheduling, promotion and dead-lettering first check the lease in the
     /// same script; a stale owner's call writes nothing and fails with
-    /// [`Error::Fenced`](crate::Error::Fenced). Subscriptions call them without a lease.
+    /// [`Error::Fenced`]. Subscriptions call them without a lease.
     ///
     /// Retries scheduled by an older version (token = bare entry id, no `rg` field) are
     /// still promoted, as entries every group reads.
@@ -241,7 +241,7 @@ options! {
     ///
     /// # Errors
     /// The deserializer's error for an unknown field or a value of the wrong shape, or the
-    /// message of [`MqOptions::validate`]'s [`Error::InvalidConfig`](crate::Error::InvalidConfig),
+    /// message of [`MqOptions::validate`]'s [`Error::InvalidConfig`],
     /// which names the field (e.g. "invalid configuration `lease_renew_interval`: …").
     impl Deserialize via MqOptionsFile;
     {

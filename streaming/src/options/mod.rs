@@ -2,7 +2,17 @@
 //! struct, its defaults, its builder, its getters, each field's own check and its
 //! configuration-file form.
 //!
-//! A row of the table is one option:
+//! A table starts with a header, each line after its docs (and the struct's derives):
+//!
+//! ```text
+//! pub struct Name;               the options struct, `#[non_exhaustive]`, with `Default`
+//! pub struct NameBuilder;        its builder, from `Name::builder()`
+//! fn build = finish;             `finish: fn(Name) -> Result<Name, Error>`, run by `build`
+//!                                and by the file form
+//! impl Deserialize via NameFile; the file form (`NameFile` holds each option, optional)
+//! ```
+//!
+//! then one row per option, in braces:
 //!
 //! ```text
 //! /// Docs of the option (on the field, and on its getter when it has one).
@@ -19,7 +29,7 @@
 //!   table order. Rules between fields, and normalising (zero read as off), live in the
 //!   struct's finishing function, which `build` and the file form both call and which
 //!   calls `check_fields` first.
-//! - `note("…")` adds a remark to the setter's doc line ("Sets [`T::name`] (…).").
+//! - `note("…")` adds a remark to the setter's doc line ("Sets \[`T::name`\] (…).").
 //!
 //! The file form reads every option by its name, each optional (the default otherwise),
 //! rejects unknown names, and reads each value as its type's [`FileValue`] says
@@ -227,7 +237,7 @@ macro_rules! setter {
 }
 pub(crate) use setter;
 
-/// A setter's doc line: "Sets [`Struct::name`] (note)."
+/// A setter's doc line: "Sets \[`Struct::name`\] (note)."
 macro_rules! set_doc {
     ($Name:ident $field:ident $(, $note:literal)?) => {
         concat!("Sets [`", stringify!($Name), "::", stringify!($field), "`]", $(" (", $note, ")",)? ".")

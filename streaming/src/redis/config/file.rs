@@ -1,5 +1,5 @@
 //! How a configuration file writes the Redis engine's own value types: a replica wait
-//! as a table, the policies by snake-case name. (The file form of [`RedisRuntimeConfig`]
+//! as a table, the policies by snake-case name. (The file form of [`RedisRuntimeConfig`](super::RedisRuntimeConfig)
 //! itself comes from its options table.)
 
 use std::time::Duration;

@@ -74,7 +74,7 @@ options! {
     /// an unknown field is an error. Durations are `humantime` strings (`"1500ms"`, `"2s"`,
     /// `"1m 30s"`; `"0s"` turns `state_ttl` and `watermark_idle_timeout` off like `None`);
     /// the policies are snake-case names (`hot_key_policy = "fail_fast"`, `ack_mode =
-    /// "xack"`); `mq_options` is a table read like [`MqOptions`](crate::mq::MqOptions);
+    /// "xack"`); `mq_options` is a table read like [`MqOptions`];
     /// `commit_replica_wait` a table `{ replicas = 1, timeout = "500ms" }`.
     ///
     /// ```
@@ -97,7 +97,7 @@ options! {
     /// # Errors
     /// The deserializer's error for an unknown field or a value of the wrong shape, or the
     /// message of [`RedisRuntimeConfigBuilder::build`](RedisRuntimeConfigBuilder::build)'s
-    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig), which names the field
+    /// [`Error::InvalidConfig`], which names the field
     /// (`mq_options` with the inner field in the reason).
     impl Deserialize via RedisRuntimeConfigFile;
     {
