@@ -14,10 +14,10 @@ pub(crate) enum CheckpointsCommand {
     /// term, and the pipelines (topic/group × partitions) they hold.
     List {
         /// The job's name (`RedisRuntimeConfig::job_name`).
-        #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name())]
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name().to_owned())]
         job: String,
         /// Prefix of checkpoint keys (`RedisRuntimeConfig::checkpoint_key_prefix`).
-        #[arg(long, default_value_t = RedisRuntimeConfig::default().checkpoint_key_prefix())]
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().checkpoint_key_prefix().to_owned())]
         checkpoint_prefix: String,
     },
 }

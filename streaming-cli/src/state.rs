@@ -23,7 +23,7 @@ pub(crate) enum StateCommand {
     /// each element as JSON; it prints as a JSON array (a map: `[key, value]` pairs).
     Get {
         /// The job's name (`RedisRuntimeConfig::job_name`).
-        #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name())]
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name().to_owned())]
         job: String,
         /// The source topic.
         #[arg(long)]
@@ -44,7 +44,7 @@ pub(crate) enum StateCommand {
         #[arg(long)]
         key: String,
         /// Prefix of keyed-state keys (`RedisRuntimeConfig::state_key_prefix`).
-        #[arg(long, default_value_t = RedisRuntimeConfig::default().state_key_prefix())]
+        #[arg(long, default_value_t = RedisRuntimeConfig::default().state_key_prefix().to_owned())]
         state_prefix: String,
         /// Hashes per state (`RedisRuntimeConfig::keyed_state_shard_count`).
         #[arg(long, default_value_t = 1)]

@@ -287,6 +287,10 @@ mod dsl;
 mod error;
 mod operator_id;
 mod ops;
+// The options tables' macro (feature `redis`: only the queue and the Redis engine have
+// options structs).
+#[cfg(feature = "redis")]
+mod options;
 mod sealed;
 
 /// Not public API: what the `pipeline!` expansion calls and the types the builder's

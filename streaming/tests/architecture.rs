@@ -13,11 +13,13 @@
 //!      `redis::RedisError` is the external `redis` crate, not the `redis` module (a path
 //!      counts as a module of this crate only when it starts with `crate`, `$crate`, `self`,
 //!      `super` or a name declared in scope);
+//!    - `options`: the options tables' macro and the single-option checks, over `error`
+//!      (feature `redis`: the queue's and the Redis engine's options use it);
 //!    - `time`, `mq`: leaves over `error` (crate-root names such as `crate::Error` and
-//!      `crate::BoxError` resolve to `error`);
+//!      `crate::BoxError` resolve to `error`), `mq` also over `options`;
 //!    - `api` → `time`; `ops` → `api`, `time`; `dataflow` → `ops`, `api`, `time`;
 //!    - `memory` and `redis`: the two engines, over everything below (`dataflow`, `ops`,
-//!      `api`, `time`, `mq`), never each other;
+//!      `api`, `time`, `mq`; `redis` also `options`), never each other;
 //!    - `dsl` (the `pipeline!` expansion helpers): `dataflow`, `api`, `ops`, `time`, and —
 //!      **exception** — `redis` and `mq` for the Redis source helper of the expansion;
 //!      nothing but the crate root may use `dsl`;
@@ -80,8 +82,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("operator_id", &[]),
     ("sealed", &[]),
     ("error", &["operator_id"]),
+    // The options tables' macro (one declaration per options struct).
+    ("options", &["error"]),
     ("time", &["error", "operator_id", "sealed"]),
-    ("mq", &["error", "operator_id", "sealed"]),
+    ("mq", &["options", "error", "operator_id", "sealed"]),
     ("api", &["time", "error", "operator_id", "sealed"]),
     ("ops", &["api", "time", "error", "operator_id", "sealed"]),
     (
@@ -109,6 +113,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "api",
             "time",
             "mq",
+            "options",
             "error",
             "operator_id",
             "sealed",

@@ -370,13 +370,14 @@ async fn exclusive_reader_reads_noack_and_restarts_from_the_committed_offset() {
 #[tokio::test]
 async fn exclusive_reader_retries_then_dead_letters() {
     let redis = TestRedis::shared();
-    let policy = streaming::mq::RetryPolicy {
-        max_retries: 1,
-        initial_backoff: Duration::from_millis(50),
-        multiplier: 2.0,
-        max_backoff: Duration::from_millis(100),
-        jitter: 0.0,
-    };
+    let policy = streaming::mq::RetryPolicy::builder()
+        .max_retries(1)
+        .initial_backoff(Duration::from_millis(50))
+        .multiplier(2.0)
+        .max_backoff(Duration::from_millis(100))
+        .jitter(0.0)
+        .build()
+        .unwrap();
     let mq = connect(
         redis.url(),
         fast_options("noack-retry").retry(policy).build().unwrap(),
@@ -441,13 +442,14 @@ async fn exclusive_reader_retries_then_dead_letters() {
 #[tokio::test]
 async fn a_stale_exclusive_reader_is_fenced_and_writes_nothing() {
     let redis = TestRedis::shared();
-    let policy = streaming::mq::RetryPolicy {
-        max_retries: 3,
-        initial_backoff: Duration::from_millis(10),
-        multiplier: 1.0,
-        max_backoff: Duration::from_millis(10),
-        jitter: 0.0,
-    };
+    let policy = streaming::mq::RetryPolicy::builder()
+        .max_retries(3)
+        .initial_backoff(Duration::from_millis(10))
+        .multiplier(1.0)
+        .max_backoff(Duration::from_millis(10))
+        .jitter(0.0)
+        .build()
+        .unwrap();
     let opts = fast_options("noack-fenced")
         .lease_ttl(Duration::from_millis(300))
         .lease_renew_interval(Duration::from_millis(100))
@@ -614,10 +616,10 @@ async fn a_group_deleted_while_running_is_rebuilt_from_the_frontier() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_message_that_keeps_killing_consumers_is_dead_lettered() {
     let redis = TestRedis::shared();
-    let policy = streaming::mq::RetryPolicy {
-        max_retries: 1,
-        ..streaming::mq::RetryPolicy::default()
-    };
+    let policy = streaming::mq::RetryPolicy::builder()
+        .max_retries(1)
+        .build()
+        .unwrap();
     let mq = connect(
         redis.url(),
         fast_options("poison").retry(policy).build().unwrap(),

@@ -27,13 +27,14 @@ fn sub_opts() -> SubscriptionOptions {
 }
 
 fn policy(max_retries: u32, initial_ms: u64) -> RetryPolicy {
-    RetryPolicy {
-        max_retries,
-        initial_backoff: Duration::from_millis(initial_ms),
-        multiplier: 2.0,
-        max_backoff: Duration::from_millis(initial_ms * 4),
-        jitter: 0.0,
-    }
+    RetryPolicy::builder()
+        .max_retries(max_retries)
+        .initial_backoff(Duration::from_millis(initial_ms))
+        .multiplier(2.0)
+        .max_backoff(Duration::from_millis(initial_ms * 4))
+        .jitter(0.0)
+        .build()
+        .unwrap()
 }
 
 async fn raw_conn(url: &str) -> redis::aio::MultiplexedConnection {
@@ -167,13 +168,14 @@ async fn retries_keep_the_message_then_dead_letter_with_headers_and_replay() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_waits_for_its_backoff_in_the_schedule() {
     let redis = TestRedis::shared();
-    let hour = RetryPolicy {
-        max_retries: 3,
-        initial_backoff: Duration::from_secs(3600),
-        multiplier: 2.0,
-        max_backoff: Duration::from_secs(7200),
-        jitter: 0.0,
-    };
+    let hour = RetryPolicy::builder()
+        .max_retries(3)
+        .initial_backoff(Duration::from_secs(3600))
+        .multiplier(2.0)
+        .max_backoff(Duration::from_secs(7200))
+        .jitter(0.0)
+        .build()
+        .unwrap();
     let mq = connect(
         redis.url(),
         fast_options("backoff").retry(hour).build().unwrap(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, OutgoingMessage, SubscriptionOptions};
+use streaming::mq::{Message, Mq, OutgoingMessage};
 use streaming::redis::{
     AckMode, CollectSink, JobClient, ProcessingErrorResult, RedisEnv, RedisListSink,
     RedisRuntimeConfig, HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE,
@@ -334,13 +334,16 @@ fn failing_records(mode: AckMode, result: ProcessingErrorResult) {
         .mq_options(
             fast_options("eng-fail-mq")
                 .key_prefix(s.mq_opts.key_prefix.clone())
-                .retry(streaming::mq::RetryPolicy {
-                    max_retries: 1,
-                    initial_backoff: Duration::from_millis(20),
-                    multiplier: 1.0,
-                    max_backoff: Duration::from_millis(20),
-                    jitter: 0.0,
-                })
+                .retry(
+                    streaming::mq::RetryPolicy::builder()
+                        .max_retries(1)
+                        .initial_backoff(Duration::from_millis(20))
+                        .multiplier(1.0)
+                        .max_backoff(Duration::from_millis(20))
+                        .jitter(0.0)
+                        .build()
+                        .unwrap(),
+                )
                 .build()
                 .unwrap(),
         )
@@ -471,10 +474,8 @@ fn registration_rules() {
     assert!(engine_reason(e).contains("[A-Za-z0-9_.-]"));
 
     // Subscription options built by hand are checked when the pipeline registers.
-    let bad = SubscriptionOptions {
-        batch_count: 0,
-        ..earliest(10)
-    };
+    let mut bad = earliest(10);
+    bad.batch_count = 0;
     match env
         .from_mq_topic_with_options("t", "zero", bad)
         .sink(CollectSink::<Message>::new())
@@ -711,13 +712,16 @@ fn foreign_retries_are_skipped(mode: AckMode) {
         .mq_options(
             fast_options("eng-foreign-retry-mq")
                 .key_prefix(s.mq_opts.key_prefix.clone())
-                .retry(streaming::mq::RetryPolicy {
-                    max_retries: 2,
-                    initial_backoff: Duration::from_millis(20),
-                    multiplier: 1.0,
-                    max_backoff: Duration::from_millis(20),
-                    jitter: 0.0,
-                })
+                .retry(
+                    streaming::mq::RetryPolicy::builder()
+                        .max_retries(2)
+                        .initial_backoff(Duration::from_millis(20))
+                        .multiplier(1.0)
+                        .max_backoff(Duration::from_millis(20))
+                        .jitter(0.0)
+                        .build()
+                        .unwrap(),
+                )
                 .build()
                 .unwrap(),
         )

@@ -289,13 +289,16 @@ fn await_flushed_after_a_restart_waits_for_the_restored_windows() {
 fn slow_retries(s: &Setup, test: &str) -> streaming::mq::MqOptions {
     fast_options(test)
         .key_prefix(s.mq_opts.key_prefix.clone())
-        .retry(streaming::mq::RetryPolicy {
-            max_retries: 3,
-            initial_backoff: Duration::from_secs(3600),
-            multiplier: 1.0,
-            max_backoff: Duration::from_secs(3600),
-            jitter: 0.0,
-        })
+        .retry(
+            streaming::mq::RetryPolicy::builder()
+                .max_retries(3)
+                .initial_backoff(Duration::from_secs(3600))
+                .multiplier(1.0)
+                .max_backoff(Duration::from_secs(3600))
+                .jitter(0.0)
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap()
 }
@@ -477,13 +480,16 @@ fn the_acked_set_keeps_no_ids_behind_the_frontier_after_failures() {
     s.send(topic, &refs);
     let opts = fast_options("batch-acked")
         .key_prefix(s.mq_opts.key_prefix.clone())
-        .retry(streaming::mq::RetryPolicy {
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(20),
-            multiplier: 1.0,
-            max_backoff: Duration::from_millis(20),
-            jitter: 0.0,
-        })
+        .retry(
+            streaming::mq::RetryPolicy::builder()
+                .max_retries(2)
+                .initial_backoff(Duration::from_millis(20))
+                .multiplier(1.0)
+                .max_backoff(Duration::from_millis(20))
+                .jitter(0.0)
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap();
     let env = s.env(s.config("acked", AckMode::Xack).mq_options(opts));

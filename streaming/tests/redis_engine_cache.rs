@@ -150,13 +150,16 @@ fn counts_stay_exact_when_the_state_exceeds_the_cache() {
     s.rt.block_on(s.mq().create_topic("bound", 1)).unwrap();
     let mq_opts = support::fast_options("cache-bound")
         .key_prefix(s.mq_opts.key_prefix.clone())
-        .retry(RetryPolicy {
-            max_retries: 0,
-            initial_backoff: Duration::from_millis(1),
-            multiplier: 1.0,
-            max_backoff: Duration::from_millis(1),
-            jitter: 0.0,
-        })
+        .retry(
+            RetryPolicy::builder()
+                .max_retries(0)
+                .initial_backoff(Duration::from_millis(1))
+                .multiplier(1.0)
+                .max_backoff(Duration::from_millis(1))
+                .jitter(0.0)
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap();
     let config = || {

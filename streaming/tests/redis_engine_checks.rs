@@ -501,10 +501,12 @@ fn await_caught_up_waits_for_a_scheduled_retry() {
     // Retries after 300 ms: the job commits the other four long before.
     let mq_opts = fast_options("ck-cu-retry")
         .key_prefix(s.mq_opts.key_prefix.clone())
-        .retry(streaming::mq::RetryPolicy {
-            initial_backoff: Duration::from_millis(300),
-            ..Default::default()
-        })
+        .retry(
+            streaming::mq::RetryPolicy::builder()
+                .initial_backoff(Duration::from_millis(300))
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap();
     let config = s.config(topic).mq_options(mq_opts).build().unwrap();

@@ -119,13 +119,16 @@ fn redis_letter(d: &MqDeadLetter) -> Letter {
 fn redis_env(s: &EngineSetup, job: &str) -> RedisEnv {
     let mq_options = support::fast_options(job)
         .key_prefix(s.mq_opts.key_prefix.clone())
-        .retry(RetryPolicy {
-            max_retries: 1,
-            initial_backoff: Duration::from_millis(20),
-            multiplier: 1.0,
-            max_backoff: Duration::from_millis(20),
-            jitter: 0.0,
-        })
+        .retry(
+            RetryPolicy::builder()
+                .max_retries(1)
+                .initial_backoff(Duration::from_millis(20))
+                .multiplier(1.0)
+                .max_backoff(Duration::from_millis(20))
+                .jitter(0.0)
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap();
     let config = s.config(job).mq_options(mq_options).build().unwrap();

@@ -89,7 +89,7 @@ cfg_redis! {
     pub(crate) mod message;
     mod message_builder;
     mod options;
-    pub(crate) mod options_file;
+    mod options_file;
     mod packed;
     mod producer;
     pub(crate) mod reader;
@@ -118,8 +118,8 @@ cfg_redis! {
         HEADER_ORIGINAL_ID,
     };
     pub use options::{
-        Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, StartPolicy, SubscriptionOptions,
-        SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
+        Assignment, MqOptions, MqOptionsBuilder, RetryPolicy, RetryPolicyBuilder, StartPolicy,
+        SubscriptionOptions, SubscriptionOptionsBuilder, MAX_BATCH_COUNT,
     };
     pub use producer::Producer;
     pub use retry::{retry_token, RetryOutcome};

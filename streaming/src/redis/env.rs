@@ -416,7 +416,7 @@ impl RedisEnv {
             })
         });
         if let Err(e) = proved {
-            crate::redis::metrics::job::start_failed(&config.job_name());
+            crate::redis::metrics::job::start_failed(config.job_name());
             // Not started: the pipelines stay registered for another attempt.
             if let Ok(mut st) = self.inner.state.lock() {
                 st.started = false;
@@ -439,7 +439,7 @@ impl RedisEnv {
         if let Ok(Some(id)) = restored {
             job.checkpoints.saw_complete(id);
         }
-        crate::redis::metrics::job::started(&config.job_name());
+        crate::redis::metrics::job::started(config.job_name());
         let forwards: Vec<(String, Arc<str>)> = (pipelines.iter())
             .filter_map(|d| Some((d.topic().to_string(), d.forwarded_topic()?)))
             .collect();
@@ -452,12 +452,12 @@ impl RedisEnv {
                 options: def.options(),
             };
             let name = config.job_name();
-            crate::redis::metrics::job::pipeline(&name, &spec.topic, &spec.group, true);
+            crate::redis::metrics::job::pipeline(name, &spec.topic, &spec.group, true);
             def.start(spec, Arc::clone(&job));
         }
         super::job::start_registry(&job);
         crate::redis::job::checkpoint::start_scheduler(&job);
-        crate::redis::job::start_job_forwarders(&job, config.mq_options(), forwards);
+        crate::redis::job::start_job_forwarders(&job, config.mq_options().clone(), forwards);
         Ok(JobClient::new(job))
     }
 
@@ -517,8 +517,8 @@ impl RedisEnv {
         let mut conn =
             crate::mq::connect(&self.inner.endpoint, timeout, std::time::Duration::ZERO).await?;
         let keys = crate::redis::job::checkpoint::CheckpointKeys::new(
-            &config.checkpoint_key_prefix(),
-            &config.job_name(),
+            config.checkpoint_key_prefix(),
+            config.job_name(),
         );
         crate::redis::job::checkpoint::list(&mut conn, &keys).await
     }

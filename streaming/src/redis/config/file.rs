@@ -1,153 +1,28 @@
-//! [`RedisRuntimeConfig`] read from a configuration file or the environment (serde): every
-//! field optional, unknown fields rejected, durations as `humantime` strings, and the
-//! result built by [`RedisRuntimeConfig::builder`] and validated by its `build`.
+//! How a configuration file writes the Redis engine's own value types: a replica wait
+//! as a table, the policies by snake-case name. (The file form of [`RedisRuntimeConfig`](super::RedisRuntimeConfig)
+//! itself comes from its options table.)
 
 use std::time::Duration;
 
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
-use super::{
-    AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, ReplicaWait,
-    SchemaMismatchPolicy,
-};
-use crate::mq::options_file::{deserialize_by_name, MqOptionsFile};
-
-/// Calls the builder's setter of each field the file sets.
-macro_rules! set {
-    ($file:ident => $builder:ident: $($field:ident),+ $(,)?) => {
-        $(if let Some(v) = $file.$field {
-            $builder = $builder.$field(v);
-        })+
-    };
-}
-
-/// [`RedisRuntimeConfig`] as written in a file: its fields, each optional.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RedisRuntimeConfigFile {
-    job_name: Option<String>,
-    job_instance_id: Option<String>,
-    state_key_prefix: Option<String>,
-    #[serde(default, with = "humantime_serde")]
-    state_ttl: Option<Duration>,
-    state_size_report_every_n_writes: Option<u64>,
-    keyed_state_shard_count: Option<u32>,
-    state_cache_max_entries: Option<u64>,
-    hot_key_fields_warn_threshold: Option<u64>,
-    #[serde(default, with = "humantime_serde")]
-    hot_key_warn_interval: Option<Duration>,
-    hot_key_policy: Option<HotKeyPolicy>,
-    #[serde(default, with = "humantime_serde")]
-    hot_key_throttle_max: Option<Duration>,
-    state_schema_evolution_enabled: Option<bool>,
-    state_schema_mismatch_policy: Option<SchemaMismatchPolicy>,
-    restore_group_from_commit_frontier: Option<bool>,
-    sink_deduplication_enabled: Option<bool>,
-    #[serde(default, with = "humantime_serde")]
-    sink_deduplication_ttl: Option<Duration>,
-    sink_dedup_key_prefix: Option<String>,
-    pipeline_parallelism: Option<u32>,
-    timer_threads: Option<u32>,
-    mdc_enabled: Option<bool>,
-    mdc_sample_rate: Option<f64>,
-    mq_options: Option<MqOptionsFile>,
-    processing_error_result: Option<ProcessingErrorResult>,
-    ack_mode: Option<AckMode>,
-    #[serde(default, with = "humantime_serde")]
-    watermark_out_of_orderness: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    watermark_idle_timeout: Option<Duration>,
-    window_max_fires_per_record: Option<u32>,
-    event_time_timer_max_size: Option<u32>,
-    commit_replica_wait: Option<ReplicaWaitFile>,
-    #[serde(default, with = "humantime_serde")]
-    stalled_after: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    checkpoint_interval: Option<Duration>,
-    restore_from_latest_checkpoint: Option<bool>,
-    checkpoint_key_prefix: Option<String>,
-    checkpoints_to_keep: Option<u32>,
-    #[serde(default, with = "humantime_serde")]
-    checkpoint_drain_timeout: Option<Duration>,
-    checkpoint_threads: Option<u32>,
-    defer_ack_until_checkpoint: Option<bool>,
-    ack_deferred_messages_on_checkpoint: Option<bool>,
-    leader_election_enabled: Option<bool>,
-    #[serde(default, with = "humantime_serde")]
-    leader_lease_ttl: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    leader_renew_interval: Option<Duration>,
-}
+use super::{AckMode, HotKeyPolicy, ProcessingErrorResult, ReplicaWait, SchemaMismatchPolicy};
+use crate::options::{deserialize_by_name, FileValue};
 
 /// [`ReplicaWait`] as written in a file: `{ replicas = 1, timeout = "500ms" }`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ReplicaWaitFile {
+pub(crate) struct ReplicaWaitFile {
     replicas: u32,
     #[serde(with = "humantime_serde")]
     timeout: Duration,
 }
 
-/// Reads the configuration from a file or the environment: the fields of
-/// [`RedisRuntimeConfig`] by their getters' names, each optional (its default otherwise),
-/// an unknown field is an error. Durations are `humantime` strings (`"1500ms"`, `"2s"`,
-/// `"1m 30s"`; `"0s"` turns `state_ttl` and `watermark_idle_timeout` off like `None`);
-/// the policies are snake-case names (`hot_key_policy = "fail_fast"`, `ack_mode =
-/// "xack"`); `mq_options` is a table read like [`MqOptions`](crate::mq::MqOptions);
-/// `commit_replica_wait` a table `{ replicas = 1, timeout = "500ms" }`.
-///
-/// ```
-/// use std::time::Duration;
-/// use streaming::redis::{AckMode, RedisRuntimeConfig};
-/// let config: RedisRuntimeConfig = serde_json::from_str(
-///     r#"{
-///         "job_name": "billing",
-///         "ack_mode": "xack",
-///         "watermark_idle_timeout": "1500ms",
-///         "mq_options": { "lease_ttl": "20s" }
-///     }"#,
-/// )?;
-/// assert_eq!(config.job_name(), "billing");
-/// assert_eq!(config.ack_mode(), AckMode::Xack);
-/// assert_eq!(config.watermark_idle_timeout(), Some(Duration::from_millis(1500)));
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-///
-/// # Errors
-/// The deserializer's error for an unknown field or a value of the wrong shape, or the
-/// message of [`RedisRuntimeConfigBuilder::build`](super::RedisRuntimeConfigBuilder::build)'s
-/// [`Error::InvalidConfig`](crate::Error::InvalidConfig), which names the field
-/// (`mq_options` with the inner field in the reason).
-impl<'de> Deserialize<'de> for RedisRuntimeConfig {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let file = RedisRuntimeConfigFile::deserialize(d)?;
-        let mut b = RedisRuntimeConfig::builder();
-        set!(file => b: job_name, job_instance_id, state_key_prefix,
-            state_size_report_every_n_writes, keyed_state_shard_count, state_cache_max_entries,
-            hot_key_fields_warn_threshold, hot_key_warn_interval, hot_key_policy,
-            hot_key_throttle_max, state_schema_evolution_enabled, state_schema_mismatch_policy,
-            restore_group_from_commit_frontier, sink_deduplication_enabled,
-            sink_deduplication_ttl, sink_dedup_key_prefix, pipeline_parallelism, timer_threads,
-            mdc_enabled, mdc_sample_rate, processing_error_result, ack_mode,
-            watermark_out_of_orderness, window_max_fires_per_record, event_time_timer_max_size,
-            stalled_after, checkpoint_interval, restore_from_latest_checkpoint,
-            checkpoint_key_prefix, checkpoints_to_keep, checkpoint_drain_timeout,
-            checkpoint_threads, defer_ack_until_checkpoint, ack_deferred_messages_on_checkpoint,
-            leader_election_enabled, leader_lease_ttl, leader_renew_interval);
-        if let Some(ttl) = file.state_ttl {
-            b = b.state_ttl(Some(ttl));
-        }
-        if let Some(timeout) = file.watermark_idle_timeout {
-            b = b.watermark_idle_timeout(Some(timeout));
-        }
-        if let Some(w) = file.commit_replica_wait {
-            b = b.commit_replica_wait(Some(ReplicaWait::new(w.replicas, w.timeout)));
-        }
-        if let Some(mq) = file.mq_options {
-            b = b.mq_options(mq.into_options());
-        }
-        b.build().map_err(D::Error::custom)
+/// `commit_replica_wait` in a file: its table sets the wait.
+impl FileValue for Option<ReplicaWait> {
+    type File = ReplicaWaitFile;
+    fn merge(&mut self, file: ReplicaWaitFile) {
+        *self = Some(ReplicaWait::new(file.replicas, file.timeout));
     }
 }
 
@@ -173,6 +48,7 @@ deserialize_by_name! {
 
 #[cfg(test)]
 mod tests {
+    use super::super::RedisRuntimeConfig;
     use super::*;
 
     #[test]

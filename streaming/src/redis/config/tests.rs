@@ -1,6 +1,7 @@
 //! Defaults and validation of the Redis engine's options.
 
 use super::*;
+use crate::Error;
 
 fn field(r: Result<RedisRuntimeConfig, Error>) -> &'static str {
     match r {
@@ -27,8 +28,8 @@ fn string_options_take_owned_and_borrowed_strings() {
 
 #[test]
 fn default_instance_ids_are_unique_per_config_and_carry_the_pid() {
-    let a = RedisRuntimeConfig::default().job_instance_id();
-    let b = RedisRuntimeConfig::default().job_instance_id();
+    let a = RedisRuntimeConfig::default().job_instance_id().to_owned();
+    let b = RedisRuntimeConfig::default().job_instance_id().to_owned();
     assert_ne!(a, b);
     assert!(a.contains(&format!("-{}-", std::process::id())), "{a}");
     assert!(RedisRuntimeConfig::builder()

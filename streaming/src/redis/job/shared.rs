@@ -72,8 +72,8 @@ impl JobShared {
             errors: Mutex::default(),
             misuses: Mutex::default(),
             hot: Mutex::default(),
-            job_name: config.job_name(),
-            job_instance_id: config.job_instance_id(),
+            job_name: config.job_name().to_owned(),
+            job_instance_id: config.job_instance_id().to_owned(),
             parallelism: config.pipeline_parallelism(),
             subtasks: SubtaskRegistry::new(config.pipeline_parallelism()),
             endpoint,
@@ -87,8 +87,8 @@ impl JobShared {
             checkpoint_options: config.checkpoint().clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
                 crate::redis::job::checkpoint::CheckpointKeys::new(
-                    &config.checkpoint_key_prefix(),
-                    &config.job_name(),
+                    config.checkpoint_key_prefix(),
+                    config.job_name(),
                 ),
             ),
         }

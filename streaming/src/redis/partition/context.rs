@@ -43,7 +43,7 @@ impl<'a> Ctx<'a> {
             mq,
             consumer: consumer.to_string(),
             subtask,
-            job_name: spec.config.job_name(),
+            job_name: spec.config.job_name().to_owned(),
         }
     }
 

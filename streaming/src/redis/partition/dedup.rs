@@ -44,7 +44,7 @@ impl<C, S, O> Part<C, S, O> {
         config.sink_deduplication_enabled().then(|| {
             let tag = ctx.keys.hash_tag(&ctx.spec.topic, self.partition);
             let (prefix, job) = (config.sink_dedup_key_prefix(), config.job_name());
-            let queue = config.mq_options().key_prefix;
+            let queue = &config.mq_options().key_prefix;
             format!("{prefix}{job}:{queue}:{tag}:{}", ctx.spec.group)
         })
     }

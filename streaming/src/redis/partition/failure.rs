@@ -60,8 +60,10 @@ impl Failed {
     /// `msg` with the `x-runtime-*` headers.
     fn headers(&self, ctx: &Ctx<'_>, msg: &Message) -> Message {
         let mut m = msg.clone();
-        m.headers
-            .insert(HEADER_RUNTIME_JOB.into(), ctx.spec.config.job_name());
+        m.headers.insert(
+            HEADER_RUNTIME_JOB.into(),
+            ctx.spec.config.job_name().to_owned(),
+        );
         m.headers
             .insert(HEADER_RUNTIME_GROUP.into(), ctx.spec.group.clone());
         m.headers

@@ -88,8 +88,8 @@ impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
         let (spec, config) = (ctx.spec, &ctx.spec.config);
         let tag = ctx.keys.hash_tag(&spec.topic, p);
         let keys = StateKeys::new(
-            &config.state_key_prefix(),
-            &config.job_name(),
+            config.state_key_prefix(),
+            config.job_name(),
             &tag,
             &spec.group,
             config.keyed_state_shard_count(),

@@ -130,7 +130,7 @@ impl Ownership {
         };
         let at = ctx.at(self.partition);
         let reader = self.reader.get_or_insert_with(|| {
-            PartitionReader::owner(mode, &ctx.keys, at, &ctx.consumer, &config.mq_options())
+            PartitionReader::owner(mode, &ctx.keys, at, &ctx.consumer, config.mq_options())
         });
         let position = Position {
             start: spec.options.start,

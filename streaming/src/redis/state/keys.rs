@@ -152,8 +152,8 @@ impl crate::redis::RedisRuntimeConfig {
     ) -> String {
         let tag = crate::mq::KeySpace::new("").hash_tag(topic, partition);
         let keys = StateKeys::new(
-            &self.state_key_prefix(),
-            &self.job_name(),
+            self.state_key_prefix(),
+            self.job_name(),
             &tag,
             group,
             self.keyed_state_shard_count(),

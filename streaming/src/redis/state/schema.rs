@@ -147,7 +147,7 @@ pub(crate) async fn fetch(
         .await?;
     Ok(Some(SchemaGate::new(
         config.state_schema_mismatch_policy(),
-        config.job_name(),
+        config.job_name().to_owned(),
         stored,
     )))
 }

@@ -143,7 +143,7 @@ async fn open_queue(
     let mut backoff = crate::mq::Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
     while !job.signals.is_cancelled() {
         let opened = async {
-            let mq = Mq::from_endpoint(spec.endpoint.clone(), config.mq_options()).await?;
+            let mq = Mq::from_endpoint(spec.endpoint.clone(), config.mq_options().clone()).await?;
             let partitions = mq.partitions(&spec.topic).await?;
             Ok::<_, Error>((mq, partitions))
         }
@@ -182,7 +182,7 @@ where
     let opened = open_queue(spec, subtask, job).await;
     if subtask == 0 && opened.is_err() {
         let (name, topic, group) = (spec.config.job_name(), &spec.topic, &spec.group);
-        metrics::job::pipeline(&name, topic, group, false);
+        metrics::job::pipeline(name, topic, group, false);
     }
     let Some((mq, partitions)) = opened? else {
         return Ok(());

@@ -125,7 +125,7 @@ async fn open(
         pipelines,
         failure: None,
     };
-    let deadline = ck.started_at_ms + ms(job.checkpoint_options.drain_timeout);
+    let deadline = ck.started_at_ms + ms(job.checkpoint_options.checkpoint_drain_timeout);
     let opened: Value = OPEN
         .key(keys.leader())
         .key(keys.leader_token())
@@ -165,7 +165,7 @@ async fn wait_for_parts(
     fence: &(String, u64, u64),
 ) -> Result<Waited, Error> {
     let keys = &job.checkpoints.keys;
-    let drain = job.checkpoint_options.drain_timeout;
+    let drain = job.checkpoint_options.checkpoint_drain_timeout;
     let deadline = ck.started_at_ms + ms(drain);
     let expected = ck.parts();
     loop {

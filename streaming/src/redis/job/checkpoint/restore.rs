@@ -79,7 +79,7 @@ async fn restore(
     let timeout = config.mq_options().response_timeout;
     let mut conn = crate::mq::connect(endpoint, timeout, Duration::ZERO).await?;
     let (job, instance) = (config.job_name(), config.job_instance_id());
-    let keys = CheckpointKeys::new(&config.checkpoint_key_prefix(), &job);
+    let keys = CheckpointKeys::new(config.checkpoint_key_prefix(), job);
     let ck = match request {
         RestoreRequest::Id(id) => Some(read(&mut conn, &keys, id).await?),
         RestoreRequest::Latest => latest(&mut conn, &keys).await?,
@@ -88,10 +88,10 @@ async fn restore(
         tracing::warn!(job = %job, "restore_from_latest_checkpoint: no complete checkpoint yet; starting from the committed state");
         return Ok(None);
     };
-    let mq = crate::mq::Mq::from_endpoint(endpoint.clone(), config.mq_options()).await?;
+    let mq = crate::mq::Mq::from_endpoint(endpoint.clone(), config.mq_options().clone()).await?;
     // A record older than two heartbeats is a killed process's, not expired yet.
     let now = super::now_ms();
-    let others: Vec<String> = (crate::redis::job::registered_instances(&mq, Some(&job)).await?)
+    let others: Vec<String> = (crate::redis::job::registered_instances(&mq, Some(job)).await?)
         .into_iter()
         .filter(|i| {
             let late = i.heartbeat_interval_ms > 0
@@ -156,8 +156,8 @@ async fn plan(
         for partition in 0..p.partitions {
             let tag = mq_keys.hash_tag(topic, partition);
             let state = StateKeys::new(
-                &config.state_key_prefix(),
-                &config.job_name(),
+                config.state_key_prefix(),
+                config.job_name(),
                 &tag,
                 group,
                 config.keyed_state_shard_count(),

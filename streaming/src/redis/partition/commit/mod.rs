@@ -233,12 +233,12 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
     fn list_writes(&mut self, ctx: &Ctx<'_>, offset: &str) -> SinkWrites {
         let (t, p) = (ctx.spec.topic.as_str(), self.partition);
         let offset = offset.to_owned();
-        let prefix = ctx.spec.config.mq_options().key_prefix;
+        let prefix = &ctx.spec.config.mq_options().key_prefix;
         let at = SinkPlace {
             topic: t,
             partition: p,
             keys: &ctx.keys,
-            mq_prefix: &prefix,
+            mq_prefix: prefix,
             job: &ctx.job_name,
             group: &ctx.spec.group,
             offset,
