@@ -10,7 +10,7 @@ use crate::Error;
 mod decode;
 
 pub(crate) use decode::{
-    parse_entries, parse_entry, parse_read_reply, value_to_string, RawEntry,
+    decode_borrowed, parse_entries, parse_entry, parse_read_reply, value_to_string, RawEntry,
 };
 
 /// Field of the payload bytes.

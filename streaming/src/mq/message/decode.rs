@@ -56,6 +56,34 @@ impl RawEntry {
     }
 }
 
+/// Decodes an entry read as borrowed slices — its id and its field/value pairs in stream
+/// order — exactly as [`RawEntry::decode`] decodes the same entry owned, copying what the
+/// [`Message`] keeps.
+///
+/// # Errors
+/// The reason the entry is malformed ([`RawEntry::decode`]'s).
+pub(crate) fn decode_borrowed(
+    id: &str,
+    fields: &[(&[u8], &[u8])],
+    topic: &str,
+    partition: u32,
+) -> Result<Message, String> {
+    let known = Known::of(fields.iter().copied());
+    let parsed = known.parse()?;
+    // `parse` checked that the payload is present and the key and group are UTF-8.
+    let text = |v: &[u8]| std::str::from_utf8(v).unwrap_or_default().to_owned();
+    Ok(parsed.message(
+        id.to_owned(),
+        topic,
+        partition,
+        (
+            Bytes::copy_from_slice(known.payload.unwrap_or_default()),
+            known.key.map(text),
+            known.retry_group.map(text),
+        ),
+    ))
+}
+
 /// The first value of each field of the encoding in an entry (an entry written by hand
 /// may repeat a field: the first one counts).
 #[derive(Default)]
