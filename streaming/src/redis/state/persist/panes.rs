@@ -237,10 +237,15 @@ where
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        let dirty: Vec<K> = self.changes.drain().collect();
-        for k in dirty {
+        let WindowState {
+            keys,
+            changes,
+            undo,
+            ..
+        } = self;
+        for k in changes.drain() {
             // Neither panes nor written ones: nothing to write.
-            let Some(entry) = self.keys.get_mut(&k) else {
+            let Some(entry) = keys.get_mut(&k) else {
                 continue;
             };
             let before = &entry.written;
@@ -266,10 +271,10 @@ where
             let has_panes = !entry.panes.is_empty();
             if !has_panes {
                 // Nothing written any more (one digest per pane).
-                self.keys.remove(&k);
+                keys.remove(&k);
             }
             if has_panes || !old.is_empty() {
-                self.undo.push((k, old));
+                undo.push((k, old));
             }
         }
         Ok(())
