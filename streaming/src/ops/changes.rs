@@ -11,6 +11,10 @@ use crate::Error;
 
 /// The keys of an operator's state that changed since the engine last wrote them back.
 pub trait KeyChanges<K>: Default + Clone + 'static {
+    /// What the engine keeps beside each key's window panes: `()` for an engine that
+    /// keeps state only in the process; the Redis engine's record of the panes it wrote.
+    type Written: Written;
+
     /// Notes that `key`'s state changed.
     fn mark(&mut self, key: &K);
 
@@ -28,11 +32,26 @@ pub trait KeyChanges<K>: Default + Clone + 'static {
     }
 }
 
+/// An engine's record, per key, of the window panes it wrote back.
+pub trait Written: Default + Clone + 'static {
+    /// Whether it records nothing (a key without panes and without a record goes).
+    fn is_empty(&self) -> bool;
+}
+
+impl Written for () {
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        true
+    }
+}
+
 /// Tracks nothing: for state that only lives in the process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoChanges;
 
 impl<K> KeyChanges<K> for NoChanges {
+    type Written = ();
+
     #[inline(always)]
     fn mark(&mut self, _key: &K) {}
 }

@@ -52,10 +52,11 @@ where
         let watermark = self.watermark;
         let state = Rc::clone(&self.state);
         let mut st = state.borrow_mut();
-        let Some(panes) = st.keys.get(key) else {
+        let Some(entry) = st.keys.get(key) else {
             return Ok(());
         };
-        let mut due: Vec<(i64, TimeWindow)> = panes
+        let mut due: Vec<(i64, TimeWindow)> = entry
+            .panes
             .iter()
             .flat_map(|b| {
                 b.timers
@@ -86,9 +87,10 @@ where
             changes,
             ..
         } = st;
-        let Some(panes) = keys.get_mut(&key) else {
+        let Some(entry) = keys.get_mut(&key) else {
             return Ok(());
         };
+        let panes = &mut entry.panes;
         changes.mark(&key);
         let Some(idx) = panes
             .iter()
@@ -97,7 +99,7 @@ where
             return Ok(()); // the pane merged away, was cleaned up or already fired it
         };
         let b = &mut panes[idx];
-        b.timers.retain(|&t| t != time);
+        b.timers.retain(|t| *t != time);
         let mut ctx = TriggerContext {
             watermark,
             processing_time: watermark,
@@ -115,7 +117,7 @@ where
                 em.emit(&key, b)?;
             }
             panes.swap_remove(idx);
-            if panes.is_empty() {
+            if entry.is_unused() {
                 keys.remove(&key);
             }
         }

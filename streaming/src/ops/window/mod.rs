@@ -11,10 +11,10 @@ pub(crate) use functions::{
     AggregatingFunction, ApplyingFunction, ReducingFunction, SummingFunction,
 };
 pub use rejected::{NoRejectedOutput, RejectedOutput, RejectedTo};
-pub(crate) use state::Bucket;
-pub use state::WindowState;
 #[cfg(feature = "redis")]
-pub(crate) use state::{PaneDigests, WrittenPanes};
+pub(crate) use state::PaneDigests;
+pub use state::WindowState;
+pub(crate) use state::{Bucket, KeyPanes};
 
 use super::changes::KeyChanges;
 use super::{effects, guard, user_error, Counters, Operator, OperatorId, Shared};
@@ -22,6 +22,7 @@ use crate::api::{RejectedElement, Sink};
 use crate::time::trigger::TriggerTimerRequest;
 use crate::time::{TimeWindow, Trigger, TriggerContext, WindowAssigner};
 use crate::Error;
+use hashbrown::hash_map::RawEntryMut;
 use state::{emitter, register};
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -34,7 +35,7 @@ use std::rc::Rc;
 /// Results carry the window's `max_timestamp` as their timestamp. Processing-time timers
 /// requested by triggers are not served by the in-memory engine: such windows
 /// emit once at cleanup.
-pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, C, N> {
+pub struct WindowOperator<KF, K, T, A, Tr, WF: WindowFunction<K, T>, L, E, C: KeyChanges<K>, N> {
     id: OperatorId,
     key_fn: KF,
     assigner: A,
@@ -63,6 +64,7 @@ impl<KF, K, T, A: WindowAssigner, Tr, WF, L, E, C, N>
     WindowOperator<KF, K, T, A, Tr, WF, L, E, C, N>
 where
     WF: WindowFunction<K, T>,
+    C: KeyChanges<K>,
 {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -133,7 +135,7 @@ where
             trigger: self.trigger.clone(),
             has_content: false,
             pending: false,
-            timers: Vec::new(),
+            timers: smallvec::SmallVec::new(),
             last_arrival: 0,
         })
     }
@@ -256,11 +258,22 @@ where
             ..
         } = &mut *state;
         changes.mark(&key);
-        if !keys.contains_key(&key) {
-            changes.missing(&key)?;
-            keys.insert(key.clone(), Vec::new());
-        }
-        let panes = keys.get_mut(&key).expect("inserted above");
+        // One lookup of the key; a key without panes in memory may be stored (or its
+        // stored panes not decode).
+        let entry = match keys.raw_entry_mut().from_key(&key) {
+            RawEntryMut::Occupied(o) => {
+                let entry = o.into_mut();
+                if entry.panes.is_empty() {
+                    changes.missing(&key)?;
+                }
+                entry
+            }
+            RawEntryMut::Vacant(v) => {
+                changes.missing(&key)?;
+                v.insert(key.clone(), KeyPanes::default()).1
+            }
+        };
+        let panes = &mut entry.panes;
         let mut value = Some(value);
         let mut remaining = live;
         for i in 0..self.windows.len() {
@@ -316,11 +329,10 @@ where
             changes,
             ..
         } = &mut *state;
-        if !keys.contains_key(&key) {
+        let panes = keys.get(&key).map_or(&[][..], |e| &e.panes[..]);
+        if panes.is_empty() {
             changes.missing(&key)?;
         }
-        let empty = Vec::new();
-        let panes = keys.get(&key).unwrap_or(&empty);
         let arrival = panes.iter().map(|b| b.last_arrival).max().unwrap_or(0) + 1;
         let (merged, mut joined) = merge_cover(panes, self.windows[0]);
         if merged.is_late(self.lateness, watermark) {
@@ -328,10 +340,10 @@ where
             return self.late_element(value);
         }
         changes.mark(&key);
-        if !keys.contains_key(&key) {
-            keys.insert(key.clone(), Vec::new());
-        }
-        let panes = keys.get_mut(&key).expect("inserted above");
+        let panes = match keys.raw_entry_mut().from_key(&key) {
+            RawEntryMut::Occupied(o) => &mut o.into_mut().panes,
+            RawEntryMut::Vacant(v) => &mut v.insert(key.clone(), KeyPanes::default()).1.panes,
+        };
         joined.sort_unstable();
         let mut parts: Vec<Bucket<WF::Acc, Tr>> =
             joined.iter().rev().map(|&i| panes.swap_remove(i)).collect();
@@ -489,8 +501,8 @@ where
         let mut state = state.borrow_mut();
         let keys = std::mem::take(&mut state.keys);
         drop(state);
-        for (key, mut panes) in keys {
-            for b in &mut panes {
+        for (key, mut entry) in keys {
+            for b in &mut entry.panes {
                 if b.pending {
                     let mut em = emitter!(self);
                     em.emit(&key, b)?;

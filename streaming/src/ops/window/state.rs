@@ -3,16 +3,19 @@
 
 use super::functions::WindowFunction;
 use crate::api::Collector;
+use crate::ops::changes::{KeyChanges, Written};
 use crate::ops::timers::TimerQueue;
 use crate::ops::{guard, user_error, Counters, OperatorId};
 use crate::time::trigger::TriggerTimerRequest;
 use crate::time::{TimeWindow, TriggerResult};
 use crate::Error;
-use std::collections::HashMap;
+use hashbrown::HashMap;
+use smallvec::SmallVec;
+use std::collections::hash_map::RandomState;
 use std::marker::PhantomData;
 
-/// One (key, window) pane. Serialized as JSON when the Redis engine keeps it.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// One (key, window) pane. The Redis engine keeps it as JSON (see [`WindowState`]).
+#[derive(Clone)]
 pub(crate) struct Bucket<Acc, Tr> {
     /// The pane's window (of a merging window: the cover of the windows merged into it).
     pub(crate) window: TimeWindow,
@@ -24,12 +27,39 @@ pub(crate) struct Bucket<Acc, Tr> {
     pub(crate) has_content: bool,
     /// Elements were added since the last emission: emitted at cleanup if still set.
     pub(crate) pending: bool,
-    /// Event-time timers registered for this pane (trigger timers and the cleanup time).
-    pub(crate) timers: Vec<i64>,
+    /// Event-time timers registered for this pane (trigger timers and the cleanup time;
+    /// two inline: a pane mostly has one or both).
+    pub(crate) timers: SmallVec<[i64; 2]>,
     /// Merging windows: the arrival number of the pane's latest element (numbers count
     /// up per key while the key has panes).
-    #[serde(default)]
     pub(crate) last_arrival: u64,
+}
+
+/// A key's panes (one inline: a key of aligned windows mostly has one) and what the
+/// engine keeps beside them (`W`, the engine's [`KeyChanges::Written`]: nothing on the
+/// memory engine; on the Redis engine the windows and digests of the panes it last wrote
+/// back). A key's entry goes when both are empty.
+#[derive(Clone)]
+pub(crate) struct KeyPanes<Acc, Tr, W> {
+    pub(crate) panes: SmallVec<[Bucket<Acc, Tr>; 1]>,
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) written: W,
+}
+
+impl<Acc, Tr, W: Default> Default for KeyPanes<Acc, Tr, W> {
+    fn default() -> Self {
+        KeyPanes {
+            panes: SmallVec::new(),
+            written: W::default(),
+        }
+    }
+}
+
+impl<Acc, Tr, W: Written> KeyPanes<Acc, Tr, W> {
+    /// Whether the entry holds nothing (no pane, nothing written): it can go.
+    pub(crate) fn is_unused(&self) -> bool {
+        self.panes.is_empty() && self.written.is_empty()
+    }
 }
 
 /// The window operator's state: panes per key and the event-time timer queue.
@@ -39,53 +69,42 @@ pub(crate) struct Bucket<Acc, Tr> {
 /// state, flags, event-time timers, last arrival]` as JSON; the timer queue is rebuilt
 /// from the panes on load.
 #[derive(Clone)]
-pub struct WindowState<K, Acc, Tr, C> {
-    pub(crate) keys: HashMap<K, Vec<Bucket<Acc, Tr>>>,
+pub struct WindowState<K, Acc, Tr, C: KeyChanges<K>> {
+    /// Per key its panes and what the engine wrote of them (one entry, one lookup). The
+    /// standard library's hasher (SipHash with random keys); `hashbrown`'s map for its raw
+    /// entries (a record looks its key up once).
+    pub(crate) keys: HashMap<K, KeyPanes<Acc, Tr, C::Written>, RandomState>,
     pub(crate) timers: TimerQueue<(K, TimeWindow)>,
     /// Keys whose panes changed since the engine last wrote them back.
     pub(crate) changes: C,
     /// Most windows fired by timers per record (0 = unlimited); due windows beyond it
     /// fire before the next record.
     pub(crate) max_fires: usize,
-    /// What an engine that writes panes back last committed of each key's panes (empty
-    /// on the memory engine).
+    /// Per key whose written panes a batch's drain changed, what they were before
+    /// (cleared once the batch commits, restored in reverse order on a rollback; empty on
+    /// the memory engine).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) written: WrittenPanes<K>,
-}
-
-/// Per key, the panes an engine last wrote back: (window, digest of the stored value). A
-/// batch's drain updates them in place and logs each key's entry from before in `undo`
-/// (cleared once the batch commits, restored in reverse order on a rollback). A pane whose
-/// digest did not change is not written again.
-#[derive(Clone)]
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-pub(crate) struct WrittenPanes<K> {
-    pub(crate) committed: HashMap<K, PaneDigests>,
-    /// Per key a drain changed, its entry before (`None`: it had none).
-    pub(crate) undo: Vec<(K, Option<PaneDigests>)>,
+    pub(crate) undo: Vec<(K, C::Written)>,
 }
 
 /// A key's written panes: (window, digest of the stored value); one inline (a key mostly
-/// has one pane), so the digests share the map's slot instead of another allocation.
-pub(crate) type PaneDigests = smallvec::SmallVec<[(TimeWindow, u64); 1]>;
+/// has one pane). A pane whose digest did not change is not written again.
+pub(crate) type PaneDigests = SmallVec<[(TimeWindow, u64); 1]>;
 
-impl<K> Default for WrittenPanes<K> {
-    fn default() -> Self {
-        WrittenPanes {
-            committed: HashMap::new(),
-            undo: Vec::new(),
-        }
+impl Written for PaneDigests {
+    fn is_empty(&self) -> bool {
+        SmallVec::is_empty(self)
     }
 }
 
-impl<K, Acc, Tr, C: Default> Default for WindowState<K, Acc, Tr, C> {
+impl<K, Acc, Tr, C: KeyChanges<K>> Default for WindowState<K, Acc, Tr, C> {
     fn default() -> Self {
         WindowState {
-            keys: HashMap::new(),
+            keys: HashMap::default(),
             timers: TimerQueue::default(),
             changes: C::default(),
             max_fires: 0,
-            written: WrittenPanes::default(),
+            undo: Vec::new(),
         }
     }
 }

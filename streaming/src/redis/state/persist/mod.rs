@@ -3,7 +3,7 @@
 
 use crate::api::state::{short_type_name, CollectionKind, EncodedChanges};
 use crate::mq::Connection;
-use crate::ops::window::Bucket;
+use crate::ops::window::{Bucket, PaneDigests};
 use crate::ops::{KeyChanges, KeyedTable, OperatorId, WatermarkState, WindowState};
 use crate::redis::state::keys::StateKeys;
 use crate::redis::state::schema::SchemaGate;
@@ -54,6 +54,8 @@ impl<K> Default for ChangedKeys<K> {
 }
 
 impl<K: Hash + Eq + Clone + 'static> KeyChanges<K> for ChangedKeys<K> {
+    type Written = PaneDigests;
+
     #[inline]
     fn mark(&mut self, key: &K) {
         if !self.dirty.contains(key) {

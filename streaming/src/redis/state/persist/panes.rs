@@ -8,8 +8,9 @@
 //! panes whose stored value changed and deletes the fields of panes that are gone.
 
 use super::*;
-use crate::ops::window::{PaneDigests, WrittenPanes};
+use crate::ops::window::{KeyPanes, PaneDigests};
 use crate::time::TimeWindow;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::Hasher;
 
@@ -71,7 +72,7 @@ fn decode_pane<Acc: DeserializeOwned, Tr: DeserializeOwned>(
         trigger,
         has_content: flags & HAS_CONTENT != 0,
         pending: flags & PENDING != 0,
-        timers,
+        timers: SmallVec::from_slice(&timers),
         last_arrival,
     })
 }
@@ -86,38 +87,58 @@ fn digest(value: &str) -> u64 {
     h.finish()
 }
 
-impl<K: Hash + Eq> WrittenPanes<K> {
-    fn committed_windows(&self, key: &K) -> impl Iterator<Item = &TimeWindow> {
-        self.committed
-            .get(key)
-            .into_iter()
-            .flatten()
-            .map(|(w, _)| w)
-    }
+type Entry<Acc, Tr> = KeyPanes<Acc, Tr, PaneDigests>;
 
-    /// Puts back the entries the batch's drains changed (a rollback).
-    fn restore(&mut self) {
-        while let Some((k, before)) = self.undo.pop() {
-            match before {
-                Some(v) => self.committed.insert(k, v),
-                None => self.committed.remove(&k),
-            };
-        }
-    }
-}
-
-impl<K, Acc, Tr, C> Sealed for WindowState<K, Acc, Tr, C> {}
+impl<K, Acc, Tr, C: KeyChanges<K>> Sealed for WindowState<K, Acc, Tr, C> {}
 
 impl<K, Acc, Tr> WindowState<K, Acc, Tr, ChangedKeys<K>>
 where
-    K: Hash + Eq + Clone,
+    K: Hash + Eq + Clone + 'static,
 {
     /// Notes stored pane `window` of `key` as committed (unless it is): a fetch of the
     /// key asks for it.
     fn remember_pane(&mut self, key: K, window: TimeWindow, digest: u64) {
-        let written = self.written.committed.entry(key).or_default();
+        let written = &mut self.keys.entry(key).or_default().written;
         if !written.iter().any(|(w, _)| *w == window) {
             written.push((window, digest));
+        }
+    }
+
+    /// Takes `key`'s panes out of memory with their queued timers; what was written of
+    /// them stays (a fetch of the key asks for it).
+    fn unload(&mut self, key: &K) {
+        let Some(entry) = self.keys.get_mut(key) else {
+            return;
+        };
+        for b in std::mem::take(&mut entry.panes) {
+            for &t in &b.timers {
+                self.timers.remove(t, &(key.clone(), b.window));
+            }
+        }
+        if entry.is_unused() {
+            self.keys.remove(key);
+        }
+    }
+
+    /// Puts back the written panes of the keys the batch's drains changed (a rollback).
+    fn restore_written(&mut self) {
+        while let Some((k, before)) = self.undo.pop() {
+            match self.keys.get_mut(&k) {
+                Some(entry) => {
+                    entry.written = before;
+                    if entry.is_unused() {
+                        self.keys.remove(&k);
+                    }
+                }
+                None if before.is_empty() => {}
+                None => {
+                    let entry = Entry {
+                        panes: SmallVec::new(),
+                        written: before,
+                    };
+                    self.keys.insert(k, entry);
+                }
+            }
         }
     }
 
@@ -125,11 +146,7 @@ where
     /// queued timers; their fields stay known, so a fetch of the key asks for them all) and
     /// its records fail until a rollback wants it again.
     fn poison(&mut self, key: K, window: TimeWindow, why: Poison) {
-        for b in self.keys.remove(&key).unwrap_or_default() {
-            for &t in &b.timers {
-                self.timers.remove(t, &(key.clone(), b.window));
-            }
-        }
+        self.unload(&key);
         self.remember_pane(key.clone(), window, UNDECODED);
         self.changes.lazy.poison(key, why);
     }
@@ -146,7 +163,7 @@ where
     }
 
     fn has_event_time_work(&self) -> bool {
-        self.keys.values().any(|panes| !panes.is_empty())
+        self.keys.values().any(|e| !e.panes.is_empty())
     }
 
     fn timers(&self) -> Option<usize> {
@@ -193,7 +210,7 @@ where
             let in_memory = self
                 .keys
                 .get(&k)
-                .is_some_and(|p| p.iter().any(|p| p.window == b.window));
+                .is_some_and(|e| e.panes.iter().any(|p| p.window == b.window));
             let panes = loaded.entry(k).or_default();
             // `HSCAN` may return a field twice.
             if in_memory || panes.iter().any(|p| p.window == b.window) {
@@ -203,31 +220,37 @@ where
         }
         for (k, mut panes) in loaded {
             panes.sort_by_key(|b| (b.window.start(), b.window.end()));
-            let written = self.written.committed.entry(k.clone()).or_default();
+            let entry = self.keys.entry(k.clone()).or_default();
             for b in &panes {
-                if !written.iter().any(|(w, _)| *w == b.window) {
+                if !entry.written.iter().any(|(w, _)| *w == b.window) {
                     let value = encode(operator, b)?;
-                    written.push((b.window, digest(&value)));
+                    entry.written.push((b.window, digest(&value)));
                 }
                 // The timer queue is rebuilt from the panes' registered timers.
                 for &t in &b.timers {
                     self.timers.push(t, (k.clone(), b.window));
                 }
             }
-            self.keys.entry(k).or_default().extend(panes);
+            entry.panes.extend(panes);
         }
         Ok(())
     }
 
     fn drain(&mut self, operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        let dirty: Vec<K> = self.changes.drain().collect();
-        let written = &mut self.written;
-        for k in dirty {
-            let panes = self.keys.get(&k).map(Vec::as_slice).unwrap_or_default();
-            let last = written.committed.get_mut(&k);
-            let before = last.as_deref().map(|d| d.as_slice()).unwrap_or_default();
-            let mut now = PaneDigests::with_capacity(panes.len());
-            for b in panes {
+        let WindowState {
+            keys,
+            changes,
+            undo,
+            ..
+        } = self;
+        for k in changes.drain() {
+            // Neither panes nor written ones: nothing to write.
+            let Some(entry) = keys.get_mut(&k) else {
+                continue;
+            };
+            let before = &entry.written;
+            let mut now = PaneDigests::with_capacity(entry.panes.len());
+            for b in &entry.panes {
                 let value = encode(operator, b)?;
                 let d = digest(&value);
                 now.push((b.window, d));
@@ -244,21 +267,14 @@ where
                     out((PANES_STATE, pane_field(operator, &k, w)?, None));
                 }
             }
-            match last {
-                Some(slot) if now.is_empty() => {
-                    let old = std::mem::take(slot);
-                    written.committed.remove(&k);
-                    written.undo.push((k, Some(old)));
-                }
-                Some(slot) => {
-                    let old = std::mem::replace(slot, now);
-                    written.undo.push((k, Some(old)));
-                }
-                None if now.is_empty() => {}
-                None => {
-                    written.committed.insert(k.clone(), now);
-                    written.undo.push((k, None));
-                }
+            let old = std::mem::replace(&mut entry.written, now);
+            let has_panes = !entry.panes.is_empty();
+            if !has_panes {
+                // Nothing written any more (one digest per pane).
+                keys.remove(&k);
+            }
+            if has_panes || !old.is_empty() {
+                undo.push((k, old));
             }
         }
         Ok(())
@@ -266,7 +282,7 @@ where
 
     fn committed(&mut self) {
         self.changes.lazy.committed();
-        self.written.undo.clear();
+        self.undo.clear();
     }
 
     fn has_wanted(&self) -> bool {
@@ -275,7 +291,7 @@ where
 
     fn wanted(&mut self, operator: &str, out: &mut dyn FnMut(&str, String)) -> Result<(), Error> {
         for k in &self.changes.lazy.wanted {
-            for w in self.written.committed_windows(k) {
+            for (w, _) in self.keys.get(k).into_iter().flat_map(|e| &e.written) {
                 out(PANES_STATE, pane_field(operator, k, w)?);
             }
         }
@@ -287,7 +303,7 @@ where
     }
 
     fn roll_back(&mut self, operator: &str, written: &[(&str, &str)]) -> Result<(), Error> {
-        self.written.restore();
+        self.restore_written();
         let mut keys: Vec<K> = self.changes.drain().collect();
         for (state, field) in written.iter().filter(|(s, _)| *s == PANES_STATE) {
             let (k, _, _): (K, i64, i64) =
@@ -297,11 +313,7 @@ where
         for k in keys {
             // The key's queued timers go with its panes; loading them again queues the
             // committed ones.
-            for b in self.keys.remove(&k).unwrap_or_default() {
-                for &t in &b.timers {
-                    self.timers.remove(t, &(k.clone(), b.window));
-                }
-            }
+            self.unload(&k);
             self.changes.lazy.forget(k);
         }
         Ok(())
