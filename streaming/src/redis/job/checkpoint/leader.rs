@@ -80,6 +80,12 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
             won
         }
     };
+    if now.is_some() {
+        // Before the lease: whoever sees this process lead sees it as the leader too.
+        if let Ok(mut l) = job.checkpoints.leader_instance.lock() {
+            *l = Some(job.job_instance_id.clone());
+        }
+    }
     if let Ok(mut l) = job.checkpoints.lease.lock() {
         *l = now;
     }
