@@ -798,8 +798,10 @@ async fn exclusive_readers_of_two_groups_retry_independently() {
     let redis = TestRedis::shared();
     let mq = connect(
         redis.url(),
+        // Retries due after 500 ms: none is due (and promoted by the other group's read)
+        // before both groups scheduled theirs, however slow the machine.
         fast_options("retry-exclusive")
-            .retry(policy(2, 20))
+            .retry(policy(2, 500))
             .build()
             .unwrap(),
     )
