@@ -1,6 +1,8 @@
 //! Connecting proves the server: it fails promptly, naming the address, with what is wrong
 //! in words — refused, silent, wrong or missing password, not a Redis server, too old.
-//! The Redis engine's `blocking_start` proves it the same way.
+//! The Redis engine's `blocking_start` proves it the same way. A partition owner's reads,
+//! which use connections of their own on one server, log in like the shared connection
+//! (password, database, unix socket) and replace a connection the server closed.
 
 mod support;
 
@@ -8,7 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use streaming::mq::{Mq, MqOptions};
+use streaming::mq::{Mq, MqOptions, OutgoingMessage, StartPolicy};
 use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
 use support::redis_server::{http_port, RedisServer, SilentPort};
 
@@ -172,4 +174,98 @@ async fn a_bad_url_is_a_configuration_error_naming_the_url() {
             }
         }
     }
+}
+
+/// Sends `n` messages to partition 0 of a new 1-partition topic `t` and reads them with a
+/// partition owner's reader, in reads of at most 3; returns their payloads.
+async fn owner_reads(mq: &Mq, n: usize) -> Vec<String> {
+    mq.create_topic("t", 1).await.unwrap();
+    let msgs: Vec<OutgoingMessage> = (0..n)
+        .map(|i| OutgoingMessage::new(i.to_string()))
+        .collect();
+    mq.producer().send_batch("t", &msgs).await.unwrap();
+    let mut r = mq
+        .exclusive_reader("t", "g", 0, "owner", None, StartPolicy::Earliest)
+        .await
+        .unwrap();
+    let mut read = Vec::new();
+    while read.len() < n {
+        let b = r.read(3, Duration::from_millis(10)).await.unwrap();
+        assert!(!b.messages.is_empty(), "read {read:?} of {n}");
+        read.extend(b.messages.iter().map(|m| m.text().unwrap().to_owned()));
+    }
+    r.release().await.unwrap();
+    read
+}
+
+fn numbers(n: usize) -> Vec<String> {
+    (0..n).map(|i| i.to_string()).collect()
+}
+
+#[tokio::test]
+async fn an_owners_reads_log_in_with_the_urls_password_and_database() {
+    let server = RedisServer::start_with_args(&["--requirepass", "s3cret"]);
+    let url = format!("redis://:s3cret@127.0.0.1:{}/3", server.port());
+    let mq = Mq::connect(&url, MqOptions::default()).await.unwrap();
+    assert_eq!(owner_reads(&mq, 7).await, numbers(7));
+    let client = redis::Client::open(url.replace("/3", "/0")).unwrap();
+    let mut db0 = client.get_connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut db0).unwrap();
+    assert!(keys.is_empty(), "database 0 holds {keys:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_owners_reads_go_over_a_unix_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("redis.sock");
+    let socket = socket.to_str().unwrap();
+    let _server =
+        RedisServer::start_with_args(&["--unixsocket", socket, "--unixsocketperm", "700"]);
+    let mq = Mq::connect(&format!("unix://{socket}"), MqOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(owner_reads(&mq, 5).await, numbers(5));
+}
+
+#[tokio::test]
+async fn an_owners_read_connection_closed_by_the_server_is_replaced() {
+    let server = RedisServer::start();
+    let mq = Mq::connect(&server.url(), MqOptions::default())
+        .await
+        .unwrap();
+    mq.create_topic("t", 1).await.unwrap();
+    let msgs: Vec<OutgoingMessage> = (0..4)
+        .map(|i| OutgoingMessage::new(i.to_string()))
+        .collect();
+    mq.producer().send_batch("t", &msgs).await.unwrap();
+    let mut r = mq
+        .exclusive_reader("t", "g", 0, "owner", None, StartPolicy::Earliest)
+        .await
+        .unwrap();
+    let first = r.read(2, Duration::from_millis(10)).await.unwrap();
+    assert_eq!(first.messages.len(), 2);
+    // The read connection is the client whose last command was the read's `EXEC`.
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).unwrap();
+    let ids: Vec<&str> = clients
+        .lines()
+        .filter(|l| l.contains(" cmd=exec "))
+        .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .collect();
+    assert_eq!(ids.len(), 1, "{clients}");
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(ids[0])
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(killed, 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let rest = r.read(10, Duration::from_millis(10)).await.unwrap();
+    let texts: Vec<&str> = rest.messages.iter().map(|m| m.text().unwrap()).collect();
+    assert_eq!(texts, ["2", "3"]);
 }

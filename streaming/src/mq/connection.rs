@@ -16,6 +16,7 @@
 //! [`Error::Connect`](crate::Error::Connect) naming the address it tried (a cluster's
 //! seed nodes).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -24,6 +25,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 
 use super::endpoint::{Endpoint, Kind};
+use super::reader::ReadConnections;
 use super::slot;
 use crate::Error;
 
@@ -37,9 +39,13 @@ pub const MIN_REDIS_VERSION: (u32, u32) = (7, 0);
 /// In debug builds every script and every `MULTI` transaction is checked to touch keys of
 /// one hash slot (on a single server too, so the single-server tests keep the code
 /// cluster-safe), and on a cluster every `XREAD`/`XREADGROUP` and every pipeline as well.
+///
+/// On one server (not over TLS) the clones of a connection also share the partition
+/// readers' own connections for fenced reads, which read their replies as bytes
+/// ([`Connection::read_connections`]).
 #[derive(Clone)]
 pub(crate) enum Connection {
-    Single(ConnectionManager),
+    Single(ConnectionManager, Option<Arc<ReadConnections>>),
     Cluster(ClusterConnection),
 }
 
@@ -48,11 +54,20 @@ impl Connection {
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self, Connection::Cluster(_))
     }
+
+    /// The connections of fenced reads that parse their replies from bytes: on one server
+    /// reached over TCP or a unix socket; `None` on a cluster or over TLS.
+    pub(crate) fn read_connections(&self) -> Option<&ReadConnections> {
+        match self {
+            Connection::Single(_, reads) => reads.as_deref(),
+            Connection::Cluster(_) => None,
+        }
+    }
 }
 
 /// Panics (debug builds) when `cmds` — one call: a script, a transaction, or on a cluster
 /// any command or pipeline that must run on one node — name keys of two slots.
-fn debug_check_slots<'a>(cmds: impl IntoIterator<Item = &'a Cmd>) {
+pub(crate) fn debug_check_slots<'a>(cmds: impl IntoIterator<Item = &'a Cmd>) {
     if let Err(e) = slot::one_slot(cmds) {
         panic!("cluster-unsafe Redis call: {e}");
     }
@@ -89,7 +104,7 @@ impl redis::aio::ConnectionLike for Connection {
             debug_check_command(cmd, self.is_cluster());
         }
         match self {
-            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Single(c, _) => c.req_packed_command(cmd),
             Connection::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -106,14 +121,14 @@ impl redis::aio::ConnectionLike for Connection {
             debug_check_slots(cmd.cmd_iter());
         }
         match self {
-            Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Single(c, _) => c.req_packed_commands(cmd, offset, count),
             Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Connection::Single(c) => c.get_db(),
+            Connection::Single(c, _) => c.get_db(),
             Connection::Cluster(c) => c.get_db(),
         }
     }
@@ -276,10 +291,11 @@ pub(crate) async fn connect(
                     .set_connection_timeout(response_timeout)
                     .set_response_timeout(call_timeout)
                     .set_number_of_retries(0);
+                let reads = ReadConnections::new(client.get_connection_info(), response_timeout);
                 client
                     .get_connection_manager_with_config(config)
                     .await
-                    .map(Connection::Single)
+                    .map(|c| Connection::Single(c, reads.map(Arc::new)))
             }
             Kind::Cluster { client, .. } => {
                 let config = ClusterConfig::new()

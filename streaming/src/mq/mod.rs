@@ -105,8 +105,8 @@ cfg_redis! {
 
     pub use connection::MIN_REDIS_VERSION;
     pub(crate) use connection::{
-        blocking_connection, connect, connect_error, for_each_info, prove, prove_blocking, Backoff,
-        Connection,
+        blocking_connection, connect, connect_error, debug_check_slots, for_each_info, prove,
+        prove_blocking, Backoff, Connection,
     };
     pub use consumer::Subscription;
     pub use dlq::DeadLetter;

@@ -10,21 +10,13 @@ use redis::{Script, Value};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::{PartitionReader, ReadBatch, ReadMode};
-use crate::mq::lease::{is_fenced_reply, lease_guarded};
-use crate::mq::message::{parse_read_reply, RawEntry};
+use super::reply::{decode_all, Entries};
+use super::{PartitionReader, ReadBatch};
+use crate::mq::lease::is_fenced_reply;
+use crate::mq::message::{parse_read_reply, Message};
 use crate::mq::retry::promote_due;
 use crate::mq::Connection;
 use crate::Error;
-
-/// The lease check before a fenced read, sent as `EVAL` inside the read's transaction:
-/// an `EVALSHA` the server lost (a restart) would fail there while the read after it ran
-/// unchecked.
-static READ_GUARD: LazyLock<String> =
-    LazyLock::new(|| lease_guarded(include_str!("../lua/read_guard.lua")));
-
-/// The undo of a read the guard refused (same transaction, also sent as `EVAL`).
-const READ_UNDO: &str = include_str!("../lua/read_undo.lua");
 
 /// One `XAUTOCLAIM .. JUSTID` step under the lease check.
 static CLAIM: LazyLock<Script> = fenced_script!(include_str!("../lua/claim.lua"));
@@ -42,7 +34,7 @@ const CLAIM_STEP: usize = 1000;
 /// Below this a read does not wait for the stream to grow.
 const MIN_BLOCK: Duration = Duration::from_millis(2);
 
-fn ms(d: Duration) -> u64 {
+pub(super) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -93,7 +85,7 @@ impl PartitionReader {
         conn: &mut Connection,
         count: usize,
         block: Duration,
-    ) -> Result<(Vec<RawEntry>, Option<String>), Error> {
+    ) -> Result<(Entries, Option<String>), Error> {
         self.promote_if_due(conn, count).await?;
         self.claim_idle_if_due(conn, count).await?;
         let read = self.fetch(conn, count, block).await?;
@@ -211,14 +203,14 @@ impl PartitionReader {
         conn: &mut Connection,
         count: usize,
         block: Duration,
-    ) -> Result<(Vec<RawEntry>, Option<String>), Error> {
+    ) -> Result<(Entries, Option<String>), Error> {
         let from = if self.replaying { "0" } else { ">" };
         if self.member.is_some() && !self.replaying {
             // Unfenced: Redis waits for new entries itself.
             return Ok((self.read_blocking(conn, count, block).await?, None));
         }
-        let (mut v, mut before) = self.read_fenced(conn, count, from).await?;
-        if matches!(v, Value::Nil) && !self.replaying && block >= MIN_BLOCK {
+        let mut read = self.read_fenced(conn, count, from).await?;
+        if read.nil && !self.replaying && block >= MIN_BLOCK {
             // Wait without reading for the group (a plain XREAD moves nothing), then read
             // under the lease check again.
             let _: Value = redis::cmd("XREAD")
@@ -231,73 +223,9 @@ impl PartitionReader {
                 .arg("$")
                 .query_async(conn)
                 .await?;
-            (v, before) = self.read_fenced(conn, count, from).await?;
+            read = self.read_fenced(conn, count, from).await?;
         }
-        // Entries are parsed binary-safe and in field order (redis-rs's `StreamReadReply`
-        // keys fields by `String`: one foreign entry with a non-UTF-8 field name would
-        // fail the whole read, again on every retry, instead of being dead-lettered).
-        let entries = parse_read_reply(v)?;
-        Ok((entries, before.filter(|_| !self.replaying)))
-    }
-
-    /// `XREADGROUP` from `from` under the lease check (never blocking), in one transaction:
-    /// a guard script checks the lease, the read runs as a plain command (a script returning
-    /// n entries costs Redis several times the read itself: each entry is converted into
-    /// Lua values and back), and an undo script puts a refused read back — the group's
-    /// last-delivered id and, in XACK mode, the pending entries it took — so a stale
-    /// owner's read moves nothing. Returns the reply and the group's last-delivered id
-    /// before the read (XACK mode; `None` when unknown or in NOACK mode).
-    async fn read_fenced(
-        &self,
-        conn: &mut Connection,
-        count: usize,
-        from: &str,
-    ) -> Result<(Value, Option<String>), Error> {
-        let fence = self.fence()?;
-        let (lease, fence_counter, held, ttl) = fence.parts();
-        let (stream, undo) = (self.stream(), self.keys.read_undo(&self.topic, self.partition, &self.group));
-        let mut read = redis::cmd("XREADGROUP");
-        read.arg("GROUP")
-            .arg(&self.group)
-            .arg(&self.consumer)
-            .arg("COUNT")
-            .arg(count);
-        if self.mode == ReadMode::NoAck {
-            read.arg("NOACK");
-        }
-        read.arg("STREAMS").arg(&stream).arg(from);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("EVAL")
-            .arg(READ_GUARD.as_str())
-            .arg(4)
-            .arg(&stream)
-            .arg(lease)
-            .arg(fence_counter)
-            .arg(&undo)
-            .arg(held)
-            .arg(ttl)
-            .arg(&self.group)
-            // Only an XACK commit uses the position (to skip its frontier walk).
-            .arg(if self.mode == ReadMode::Xack { "1" } else { "0" })
-            .add_command(read)
-            .cmd("EVAL")
-            .arg(READ_UNDO)
-            .arg(2)
-            .arg(&stream)
-            .arg(&undo)
-            .arg(&self.group)
-            .arg(&self.consumer)
-            .arg(count);
-        let (guard, v, undone): (Value, Value, Value) = pipe.query_async(conn).await?;
-        if is_fenced_reply(&guard) || is_fenced_reply(&undone) {
-            return Err(fence.error());
-        }
-        let before = match guard {
-            Value::BulkString(b) if !b.is_empty() => String::from_utf8(b).ok(),
-            _ => None,
-        };
-        Ok((v, before))
+        Ok((read.entries, read.before.filter(|_| !self.replaying)))
     }
 
     /// `XREADGROUP .. BLOCK` of new entries (a subscription member: no lease to check).
@@ -306,7 +234,7 @@ impl PartitionReader {
         conn: &mut Connection,
         count: usize,
         block: Duration,
-    ) -> Result<Vec<RawEntry>, Error> {
+    ) -> Result<Entries, Error> {
         let v: Value = redis::cmd("XREADGROUP")
             .arg("GROUP")
             .arg(&self.group)
@@ -320,7 +248,11 @@ impl PartitionReader {
             .arg(">")
             .query_async(conn)
             .await?;
-        parse_read_reply(v)
+        // Binary-safe and in field order (redis-rs's `StreamReadReply` keys fields by
+        // `String`: one foreign entry with a non-UTF-8 field name would fail the whole
+        // read, again on every retry, instead of being dead-lettered).
+        let at = (self.topic.as_str(), self.partition);
+        Ok(decode_all(parse_read_reply(v)?, at, true))
     }
 
     /// A subscription member's delivery counts of replayed `entries` (`XPENDING`), to
@@ -328,9 +260,10 @@ impl PartitionReader {
     async fn deliveries(
         &self,
         conn: &mut Connection,
-        entries: &[RawEntry],
+        entries: &Entries,
     ) -> Result<HashMap<String, u64>, Error> {
-        let (Some(_), Some(first), Some(last)) = (&self.member, entries.first(), entries.last())
+        let ids = &entries.ids;
+        let (Some(_), Some(first), Some(last)) = (&self.member, ids.first(), ids.last())
         else {
             return Ok(HashMap::new());
         };
@@ -340,9 +273,9 @@ impl PartitionReader {
         let reply: StreamPendingCountReply = redis::cmd("XPENDING")
             .arg(self.stream())
             .arg(&self.group)
-            .arg(&first.id)
-            .arg(&last.id)
-            .arg(entries.len())
+            .arg(first)
+            .arg(last)
+            .arg(ids.len())
             .arg(&self.consumer)
             .query_async(conn)
             .await?;
@@ -378,45 +311,70 @@ impl PartitionReader {
         Ok(())
     }
 
-    /// Sorts what was read: messages for the caller; malformed entries and (a member's)
-    /// entries delivered too often go to the dead-letter queue; other groups' retries are
-    /// skipped.
+    /// Sorts what was read, in stream order: messages for the caller; malformed entries
+    /// and (a member's) entries delivered too often go to the dead-letter queue; other
+    /// groups' retries are skipped.
     async fn sort(
         &self,
         conn: &mut Connection,
-        entries: Vec<RawEntry>,
+        entries: Entries,
         deliveries: &HashMap<String, u64>,
     ) -> Result<ReadBatch, Error> {
+        let Entries {
+            mut messages,
+            malformed,
+            ids,
+        } = entries;
         let mut batch = ReadBatch {
-            messages: Vec::with_capacity(entries.len()),
-            ids: entries.iter().map(|e| e.id.clone()).collect(),
+            ids,
             ..ReadBatch::default()
         };
-        for e in entries {
-            let m = match e.decode(&self.topic, self.partition) {
-                Ok(m) => m,
-                Err((e, reason)) => {
-                    batch.dead_lettered += 1;
-                    self.dead_letter_malformed(conn, e, &reason).await?;
-                    continue;
-                }
-            };
-            if !m.is_for_group(&self.group) {
-                batch.skipped += 1;
-                debug!(topic = %self.topic, partition = self.partition, id = %m.id,
-                       retry_group = ?m.retry_group, "skipping another group's retry");
-                continue;
+        let mut malformed = malformed.into_iter().peekable();
+        // The messages kept move to the front, in order.
+        let mut kept = 0;
+        for i in 0..=messages.len() {
+            while let Some(e) = malformed.next_if(|e| e.after == i) {
+                batch.dead_lettered += 1;
+                self.dead_letter_malformed(conn, e.entry, &e.reason).await?;
             }
-            let max = u64::from(m.max_retries.unwrap_or(self.retry.max_retries));
-            match deliveries.get(&m.id) {
-                Some(&d) if d > max + 1 => {
-                    batch.dead_lettered += 1;
-                    self.dead_letter_redelivered(conn, &m, d).await?;
-                }
-                _ => batch.messages.push(m),
+            let Some(m) = messages.get(i) else {
+                break;
+            };
+            if self.keeps(conn, m, deliveries, &mut batch).await? {
+                messages.swap(kept, i);
+                kept += 1;
             }
         }
+        messages.truncate(kept);
+        batch.messages = messages;
         Ok(batch)
+    }
+
+    /// Whether message `m` goes to the caller: not when it is another group's retry
+    /// (skipped) or, for a member, was delivered too often (dead-lettered); counted in
+    /// `batch`.
+    async fn keeps(
+        &self,
+        conn: &mut Connection,
+        m: &Message,
+        deliveries: &HashMap<String, u64>,
+        batch: &mut ReadBatch,
+    ) -> Result<bool, Error> {
+        if !m.is_for_group(&self.group) {
+            batch.skipped += 1;
+            debug!(topic = %self.topic, partition = self.partition, id = %m.id,
+                   retry_group = ?m.retry_group, "skipping another group's retry");
+            return Ok(false);
+        }
+        let max = u64::from(m.max_retries.unwrap_or(self.retry.max_retries));
+        match deliveries.get(&m.id) {
+            Some(&d) if d > max + 1 => {
+                batch.dead_lettered += 1;
+                self.dead_letter_redelivered(conn, m, d).await?;
+                Ok(false)
+            }
+            _ => Ok(true),
+        }
     }
 
     pub(super) fn stream(&self) -> String {

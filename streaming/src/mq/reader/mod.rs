@@ -34,8 +34,14 @@
 //! retry addressed to another group (field `rg`) is skipped, and both still count among
 //! the batch's ids, so the commit moves past them.
 
+mod fenced;
 mod fetch;
+mod read_conn;
+mod reply;
+mod resp;
 mod settle;
+
+pub(crate) use read_conn::ReadConnections;
 
 use std::time::Duration;
 
@@ -62,8 +68,9 @@ pub(crate) enum ReadMode {
 pub(crate) struct ReadBatch {
     /// The messages for the caller, in stream order.
     pub(crate) messages: Vec<Message>,
-    /// Every entry id read, in stream order: messages, dead-lettered and skipped entries
-    /// (what an XACK commit acknowledges; the last is the offset a NOACK commit stores).
+    /// XACK mode: every entry id read, in stream order — messages, dead-lettered and
+    /// skipped entries (what the commit acknowledges). NOACK mode: the last one only (the
+    /// offset the commit stores). Empty when nothing was read.
     pub(crate) ids: Vec<String>,
     /// Entries dead-lettered while reading: malformed ones, and in a subscription those
     /// delivered too often.
