@@ -18,6 +18,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::resp::Framer;
 
+/// The name these connections give themselves (`CLIENT SETNAME`): `CLIENT LIST` tells
+/// them from the job's other connections.
+pub(crate) const CLIENT_NAME: &str = "streaming-read";
+
 /// At most this many connections wait idle (the others are closed after their read).
 const MAX_IDLE: usize = 8;
 
@@ -137,7 +141,7 @@ struct ReadConn {
 
 impl ReadConn {
     /// Connects and logs in: `AUTH` when `info` has a password, `SELECT` for a database
-    /// other than 0.
+    /// other than 0, then names itself [`CLIENT_NAME`].
     async fn open(info: &ConnectionInfo) -> RedisResult<Self> {
         let io = match &info.addr {
             ConnectionAddr::Tcp(host, port) => {
@@ -166,7 +170,8 @@ impl ReadConn {
         if info.redis.db != 0 {
             login.cmd("SELECT").arg(info.redis.db);
         }
-        if !login.is_empty() {
+        login.cmd("CLIENT").arg("SETNAME").arg(CLIENT_NAME);
+        {
             let ends = conn.exchange(&login.get_packed_pipeline(), login.len()).await?;
             let mut start = 0;
             for end in ends {
