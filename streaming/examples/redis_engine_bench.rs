@@ -38,7 +38,9 @@
 use std::time::{Duration, Instant};
 
 use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions};
+use streaming::mq::{
+    ArcStr, Message, Mq, MqOptions, OutgoingMessage, StartPolicy, SubscriptionOptions,
+};
 use streaming::redis::{
     AckMode, JobClient, RedisEnv, RedisListSink, RedisRuntimeConfig, ReplicaWait,
 };
@@ -146,12 +148,13 @@ where
         .unwrap();
     env.from_mq_topic_with_options("t", "g", source)
         .map(|m: Message| m.key.unwrap_or_default())
-        .key_by(|k: &String| k.clone())
-        .process(|k: String, ctx, out| {
+        .key_by(|k: &ArcStr| k.clone())
+        .process(|k: ArcStr, ctx, out| {
             let mut c = ctx.state(&COUNT)?;
             let n = c.value() + 1;
             c.update(n);
-            out.collect((k, n));
+            // The sinks under test take `(String, u64)`.
+            out.collect((k.to_string(), n));
             Ok(())
         })
         .sink(sink)
@@ -387,10 +390,10 @@ fn event_time_run(
     let keyed = env
         .from_mq_topic_with_options("t", "g", source)
         .map(|m: Message| m.key.unwrap_or_default())
-        .key_by(|k: &String| k.clone());
+        .key_by(|k: &ArcStr| k.clone());
     match job_kind {
         EventJob::KeyedCount => keyed
-            .process(|k: String, ctx, out| {
+            .process(|k: ArcStr, ctx, out| {
                 let mut c = ctx.state(&COUNT)?;
                 let n = c.value() + 1;
                 c.update(n);
@@ -664,9 +667,9 @@ fn latency_run(
                 let sent: u64 = m.text().ok().and_then(|t| t.parse().ok()).unwrap_or(0);
                 (m.key.unwrap_or_default(), sent)
             })
-            .key_by(|p: &(String, u64)| p.0.clone())
+            .key_by(|p: &(ArcStr, u64)| p.0.clone())
             .state(count: ValueState<u64> = 0)
-            .process(|p: (String, u64), ctx, out| {
+            .process(|p: (ArcStr, u64), ctx, out| {
                 let mut c = ctx.state(count)?;
                 c.update(c.value() + 1);
                 out.collect(p.1);

@@ -254,7 +254,7 @@ async fn start_leaves_the_runtime_free_while_it_checks_the_server() {
         .unwrap();
     let env = RedisEnv::try_with_config(format!("redis://{addr}/"), config).unwrap();
     env.from_mq_topic("t", "g")
-        .map(|m: Message| m.id)
+        .map(|m: Message| m.id.to_string())
         .sink(RedisListSink::<String>::text("out").unwrap())
         .unwrap_or_else(|e| panic!("{e}"));
     let started = async {

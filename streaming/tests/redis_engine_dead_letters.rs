@@ -77,7 +77,7 @@ fn messages(topic: &str, records: &[(&str, &str)]) -> Vec<Message> {
         .iter()
         .enumerate()
         .map(|(i, (key, payload))| Message {
-            id: format!("1000-{i}"),
+            id: format!("1000-{i}").into(),
             topic: topic.into(),
             partition: 0,
             key: Some((*key).into()),

@@ -139,7 +139,7 @@ fn worker() {
         .map(|m: Message| {
             (
                 m.text().unwrap().to_owned(),
-                m.key.clone().unwrap_or_default(),
+                m.key.as_deref().unwrap_or_default().to_owned(),
             )
         })
         .key_by(|(_, w): &(String, String)| w.clone())

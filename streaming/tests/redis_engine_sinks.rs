@@ -55,7 +55,7 @@ macro_rules! count_into {
     ($env:expr, $group:expr, $gate:expr, $sink:expr) => {{
         let gate = $gate.clone();
         $env.from_mq_topic_with_options("c", $group, earliest(50))
-            .map(|m: Message| (m.text().unwrap().to_string(), m.id.clone()))
+            .map(|m: Message| (m.text().unwrap().to_string(), m.id.to_string()))
             .key_by(|(w, _): &(String, String)| w.clone())
             .process(move |(word, id): (String, String), ctx, out| {
                 gate.pass(&word);

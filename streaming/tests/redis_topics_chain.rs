@@ -74,7 +74,7 @@ fn chain_worker() {
         read(INPUT, "ga")
             .map(|m: Message| Enriched {
                 id: m.text().unwrap().to_string(),
-                key: m.key.clone().unwrap_or_default(),
+                key: m.key.as_deref().unwrap_or_default().to_owned(),
             })
             .sink(
                 RedisTopicSink::new(MID)

@@ -362,7 +362,7 @@ fn original_fields(entry: &RawEntry, topic: &str, partition: u32) -> Fields {
             .cloned()
             .collect(),
     };
-    match plain.decode(topic, partition) {
+    match plain.decode(&topic.into(), partition) {
         Ok(m) => {
             let mut headers = m.headers.clone();
             if !original_id.is_empty() {

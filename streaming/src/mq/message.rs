@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use arcstr::ArcStr;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
@@ -66,17 +67,21 @@ pub const HEADER_IDEMPOTENCY_KEY: &str = "x-idempotency-key";
 /// breaks these rules (missing `p`/`ts`, non-UTF-8 key, bad header JSON, unparsable
 /// number) is *malformed*: the consumer moves it to the dead-letter stream with the reason
 /// and goes on.
+///
+/// A clone copies no text: the id, topic, key and retry group are [`ArcStr`]s (reference
+/// counted, compared and dereferenced as `str`; build them with `.into()` from a `&str`
+/// or `String`) and the payload is [`Bytes`]; only headers are copied (none cost nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// The stream entry id, `<ms>-<seq>`; a retry is a new entry with a new id (see
     /// [`Message::original_id`]).
-    pub id: String,
-    /// The topic name.
-    pub topic: String,
+    pub id: ArcStr,
+    /// The topic name (one shared string for all the messages of a read).
+    pub topic: ArcStr,
     /// The partition, `0..partitions`.
     pub partition: u32,
     /// The key; it chose the partition when the producer did not.
-    pub key: Option<String>,
+    pub key: Option<ArcStr>,
     /// The payload bytes (cheap to clone).
     pub payload: Bytes,
     /// Headers, ordered by name.
@@ -90,7 +95,7 @@ pub struct Message {
     /// The consumer group this entry is addressed to (field `rg`): set on a retry entry,
     /// which only the group that failed processes; `None` for an entry every group reads.
     /// Handlers only ever see `None` or their own group: readers skip the others' retries.
-    pub retry_group: Option<String>,
+    pub retry_group: Option<ArcStr>,
 }
 
 impl Message {

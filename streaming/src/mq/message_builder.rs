@@ -3,6 +3,7 @@
 
 use super::message::Message;
 use crate::Error;
+use arcstr::ArcStr;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -50,7 +51,7 @@ impl Message {
     /// With key `key`.
     #[must_use]
     pub fn with_key(mut self, key: impl Into<String>) -> Self {
-        self.key = Some(key.into());
+        self.key = Some(ArcStr::from(key.into()));
         self
     }
 
@@ -59,7 +60,7 @@ impl Message {
     #[must_use]
     pub fn with_timestamp_ms(mut self, timestamp_ms: i64) -> Self {
         self.timestamp_ms = timestamp_ms;
-        self.id = format!("{}-1", timestamp_ms.max(0));
+        self.id = arcstr::format!("{}-1", timestamp_ms.max(0));
         self
     }
 
@@ -73,7 +74,7 @@ impl Message {
     /// From topic `topic`, partition `partition`.
     #[must_use]
     pub fn with_topic(mut self, topic: impl Into<String>, partition: u32) -> Self {
-        self.topic = topic.into();
+        self.topic = ArcStr::from(topic.into());
         self.partition = partition;
         self
     }
@@ -81,7 +82,7 @@ impl Message {
     /// With entry id `id` (`<ms>-<seq>`).
     #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = id.into();
+        self.id = ArcStr::from(id.into());
         self
     }
 }

@@ -108,6 +108,9 @@ cfg_redis! {
         blocking_connection, connect, connect_error, debug_check_slots, for_each_info, prove,
         prove_blocking, Backoff, Connection,
     };
+    /// The shared string type of [`Message`]'s id, topic, key and retry group (the
+    /// [`arcstr`](https://docs.rs/arcstr) crate's, re-exported).
+    pub use arcstr::ArcStr;
     pub use consumer::Subscription;
     pub use dlq::DeadLetter;
     pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};

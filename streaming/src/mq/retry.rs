@@ -93,7 +93,7 @@ fn retry_fields(
     let mut headers = msg.headers.clone();
     headers
         .entry(HEADER_ORIGINAL_ID.to_owned())
-        .or_insert_with(|| msg.id.clone());
+        .or_insert_with(|| msg.id.to_string());
     headers.insert(HEADER_ERROR_TYPE.to_owned(), truncate(error_type));
     headers.insert(HEADER_ERROR_MESSAGE.to_owned(), truncate(error));
     let mut fields = encode_fields(
@@ -136,7 +136,7 @@ pub(crate) async fn ack_and_schedule(
         .key(keys.retry_due(t, p))
         .key(keys.retry_data(t, p));
     fence.push(&mut inv);
-    inv.arg(group).arg(&msg.id);
+    inv.arg(group).arg(msg.id.as_str());
     schedule(inv, conn, fence, group, msg, delay, (error_type, error)).await
 }
 

@@ -109,7 +109,7 @@ pub fn serve() {
     )
     .map(|m: Message| {
         (
-            m.key.clone().unwrap_or_default(),
+            m.key.as_deref().unwrap_or_default().to_owned(),
             m.text().unwrap().to_string(),
         )
     })

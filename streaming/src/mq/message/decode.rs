@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use arcstr::ArcStr;
 use bytes::Bytes;
 use redis::Value;
 
@@ -23,7 +24,7 @@ impl RawEntry {
     ///
     /// # Errors
     /// The entry back, with the reason it is malformed (stored in the dead-letter entry).
-    pub(crate) fn decode(self, topic: &str, partition: u32) -> Result<Message, (RawEntry, String)> {
+    pub(crate) fn decode(self, topic: &ArcStr, partition: u32) -> Result<Message, (RawEntry, String)> {
         let known = Known::of(self.fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())));
         let parsed = match known.parse() {
             Ok(p) => p,
@@ -42,9 +43,9 @@ impl RawEntry {
             }
         }
         // `parse` checked that the payload is present and the key and group are UTF-8.
-        let text = |v: Vec<u8>| String::from_utf8(v).unwrap_or_default();
+        let text = |v: Vec<u8>| ArcStr::from(String::from_utf8(v).unwrap_or_default());
         Ok(parsed.message(
-            self.id,
+            self.id.into(),
             topic,
             partition,
             (
@@ -65,15 +66,15 @@ impl RawEntry {
 pub(crate) fn decode_borrowed(
     id: &str,
     fields: &[(&[u8], &[u8])],
-    topic: &str,
+    topic: &ArcStr,
     partition: u32,
 ) -> Result<Message, String> {
     let known = Known::of(fields.iter().copied());
     let parsed = known.parse()?;
     // `parse` checked that the payload is present and the key and group are UTF-8.
-    let text = |v: &[u8]| std::str::from_utf8(v).unwrap_or_default().to_owned();
+    let text = |v: &[u8]| ArcStr::from(std::str::from_utf8(v).unwrap_or_default());
     Ok(parsed.message(
-        id.to_owned(),
+        id.into(),
         topic,
         partition,
         (
@@ -164,14 +165,14 @@ impl Parsed {
     /// The message of entry `id` with these fields and `(payload, key, retry group)`.
     fn message(
         self,
-        id: String,
-        topic: &str,
+        id: ArcStr,
+        topic: &ArcStr,
         partition: u32,
-        (payload, key, retry_group): (Bytes, Option<String>, Option<String>),
+        (payload, key, retry_group): (Bytes, Option<ArcStr>, Option<ArcStr>),
     ) -> Message {
         Message {
             id,
-            topic: topic.to_owned(),
+            topic: topic.clone(),
             partition,
             key,
             payload,
@@ -333,7 +334,7 @@ mod tests {
                 .map(|(f, v)| (f.as_bytes().to_vec(), v))
                 .collect(),
         };
-        let m = e.decode("t", 3).unwrap();
+        let m = e.decode(&arcstr::literal!("t"), 3).unwrap();
         assert_eq!(m.id, "1-0");
         assert_eq!(m.topic, "t");
         assert_eq!(m.partition, 3);
@@ -350,7 +351,7 @@ mod tests {
     #[test]
     fn minimal_entry_has_defaults() {
         let m = raw(&[("p", b"{\"x\":1}"), ("ts", b"10")])
-            .decode("t", 0)
+            .decode(&arcstr::literal!("t"), 0)
             .unwrap();
         assert_eq!(m.key, None);
         assert!(m.headers.is_empty());
@@ -368,13 +369,13 @@ mod tests {
     #[test]
     fn retry_group_addresses_one_group() {
         let m = raw(&[("p", b"x"), ("ts", b"1"), ("rc", b"1"), ("rg", b"bad")])
-            .decode("t", 0)
+            .decode(&arcstr::literal!("t"), 0)
             .unwrap();
         assert_eq!(m.retry_group.as_deref(), Some("bad"));
         assert!(m.is_for_group("bad"));
         assert!(!m.is_for_group("good"));
         let r = raw(&[("p", b"x"), ("ts", b"1"), ("rg", b"\xff")])
-            .decode("t", 0)
+            .decode(&arcstr::literal!("t"), 0)
             .unwrap_err()
             .1;
         assert!(r.contains("`rg` (retry group)"), "{r}");
@@ -382,22 +383,22 @@ mod tests {
 
     #[test]
     fn malformed_reasons() {
-        let r = raw(&[("ts", b"1")]).decode("t", 0).unwrap_err().1;
+        let r = raw(&[("ts", b"1")]).decode(&arcstr::literal!("t"), 0).unwrap_err().1;
         assert!(r.contains("missing field `p`"), "{r}");
-        let r = raw(&[("p", b"x")]).decode("t", 0).unwrap_err().1;
+        let r = raw(&[("p", b"x")]).decode(&arcstr::literal!("t"), 0).unwrap_err().1;
         assert!(r.contains("missing field `ts`"), "{r}");
         let r = raw(&[("p", b"x"), ("ts", b"abc")])
-            .decode("t", 0)
+            .decode(&arcstr::literal!("t"), 0)
             .unwrap_err()
             .1;
         assert!(r.contains("`ts` is not a number"), "{r}");
         let r = raw(&[("p", b"x"), ("ts", b"1"), ("h", b"[1]")])
-            .decode("t", 0)
+            .decode(&arcstr::literal!("t"), 0)
             .unwrap_err()
             .1;
         assert!(r.contains("`h` (headers)"), "{r}");
         let r = raw(&[("p", b"x"), ("ts", b"1"), ("k", b"\xff")])
-            .decode("t", 0)
+            .decode(&arcstr::literal!("t"), 0)
             .unwrap_err()
             .1;
         assert!(r.contains("not UTF-8"), "{r}");

@@ -56,7 +56,7 @@ impl PartitionReader {
     ) -> Result<FencedRead, Error> {
         let fence = self.fence()?;
         let pipe = self.read_transaction(count, from)?;
-        let at = (self.topic.as_str(), self.partition);
+        let at = (&self.topic, self.partition);
         // A NOACK commit stores the last id only.
         let every_id = self.mode == ReadMode::Xack;
         let reply = match conn.read_connections() {

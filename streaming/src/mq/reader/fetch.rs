@@ -251,7 +251,7 @@ impl PartitionReader {
         // Binary-safe and in field order (redis-rs's `StreamReadReply` keys fields by
         // `String`: one foreign entry with a non-UTF-8 field name would fail the whole
         // read, again on every retry, instead of being dead-lettered).
-        let at = (self.topic.as_str(), self.partition);
+        let at = (&self.topic, self.partition);
         Ok(decode_all(parse_read_reply(v)?, at, true))
     }
 
@@ -367,7 +367,7 @@ impl PartitionReader {
             return Ok(false);
         }
         let max = u64::from(m.max_retries.unwrap_or(self.retry.max_retries));
-        match deliveries.get(&m.id) {
+        match deliveries.get(m.id.as_str()) {
             Some(&d) if d > max + 1 => {
                 batch.dead_lettered += 1;
                 self.dead_letter_redelivered(conn, m, d).await?;

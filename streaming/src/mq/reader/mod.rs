@@ -43,6 +43,7 @@ mod settle;
 
 pub(crate) use read_conn::ReadConnections;
 
+use arcstr::ArcStr;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -117,7 +118,8 @@ struct Member {
 /// The reader of one partition; see the module docs.
 pub(crate) struct PartitionReader {
     keys: KeySpace,
-    topic: String,
+    /// Shared by the messages read.
+    topic: ArcStr,
     group: String,
     partition: u32,
     consumer: String,
@@ -159,7 +161,7 @@ impl PartitionReader {
     ) -> Self {
         Self {
             keys: keys.clone(),
-            topic: topic.to_owned(),
+            topic: topic.into(),
             group: group.to_owned(),
             partition,
             consumer: consumer.to_owned(),
@@ -231,7 +233,7 @@ impl PartitionReader {
             (Some(lease), _) => Ok(Fence::held(&self.keys, at, lease, self.lease_ttl)),
             (None, Some(_)) => Ok(Fence::unfenced(&self.keys, at)),
             (None, None) => Err(Error::Fenced {
-                topic: self.topic.clone(),
+                topic: self.topic.to_string(),
                 group: self.group.clone(),
                 partition: self.partition,
                 token: 0,

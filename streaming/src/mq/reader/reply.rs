@@ -3,6 +3,7 @@
 //! strings copied once), else the general way, through redis-rs's parser, with exactly
 //! redis-rs's results and errors.
 
+use arcstr::ArcStr;
 use redis::Value;
 
 use super::resp::Cursor;
@@ -43,7 +44,7 @@ impl Entries {
         match decoded {
             Ok(m) => {
                 if every_id {
-                    self.ids.push(m.id.clone());
+                    self.ids.push(m.id.to_string());
                 }
                 self.messages.push(m);
             }
@@ -62,10 +63,10 @@ impl Entries {
         if !every_id {
             let last_malformed = self.malformed.last().filter(|e| e.after == self.messages.len());
             let last = match last_malformed {
-                Some(e) => Some(&e.entry.id),
-                None => self.messages.last().map(|m| &m.id),
+                Some(e) => Some(e.entry.id.as_str()),
+                None => self.messages.last().map(|m| m.id.as_str()),
             };
-            self.ids.extend(last.cloned());
+            self.ids.extend(last.map(str::to_owned));
         }
         self
     }
@@ -75,7 +76,7 @@ impl Entries {
 /// every id or only the last.
 pub(crate) fn decode_all(
     raw: Vec<RawEntry>,
-    (topic, partition): (&str, u32),
+    (topic, partition): (&ArcStr, u32),
     every_id: bool,
 ) -> Entries {
     let mut entries = Entries {
@@ -114,7 +115,7 @@ pub(crate) struct FencedReply {
 /// [`Error::Redis`] for a read reply that is not a stream read's.
 pub(crate) fn from_values(
     (guard, read, undone): (Value, Value, Value),
-    at: (&str, u32),
+    at: (&ArcStr, u32),
     every_id: bool,
 ) -> Result<FencedReply, Error> {
     if is_fenced_reply(&guard) || is_fenced_reply(&undone) {
@@ -145,7 +146,7 @@ pub(crate) fn from_values(
 /// As [`transaction_values`] and [`from_values`].
 pub(crate) fn from_frames(
     frames: &[&[u8]],
-    at: (&str, u32),
+    at: (&ArcStr, u32),
     every_id: bool,
 ) -> Result<FencedReply, Error> {
     match read_directly(frames, at, every_id) {
@@ -184,7 +185,7 @@ pub(crate) fn transaction_values(frames: &[&[u8]]) -> redis::RedisResult<(Value,
 /// [`from_frames`] for replies of the shape Redis sends (RESP2: `+OK`, `+QUEUED`, and an
 /// `EXEC` array of a bulk-string guard reply, the stream read's arrays of bulk strings,
 /// an integer or bulk-string undo reply); `None` for anything else.
-fn read_directly(frames: &[&[u8]], at: (&str, u32), every_id: bool) -> Option<FencedReply> {
+fn read_directly(frames: &[&[u8]], at: (&ArcStr, u32), every_id: bool) -> Option<FencedReply> {
     let [multi, queued @ .., exec] = frames else {
         return None;
     };
@@ -225,7 +226,7 @@ fn read_directly(frames: &[&[u8]], at: (&str, u32), every_id: bool) -> Option<Fe
 /// An `XREADGROUP`/`XREAD` reply as Redis writes it in RESP2: nil, or an array of
 /// `[stream name, entries]`, each entry `[id, [field, value, …]]` or, deleted while
 /// pending, `[id, nil]` (skipped). Returns whether it was nil, and the entries.
-fn stream_read(c: &mut Cursor<'_>, at: (&str, u32), every_id: bool) -> Option<(bool, Entries)> {
+fn stream_read(c: &mut Cursor<'_>, at: (&ArcStr, u32), every_id: bool) -> Option<(bool, Entries)> {
     let Some(streams) = c.array()? else {
         return Some((true, Entries::default()));
     };

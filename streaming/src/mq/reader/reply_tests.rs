@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use arcstr::ArcStr;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
@@ -71,7 +72,8 @@ fn frames(bytes: &[u8], n: usize) -> Option<Vec<&[u8]>> {
 
 const TOPIC: &str = "orders";
 const PARTITION: u32 = 3;
-const AT: (&str, u32) = (TOPIC, PARTITION);
+const TOPIC_SHARED: ArcStr = arcstr::literal!("orders");
+const AT: (&ArcStr, u32) = (&TOPIC_SHARED, PARTITION);
 
 /// What the reply comes to, errors compared by their text and kind.
 fn outcome(r: Result<FencedReply, Error>) -> Result<FencedReply, String> {

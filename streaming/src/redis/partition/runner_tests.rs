@@ -30,7 +30,7 @@ fn summing() -> Runner<impl Operator<Message>, (String, i64)> {
     let plan = (env.from_mq_topic("t", "g"))
         .try_map(|m: Message| {
             let n: i64 = m.text()?.parse().map_err(|_| "not a number")?;
-            Ok::<_, crate::BoxError>((m.key.unwrap_or_default(), n))
+            Ok::<_, crate::BoxError>((m.key.unwrap_or_default().to_string(), n))
         })
         .key_by(|(k, _): &(String, i64)| k.clone())
         .sum_by(|(_, n): &(String, i64)| *n)

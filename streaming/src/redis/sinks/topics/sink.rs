@@ -61,7 +61,7 @@ type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
 /// struct Enriched { customer: String, total: u64 }
 ///
 /// env.from_mq_topic("orders", "enrich")
-///     .map(|m: Message| Enriched { customer: m.key.clone().unwrap_or_default(), total: 1 })
+///     .map(|m: Message| Enriched { customer: m.key.as_deref().unwrap_or_default().to_owned(), total: 1 })
 ///     .sink(RedisTopicSink::new("enriched")?.key(|e: &Enriched| e.customer.clone()))?;
 /// # Ok(()) }
 /// ```
