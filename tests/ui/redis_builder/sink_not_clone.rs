@@ -16,7 +16,7 @@ impl Sink<String> for Stdout {
 fn main() -> Result<(), streaming::Error> {
     let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
     env.from_mq_topic("orders", "billing")
-        .map(|m: Message| m.id)
+        .map(|m: Message| m.id.to_string())
         .sink(Stdout)?;
     Ok(())
 }
