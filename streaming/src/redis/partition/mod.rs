@@ -1,6 +1,7 @@
 //! A partition a subtask holds: its chain and state cache, its ownership, and the
 //! bookkeeping of the subtask loop.
 
+pub(crate) mod ack;
 pub(crate) mod batch;
 pub(crate) mod cache;
 pub(crate) mod checkpoint_part;

@@ -1,13 +1,13 @@
 //! A partition's ownership: its partition reader, which holds the lease and fencing token
 //! and the read position that goes with them (the group's pending list in
-//! [`AckMode::Xack`], the committed offset in [`AckMode::Offset`]). Every write an owner
+//! [`AckMode::Xack`](crate::redis::AckMode::Xack), the committed offset in [`AckMode::Offset`](crate::redis::AckMode::Offset)). Every write an owner
 //! makes carries the lease's [`Fence`].
 
 use crate::mq::lease::{Fence, Lease};
-use crate::mq::reader::{PartitionReader, Position, ReadMode};
+use crate::mq::reader::{PartitionReader, Position};
 use crate::mq::{Backoff, Connection};
+use crate::redis::partition::ack;
 use crate::redis::partition::context::Ctx;
-use crate::redis::AckMode;
 use crate::Error;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -111,9 +111,9 @@ impl Ownership {
     /// lease still held (a take again after a failure) moves to a new token rather than
     /// being kept: a write of the failed attempt that reaches Redis only now — a commit
     /// whose reply never came — is then refused, so what the take reads is final.
-    /// [`AckMode::Xack`]: the group (created or restored from the commit frontier) and
+    /// [`AckMode::Xack`](crate::redis::AckMode::Xack): the group (created or restored from the commit frontier) and
     /// every pending entry claimed for this consumer, replayed before new entries;
-    /// [`AckMode::Offset`]: the group moved to the committed offset.
+    /// [`AckMode::Offset`](crate::redis::AckMode::Offset): the group moved to the committed offset.
     ///
     /// # Errors
     /// [`is_leased_elsewhere`] when another owner holds the lease.
@@ -123,11 +123,7 @@ impl Ownership {
         conn: &mut Connection,
     ) -> Result<(), Error> {
         let (spec, config) = (ctx.spec, &ctx.spec.config);
-        let (mode, from_frontier) = match config.ack_mode() {
-            AckMode::Xack => (ReadMode::Xack, config.restore_group_from_commit_frontier()),
-            // The engine's Offset commits store the offset as the commit frontier.
-            AckMode::Offset => (ReadMode::NoAck, true),
-        };
+        let (mode, from_frontier) = ack::reading(config);
         let at = ctx.at(self.partition);
         let reader = self.reader.get_or_insert_with(|| {
             PartitionReader::owner(mode, &ctx.keys, at, &ctx.consumer, config.mq_options())

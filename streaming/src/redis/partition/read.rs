@@ -4,9 +4,9 @@
 
 use crate::mq::Connection;
 use crate::mq::Message;
+use crate::redis::partition::ack;
 use crate::redis::partition::context::Ctx;
 use crate::redis::partition::ownership::Ownership;
-use crate::redis::AckMode;
 use crate::Error;
 use std::time::Duration;
 
@@ -32,15 +32,12 @@ pub(in crate::redis) async fn read(
     owner: &mut Ownership,
     count: usize,
 ) -> Result<Batch, Error> {
-    let b = owner
+    let mut b = owner
         .reader()?
         .read(conn, count, Duration::from_millis(1))
         .await?;
     let last_id = b.last_id().cloned();
-    let (ids, read_after) = match ctx.spec.config.ack_mode() {
-        AckMode::Xack => (b.ids, b.read_after),
-        AckMode::Offset => (last_id.iter().cloned().collect(), None),
-    };
+    let (ids, read_after) = ack::committed(ctx.spec.config.ack_mode(), &mut b);
     Ok(Batch {
         msgs: b.messages,
         ids,

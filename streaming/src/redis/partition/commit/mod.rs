@@ -7,12 +7,12 @@
 //! `RPUSH`; `RPUSH` sink lists; `SADD` to the state index; `PEXPIRE` with a state TTL) →
 //! tail script (puts the keys back after a refusal; else acknowledges) → `EXEC`.
 //!
-//! - [`AckMode::Xack`]: the ids are `XACK`ed and the frontier advanced; when the batch is
+//! - [`AckMode::Xack`](crate::redis::AckMode::Xack): the ids are `XACK`ed and the frontier advanced; when the batch is
 //!   every entry after the group's position before the read (a plain read of new
 //!   entries), `XACK` is a plain command of the transaction (the guard moves the stream
 //!   aside too when it refuses) and the tail moves the frontier to the last id; otherwise
 //!   the tail `XACK`s them;
-//! - [`AckMode::Offset`]: the entries were read with `NOACK`; the tail `SET`s the
+//! - [`AckMode::Offset`](crate::redis::AckMode::Offset): the entries were read with `NOACK`; the tail `SET`s the
 //!   committed offset (the group's commit-frontier key).
 //!
 //! The writes are not script arguments because Redis converts every argument of a script
@@ -33,6 +33,7 @@ use crate::api::state::CollectionKind;
 use crate::api::Sink;
 use crate::mq::lease::ms;
 use crate::mq::Connection;
+use crate::redis::partition::ack;
 use crate::redis::partition::commit::replica_wait::{not_confirmed, run_commit};
 use crate::redis::partition::commit::script::{
     GuardCall, KeyType, SizeOf, TailAck, TailCall, TailKeys, Written, GUARD, TAIL,
@@ -45,7 +46,6 @@ use crate::redis::sinks::commit_writes::{check_key_types, SinkPlace, SinkWrite};
 use crate::redis::state::pending::{KeyKind, Pending, PendingHash};
 use crate::redis::state::persist::WATERMARK_STATE;
 use crate::redis::state::schema;
-use crate::redis::AckMode;
 use crate::Error;
 use redis::{Pipeline, Value};
 
@@ -291,7 +291,7 @@ fn type_of(kind: KeyKind) -> KeyType {
     }
 }
 
-impl CommitCall<'_> {
+impl<'a> CommitCall<'a> {
     /// The written keys in the scripts' order (each key's hash, the sink lists, the state
     /// index when a state hash is written) with the type each must have.
     fn written(&self) -> Vec<Written<'_>> {
@@ -306,7 +306,7 @@ impl CommitCall<'_> {
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), KeyType::Set));
         }
-        if self.native_ack() {
+        if self.acknowledging().0 {
             keys.push((self.stream.as_str(), KeyType::Stream));
         }
         // Two sinks may append to one list: the guard moves each key aside once (a second
@@ -316,12 +316,10 @@ impl CommitCall<'_> {
         keys
     }
 
-    /// Whether the transaction `XACK`s the ids as a plain command (Xack mode, the ids
-    /// being every entry after `read_after`); the tail then gets only the last id.
-    fn native_ack(&self) -> bool {
-        self.ctx.spec.config.ack_mode() == AckMode::Xack
-            && self.read_after.is_some()
-            && !self.ids.is_empty()
+    /// Whether the transaction `XACK`s the ids as a plain command, what the tail does and
+    /// the ids it gets (see [`ack::acknowledging`]).
+    fn acknowledging(&self) -> (bool, TailAck, &'a [String]) {
+        ack::acknowledging(self.ctx.spec.config.ack_mode(), self.ids, self.read_after)
     }
 
     /// `MULTI`, the guard, the writes, the tail, `EXEC` (a plain pipeline: the caller may
@@ -344,16 +342,10 @@ impl CommitCall<'_> {
         };
         pipe.cmd("EVAL").arg(GUARD.as_str()).arg(&guard);
         self.writes(&mut pipe);
-        let native_ack = self.native_ack();
+        let (native_ack, ack, ids) = self.acknowledging();
         if native_ack {
             pipe.cmd("XACK").arg(&self.stream).arg(g).arg(self.ids);
         }
-        let (ack, ids) = match ctx.spec.config.ack_mode() {
-            // The tail needs the last id only.
-            AckMode::Xack if native_ack => (TailAck::XackedBefore, &self.ids[self.ids.len() - 1..]),
-            AckMode::Xack => (TailAck::Xack, self.ids),
-            AckMode::Offset => (TailAck::Offset, self.ids),
-        };
         let sizes: Vec<SizeOf> = (0..written.len())
             .map(|i| {
                 let asked = self.sampled.get(i).copied().unwrap_or(false);
