@@ -1,9 +1,9 @@
 //! The forwarder's task: rounds over the source partitions, reading each outbox after the
 //! partition's position (from the start of the stream at first: what a forwarder
 //! confirmed is trimmed, so that is at most one read's worth of records forwarded already,
-//! which the marks skip) and forwarding a read's records in one pipelined round trip; once
-//! they all went through, the position moves past them and they are trimmed from the
-//! outbox. The position never moves past a record that failed, so every record before a
+//! which the marks skip) and forwarding a read's records in one pipelined round trip per
+//! target partition; once they all went through, the position moves past them and they
+//! are trimmed from the outbox. The position never moves past a record that failed, so every record before a
 //! trimmed one reached its target partition.
 
 use std::time::Duration;
