@@ -110,7 +110,8 @@ pub struct RedisTopicForwarderBuilder {
 impl RedisTopicForwarder {
     /// Options for forwarding what the job reading `source` produced for topic `target`,
     /// on `mq`'s Redis and key prefix (the job's queue options). Defaults: every partition
-    /// of the source topic (read when it starts), batch size 100, poll interval 100 ms,
+    /// of the source topic (read when it starts), batch size 100, longest idle wait
+    /// ([`poll_interval`](RedisTopicForwarderBuilder::poll_interval)) 100 ms,
     /// backoff after a Redis error 100 ms doubling to 30 s.
     pub fn builder(mq: &Mq, source: &str, target: &str) -> RedisTopicForwarderBuilder {
         RedisTopicForwarderBuilder {
@@ -190,6 +191,7 @@ impl RedisTopicForwarder {
                 .collect(),
             batch_size: self.batch_size,
             poll_interval: self.poll_interval,
+            idle_wait: self.poll_interval,
             on_error,
             share,
         };
@@ -219,8 +221,10 @@ impl RedisTopicForwarderBuilder {
         self.f.batch_size = n;
         self
     }
-    /// How long an idle forwarder waits before reading its outboxes again (> 0; default
-    /// 100 ms).
+    /// The longest an idle forwarder waits before reading its outboxes again (> 0;
+    /// default 100 ms). After a round that forwarded records it waits 5 ms, doubling with
+    /// each round that finds nothing up to this, so outputs of a busy source go on within
+    /// milliseconds and an idle one is read every `poll_interval`.
     pub fn poll_interval(mut self, d: Duration) -> Self {
         self.f.poll_interval = d;
         self
