@@ -161,7 +161,7 @@ impl<T> PostgresSink<T> {
     /// ```
     ///
     /// One statement per batch instead of one per record: the server parses, plans and
-    /// answers once per batch (at batches of 500, about 2.5× the rows per second of
+    /// answers once per batch (at batches of 500, about 3× the rows per second of
     /// [`new`](Self::new) in the engine's sink benchmark).
     ///
     /// # Errors
