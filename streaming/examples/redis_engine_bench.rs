@@ -10,7 +10,7 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --takeover [--redis-url URL] [--keys N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --lua-args [--redis-url URL]
 //! cargo run --release -p streaming --example redis_engine_bench -- --checkpoint [--redis-url URL] [--messages N]
-//! cargo run --release -p streaming --example redis_engine_bench [--features postgres] -- --sinks [--redis-url URL] [--messages N] [--postgres CONNECTION]
+//! cargo run --release -p streaming --example redis_engine_bench [--features postgres] -- --sinks [--redis-url URL] [--messages N] [--postgres CONNECTION] [--sink-kinds NAMES]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! ```
@@ -859,6 +859,7 @@ fn main() {
             "--checkpoint" => checkpoint_mode = true,
             "--sinks" => sinks_mode = true,
             "--postgres" => sinks::set_postgres(args.next().expect("--postgres CONNECTION")),
+            "--sink-kinds" => sinks::set_sink_kinds(&args.next().expect("--sink-kinds NAMES")),
             "--only" => {
                 let keys = args.next().and_then(|v| v.parse().ok());
                 let mode = match args.next().as_deref() {

@@ -7,10 +7,11 @@
 //! put every output into the topic) and, with
 //! `--postgres CONNECTION` (feature `postgres`), `TwoPhaseSink<PostgresSink>` (one row per
 //! record into `bench_counts(k text, n bigint)`, created when missing and emptied before
-//! each run) and two plain (at-least-once) PostgreSQL sinks into `bench_plain`: one
+//! each run; once `per_batch` with one `INSERT … UNNEST` per batch, once `new` with an
+//! `INSERT` per record) and two plain (at-least-once) PostgreSQL sinks into `bench_plain`: one
 //! `INSERT` per record in `invoke`, or the batch's rows in one `INSERT … UNNEST` in
 //! `Sink::flush` — interleaved, three rounds each: medians and their ratio to the plain
-//! sink.
+//! sink. `--sink-kinds NAMES` runs only the plain sink and the named ones.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -26,8 +27,12 @@ pub(crate) enum SinkKind {
     List,
     Outbox,
     Idempotent,
-    /// `TwoPhaseSink<PostgresSink>` into the `--postgres` server.
+    /// `TwoPhaseSink<PostgresSink>` into the `--postgres` server, one `INSERT … UNNEST`
+    /// per batch (`PostgresSink::per_batch`).
     Postgres,
+    /// `TwoPhaseSink<PostgresSink>` into the `--postgres` server, one `INSERT` per record
+    /// (`PostgresSink::new`).
+    PostgresTwoPhasePerRecord,
     /// A plain (at-least-once) sink into the `--postgres` server: one `INSERT` per record.
     PostgresPerRecord,
     /// A plain (at-least-once) sink into the `--postgres` server buffering in `invoke`:
@@ -52,8 +57,32 @@ pub(crate) fn set_postgres(connection: String) {
     POSTGRES.set(connection).expect("--postgres given once");
 }
 
+/// The sinks `--sink-kinds` chose (all when unset).
+static ONLY: OnceLock<Vec<SinkKind>> = OnceLock::new();
+
+/// Restricts the sink benchmark to the plain sink and `names` (comma-separated: `list`,
+/// `outbox`, `idempotent`, `topic`, `postgres`, `postgres-per-record`, `pg-record`,
+/// `pg-flush`).
+pub(crate) fn set_sink_kinds(names: &str) {
+    let kinds = names
+        .split(',')
+        .map(|n| match n {
+            "list" => SinkKind::List,
+            "outbox" => SinkKind::Outbox,
+            "idempotent" => SinkKind::Idempotent,
+            "topic" => SinkKind::Topic,
+            "postgres" => SinkKind::Postgres,
+            "postgres-per-record" => SinkKind::PostgresTwoPhasePerRecord,
+            "pg-record" => SinkKind::PostgresPerRecord,
+            "pg-flush" => SinkKind::PostgresFlushed,
+            other => panic!("--sink-kinds: unknown sink `{other}`"),
+        })
+        .collect();
+    ONLY.set(kinds).expect("--sink-kinds given once");
+}
+
 #[cfg(feature = "postgres")]
-fn register_postgres(env: &RedisEnv) {
+fn register_postgres(env: &RedisEnv, per_batch: bool) {
     use streaming::redis::two_phase::{PostgresParams, PostgresSink, TwoPhaseSink};
     let conn = POSTGRES.get().expect("--postgres");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -73,19 +102,31 @@ fn register_postgres(env: &RedisEnv) {
             .await
             .expect("create bench_counts");
     });
-    let rows = PostgresSink::new(
-        conn,
-        "INSERT INTO bench_counts (k, n) VALUES ($1, $2)",
-        |(k, n): &(String, u64)| -> PostgresParams {
-            vec![Box::new(k.clone()), Box::new(*n as i64)]
-        },
-    )
+    let rows = if per_batch {
+        PostgresSink::per_batch(
+            conn,
+            "INSERT INTO bench_counts (k, n) SELECT * FROM UNNEST($1::text[], $2::bigint[])",
+            |batch: &[(String, u64)]| -> PostgresParams {
+                let ks: Vec<String> = batch.iter().map(|(k, _)| k.clone()).collect();
+                let ns: Vec<i64> = batch.iter().map(|(_, n)| *n as i64).collect();
+                vec![Box::new(ks), Box::new(ns)]
+            },
+        )
+    } else {
+        PostgresSink::new(
+            conn,
+            "INSERT INTO bench_counts (k, n) VALUES ($1, $2)",
+            |(k, n): &(String, u64)| -> PostgresParams {
+                vec![Box::new(k.clone()), Box::new(*n as i64)]
+            },
+        )
+    }
     .unwrap();
     super::register_keyed_count_into(env, TwoPhaseSink::new(rows));
 }
 
 #[cfg(not(feature = "postgres"))]
-fn register_postgres(_: &RedisEnv) {
+fn register_postgres(_: &RedisEnv, _: bool) {
     unreachable!("set_postgres refuses --postgres without the feature")
 }
 
@@ -247,7 +288,8 @@ impl SinkKind {
                 )
                 .unwrap(),
             ),
-            SinkKind::Postgres => register_postgres(env),
+            SinkKind::Postgres => register_postgres(env, true),
+            SinkKind::PostgresTwoPhasePerRecord => register_postgres(env, false),
             SinkKind::PostgresPerRecord => register_plain_postgres(env, false),
             SinkKind::PostgresFlushed => register_plain_postgres(env, true),
             SinkKind::Topic => super::register_keyed_count_into(
@@ -265,7 +307,10 @@ impl SinkKind {
             SinkKind::List => "`RedisListSink`",
             SinkKind::Outbox => "`RedisOutboxSink`",
             SinkKind::Idempotent => "`RedisIdempotentListSink`",
-            SinkKind::Postgres => "`TwoPhaseSink<PostgresSink>` (rows)",
+            SinkKind::Postgres => "`TwoPhaseSink<PostgresSink>`, `per_batch` (one `UNNEST`)",
+            SinkKind::PostgresTwoPhasePerRecord => {
+                "`TwoPhaseSink<PostgresSink>`, `new` (an `INSERT` per record)"
+            }
             SinkKind::PostgresPerRecord => "plain PostgreSQL sink, an `INSERT` per record",
             SinkKind::PostgresFlushed => "plain PostgreSQL sink, one `INSERT` per batch in `flush`",
             SinkKind::Topic => "`RedisTopicSink`, until forwarded into the topic",
@@ -294,9 +339,14 @@ pub(crate) fn sinks_main(url: &str, n: usize) {
     if POSTGRES.get().is_some() {
         kinds.extend([
             SinkKind::Postgres,
+            SinkKind::PostgresTwoPhasePerRecord,
             SinkKind::PostgresPerRecord,
             SinkKind::PostgresFlushed,
         ]);
+    }
+    if let Some(only) = ONLY.get() {
+        // The baseline stays first: ratios are against it.
+        kinds.retain(|k| *k == SinkKind::Discard || only.contains(k));
     }
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for _ in 0..3 {

@@ -73,19 +73,49 @@ pub(crate) fn entry_records(e: &RawEntry) -> Vec<EntryRecord> {
             .collect();
     };
     let prefix = text(F_ID).unwrap_or_default();
-    (0..n)
-        .filter_map(|j| {
-            let payload = field(&format!("p{j}"))?.clone();
+    // One pass over the fields (an entry holds up to three per record).
+    let mut slots: Vec<[Option<&Vec<u8>>; 3]> = vec![[None; 3]; n.min(e.fields.len())];
+    for (f, v) in &e.fields {
+        let Some((slot, j)) = record_field(f) else {
+            continue;
+        };
+        if let Some(s) = slots.get_mut(j) {
+            // The first of a repeated field, as a lookup by name finds it.
+            s[slot].get_or_insert(v);
+        }
+    }
+    let text = |v: Option<&Vec<u8>>| v.map(|v| String::from_utf8_lossy(v).into_owned());
+    (0..)
+        .zip(slots)
+        .filter_map(|(j, [p, k, t])| {
             Some(EntryRecord {
                 id: format!("{prefix}{j}"),
-                payload,
-                timestamp_ms: text(&format!("t{j}"))
-                    .and_then(|t| t.parse().ok())
-                    .unwrap_or(ts),
-                key: text(&format!("k{j}")),
+                payload: p?.clone(),
+                timestamp_ms: text(t).and_then(|t| t.parse().ok()).unwrap_or(ts),
+                key: text(k),
             })
         })
         .collect()
+}
+
+/// A record's field name `p{j}` / `k{j}` / `t{j}` as (0 payload, 1 key, 2 timestamp; j),
+/// `j` written as [`entry_fields`] writes it (decimal digits, no leading zero).
+fn record_field(name: &[u8]) -> Option<(usize, usize)> {
+    let (&kind, digits) = name.split_first()?;
+    let slot = match kind {
+        b'p' => 0,
+        b'k' => 1,
+        b't' => 2,
+        _ => return None,
+    };
+    let canonical = !digits.is_empty()
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits == b"0" || digits[0] != b'0');
+    if !canonical {
+        return None;
+    }
+    let j = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some((slot, j))
 }
 
 #[cfg(test)]
@@ -140,5 +170,45 @@ mod tests {
             ("x/1", 7)
         );
         assert!(entry_records(&raw(vec![s("id", "x/1")])).is_empty());
+    }
+
+    #[test]
+    fn record_fields_are_found_by_name_in_any_order() {
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let e = raw(vec![
+            s("n", "4"),
+            s("ts", "9"),
+            s("p2", "c"),
+            s("k0", "key"),
+            s("p0", "a"),
+            // Not written by `entry_fields`: no record's field.
+            s("p01", "x"),
+            s("p+3", "x"),
+            s("t", "1"),
+            s("t2", "5"),
+            s("id", "pre/"),
+            // A repeated field: the first counts.
+            s("p2", "second"),
+            s("p3", "d"),
+        ]);
+        let got: Vec<(String, String, i64, Option<String>)> = entry_records(&e)
+            .into_iter()
+            .map(|r| {
+                let payload = String::from_utf8(r.payload).unwrap();
+                (r.id, payload, r.timestamp_ms, r.key)
+            })
+            .collect();
+        let want = |id: &str, p: &str, ts: i64, k: Option<&str>| {
+            (id.to_string(), p.to_string(), ts, k.map(str::to_string))
+        };
+        // Record 1 has no payload: left out.
+        assert_eq!(
+            got,
+            [
+                want("pre/0", "a", 9, Some("key")),
+                want("pre/2", "c", 5, None),
+                want("pre/3", "d", 9, None),
+            ]
+        );
     }
 }

@@ -47,22 +47,27 @@ use crate::Error;
 /// # Guarantees
 /// - *Exactly once into the target topic.* Outbox entry ids grow within an outbox stream,
 ///   and a forwarder hands a source partition's records to each target partition in that
-///   order (one script call per target partition and read, which stops at the first
-///   error), so a record whose position is not after its target partition's mark was
-///   appended already (by another forwarder running beside it, or by this one when the
-///   reply was lost): the script appends nothing and moves nothing. The check and the
-///   append are one script, so there is no window between them. (This relies on the
-///   outbox stream's ids growing: do not delete an outbox stream while the server's clock
-///   may be behind its last id.)
+///   order (per target partition and read, one request of transactions of up to 1,000
+///   records each, stopping at the first that fails), so a record whose position is not
+///   after its target partition's mark was appended already (by another forwarder
+///   running beside it, or by this one when the reply was lost). A transaction's guard
+///   script lets its plain `XADD`s append only when the mark is before all of its
+///   records, and its tail script moves the mark past them; otherwise the transaction
+///   changes nothing and its records go through a script that appends only those after
+///   the mark, one by one. The check and the append are one transaction (or one
+///   script), so there is no window between them. (This relies on the outbox stream's
+///   ids growing: do not delete an outbox stream while the server's clock may be behind
+///   its last id.)
 /// - *Order.* A source partition's outputs reach each target partition in output order.
 /// - *Position.* A forwarder keeps no state of its own: it reads each source partition's
 ///   outbox from the start of the stream, forwards a read (up to `batch_size` entries) in
-///   one pipelined round trip and trims the outbox up to it (`XTRIM MINID`) once all of it
-///   went through, so the outbox holds only what no forwarder confirmed yet and a restart
-///   after a crash re-reads at most one read's worth (skipped by the marks). Two
-///   forwarders over the same partitions (say one in each process of a job) are harmless:
-///   each record is appended once, by whichever gets there first; the other only runs the
-///   script and skips it.
+///   one pipelined round trip per target partition and trims the outbox up to it
+///   (`XTRIM MINID`) once all of it went through, so the outbox holds only what no
+///   forwarder confirmed yet and a restart after a crash re-reads at most one read's worth
+///   (skipped by the marks). Two forwarders over the same partitions (say one in each
+///   process of a job) are harmless: each record is appended once, by whichever gets
+///   there first; the other's transaction changes nothing, and its script skips the
+///   record.
 /// - *No dead letters.* A forward fails only on a Redis error (the target stream of the
 ///   wrong type, Redis unreachable); it is logged and retried with backoff without limit,
 ///   and the partition's later records wait: nothing leaves the topic silently.
@@ -105,7 +110,8 @@ pub struct RedisTopicForwarderBuilder {
 impl RedisTopicForwarder {
     /// Options for forwarding what the job reading `source` produced for topic `target`,
     /// on `mq`'s Redis and key prefix (the job's queue options). Defaults: every partition
-    /// of the source topic (read when it starts), batch size 100, poll interval 100 ms,
+    /// of the source topic (read when it starts), batch size 100, longest idle wait
+    /// ([`poll_interval`](RedisTopicForwarderBuilder::poll_interval)) 100 ms,
     /// backoff after a Redis error 100 ms doubling to 30 s.
     pub fn builder(mq: &Mq, source: &str, target: &str) -> RedisTopicForwarderBuilder {
         RedisTopicForwarderBuilder {
@@ -185,6 +191,7 @@ impl RedisTopicForwarder {
                 .collect(),
             batch_size: self.batch_size,
             poll_interval: self.poll_interval,
+            idle_wait: self.poll_interval,
             on_error,
             share,
         };
@@ -214,8 +221,10 @@ impl RedisTopicForwarderBuilder {
         self.f.batch_size = n;
         self
     }
-    /// How long an idle forwarder waits before reading its outboxes again (> 0; default
-    /// 100 ms).
+    /// The longest an idle forwarder waits before reading its outboxes again (> 0;
+    /// default 100 ms). After a round that forwarded records it waits 5 ms, doubling with
+    /// each round that finds nothing up to this, so outputs of a busy source go on within
+    /// milliseconds and an idle one is read every `poll_interval`.
     pub fn poll_interval(mut self, d: Duration) -> Self {
         self.f.poll_interval = d;
         self

@@ -8,9 +8,9 @@
 //!   in the outbox exactly when the batch that produced it committed.
 //! - [`RedisTopicForwarder`] reads those outboxes (per source partition in order, from
 //!   the position its marks say was forwarded) and appends each record to its target
-//!   partition with one script in that partition's hash slot, which also checks and moves
-//!   the partition's *forwarding mark*. Each process of a job with a topic sink starts
-//!   one for it (`started.rs`).
+//!   partition in a transaction in that partition's hash slot, whose scripts check and
+//!   move the partition's *forwarding mark*. Each process of a job with a topic sink
+//!   starts one for it (`started.rs`).
 //!
 //! Keys, message format and guarantees: [`RedisTopicForwarder`].
 

@@ -1,9 +1,9 @@
 //! The forwarder's task: rounds over the source partitions, reading each outbox after the
 //! partition's position (from the start of the stream at first: what a forwarder
 //! confirmed is trimmed, so that is at most one read's worth of records forwarded already,
-//! which the marks skip) and forwarding a read's records in one pipelined round trip; once
-//! they all went through, the position moves past them and they are trimmed from the
-//! outbox. The position never moves past a record that failed, so every record before a
+//! which the marks skip) and forwarding a read's records in one pipelined round trip per
+//! target partition; once they all went through, the position moves past them and they
+//! are trimmed from the outbox. The position never moves past a record that failed, so every record before a
 //! trimmed one reached its target partition.
 
 use std::time::Duration;
@@ -50,6 +50,8 @@ pub(super) struct Run {
     pub(super) lanes: Vec<Lane>,
     pub(super) batch_size: usize,
     pub(super) poll_interval: Duration,
+    /// The wait after the next round that finds nothing (see [`next_idle_wait`]).
+    pub(super) idle_wait: Duration,
     /// Where failed rounds are reported besides the log.
     pub(super) on_error: Option<ErrorSink>,
     /// The source partitions forwarded outside a drain (`None`: all).
@@ -89,16 +91,19 @@ impl Run {
             };
             let (worked, failing) = self.round(&stopped, drain).await;
             if worked {
+                self.idle_wait = FIRST_IDLE_WAIT.min(self.poll_interval);
                 continue;
             }
             if drain && !failing {
                 return;
             }
+            let idle = self.idle_wait;
+            self.idle_wait = next_idle_wait(idle, self.poll_interval);
             let wait = (self.lanes.iter())
                 .filter(|l| l.not_before > Instant::now())
                 .map(|l| l.not_before - Instant::now())
                 .min()
-                .map_or(self.poll_interval, |w| w.min(self.poll_interval));
+                .map_or(idle, |w| w.min(idle));
             tokio::select! {
                 _ = stopped.changed() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -205,6 +210,16 @@ impl Run {
     }
 }
 
+/// The wait after the first round that finds nothing following one that forwarded
+/// records: outputs committed while a source is busy go on within milliseconds.
+pub(super) const FIRST_IDLE_WAIT: Duration = Duration::from_millis(5);
+
+/// The wait after the idle round following one that waited `idle`: doubling, up to the
+/// poll interval.
+fn next_idle_wait(idle: Duration, poll_interval: Duration) -> Duration {
+    idle.saturating_mul(2).min(poll_interval)
+}
+
 /// The smallest stream id after `id`; `None` for a malformed id or the very last one.
 fn next_id(id: &str) -> Option<String> {
     let (ms, seq) = parse_id(id)?;
@@ -234,6 +249,17 @@ fn records(partition: u32, e: &RawEntry) -> Vec<OutboxRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_waits_double_up_to_the_poll_interval() {
+        let poll = Duration::from_millis(100);
+        let mut waits = vec![FIRST_IDLE_WAIT];
+        while waits.len() < 7 {
+            waits.push(next_idle_wait(waits[waits.len() - 1], poll));
+        }
+        let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [5, 10, 20, 40, 80, 100, 100]);
+    }
 
     #[test]
     fn ids_compare_and_step_as_numbers() {
