@@ -369,7 +369,9 @@ options! {
         /// Entries read per `XREADGROUP .. COUNT`, 1..=[`MAX_BATCH_COUNT`]. Default 100.
         pub batch_count: usize = 100, check(batch_count);
         /// `XREADGROUP .. BLOCK` time, ≥ 1 ms. Default 1 s. Stopping or pausing waits for at
-        /// most this long plus the batch's handling.
+        /// most this long plus the batch's handling. The Redis engine reads without
+        /// blocking: a subtask none of whose partitions had input waits 1 ms, doubling per
+        /// idle turn up to `min(poll_timeout, 10 ms)`, and back to 1 ms after input.
         pub poll_timeout: Duration = Duration::from_secs(1), check(poll_timeout);
         /// Where a missing consumer group starts. Default [`StartPolicy::FrontierOrLatest`].
         pub start: StartPolicy = StartPolicy::FrontierOrLatest;

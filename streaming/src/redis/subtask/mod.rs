@@ -195,7 +195,10 @@ where
     let renew_every = spec.config.mq_options().lease_renew_interval;
     let mut members = Membership::new(&ctx, siblings, partitions);
     let mut parts = BTreeMap::new();
-    let idle = spec.options.poll_timeout.min(Duration::from_millis(10));
+    // Idle turns wait 1 ms, doubling up to min(poll_timeout, 10 ms): a steady input
+    // that the subtask keeps catching up with waits ~1 ms, an idle one costs little.
+    let longest = spec.options.poll_timeout.min(Duration::from_millis(10));
+    let mut idle = crate::mq::Backoff::new(Duration::from_millis(1).min(longest), longest);
     let mut checkpoints = OpenCheckpoints::new(&ctx);
     while !job.signals.is_cancelled() && !members.leaving() {
         if members.due() {
@@ -218,8 +221,9 @@ where
             // Batches committed and left `in_flight` (their progress signalled already,
             // while they were still in flight).
             job.signals.signal_change();
+            idle.reset();
         } else {
-            tokio::time::sleep(idle).await;
+            tokio::time::sleep(idle.next_delay()).await;
         }
     }
     for part in std::mem::take(&mut parts).into_values() {
