@@ -171,7 +171,7 @@ impl JobShared {
         else {
             return Check::AwaitingRedis;
         };
-        let committed = match self.ack_mode {
+        let committed = match self.config.ack_mode() {
             AckMode::Xack => g.pending == 0 && id_at_least(&g.last_delivered_id, &last),
             AckMode::Offset => {
                 let at_take = here.and_then(|_| {

@@ -91,6 +91,11 @@ impl JobClient {
 
     async fn connection(&self) -> Result<crate::mq::Connection, Error> {
         let s = &self.shared;
-        crate::mq::connect(&s.endpoint, s.response_timeout, Duration::ZERO).await
+        crate::mq::connect(
+            &s.endpoint,
+            s.config.mq_options().response_timeout,
+            Duration::ZERO,
+        )
+        .await
     }
 }

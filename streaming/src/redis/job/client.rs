@@ -44,7 +44,7 @@ pub struct JobClient {
 impl std::fmt::Debug for JobClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobClient")
-            .field("job_name", &self.shared.job_name)
+            .field("job_name", &self.shared.config.job_name())
             .finish_non_exhaustive()
     }
 }
@@ -157,9 +157,9 @@ impl JobClient {
             })
             .unwrap_or_default();
         JobDiagnostics {
-            job_name: self.shared.job_name.clone(),
-            job_instance_id: self.shared.job_instance_id.clone(),
-            parallelism: self.shared.parallelism,
+            job_name: self.shared.config.job_name().to_owned(),
+            job_instance_id: self.shared.config.job_instance_id().to_owned(),
+            parallelism: self.shared.config.pipeline_parallelism(),
             live_parallelism: self.shared.subtasks.live_parallelism(),
             owned_partitions: partitions.iter().filter(|p| p.owned).count(),
             paused: self.shared.paused.load(Ordering::SeqCst),

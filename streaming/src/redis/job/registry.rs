@@ -147,7 +147,7 @@ pub(crate) fn start(job: &Arc<JobShared>) {
 }
 
 async fn run(job: &JobShared) {
-    let interval = job.registry_interval;
+    let interval = job.config.mq_options().lease_renew_interval;
     let mut conn: Option<Connection> = None;
     let mut gauges = HashMap::new();
     let mut pruned = false;
@@ -155,7 +155,11 @@ async fn run(job: &JobShared) {
         let progress = job.progress_now();
         set_stalled_gauges(job, &progress, &mut gauges);
         if conn.is_none() {
-            let connect = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO);
+            let connect = crate::mq::connect(
+                &job.endpoint,
+                job.config.mq_options().response_timeout,
+                Duration::ZERO,
+            );
             tokio::select! {
                 () = job.signals.cancelled_signal() => break,
                 c = connect => conn = c.ok(),
@@ -172,7 +176,7 @@ async fn run(job: &JobShared) {
             tokio::select! {
                 () = job.signals.cancelled_signal() => break,
                 r = beat => if let Err(e) = r {
-                    tracing::debug!(job = %job.job_name, "job registry heartbeat failed: {e}");
+                    tracing::debug!(job = %job.config.job_name(), "job registry heartbeat failed: {e}");
                 },
             }
         }
@@ -184,11 +188,12 @@ async fn run(job: &JobShared) {
     if let Some(mut c) = conn {
         // After a cancel, by the job's stop deadline; after the subtasks ended, within one
         // response timeout.
-        let by = (job.signals.stop_deadline())
-            .unwrap_or_else(|| tokio::time::Instant::now() + job.response_timeout);
+        let by = (job.signals.stop_deadline()).unwrap_or_else(|| {
+            tokio::time::Instant::now() + job.config.mq_options().response_timeout
+        });
         let left = tokio::time::timeout_at(by, leave(job, &mut c)).await;
         if !matches!(left, Ok(Ok(()))) {
-            tracing::debug!(job = %job.job_name, "job registry: the instance key was not removed; it expires");
+            tracing::debug!(job = %job.config.job_name(), "job registry: the instance key was not removed; it expires");
         }
     }
 }
@@ -203,7 +208,7 @@ fn set_stalled_gauges(
         let key = (p.topic.clone(), p.group.clone(), p.partition);
         let gauge = gauges.entry(key).or_insert_with(|| {
             let labels = [
-                ("job", job.job_name.clone()),
+                ("job", job.config.job_name().to_owned()),
                 ("topic", p.topic.clone()),
                 ("group", p.group.clone()),
                 ("partition", p.partition.to_string()),
@@ -226,10 +231,16 @@ async fn heartbeat(
         reason: e.to_string(),
     })?;
     let keys = &job.keys;
-    let ttl = u64::try_from(job.registry_interval.saturating_mul(3).as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1);
-    let key = keys.job_instance(&job.job_name, &job.job_instance_id);
+    let ttl = u64::try_from(
+        job.config
+            .mq_options()
+            .lease_renew_interval
+            .saturating_mul(3)
+            .as_millis(),
+    )
+    .unwrap_or(u64::MAX)
+    .max(1);
+    let key = keys.job_instance(job.config.job_name(), job.config.job_instance_id());
     let () = redis::cmd("SET")
         .arg(&key)
         .arg(text)
@@ -238,13 +249,13 @@ async fn heartbeat(
         .query_async(conn)
         .await?;
     let _: u64 = redis::cmd("SADD")
-        .arg(keys.job_instances(&job.job_name))
-        .arg(&job.job_instance_id)
+        .arg(keys.job_instances(job.config.job_name()))
+        .arg(job.config.job_instance_id())
         .query_async(conn)
         .await?;
     let _: u64 = redis::cmd("SADD")
         .arg(keys.jobs())
-        .arg(&job.job_name)
+        .arg(job.config.job_name())
         .query_async(conn)
         .await?;
     Ok(())
@@ -254,11 +265,11 @@ async fn heartbeat(
 /// without leaving); run once per instance start, so the set does not grow with crashes.
 async fn prune_expired(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
     let keys = &job.keys;
-    let set = keys.job_instances(&job.job_name);
+    let set = keys.job_instances(job.config.job_name());
     let ids: Vec<String> = redis::cmd("SMEMBERS").arg(&set).query_async(conn).await?;
-    for id in ids.iter().filter(|id| **id != job.job_instance_id) {
+    for id in ids.iter().filter(|id| **id != job.config.job_instance_id()) {
         let alive: bool = redis::cmd("EXISTS")
-            .arg(keys.job_instance(&job.job_name, id))
+            .arg(keys.job_instance(job.config.job_name(), id))
             .query_async(conn)
             .await?;
         if !alive {
@@ -276,14 +287,14 @@ async fn prune_expired(job: &JobShared, conn: &mut Connection) -> Result<(), Err
 /// jobs when it was the last instance (a heartbeat of another instance adds it back).
 async fn leave(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
     let keys = &job.keys;
-    let instances = keys.job_instances(&job.job_name);
+    let instances = keys.job_instances(job.config.job_name());
     let _: u64 = redis::cmd("DEL")
-        .arg(keys.job_instance(&job.job_name, &job.job_instance_id))
+        .arg(keys.job_instance(job.config.job_name(), job.config.job_instance_id()))
         .query_async(conn)
         .await?;
     let _: u64 = redis::cmd("SREM")
         .arg(&instances)
-        .arg(&job.job_instance_id)
+        .arg(job.config.job_instance_id())
         .query_async(conn)
         .await?;
     let left: u64 = redis::cmd("SCARD")
@@ -293,7 +304,7 @@ async fn leave(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
     if left == 0 {
         let _: u64 = redis::cmd("SREM")
             .arg(keys.jobs())
-            .arg(&job.job_name)
+            .arg(job.config.job_name())
             .query_async(conn)
             .await?;
     }
@@ -319,12 +330,15 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
         })
         .collect();
     RegisteredInstance {
-        job: job.job_name.clone(),
-        instance: job.job_instance_id.clone(),
+        job: job.config.job_name().to_owned(),
+        instance: job.config.job_instance_id().to_owned(),
         parallelism: job.subtasks.live_parallelism(),
         paused: job.paused.load(Ordering::SeqCst),
         heartbeat_at_ms: unix_ms(SystemTime::now()),
-        heartbeat_interval_ms: u64::try_from(job.registry_interval.as_millis()).unwrap_or(u64::MAX),
+        heartbeat_interval_ms: u64::try_from(
+            job.config.mq_options().lease_renew_interval.as_millis(),
+        )
+        .unwrap_or(u64::MAX),
         pipelines: (job.pipelines.iter())
             .map(|(topic, group)| RegisteredPipeline {
                 topic: topic.clone(),

@@ -15,7 +15,7 @@ use crate::Error;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 pub(crate) struct JobShared {
     /// The cancel, the running subtasks and tasks, and the signals that wake whoever
@@ -29,30 +29,15 @@ pub(crate) struct JobShared {
     /// Misuses already reported (operator/state), so each is reported once.
     pub(super) misuses: Mutex<HashSet<String>>,
     pub(crate) hot: Mutex<HotStats>,
-    pub(crate) job_name: String,
-    pub(crate) job_instance_id: String,
-    pub(super) parallelism: u32,
     /// The pipelines' running subtasks: their names, stop flags and how to start more.
     pub(crate) subtasks: SubtaskRegistry,
     /// What [`JobClient::await_caught_up`](super::JobClient::await_caught_up) checks.
     pub(crate) endpoint: crate::mq::Endpoint,
-    /// Bound of every wait on Redis (`mq_options.response_timeout`).
-    pub(crate) response_timeout: Duration,
     pub(crate) keys: KeySpace,
-    pub(super) ack_mode: AckMode,
     /// (topic, group) of each pipeline.
     pub(crate) pipelines: Vec<(String, String)>,
-    /// `watermark_idle_timeout` (what [`JobClient::await_flushed`](super::JobClient::await_flushed) waits for).
-    pub(super) idle_timeout: Option<Duration>,
-    /// `stalled_after`: how long an owned partition with work may go without a commit.
-    pub(super) stalled_after: Duration,
-    /// How often the registry task writes the instance's heartbeat
-    /// (`mq_options.lease_renew_interval`).
-    pub(super) registry_interval: Duration,
-    /// The job's configuration.
+    /// The job's configuration (its options are read from here, not copied).
     pub(crate) config: RedisRuntimeConfig,
-    /// Its checkpoint and leader options.
-    pub(crate) checkpoint_options: crate::redis::config::CheckpointOptions,
     /// Checkpoints and leadership as this process sees them.
     pub(crate) checkpoints: crate::redis::job::checkpoint::CheckpointShared,
 }
@@ -67,24 +52,15 @@ impl JobShared {
             signals: JobSignals::default(),
             paused: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
-            idle_timeout: config.watermark_idle_timeout(),
             partitions: PartitionBoard::default(),
             errors: Mutex::default(),
             misuses: Mutex::default(),
             hot: Mutex::default(),
-            job_name: config.job_name().to_owned(),
-            job_instance_id: config.job_instance_id().to_owned(),
-            parallelism: config.pipeline_parallelism(),
             subtasks: SubtaskRegistry::new(config.pipeline_parallelism()),
             endpoint,
-            response_timeout: config.mq_options().response_timeout,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
-            ack_mode: config.ack_mode(),
             pipelines,
-            stalled_after: config.stalled_after(),
-            registry_interval: config.mq_options().lease_renew_interval,
             config: config.clone(),
-            checkpoint_options: config.checkpoint().clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
                 crate::redis::job::checkpoint::CheckpointKeys::new(
                     config.checkpoint_key_prefix(),
@@ -102,15 +78,22 @@ impl JobShared {
         let local = self.subtasks.next_local_seq();
         let key = self
             .keys
-            .consumer_seq(&self.job_name, &self.job_instance_id);
-        let drawn = crate::mq::blocking_connection(&self.endpoint, self.response_timeout)
-            .ok()
-            .and_then(|mut conn| redis::cmd("INCR").arg(&key).query::<u64>(&mut conn).ok());
+            .consumer_seq(self.config.job_name(), self.config.job_instance_id());
+        let drawn = crate::mq::blocking_connection(
+            &self.endpoint,
+            self.config.mq_options().response_timeout,
+        )
+        .ok()
+        .and_then(|mut conn| redis::cmd("INCR").arg(&key).query::<u64>(&mut conn).ok());
         let seq = match drawn {
             Some(n) => n.saturating_sub(1).to_string(),
             None => format!("{local}-{:08x}", rand::random::<u32>()),
         };
-        format!("{}-{}-{seq}", self.job_name, self.job_instance_id)
+        format!(
+            "{}-{}-{seq}",
+            self.config.job_name(),
+            self.config.job_instance_id()
+        )
     }
 
     /// Brings every pipeline to `n` subtasks (see [`SubtaskRegistry::scale`]).
@@ -137,7 +120,7 @@ impl JobShared {
     ) -> Result<(), Error> {
         let addr = handle.addr();
         let mut taken_at = None;
-        if self.ack_mode == AckMode::Offset {
+        if self.config.ack_mode() == AckMode::Offset {
             let v: redis::Value = redis::cmd("XINFO")
                 .arg("GROUPS")
                 .arg(self.keys.stream(&addr.topic, addr.partition))
@@ -176,8 +159,11 @@ impl JobShared {
     /// Asks every subtask to stop (see [`JobSignals::cancel`]) and counts the cancel in the
     /// job's metrics (once).
     pub(crate) fn cancel(&self) {
-        if self.signals.cancel(self.response_timeout) {
-            crate::redis::metrics::job::cancelled(&self.job_name);
+        if self
+            .signals
+            .cancel(self.config.mq_options().response_timeout)
+        {
+            crate::redis::metrics::job::cancelled(self.config.job_name());
         }
     }
 
@@ -203,9 +189,11 @@ impl JobShared {
     /// Logs `error` and keeps it in the job's errors (the last 100).
     fn report(&self, error: JobError) {
         match &error.partition {
-            Some(at) => tracing::error!(job = %self.job_name, topic = %at.topic, group = %at.group,
-                                        partition = at.partition, kind = %error.kind, "{error}"),
-            None => tracing::error!(job = %self.job_name, kind = %error.kind, "{error}"),
+            Some(at) => {
+                tracing::error!(job = %self.config.job_name(), topic = %at.topic, group = %at.group,
+                                        partition = at.partition, kind = %error.kind, "{error}")
+            }
+            None => tracing::error!(job = %self.config.job_name(), kind = %error.kind, "{error}"),
         }
         if let Ok(mut errors) = self.errors.lock() {
             if errors.len() >= 100 {
@@ -225,7 +213,7 @@ impl JobShared {
         });
         let now = SystemTime::now();
         for p in &mut partitions {
-            p.stalled = p.is_stalled(self.stalled_after, now);
+            p.stalled = p.is_stalled(self.config.stalled_after(), now);
         }
         partitions
     }

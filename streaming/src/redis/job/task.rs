@@ -39,9 +39,9 @@ pub(crate) fn spawn_task<F, Fut>(
                     tokio::select! {
                         () = task(Arc::clone(&job)) => {}
                         () = job.signals.stop_deadline_passed() => tracing::debug!(
-                            job = %job.job_name,
+                            job = %job.config.job_name(),
                             "{what}: still waiting on Redis {:?} after the cancel: dropped",
-                            job.response_timeout
+                            job.config.mq_options().response_timeout
                         ),
                     }
                 }),

@@ -153,7 +153,7 @@ impl JobClient {
     /// Redis in time (it returns within `timeout` or 250 ms, as
     /// [`await_caught_up`](Self::await_caught_up)).
     pub async fn await_flushed(&self, timeout: Duration) -> Result<bool, Error> {
-        if self.shared.idle_timeout.is_none() {
+        if self.shared.config.watermark_idle_timeout().is_none() {
             return Err(Error::InvalidConfig {
                 field: "watermark_idle_timeout",
                 reason: "await_flushed waits for idle flushes: set \
@@ -273,7 +273,7 @@ impl<'a> Waiter<'a> {
         self.last_check = Some(now);
         let bound = self.end.saturating_duration_since(now).max(MIN_CHECK);
         let (job, goal) = (self.job, self.goal);
-        let timeout = job.response_timeout;
+        let timeout = job.config.mq_options().response_timeout;
         let conn = &mut self.conn;
         let checked = tokio::time::timeout(bound, async {
             let conn = match conn {

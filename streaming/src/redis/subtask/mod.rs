@@ -122,7 +122,7 @@ async fn bounded_by_cancel(
     tokio::select! {
         r = subtask => r,
         () = job.signals.stop_deadline_passed() => {
-            tracing::warn!("subtask still waiting on Redis {:?} after the cancel: dropped", job.response_timeout);
+            tracing::warn!("subtask still waiting on Redis {:?} after the cancel: dropped", job.config.mq_options().response_timeout);
             Ok(())
         }
     }

@@ -48,12 +48,16 @@ pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error
     }
     let _flight = Flight(job);
     leader_fence(job)?;
-    let labels = [("job", job.job_name.clone())];
+    let labels = [("job", job.config.job_name().to_owned())];
     metrics::counter!("streaming_checkpoints_triggered_total", &labels).increment(1);
     let started = std::time::Instant::now();
     let result = async {
-        let mut conn =
-            crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO).await?;
+        let mut conn = crate::mq::connect(
+            &job.endpoint,
+            job.config.mq_options().response_timeout,
+            Duration::ZERO,
+        )
+        .await?;
         run(job, &mut conn).await
     }
     .await;
@@ -68,9 +72,9 @@ pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error
     }
     match &result {
         Ok(ck) if ck.status != CheckpointStatus::Complete => tracing::warn!(
-            job = %job.job_name, id = ck.id, "checkpoint failed: {}", ck.failure.as_deref().unwrap_or("")
+            job = %job.config.job_name(), id = ck.id, "checkpoint failed: {}", ck.failure.as_deref().unwrap_or("")
         ),
-        Err(e) => tracing::warn!(job = %job.job_name, "checkpoint failed: {e}"),
+        Err(e) => tracing::warn!(job = %job.config.job_name(), "checkpoint failed: {e}"),
         Ok(_) => {}
     }
     result.map(Some)
@@ -92,7 +96,10 @@ async fn run(job: &JobShared, conn: &mut Connection) -> Result<Checkpoint, Error
 }
 
 fn phase(job: &JobShared, phase: &'static str, started: std::time::Instant) {
-    let labels = [("job", job.job_name.clone()), ("phase", phase.to_string())];
+    let labels = [
+        ("job", job.config.job_name().to_owned()),
+        ("phase", phase.to_string()),
+    ];
     metrics::histogram!("streaming_checkpoint_phase_seconds", &labels).record(started.elapsed());
 }
 
@@ -117,7 +124,7 @@ async fn open(
     let ck = Checkpoint {
         id,
         status: CheckpointStatus::Pending,
-        instance: job.job_instance_id.clone(),
+        instance: job.config.job_instance_id().to_owned(),
         fencing_token: *token,
         parallelism: job.subtasks.live_parallelism(),
         started_at_ms: now_ms(),
@@ -125,7 +132,7 @@ async fn open(
         pipelines,
         failure: None,
     };
-    let deadline = ck.started_at_ms + ms(job.checkpoint_options.checkpoint_drain_timeout);
+    let deadline = ck.started_at_ms + ms(job.config.checkpoint().checkpoint_drain_timeout);
     let opened: Value = OPEN
         .key(keys.leader())
         .key(keys.leader_token())
@@ -165,7 +172,7 @@ async fn wait_for_parts(
     fence: &(String, u64, u64),
 ) -> Result<Waited, Error> {
     let keys = &job.checkpoints.keys;
-    let drain = job.checkpoint_options.checkpoint_drain_timeout;
+    let drain = job.config.checkpoint().checkpoint_drain_timeout;
     let deadline = ck.started_at_ms + ms(drain);
     let expected = ck.parts();
     loop {
@@ -301,7 +308,7 @@ fn lost_lease(job: &JobShared, id: u64, token: u64) -> Error {
         op: "checkpoint",
         reason: format!(
             "checkpoint {id} abandoned: this process ({}) lost the leader lease of the term that opened it (fencing token {token}); it can never complete",
-            job.job_instance_id
+            job.config.job_instance_id()
         ),
     }
 }
@@ -329,7 +336,7 @@ fn meta_fields(ck: &Checkpoint, deadline: u64) -> Vec<String> {
 /// deadline is dropped (it reads as failed once its own deadline passed), and the
 /// process does not lead any more once the thread ended.
 pub(crate) fn start_scheduler(job: &Arc<JobShared>) {
-    let options = &job.checkpoint_options;
+    let options = job.config.checkpoint();
     if options.period().is_none() && !options.leader_election_enabled {
         return;
     }
@@ -350,10 +357,10 @@ pub(crate) fn start_scheduler(job: &Arc<JobShared>) {
 /// while this process may take them (always without leader election; while it leads
 /// with it).
 async fn schedule(job: &JobShared) {
-    let Some(period) = job.checkpoint_options.period() else {
+    let Some(period) = job.config.checkpoint().period() else {
         return;
     };
-    let election = job.checkpoint_options.leader_election_enabled;
+    let election = job.config.checkpoint().leader_election_enabled;
     while !job.signals.stopping() {
         tokio::select! {
             () = job.signals.stopping_signal() => break,

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// releases the lease if held. A cancel interrupts a connect or a renewal waiting on
 /// Redis at once, and the release is best effort by the job's stop deadline.
 pub(super) async fn run(job: &JobShared) {
-    let options = &job.checkpoint_options;
+    let options = job.config.checkpoint();
     if !options.leader_election_enabled {
         return;
     }
@@ -22,7 +22,11 @@ pub(super) async fn run(job: &JobShared) {
     let mut conn: Option<Connection> = None;
     while !job.signals.stopping() {
         if conn.is_none() {
-            let connect = crate::mq::connect(&job.endpoint, job.response_timeout, Duration::ZERO);
+            let connect = crate::mq::connect(
+                &job.endpoint,
+                job.config.mq_options().response_timeout,
+                Duration::ZERO,
+            );
             tokio::select! {
                 () = job.signals.stopping_signal() => break,
                 c = connect => conn = c.ok(),
@@ -32,7 +36,7 @@ pub(super) async fn run(job: &JobShared) {
             tokio::select! {
                 () = job.signals.stopping_signal() => break,
                 r = tick(job, c, ttl) => if let Err(e) = r {
-                    tracing::debug!(job = %job.job_name, "leader election: {e}");
+                    tracing::debug!(job = %job.config.job_name(), "leader election: {e}");
                 },
             }
         }
@@ -43,11 +47,12 @@ pub(super) async fn run(job: &JobShared) {
     }
     let held = job.checkpoints.lease.lock().ok().and_then(|mut l| l.take());
     if let (Some(held), Some(c)) = (held, conn.as_mut()) {
-        let by = (job.signals.stop_deadline())
-            .unwrap_or_else(|| tokio::time::Instant::now() + job.response_timeout);
+        let by = (job.signals.stop_deadline()).unwrap_or_else(|| {
+            tokio::time::Instant::now() + job.config.mq_options().response_timeout
+        });
         let released = tokio::time::timeout_at(by, lease::release(c, &held)).await;
         if !matches!(released, Ok(Ok(true))) {
-            tracing::debug!(job = %job.job_name, "leader lease not released; it expires");
+            tracing::debug!(job = %job.config.job_name(), "leader lease not released; it expires");
         }
     }
 }
@@ -61,7 +66,7 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
             if lease::renew(conn, &l, ttl).await? {
                 Some(l)
             } else {
-                tracing::warn!(job = %job.job_name, token = l.token, "lost the leader lease to another process");
+                tracing::warn!(job = %job.config.job_name(), token = l.token, "lost the leader lease to another process");
                 None
             }
         }
@@ -70,12 +75,12 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
                 conn,
                 &keys.leader(),
                 &keys.leader_token(),
-                &job.job_instance_id,
+                job.config.job_instance_id(),
                 ttl,
             )
             .await?;
             if let Some(l) = &won {
-                tracing::info!(job = %job.job_name, token = l.token, "leads the job");
+                tracing::info!(job = %job.config.job_name(), token = l.token, "leads the job");
             }
             won
         }
@@ -83,7 +88,7 @@ async fn tick(job: &JobShared, conn: &mut Connection, ttl: Duration) -> Result<(
     if now.is_some() {
         // Before the lease: whoever sees this process lead sees it as the leader too.
         if let Ok(mut l) = job.checkpoints.leader_instance.lock() {
-            *l = Some(job.job_instance_id.clone());
+            *l = Some(job.config.job_instance_id().to_owned());
         }
     }
     if let Ok(mut l) = job.checkpoints.lease.lock() {

@@ -48,7 +48,7 @@ const TOMBSTONE_GRACE_MS: u64 = 60_000;
 /// (a lower fencing token than this leader's): their coordinator is gone, so they can
 /// never complete.
 pub(super) async fn sweep(job: &JobShared, conn: &mut Connection) -> Result<(), Error> {
-    let keep = job.checkpoint_options.checkpoints_to_keep as usize;
+    let keep = job.config.checkpoint().checkpoints_to_keep as usize;
     if keep == 0 {
         return Ok(());
     }
@@ -116,7 +116,7 @@ async fn sweep_orphans(job: &JobShared, conn: &mut Connection) -> Result<(), Err
         .arg(-1)
         .query_async(conn)
         .await?;
-    let drain = crate::mq::lease::ms(job.checkpoint_options.checkpoint_drain_timeout);
+    let drain = crate::mq::lease::ms(job.config.checkpoint().checkpoint_drain_timeout);
     let horizon = now_ms().saturating_sub(drain + TOMBSTONE_GRACE_MS);
     for (state, own, registry) in registries {
         for (id, entry) in registry {
@@ -146,7 +146,7 @@ fn partition_keys(
     let config = &job.config;
     let state = StateKeys::new(
         config.state_key_prefix(),
-        &job.job_name,
+        job.config.job_name(),
         &tag,
         group,
         config.keyed_state_shard_count(),

@@ -18,7 +18,7 @@ pub(crate) static COPY_CHUNK: LazyLock<redis::Script> =
 /// The leader lease a coordinator's scripts check: its value and ttl in ms ("" without
 /// leader election).
 pub(super) fn leader_fence(job: &JobShared) -> Result<(String, u64, u64), Error> {
-    let options = &job.checkpoint_options;
+    let options = job.config.checkpoint();
     if !options.leader_election_enabled {
         return Ok((String::new(), 1, 0));
     }
@@ -28,7 +28,7 @@ pub(super) fn leader_fence(job: &JobShared) -> Result<(String, u64, u64), Error>
             op: "checkpoint",
             reason: format!(
                 "this process ({}) is not the job's leader (leader: {}); with leader_election_enabled only the leader takes checkpoints",
-                job.job_instance_id,
+                job.config.job_instance_id(),
                 job.checkpoints.leader_instance().unwrap_or_else(|| "none yet".into())
             ),
         }),
