@@ -136,7 +136,7 @@ impl Persist for WatermarkState<ChangedKeys<()>> {
     }
 
     fn drain(&mut self, _operator: &str, out: &mut dyn FnMut(StateWrite<'_>)) -> Result<(), Error> {
-        if self.changes.dirty.drain().next().is_some() {
+        if self.changes.drain().next().is_some() {
             let value = (self.watermark != i64::MIN).then(|| self.watermark.to_string());
             out((WATERMARK_STATE, WATERMARK_FIELD.to_string(), value));
         }
