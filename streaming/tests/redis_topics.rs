@@ -238,7 +238,10 @@ async fn a_missing_target_or_source_topic_fails_the_start() {
 }
 
 /// The forwarding script as the forwarder runs it.
-const FORWARD: &str = include_str!("../src/redis/sinks/topics/lua/topic_forward.lua");
+const FORWARD: &str = concat!(
+    include_str!("../src/redis/sinks/topics/lua/positions.lua"),
+    include_str!("../src/redis/sinks/topics/lua/topic_forward.lua")
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_script_appends_once_per_mark_comparing_ids_as_numbers() {

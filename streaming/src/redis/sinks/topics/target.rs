@@ -14,7 +14,10 @@ use redis::Value;
 /// Appends messages to a target partition unless its mark has them
 /// (`lua/topic_forward.lua`), for the records a fast transaction did not take; sent as
 /// `EVAL` (a few calls per read, and nothing to load again after a Redis restart).
-const FORWARD: &str = include_str!("lua/topic_forward.lua");
+const FORWARD: &str = concat!(
+    include_str!("lua/positions.lua"),
+    include_str!("lua/topic_forward.lua")
+);
 
 /// What the forwarder's target has done (this process only).
 #[derive(Debug, Default)]
@@ -63,7 +66,10 @@ pub(super) fn marks_key(keys: &KeySpace, prefix: &str, target: &str, q: u32) -> 
 const PER_CALL: usize = 1_000;
 
 /// The guard that opens a fast forward's transaction (`lua/forward_guard.lua`).
-const GUARD: &str = include_str!("lua/forward_guard.lua");
+const GUARD: &str = concat!(
+    include_str!("lua/positions.lua"),
+    include_str!("lua/forward_guard.lua")
+);
 
 /// The tail that closes it (`lua/forward_tail.lua`).
 const TAIL: &str = include_str!("lua/forward_tail.lua");

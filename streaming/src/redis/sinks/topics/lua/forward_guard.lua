@@ -16,24 +16,7 @@
 -- Never raises: the appends run whatever it returns. Its first write is DEL, which Redis
 -- never refuses for memory.
 
--- Whether decimal string a < b as numbers (no leading zeros; exact beyond 2^53).
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
-
-local function parse(p)
-  return string.match(p, '^(%d+)-(%d+)/(%d+)$')
-end
-
--- Whether position a is after position b (both well-formed).
-local function after(a, b)
-  local ams, aseq, ai = parse(a)
-  local bms, bseq, bi = parse(b)
-  if ams ~= bms then return less(bms, ams) end
-  if aseq ~= bseq then return less(bseq, aseq) end
-  return less(bi, ai)
-end
+-- Prepended: positions.lua (less, parse, after).
 
 redis.call('DEL', KEYS[3])
 local stream = redis.call('TYPE', KEYS[1])['ok']

@@ -13,24 +13,7 @@
 --       of message field/value arguments that follow, and those arguments
 -- Returns how many records were appended (the others the mark had already).
 
--- Whether decimal string a < b as numbers (no leading zeros; exact beyond 2^53).
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
-
-local function parse(p)
-  return string.match(p, '^(%d+)-(%d+)/(%d+)$')
-end
-
--- Whether position a is after position b: milliseconds, then sequence, then index.
-local function after(a, b)
-  local ams, aseq, ai = parse(a)
-  local bms, bseq, bi = parse(b)
-  if ams ~= bms then return less(bms, ams) end
-  if aseq ~= bseq then return less(bseq, aseq) end
-  return less(bi, ai)
-end
+-- Prepended: positions.lua (less, parse, after).
 
 local mark = redis.call('HGET', KEYS[2], ARGV[1])
 if mark and not parse(mark) then
