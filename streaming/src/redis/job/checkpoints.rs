@@ -4,7 +4,6 @@ use super::client::JobClient;
 use super::waits::block_on;
 use crate::redis::job::checkpoint::{self, Checkpoint};
 use crate::Error;
-use std::time::Duration;
 
 impl JobClient {
     /// Takes a checkpoint now and waits until it completes or fails (at most
@@ -90,12 +89,6 @@ impl JobClient {
     }
 
     async fn connection(&self) -> Result<crate::mq::Connection, Error> {
-        let s = &self.shared;
-        crate::mq::connect(
-            &s.endpoint,
-            s.config.mq_options().response_timeout,
-            Duration::ZERO,
-        )
-        .await
+        self.shared.connect().await
     }
 }

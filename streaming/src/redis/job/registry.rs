@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// What a running job instance last reported to the registry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,14 +155,9 @@ async fn run(job: &JobShared) {
         let progress = job.progress_now();
         set_stalled_gauges(job, &progress, &mut gauges);
         if conn.is_none() {
-            let connect = crate::mq::connect(
-                &job.endpoint,
-                job.config.mq_options().response_timeout,
-                Duration::ZERO,
-            );
             tokio::select! {
                 () = job.signals.cancelled_signal() => break,
-                c = connect => conn = c.ok(),
+                c = job.connect() => conn = c.ok(),
             }
         }
         if let Some(c) = conn.as_mut() {
@@ -188,10 +183,7 @@ async fn run(job: &JobShared) {
     if let Some(mut c) = conn {
         // After a cancel, by the job's stop deadline; after the subtasks ended, within one
         // response timeout.
-        let by = (job.signals.stop_deadline()).unwrap_or_else(|| {
-            tokio::time::Instant::now() + job.config.mq_options().response_timeout
-        });
-        let left = tokio::time::timeout_at(by, leave(job, &mut c)).await;
+        let left = tokio::time::timeout_at(job.stop_by(), leave(job, &mut c)).await;
         if !matches!(left, Ok(Ok(()))) {
             tracing::debug!(job = %job.config.job_name(), "job registry: the instance key was not removed; it expires");
         }

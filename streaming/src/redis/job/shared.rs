@@ -70,6 +70,22 @@ impl JobShared {
         }
     }
 
+    /// A connection to the job's Redis, the connect bounded by the response timeout.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when Redis cannot be reached in time.
+    pub(crate) async fn connect(&self) -> Result<Connection, Error> {
+        let timeout = self.config.mq_options().response_timeout;
+        crate::mq::connect(&self.endpoint, timeout, std::time::Duration::ZERO).await
+    }
+
+    /// The time by which a task's last writes (a release, a removal) must be done: the
+    /// job's stop deadline after a cancel, else one response timeout from now.
+    pub(crate) fn stop_by(&self) -> tokio::time::Instant {
+        let timeout = self.config.mq_options().response_timeout;
+        (self.signals.stop_deadline()).unwrap_or_else(|| tokio::time::Instant::now() + timeout)
+    }
+
     /// A consumer name for a new subtask, `{job}-{instance}-{seq}`: `seq` is drawn from a
     /// counter in Redis per (job, instance), so a name is never used twice — not across
     /// restarts, rescales, nor by two processes given the same `job_instance_id`. When

@@ -52,12 +52,7 @@ pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error
     metrics::counter!("streaming_checkpoints_triggered_total", &labels).increment(1);
     let started = std::time::Instant::now();
     let result = async {
-        let mut conn = crate::mq::connect(
-            &job.endpoint,
-            job.config.mq_options().response_timeout,
-            Duration::ZERO,
-        )
-        .await?;
+        let mut conn = job.connect().await?;
         run(job, &mut conn).await
     }
     .await;

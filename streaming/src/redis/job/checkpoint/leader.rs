@@ -22,14 +22,9 @@ pub(super) async fn run(job: &JobShared) {
     let mut conn: Option<Connection> = None;
     while !job.signals.stopping() {
         if conn.is_none() {
-            let connect = crate::mq::connect(
-                &job.endpoint,
-                job.config.mq_options().response_timeout,
-                Duration::ZERO,
-            );
             tokio::select! {
                 () = job.signals.stopping_signal() => break,
-                c = connect => conn = c.ok(),
+                c = job.connect() => conn = c.ok(),
             }
         }
         if let Some(c) = conn.as_mut() {
@@ -47,10 +42,7 @@ pub(super) async fn run(job: &JobShared) {
     }
     let held = job.checkpoints.lease.lock().ok().and_then(|mut l| l.take());
     if let (Some(held), Some(c)) = (held, conn.as_mut()) {
-        let by = (job.signals.stop_deadline()).unwrap_or_else(|| {
-            tokio::time::Instant::now() + job.config.mq_options().response_timeout
-        });
-        let released = tokio::time::timeout_at(by, lease::release(c, &held)).await;
+        let released = tokio::time::timeout_at(job.stop_by(), lease::release(c, &held)).await;
         if !matches!(released, Ok(Ok(true))) {
             tracing::debug!(job = %job.config.job_name(), "leader lease not released; it expires");
         }
