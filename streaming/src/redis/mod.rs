@@ -362,7 +362,8 @@ pub use sinks::topics::{
 };
 
 pub use sinks::{
-    JsonList, RedisHashSink, RedisIdempotentListSink, RedisListSink, RedisStreamSink, TextList,
+    JsonList, RecordEncoding, RedisHashSink, RedisIdempotentListSink, RedisListSink,
+    RedisStreamSink, TextList,
 };
 
 pub(crate) use state::runtime::RedisRuntime;

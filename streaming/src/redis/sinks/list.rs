@@ -16,6 +16,32 @@ pub struct JsonList;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TextList;
 
+/// How a list-shaped sink ([`RedisListSink`], [`RedisTopicSink`](crate::redis::RedisTopicSink))
+/// turns a record into the string it writes: [`JsonList`] (serde_json, records need
+/// `Serialize`) or [`TextList`] (`Display`). Implemented by those two only.
+pub trait RecordEncoding<T>: crate::sealed::Sealed {
+    /// The record as written.
+    ///
+    /// # Errors
+    /// The serializer's error (JSON only; text cannot fail).
+    fn encode(value: &T) -> Result<String, BoxError>;
+}
+
+impl crate::sealed::Sealed for JsonList {}
+impl crate::sealed::Sealed for TextList {}
+
+impl<T: Serialize> RecordEncoding<T> for JsonList {
+    fn encode(value: &T) -> Result<String, BoxError> {
+        Ok(serde_json::to_string(value)?)
+    }
+}
+
+impl<T: std::fmt::Display> RecordEncoding<T> for TextList {
+    fn encode(value: &T) -> Result<String, BoxError> {
+        Ok(value.to_string())
+    }
+}
+
 /// Appends every record to a Redis list (`RPUSH`), atomically with the batch that produced
 /// it: the sink only buffers, and the engine writes the buffer in the batch's commit
 /// together with the state changes and the acknowledgement. So a
@@ -77,13 +103,7 @@ impl<T> RedisListSink<T> {
     /// # Errors
     /// [`Error::InvalidConfig`] (field `list`) if `list` is empty or contains `{` or `}`.
     pub fn new(list: impl Into<String>) -> Result<Self, Error> {
-        let list = list.into();
-        validate_list_name(&list)?;
-        Ok(RedisListSink {
-            list: list.into(),
-            pending: Vec::new(),
-            _t: PhantomData,
-        })
+        Self::encoded(list.into())
     }
 
     /// A sink appending records as text (`Display`) to the lists `{list}:{T:n}`; records
@@ -92,13 +112,7 @@ impl<T> RedisListSink<T> {
     /// # Errors
     /// [`Error::InvalidConfig`] (field `list`) if `list` is empty or contains `{` or `}`.
     pub fn text(list: impl Into<String>) -> Result<RedisListSink<T, TextList>, Error> {
-        let list = list.into();
-        validate_list_name(&list)?;
-        Ok(RedisListSink {
-            list: list.into(),
-            pending: Vec::new(),
-            _t: PhantomData,
-        })
+        RedisListSink::encoded(list.into())
     }
 
     /// The list key partition `partition` of `topic` appends to: `{list}:{topic:partition}`.
@@ -108,6 +122,15 @@ impl<T> RedisListSink<T> {
 }
 
 impl<T, E> RedisListSink<T, E> {
+    fn encoded(list: String) -> Result<Self, Error> {
+        validate_list_name(&list)?;
+        Ok(RedisListSink {
+            list: list.into(),
+            pending: Vec::new(),
+            _t: PhantomData,
+        })
+    }
+
     fn take_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.list),
@@ -129,24 +152,9 @@ impl<T, E> RedisListSink<T, E> {
     }
 }
 
-impl<T: Serialize> Sink<T> for RedisListSink<T, JsonList> {
+impl<T, E: RecordEncoding<T>> Sink<T> for RedisListSink<T, E> {
     fn invoke(&mut self, value: T) -> Result<(), BoxError> {
-        self.pending.push(serde_json::to_string(&value)?);
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<(), BoxError> {
-        self.close_buffer()
-    }
-
-    fn take_commit_writes(&mut self) -> Option<CommitWrites> {
-        self.take_writes()
-    }
-}
-
-impl<T: std::fmt::Display> Sink<T> for RedisListSink<T, TextList> {
-    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
-        self.pending.push(value.to_string());
+        self.pending.push(E::encode(&value)?);
         Ok(())
     }
 

@@ -8,5 +8,5 @@ pub(crate) mod list;
 pub(crate) mod more;
 pub(crate) mod topics;
 
-pub use list::{JsonList, RedisListSink, TextList};
+pub use list::{JsonList, RecordEncoding, RedisListSink, TextList};
 pub use more::{RedisHashSink, RedisIdempotentListSink, RedisStreamSink};

@@ -3,7 +3,7 @@
 
 use crate::dataflow::{BuildPlan, Plan};
 use crate::mq::Message;
-use crate::ops::{Counters, Operator, OperatorId};
+use crate::ops::{ChainEnd, Counters, Operator, OperatorId};
 use crate::redis::state::persist::DynStore;
 use crate::redis::state::persist::StateLimits;
 use crate::redis::state::runtime::DynSideOutput;
@@ -11,31 +11,6 @@ use crate::redis::{RedisRuntime, RedisRuntimeConfig};
 use crate::Error;
 use std::cell::RefCell;
 use std::rc::Rc;
-
-/// The chain's last operator: collects the batch's outputs for the sink.
-struct BufferOp<T> {
-    out: Rc<RefCell<Vec<T>>>,
-}
-
-impl<T> Operator<T> for BufferOp<T> {
-    fn open(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    #[inline]
-    fn process(&mut self, value: T, _timestamp: i64) -> Result<(), Error> {
-        self.out.borrow_mut().push(value);
-        Ok(())
-    }
-    fn on_watermark(&mut self, _watermark: i64) -> Result<(), Error> {
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-}
 
 pub(in crate::redis) type Stores = Vec<(OperatorId, DynStore)>;
 
@@ -59,12 +34,13 @@ where
     P: BuildPlan<RedisRuntime> + Plan<Head = Message, Out = O> + Clone,
 {
     let rt = RedisRuntime::new(limits);
-    let (_root, mut chain) = plan.clone().build(
-        &rt,
-        BufferOp {
-            out: Rc::clone(out),
-        },
-    )?;
+    // The chain's last operator collects the batch's outputs for the sink.
+    let out = Rc::clone(out);
+    let end = ChainEnd::new(move |value: O, _timestamp| {
+        out.borrow_mut().push(value);
+        Ok(())
+    });
+    let (_root, mut chain) = plan.clone().build(&rt, end)?;
     chain.open()?;
     let (stores, counters, side_outputs) = rt.into_parts();
     Ok((chain, stores, counters, side_outputs))

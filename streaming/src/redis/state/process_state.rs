@@ -152,6 +152,16 @@ impl<K: Hash + Eq + Clone> ProcessChanges<K> {
         })
     }
 
+    /// [`changed_in`](Self::changed_in) for state `state` about to be written: a state
+    /// with changed keys is remembered as stored.
+    fn changed_to_write(&mut self, slot: usize, state: &str) -> Option<Vec<K>> {
+        let keys = self.changed_in(slot)?;
+        if !keys.is_empty() {
+            self.remember_stored(state);
+        }
+        Some(keys)
+    }
+
     /// Every key changed since the last drain (of any state or of the timers), forgotten.
     fn take_changed(&mut self) -> Vec<K> {
         let mut keys: std::collections::HashSet<K> = self.timers.drain().collect();
@@ -283,13 +293,10 @@ where
             if self.backend.collection(slot).is_some() {
                 continue; // drained by `drain_collections`
             }
-            let Some(keys) = self.tracking.changed_in(slot) else {
+            let state = self.backend.name(slot);
+            let Some(keys) = self.tracking.changed_to_write(slot, state) else {
                 break;
             };
-            let state = self.backend.name(slot);
-            if !keys.is_empty() {
-                self.tracking.remember_stored(state);
-            }
             for key in keys {
                 let value = self.backend.dump(slot, &key)?;
                 let field =
@@ -322,13 +329,10 @@ where
             let Some(kind) = self.backend.collection(slot) else {
                 continue;
             };
-            let Some(keys) = self.tracking.changed_in(slot) else {
+            let state = self.backend.name(slot);
+            let Some(keys) = self.tracking.changed_to_write(slot, state) else {
                 break;
             };
-            let state = self.backend.name(slot);
-            if !keys.is_empty() {
-                self.tracking.remember_stored(state);
-            }
             for key in keys {
                 // A key of the shared set may not have changed this state.
                 let Some(changes) = self.backend.take_changes(slot, &key)? else {

@@ -11,7 +11,7 @@
 //! `checkpoint_drain_timeout` + 1 min passed (no owner begins a part past the
 //! checkpoint's deadline).
 
-use super::store::{chunked, leader_fence, list};
+use super::store::{all_ids, chunked, leader_fence, list};
 use super::{now_ms, Checkpoint, CheckpointKeys, CheckpointStatus};
 use crate::mq::lease::is_fenced_reply;
 use crate::mq::Connection;
@@ -110,12 +110,7 @@ async fn sweep_orphans(job: &JobShared, conn: &mut Connection) -> Result<(), Err
     }
     // Read after the registries: a checkpoint is in the id set from its opening, before
     // any owner could register it, so one registered but not in the set now is deleted.
-    let ids: Vec<u64> = redis::cmd("ZRANGE")
-        .arg(keys.ids())
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?;
+    let ids = all_ids(conn, keys).await?;
     let drain = crate::mq::lease::ms(job.config.checkpoint().checkpoint_drain_timeout);
     let horizon = now_ms().saturating_sub(drain + TOMBSTONE_GRACE_MS);
     for (state, own, registry) in registries {

@@ -79,12 +79,7 @@ pub(crate) async fn list(
     conn: &mut Connection,
     keys: &CheckpointKeys,
 ) -> Result<Vec<Checkpoint>, Error> {
-    let ids: Vec<u64> = redis::cmd("ZRANGE")
-        .arg(keys.ids())
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?;
+    let ids = all_ids(conn, keys).await?;
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let fields: HashMap<String, String> = redis::cmd("HGETALL")
@@ -116,6 +111,22 @@ pub(crate) async fn read(
             "no checkpoint {id} (never taken, or deleted by retention)"
         ))),
     }
+}
+
+/// Every checkpoint id in the id set (opened, complete or failed), oldest first.
+///
+/// # Errors
+/// Redis errors.
+pub(crate) async fn all_ids(
+    conn: &mut Connection,
+    keys: &CheckpointKeys,
+) -> Result<Vec<u64>, Error> {
+    Ok(redis::cmd("ZRANGE")
+        .arg(keys.ids())
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?)
 }
 
 /// The latest complete checkpoint, if any.

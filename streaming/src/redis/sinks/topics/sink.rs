@@ -1,15 +1,12 @@
 //! [`RedisTopicSink`]: a pipeline's outputs into the outbox its topic forwarder reads.
 
-use std::fmt::Display;
 use std::marker::PhantomData;
 use std::sync::Arc;
-
-use serde::Serialize;
 
 use crate::api::{CommitWrite, CommitWrites, Sink, TopicOutput};
 use crate::mq::topic::validate_name;
 use crate::redis::sinks::topics::outbox_name;
-use crate::redis::{JsonList, TextList};
+use crate::redis::{JsonList, RecordEncoding, TextList};
 use crate::{BoxError, Error};
 
 type KeyFn<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
@@ -195,29 +192,9 @@ impl<T, E> RedisTopicSink<T, E> {
     }
 }
 
-impl<T: Serialize> Sink<T> for RedisTopicSink<T, JsonList> {
+impl<T, E: RecordEncoding<T>> Sink<T> for RedisTopicSink<T, E> {
     fn invoke(&mut self, value: T) -> Result<(), BoxError> {
-        let payload = serde_json::to_string(&value)?;
-        self.push(&value, payload);
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<(), BoxError> {
-        self.unwritten()
-    }
-
-    fn take_commit_writes(&mut self) -> Option<CommitWrites> {
-        self.commit_writes()
-    }
-
-    fn forwarded_topic(&self) -> Option<Arc<str>> {
-        self.forwarded()
-    }
-}
-
-impl<T: Display> Sink<T> for RedisTopicSink<T, TextList> {
-    fn invoke(&mut self, value: T) -> Result<(), BoxError> {
-        let payload = value.to_string();
+        let payload = E::encode(&value)?;
         self.push(&value, payload);
         Ok(())
     }
