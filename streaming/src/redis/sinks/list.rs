@@ -19,6 +19,10 @@ pub struct TextList;
 /// How a list-shaped sink ([`RedisListSink`], [`RedisTopicSink`](crate::redis::RedisTopicSink))
 /// turns a record into the string it writes: [`JsonList`] (serde_json, records need
 /// `Serialize`) or [`TextList`] (`Display`). Implemented by those two only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot write records of type `{T}`",
+    note = "`JsonList` (`new`) needs `{T}: Serialize`; `TextList` (`text`) needs `{T}: Display`"
+)]
 pub trait RecordEncoding<T>: crate::sealed::Sealed {
     /// The record as written.
     ///
