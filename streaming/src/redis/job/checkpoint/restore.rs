@@ -20,7 +20,7 @@ use crate::redis::job::id_at_least;
 use crate::redis::state::keys::StateKeys;
 use crate::redis::RedisRuntimeConfig;
 use crate::Error;
-use redis::{Script, Value};
+use redis::{Script, ScriptInvocation, Value};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -419,6 +419,16 @@ struct Held<'a> {
 }
 
 impl Held<'_> {
+    /// An invocation of `script` starting with the lease guard: the lease and counter keys
+    /// as `KEYS[1]`, `KEYS[2]` and the held value and ttl (ms) as `ARGV[1]`, `ARGV[2]`.
+    fn invoke(&self, script: &'static Script) -> ScriptInvocation<'static> {
+        let mut inv = script.key(&self.lease.key);
+        inv.key(&self.lease.fence)
+            .arg(&self.lease.value)
+            .arg(self.ttl);
+        inv
+    }
+
     fn fenced(&self) -> Error {
         Error::Fenced {
             topic: self.part.topic.clone(),
@@ -462,12 +472,8 @@ async fn clear_current(conn: &mut Connection, held: &Held<'_>) -> Result<(), Err
     for hash in &current {
         let base = unsharded_name(hash, state.shards()).to_string();
         let step = |cursor: &str| {
-            let mut inv = CLEAR.key(&held.lease.key);
-            inv.key(&held.lease.fence)
-                .key(hash)
-                .arg(&held.lease.value)
-                .arg(held.ttl);
-            inv.arg(cursor).arg(CHUNK_FIELDS).arg(&base);
+            let mut inv = held.invoke(&CLEAR);
+            inv.key(hash).arg(cursor).arg(CHUNK_FIELDS).arg(&base);
             inv
         };
         chunked(conn, step, || held.fenced()).await?;
@@ -499,13 +505,10 @@ async fn copy_back(
             .unwrap_or_default();
         let from = format!("{copy}{hash}");
         let step = |cursor: &str| {
-            let mut inv = COPY_CHUNK.key(&held.lease.key);
-            inv.key(&held.lease.fence)
-                .key(&from)
+            let mut inv = held.invoke(&COPY_CHUNK);
+            inv.key(&from)
                 .key(hash)
-                .arg(&held.lease.value)
-                .arg(held.ttl);
-            inv.arg(cursor)
+                .arg(cursor)
                 .arg(CHUNK_FIELDS)
                 .arg(&base)
                 .arg(&copy)
@@ -534,8 +537,7 @@ async fn finish(
         mq_keys.frontier(t, p, g),
         mq_keys.acked(t, p, g),
     ];
-    let mut inv = END.key(&held.lease.key);
-    inv.key(&held.lease.fence);
+    let mut inv = held.invoke(&END);
     for k in &own {
         inv.key(k);
     }
@@ -543,12 +545,7 @@ async fn finish(
     for k in &own {
         inv.key(format!("{copy}{k}"));
     }
-    let reply: Value = inv
-        .arg(&held.lease.value)
-        .arg(held.ttl)
-        .arg(g)
-        .invoke_async(conn)
-        .await?;
+    let reply: Value = inv.arg(g).invoke_async(conn).await?;
     if is_fenced_reply(&reply) {
         return Err(held.fenced());
     }
