@@ -7,7 +7,7 @@ use crate::redis::metrics::LAG_SAMPLE_INTERVAL;
 use crate::redis::partition::context::Ctx;
 use crate::redis::partition::counts::BatchCounts;
 use crate::redis::partition::Part;
-use crate::redis::PartitionProgress;
+use crate::redis::{JobErrorKind, PartitionProgress};
 use tokio::time::Instant;
 
 /// What one commit adds to a partition's progress.
@@ -24,6 +24,18 @@ struct Committed {
 }
 
 impl<C, S, O> Part<C, S, O> {
+    /// Reports an error met at this partition that the partition retries on its own
+    /// (kept in the job's errors and logged), as "partition N of TOPIC: {what}".
+    pub(in crate::redis) fn report_error(
+        &self,
+        ctx: &Ctx<'_>,
+        kind: JobErrorKind,
+        what: std::fmt::Arguments<'_>,
+    ) {
+        let text = format!("partition {} of {}: {what}", self.partition, ctx.spec.topic);
+        ctx.job.error_at(self.progress.addr(), kind, text);
+    }
+
     /// Reports a committed batch (or processing-time timers: no `last_id`, no records).
     pub(in crate::redis) fn report_batch(
         &mut self,

@@ -116,10 +116,10 @@ where
     pub(in crate::redis) fn forget(&mut self, ctx: &Ctx<'_>) {
         self.discard_outputs();
         if let Err(e) = self.runner.reset() {
-            ctx.job.error_at(
-                self.progress.addr(),
+            self.report_error(
+                ctx,
                 crate::redis::JobErrorKind::Chain,
-                format!("rebuilding a chain: {e}"),
+                format_args!("rebuilding a chain: {e}"),
             );
         }
         self.owner.lost();

@@ -8,6 +8,7 @@ use crate::redis::partition::context::Ctx;
 use crate::redis::partition::counts::BatchCounts;
 use crate::redis::partition::Part;
 use crate::redis::state::pending::{Pending, PendingHash};
+use crate::redis::JobErrorKind;
 use crate::time::clock::wall_clock_ms;
 use crate::Error;
 use std::sync::atomic::Ordering;
@@ -38,13 +39,10 @@ where
         {
             // A failing timer function: roll back to the last commit and try again later
             // (the timer is still in the committed state).
-            ctx.job.error_at(
-                self.progress.addr(),
-                crate::redis::JobErrorKind::Timers,
-                format!(
-                    "partition {} of {}: a processing-time timer failed, retried in 1 s: {e}",
-                    self.partition, ctx.spec.topic
-                ),
+            self.report_error(
+                ctx,
+                JobErrorKind::Timers,
+                format_args!("a processing-time timer failed, retried in 1 s: {e}"),
             );
             self.next_timers = Instant::now() + Duration::from_secs(1);
             return self.rebuild(ctx, conn).await;
@@ -94,13 +92,10 @@ where
         if let Err(e) = flushed {
             // A user function failed while windows fired: nothing is committed; the next
             // attempt runs after another idle timeout.
-            ctx.job.error_at(
-                self.progress.addr(),
-                crate::redis::JobErrorKind::IdleFlush,
-                format!(
-                    "partition {} of {}: idle flush failed, retried after the idle timeout: {e}",
-                    self.partition, ctx.spec.topic
-                ),
+            self.report_error(
+                ctx,
+                JobErrorKind::IdleFlush,
+                format_args!("idle flush failed, retried after the idle timeout: {e}"),
             );
             self.flush.restart_idle();
             return self.rebuild(ctx, conn).await;
