@@ -269,3 +269,30 @@ async fn an_owners_read_connection_closed_by_the_server_is_replaced() {
     let texts: Vec<&str> = rest.messages.iter().map(|m| m.text().unwrap()).collect();
     assert_eq!(texts, ["2", "3"]);
 }
+
+/// The private servers of every test are the binary `STREAMING_TEST_REDIS_SERVER` names
+/// (CI runs the core tests once more against Valkey): a Valkey binary answers as Valkey, a
+/// Redis binary as Redis, so a run cannot pass against the wrong server by accident.
+#[test]
+fn private_servers_are_the_binary_the_run_names() {
+    let binary = support::redis_server::server_binary();
+    let mut server = RedisServer::start();
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let info: String = redis::cmd("INFO").arg("server").query(&mut conn).unwrap();
+    let is_valkey = info.lines().any(|l| l == "server_name:valkey");
+    let named_valkey = std::path::Path::new(&binary)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("valkey"));
+    assert_eq!(
+        is_valkey, named_valkey,
+        "{binary} answered INFO server with:\n{info}"
+    );
+    assert!(
+        info.lines().any(|l| l.starts_with("redis_version:")),
+        "the version the connect check reads: {info}"
+    );
+    server.kill();
+}

@@ -3,6 +3,10 @@
 //!
 //! [`TestRedis::shared`] honours `REDIS_URL` (then no server is started);
 //! [`TestRedis::private`] always starts one (fault tests need to kill it).
+//!
+//! `STREAMING_TEST_REDIS_SERVER` names the server binary to start (default `redis-server`
+//! on the `PATH`), so the same tests run against another server, e.g. Valkey's
+//! `valkey-server` (CI does; see `.ci/run`).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -70,6 +74,14 @@ pub struct RedisServer {
     args: Vec<String>,
 }
 
+/// The server binary tests start: `STREAMING_TEST_REDIS_SERVER`, else `redis-server`.
+pub fn server_binary() -> String {
+    std::env::var("STREAMING_TEST_REDIS_SERVER")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "redis-server".to_string())
+}
+
 fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     l.local_addr().expect("local addr").port()
@@ -116,7 +128,8 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) -> bool {
-        let child = Command::new("redis-server")
+        let binary = server_binary();
+        let child = Command::new(&binary)
             .args([
                 "--port",
                 &self.port.to_string(),
@@ -136,7 +149,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server (is it installed?)");
+            .unwrap_or_else(|e| panic!("spawn {binary} (is it installed?): {e}"));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
