@@ -271,8 +271,9 @@ async fn an_owners_read_connection_closed_by_the_server_is_replaced() {
 }
 
 /// The private servers of every test are the binary `STREAMING_TEST_REDIS_SERVER` names
-/// (CI runs the core tests once more against Valkey): a Valkey binary answers as Valkey, a
-/// Redis binary as Redis, so a run cannot pass against the wrong server by accident.
+/// (CI runs the core tests again against Valkey and Redis Stack): a Valkey binary answers
+/// as Valkey, Redis Stack's `redis-stack-server` with its modules, Debian's Redis as plain
+/// Redis, so a run cannot pass against the wrong server by accident.
 #[test]
 fn private_servers_are_the_binary_the_run_names() {
     let binary = support::redis_server::server_binary();
@@ -289,6 +290,14 @@ fn private_servers_are_the_binary_the_run_names() {
     assert_eq!(
         is_valkey, named_valkey,
         "{binary} answered INFO server with:\n{info}"
+    );
+    // Redis Stack's server (a binary named `redis-stack-server`) runs with its modules.
+    let modules: redis::Value = redis::cmd("MODULE").arg("LIST").query(&mut conn).unwrap();
+    let has_json = format!("{modules:?}").contains("ReJSON");
+    assert_eq!(
+        has_json,
+        binary.contains("redis-stack"),
+        "{binary}'s modules: {modules:?}"
     );
     assert!(
         info.lines().any(|l| l.starts_with("redis_version:")),
