@@ -231,4 +231,82 @@ mod tests {
         );
         assert!(key_fields("customer-7").is_err());
     }
+
+    mod hostile {
+        //! `--key` as a user may type it, or any text: never a panic; a key that reads
+        //! as JSON gives fields that all read back as that JSON, the compact form first.
+        use super::*;
+        use proptest::prelude::*;
+
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                "[ -~\u{e9}\u{1F600}]{0,6}".prop_map(Value::from),
+            ];
+            leaf.prop_recursive(3, 12, 4, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                    proptest::collection::vec(("[a-z \"\\\\]{0,4}", inner), 0..4)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// `value` as text with blanks between its tokens.
+        fn spaced(value: &Value, blank: &str) -> String {
+            match value {
+                Value::Array(items) => {
+                    let inner: Vec<String> = items.iter().map(|v| spaced(v, blank)).collect();
+                    format!(
+                        "[{blank}{}{blank}]",
+                        inner.join(&format!("{blank},{blank}"))
+                    )
+                }
+                Value::Object(map) => {
+                    let inner: Vec<String> = map
+                        .iter()
+                        .map(|(k, v)| {
+                            format!(
+                                "{}{blank}:{blank}{}",
+                                Value::from(k.as_str()),
+                                spaced(v, blank)
+                            )
+                        })
+                        .collect();
+                    format!("{{{blank}{}{blank}}}", inner.join(","))
+                }
+                other => other.to_string(),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn a_json_key_gives_fields_that_read_back_as_it(
+                key in json(),
+                blank in prop::sample::select(vec!["", " ", "\n\t "]),
+            ) {
+                let text = spaced(&key, blank);
+                let fields = key_fields(&text).unwrap();
+                prop_assert_eq!(&fields[0], &key.to_string());
+                prop_assert!(fields.len() <= 2);
+                for f in &fields {
+                    prop_assert_eq!(&serde_json::from_str::<Value>(f).unwrap(), &key, "{}", f);
+                }
+            }
+
+            #[test]
+            fn any_text_is_refused_or_gives_json_fields(text in "\\PC{0,40}") {
+                if let Ok(fields) = key_fields(&text) {
+                    let key: Value = serde_json::from_str(&text).unwrap();
+                    for f in &fields {
+                        prop_assert_eq!(&serde_json::from_str::<Value>(f).unwrap(), &key, "{}", f);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -403,4 +403,71 @@ mod tests {
             .1;
         assert!(r.contains("not UTF-8"), "{r}");
     }
+
+    mod hostile {
+        //! Hostile entries (issue: fuzzed parsers): any fields with any bytes decode without
+        //! a panic, owned and borrowed alike, and a decoded message holds exactly the
+        //! entry's first value of each field.
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+
+        /// A field name: one of the encoding's, repeated ones included, or anything.
+        fn name() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                8 => prop::sample::select(vec!["p", "ts", "k", "h", "rc", "mr", "rg"])
+                    .prop_map(|n| n.as_bytes().to_vec()),
+                1 => vec(any::<u8>(), 0..4),
+            ]
+        }
+
+        /// A value: random bytes, or text a field's parser must judge (numbers at and past
+        /// their type's range, JSON that is almost a string map, invalid UTF-8).
+        fn value() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                vec(any::<u8>(), 0..24),
+                any::<i64>().prop_map(|n| n.to_string().into_bytes()),
+                any::<u64>().prop_map(|n| format!("{n}0").into_bytes()),
+                prop::sample::select(vec![
+                    "{}", "{\"a\":\"b\"}", "{\"a\":1}", "[]", "null", "{\"a\":\"\\ud800\"}",
+                    "-0", "+1", " 1", "4294967295", "4294967296", "9223372036854775808",
+                    "\u{ff}", "",
+                ])
+                .prop_map(|t| t.as_bytes().to_vec()),
+                Just(vec![0xff, 0xfe]),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            #[test]
+            fn any_entry_decodes_alike_owned_and_borrowed(
+                fields in vec((name(), value()), 0..9),
+            ) {
+                let topic = arcstr::literal!("t");
+                let entry = RawEntry { id: "7-1".into(), fields: fields.clone() };
+                let slices: Vec<(&[u8], &[u8])> =
+                    fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+                let borrowed = decode_borrowed("7-1", &slices, &topic, 2);
+                let owned = entry.decode(&topic, 2);
+                match (&owned, &borrowed) {
+                    (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                    (Err((back, a)), Err(b)) => {
+                        prop_assert_eq!(a, b);
+                        prop_assert_eq!(&back.fields, &fields, "the malformed entry comes back whole");
+                    }
+                    _ => prop_assert!(false, "owned {owned:?} but borrowed {borrowed:?}"),
+                }
+                if let Ok(m) = owned {
+                    let first = |n: &[u8]| fields.iter().find(|(f, _)| f == n).map(|(_, v)| v.clone());
+                    prop_assert_eq!(Some(m.payload.to_vec()), first(b"p"));
+                    prop_assert_eq!(m.key.map(|k| k.as_bytes().to_vec()), first(b"k"));
+                    prop_assert_eq!(
+                        Some(m.timestamp_ms.to_string().into_bytes()),
+                        first(b"ts").map(|t| String::from_utf8(t).unwrap().parse::<i64>().unwrap().to_string().into_bytes())
+                    );
+                }
+            }
+        }
+    }
 }

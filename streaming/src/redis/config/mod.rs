@@ -509,4 +509,6 @@ fn host_name() -> String {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
