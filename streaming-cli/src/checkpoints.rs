@@ -32,10 +32,12 @@ pub(crate) async fn run(url: &str, cmd: &CheckpointsCommand, out: &Output) -> Re
         .checkpoint_key_prefix(checkpoint_prefix.as_str())
         .build()?;
     let env = RedisEnv::try_with_config(url, config)?;
-    let list = env
-        .checkpoints()
-        .await
-        .map_err(|e| Failure(format!("reading checkpoints at `{url}`: {e}")))?;
+    let list = env.checkpoints().await.map_err(|e| {
+        Failure(format!(
+            "reading checkpoints at `{}`: {e}",
+            streaming::mq::redact_url(url)
+        ))
+    })?;
     let mut table = Table::new(&[
         "id",
         "status",

@@ -28,9 +28,15 @@ const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 #[derive(Debug, Parser)]
 #[command(name = "streaming-admin", version)]
 struct Cli {
-    /// Redis to connect to (`redis://host:port/db`, or `redis+cluster://host:port,…`).
+    /// Redis to connect to (`redis://host:port/db`, or `redis+cluster://host:port,…`). A
+    /// URL with a password is better given by `REDIS_URL` or `--redis-url-file` than on
+    /// the command line, where other users of the host see it; output shows it as `***`.
     #[arg(long, env = "REDIS_URL", hide_env_values = true, default_value = DEFAULT_REDIS_URL, global = true)]
     redis_url: String,
+    /// A file holding the Redis URL (its first line; e.g. a mounted secret). Replaces
+    /// `--redis-url` and `REDIS_URL`.
+    #[arg(long, value_name = "PATH", global = true)]
+    redis_url_file: Option<std::path::PathBuf>,
     /// Prefix of the message queue's keys (`MqOptions::key_prefix`).
     #[arg(long, default_value_t = MqOptions::default().key_prefix, global = true)]
     key_prefix: String,
@@ -75,21 +81,104 @@ impl From<streaming::Error> for Failure {
 type Result<T> = std::result::Result<T, Failure>;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(path) = &cli.redis_url_file {
+        match read_url_file(path) {
+            Ok(url) => cli.redis_url = url,
+            Err(Failure(message)) => {
+                eprintln!("error: {message}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let secrets = Secrets::of(&cli.redis_url);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(&cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", secrets.scrub(&message));
             ExitCode::FAILURE
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
+/// The first line of the file at `path`, trimmed: the Redis URL.
+fn read_url_file(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure(format!(
+            "cannot read the Redis URL from `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    match text.lines().next().map(str::trim) {
+        Some(url) if !url.is_empty() => Ok(url.to_string()),
+        _ => Err(Failure(format!(
+            "`{}` holds no Redis URL (its first line is empty)",
+            path.display()
+        ))),
+    }
+}
+
+/// What of the URL must never be printed: the URL itself (shown redacted instead) and its
+/// password, as written and percent-decoded (an error of the client may quote either).
+struct Secrets {
+    url: String,
+    shown: String,
+    passwords: Vec<String>,
+}
+
+impl Secrets {
+    fn of(url: &str) -> Self {
+        let shown = streaming::mq::redact_url(url);
+        let mut passwords = Vec::new();
+        // The password is what redaction replaced: the user information after its `:`.
+        if let Some((_, rest)) = url.split_once("://") {
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            if let Some((user, _)) = authority.rsplit_once('@') {
+                if let Some((_, password)) = user.split_once(':') {
+                    passwords.push(password.to_string());
+                }
+            }
+            let query = rest.split_once('?').map_or("", |(_, q)| q);
+            for param in query.split('&') {
+                if let Some((k, v)) = param.split_once('=') {
+                    if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") {
+                        passwords.push(v.to_string());
+                    }
+                }
+            }
+        }
+        let decoded: Vec<String> = (passwords.iter())
+            .filter_map(|p| {
+                let d = percent_encoding::percent_decode_str(p).decode_utf8().ok()?;
+                (d != p.as_str()).then(|| d.into_owned())
+            })
+            .collect();
+        passwords.extend(decoded);
+        passwords.retain(|p| !p.is_empty());
+        // Longest first, so a password holding another is replaced whole.
+        passwords.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        Secrets {
+            url: url.to_string(),
+            shown,
+            passwords,
+        }
+    }
+
+    /// `text` with the URL redacted and every form of its password replaced by `***`.
+    fn scrub(&self, text: &str) -> String {
+        let mut out = text.replace(&self.url, &self.shown);
+        for p in &self.passwords {
+            out = out.replace(p.as_str(), "***");
+        }
+        out
+    }
+}
+
+async fn run(cli: &Cli) -> Result<()> {
     let out = Output { json: cli.json };
     let (url, prefix) = (cli.redis_url.as_str(), cli.key_prefix.as_str());
     match &cli.command {
@@ -106,7 +195,10 @@ async fn run(cli: Cli) -> Result<()> {
 /// A queue handle on `url` with key prefix `prefix`; a failure names the URL.
 async fn connect(url: &str, prefix: &str) -> Result<Mq> {
     let opts = MqOptions::builder().key_prefix(prefix).build()?;
-    Mq::connect(url, opts)
-        .await
-        .map_err(|e| Failure(format!("cannot connect to Redis at `{url}`: {e}")))
+    Mq::connect(url, opts).await.map_err(|e| {
+        Failure(format!(
+            "cannot connect to Redis at `{}`: {e}",
+            streaming::mq::redact_url(url)
+        ))
+    })
 }

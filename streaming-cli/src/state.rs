@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Subcommand;
 use serde_json::{json, Value};
+use streaming::mq::redact_url;
 use streaming::redis::RedisRuntimeConfig;
 
 use crate::output::Output;
@@ -93,7 +94,7 @@ pub(crate) async fn run(url: &str, cmd: &StateCommand, out: &Output) -> Result<(
                 .query_async(&mut conn),
         )
         .await
-        .map_err(|e| Failure(format!("reading `{hash}` at `{url}`: {e}")))?;
+        .map_err(|e| Failure(format!("reading `{hash}` at `{}`: {e}", redact_url(url))))?;
         let Some(stored) = stored else {
             tried.push(hash);
             continue;
@@ -119,7 +120,7 @@ async fn read_collection(
     url: &str,
     key: &str,
 ) -> Result<Option<Value>> {
-    let fail = |e: String| Failure(format!("reading `{key}` at `{url}`: {e}"));
+    let fail = |e: String| Failure(format!("reading `{key}` at `{}`: {e}", redact_url(url)));
     let kind: String = timed(redis::cmd("TYPE").arg(key).query_async(conn))
         .await
         .map_err(fail)?;
@@ -193,11 +194,12 @@ fn without_blanks(json: &str) -> String {
 }
 
 async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection> {
+    let shown = redact_url(url);
     let fail =
-        |e: &dyn std::fmt::Display| Failure(format!("cannot connect to Redis at `{url}`: {e}"));
+        |e: &dyn std::fmt::Display| Failure(format!("cannot connect to Redis at `{shown}`: {e}"));
     if url.starts_with(streaming::mq::CLUSTER_SCHEME) {
         return Err(Failure(format!(
-            "`state get` reads from one Redis server, not a cluster (`{url}`): pass the URL of the master that holds the partition's slot"
+            "`state get` reads from one Redis server, not a cluster (`{shown}`): pass the URL of the master that holds the partition's slot"
         )));
     }
     let client = redis::Client::open(url).map_err(|e| fail(&e))?;

@@ -181,18 +181,51 @@ fn strip_scheme<'a>(url: &'a str, scheme: &str) -> Option<&'a str> {
         .then(|| &url[scheme.len()..])
 }
 
-/// `url` with the password (if any) replaced by `***`, for error messages.
-fn redacted(url: &str) -> String {
-    let Some(rest) = strip_scheme(url, CLUSTER_SCHEME) else {
+/// `url` with its password replaced by `***`, for anything a person or a log may read
+/// (errors, logs, the admin CLI's output): the password of the authority
+/// (`scheme://user:password@host…`, any scheme, a cluster URL's too) and of a
+/// `pass`/`password` query parameter (`redis+unix:///run/redis.sock?pass=…`). A URL without
+/// a password comes back unchanged; so does text that is not a URL.
+///
+/// ```
+/// use streaming::mq::redact_url;
+/// assert_eq!(redact_url("redis://app:s3cret@db:6379/0"), "redis://app:***@db:6379/0");
+/// assert_eq!(redact_url("rediss://:s3cret@db:6380"), "rediss://:***@db:6380");
+/// assert_eq!(redact_url("redis+unix:///tmp/r.sock?db=1&pass=s3cret"), "redis+unix:///tmp/r.sock?db=1&pass=***");
+/// assert_eq!(redact_url("redis://db:6379"), "redis://db:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    match rest.split_once('@') {
+    let (authority, tail) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    // The last `@` ends the user information (a password may contain `@` unescaped).
+    let authority = match authority.rsplit_once('@') {
         Some((user, hosts)) if user.contains(':') => {
             let name = user.split(':').next().unwrap_or("");
-            format!("{CLUSTER_SCHEME}{name}:***@{hosts}")
+            format!("{name}:***@{hosts}")
         }
-        _ => url.to_string(),
-    }
+        _ => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") => {
+                        format!("{k}=***")
+                    }
+                    _ => p.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// The `redis://` URL of each seed node of the cluster URL `url`, whose part after the
@@ -202,7 +235,7 @@ fn cluster_node_urls(url: &str, rest: &str) -> Result<Vec<String>, Error> {
         field: "url",
         reason: format!(
             "`{}`: {why}; expected `{CLUSTER_SCHEME}host:port[,host:port…]`",
-            redacted(url)
+            redact_url(url)
         ),
     };
     let (authority, tail) = match rest.find(['/', '?']) {

@@ -113,7 +113,7 @@ cfg_redis! {
     pub use arcstr::ArcStr;
     pub use consumer::Subscription;
     pub use dlq::DeadLetter;
-    pub use endpoint::{Endpoint, IntoEndpoint, CLUSTER_SCHEME};
+    pub use endpoint::{redact_url, Endpoint, IntoEndpoint, CLUSTER_SCHEME};
     pub use exclusive::{ExclusiveBatch, ExclusiveReader};
     pub use handler::{Failure, HandleResult, MessageHandler};
     pub use message::{
