@@ -334,6 +334,9 @@ fn a_password_is_never_shown() {
     assert_no_secret("the admin CLI's output", &cli);
 
     let logs = logs.text();
-    assert!(logs.contains("topic created"), "the logs saw the run:\n{logs}");
+    assert!(
+        logs.contains("topic created"),
+        "the logs saw the run:\n{logs}"
+    );
     assert_no_secret("the logs", &logs);
 }

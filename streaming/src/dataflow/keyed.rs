@@ -91,13 +91,7 @@ where
         V: PartialOrd,
         F: FnMut(&P::Out) -> V + Clone,
     {
-        let id = self.keyed_id("min-by");
-        self.stream.then(KeyedReduceStage {
-            id,
-            key_fn: self.key_fn,
-            f: keep_by(f, Ordering::Less),
-            _k: PhantomData,
-        })
+        self.keep_by("min-by", f, Ordering::Less)
     }
 
     /// Rolling maximum per key by `f`: emits, after every element, the element with the
@@ -114,11 +108,28 @@ where
         V: PartialOrd,
         F: FnMut(&P::Out) -> V + Clone,
     {
-        let id = self.keyed_id("max-by");
+        self.keep_by("max-by", f, Ordering::Greater)
+    }
+
+    /// The rolling reduce of `min_by` (`wins` = `Less`) and `max_by` (`Greater`), named
+    /// `name` in its operator id.
+    #[allow(clippy::type_complexity)]
+    fn keep_by<V, F>(
+        self,
+        name: &str,
+        f: F,
+        wins: Ordering,
+    ) -> RollingOutput<P, KF, K, impl FnMut(P::Out, P::Out) -> P::Out + Clone + use<P, KF, K, V, F>>
+    where
+        P::Out: Clone + 'static,
+        V: PartialOrd,
+        F: FnMut(&P::Out) -> V + Clone,
+    {
+        let id = self.keyed_id(name);
         self.stream.then(KeyedReduceStage {
             id,
             key_fn: self.key_fn,
-            f: keep_by(f, Ordering::Greater),
+            f: keep_by(f, wins),
             _k: PhantomData,
         })
     }

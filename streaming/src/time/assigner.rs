@@ -32,8 +32,11 @@ pub trait WindowAssigner: Clone + 'static {
     /// The trigger used when the pipeline sets none.
     fn default_trigger(&self) -> Self::DefaultTrigger;
 
-    /// Whether windows of this assigner merge when they intersect or touch.
-    fn is_merging(&self) -> bool;
+    /// Whether windows of this assigner merge when they intersect or touch (session
+    /// windows). The default is `false`: the windows are fixed when assigned.
+    fn is_merging(&self) -> bool {
+        false
+    }
 
     /// Whether the windows end in event time (Flink `isEventTime`): by default whether
     /// [`Time`](Self::Time) is [`EventTime`](super::EventTime).
@@ -137,10 +140,6 @@ impl WindowAssigner for TumblingEventTimeWindows {
     fn default_trigger(&self) -> EventTimeTrigger {
         EventTimeTrigger
     }
-
-    fn is_merging(&self) -> bool {
-        false
-    }
 }
 
 /// Fixed-size event-time windows that start every `slide` (Flink `SlidingEventTimeWindows`);
@@ -211,10 +210,6 @@ impl WindowAssigner for SlidingEventTimeWindows {
 
     fn default_trigger(&self) -> EventTimeTrigger {
         EventTimeTrigger
-    }
-
-    fn is_merging(&self) -> bool {
-        false
     }
 }
 
@@ -299,10 +294,6 @@ impl WindowAssigner for GlobalWindows {
 
     fn default_trigger(&self) -> TriggerRequired {
         TriggerRequired
-    }
-
-    fn is_merging(&self) -> bool {
-        false
     }
 }
 
