@@ -128,6 +128,26 @@ pub enum Error {
         #[source]
         source: Option<redis::RedisError>,
     },
+    /// The Redis user the connection logs in as (an ACL user) may not run a command the
+    /// operation needs, or not on one of its keys: found by the check a Redis engine job
+    /// runs at start, before it reads or writes anything. `rule` is what to add to the
+    /// user's rules (`ACL SETUSER <user> <rule>`), e.g. `+xadd` or `~mq:*`.
+    ///
+    /// Only with feature `redis`.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    #[error("the Redis user may not {}: add `{rule}` to its ACL rules (`ACL SETUSER <user> {rule}`)", match key {
+        Some(key) => format!("use the key `{key}` (running `{command}`)"),
+        None => format!("run `{command}`"),
+    })]
+    Permission {
+        /// The command refused, as ACL rules name it (`xadd`, `xgroup|create`).
+        command: String,
+        /// The key refused, when the command was allowed but the key was not.
+        key: Option<String>,
+        /// The rule to add: `+command` or `~pattern`.
+        rule: String,
+    },
     /// A message-queue operation could not be done; `op` names the operation (e.g.
     /// `create_topic`), `reason` says why (e.g. the topic does not exist).
     #[error("mq `{op}`: {reason}")]
@@ -275,8 +295,9 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// A setting or argument is invalid ([`Error::InvalidConfig`]), or the pipeline uses
-    /// event time it never chose ([`Error::NoEventTime`]): fix the configuration.
+    /// A setting or argument is invalid ([`Error::InvalidConfig`]), the pipeline uses
+    /// event time it never chose ([`Error::NoEventTime`]), or the Redis user lacks a
+    /// permission ([`Error::Permission`]): fix the configuration.
     Config,
     /// A user function, source or sink returned an error or panicked
     /// ([`Error::UserFunction`], [`Error::Panic`], [`Error::Source`], [`Error::Permanent`]).
@@ -364,6 +385,8 @@ impl Error {
             Error::Mq { .. } => ErrorKind::Queue,
             #[cfg(feature = "redis")]
             Error::Connect { .. } => ErrorKind::Connection,
+            #[cfg(feature = "redis")]
+            Error::Permission { .. } => ErrorKind::Config,
             #[cfg(feature = "redis")]
             Error::Redis { kind, .. } => *kind,
             Error::Fenced { .. } => ErrorKind::Fenced,

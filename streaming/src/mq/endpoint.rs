@@ -121,6 +121,14 @@ impl Endpoint {
         }
     }
 
+    /// The database a one-server endpoint selects (a cluster has only 0).
+    pub(crate) fn database(&self) -> i64 {
+        match &self.kind {
+            Kind::Single(client) => client.get_connection_info().redis.db,
+            Kind::Cluster { .. } => 0,
+        }
+    }
+
     pub(crate) fn kind(&self) -> &Kind {
         &self.kind
     }

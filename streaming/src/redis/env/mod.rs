@@ -1,6 +1,7 @@
 //! [`RedisEnv`]: the Redis engine's environment, its source and pipeline registration
 //! (the job's start is in `start`).
 
+mod permissions;
 mod start;
 
 use super::job::JobShared;

@@ -55,7 +55,10 @@ impl RedisEnv {
     /// in time, refuses the password, is not a Redis server or is older than
     /// [`MIN_REDIS_VERSION`](crate::mq::MIN_REDIS_VERSION);
     /// [`Error::InvalidConfig`] naming `commit_replica_wait` when it is set and a master
-    /// (the server, or a master of the cluster) has fewer connected replicas than it asks.
+    /// (the server, or a master of the cluster) has fewer connected replicas than it asks;
+    /// [`Error::Permission`] when the URL's user (an ACL user) may not run a command the
+    /// job runs or use one of its keys, naming the rule to add (checked on one server; on a
+    /// Redis Cluster the first command refused fails instead).
     pub fn blocking_start(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
             op: "start",
@@ -76,15 +79,22 @@ impl RedisEnv {
             std::mem::take(&mut st.pipelines)
         };
         let timeout = config.mq_options().response_timeout;
-        let proved = crate::mq::prove_blocking(&self.inner.endpoint, timeout).and_then(|()| {
-            config.commit_replica_wait().map_or(Ok(()), |w| {
-                crate::redis::partition::commit::replica_wait::check_replicas_blocking(
-                    &self.inner.endpoint,
-                    &w,
-                    timeout,
-                )
+        let first = pipelines.first().map(|d| (d.topic(), d.group()));
+        let proved = crate::mq::prove_blocking(&self.inner.endpoint, timeout)
+            .and_then(|()| {
+                first.map_or(Ok(()), |first| {
+                    super::permissions::check_blocking(&self.inner.endpoint, timeout, config, first)
+                })
             })
-        });
+            .and_then(|()| {
+                config.commit_replica_wait().map_or(Ok(()), |w| {
+                    crate::redis::partition::commit::replica_wait::check_replicas_blocking(
+                        &self.inner.endpoint,
+                        &w,
+                        timeout,
+                    )
+                })
+            });
         if let Err(e) = proved {
             crate::redis::metrics::job::start_failed(config.job_name());
             // Not started: the pipelines stay registered for another attempt.
