@@ -1,8 +1,9 @@
 //! `streaming-admin` against a private redis-server: topics, lag, dead letters, running jobs
 //! and keyed state made by the library itself (producer, exclusive reader, a Redis engine job).
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command as Process, Stdio};
+mod support;
+
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -14,86 +15,7 @@ use streaming::mq::{
     SubscriptionOptions, HEADER_ORIGINAL_ID,
 };
 use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
-
-/// A `redis-server` on a free loopback port in a temporary directory, killed on drop.
-struct Redis {
-    port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Self {
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a free port")
-                .port();
-            let dir = tempfile::tempdir().expect("temp dir");
-            let mut child = Process::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--dir"])
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn redis-server (is it installed?)");
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline && child.try_wait().ok().flatten().is_none() {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Redis {
-                        port,
-                        child,
-                        _dir: dir,
-                    };
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!("could not start redis-server");
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// `streaming-admin --redis-url <this server>`, with `REDIS_URL` cleared.
-    fn admin(&self) -> Command {
-        let mut cmd = Command::cargo_bin("streaming-admin").expect("the binary");
-        cmd.env_remove("REDIS_URL")
-            .args(["--redis-url", &self.url()]);
-        cmd
-    }
-
-    /// Runs `args` with `--json`, expects success, parses stdout.
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.admin().args(args).arg("--json").assert().success();
-        let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"))
-    }
-
-    fn mq(&self, rt: &tokio::runtime::Runtime) -> Mq {
-        rt.block_on(Mq::connect(&self.url(), MqOptions::default()))
-            .unwrap()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use support::{rt, Redis};
 
 fn send(rt: &tokio::runtime::Runtime, mq: &Mq, topic: &str, partition: u32, payload: &str) {
     let msg = OutgoingMessage::new(payload.to_owned()).partition(partition);

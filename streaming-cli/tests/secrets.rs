@@ -4,9 +4,9 @@
 //! output of the handles, the errors (of a wrong password too), everything stored in
 //! Redis (the job registry, checkpoints, state, topics) and the CLI's stdout and stderr.
 
+mod support;
+
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command as Process, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use assert_cmd::Command;
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, MqOptions, StartPolicy, SubscriptionOptions};
 use streaming::redis::{CollectSink, JobClient, RedisEnv, RedisRuntimeConfig};
+use support::Redis;
 
 /// The server's password: long and unusual enough that finding it means a leak.
 const PASSWORD: &str = "Pw-7dQx94mZt-secret";
@@ -21,63 +22,6 @@ const PASSWORD: &str = "Pw-7dQx94mZt-secret";
 const WRONG: &str = "Wr0ng-kP2v-guess";
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
-
-/// A `redis-server` with `requirepass` on a free loopback port, killed on drop.
-struct Redis {
-    port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Self {
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a free port")
-                .port();
-            let dir = tempfile::tempdir().expect("temp dir");
-            let mut child = Process::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--requirepass", PASSWORD])
-                .args(["--save", "", "--appendonly", "no", "--dir"])
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn redis-server (is it installed?)");
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline && child.try_wait().ok().flatten().is_none() {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Redis {
-                        port,
-                        child,
-                        _dir: dir,
-                    };
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!("could not start redis-server");
-    }
-
-    fn url_with(&self, password: &str) -> String {
-        format!("redis://:{password}@127.0.0.1:{}/", self.port)
-    }
-
-    fn url(&self) -> String {
-        self.url_with(PASSWORD)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// What the logs say, at every level, from every target.
 #[derive(Clone, Default)]
@@ -215,7 +159,7 @@ fn failures(redis: &Redis, rt: &tokio::runtime::Runtime) -> String {
     let mut shown = String::new();
     let opts = || MqOptions::default();
     for url in [
-        redis.url_with(WRONG),
+        redis.url_as("", WRONG),
         format!("redis://:{PASSWORD}@127.0.0.1:notaport/"),
         format!("redis+cluster://app:{PASSWORD}@127.0.0.1:1,127.0.0.1:2"),
         format!("redis://app:{PASSWORD}@127.0.0.1:{}/99", redis.port),
@@ -245,12 +189,8 @@ fn a_password_is_never_shown() {
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .unwrap();
-    let redis = Redis::start();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let redis = Redis::start_with(&["--requirepass", PASSWORD]);
+    let rt = support::rt();
 
     let (shown, job) = run_a_job(&redis, &rt);
     assert_no_secret("Debug output of the handles", &shown);
@@ -292,7 +232,11 @@ fn a_password_is_never_shown() {
             true,
         ),
         (None, vec!["--redis-url", &url, "topics", "list"], true),
-        (Some(&redis.url_with(WRONG)), vec!["topics", "list"], false),
+        (
+            Some(&redis.url_as("", WRONG)),
+            vec!["topics", "list"],
+            false,
+        ),
         (
             None,
             vec![

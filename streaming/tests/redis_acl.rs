@@ -185,7 +185,12 @@ fn a_job_user_missing_a_command_or_a_key_pattern_fails_at_start_naming_the_rule(
 
     // (user, how its rules differ from the page's, the rule the error names, the key
     // prefix it names when a key is refused)
-    type Case = (&'static str, fn(&mut Vec<String>), &'static str, Option<&'static str>);
+    type Case = (
+        &'static str,
+        fn(&mut Vec<String>),
+        &'static str,
+        Option<&'static str>,
+    );
     let cases: [Case; 4] = [
         ("no-xack", |w| w.push("-xack".into()), "+xack", None),
         (
