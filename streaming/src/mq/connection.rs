@@ -229,9 +229,17 @@ impl redis::ConnectionLike for BlockingConnection {
 /// `e`, met while talking to `endpoint`, as an error that names the address and says
 /// what is wrong in words.
 pub(crate) fn connect_error(endpoint: &Endpoint, e: RedisError, timeout: Duration) -> Error {
+    let text = e.to_string();
+    let dropped = ["reset by peer", "Broken pipe", "closed", "unexpected end"];
+    let reason = if !endpoint.is_tls() && dropped.iter().any(|d| text.contains(d)) {
+        // A TLS-only port drops a plain-text client at its first bytes.
+        format!("the server dropped the connection at once ({text}): if it speaks TLS only, write `rediss://`")
+    } else {
+        reason_in_words(&e, timeout)
+    };
     Error::Connect {
         addr: endpoint.address(),
-        reason: reason_in_words(&e, timeout),
+        reason,
         source: Some(e),
     }
 }
@@ -256,6 +264,8 @@ fn reason_in_words(e: &RedisError, timeout: Duration) -> String {
     } else if code == "NOAUTH" || has("NOAUTH") {
         "the server requires a password: give it in the URL (`redis://:PASSWORD@host:port/`)"
             .to_string()
+    } else if let Some(tls) = tls_reason(&text) {
+        tls
     } else if has("cluster support disabled") {
         "not a Redis Cluster node (`cluster-enabled no`): use a `redis://` URL for a single server"
             .to_string()
@@ -268,6 +278,25 @@ fn reason_in_words(e: &RedisError, timeout: Duration) -> String {
     } else {
         text
     }
+}
+
+/// What a TLS handshake's failure `text` (rustls's words) means, if it is one.
+fn tls_reason(text: &str) -> Option<String> {
+    let has = |s: &str| text.contains(s);
+    let reason = if has("UnknownIssuer") {
+        "the server's TLS certificate is not signed by a CA this client trusts (UnknownIssuer): set `tls.ca_file` to the CA that signed it"
+    } else if has("Expired") {
+        "the server's TLS certificate has expired (or is not valid yet): renew it on the server"
+    } else if has("NotValidForName") {
+        "the server's TLS certificate does not name this host: connect by a name or address it lists"
+    } else if has("CertificateRequired") || has("certificate required") {
+        "the server requires a client certificate: set `tls.client_cert_file` and `tls.client_key_file`"
+    } else if has("invalid peer certificate") || has("AlertReceived") {
+        return Some(format!("the TLS handshake failed: {text}"));
+    } else {
+        return None;
+    };
+    Some(format!("{reason} ({text})"))
 }
 
 /// A connection to `endpoint`: calls fail after `response_timeout` (plus `block`, the

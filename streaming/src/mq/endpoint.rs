@@ -8,6 +8,10 @@ use crate::Error;
 /// The URL scheme of a Redis Cluster: `redis+cluster://host:port[,host:port…]`.
 pub const CLUSTER_SCHEME: &str = "redis+cluster://";
 
+/// The URL scheme of a Redis Cluster reached over TLS (feature `tls`):
+/// `rediss+cluster://host:port[,host:port…]`.
+pub const CLUSTER_TLS_SCHEME: &str = "rediss+cluster://";
+
 /// A Redis deployment to connect to: one server, or a Redis Cluster reached through seed
 /// nodes (any reachable node tells the client the others and which master serves which
 /// hash slot).
@@ -33,6 +37,9 @@ pub(crate) enum Kind {
         client: ClusterClient,
         /// The seed nodes, `host:port`, as given.
         seeds: Vec<String>,
+        /// The seed nodes' connection settings (to build the client again with TLS
+        /// certificates).
+        infos: Vec<redis::ConnectionInfo>,
     },
 }
 
@@ -55,10 +62,94 @@ impl Endpoint {
     /// node, an empty host, a port that is not a number, a database other than 0, a unix
     /// socket; also (field `url`) when a one-server URL is invalid.
     pub fn parse(url: &str) -> Result<Self, Error> {
+        if let Some(rest) = strip_scheme(url, CLUSTER_TLS_SCHEME) {
+            return Self::cluster(cluster_node_urls(url, rest, "rediss")?);
+        }
         match strip_scheme(url, CLUSTER_SCHEME) {
-            Some(rest) => Self::cluster(cluster_node_urls(url, rest)?),
+            Some(rest) => Self::cluster(cluster_node_urls(url, rest, "redis")?),
             None => Ok(Self::single(open_url(url)?)),
         }
+    }
+
+    /// The deployment `url` names ([`parse`](Self::parse)), reached with the TLS
+    /// certificates of `tls` ([`with_tls`](Self::with_tls)).
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse) and [`with_tls`](Self::with_tls).
+    pub fn parse_with_tls(url: &str, tls: &crate::mq::TlsOptions) -> Result<Self, Error> {
+        Self::parse(url)?.with_tls(tls)
+    }
+
+    /// This endpoint with the TLS certificates of `tls`: the CA to trust, the client
+    /// certificate to present, or (tests only) no verification. Unchanged when `tls` sets
+    /// nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `tls` when `tls` sets something but the endpoint is
+    /// not reached over TLS (a `redis://` URL: write `rediss://`) or the crate lacks its
+    /// feature `tls`, and naming the option (`tls.ca_file`, …) whose file cannot be read
+    /// or does not hold what it should.
+    pub fn with_tls(self, tls: &crate::mq::TlsOptions) -> Result<Self, Error> {
+        if !tls.is_set() {
+            return Ok(self);
+        }
+        tls.validate()?;
+        self.secured(tls)
+    }
+
+    /// [`with_tls`](Self::with_tls) once `tls` is known to set something and be valid.
+    #[cfg(feature = "tls")]
+    fn secured(self, tls: &crate::mq::TlsOptions) -> Result<Self, Error> {
+        let certs = tls.certificates()?;
+        let secure = |info: &mut redis::ConnectionInfo| match &mut info.addr {
+            redis::ConnectionAddr::TcpTls { insecure, .. } => {
+                *insecure = tls.insecure_skip_verify_for_tests;
+                Ok(())
+            }
+            other => Err(Error::InvalidConfig {
+                field: "tls",
+                reason: format!(
+                    "TLS options are set but `{other}` is reached without TLS: write `rediss://` (`{CLUSTER_TLS_SCHEME}` for a cluster)"
+                ),
+            }),
+        };
+        let invalid = |e: redis::RedisError| Error::InvalidConfig {
+            field: "tls",
+            reason: format!("the TLS certificates are not usable: {e}"),
+        };
+        match self.kind {
+            Kind::Single(client) => {
+                let mut info = client.get_connection_info().clone();
+                secure(&mut info)?;
+                Ok(Self::single(
+                    redis::Client::build_with_tls(info, certs).map_err(invalid)?,
+                ))
+            }
+            Kind::Cluster {
+                seeds, mut infos, ..
+            } => {
+                infos.iter_mut().try_for_each(secure)?;
+                let client = ClusterClient::builder(infos.clone())
+                    .retries(0)
+                    .certs(certs)
+                    .build()
+                    .map_err(invalid)?;
+                Ok(Self {
+                    kind: Kind::Cluster {
+                        client,
+                        seeds,
+                        infos,
+                    },
+                })
+            }
+        }
+    }
+
+    /// Without the feature `tls`, [`TlsOptions::validate`](crate::mq::TlsOptions::validate)
+    /// refused any option already.
+    #[cfg(not(feature = "tls"))]
+    fn secured(self, _tls: &crate::mq::TlsOptions) -> Result<Self, Error> {
+        Ok(self)
     }
 
     /// One server, through `client`.
@@ -92,6 +183,7 @@ impl Endpoint {
             ));
         }
         let seeds: Vec<String> = infos.iter().map(|i| i.addr.to_string()).collect();
+        let kept = infos.clone();
         if let Some(i) = infos.iter().find(|i| i.redis.db != 0) {
             return Err(invalid(format!(
                 "node {} selects database {}: a Redis Cluster has database 0 only",
@@ -103,7 +195,11 @@ impl Endpoint {
             .build()
             .map_err(|e| invalid(format!("{}: {e}", seeds.join(","))))?;
         Ok(Self {
-            kind: Kind::Cluster { client, seeds },
+            kind: Kind::Cluster {
+                client,
+                seeds,
+                infos: kept,
+            },
         })
     }
 
@@ -118,6 +214,15 @@ impl Endpoint {
         match &self.kind {
             Kind::Single(c) => c.get_connection_info().addr.to_string(),
             Kind::Cluster { seeds, .. } => seeds.join(","),
+        }
+    }
+
+    /// Whether connections use TLS (`rediss://`, `rediss+cluster://`).
+    pub(crate) fn is_tls(&self) -> bool {
+        let tls = |i: &redis::ConnectionInfo| matches!(i.addr, redis::ConnectionAddr::TcpTls { .. });
+        match &self.kind {
+            Kind::Single(client) => tls(client.get_connection_info()),
+            Kind::Cluster { infos, .. } => infos.iter().any(tls),
         }
     }
 
@@ -238,7 +343,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// The `redis://` URL of each seed node of the cluster URL `url`, whose part after the
 /// scheme is `rest`: `[user:password@]host:port[,host:port…][/[0]][?query]`.
-fn cluster_node_urls(url: &str, rest: &str) -> Result<Vec<String>, Error> {
+fn cluster_node_urls(url: &str, rest: &str, scheme: &str) -> Result<Vec<String>, Error> {
     let invalid = |why: String| Error::InvalidConfig {
         field: "url",
         reason: format!(
@@ -277,7 +382,7 @@ fn cluster_node_urls(url: &str, rest: &str) -> Result<Vec<String>, Error> {
                 "seed node `{node}`: port `{port}` is not a number in 0..=65535"
             )));
         }
-        urls.push(format!("redis://{userinfo}{host}:{port}/{query}"));
+        urls.push(format!("{scheme}://{userinfo}{host}:{port}/{query}"));
     }
     Ok(urls)
 }
@@ -365,17 +470,17 @@ mod tests {
     #[test]
     fn cluster_urls_name_every_seed_node() {
         assert_eq!(
-            cluster_node_urls("", "127.0.0.1:7000,127.0.0.1:7001").unwrap(),
+            cluster_node_urls("", "127.0.0.1:7000,127.0.0.1:7001", "redis").unwrap(),
             ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"]
         );
         assert_eq!(
-            cluster_node_urls("", "u:pw@a:1,b:2/?protocol=resp3").unwrap(),
+            cluster_node_urls("", "u:pw@a:1,b:2/?protocol=resp3", "redis").unwrap(),
             [
                 "redis://u:pw@a:1/?protocol=resp3",
                 "redis://u:pw@b:2/?protocol=resp3"
             ]
         );
-        assert_eq!(cluster_node_urls("", "h").unwrap(), ["redis://h:6379/"]);
+        assert_eq!(cluster_node_urls("", "h", "redis").unwrap(), ["redis://h:6379/"]);
         let e = Endpoint::parse("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/").unwrap();
         assert!(e.is_cluster());
         assert_eq!(e.address(), "127.0.0.1:7000,127.0.0.1:7001");

@@ -95,6 +95,7 @@ cfg_redis! {
     pub(crate) mod reader;
     pub(crate) mod retry;
     pub(crate) mod slot;
+    mod tls;
     pub(crate) mod topic;
     mod worker;
 
@@ -113,7 +114,8 @@ cfg_redis! {
     pub use arcstr::ArcStr;
     pub use consumer::Subscription;
     pub use dlq::DeadLetter;
-    pub use endpoint::{redact_url, Endpoint, IntoEndpoint, CLUSTER_SCHEME};
+    pub use endpoint::{redact_url, Endpoint, IntoEndpoint, CLUSTER_SCHEME, CLUSTER_TLS_SCHEME};
+    pub use tls::{TlsOptions, TlsOptionsBuilder};
     pub use exclusive::{ExclusiveBatch, ExclusiveReader};
     pub use handler::{Failure, HandleResult, MessageHandler};
     pub use message::{
@@ -185,6 +187,7 @@ impl Mq {
     /// As [`Mq::connect`].
     pub async fn connect_to(endpoint: Endpoint, opts: MqOptions) -> Result<Self, Error> {
         opts.validate()?;
+        let endpoint = endpoint.with_tls(&opts.tls)?;
         let mut conn = connect(&endpoint, opts.response_timeout, Duration::ZERO).await?;
         prove(&endpoint, &mut conn, opts.response_timeout).await?;
         Ok(Self {

@@ -275,6 +275,10 @@ options! {
         /// queue, the Redis engine's subtasks and its job client all use it.
         pub response_timeout: Duration = Duration::from_secs(5), check(response_timeout),
             note("10 ms to 1 day");
+        /// TLS certificates to trust and to present, for a `rediss://` URL (see
+        /// [`TlsOptions`](crate::mq::TlsOptions)); default none: the system's roots.
+        pub tls: crate::mq::TlsOptions = crate::mq::TlsOptions::default(),
+            check(|_, t| crate::mq::TlsOptions::validate(t));
     }
 }
 

@@ -95,6 +95,9 @@ struct EnvState {
     started: bool,
     /// The checkpoint `restore_from_checkpoint` asked for.
     restore: Option<u64>,
+    /// Why the endpoint cannot take the configuration's TLS options
+    /// ([`RedisEnv::with_endpoint`]): the start fails with it.
+    tls_refused: Option<Error>,
 }
 
 /// The Redis engine's environment.
@@ -173,11 +176,15 @@ impl RedisEnv {
         endpoint: impl crate::mq::IntoEndpoint,
         config: RedisRuntimeConfig,
     ) -> Result<Self, Error> {
-        Ok(Self::with_endpoint(endpoint.into_endpoint()?, config))
+        let endpoint = endpoint
+            .into_endpoint()?
+            .with_tls(&config.mq_options().tls)?;
+        Ok(Self::assemble(endpoint, config, None))
     }
 
     /// Like [`try_with_config`](Self::try_with_config) with a [`redis::Client`] (each
-    /// subtask opens its own connections from it).
+    /// subtask opens its own connections from it). TLS options of `config` apply as in
+    /// [`with_endpoint`](Self::with_endpoint).
     ///
     /// [`redis::Client`]: https://docs.rs/redis/0.32/redis/struct.Client.html
     pub fn with_client(client: redis::Client, config: RedisRuntimeConfig) -> Self {
@@ -187,12 +194,30 @@ impl RedisEnv {
     /// Like [`try_with_config`](Self::try_with_config) with an
     /// [`Endpoint`](crate::mq::Endpoint) (one server or a cluster; each subtask opens its
     /// own connections to it).
+    ///
+    /// The TLS options of `config` ([`MqOptions::tls`](crate::mq::MqOptions::tls)) are
+    /// applied to the endpoint ([`Endpoint::with_tls`](crate::mq::Endpoint::with_tls));
+    /// when they cannot be, the start fails with the reason.
     pub fn with_endpoint(endpoint: crate::mq::Endpoint, config: RedisRuntimeConfig) -> Self {
+        match endpoint.clone().with_tls(&config.mq_options().tls) {
+            Ok(secured) => Self::assemble(secured, config, None),
+            Err(e) => Self::assemble(endpoint, config, Some(e)),
+        }
+    }
+
+    fn assemble(
+        endpoint: crate::mq::Endpoint,
+        config: RedisRuntimeConfig,
+        tls_refused: Option<Error>,
+    ) -> Self {
         RedisEnv {
             inner: Arc::new(EnvInner {
                 endpoint,
                 config: Arc::new(config),
-                state: Mutex::default(),
+                state: Mutex::new(EnvState {
+                    tls_refused,
+                    ..EnvState::default()
+                }),
             }),
         }
     }

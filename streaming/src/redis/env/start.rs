@@ -70,6 +70,9 @@ impl RedisEnv {
             if st.started {
                 return Err(err("the job of this environment was already started"));
             }
+            if let Some(e) = st.tls_refused.take() {
+                return Err(e);
+            }
             if st.pipelines.is_empty() {
                 return Err(err(
                     "no pipeline registered: build one from from_mq_topic and end it with a sink first",
