@@ -2,10 +2,11 @@
 
 use clap::Subcommand;
 use serde_json::json;
+use streaming::mq::MqOptions;
 use streaming::redis::{CheckpointStatus, RedisEnv, RedisRuntimeConfig};
 
 use crate::output::{Output, Table};
-use crate::{Failure, Result};
+use crate::{Failure, Result, Target};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum CheckpointsCommand {
@@ -22,14 +23,17 @@ pub(crate) enum CheckpointsCommand {
     },
 }
 
-pub(crate) async fn run(url: &str, cmd: &CheckpointsCommand, out: &Output) -> Result<()> {
+pub(crate) async fn run(target: &Target, cmd: &CheckpointsCommand, out: &Output) -> Result<()> {
+    let url = target.url.as_str();
     let CheckpointsCommand::List {
         job,
         checkpoint_prefix,
     } = cmd;
+    let mq = MqOptions::builder().tls(target.tls.clone()).build()?;
     let config = RedisRuntimeConfig::builder()
         .job_name(job.as_str())
         .checkpoint_key_prefix(checkpoint_prefix.as_str())
+        .mq_options(mq)
         .build()?;
     let env = RedisEnv::try_with_config(url, config)?;
     let list = env.checkpoints().await.map_err(|e| {

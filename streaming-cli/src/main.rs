@@ -16,7 +16,7 @@ mod topics;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use streaming::mq::{Mq, MqOptions};
+use streaming::mq::{Mq, MqOptions, TlsOptions};
 
 use output::Output;
 
@@ -37,6 +37,18 @@ struct Cli {
     /// `--redis-url` and `REDIS_URL`.
     #[arg(long, value_name = "PATH", global = true)]
     redis_url_file: Option<std::path::PathBuf>,
+    /// With a `rediss://` URL: a PEM file of the CA to trust (default: the system's roots).
+    #[arg(long, value_name = "PATH", global = true)]
+    tls_ca_file: Option<String>,
+    /// With a `rediss://` URL: a PEM file of the client certificate to present.
+    #[arg(long, value_name = "PATH", global = true, requires = "tls_key_file")]
+    tls_cert_file: Option<String>,
+    /// With a `rediss://` URL: a PEM file of the client certificate's key.
+    #[arg(long, value_name = "PATH", global = true, requires = "tls_cert_file")]
+    tls_key_file: Option<String>,
+    /// With a `rediss://` URL, for tests only: accept any server certificate unchecked.
+    #[arg(long, global = true)]
+    tls_insecure_skip_verify_for_tests: bool,
     /// Prefix of the message queue's keys (`MqOptions::key_prefix`).
     #[arg(long, default_value_t = MqOptions::default().key_prefix, global = true)]
     key_prefix: String,
@@ -178,23 +190,53 @@ impl Secrets {
     }
 }
 
-async fn run(cli: &Cli) -> Result<()> {
-    let out = Output { json: cli.json };
-    let (url, prefix) = (cli.redis_url.as_str(), cli.key_prefix.as_str());
-    match &cli.command {
-        Command::Topics(cmd) => topics::run(&connect(url, prefix).await?, cmd, &out).await,
-        Command::Lag(args) => lag::run(&connect(url, prefix).await?, args, &out).await,
-        Command::Dlq(cmd) => dlq::run(&connect(url, prefix).await?, cmd, &out).await,
-        Command::Jobs(cmd) => jobs::run(&connect(url, prefix).await?, cmd, &out).await,
-        // Engine state is not the queue's: a plain connection reads it.
-        Command::State(cmd) => state::run(url, cmd, &out).await,
-        Command::Checkpoints(cmd) => checkpoints::run(url, cmd, &out).await,
+/// Where the CLI connects: the URL and its TLS options.
+pub(crate) struct Target {
+    pub(crate) url: String,
+    pub(crate) tls: TlsOptions,
+}
+
+impl Cli {
+    fn target(&self) -> Result<Target> {
+        let tls = TlsOptions::builder()
+            .insecure_skip_verify_for_tests(self.tls_insecure_skip_verify_for_tests);
+        let tls = match &self.tls_ca_file {
+            Some(p) => tls.ca_file(p.as_str()),
+            None => tls,
+        };
+        let tls = match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(c), Some(k)) => tls.client_cert_file(c.as_str()).client_key_file(k.as_str()),
+            _ => tls,
+        };
+        Ok(Target {
+            url: self.redis_url.clone(),
+            tls: tls.build()?,
+        })
     }
 }
 
-/// A queue handle on `url` with key prefix `prefix`; a failure names the URL.
-async fn connect(url: &str, prefix: &str) -> Result<Mq> {
-    let opts = MqOptions::builder().key_prefix(prefix).build()?;
+async fn run(cli: &Cli) -> Result<()> {
+    let out = Output { json: cli.json };
+    let target = cli.target()?;
+    let prefix = cli.key_prefix.as_str();
+    match &cli.command {
+        Command::Topics(cmd) => topics::run(&connect(&target, prefix).await?, cmd, &out).await,
+        Command::Lag(args) => lag::run(&connect(&target, prefix).await?, args, &out).await,
+        Command::Dlq(cmd) => dlq::run(&connect(&target, prefix).await?, cmd, &out).await,
+        Command::Jobs(cmd) => jobs::run(&connect(&target, prefix).await?, cmd, &out).await,
+        // Engine state is not the queue's: a plain connection reads it.
+        Command::State(cmd) => state::run(&target, cmd, &out).await,
+        Command::Checkpoints(cmd) => checkpoints::run(&target, cmd, &out).await,
+    }
+}
+
+/// A queue handle on `target` with key prefix `prefix`; a failure names the URL.
+async fn connect(target: &Target, prefix: &str) -> Result<Mq> {
+    let url = target.url.as_str();
+    let opts = MqOptions::builder()
+        .key_prefix(prefix)
+        .tls(target.tls.clone())
+        .build()?;
     Mq::connect(url, opts).await.map_err(|e| {
         Failure(format!(
             "cannot connect to Redis at `{}`: {e}",

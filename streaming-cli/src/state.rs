@@ -8,7 +8,7 @@ use streaming::mq::redact_url;
 use streaming::redis::RedisRuntimeConfig;
 
 use crate::output::Output;
-use crate::{Failure, Result};
+use crate::{Failure, Result, Target};
 
 /// How long connecting and the read may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -53,7 +53,8 @@ pub(crate) enum StateCommand {
     },
 }
 
-pub(crate) async fn run(url: &str, cmd: &StateCommand, out: &Output) -> Result<()> {
+pub(crate) async fn run(target: &Target, cmd: &StateCommand, out: &Output) -> Result<()> {
+    let url = target.url.as_str();
     let StateCommand::Get {
         job,
         topic,
@@ -71,7 +72,7 @@ pub(crate) async fn run(url: &str, cmd: &StateCommand, out: &Output) -> Result<(
         .keyed_state_shard_count(*shards)
         .build()?;
     let fields = key_fields(key)?;
-    let mut conn = connect(url).await?;
+    let mut conn = connect(target).await?;
     let at = (topic.as_str(), *partition, group.as_str());
     let mut tried = Vec::new();
     let unsharded = RedisRuntimeConfig::builder()
@@ -193,7 +194,8 @@ fn without_blanks(json: &str) -> String {
     out
 }
 
-async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection> {
+async fn connect(target: &Target) -> Result<redis::aio::MultiplexedConnection> {
+    let url = target.url.as_str();
     let shown = redact_url(url);
     let fail =
         |e: &dyn std::fmt::Display| Failure(format!("cannot connect to Redis at `{shown}`: {e}"));
@@ -202,7 +204,19 @@ async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection> {
             "`state get` reads from one Redis server, not a cluster (`{shown}`): pass the URL of the master that holds the partition's slot"
         )));
     }
-    let client = redis::Client::open(url).map_err(|e| fail(&e))?;
+    let client = if target.tls.is_set() {
+        let mut info =
+            redis::IntoConnectionInfo::into_connection_info(url).map_err(|e| fail(&e))?;
+        match &mut info.addr {
+            redis::ConnectionAddr::TcpTls { insecure, .. } => {
+                *insecure = target.tls.insecure_skip_verify_for_tests;
+            }
+            _ => return Err(fail(&"the --tls-* options need a `rediss://` URL")),
+        }
+        redis::Client::build_with_tls(info, target.tls.certificates()?).map_err(|e| fail(&e))?
+    } else {
+        redis::Client::open(url).map_err(|e| fail(&e))?
+    };
     timed(client.get_multiplexed_async_connection())
         .await
         .map_err(|e| fail(&e))

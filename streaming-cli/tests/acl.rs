@@ -9,7 +9,7 @@ use support::{rt, Redis};
 
 /// Creates `user` (password `pw`) with the guide's rules for `documented`.
 fn create_user(redis: &Redis, documented: &str, user: &str) {
-    let page = include_str!("../../streaming/docs/acl.md");
+    let page = include_str!("../../streaming/docs/security.md");
     let start = page
         .find(&format!("ACL SETUSER {documented} "))
         .unwrap_or_else(|| panic!("the ACL page has no rules for `{documented}`"));

@@ -262,8 +262,8 @@ pub mod mq;
 
 /// The guide: testing pipelines, a service skeleton, the event-time semantics both engines
 /// follow (and where they differ from Flink), how the Redis engine runs a job and the
-/// metrics it reports, scaling out, exactly-once outputs, the admin CLI, and least-privilege
-/// Redis users. The crate's
+/// metrics it reports, scaling out, exactly-once outputs, the admin CLI, and security (TLS,
+/// least-privilege Redis users, secrets). The crate's
 /// front page has the quick start.
 ///
 #[doc = include_str!("../docs/testing.md")]
@@ -282,7 +282,7 @@ pub mod mq;
 #[doc = ""]
 #[doc = include_str!("../docs/admin-cli.md")]
 #[doc = ""]
-#[doc = include_str!("../docs/acl.md")]
+#[doc = include_str!("../docs/security.md")]
 pub mod guide {}
 
 mod dataflow;

@@ -19,7 +19,7 @@ const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count
 
 /// The guide's `ACL SETUSER` line for `user`, joined into one command's words.
 fn documented_rules(user: &str) -> Vec<String> {
-    let page = include_str!("../docs/acl.md");
+    let page = include_str!("../docs/security.md");
     let start = page
         .find(&format!("ACL SETUSER {user} "))
         .unwrap_or_else(|| panic!("the ACL page has no rules for `{user}`"));

@@ -87,12 +87,15 @@ impl TlsOptions {
         Ok(())
     }
 
-    /// The certificates these options name, read from their files.
+    /// The certificates these options name, read from their files, as redis-rs takes them
+    /// (`redis::Client::build_with_tls`), for a connection of your own to the same server.
+    /// Only with feature `tls`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the option whose file cannot be read.
     #[cfg(feature = "tls")]
-    pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates, Error> {
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn certificates(&self) -> Result<redis::TlsCertificates, Error> {
         let read = |field: &'static str, path: &str| {
             std::fs::read(path).map_err(|e| Error::InvalidConfig {
                 field,

@@ -7,6 +7,7 @@ pub mod postgres;
 pub mod proxy;
 pub mod redis_cluster;
 pub mod redis_server;
+pub mod tls;
 pub mod workers;
 
 use std::future::Future;

@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn the_guide_lists_every_command_a_job_runs() {
-        let guide = include_str!("../../../docs/acl.md");
+        let guide = include_str!("../../../docs/security.md");
         for c in JOB_COMMANDS {
             assert!(
                 guide.contains(&format!("+{c}")),
