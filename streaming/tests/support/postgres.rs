@@ -34,6 +34,39 @@ impl TestPostgres {
     /// `initdb` + `pg_ctl start -w` on a free loopback port; panics (saying why, with the
     /// server log) when PostgreSQL is not installed or does not start.
     pub fn start() -> Self {
+        Self::start_configured(|_| {})
+    }
+
+    /// Like [`start`](Self::start), but TCP connections must use TLS (`hostssl` only in
+    /// `pg_hba.conf`; the unix socket stays plain): the server presents the PEM
+    /// certificate `cert` with its key `key`.
+    pub fn start_with_tls(cert: &str, key: &str) -> Self {
+        Self::start_configured(|pg| {
+            let data = pg.data_dir();
+            for (name, text) in [("server.crt", cert), ("server.key", key)] {
+                let path = data.join(name);
+                std::fs::write(&path, text).expect("write the server certificate");
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .expect("chmod 600");
+                if let Some(user) = pg.run_as {
+                    chown_to(&path, user);
+                }
+            }
+            append(
+                &data.join("postgresql.conf"),
+                "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
+            );
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+            )
+            .expect("write pg_hba.conf");
+        })
+    }
+
+    /// `initdb`, then `configure`, then start.
+    fn start_configured(configure: impl FnOnce(&Self)) -> Self {
         let bin = newest_bin_dir();
         let run_as = is_root().then_some(SERVICE_USER);
         let dir = tempfile::Builder::new()
@@ -50,6 +83,7 @@ impl TestPostgres {
             run_as,
         };
         pg.init_db();
+        configure(&pg);
         // A port can be taken between probing and binding: try a few.
         for _ in 0..5 {
             pg.port = free_port();
@@ -79,6 +113,16 @@ impl TestPostgres {
     /// `postgresql://postgres@127.0.0.1:<port>/postgres` (trust auth: no password).
     pub fn url(&self) -> String {
         format!("postgresql://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Key-value connection parameters for the same server over its unix socket (plain
+    /// even when TCP needs TLS).
+    pub fn socket_params(&self) -> String {
+        format!(
+            "host={} port={} user=postgres dbname=postgres",
+            self.socket_dir().display(),
+            self.port
+        )
     }
 
     /// Key-value connection parameters for the same server over TCP.

@@ -54,6 +54,8 @@
 
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres-tls")]
+mod postgres_tls;
 
 pub use crate::api::TxnScope;
 use crate::api::{LocalFuture, Sink, TwoPhaseHooks};

@@ -63,7 +63,8 @@ const MAX_GID: usize = 199;
 ///
 /// - The server needs `max_prepared_transactions` > 0 (the default 0 refuses `PREPARE
 ///   TRANSACTION`; the batch then fails with PostgreSQL's error). Connections are plain
-///   TCP or Unix socket, without TLS (`tokio_postgres::NoTls`).
+///   TCP or Unix socket, without TLS unless [`tls`](Self::tls) gives certificates (feature
+///   `postgres-tls`).
 /// - Each partition's clone opens its own connection, on first use and again after an
 ///   error.
 /// - Transaction ids are [`TxnScope::transaction_id`]:
@@ -92,6 +93,9 @@ pub struct PostgresSink<T> {
     prepared: Option<Statement>,
     /// When `pre_commit` last aborted earlier owners' leftovers (see [`SWEEP_EVERY`]).
     swept: Option<Instant>,
+    /// TLS to the server ([`tls`](Self::tls)); `None`: plain TCP or a Unix socket.
+    #[cfg(feature = "postgres-tls")]
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 /// How often an owner aborts earlier owners' prepared transactions of its partition
@@ -110,6 +114,8 @@ impl<T> Clone for PostgresSink<T> {
             conn: None,
             prepared: None,
             swept: None,
+            #[cfg(feature = "postgres-tls")]
+            tls: self.tls.clone(),
         }
     }
 }
@@ -196,7 +202,26 @@ impl<T> PostgresSink<T> {
             conn: None,
             prepared: None,
             swept: None,
+            #[cfg(feature = "postgres-tls")]
+            tls: None,
         })
+    }
+
+    /// Connects over TLS with the certificates of `tls` (feature `postgres-tls`): its CA
+    /// file as the trusted roots (else the system's), its client certificate and key, or
+    /// (tests only) no verification. The connection string's `sslmode` still applies:
+    /// `require` fails unless the server accepts TLS, `prefer` (its default) falls back to
+    /// plain text when the server refuses TLS, `disable` never uses it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the option (`tls.ca_file`, …) whose file cannot be
+    /// read or holds no usable certificate or key.
+    #[cfg(feature = "postgres-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres-tls")))]
+    pub fn tls(mut self, tls: &crate::mq::TlsOptions) -> Result<Self, Error> {
+        let config = super::postgres_tls::client_config(tls)?;
+        self.tls = Some(tokio_postgres_rustls::MakeRustlsConnect::new(config));
+        Ok(self)
     }
 
     /// The most each call to the server may take (connect, a batch's rows, a commit);
@@ -251,15 +276,23 @@ impl<T> PostgresSink<T> {
             }
         }
         self.drop_connection();
-        let config = self.config.clone();
-        let (client, connection) = self.bounded("connect", config.connect(NoTls)).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!("PostgreSQL connection of a PostgresSink ended: {e}");
-            }
-        });
-        let client = Arc::new(client);
+        let client = Arc::new(self.connect().await?);
         self.conn = Some(Arc::clone(&client));
+        Ok(client)
+    }
+
+    /// A new connection (over TLS when [`tls`](Self::tls) was given), its I/O driven by a
+    /// task of its own.
+    async fn connect(&mut self) -> Result<Client, BoxError> {
+        let config = self.config.clone();
+        #[cfg(feature = "postgres-tls")]
+        if let Some(tls) = self.tls.clone() {
+            let (client, connection) = self.bounded("connect", config.connect(tls)).await?;
+            tokio::spawn(drive(connection));
+            return Ok(client);
+        }
+        let (client, connection) = self.bounded("connect", config.connect(NoTls)).await?;
+        tokio::spawn(drive(connection));
         Ok(client)
     }
 
@@ -337,6 +370,13 @@ fn quote(s: &str) -> String {
 
 /// A PostgreSQL error with the server's message, detail and hint, or the client error
 /// with its causes.
+/// Drives a connection's I/O until it ends.
+async fn drive<F: Future<Output = Result<(), tokio_postgres::Error>>>(connection: F) {
+    if let Err(e) = connection.await {
+        tracing::debug!("PostgreSQL connection of a PostgresSink ended: {e}");
+    }
+}
+
 fn describe(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut s = format!("{} ({})", db.message(), db.code().code());
