@@ -12,7 +12,7 @@ use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, MqOptions, TlsOptions};
 use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
 use support::engine::{earliest, rt, wait_until};
-use support::tls::{Pki, TlsRedis};
+use support::tls::{Pki, TlsCluster, TlsRedis};
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
@@ -44,10 +44,25 @@ fn a_job_runs_exactly_once_over_tls_with_a_private_ca_and_a_client_certificate()
         "server",
         "yes",
     );
+    let stored = count_words_exactly_once(&pki, &server.url(), &[server.port]);
+    assert_eq!(stored.values().sum::<u64>(), 200);
+}
+
+#[test]
+fn a_job_runs_exactly_once_on_a_redis_cluster_over_tls() {
+    let pki = Pki::new();
+    let cluster = TlsCluster::start(&support::redis_server::server_binary(), &pki);
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let stored = count_words_exactly_once(&pki, &cluster.url(), &ports);
+    assert_eq!(stored.values().sum::<u64>(), 200);
+}
+
+/// Sends 200 words to a 2-partition topic at `url`, counts them with a job over TLS to the
+/// end and a checkpoint, and checks the counts stored on the servers `nodes` (ports)
+/// against the input: the counts.
+fn count_words_exactly_once(pki: &Pki, url: &str, nodes: &[u16]) -> BTreeMap<String, u64> {
     let rt = rt();
-    let mq = rt
-        .block_on(Mq::connect(&server.url(), opts(pki.client())))
-        .unwrap();
+    let mq = rt.block_on(Mq::connect(url, opts(pki.client()))).unwrap();
     rt.block_on(mq.create_topic("words", 2)).unwrap();
     let words: Vec<String> = (0..200).map(|i| format!("w{}", i % 9)).collect();
     for w in &words {
@@ -59,7 +74,7 @@ fn a_job_runs_exactly_once_over_tls_with_a_private_ca_and_a_client_certificate()
         .mq_options(opts(pki.client()))
         .build()
         .unwrap();
-    let env = RedisEnv::try_with_config(server.url().as_str(), config).unwrap();
+    let env = RedisEnv::try_with_config(url, config).unwrap();
     env.from_mq_topic_with_options("words", "counts", earliest(50))
         .map(|m: Message| m.text().unwrap().to_owned())
         .key_by(|w: &String| w.clone())
@@ -89,33 +104,30 @@ fn a_job_runs_exactly_once_over_tls_with_a_private_ca_and_a_client_certificate()
         job.diagnostics().errors
     );
 
-    // The stored counts, read over TLS with redis-rs directly.
-    let certs = redis::TlsCertificates {
-        client_tls: Some(redis::ClientTlsConfig {
-            client_cert: std::fs::read(pki.path("client.pem")).unwrap(),
-            client_key: std::fs::read(pki.path("client.key")).unwrap(),
-        }),
-        root_cert: Some(std::fs::read(pki.path("ca.pem")).unwrap()),
-    };
-    let mut conn = redis::Client::build_with_tls(server.url(), certs)
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("*tls-count*:count")
-        .query(&mut conn)
-        .unwrap();
+    // The stored counts, read over TLS from each server with redis-rs directly.
     let mut stored = BTreeMap::new();
-    for key in keys {
-        let fields: BTreeMap<String, u64> =
-            redis::cmd("HGETALL").arg(&key).query(&mut conn).unwrap();
-        stored.extend(fields);
+    for port in nodes {
+        let url = format!("rediss://127.0.0.1:{port}/");
+        let mut conn = redis::Client::build_with_tls(url, pki.client().certificates().unwrap())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*tls-count*:count")
+            .query(&mut conn)
+            .unwrap();
+        for key in keys {
+            let fields: BTreeMap<String, u64> =
+                redis::cmd("HGETALL").arg(&key).query(&mut conn).unwrap();
+            stored.extend(fields);
+        }
     }
     let mut expected = BTreeMap::new();
     for w in &words {
         *expected.entry(format!("\"{w}\"")).or_insert(0u64) += 1;
     }
     assert_eq!(stored, expected);
+    stored
 }
 
 #[test]

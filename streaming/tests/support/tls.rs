@@ -87,6 +87,18 @@ impl TlsRedis {
             .local_addr()
             .unwrap()
             .port();
+        Self::start_on(binary, pki, cert, auth_clients, port, &[])
+    }
+
+    /// [`start`](Self::start) on `port` with extra server arguments.
+    fn start_on(
+        binary: &str,
+        pki: &Pki,
+        cert: &str,
+        auth_clients: &str,
+        port: u16,
+        extra: &[&str],
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let file = |n: String| PathBuf::from(pki.path(&n));
         let child = Command::new(binary)
@@ -107,6 +119,7 @@ impl TlsRedis {
             .arg("--tls-ca-cert-file")
             .arg(file("ca.pem".into()))
             .args(["--tls-auth-clients", auth_clients])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -132,5 +145,99 @@ impl Drop for TlsRedis {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A Redis Cluster of three masters speaking TLS only, client and cluster bus alike,
+/// made with `redis-cli --tls --cluster create`; the nodes ask for client certificates.
+pub struct TlsCluster {
+    pub nodes: Vec<TlsRedis>,
+}
+
+impl TlsCluster {
+    pub fn start(binary: &str, pki: &Pki) -> Self {
+        let nodes: Vec<TlsRedis> = (0..3)
+            .map(|_| {
+                // A cluster node also listens on port + 10000 (its bus).
+                let port = loop {
+                    let p = TcpListener::bind("127.0.0.1:0")
+                        .unwrap()
+                        .local_addr()
+                        .unwrap()
+                        .port();
+                    if p <= 55535 && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
+                        break p;
+                    }
+                };
+                let extra = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                    "--tls-cluster",
+                    "yes",
+                ];
+                TlsRedis::start_on(binary, pki, "server", "yes", port, &extra)
+            })
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["--tls", "--cacert", &pki.path("ca.pem")])
+            .args([
+                "--cert",
+                &pki.path("client.pem"),
+                "--key",
+                &pki.path("client.key"),
+            ])
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = TlsCluster { nodes };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !cluster.all_ok(pki) {
+            assert!(
+                Instant::now() < deadline,
+                "the TLS cluster did not become ok"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        cluster
+    }
+
+    fn all_ok(&self, pki: &Pki) -> bool {
+        self.nodes.iter().all(|n| {
+            let out = Command::new("redis-cli")
+                .args(["--tls", "--cacert", &pki.path("ca.pem")])
+                .args([
+                    "--cert",
+                    &pki.path("client.pem"),
+                    "--key",
+                    &pki.path("client.key"),
+                ])
+                .args(["-p", &n.port.to_string(), "cluster", "info"])
+                .output()
+                .expect("run redis-cli");
+            String::from_utf8_lossy(&out.stdout).contains("cluster_state:ok")
+        })
+    }
+
+    /// `rediss+cluster://` with every node as a seed.
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("rediss+cluster://{}", seeds.join(","))
     }
 }
