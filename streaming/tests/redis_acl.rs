@@ -254,3 +254,74 @@ fn a_job_user_missing_a_command_or_a_key_pattern_fails_at_start_naming_the_rule(
         assert!(groups.is_empty(), "{user}: a group was created: {groups:?}");
     }
 }
+
+#[test]
+fn the_documented_forwarder_user_forwards_an_outbox_into_its_topic() {
+    use streaming::redis::RedisTopicForwarder;
+    let redis = TestRedis::private();
+    // The forwarder runs as a task: a runtime with threads of its own drives it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    create_user(&redis, "forwarder", "forwarder", |_| {});
+    let admin = rt
+        .block_on(Mq::connect(redis.url(), MqOptions::default()))
+        .unwrap();
+    rt.block_on(admin.create_topic("orders", 1)).unwrap();
+    rt.block_on(admin.create_topic("enriched", 1)).unwrap();
+    let as_forwarder = rt
+        .block_on(Mq::connect(
+            &url_as(&redis, "forwarder"),
+            MqOptions::default(),
+        ))
+        .unwrap();
+    let forwarder = RedisTopicForwarder::builder(&as_forwarder, "orders", "enriched")
+        .partitions(0..1)
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    // Outbox entries as a job's topic sink writes them (fields id, payload, ts, key).
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for i in 1..=5 {
+        let fields = [
+            ("id", format!("job/orders/0/{i}-0/0")),
+            ("payload", format!("{{\"n\":{i}}}")),
+            ("ts", "1700".to_string()),
+            ("key", format!("k{i}")),
+        ];
+        let _: String = redis::cmd("XADD")
+            .arg(forwarder.outbox_key(0))
+            .arg(format!("{i}-0"))
+            .arg(&fields)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let queued: usize = redis::cmd("XLEN")
+        .arg(forwarder.outbox_key(0))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(queued, 5, "the outbox {}", forwarder.outbox_key(0));
+    let running = rt.block_on(forwarder.start()).unwrap();
+    let target = streaming::mq::KeySpace::new("mq").stream("enriched", 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let len: usize = redis::cmd("XLEN").arg(&target).query(&mut conn).unwrap();
+        if len == 5 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "forwarded {len} of 5: {:?}",
+            running.stats()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(running.stats().appended, 5);
+    assert_eq!(running.stats().failed, 0, "no refused command");
+    rt.block_on(running.stop());
+}
