@@ -325,3 +325,34 @@ fn the_documented_forwarder_user_forwards_an_outbox_into_its_topic() {
     assert_eq!(running.stats().failed, 0, "no refused command");
     rt.block_on(running.stop());
 }
+
+#[test]
+fn a_producer_user_missing_xadd_is_told_the_rule_to_add() {
+    let redis = TestRedis::private();
+    let rt = rt();
+    create_user(&redis, "producer", "no-xadd", |w| w.push("-xadd".into()));
+    let admin = rt
+        .block_on(Mq::connect(redis.url(), MqOptions::default()))
+        .unwrap();
+    rt.block_on(admin.create_topic("words", 1)).unwrap();
+    let mq = rt
+        .block_on(Mq::connect(
+            &url_as(&redis, "no-xadd"),
+            MqOptions::default(),
+        ))
+        .unwrap();
+    let e = rt
+        .block_on(mq.producer().send("words", Some("a"), "a"))
+        .unwrap_err();
+    match &e {
+        Error::Permission {
+            command,
+            rule,
+            key: None,
+        } => {
+            assert_eq!((command.as_str(), rule.as_str()), ("xadd", "+xadd"));
+        }
+        other => panic!("expected a permission error, got {other:?}"),
+    }
+    assert!(!e.is_retryable(), "a missing permission is not retried");
+}

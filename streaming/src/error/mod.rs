@@ -338,7 +338,16 @@ pub enum ErrorKind {
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 impl From<redis::RedisError> for Error {
+    /// A command the user's ACL rules refuse (`NOPERM … run the 'xadd' command`) becomes
+    /// [`Error::Permission`] naming the rule to add; anything else [`Error::Redis`].
     fn from(source: redis::RedisError) -> Self {
+        if let Some(command) = refused_command(&source) {
+            return Error::Permission {
+                rule: format!("+{command}"),
+                command,
+                key: None,
+            };
+        }
         let kind = if is_transient(&source) {
             ErrorKind::Connection
         } else {
@@ -346,6 +355,19 @@ impl From<redis::RedisError> for Error {
         };
         Error::Redis { kind, source }
     }
+}
+
+/// The command a `NOPERM` reply refuses (lower case, `command|subcommand` as ACL rules
+/// name it), when the reply names one (a refused key is not named by Redis).
+#[cfg(feature = "redis")]
+fn refused_command(e: &redis::RedisError) -> Option<String> {
+    if e.code() != Some("NOPERM") {
+        return None;
+    }
+    let detail = e.detail()?;
+    let after = detail.split("run the '").nth(1)?;
+    let command = after.split('\'').next()?.to_ascii_lowercase();
+    (!command.is_empty()).then_some(command)
 }
 
 /// Whether the client's error comes from the connection or a server that is not ready yet
