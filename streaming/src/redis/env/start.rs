@@ -81,23 +81,8 @@ impl RedisEnv {
             st.started = true;
             std::mem::take(&mut st.pipelines)
         };
-        let timeout = config.mq_options().response_timeout;
         let first = pipelines.first().map(|d| (d.topic(), d.group()));
-        let proved = crate::mq::prove_blocking(&self.inner.endpoint, timeout)
-            .and_then(|()| {
-                first.map_or(Ok(()), |first| {
-                    super::permissions::check_blocking(&self.inner.endpoint, timeout, config, first)
-                })
-            })
-            .and_then(|()| {
-                config.commit_replica_wait().map_or(Ok(()), |w| {
-                    crate::redis::partition::commit::replica_wait::check_replicas_blocking(
-                        &self.inner.endpoint,
-                        &w,
-                        timeout,
-                    )
-                })
-            });
+        let proved = self.check_server(first);
         if let Err(e) = proved {
             crate::redis::metrics::job::start_failed(config.job_name());
             // Not started: the pipelines stay registered for another attempt.
@@ -142,6 +127,24 @@ impl RedisEnv {
         crate::redis::job::checkpoint::start_scheduler(&job);
         crate::redis::job::start_job_forwarders(&job, config.mq_options().clone(), forwards);
         Ok(JobClient::new(job))
+    }
+
+    /// The checks before a start: the server is a usable Redis, the URL's user may run
+    /// everything the job runs (on the keys of pipeline `first`, `(topic, group)`), and
+    /// the replicas `commit_replica_wait` asks for are there.
+    fn check_server(&self, first: Option<(&str, &str)>) -> Result<(), Error> {
+        let (config, endpoint) = (&self.inner.config, &self.inner.endpoint);
+        let timeout = config.mq_options().response_timeout;
+        crate::mq::prove_blocking(endpoint, timeout)?;
+        if let Some(first) = first {
+            super::permissions::check_blocking(endpoint, timeout, config, first)?;
+        }
+        match config.commit_replica_wait() {
+            Some(w) => crate::redis::partition::commit::replica_wait::check_replicas_blocking(
+                endpoint, &w, timeout,
+            ),
+            None => Ok(()),
+        }
     }
 
     /// Restores the job to checkpoint `id` when [`blocking_start`](Self::blocking_start)
