@@ -61,13 +61,22 @@ fn heartbeat_text(i: &RegisteredInstance, now_ms: u64) -> String {
     }
 }
 
-/// A partition's watermark as the table shows it: event time in ms, or `end of input`
-/// once an idle flush advanced it to the end (`i64::MAX`; the JSON keeps the number).
+/// A partition's watermark as the table shows it: the event time as a UTC time with
+/// milliseconds (`2026-12-05T01:02:03.456Z`), or `end of input` once an idle flush
+/// advanced it to the end (`i64::MAX`); the JSON keeps the number.
 fn watermark_text(watermark: i64) -> String {
-    if watermark == i64::MAX {
-        "end of input".to_owned()
-    } else {
-        watermark.to_string()
+    match watermark {
+        i64::MAX => return "end of input".to_string(),
+        i64::MIN => return "none yet".to_string(),
+        _ => {}
+    }
+    match u64::try_from(watermark) {
+        Ok(ms) => humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+        )
+        .to_string(),
+        // Before 1970: the number itself.
+        Err(_) => format!("{watermark} ms"),
     }
 }
 
@@ -117,9 +126,8 @@ async fn list(mq: &Mq, out: &Output) -> Result<()> {
 async fn show(mq: &Mq, job: &str, out: &Output) -> Result<()> {
     let instances = registered_instances(mq, Some(job)).await?;
     if instances.is_empty() {
-        return Err(Failure(format!(
-            "no running instance of job `{job}` in the registry (`jobs list` shows the running jobs)"
-        )));
+        // As `jobs list` with no job running: an empty answer, not a failure.
+        eprintln!("no running instance of job `{job}` in the registry (`jobs list` shows the running jobs)");
     }
     let now = now_ms();
     let mut table = Table::new(&[
@@ -162,7 +170,12 @@ mod tests {
     #[test]
     fn a_flushed_watermark_reads_as_the_end_of_input() {
         assert_eq!(watermark_text(i64::MAX), "end of input");
-        assert_eq!(watermark_text(1_700_000_000_000), "1700000000000");
+        assert_eq!(
+            watermark_text(1_700_000_000_123),
+            "2023-11-14T22:13:20.123Z"
+        );
+        assert_eq!(watermark_text(-5), "-5 ms");
+        assert_eq!(watermark_text(i64::MIN), "none yet");
     }
 
     fn instance(heartbeat_at_ms: u64, heartbeat_interval_ms: Option<u64>) -> RegisteredInstance {

@@ -78,6 +78,12 @@ enum Command {
     /// A Redis engine job's checkpoints.
     #[command(subcommand)]
     Checkpoints(checkpoints::CheckpointsCommand),
+    /// Prints a shell completion script, e.g.
+    /// `streaming-admin completions bash > /etc/bash_completion.d/streaming-admin`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// A command's failure: the one line printed after `error: `.
@@ -94,6 +100,17 @@ type Result<T> = std::result::Result<T, Failure>;
 
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
+    if let Command::Completions { shell } = cli.command {
+        // Needs no Redis.
+        use clap::CommandFactory;
+        clap_complete::generate(
+            shell,
+            &mut Cli::command(),
+            "streaming-admin",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     if let Some(path) = &cli.redis_url_file {
         match read_url_file(path) {
             Ok(url) => cli.redis_url = url,
@@ -227,6 +244,7 @@ async fn run(cli: &Cli) -> Result<()> {
         // Engine state is not the queue's: a plain connection reads it.
         Command::State(cmd) => state::run(&target, cmd, &out).await,
         Command::Checkpoints(cmd) => checkpoints::run(&target, cmd, &out).await,
+        Command::Completions { .. } => unreachable!("handled before connecting"),
     }
 }
 

@@ -676,16 +676,44 @@ fn jobs_list_and_show_read_the_registry_of_a_running_job() {
         .assert()
         .success()
         .stdout(predicate::str::contains("OFFSET").and(predicate::str::contains(offset0)));
+    // A job with no running instance: an empty answer, as `jobs list` gives, with a note.
     redis
         .admin()
-        .args(["jobs", "show", "nope"])
+        .args(["jobs", "show", "nope", "--json"])
         .assert()
-        .code(1)
+        .success()
+        .stdout("[]\n")
         .stderr(predicate::str::starts_with(
-            "error: no running instance of job `nope` in the registry",
+            "no running instance of job `nope` in the registry",
         ));
     assert!(job.blocking_shutdown(Duration::from_secs(10)));
     assert_eq!(redis.json(&["jobs", "list"]), serde_json::json!([]));
+    assert_eq!(
+        redis.json(&["jobs", "show", "clickcount"]),
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn completions_are_printed_for_each_shell_without_redis() {
+    for (shell, says) in [
+        ("bash", "complete -F _streaming__admin"),
+        ("zsh", "#compdef streaming-admin"),
+        ("fish", "complete -c streaming-admin"),
+    ] {
+        let out = Command::cargo_bin("streaming-admin")
+            .unwrap()
+            .env("REDIS_URL", "redis://127.0.0.1:1/")
+            .args(["completions", shell])
+            .assert()
+            .success();
+        let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        assert!(script.contains(says), "{shell}: {script}");
+        assert!(
+            script.contains("checkpoints"),
+            "{shell} completes the subcommands"
+        );
+    }
 }
 
 #[test]
