@@ -66,17 +66,22 @@ fn heartbeat_text(i: &RegisteredInstance, now_ms: u64) -> String {
 /// advanced it to the end (`i64::MAX`); the JSON keeps the number.
 fn watermark_text(watermark: i64) -> String {
     match watermark {
-        i64::MAX => return "end of input".to_string(),
-        i64::MIN => return "none yet".to_string(),
-        _ => {}
+        i64::MAX => "end of input".to_string(),
+        i64::MIN => "none yet".to_string(),
+        t => time_text(t),
     }
-    match u64::try_from(watermark) {
+}
+
+/// An event time (epoch ms) as a UTC time with milliseconds, or the number with `ms`
+/// before 1970.
+pub(crate) fn time_text(ms: i64) -> String {
+    match u64::try_from(ms) {
         Ok(ms) => humantime::format_rfc3339_millis(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
         )
         .to_string(),
         // Before 1970: the number itself.
-        Err(_) => format!("{watermark} ms"),
+        Err(_) => format!("{ms} ms"),
     }
 }
 

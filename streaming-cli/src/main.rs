@@ -6,6 +6,7 @@
 //! error, from clap).
 
 mod checkpoints;
+mod data;
 mod dlq;
 mod jobs;
 mod lag;
@@ -66,6 +67,11 @@ enum Command {
     Topics(topics::TopicsCommand),
     /// Lag and pending entries per topic, consumer group and partition.
     Lag(lag::LagArgs),
+    /// Sends messages to a topic: a payload, stdin's lines, or a JSON-lines file.
+    Produce(data::ProduceArgs),
+    /// Follows a topic: prints each message (partition, id, key, event time, payload) as
+    /// it arrives, without a consumer group (no consumer's position changes).
+    Tail(data::TailArgs),
     /// List, show, replay and purge dead letters.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
@@ -239,6 +245,8 @@ async fn run(cli: &Cli) -> Result<()> {
     match &cli.command {
         Command::Topics(cmd) => topics::run(&connect(&target, prefix).await?, cmd, &out).await,
         Command::Lag(args) => lag::run(&connect(&target, prefix).await?, args, &out).await,
+        Command::Produce(args) => data::produce(&connect(&target, prefix).await?, args, &out).await,
+        Command::Tail(args) => data::tail(&connect(&target, prefix).await?, args, &out).await,
         Command::Dlq(cmd) => dlq::run(&connect(&target, prefix).await?, cmd, &out).await,
         Command::Jobs(cmd) => jobs::run(&connect(&target, prefix).await?, cmd, &out).await,
         // Engine state is not the queue's: a plain connection reads it.

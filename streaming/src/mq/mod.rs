@@ -91,6 +91,7 @@ cfg_redis! {
     mod options;
     mod options_file;
     mod packed;
+    mod peek;
     mod producer;
     pub(crate) mod reader;
     pub(crate) mod retry;
@@ -115,6 +116,7 @@ cfg_redis! {
     pub use consumer::Subscription;
     pub use dlq::DeadLetter;
     pub use endpoint::{redact_url, Endpoint, IntoEndpoint, CLUSTER_SCHEME, CLUSTER_TLS_SCHEME};
+    pub use peek::MalformedEntry;
     pub use tls::{TlsOptions, TlsOptionsBuilder};
     pub use exclusive::{ExclusiveBatch, ExclusiveReader};
     pub use handler::{Failure, HandleResult, MessageHandler};

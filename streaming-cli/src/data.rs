@@ -1,0 +1,251 @@
+//! `produce TOPIC` and `tail TOPIC`: feeding a topic from a shell, and following it.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use streaming::mq::{Message, Mq, OutgoingMessage};
+
+use crate::output::{write_out, Output};
+use crate::{Failure, Result};
+
+#[derive(Debug, Args)]
+pub(crate) struct ProduceArgs {
+    /// The topic.
+    topic: String,
+    /// The payload. Without it (and without `--file`), each line of stdin is one message.
+    payload: Option<String>,
+    /// The key: chooses the partition (as a producer's key does).
+    #[arg(long)]
+    key: Option<String>,
+    /// The event time: epoch milliseconds or an RFC 3339 time (`2026-12-05T10:00:00Z`);
+    /// default now.
+    #[arg(long)]
+    time: Option<String>,
+    /// A header `NAME=VALUE`; give it again for more.
+    #[arg(long = "header", value_name = "NAME=VALUE")]
+    headers: Vec<String>,
+    /// A JSON-lines file, one message per line: `{"payload": …, "key": …, "time": …,
+    /// "headers": {…}}` (a payload that is not a string is sent as its JSON text; `key`,
+    /// `time` and `headers` optional, the options above as defaults).
+    #[arg(long, conflicts_with = "payload")]
+    file: Option<PathBuf>,
+}
+
+/// One line of a `--file`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    payload: Value,
+    key: Option<String>,
+    time: Option<Value>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// A `--time` or a line's `time`: epoch ms, or an RFC 3339 time.
+fn event_time(text: &str) -> Result<i64> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    let t = humantime::parse_rfc3339_weak(text).map_err(|e| {
+        Failure(format!(
+            "time `{text}` is neither epoch milliseconds nor an RFC 3339 time: {e}"
+        ))
+    })?;
+    let ms = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| Failure(format!("time `{text}` is before 1970")))?
+        .as_millis();
+    i64::try_from(ms).map_err(|_| Failure(format!("time `{text}` is too far out")))
+}
+
+impl ProduceArgs {
+    /// The message of `payload` with this command's key, time and headers.
+    fn message(&self, payload: String) -> Result<OutgoingMessage> {
+        let mut msg = OutgoingMessage::new(payload);
+        if let Some(key) = &self.key {
+            msg = msg.key(key.as_str());
+        }
+        if let Some(t) = &self.time {
+            msg = msg.timestamp_ms(event_time(t)?);
+        }
+        for h in &self.headers {
+            let (name, value) = h
+                .split_once('=')
+                .ok_or_else(|| Failure(format!("header `{h}` is not NAME=VALUE")))?;
+            msg = msg.header(name, value);
+        }
+        Ok(msg)
+    }
+
+    /// The message of one `--file` line (numbered `n` from 1).
+    fn line_message(&self, n: usize, text: &str) -> Result<OutgoingMessage> {
+        let bad = |e: String| Failure(format!("line {n} of the file: {e}"));
+        let line: Line = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let payload = match line.payload {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        let mut msg = self.message(payload)?;
+        if let Some(key) = line.key {
+            msg = msg.key(key);
+        }
+        match line.time {
+            Some(Value::Number(n)) => {
+                let ms = n
+                    .as_i64()
+                    .ok_or_else(|| bad(format!("time {n} is not whole milliseconds")))?;
+                msg = msg.timestamp_ms(ms);
+            }
+            Some(Value::String(t)) => {
+                msg = msg.timestamp_ms(event_time(&t).map_err(|Failure(e)| bad(e))?)
+            }
+            Some(other) => {
+                return Err(bad(format!(
+                    "time {other} is neither a number nor a string"
+                )))
+            }
+            None => {}
+        }
+        for (name, value) in line.headers {
+            msg = msg.header(name, value);
+        }
+        Ok(msg)
+    }
+
+    /// The messages to send: the payload argument, the file's lines, or stdin's lines.
+    fn messages(&self) -> Result<Vec<OutgoingMessage>> {
+        if let Some(p) = &self.payload {
+            return Ok(vec![self.message(p.clone())?]);
+        }
+        let lines: Vec<String> = match &self.file {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| Failure(format!("cannot read `{}`: {e}", path.display())))?
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+            None => std::io::stdin()
+                .lock()
+                .lines()
+                .collect::<std::io::Result<_>>()
+                .map_err(|e| Failure(format!("reading stdin: {e}")))?,
+        };
+        let numbered = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty());
+        match &self.file {
+            Some(_) => numbered.map(|(i, l)| self.line_message(i + 1, l)).collect(),
+            None => numbered.map(|(_, l)| self.message(l.clone())).collect(),
+        }
+    }
+}
+
+/// Sends the messages; prints where each went (`partition id`).
+pub(crate) async fn produce(mq: &Mq, args: &ProduceArgs, out: &Output) -> Result<()> {
+    let messages = args.messages()?;
+    let producer = mq.producer();
+    let mut sent = Vec::with_capacity(messages.len());
+    for msg in &messages {
+        let (partition, id) = producer.send_message(&args.topic, msg).await?;
+        sent.push(json!({ "partition": partition, "id": id }));
+    }
+    let lines: Vec<String> = (sent.iter())
+        .map(|s| {
+            format!(
+                "{} {}",
+                s["partition"],
+                s["id"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    out.print_line(&lines.join("\n"), &Value::Array(sent));
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TailArgs {
+    /// The topic.
+    topic: String,
+    /// Start at the first entry of each partition (default: only what comes next).
+    #[arg(long)]
+    from_beginning: bool,
+    /// Stop after this many messages (default: follow until interrupted).
+    #[arg(long)]
+    count: Option<usize>,
+    /// Only this partition.
+    #[arg(long)]
+    partition: Option<u32>,
+}
+
+/// One message as `tail` prints it: a line for a human, an object for `--json` (one per
+/// line).
+fn shown(m: &std::result::Result<Message, streaming::mq::MalformedEntry>, json: bool) -> String {
+    match (m, json) {
+        (Ok(m), false) => format!(
+            "{} {} key={} time={} {}",
+            m.partition,
+            m.id,
+            m.key.as_deref().unwrap_or("-"),
+            crate::jobs::time_text(m.timestamp_ms),
+            String::from_utf8_lossy(&m.payload)
+        ),
+        (Ok(m), true) => json!({
+            "partition": m.partition, "id": m.id.as_str(), "key": m.key.as_deref(),
+            "timestamp_ms": m.timestamp_ms, "headers": m.headers,
+            "payload": String::from_utf8_lossy(&m.payload),
+        })
+        .to_string(),
+        (Err(e), false) => format!("{} malformed: {}", e.id, e.reason),
+        (Err(e), true) => json!({ "id": e.id, "malformed": e.reason }).to_string(),
+    }
+}
+
+/// Follows the topic's partitions, printing each message as it arrives.
+pub(crate) async fn tail(mq: &Mq, args: &TailArgs, out: &Output) -> Result<()> {
+    let n = mq.partitions(&args.topic).await?;
+    let partitions: Vec<u32> = match args.partition {
+        Some(p) => vec![p],
+        None => (0..n).collect(),
+    };
+    let mut positions = Vec::with_capacity(partitions.len());
+    for &p in &partitions {
+        positions.push(match args.from_beginning {
+            true => "0-0".to_owned(),
+            false => mq
+                .partition_end(&args.topic, p)
+                .await?
+                .unwrap_or_else(|| "0-0".into()),
+        });
+    }
+    let mut left = args.count.unwrap_or(usize::MAX);
+    while left > 0 {
+        let mut any = false;
+        for (i, &p) in partitions.iter().enumerate() {
+            let read = mq
+                .read_partition(&args.topic, p, &positions[i], left.min(100), Duration::ZERO)
+                .await?;
+            for m in &read {
+                positions[i] = match m {
+                    Ok(m) => m.id.to_string(),
+                    Err(e) => e.id.clone(),
+                };
+                write_out(&format!("{}\n", shown(m, out.json)));
+                left -= 1;
+                any = true;
+            }
+            if left == 0 {
+                break;
+            }
+        }
+        if !any {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
