@@ -506,18 +506,7 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         .sink(CollectSink::new())
         .unwrap();
     let job = env.blocking_start().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while job
-        .diagnostics()
-        .partitions
-        .iter()
-        .map(|p| p.records)
-        .sum::<u64>()
-        < 7
-    {
-        assert!(Instant::now() < deadline, "{:?}", job.diagnostics());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::await_records(&job, 7);
     let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     job.blocking_shutdown(Duration::from_secs(10));
     let listed = redis.json(&["checkpoints", "list", "--job", "wordcount"]);

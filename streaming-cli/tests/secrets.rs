@@ -6,22 +6,24 @@
 
 mod support;
 
+#[path = "../../streaming/tests/support/word_count.rs"]
+#[allow(unreachable_pub)]
+mod word_count;
+
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assert_cmd::Command;
-use streaming::api::ValueStateDescriptor;
 use streaming::mq::{Message, Mq, MqOptions, StartPolicy, SubscriptionOptions};
 use streaming::redis::{CollectSink, JobClient, RedisEnv, RedisRuntimeConfig};
 use support::Redis;
+use word_count::register_word_count;
 
 /// The server's password: long and unusual enough that finding it means a leak.
 const PASSWORD: &str = "Pw-7dQx94mZt-secret";
 /// A wrong password some calls use: it must not leak either.
 const WRONG: &str = "Wr0ng-kP2v-guess";
-
-const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
 /// What the logs say, at every level, from every target.
 #[derive(Clone, Default)]
@@ -123,31 +125,9 @@ fn run_a_job(redis: &Redis, rt: &tokio::runtime::Runtime) -> (String, JobClient)
         .start(StartPolicy::Earliest)
         .build()
         .unwrap();
-    env.from_mq_topic_with_options("words", "g", earliest)
-        .map(|m: Message| m.text().unwrap().to_string())
-        .key_by(|w: &String| w.clone())
-        .process(|w: String, ctx, out| {
-            let mut count = ctx.state(&COUNT)?;
-            let n = count.value() + 1;
-            count.update(n);
-            out.collect((w, n));
-            Ok(())
-        })
-        .sink(CollectSink::new())
-        .unwrap();
+    register_word_count(&env, "words", "g", earliest);
     let job = env.blocking_start().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while job
-        .diagnostics()
-        .partitions
-        .iter()
-        .map(|p| p.records)
-        .sum::<u64>()
-        < 6
-    {
-        assert!(Instant::now() < deadline, "{:?}", job.diagnostics());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::await_records(&job, 6);
     job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     shown.push_str(&format!("{job:?}\n{:?}\n", job.diagnostics()));
     (shown, job)

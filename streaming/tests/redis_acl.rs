@@ -8,14 +8,12 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, MqOptions};
-use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
+use streaming::mq::{Mq, MqOptions};
+use streaming::redis::{RedisEnv, RedisRuntimeConfig};
 use streaming::Error;
 use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
-
-const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+use support::word_count::register_word_count;
 
 /// The guide's `ACL SETUSER` line for `user`, joined into one command's words.
 fn documented_rules(user: &str) -> Vec<String> {
@@ -79,18 +77,7 @@ fn counting_env(redis: &TestRedis, user: &str, job: &str) -> RedisEnv {
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(url_as(redis, user).as_str(), config).unwrap();
-    env.from_mq_topic_with_options("words", "counts", earliest(100))
-        .map(|m: Message| m.text().unwrap().to_owned())
-        .key_by(|w: &String| w.clone())
-        .process(|w: String, ctx, out| {
-            let mut count = ctx.state(&COUNT)?;
-            let n = count.value() + 1;
-            count.update(n);
-            out.collect((w, n));
-            Ok(())
-        })
-        .sink(CollectSink::new())
-        .unwrap();
+    register_word_count(&env, "words", "counts", earliest(100));
     env
 }
 

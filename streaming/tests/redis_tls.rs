@@ -8,13 +8,11 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use streaming::api::ValueStateDescriptor;
-use streaming::mq::{Message, Mq, MqOptions, TlsOptions};
-use streaming::redis::{CollectSink, RedisEnv, RedisRuntimeConfig};
+use streaming::mq::{Mq, MqOptions, TlsOptions};
+use streaming::redis::{RedisEnv, RedisRuntimeConfig};
 use support::engine::{earliest, rt, wait_until};
 use support::tls::{Pki, TlsCluster, TlsRedis};
-
-const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+use support::word_count::register_word_count;
 
 fn opts(tls: TlsOptions) -> MqOptions {
     MqOptions::builder()
@@ -75,18 +73,7 @@ fn count_words_exactly_once(pki: &Pki, url: &str, nodes: &[u16]) -> BTreeMap<Str
         .build()
         .unwrap();
     let env = RedisEnv::try_with_config(url, config).unwrap();
-    env.from_mq_topic_with_options("words", "counts", earliest(50))
-        .map(|m: Message| m.text().unwrap().to_owned())
-        .key_by(|w: &String| w.clone())
-        .process(|w: String, ctx, out| {
-            let mut count = ctx.state(&COUNT)?;
-            let n = count.value() + 1;
-            count.update(n);
-            out.collect((w, n));
-            Ok(())
-        })
-        .sink(CollectSink::new())
-        .unwrap();
+    register_word_count(&env, "words", "counts", earliest(50));
     let job = env.blocking_start().unwrap();
     wait_until("every record committed", &job, || {
         job.diagnostics()

@@ -116,3 +116,19 @@ pub fn rt() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// Waits (bounded) until `job` has committed `n` records over all its partitions.
+pub fn await_records(job: &streaming::redis::JobClient, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while job
+        .diagnostics()
+        .partitions
+        .iter()
+        .map(|p| p.records)
+        .sum::<u64>()
+        < n
+    {
+        assert!(Instant::now() < deadline, "{:?}", job.diagnostics());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

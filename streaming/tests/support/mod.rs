@@ -8,6 +8,7 @@ pub mod proxy;
 pub mod redis_cluster;
 pub mod redis_server;
 pub mod tls;
+pub mod word_count;
 pub mod workers;
 
 use std::future::Future;
