@@ -178,7 +178,9 @@ fn a_job_user_missing_a_command_or_a_key_pattern_fails_at_start_naming_the_rule(
         &'static str,
         Option<&'static str>,
     );
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
+        // Without MULTI the other probes are not sent (they would run).
+        ("no-multi", |w| w.push("-multi".into()), "+multi", None),
         ("no-xack", |w| w.push("-xack".into()), "+xack", None),
         (
             "no-evalsha",

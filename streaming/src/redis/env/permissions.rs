@@ -297,39 +297,34 @@ pub(crate) fn check_blocking(
             return Err(refused(&exec, e.detail().unwrap_or_default()));
         }
     }
-    let probes: Vec<Probe> = (JOB_COMMANDS.iter())
+    // MULTI alone first: were it refused, the probes after it would run for real.
+    let multi = probe("multi", &keys);
+    if let Err(e) = multi.cmd.query::<Value>(&mut conn) {
+        return Err(match e.code() {
+            Some("NOPERM") => refused(&multi, e.detail().unwrap_or_default()),
+            _ => e.into(),
+        });
+    }
+    let sent: Vec<Probe> = (JOB_COMMANDS.iter())
         // The connection logged in already; a transaction's ends are probed apart.
         .filter(|c| !matches!(**c, "auth" | "hello" | "exec" | "multi" | "discard"))
         .filter(|c| **c != "wait" || config.commit_replica_wait().is_some())
         .filter(|c| **c != "select" || endpoint.database() != 0)
         .map(|c| probe(c, &keys))
         .chain(keys.key_probes())
-        .chain([probe("multi", &keys), probe("discard", &keys)])
+        .chain([probe("discard", &keys)])
         .collect();
-    let multi = &probes[probes.len() - 2];
     let mut pipe = redis::pipe();
-    pipe.add_command(multi.cmd.clone());
-    for p in &probes[..probes.len() - 2] {
+    for p in &sent {
         pipe.add_command(p.cmd.clone());
     }
-    pipe.add_command(probes[probes.len() - 1].cmd.clone());
     // Sent as raw commands: a pipeline's query stops at the first error reply, and here
     // every reply is wanted.
     let packed = pipe.get_packed_pipeline();
-    let replies = redis::ConnectionLike::req_packed_commands(&mut conn, &packed, 0, probes.len())?;
-    if let Some(e) = replies.first().and_then(|r| refusal(multi, r)) {
-        return Err(e);
-    }
-    let queued = &probes[..probes.len() - 2];
-    for (p, reply) in queued.iter().zip(&replies[1..]) {
-        if let Some(e) = refusal(p, reply) {
-            return Err(e);
-        }
-    }
-    match replies.last() {
-        Some(reply) => refusal(&probes[probes.len() - 1], reply).map_or(Ok(()), Err),
-        None => Ok(()),
-    }
+    let replies = redis::ConnectionLike::req_packed_commands(&mut conn, &packed, 0, sent.len())?;
+    (sent.iter().zip(&replies))
+        .find_map(|(p, reply)| refusal(p, reply))
+        .map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
