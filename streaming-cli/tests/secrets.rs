@@ -7,7 +7,7 @@
 mod support;
 
 #[path = "../../streaming/tests/support/word_count.rs"]
-#[allow(unreachable_pub)]
+#[allow(unreachable_pub, dead_code)]
 mod word_count;
 
 use std::io::Write;

@@ -13,7 +13,7 @@ use streaming::redis::{RedisEnv, RedisRuntimeConfig};
 use streaming::Error;
 use support::engine::{earliest, rt, wait_until};
 use support::redis_server::TestRedis;
-use support::word_count::register_word_count;
+use support::word_count::{checkpoint_and_shut_down, expected_counts, register_word_count};
 
 /// The guide's `ACL SETUSER` line for `user`, joined into one command's words.
 fn documented_rules(user: &str) -> Vec<String> {
@@ -125,21 +125,10 @@ fn documented_users_run_a_producer_and_a_job_exactly_once() {
             .sum::<u64>()
             == 300
     });
-    job.blocking_trigger_checkpoint_now()
-        .unwrap()
-        .expect("a checkpoint as the job's user");
-    assert!(job.blocking_shutdown(Duration::from_secs(10)));
-    assert!(
-        job.diagnostics().errors.is_empty(),
-        "{:?}",
-        job.diagnostics().errors
-    );
+    checkpoint_and_shut_down(&job);
 
     // Exactly once: the stored counts are the input's.
-    let mut expected = BTreeMap::new();
-    for w in &words {
-        *expected.entry(format!("\"{w}\"")).or_insert(0u64) += 1;
-    }
+    let expected = expected_counts(&words);
     let mut stored = BTreeMap::new();
     let mut conn = redis::Client::open(redis.url())
         .unwrap()

@@ -12,7 +12,7 @@ use streaming::mq::{Mq, MqOptions, TlsOptions};
 use streaming::redis::{RedisEnv, RedisRuntimeConfig};
 use support::engine::{earliest, rt, wait_until};
 use support::tls::{Pki, TlsCluster, TlsRedis};
-use support::word_count::register_word_count;
+use support::word_count::{checkpoint_and_shut_down, expected_counts, register_word_count};
 
 fn opts(tls: TlsOptions) -> MqOptions {
     MqOptions::builder()
@@ -83,13 +83,7 @@ fn count_words_exactly_once(pki: &Pki, url: &str, nodes: &[u16]) -> BTreeMap<Str
             .sum::<u64>()
             == 200
     });
-    job.blocking_trigger_checkpoint_now().unwrap().unwrap();
-    assert!(job.blocking_shutdown(Duration::from_secs(10)));
-    assert!(
-        job.diagnostics().errors.is_empty(),
-        "{:?}",
-        job.diagnostics().errors
-    );
+    checkpoint_and_shut_down(&job);
 
     // The stored counts, read over TLS from each server with redis-rs directly.
     let mut stored = BTreeMap::new();
@@ -109,10 +103,7 @@ fn count_words_exactly_once(pki: &Pki, url: &str, nodes: &[u16]) -> BTreeMap<Str
             stored.extend(fields);
         }
     }
-    let mut expected = BTreeMap::new();
-    for w in &words {
-        *expected.entry(format!("\"{w}\"")).or_insert(0u64) += 1;
-    }
+    let expected = expected_counts(&words);
     assert_eq!(stored, expected);
     stored
 }

@@ -60,6 +60,15 @@ impl Pki {
         self.dir.path().join(name).display().to_string()
     }
 
+    /// `redis-cli` over TLS, trusting the test CA, presenting the client certificate.
+    fn redis_cli(&self) -> Command {
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["--tls", "--cacert", &self.path("ca.pem")])
+            .args(["--cert", &self.path("client.pem")])
+            .args(["--key", &self.path("client.key")]);
+        cmd
+    }
+
     /// TLS options trusting the test CA, presenting the client certificate.
     pub fn client(&self) -> TlsOptions {
         TlsOptions::builder()
@@ -182,14 +191,8 @@ impl TlsCluster {
                 TlsRedis::start_on(binary, pki, "server", "yes", port, &extra)
             })
             .collect();
-        let out = Command::new("redis-cli")
-            .args(["--tls", "--cacert", &pki.path("ca.pem")])
-            .args([
-                "--cert",
-                &pki.path("client.pem"),
-                "--key",
-                &pki.path("client.key"),
-            ])
+        let out = pki
+            .redis_cli()
             .args(["--cluster", "create"])
             .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
             .args(["--cluster-replicas", "0", "--cluster-yes"])
@@ -216,14 +219,8 @@ impl TlsCluster {
 
     fn all_ok(&self, pki: &Pki) -> bool {
         self.nodes.iter().all(|n| {
-            let out = Command::new("redis-cli")
-                .args(["--tls", "--cacert", &pki.path("ca.pem")])
-                .args([
-                    "--cert",
-                    &pki.path("client.pem"),
-                    "--key",
-                    &pki.path("client.key"),
-                ])
+            let out = pki
+                .redis_cli()
                 .args(["-p", &n.port.to_string(), "cluster", "info"])
                 .output()
                 .expect("run redis-cli");

@@ -24,3 +24,24 @@ pub fn register_word_count(env: &RedisEnv, topic: &str, group: &str, options: Su
         .sink(CollectSink::new())
         .unwrap();
 }
+
+/// The counts the word count stores for `words`: the word as JSON (the state's field) →
+/// how often it occurs.
+pub fn expected_counts(words: &[String]) -> std::collections::BTreeMap<String, u64> {
+    let mut expected = std::collections::BTreeMap::new();
+    for w in words {
+        *expected.entry(format!("\"{w}\"")).or_insert(0u64) += 1;
+    }
+    expected
+}
+
+/// Ends a job that committed its input: a checkpoint completes, the job shuts down in
+/// time, and it met no error on the way.
+pub fn checkpoint_and_shut_down(job: &streaming::redis::JobClient) {
+    job.blocking_trigger_checkpoint_now()
+        .unwrap()
+        .expect("a complete checkpoint");
+    assert!(job.blocking_shutdown(std::time::Duration::from_secs(10)));
+    let errors = job.diagnostics().errors;
+    assert!(errors.is_empty(), "{errors:?}");
+}
