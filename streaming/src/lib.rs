@@ -235,7 +235,10 @@ macro_rules! cfg_redis {
 }
 
 // The builder, the memory engine and the pipeline macro.
-pub use dataflow::{DataStream, KeyedStream, WindowedStream};
+pub use dataflow::{
+    CoInput, ConnectedStreams, DataStream, KeyedCoProcessFunction, KeyedConnectedStreams,
+    KeyedStream, WindowedStream,
+};
 pub use memory::{JobSummary, MemoryEnv};
 pub use streaming_macros::pipeline;
 
@@ -311,13 +314,15 @@ pub mod __private {
         StoreFactory, SumBySpec, SumSpec, Then, TryMapStage, WatermarkStage, WindowOutput,
         WindowStage,
     };
+    pub use crate::dataflow::{AsFirst, AsIs, AsSecond, CoProcess, CombineRoots, Connected, Union};
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;
     pub use crate::memory::partition::PartitionedSource;
     pub use crate::memory::run::{MemoryRoot, PerPartition, RunMemory, SingleChain};
     pub use crate::memory::runtime::MemoryRuntime;
+    pub use crate::memory::union::UnionRoot;
     pub use crate::ops::{
-        Counters, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator, ProcessFn,
+        Convert, Counters, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator, ProcessFn,
         ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput, WatermarkState,
         WindowFunction, WindowState,
     };

@@ -13,6 +13,7 @@ mod runtime;
 mod stages;
 mod stream;
 mod types;
+mod union;
 mod window_fn;
 mod windowed;
 
@@ -26,6 +27,10 @@ pub use stages::{
 pub use stream::{Execute, PrintSink};
 pub use types::{
     CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
+};
+pub use union::{
+    AsFirst, AsIs, AsSecond, CoInput, CoProcess, CombineRoots, Connected, ConnectedStreams,
+    KeyedCoProcessFunction, KeyedConnectedStreams, Union,
 };
 pub use window_fn::{
     AggregateSpec, ApplySpec, CountSpec, MakeWindowFunction, ReduceSpec, SumBySpec, SumSpec,

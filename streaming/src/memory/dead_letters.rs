@@ -2,7 +2,7 @@
 
 use super::failures::{DeadLetter, RecordFailures};
 use super::run::{MemoryRoot, SingleChain};
-use super::MemoryRuntime;
+use super::{MemoryEnv, MemoryRuntime};
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::ops::{guard, user_error, Operator, OperatorId};
@@ -104,8 +104,8 @@ where
     type Item = R::Item;
     type Runner = SingleChain;
 
-    fn runtime(&self) -> MemoryRuntime {
-        self.root.runtime()
+    fn env(&self) -> &MemoryEnv {
+        self.root.env()
     }
 
     fn drive<O: Operator<R::Item>>(

@@ -339,8 +339,8 @@ impl<I: IntoIterator, Ts: CollectionItem<I::Item>> MemoryRoot for CollectionSour
     type Item = Ts::Out;
     type Runner = SingleChain;
 
-    fn runtime(&self) -> MemoryRuntime {
-        self.env.runtime()
+    fn env(&self) -> &MemoryEnv {
+        &self.env
     }
 
     fn drive<O: Operator<Ts::Out>>(
@@ -445,8 +445,8 @@ impl<T, S: Source<T>, Ts: SourceTimestamps> MemoryRoot for UserSource<S, T, Ts> 
     type Item = T;
     type Runner = SingleChain;
 
-    fn runtime(&self) -> MemoryRuntime {
-        self.env.runtime()
+    fn env(&self) -> &MemoryEnv {
+        &self.env
     }
 
     fn drive<O: Operator<T>>(

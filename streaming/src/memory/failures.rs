@@ -118,6 +118,12 @@ impl<'a, T> RecordFailures<'a, T> {
 
     /// The same failures, with each dead letter (and a `copy` of its record) handed to
     /// `out`.
+    /// The same policy and counters for the records of another input (a pipeline with
+    /// several inputs), keeping no dead letters of its own.
+    pub(crate) fn for_input<'b, U>(&self) -> RecordFailures<'b, U> {
+        RecordFailures::new(self.policy, Rc::clone(&self.counters))
+    }
+
     pub(crate) fn keeping<'b>(
         &self,
         copy: fn(&T) -> T,

@@ -50,6 +50,7 @@ pub(crate) mod partition;
 pub(crate) mod run;
 pub(crate) mod runtime;
 mod timestamps;
+pub(crate) mod union;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use dead_letters::WithDeadLetters;

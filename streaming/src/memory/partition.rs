@@ -270,8 +270,8 @@ impl<I: IntoIterator, KF, Ts: CollectionItem<I::Item>> MemoryRoot for Partitione
     type Item = Ts::Out;
     type Runner = PerPartition;
 
-    fn runtime(&self) -> MemoryRuntime {
-        self.env.runtime()
+    fn env(&self) -> &MemoryEnv {
+        &self.env
     }
 
     /// Drives the whole input through one chain, as one partition.

@@ -3,7 +3,7 @@
 
 use super::failures::RecordFailures;
 use super::runtime::Delivered;
-use super::MemoryRuntime;
+use super::{MemoryEnv, MemoryRuntime};
 use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan};
 use crate::ops::{Counters, Operator, OperatorId, SinkOp};
@@ -67,7 +67,13 @@ pub trait MemoryRoot: Sealed {
 
     /// The runtime stages are built with (checkpoint coordinator, counters).
     #[doc(hidden)]
-    fn runtime(&self) -> MemoryRuntime;
+    fn runtime(&self) -> MemoryRuntime {
+        self.env().runtime()
+    }
+
+    /// The environment the root's source belongs to.
+    #[doc(hidden)]
+    fn env(&self) -> &MemoryEnv;
 
     /// Opens the chain, pushes every record, the end-of-input watermark and `finish`
     /// through it, and closes it.

@@ -10,6 +10,7 @@
 mod changes;
 pub(crate) mod effects;
 mod keyed;
+mod merge;
 pub(crate) mod process;
 mod process_fn;
 mod side_output;
@@ -23,6 +24,8 @@ pub(crate) mod window;
 pub(crate) use changes::{KeyChanges, NoChanges, ProcessTracking};
 pub use keyed::KeyedTable;
 pub(crate) use keyed::{KeyedReduce, KeyedSum};
+pub use merge::Convert;
+pub(crate) use merge::{Merge, MergeInput};
 pub(crate) use process::KeyedProcess;
 pub use process::{NoTimers, OnTimer, ProcessFn, ProcessState};
 #[cfg(feature = "redis")]

@@ -1,0 +1,236 @@
+//! Plans with two inputs on the memory engine: the combined root ([`UnionRoot`]) runs the
+//! first input's chain to the end of its input, then the second's; both chains end in one
+//! [`Merge`] in front of the rest of the pipeline.
+
+use super::failures::RecordFailures;
+use super::run::{MemoryRoot, SingleChain};
+use super::{MemoryEnv, MemoryRuntime};
+use crate::dataflow::{BuildPlan, CombineRoots, Plan, Union};
+use crate::ops::{Convert, Merge, MergeInput, Operator, Shared};
+use crate::sealed::Sealed;
+use crate::Error;
+use std::marker::PhantomData;
+
+/// The root of a memory-engine plan with two inputs whose roots are `A` and `B`.
+pub struct UnionRoot<A, B> {
+    env: MemoryEnv,
+    /// The inputs' roots, once the plan is built.
+    built: Option<(A, B)>,
+}
+
+impl<A, B> Sealed for UnionRoot<A, B> {}
+
+impl<A, B> CombineRoots<B> for A
+where
+    A: MemoryRoot<Runner = SingleChain>,
+    B: MemoryRoot<Runner = SingleChain>,
+{
+    type Root = UnionRoot<A, B>;
+    type Head = Fed<A::Item, B::Item>;
+
+    fn combine(&self, _other: &B) -> UnionRoot<A, B> {
+        UnionRoot {
+            env: self.env().clone(),
+            built: None,
+        }
+    }
+}
+
+/// What a [`UnionRoot`] feeds into the chain it drives: an event of one input's chain.
+/// The built chain ([`UnionChain`]) hands each to that input's own chain.
+#[doc(hidden)]
+pub enum Fed<A, B> {
+    First(Event<A>),
+    Second(Event<B>),
+}
+
+/// One call on an input's chain.
+#[doc(hidden)]
+pub enum Event<T> {
+    Open,
+    Record(T),
+    Watermark(i64),
+    Finish,
+    Close,
+    /// The input will never run: an earlier input's run failed.
+    GiveUp,
+}
+
+/// The chains of both inputs, each ending in its [`MergeInput`] of `merge`, which feeds
+/// `M` records to the rest of the pipeline.
+struct UnionChain<CA, CB, O, M> {
+    first: CA,
+    second: CB,
+    merge: Shared<Merge<O>>,
+    _merged: PhantomData<fn(M)>,
+}
+
+/// Makes the call `event` stands for on input `input`'s `chain`.
+fn deliver<T, M, C, O>(
+    chain: &mut C,
+    event: Event<T>,
+    timestamp: i64,
+    merge: &Shared<Merge<O>>,
+    input: usize,
+) -> Result<(), Error>
+where
+    C: Operator<T>,
+    O: Operator<M>,
+{
+    match event {
+        Event::GiveUp => merge.borrow_mut().give_up::<M>(input),
+        Event::Open => chain.open(),
+        Event::Record(value) => chain.process(value, timestamp),
+        Event::Watermark(watermark) => chain.on_watermark(watermark),
+        Event::Finish => chain.finish(),
+        Event::Close => chain.close(),
+    }
+}
+
+impl<A, B, CA, CB, O, M> Operator<Fed<A, B>> for UnionChain<CA, CB, O, M>
+where
+    CA: Operator<A>,
+    CB: Operator<B>,
+    O: Operator<M>,
+{
+    fn open(&mut self) -> Result<(), Error> {
+        self.first.open().and(self.second.open())
+    }
+
+    #[inline]
+    fn process(&mut self, fed: Fed<A, B>, timestamp: i64) -> Result<(), Error> {
+        match fed {
+            Fed::First(event) => deliver(&mut self.first, event, timestamp, &self.merge, 0),
+            Fed::Second(event) => deliver(&mut self.second, event, timestamp, &self.merge, 1),
+        }
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        self.first.on_watermark(watermark)?;
+        self.second.on_watermark(watermark)
+    }
+
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        self.first.on_processing_time(now)?;
+        self.second.on_processing_time(now)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.first.finish()?;
+        self.second.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        let first = self.first.close();
+        first.and(self.second.close())
+    }
+}
+
+/// One input's side of a [`UnionRoot`]'s chain `C`: each call on it becomes a [`Fed`]
+/// event. `Other` is the other input's record type.
+struct Side<'a, C, Other, const SECOND: bool>(&'a mut C, PhantomData<fn() -> Other>);
+
+macro_rules! side {
+    ($second:literal, $variant:ident, $item:ident, $other:ident) => {
+        impl<A, B, C: Operator<Fed<A, B>>> Operator<$item> for Side<'_, C, $other, $second> {
+            fn open(&mut self) -> Result<(), Error> {
+                self.0.process(Fed::$variant(Event::Open), i64::MIN)
+            }
+            #[inline]
+            fn process(&mut self, value: $item, timestamp: i64) -> Result<(), Error> {
+                self.0
+                    .process(Fed::$variant(Event::Record(value)), timestamp)
+            }
+            fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+                self.0
+                    .process(Fed::$variant(Event::Watermark(watermark)), watermark)
+            }
+            fn finish(&mut self) -> Result<(), Error> {
+                self.0.process(Fed::$variant(Event::Finish), i64::MAX)
+            }
+            fn close(&mut self) -> Result<(), Error> {
+                self.0.process(Fed::$variant(Event::Close), i64::MAX)
+            }
+        }
+    };
+}
+side!(false, First, A, B);
+side!(true, Second, B, A);
+
+impl<A, B> MemoryRoot for UnionRoot<A, B>
+where
+    A: MemoryRoot<Runner = SingleChain>,
+    B: MemoryRoot<Runner = SingleChain>,
+{
+    type Item = Fed<A::Item, B::Item>;
+    type Runner = SingleChain;
+
+    fn env(&self) -> &MemoryEnv {
+        &self.env
+    }
+
+    /// Runs the first input to its end, then the second. A failed first input stops the
+    /// run: the second never opens, and `op` gives it up so the rest of the pipeline closes.
+    fn drive<O: Operator<Self::Item>>(
+        self,
+        mut op: O,
+        failures: &mut RecordFailures<'_, Self::Item>,
+    ) -> Result<(), Error> {
+        let Some((first, second)) = self.built else {
+            return Err(Error::Engine {
+                op: "run",
+                reason: "a pipeline with two inputs ran before it was built".into(),
+            });
+        };
+        if let Err(e) = first.drive(
+            Side::<_, B::Item, false>(&mut op, PhantomData),
+            &mut failures.for_input(),
+        ) {
+            if let Err(closing) = op.process(Fed::Second(Event::GiveUp), i64::MAX) {
+                tracing::warn!("closing the pipeline after its first input failed: {closing}");
+            }
+            return Err(e);
+        }
+        second.drive(
+            Side::<_, A::Item, true>(&mut op, PhantomData),
+            &mut failures.for_input(),
+        )
+    }
+}
+
+impl<PA, PB, CA, CB> BuildPlan<MemoryRuntime> for Union<PA, PB, CA, CB>
+where
+    PA: BuildPlan<MemoryRuntime>,
+    PB: BuildPlan<MemoryRuntime> + Plan<Time = PA::Time>,
+    PA::Root: MemoryRoot<Runner = SingleChain, Item = PA::Head>,
+    PB::Root: MemoryRoot<Runner = SingleChain, Item = PB::Head>,
+    CA: Convert<PA::Out>,
+    CB: Convert<PB::Out, Out = CA::Out>,
+{
+    fn build<O: Operator<CA::Out>>(
+        self,
+        rt: &MemoryRuntime,
+        downstream: O,
+    ) -> Result<
+        (
+            UnionRoot<PA::Root, PB::Root>,
+            impl Operator<Fed<PA::Head, PB::Head>> + use<PA, PB, CA, CB, O>,
+        ),
+        Error,
+    > {
+        let merge = Merge::shared(downstream, 2);
+        let (first_root, first) = self.first.build(rt, MergeInput::<O, CA>::new(&merge, 0))?;
+        let (second_root, second) = self.second.build(rt, MergeInput::<O, CB>::new(&merge, 1))?;
+        let mut root = self.root;
+        root.built = Some((first_root, second_root));
+        Ok((
+            root,
+            UnionChain {
+                first,
+                second,
+                merge,
+                _merged: PhantomData,
+            },
+        ))
+    }
+}
