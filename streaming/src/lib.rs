@@ -236,8 +236,8 @@ macro_rules! cfg_redis {
 
 // The builder, the memory engine and the pipeline macro.
 pub use dataflow::{
-    CoInput, ConnectedStreams, DataStream, KeyedCoProcessFunction, KeyedConnectedStreams,
-    KeyedStream, WindowedStream,
+    BoundedIntervalJoin, CoInput, ConnectedStreams, DataStream, IntervalJoin,
+    KeyedCoProcessFunction, KeyedConnectedStreams, KeyedStream, WindowedStream,
 };
 pub use memory::{JobSummary, MemoryEnv};
 pub use streaming_macros::pipeline;
@@ -314,7 +314,9 @@ pub mod __private {
         StoreFactory, SumBySpec, SumSpec, Then, TryMapStage, WatermarkStage, WindowOutput,
         WindowStage,
     };
-    pub use crate::dataflow::{AsFirst, AsIs, AsSecond, CoProcess, CombineRoots, Connected, Union};
+    pub use crate::dataflow::{
+        AsFirst, AsIs, AsSecond, CoProcess, CombineRoots, Connected, IntervalJoinFunction, Union,
+    };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;
     pub use crate::memory::partition::PartitionedSource;

@@ -7,6 +7,7 @@
 //! the engine's [`Runtime`] ([`BuildPlan`], [`StoreFactory`]) and runs or registers it.
 
 mod fragment;
+mod interval_join;
 mod keyed;
 mod plan;
 mod runtime;
@@ -18,6 +19,7 @@ mod window_fn;
 mod windowed;
 
 pub use fragment::{FragmentInput, PlaceholderPlan, Spliced};
+pub use interval_join::{BoundedIntervalJoin, IntervalJoin, IntervalJoinFunction};
 pub use plan::{BuildPlan, BuildRejectedOutput, BuildStage, Plan, Stage, Then};
 pub use runtime::{Runtime, SideOutputFactory, StoreFactory};
 pub use stages::{

@@ -263,6 +263,7 @@ where
 
     /// Keys the first input by `first` and the second by `second` (one key type), for
     /// [`KeyedConnectedStreams::process`].
+    #[allow(clippy::type_complexity)]
     pub fn key_by<K, KF1, KF2>(
         self,
         first: KF1,

@@ -1,0 +1,297 @@
+//! The keyed interval join ([`KeyedStream::interval_join`]): each element of the first
+//! input meets the second input's elements of the same key whose event time lies within
+//! bounds relative to its own.
+
+use super::plan::Plan;
+use super::types::{KeyedProcessOutput, KeyedStream};
+use super::union::{CoInput, CoProcess, CombineRoots, Connected, KeyedCoProcessFunction};
+use crate::api::{Collector, KeyedContext, ListStateDescriptor, TimerContext};
+use crate::time::{EventTime, Offers};
+use crate::{BoxError, Error};
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// Two keyed streams to join by event time, before their bounds
+/// ([`KeyedStream::interval_join`]).
+#[must_use = "an interval join does nothing until `between`, `process` and a terminal operation run it"]
+pub struct IntervalJoin<P: Plan, Q: Plan, KF, KG, K> {
+    first: KeyedStream<P, KF, K>,
+    second: KeyedStream<Q, KG, K>,
+}
+
+/// An interval join with its bounds ([`IntervalJoin::between`]).
+#[must_use = "an interval join does nothing until `process` and a terminal operation run it"]
+pub struct BoundedIntervalJoin<P: Plan, Q: Plan, KF, KG, K> {
+    join: IntervalJoin<P, Q, KF, KG, K>,
+    bounds: Bounds,
+}
+
+/// The join's bounds (ms, relative to a first-input element's event time), inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bounds {
+    lower: i64,
+    upper: i64,
+}
+
+impl Bounds {
+    /// Whether a second-input element at `second` meets a first-input element at `first`.
+    fn meet(self, first: i64, second: i64) -> bool {
+        let low = first.saturating_add(self.lower);
+        let high = first.saturating_add(self.upper);
+        low <= second && second <= high
+    }
+
+    /// When a first-input element at `t` can meet nothing more: the watermark passed
+    /// `t + upper` (or `t` itself when `upper` is negative).
+    fn first_expires(self, t: i64) -> i64 {
+        t.saturating_add(self.upper.max(0))
+    }
+
+    /// When a second-input element at `t` can meet nothing more: `t - lower` (or `t`).
+    fn second_expires(self, t: i64) -> i64 {
+        t.saturating_add(self.lower.saturating_neg().max(0))
+    }
+}
+
+impl<P, KF, K> KeyedStream<P, KF, K>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+{
+    /// Joins this keyed stream with `other`, keyed by the same key type, by event time
+    /// (Flink `KeyedStream.intervalJoin`): after [`between`](IntervalJoin::between)`(lower,
+    /// upper)`, an element `a` of this stream at time `ta` and an element `b` of `other` of
+    /// the same key at time `tb` are joined when `ta + lower <= tb <= ta + upper` (both bounds
+    /// inclusive; use `upper - 1` or `lower + 1` for an exclusive bound, times being whole
+    /// milliseconds).
+    ///
+    /// Both streams must carry event time (a compile error otherwise). Each element is
+    /// kept in the key's state until the watermark passes the last time it could still
+    /// meet an element of the other input (`ta + max(upper, 0)`, `tb + max(-lower, 0)`),
+    /// then dropped by an event-time timer. An element at or behind the watermark when
+    /// it arrives is late: like Flink, the join drops it (it is logged at WARN). A joined
+    /// pair is emitted when its second element arrives, with that element's timestamp
+    /// (Flink gives the larger of the two timestamps).
+    ///
+    /// Runs where [`union`](crate::DataStream::union) runs (the memory engine).
+    pub fn interval_join<Q, KG>(self, other: KeyedStream<Q, KG, K>) -> IntervalJoin<P, Q, KF, KG, K>
+    where
+        Q: Plan<Time = P::Time>,
+        KG: FnMut(&Q::Out) -> K,
+        P::Time: Offers<EventTime>,
+        P::Root: CombineRoots<Q::Root>,
+    {
+        IntervalJoin {
+            first: self,
+            second: other,
+        }
+    }
+}
+
+impl<P: Plan, Q: Plan, KF, KG, K> IntervalJoin<P, Q, KF, KG, K> {
+    /// The join's bounds: milliseconds relative to a first-input element's event time
+    /// (negative for "before").
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with field `lower` when `lower > upper` (nothing could ever
+    /// be joined).
+    pub fn between(
+        self,
+        lower: i64,
+        upper: i64,
+    ) -> Result<BoundedIntervalJoin<P, Q, KF, KG, K>, Error> {
+        if lower > upper {
+            return Err(Error::InvalidConfig {
+                field: "lower",
+                reason: format!("the lower bound {lower} ms is above the upper bound {upper} ms"),
+            });
+        }
+        Ok(BoundedIntervalJoin {
+            join: self,
+            bounds: Bounds { lower, upper },
+        })
+    }
+}
+
+impl<P, Q, KF, KG, K> BoundedIntervalJoin<P, Q, KF, KG, K>
+where
+    P: Plan,
+    Q: Plan<Time = P::Time>,
+    P::Root: CombineRoots<Q::Root>,
+    P::Out: Clone + 'static,
+    Q::Out: Clone + 'static,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K + Clone,
+    KG: FnMut(&Q::Out) -> K + Clone,
+{
+    /// Emits `join(a, b)` for every pair that meets (Flink `ProcessJoinFunction`, as a
+    /// closure).
+    #[allow(clippy::type_complexity)]
+    pub fn process<O, F>(
+        self,
+        join: F,
+    ) -> KeyedProcessOutput<
+        Connected<P, Q>,
+        impl FnMut(&CoInput<P::Out, Q::Out>) -> K + Clone,
+        K,
+        CoProcess<IntervalJoinFunction<P::Out, Q::Out, F>>,
+    >
+    where
+        F: FnMut(&P::Out, &Q::Out) -> O,
+    {
+        let IntervalJoin { first, second } = self.join;
+        first
+            .stream
+            .connect(second.stream)
+            .key_by(first.key_fn, second.key_fn)
+            .process(IntervalJoinFunction {
+                bounds: self.bounds,
+                join,
+                _types: PhantomData,
+            })
+    }
+}
+
+/// The keyed co-process function of an interval join: both inputs' elements buffered per
+/// key with their event times, joined as they arrive, dropped by timers.
+pub struct IntervalJoinFunction<A, B, F> {
+    bounds: Bounds,
+    join: F,
+    _types: PhantomData<fn() -> (A, B)>,
+}
+
+impl<A, B, F: Clone> Clone for IntervalJoinFunction<A, B, F> {
+    fn clone(&self) -> Self {
+        IntervalJoinFunction {
+            bounds: self.bounds,
+            join: self.join.clone(),
+            _types: PhantomData,
+        }
+    }
+}
+
+/// The key's buffered first-input elements with their event times (ms).
+fn first_buffer<A>() -> ListStateDescriptor<(A, i64)> {
+    ListStateDescriptor::new("interval_join.first")
+}
+
+/// The key's buffered second-input elements with their event times (ms).
+fn second_buffer<B>() -> ListStateDescriptor<(B, i64)> {
+    ListStateDescriptor::new("interval_join.second")
+}
+
+/// Whether an element at `timestamp` is late for the join: at or behind the watermark
+/// (which says no element at or before it is still to come), so the elements it could
+/// meet may be gone.
+fn is_late<K: Hash + Eq + Clone + 'static>(ctx: &KeyedContext<'_, K>, timestamp: i64) -> bool {
+    let watermark = ctx.current_watermark();
+    watermark != i64::MIN && timestamp <= watermark
+}
+
+impl<K, A, B, O, F> KeyedCoProcessFunction<K, A, B> for IntervalJoinFunction<A, B, F>
+where
+    K: Hash + Eq + Clone + 'static,
+    A: Clone + 'static,
+    B: Clone + 'static,
+    F: FnMut(&A, &B) -> O,
+{
+    type Out = O;
+
+    fn process_element1(
+        &mut self,
+        value: A,
+        ctx: &mut KeyedContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        let t = ctx.timestamp();
+        if is_late(ctx, t) {
+            tracing::warn!(
+                timestamp = t,
+                "interval join: a late element of the first input was dropped"
+            );
+            return Ok(());
+        }
+        for (other, tb) in ctx.state(&second_buffer::<B>())?.get() {
+            if self.bounds.meet(t, *tb) {
+                out.collect((self.join)(&value, other));
+            }
+        }
+        ctx.state(&first_buffer::<A>())?.add((value, t));
+        ctx.register_event_time_timer(self.bounds.first_expires(t))?;
+        Ok(())
+    }
+
+    fn process_element2(
+        &mut self,
+        value: B,
+        ctx: &mut KeyedContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        let t = ctx.timestamp();
+        if is_late(ctx, t) {
+            tracing::warn!(
+                timestamp = t,
+                "interval join: a late element of the second input was dropped"
+            );
+            return Ok(());
+        }
+        for (other, ta) in ctx.state(&first_buffer::<A>())?.get() {
+            if self.bounds.meet(*ta, t) {
+                out.collect((self.join)(other, &value));
+            }
+        }
+        ctx.state(&second_buffer::<B>())?.add((value, t));
+        ctx.register_event_time_timer(self.bounds.second_expires(t))?;
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut TimerContext<'_, K>,
+        _out: &mut Collector<'_, O>,
+    ) -> Result<(), BoxError> {
+        let bounds = self.bounds;
+        let mut first = ctx.state(&first_buffer::<A>())?;
+        let kept: Vec<_> = first
+            .get()
+            .iter()
+            .filter(|(_, t)| bounds.first_expires(*t) > timestamp)
+            .cloned()
+            .collect();
+        first.update(kept);
+        let mut second = ctx.state(&second_buffer::<B>())?;
+        let kept: Vec<_> = second
+            .get()
+            .iter()
+            .filter(|(_, t)| bounds.second_expires(*t) > timestamp)
+            .cloned()
+            .collect();
+        second.update(kept);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bounds;
+
+    #[test]
+    fn bounds_are_inclusive_and_expiry_never_precedes_the_element() {
+        let b = Bounds {
+            lower: -2,
+            upper: 3,
+        };
+        assert!(b.meet(10, 8) && b.meet(10, 13) && !b.meet(10, 7) && !b.meet(10, 14));
+        assert_eq!((b.first_expires(10), b.second_expires(10)), (13, 12));
+        let before = Bounds {
+            lower: -5,
+            upper: -1,
+        };
+        assert_eq!(
+            (before.first_expires(10), before.second_expires(10)),
+            (10, 15)
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! The keyed interval join on the memory engine: against a brute-force nested loop over
+//! random inputs (out of order, with and without late elements), and its bounds.
+
+use proptest::prelude::*;
+use std::time::Duration;
+use streaming::time::BoundedOutOfOrderness;
+use streaming::{Error, MemoryEnv};
+
+/// An element: (key, id), with its event time beside it.
+type Element = ((u8, u32), i64);
+/// A joined pair: (key, first id, second id).
+type Pair = (u8, u32, u32);
+
+/// Runs the join of `first` and `second` within `[lower, upper]`; with `ooo = Some(ms)`
+/// the second input gets a bounded-out-of-orderness watermark generator (so some of its
+/// elements can be late), without one only the end of input moves the watermark.
+fn join(
+    first: &[Element],
+    second: &[Element],
+    lower: i64,
+    upper: i64,
+    ooo: Option<u64>,
+) -> Vec<Pair> {
+    let env = MemoryEnv::new();
+    let a = env
+        .from_timestamped_collection(first.to_vec())
+        .key_by(|e: &(u8, u32)| e.0);
+    let b = env.from_timestamped_collection(second.to_vec());
+    let mut out = match ooo {
+        Some(ms) => {
+            let b = b
+                .assign_timestamps_and_watermarks(
+                    BoundedOutOfOrderness::new(Duration::from_millis(ms)).unwrap(),
+                )
+                .key_by(|e: &(u8, u32)| e.0);
+            a.interval_join(b)
+                .between(lower, upper)
+                .unwrap()
+                .process(|x: &(u8, u32), y: &(u8, u32)| (x.0, x.1, y.1))
+                .collect_vec()
+                .unwrap()
+        }
+        None => a
+            .interval_join(b.key_by(|e: &(u8, u32)| e.0))
+            .between(lower, upper)
+            .unwrap()
+            .process(|x: &(u8, u32), y: &(u8, u32)| (x.0, x.1, y.1))
+            .collect_vec()
+            .unwrap(),
+    };
+    out.sort_unstable();
+    out
+}
+
+/// The reference: every pair of the same key with `ta + lower <= tb <= ta + upper`, the
+/// second input's late elements (at or behind the watermark `max(t - ooo)` of the elements
+/// before them) left out. The first input runs first, before any watermark: never late.
+fn nested_loop(
+    first: &[Element],
+    second: &[Element],
+    lower: i64,
+    upper: i64,
+    ooo: Option<u64>,
+) -> Vec<Pair> {
+    let mut watermark = i64::MIN;
+    let mut out = Vec::new();
+    for &((kb, idb), tb) in second {
+        let late = ooo.is_some() && watermark != i64::MIN && tb <= watermark;
+        if let Some(ms) = ooo {
+            watermark = watermark.max(tb - ms as i64);
+        }
+        if late {
+            continue;
+        }
+        for &((ka, ida), ta) in first {
+            if ka == kb && ta + lower <= tb && tb <= ta + upper {
+                out.push((ka, ida, idb));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn elements(max: usize) -> impl Strategy<Value = Vec<Element>> {
+    prop::collection::vec((0u8..3, 0i64..200), 0..max).prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (k, t))| ((k, i as u32), t))
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn the_join_is_the_nested_loop(
+        first in elements(25),
+        second in elements(25),
+        lower in -30i64..30,
+        width in 0i64..40,
+        ooo in prop::option::of(0u64..40),
+    ) {
+        let upper = lower + width;
+        prop_assert_eq!(
+            join(&first, &second, lower, upper, ooo),
+            nested_loop(&first, &second, lower, upper, ooo)
+        );
+    }
+}
+
+#[test]
+fn both_bounds_are_inclusive() {
+    let first = [((0, 0), 100)];
+    let second = [
+        ((0, 1), 98),
+        ((0, 2), 97),
+        ((0, 3), 103),
+        ((0, 4), 104),
+        ((1, 5), 100),
+    ];
+    assert_eq!(join(&first, &second, -2, 3, None), [(0, 0, 1), (0, 0, 3)]);
+}
+
+#[test]
+fn a_lower_bound_above_the_upper_is_refused_naming_it() {
+    let env = MemoryEnv::new();
+    let a = env
+        .from_timestamped_collection(vec![(1u8, 0i64)])
+        .key_by(|x: &u8| *x);
+    let b = env
+        .from_timestamped_collection(vec![(1u8, 0i64)])
+        .key_by(|x: &u8| *x);
+    let err = a.interval_join(b).between(5, 4).err().expect("refused");
+    assert!(
+        matches!(err, Error::InvalidConfig { field: "lower", .. }),
+        "{err}"
+    );
+}
