@@ -16,6 +16,7 @@ mod stream;
 mod types;
 mod union;
 mod window_fn;
+mod window_join;
 mod windowed;
 
 pub use fragment::{FragmentInput, PlaceholderPlan, Spliced};

@@ -292,7 +292,7 @@ pub struct KeyedConnectedStreams<P: Plan, Q: Plan, KF, K>
 where
     P::Root: CombineRoots<Q::Root>,
 {
-    keyed: super::types::KeyedStream<Connected<P, Q>, KF, K>,
+    pub(super) keyed: super::types::KeyedStream<Connected<P, Q>, KF, K>,
 }
 
 impl<P, Q, KF, K> KeyedConnectedStreams<P, Q, KF, K>

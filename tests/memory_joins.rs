@@ -1,9 +1,10 @@
-//! The keyed interval join on the memory engine: against a brute-force nested loop over
-//! random inputs (out of order, with and without late elements), and its bounds.
+//! Joins on the memory engine: the keyed interval join and the window join against
+//! brute-force nested loops over random inputs (out of order; the interval join with and
+//! without late elements), bounds, and co-groups with an empty side.
 
 use proptest::prelude::*;
 use std::time::Duration;
-use streaming::time::BoundedOutOfOrderness;
+use streaming::time::{BoundedOutOfOrderness, TimeWindow, TumblingEventTimeWindows};
 use streaming::{Error, MemoryEnv};
 
 /// An element: (key, id), with its event time beside it.
@@ -108,6 +109,62 @@ proptest! {
             nested_loop(&first, &second, lower, upper, ooo)
         );
     }
+
+    #[test]
+    fn the_window_join_is_the_nested_loop(
+        first in elements(25),
+        second in elements(25),
+        size in 1i64..80,
+    ) {
+        let expected = {
+            let mut out = Vec::new();
+            for &((ka, ida), ta) in &first {
+                for &((kb, idb), tb) in &second {
+                    if ka == kb && ta.div_euclid(size) == tb.div_euclid(size) {
+                        out.push((ka, ida, idb));
+                    }
+                }
+            }
+            out.sort_unstable();
+            out
+        };
+        prop_assert_eq!(window_join(&first, &second, size), expected);
+    }
+}
+
+/// Pairs of the same key in the same tumbling window of `size` ms.
+fn window_join(first: &[Element], second: &[Element], size: i64) -> Vec<Pair> {
+    let env = MemoryEnv::new();
+    let a = env.from_timestamped_collection(first.to_vec());
+    let b = env.from_timestamped_collection(second.to_vec());
+    let mut out = a
+        .connect(b)
+        .key_by(|x: &(u8, u32)| x.0, |y: &(u8, u32)| y.0)
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(size as u64)).unwrap())
+        .join(|x, y| (x.0, x.1, y.1))
+        .collect_vec()
+        .unwrap();
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn a_co_group_sees_windows_with_one_side_empty() {
+    let env = MemoryEnv::new();
+    let clicks = env.from_timestamped_collection(vec![("ad1", 5i64), ("ad1", 15), ("ad2", 7)]);
+    let views = env.from_timestamped_collection(vec![(("ad1", 1u32), 3i64), (("ad1", 2), 8)]);
+    let mut out = clicks
+        .connect(views)
+        .key_by(|c: &&str| *c, |v: &(&str, u32)| v.0)
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(10)).unwrap())
+        .co_group(|key, window: &TimeWindow, clicks, views, out| {
+            out.collect((*key, window.start(), clicks.len(), views.len()));
+            Ok(())
+        })
+        .collect_vec()
+        .unwrap();
+    out.sort_unstable();
+    assert_eq!(out, [("ad1", 0, 1, 2), ("ad1", 10, 1, 0), ("ad2", 0, 1, 0)]);
 }
 
 #[test]
