@@ -264,7 +264,8 @@ pub mod redis;
 pub mod mq;
 
 /// The guide: testing pipelines, a service skeleton, the event-time semantics both engines
-/// follow (and where they differ from Flink), how the Redis engine runs a job and the
+/// follow (and where they differ from Flink), pipelines with several inputs (union,
+/// connect, joins), how the Redis engine runs a job and the
 /// metrics it reports, scaling out, exactly-once outputs, the admin CLI, and security (TLS,
 /// least-privilege Redis users, secrets). The crate's
 /// front page has the quick start.
@@ -274,6 +275,8 @@ pub mod mq;
 #[doc = include_str!("../docs/service.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/semantics.md")]
+#[doc = ""]
+#[doc = include_str!("../docs/several-inputs.md")]
 #[doc = ""]
 #[doc = include_str!("../docs/redis-engine.md")]
 #[doc = ""]
