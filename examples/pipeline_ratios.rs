@@ -45,6 +45,7 @@ fn main() {
             .collect::<Vec<_>>()
             .into_boxed_slice(),
     );
+    let (orders, payments) = join_inputs(100_000);
     let sink = Cell::new(0u64);
     let add = |n: u64| sink.set(sink.get().wrapping_add(black_box(n) & 1));
     let workloads: Vec<(&str, Vec<Variant<'_>>)> = vec![
@@ -108,6 +109,19 @@ fn main() {
                 (
                     "memory engine",
                     Box::new(|| value_state_fragment_memory(black_box(words), add)),
+                ),
+            ],
+        ),
+        (
+            "interval join (hand loop with the same buffering)",
+            vec![
+                (
+                    "memory engine",
+                    Box::new(|| interval_join_engine(black_box(&orders), &payments, add)),
+                ),
+                (
+                    "hand",
+                    Box::new(|| interval_join_hand(black_box(&orders), &payments, add)),
                 ),
             ],
         ),

@@ -5,7 +5,9 @@
 use super::plan::Plan;
 use super::types::{KeyedProcessOutput, KeyedStream};
 use super::union::{CoInput, CoProcess, CombineRoots, Connected, KeyedCoProcessFunction};
-use crate::api::{Collector, KeyedContext, ListStateDescriptor, TimerContext};
+use crate::api::{
+    Collector, KeyedContext, ListStateDescriptor, TimerContext, ValueStateDescriptor,
+};
 use crate::time::{EventTime, Offers};
 use crate::{BoxError, Error};
 use std::hash::Hash;
@@ -34,11 +36,16 @@ struct Bounds {
 }
 
 impl Bounds {
-    /// Whether a second-input element at `second` meets a first-input element at `first`.
-    fn meet(self, first: i64, second: i64) -> bool {
-        let low = first.saturating_add(self.lower);
-        let high = first.saturating_add(self.upper);
-        low <= second && second <= high
+    /// The times (inclusive) of the second-input elements a first-input element at `t`
+    /// meets.
+    fn seconds_met(self, t: i64) -> (i64, i64) {
+        (t.saturating_add(self.lower), t.saturating_add(self.upper))
+    }
+
+    /// The times (inclusive) of the first-input elements a second-input element at `t`
+    /// meets.
+    fn firsts_met(self, t: i64) -> (i64, i64) {
+        (t.saturating_sub(self.upper), t.saturating_sub(self.lower))
     }
 
     /// When a first-input element at `t` can meet nothing more: the watermark passed
@@ -181,6 +188,31 @@ fn second_buffer<B>() -> ListStateDescriptor<(B, i64)> {
     ListStateDescriptor::new("interval_join.second")
 }
 
+/// The time of the key's one pending cleanup timer (ms), when it has one.
+const CLEANUP: ValueStateDescriptor<i64> =
+    ValueStateDescriptor::new("interval_join.cleanup", i64::MAX);
+
+/// Makes sure the key's buffers are cleaned up by `expires`: the key keeps one cleanup
+/// timer, at the earliest time one of its elements expires (a timer per element would
+/// cost a timer-queue insertion per element; elements mostly arrive in time order, so
+/// most find the key's timer already early enough). The timer's run drops what expired
+/// and moves the timer to the next expiry.
+fn schedule_cleanup<K: Hash + Eq + Clone + 'static>(
+    ctx: &mut KeyedContext<'_, K>,
+    expires: i64,
+) -> Result<(), BoxError> {
+    let pending = ctx.state(&CLEANUP)?.get().copied();
+    if pending.is_some_and(|pending| pending <= expires) {
+        return Ok(());
+    }
+    if let Some(pending) = pending {
+        ctx.delete_event_time_timer(pending);
+    }
+    ctx.register_event_time_timer(expires)?;
+    ctx.state(&CLEANUP)?.update(expires);
+    Ok(())
+}
+
 /// Whether an element at `timestamp` is late for the join: at or behind the watermark
 /// (which says no element at or before it is still to come), so the elements it could
 /// meet may be gone.
@@ -212,13 +244,14 @@ where
             );
             return Ok(());
         }
+        let (low, high) = self.bounds.seconds_met(t);
         for (other, tb) in ctx.state(&second_buffer::<B>())?.get() {
-            if self.bounds.meet(t, *tb) {
+            if low <= *tb && *tb <= high {
                 out.collect((self.join)(&value, other));
             }
         }
         ctx.state(&first_buffer::<A>())?.add((value, t));
-        ctx.register_event_time_timer(self.bounds.first_expires(t))?;
+        schedule_cleanup(ctx, self.bounds.first_expires(t))?;
         Ok(())
     }
 
@@ -236,13 +269,14 @@ where
             );
             return Ok(());
         }
+        let (low, high) = self.bounds.firsts_met(t);
         for (other, ta) in ctx.state(&first_buffer::<A>())?.get() {
-            if self.bounds.meet(*ta, t) {
+            if low <= *ta && *ta <= high {
                 out.collect((self.join)(other, &value));
             }
         }
         ctx.state(&second_buffer::<B>())?.add((value, t));
-        ctx.register_event_time_timer(self.bounds.second_expires(t))?;
+        schedule_cleanup(ctx, self.bounds.second_expires(t))?;
         Ok(())
     }
 
@@ -253,22 +287,29 @@ where
         _out: &mut Collector<'_, O>,
     ) -> Result<(), BoxError> {
         let bounds = self.bounds;
+        // Everything the watermark passed goes at once (at the end of input: all of it).
+        let timestamp = timestamp.max(ctx.current_watermark());
         let mut first = ctx.state(&first_buffer::<A>())?;
-        let kept: Vec<_> = first
+        first.retain(|(_, t)| bounds.first_expires(*t) > timestamp);
+        let first_next = first
             .get()
             .iter()
-            .filter(|(_, t)| bounds.first_expires(*t) > timestamp)
-            .cloned()
-            .collect();
-        first.update(kept);
+            .map(|(_, t)| bounds.first_expires(*t))
+            .min();
         let mut second = ctx.state(&second_buffer::<B>())?;
-        let kept: Vec<_> = second
+        second.retain(|(_, t)| bounds.second_expires(*t) > timestamp);
+        let second_next = second
             .get()
             .iter()
-            .filter(|(_, t)| bounds.second_expires(*t) > timestamp)
-            .cloned()
-            .collect();
-        second.update(kept);
+            .map(|(_, t)| bounds.second_expires(*t))
+            .min();
+        match first_next.into_iter().chain(second_next).min() {
+            Some(time) => {
+                ctx.register_event_time_timer(time)?;
+                ctx.state(&CLEANUP)?.update(time);
+            }
+            None => ctx.state(&CLEANUP)?.clear(),
+        }
         Ok(())
     }
 }
@@ -283,7 +324,7 @@ mod tests {
             lower: -2,
             upper: 3,
         };
-        assert!(b.meet(10, 8) && b.meet(10, 13) && !b.meet(10, 7) && !b.meet(10, 14));
+        assert_eq!((b.seconds_met(10), b.firsts_met(10)), ((8, 13), (7, 12)));
         assert_eq!((b.first_expires(10), b.second_expires(10)), (13, 12));
         let before = Bounds {
             lower: -5,

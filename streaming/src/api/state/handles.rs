@@ -106,6 +106,28 @@ impl<K: Hash + Eq + Clone, T> ListState<'_, K, T> {
         self.changed.mark();
     }
 
+    /// Keeps only the elements for which `keep` returns `true`, in their order. Removing
+    /// nothing changes nothing; removing some writes the whole list back (as
+    /// [`update`](Self::update)); removing all clears it.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let Some(list) = self.entry.get_mut() else {
+            return;
+        };
+        let before = list.len();
+        list.retain(|v| keep(v));
+        if list.len() == before {
+            return;
+        }
+        if list.is_empty() {
+            self.clear();
+            return;
+        }
+        self.changed.mark();
+        if let Some(d) = &mut self.delta {
+            d.get_or_insert_with(Default::default).replaced = true;
+        }
+    }
+
     /// Replaces the whole list.
     pub fn update(&mut self, values: Vec<T>) {
         if values.is_empty() {
