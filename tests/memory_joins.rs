@@ -13,8 +13,8 @@ type Element = ((u8, u32), i64);
 type Pair = (u8, u32, u32);
 
 /// Runs the join of `first` and `second` within `[lower, upper]`; with `ooo = Some(ms)`
-/// the second input gets a bounded-out-of-orderness watermark generator (so some of its
-/// elements can be late), without one only the end of input moves the watermark.
+/// the second input's watermark trails its elements by `ms` (so some of its elements can
+/// be late); with `None` by so much that no element is.
 fn join(
     first: &[Element],
     second: &[Element],
@@ -23,32 +23,21 @@ fn join(
     ooo: Option<u64>,
 ) -> Vec<Pair> {
     let env = MemoryEnv::new();
+    let trail = Duration::from_millis(ooo.unwrap_or(1 << 40));
     let a = env
         .from_timestamped_collection(first.to_vec())
         .key_by(|e: &(u8, u32)| e.0);
-    let b = env.from_timestamped_collection(second.to_vec());
-    let mut out = match ooo {
-        Some(ms) => {
-            let b = b
-                .assign_timestamps_and_watermarks(
-                    BoundedOutOfOrderness::new(Duration::from_millis(ms)).unwrap(),
-                )
-                .key_by(|e: &(u8, u32)| e.0);
-            a.interval_join(b)
-                .between(lower, upper)
-                .unwrap()
-                .process(|x: &(u8, u32), y: &(u8, u32)| (x.0, x.1, y.1))
-                .collect_vec()
-                .unwrap()
-        }
-        None => a
-            .interval_join(b.key_by(|e: &(u8, u32)| e.0))
-            .between(lower, upper)
-            .unwrap()
-            .process(|x: &(u8, u32), y: &(u8, u32)| (x.0, x.1, y.1))
-            .collect_vec()
-            .unwrap(),
-    };
+    let b = env
+        .from_timestamped_collection(second.to_vec())
+        .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(trail).unwrap())
+        .key_by(|e: &(u8, u32)| e.0);
+    let mut out = a
+        .interval_join(b)
+        .between(lower, upper)
+        .unwrap()
+        .process(|x: &(u8, u32), y: &(u8, u32)| (x.0, x.1, y.1))
+        .collect_vec()
+        .unwrap();
     out.sort_unstable();
     out
 }

@@ -229,11 +229,7 @@ pub(crate) fn join_inputs(n: u32) -> (Orders, Payments) {
 const JOIN_UPPER_MS: i64 = 2_000;
 
 /// The interval join on the memory engine; `on_pair(order id + cents)` per joined pair.
-pub(crate) fn interval_join_engine(
-    orders: &Orders,
-    payments: &Payments,
-    on_pair: impl FnMut(u64),
-) {
+pub(crate) fn interval_join_engine(orders: &Orders, payments: &Payments, on_pair: impl FnMut(u64)) {
     let env = MemoryEnv::new();
     env.from_timestamped_collection(orders.iter().copied())
         .key_by(|o: &(u32, u32)| o.0)

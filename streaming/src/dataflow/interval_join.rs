@@ -188,6 +188,54 @@ fn second_buffer<B>() -> ListStateDescriptor<(B, i64)> {
     ListStateDescriptor::new("interval_join.second")
 }
 
+/// How an element of one input (`T`, the other input's `U`) arrives at the join.
+struct Arrival<T, U, M, X> {
+    /// `first` or `second`, for the log line of a late element.
+    input: &'static str,
+    own: ListStateDescriptor<(T, i64)>,
+    other: ListStateDescriptor<(U, i64)>,
+    /// The other input's times (inclusive) an element at `t` meets.
+    met: M,
+    /// When an element at `t` can meet nothing more.
+    expires: X,
+}
+
+impl<T, U, M, X> Arrival<T, U, M, X>
+where
+    T: Clone + 'static,
+    U: Clone + 'static,
+    M: Fn(i64) -> (i64, i64),
+    X: Fn(i64) -> i64,
+{
+    /// Unless `value` is late: `pair(value, other)` for each buffered element of the other
+    /// input it meets, then `value` joins its own input's buffer and the key's cleanup is
+    /// scheduled by its expiry.
+    fn arrive<K: Hash + Eq + Clone + 'static>(
+        self,
+        ctx: &mut KeyedContext<'_, K>,
+        value: T,
+        mut pair: impl FnMut(&T, &U),
+    ) -> Result<(), BoxError> {
+        let t = ctx.timestamp();
+        if is_late(ctx, t) {
+            let input = self.input;
+            tracing::warn!(
+                timestamp = t,
+                "interval join: a late element of the {input} input was dropped"
+            );
+            return Ok(());
+        }
+        let (low, high) = (self.met)(t);
+        for (other, time) in ctx.state(&self.other)?.get() {
+            if low <= *time && *time <= high {
+                pair(&value, other);
+            }
+        }
+        ctx.state(&self.own)?.add((value, t));
+        schedule_cleanup(ctx, (self.expires)(t))
+    }
+}
+
 /// The time of the key's one pending cleanup timer (ms), when it has one.
 const CLEANUP: ValueStateDescriptor<i64> =
     ValueStateDescriptor::new("interval_join.cleanup", i64::MAX);
@@ -236,23 +284,15 @@ where
         ctx: &mut KeyedContext<'_, K>,
         out: &mut Collector<'_, O>,
     ) -> Result<(), BoxError> {
-        let t = ctx.timestamp();
-        if is_late(ctx, t) {
-            tracing::warn!(
-                timestamp = t,
-                "interval join: a late element of the first input was dropped"
-            );
-            return Ok(());
-        }
-        let (low, high) = self.bounds.seconds_met(t);
-        for (other, tb) in ctx.state(&second_buffer::<B>())?.get() {
-            if low <= *tb && *tb <= high {
-                out.collect((self.join)(&value, other));
-            }
-        }
-        ctx.state(&first_buffer::<A>())?.add((value, t));
-        schedule_cleanup(ctx, self.bounds.first_expires(t))?;
-        Ok(())
+        let (bounds, join) = (self.bounds, &mut self.join);
+        let arrival = Arrival {
+            input: "first",
+            own: first_buffer::<A>(),
+            other: second_buffer::<B>(),
+            met: |t| bounds.seconds_met(t),
+            expires: |t| bounds.first_expires(t),
+        };
+        arrival.arrive(ctx, value, |a, b| out.collect(join(a, b)))
     }
 
     fn process_element2(
@@ -261,23 +301,15 @@ where
         ctx: &mut KeyedContext<'_, K>,
         out: &mut Collector<'_, O>,
     ) -> Result<(), BoxError> {
-        let t = ctx.timestamp();
-        if is_late(ctx, t) {
-            tracing::warn!(
-                timestamp = t,
-                "interval join: a late element of the second input was dropped"
-            );
-            return Ok(());
-        }
-        let (low, high) = self.bounds.firsts_met(t);
-        for (other, ta) in ctx.state(&first_buffer::<A>())?.get() {
-            if low <= *ta && *ta <= high {
-                out.collect((self.join)(other, &value));
-            }
-        }
-        ctx.state(&second_buffer::<B>())?.add((value, t));
-        schedule_cleanup(ctx, self.bounds.second_expires(t))?;
-        Ok(())
+        let (bounds, join) = (self.bounds, &mut self.join);
+        let arrival = Arrival {
+            input: "second",
+            own: second_buffer::<B>(),
+            other: first_buffer::<A>(),
+            met: |t| bounds.firsts_met(t),
+            expires: |t| bounds.second_expires(t),
+        };
+        arrival.arrive(ctx, value, |b, a| out.collect(join(a, b)))
     }
 
     fn on_timer(
