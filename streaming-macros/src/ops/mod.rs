@@ -53,6 +53,7 @@ mod sum_by;
 mod transform;
 mod trigger;
 mod try_map;
+mod union;
 mod window;
 mod with_ingestion_time;
 
@@ -293,6 +294,7 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &filter::SPEC,
     &flat_map::SPEC,
     &transform::SPEC,
+    &union::SPEC,
     &with_ingestion_time::SPEC,
     &assign_timestamps_and_watermarks::SPEC,
     &assign_timestamps_and_watermarks_with::SPEC,

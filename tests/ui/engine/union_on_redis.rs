@@ -1,0 +1,15 @@
+// `union` runs on the memory engine only for now: one error, at `union`.
+use streaming::mq::Message;
+use streaming::pipeline;
+use streaming::redis::{CollectSink, RedisEnv};
+
+fn main() -> Result<(), streaming::Error> {
+    let env = RedisEnv::try_new("redis://127.0.0.1:6379/")?;
+    let refunds = env.from_mq_topic("refunds", "billing");
+    pipeline! {
+        env.from_mq_topic("orders", "billing")
+            .union(refunds)
+            .map(|m: Message| m.payload.len())
+            .sink(CollectSink::new())
+    }
+}
