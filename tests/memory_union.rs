@@ -268,3 +268,35 @@ fn a_run_stopped_by_the_first_input_never_runs_the_second_and_closes_the_sink_on
     assert!(err.to_string().contains("two"), "{err}");
     assert_eq!(*sink.0.borrow(), (1, 1, vec![1]));
 }
+
+/// A record that fails after the union is the record of the input it came from: it goes to
+/// that input's dead-letter output, the other input's records run on.
+#[test]
+fn a_record_failing_after_the_union_goes_to_its_own_inputs_dead_letters() {
+    let env = MemoryEnv::new();
+    let mut first_dead = Vec::new();
+    let mut second_dead = Vec::new();
+    let a = env
+        .from_collection_with_id("a", vec![1, 2, 3])
+        .side_output_dead_letters(|d: streaming::memory::DeadLetter<i32>| {
+            first_dead.push(d.record)
+        });
+    let b = env
+        .from_collection_with_id("b", vec![20, 30])
+        .side_output_dead_letters(|d: streaming::memory::DeadLetter<i32>| {
+            second_dead.push(d.record)
+        });
+    let out = a
+        .union(b)
+        .try_map(|x: i32| {
+            if x % 2 == 0 {
+                Err::<i32, BoxError>("even".into())
+            } else {
+                Ok(x)
+            }
+        })
+        .collect_vec()
+        .unwrap();
+    assert_eq!(out, [1, 3]);
+    assert_eq!((first_dead, second_dead), (vec![2], vec![20, 30]));
+}
