@@ -45,6 +45,7 @@
 mod checkpoint;
 mod dead_letters;
 pub(crate) mod env;
+mod environment;
 pub(crate) mod failures;
 pub(crate) mod partition;
 pub(crate) mod run;
@@ -54,7 +55,7 @@ pub(crate) mod union;
 
 pub use checkpoint::CheckpointCoordinator;
 pub use dead_letters::WithDeadLetters;
-pub use env::MemoryEnv;
+pub use environment::MemoryEnv;
 pub use failures::{DeadLetter, OnRecordError};
 pub use run::JobSummary;
 pub use timestamps::{

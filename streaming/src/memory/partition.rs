@@ -1,13 +1,14 @@
 //! [`PartitionedSource`]: a collection replayed as N partitions, one chain per partition
 //! (the Redis engine's execution model on the memory engine).
 
-use super::env::{check_source_id, MemoryEnv};
+use super::env::check_source_id;
 use super::failures::RecordFailures;
 use super::run::{JobSummary, MemoryRoot, PerPartition, RunMemory};
 use super::runtime::{drive_records, Delivered};
 use super::timestamps::{
     records, CollectionItem, GivenTimestamps, IngestionTime, IngestionTimeSource, NoTimestamps,
 };
+use super::MemoryEnv;
 use super::MemoryRuntime;
 use crate::dataflow::{BuildPlan, DataStream, Plan};
 use crate::mq::partition_for_key;
