@@ -318,7 +318,8 @@ pub mod __private {
         WindowStage,
     };
     pub use crate::dataflow::{
-        AsFirst, AsIs, AsSecond, CoProcess, CombineRoots, Connected, IntervalJoinFunction, Union,
+        AsFirst, AsIs, AsSecond, CoItems, CoProcess, CombineRoots, Connected, IntervalJoinFunction,
+        Union,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;

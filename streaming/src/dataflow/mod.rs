@@ -32,8 +32,8 @@ pub use types::{
     CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
 };
 pub use union::{
-    AsFirst, AsIs, AsSecond, CoInput, CoProcess, CombineRoots, Connected, ConnectedStreams,
-    KeyedCoProcessFunction, KeyedConnectedStreams, Union,
+    AsFirst, AsIs, AsSecond, CoInput, CoItems, CoProcess, CombineRoots, Connected,
+    ConnectedStreams, KeyedCoProcessFunction, KeyedConnectedStreams, Union,
 };
 pub use window_fn::{
     AggregateSpec, ApplySpec, CountSpec, MakeWindowFunction, ReduceSpec, SumBySpec, SumSpec,

@@ -39,6 +39,26 @@ pub trait CombineRoots<Other>: Sealed {
     fn combine(&self, other: &Other) -> Self::Root;
 }
 
+/// The items [`ConnectedStreams::co_flat_map`] gets from one element: those of the first
+/// input's function or of the second's (no buffer per element).
+#[doc(hidden)]
+pub enum CoItems<I1, I2> {
+    First(I1),
+    Second(I2),
+}
+
+impl<U, I1: Iterator<Item = U>, I2: Iterator<Item = U>> Iterator for CoItems<I1, I2> {
+    type Item = U;
+
+    #[inline]
+    fn next(&mut self) -> Option<U> {
+        match self {
+            CoItems::First(items) => items.next(),
+            CoItems::Second(items) => items.next(),
+        }
+    }
+}
+
 /// Converts a union input's elements: unchanged.
 #[doc(hidden)]
 pub struct AsIs;
@@ -244,8 +264,8 @@ where
         super::plan::Then<
             Connected<P, Q>,
             super::stages::FlatMapStage<
-                impl FnMut(CoInput<P::Out, Q::Out>) -> Vec<U> + Clone,
-                Vec<U>,
+                impl FnMut(CoInput<P::Out, Q::Out>) -> CoItems<I1::IntoIter, I2::IntoIter> + Clone,
+                CoItems<I1::IntoIter, I2::IntoIter>,
             >,
         >,
     >
@@ -256,8 +276,8 @@ where
         F2: FnMut(Q::Out) -> I2 + Clone,
     {
         self.stream.flat_map(move |element| match element {
-            CoInput::First(a) => first(a).into_iter().collect(),
-            CoInput::Second(b) => second(b).into_iter().collect(),
+            CoInput::First(a) => CoItems::First(first(a).into_iter()),
+            CoInput::Second(b) => CoItems::Second(second(b).into_iter()),
         })
     }
 
