@@ -1,9 +1,11 @@
 //! Joins on the memory engine: the keyed interval join and the window join against
 //! brute-force nested loops over random inputs (out of order; the interval join with and
-//! without late elements), bounds, and co-groups with an empty side.
+//! without late elements, which go to its side outputs), bounds, and co-groups with an
+//! empty side.
 
 use proptest::prelude::*;
 use std::time::Duration;
+use streaming::api::CollectSink;
 use streaming::time::{BoundedOutOfOrderness, TimeWindow, TumblingEventTimeWindows};
 use streaming::{Error, MemoryEnv};
 
@@ -11,17 +13,13 @@ use streaming::{Error, MemoryEnv};
 type Element = ((u8, u32), i64);
 /// A joined pair: (key, first id, second id).
 type Pair = (u8, u32, u32);
+/// What a join gives: its pairs and the ids of the second input's late elements, sorted.
+type Joined = (Vec<Pair>, Vec<u32>);
 
 /// Runs the join of `first` and `second` within `[lower, upper]`; with `ooo = Some(ms)`
 /// the second input's watermark trails its elements by `ms` (so some of its elements can
 /// be late); with `None` by so much that no element is.
-fn join(
-    first: &[Element],
-    second: &[Element],
-    lower: i64,
-    upper: i64,
-    ooo: Option<u64>,
-) -> Vec<Pair> {
+fn join(first: &[Element], second: &[Element], lower: i64, upper: i64, ooo: Option<u64>) -> Joined {
     let env = MemoryEnv::new();
     let trail = Duration::from_millis(ooo.unwrap_or(1 << 40));
     let a = env
@@ -31,35 +29,47 @@ fn join(
         .from_timestamped_collection(second.to_vec())
         .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(trail).unwrap())
         .key_by(|e: &(u8, u32)| e.0);
+    let (late_firsts, late_seconds) = (CollectSink::new(), CollectSink::new());
     let mut out = a
         .interval_join(b)
         .between(lower, upper)
         .unwrap()
+        .side_output_late_firsts(late_firsts.clone())
+        .side_output_late_seconds(late_seconds.clone())
         .process(|x: &(u8, u32), y: &(u8, u32)| (x.0, x.1, y.1))
         .collect_vec()
         .unwrap();
     out.sort_unstable();
-    out
+    assert_eq!(
+        late_firsts.len(),
+        0,
+        "the first input runs before any watermark"
+    );
+    let mut late: Vec<u32> = late_seconds.snapshot().iter().map(|e| e.1).collect();
+    late.sort_unstable();
+    (out, late)
 }
 
 /// The reference: every pair of the same key with `ta + lower <= tb <= ta + upper`, the
 /// second input's late elements (at or behind the watermark `max(t - ooo)` of the elements
-/// before them) left out. The first input runs first, before any watermark: never late.
+/// before them) left out and listed. The first input runs first, before any watermark:
+/// never late.
 fn nested_loop(
     first: &[Element],
     second: &[Element],
     lower: i64,
     upper: i64,
     ooo: Option<u64>,
-) -> Vec<Pair> {
+) -> Joined {
     let mut watermark = i64::MIN;
-    let mut out = Vec::new();
+    let (mut out, mut late_ids) = (Vec::new(), Vec::new());
     for &((kb, idb), tb) in second {
         let late = ooo.is_some() && watermark != i64::MIN && tb <= watermark;
         if let Some(ms) = ooo {
             watermark = watermark.max(tb - ms as i64);
         }
         if late {
+            late_ids.push(idb);
             continue;
         }
         for &((ka, ida), ta) in first {
@@ -69,7 +79,8 @@ fn nested_loop(
         }
     }
     out.sort_unstable();
-    out
+    late_ids.sort_unstable();
+    (out, late_ids)
 }
 
 fn elements(max: usize) -> impl Strategy<Value = Vec<Element>> {
@@ -166,7 +177,7 @@ fn both_bounds_are_inclusive() {
         ((0, 4), 104),
         ((1, 5), 100),
     ];
-    assert_eq!(join(&first, &second, -2, 3, None), [(0, 0, 1), (0, 0, 3)]);
+    assert_eq!(join(&first, &second, -2, 3, None).0, [(0, 0, 1), (0, 0, 3)]);
 }
 
 #[test]
@@ -183,4 +194,36 @@ fn a_lower_bound_above_the_upper_is_refused_naming_it() {
         matches!(err, Error::InvalidConfig { field: "lower", .. }),
         "{err}"
     );
+}
+
+/// A second-input element behind the watermark joins nothing, goes to the second input's
+/// late output (not the first's) and counts as a late element of the run. (On the memory
+/// engine the first input runs first, while the second's watermark is still at its start,
+/// so its elements are never late.)
+#[test]
+fn a_late_element_goes_to_its_own_inputs_late_output() {
+    let env = MemoryEnv::new();
+    let a = env
+        .from_timestamped_collection(vec![((0u8, 9u32), 52i64)])
+        .key_by(|e: &(u8, u32)| e.0);
+    let b = env
+        .from_timestamped_collection(vec![((0u8, 0u32), 100i64), ((0, 1), 50)])
+        .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::ZERO).unwrap())
+        .key_by(|e: &(u8, u32)| e.0);
+    let (late_firsts, late_seconds) = (CollectSink::new(), CollectSink::new());
+    let pairs = CollectSink::new();
+    let summary = a
+        .interval_join(b)
+        .between(-5, 5)
+        .unwrap()
+        .side_output_late_firsts(late_firsts.clone())
+        .side_output_late_seconds(late_seconds.clone())
+        .process(|x: &(u8, u32), y: &(u8, u32)| (x.1, y.1))
+        .sink(pairs.clone())
+        .unwrap();
+    // Element 1 (at 50) would meet element 9 (at 52), but it came after the watermark 99.
+    assert_eq!(pairs.snapshot(), Vec::<(u32, u32)>::new());
+    assert_eq!(late_seconds.snapshot(), [(0, 1)]);
+    assert_eq!(late_firsts.len(), 0);
+    assert_eq!(summary.late_elements, 1);
 }

@@ -319,7 +319,7 @@ pub mod __private {
     };
     pub use crate::dataflow::{
         AsFirst, AsIs, AsSecond, CoItems, CoProcess, CombineRoots, Connected, IntervalJoinFunction,
-        Union,
+        SplitLateStage, Union,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;
@@ -328,9 +328,9 @@ pub mod __private {
     pub use crate::memory::runtime::MemoryRuntime;
     pub use crate::memory::union::UnionRoot;
     pub use crate::ops::{
-        Convert, Counters, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator, ProcessFn,
-        ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput, WatermarkState,
-        WindowFunction, WindowState,
+        Convert, Counters, JoinOutput, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator,
+        ProcessFn, ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput,
+        SplitLate, WatermarkState, WindowFunction, WindowState,
     };
     #[cfg(feature = "redis")]
     pub use crate::redis::{

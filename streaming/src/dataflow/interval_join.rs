@@ -2,13 +2,17 @@
 //! input meets the second input's elements of the same key whose event time lies within
 //! bounds relative to its own.
 
-use super::plan::Plan;
-use super::types::{KeyedProcessOutput, KeyedStream};
+use super::plan::{BuildStage, Plan, Stage, Then};
+use super::runtime::{Runtime, SideOutputFactory};
+use super::stages::KeyedProcessStage;
+use super::types::{CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream};
 use super::union::{CoInput, CoProcess, CombineRoots, Connected, KeyedCoProcessFunction};
 use crate::api::{
-    Collector, KeyedContext, ListStateDescriptor, TimerContext, ValueStateDescriptor,
+    Collector, KeyedContext, ListStateDescriptor, Sink, TimerContext, ValueStateDescriptor,
 };
-use crate::time::{EventTime, Offers};
+use crate::ops::{JoinOutput, Operator, OperatorId, SideOutput, SplitLate};
+use crate::sealed::Sealed;
+use crate::time::{EventTime, Offers, StreamTime};
 use crate::{BoxError, Error};
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -21,11 +25,16 @@ pub struct IntervalJoin<P: Plan, Q: Plan, KF, KG, K> {
     second: KeyedStream<Q, KG, K>,
 }
 
-/// An interval join with its bounds ([`IntervalJoin::between`]).
+/// An interval join with its bounds ([`IntervalJoin::between`]) and where its late
+/// elements go (`L1` for the first input's, `L2` for the second's; by default they are
+/// only counted).
 #[must_use = "an interval join does nothing until `process` and a terminal operation run it"]
-pub struct BoundedIntervalJoin<P: Plan, Q: Plan, KF, KG, K> {
+pub struct BoundedIntervalJoin<P: Plan, Q: Plan, KF, KG, K, L1 = CountLateOnly, L2 = CountLateOnly>
+{
     join: IntervalJoin<P, Q, KF, KG, K>,
     bounds: Bounds,
+    late_firsts: L1,
+    late_seconds: L2,
 }
 
 /// The join's bounds (ms, relative to a first-input element's event time), inclusive.
@@ -77,7 +86,11 @@ where
     /// kept in the key's state until the watermark passes the last time it could still
     /// meet an element of the other input (`ta + max(upper, 0)`, `tb + max(-lower, 0)`),
     /// then dropped by an event-time timer. An element at or behind the watermark when
-    /// it arrives is late: like Flink, the join drops it (it is logged at WARN). A joined
+    /// it arrives is late: like Flink, the join drops it, counts it in the run's late
+    /// elements ([`JobSummary::late_elements`](crate::JobSummary::late_elements)) and, when
+    /// asked, sends it to a side output
+    /// ([`side_output_late_firsts`](BoundedIntervalJoin::side_output_late_firsts),
+    /// [`side_output_late_seconds`](BoundedIntervalJoin::side_output_late_seconds)). A joined
     /// pair is emitted when its second element arrives, with that element's timestamp
     /// (Flink gives the larger of the two timestamps).
     ///
@@ -117,11 +130,44 @@ impl<P: Plan, Q: Plan, KF, KG, K> IntervalJoin<P, Q, KF, KG, K> {
         Ok(BoundedIntervalJoin {
             join: self,
             bounds: Bounds { lower, upper },
+            late_firsts: CountLateOnly,
+            late_seconds: CountLateOnly,
         })
     }
 }
 
-impl<P, Q, KF, KG, K> BoundedIntervalJoin<P, Q, KF, KG, K>
+impl<P: Plan, Q: Plan, KF, KG, K, L1, L2> BoundedIntervalJoin<P, Q, KF, KG, K, L1, L2> {
+    /// Sends the first input's late elements (those at or behind the watermark when they
+    /// arrive, which join nothing) to `sink` — a typed side output (Flink
+    /// `sideOutputLeftLateData`). It opens and closes with the pipeline.
+    pub fn side_output_late_firsts<S: Sink<P::Out>>(
+        self,
+        sink: S,
+    ) -> BoundedIntervalJoin<P, Q, KF, KG, K, S, L2> {
+        BoundedIntervalJoin {
+            join: self.join,
+            bounds: self.bounds,
+            late_firsts: sink,
+            late_seconds: self.late_seconds,
+        }
+    }
+
+    /// Like [`side_output_late_firsts`](Self::side_output_late_firsts) for the second
+    /// input's late elements (Flink `sideOutputRightLateData`).
+    pub fn side_output_late_seconds<S: Sink<Q::Out>>(
+        self,
+        sink: S,
+    ) -> BoundedIntervalJoin<P, Q, KF, KG, K, L1, S> {
+        BoundedIntervalJoin {
+            join: self.join,
+            bounds: self.bounds,
+            late_firsts: self.late_firsts,
+            late_seconds: sink,
+        }
+    }
+}
+
+impl<P, Q, KF, KG, K, L1, L2> BoundedIntervalJoin<P, Q, KF, KG, K, L1, L2>
 where
     P: Plan,
     Q: Plan<Time = P::Time>,
@@ -131,6 +177,8 @@ where
     K: Hash + Eq + Clone + 'static,
     KF: FnMut(&P::Out) -> K + Clone,
     KG: FnMut(&Q::Out) -> K + Clone,
+    L1: Sink<P::Out>,
+    L2: Sink<Q::Out>,
 {
     /// Emits `join(a, b)` for every pair that meets (Flink `ProcessJoinFunction`, as a
     /// closure).
@@ -138,17 +186,25 @@ where
     pub fn process<O, F>(
         self,
         join: F,
-    ) -> KeyedProcessOutput<
-        Connected<P, Q>,
-        impl FnMut(&CoInput<P::Out, Q::Out>) -> K + Clone,
-        K,
-        CoProcess<IntervalJoinFunction<P::Out, Q::Out, F>>,
+    ) -> DataStream<
+        Then<
+            Then<
+                Connected<P, Q>,
+                KeyedProcessStage<
+                    impl FnMut(&CoInput<P::Out, Q::Out>) -> K + Clone,
+                    K,
+                    CoProcess<IntervalJoinFunction<P::Out, Q::Out, F>>,
+                    (),
+                >,
+            >,
+            SplitLateStage<L1, L2>,
+        >,
     >
     where
         F: FnMut(&P::Out, &Q::Out) -> O,
     {
         let IntervalJoin { first, second } = self.join;
-        first
+        let joined: KeyedProcessOutput<_, _, K, _> = first
             .stream
             .connect(second.stream)
             .key_by(first.key_fn, second.key_fn)
@@ -156,7 +212,62 @@ where
                 bounds: self.bounds,
                 join,
                 _types: PhantomData,
-            })
+            });
+        // The split belongs to the join: it shares its position, so the ids of the
+        // operators after the join are those of any other keyed process.
+        let id = OperatorId::new(&joined.source_id, joined.position, "interval_join.late");
+        joined.replace_plan(|plan| Then {
+            plan,
+            stage: SplitLateStage {
+                id,
+                firsts: self.late_firsts,
+                seconds: self.late_seconds,
+            },
+        })
+    }
+}
+
+/// The last stage of an interval join: joined results go on, late elements go to their
+/// input's side output ([`JoinOutput`]).
+pub struct SplitLateStage<L1, L2> {
+    id: OperatorId,
+    firsts: L1,
+    seconds: L2,
+}
+
+impl<L1: Clone, L2: Clone> Clone for SplitLateStage<L1, L2> {
+    fn clone(&self) -> Self {
+        SplitLateStage {
+            id: self.id.clone(),
+            firsts: self.firsts.clone(),
+            seconds: self.seconds.clone(),
+        }
+    }
+}
+
+impl<L1, L2> Sealed for SplitLateStage<L1, L2> {}
+
+impl<O, A, B, L1, L2> Stage<JoinOutput<O, A, B>> for SplitLateStage<L1, L2> {
+    type Out = O;
+    type Time<Up: StreamTime> = Up;
+}
+
+impl<O, A, B, L1, L2, R> BuildStage<JoinOutput<O, A, B>, R> for SplitLateStage<L1, L2>
+where
+    L1: Sink<A>,
+    L2: Sink<B>,
+    R: Runtime + SideOutputFactory<A, L1> + SideOutputFactory<B, L2>,
+{
+    type Op<N: Operator<O>> = SplitLate<SideOutput<A, L1>, SideOutput<B, L2>, N>;
+
+    fn build<N: Operator<O>>(self, rt: &R, next: N) -> Result<Self::Op<N>, Error> {
+        Ok(SplitLate::new(
+            self.id,
+            rt.side_output(self.firsts),
+            rt.side_output(self.seconds),
+            rt.counters(),
+            next,
+        ))
     }
 }
 
@@ -189,9 +300,9 @@ fn second_buffer<B>() -> ListStateDescriptor<(B, i64)> {
 }
 
 /// How an element of one input (`T`, the other input's `U`) arrives at the join.
-struct Arrival<T, U, M, X> {
-    /// `first` or `second`, for the log line of a late element.
-    input: &'static str,
+struct Arrival<T, U, M, X, L> {
+    /// What the join emits for a late element of this input.
+    late: L,
     own: ListStateDescriptor<(T, i64)>,
     other: ListStateDescriptor<(U, i64)>,
     /// The other input's times (inclusive) an element at `t` meets.
@@ -200,35 +311,35 @@ struct Arrival<T, U, M, X> {
     expires: X,
 }
 
-impl<T, U, M, X> Arrival<T, U, M, X>
+impl<T, U, M, X, L> Arrival<T, U, M, X, L>
 where
     T: Clone + 'static,
     U: Clone + 'static,
     M: Fn(i64) -> (i64, i64),
     X: Fn(i64) -> i64,
 {
-    /// Unless `value` is late: `pair(value, other)` for each buffered element of the other
-    /// input it meets, then `value` joins its own input's buffer and the key's cleanup is
-    /// scheduled by its expiry.
-    fn arrive<K: Hash + Eq + Clone + 'static>(
+    /// A late `value` is emitted as `late(value)`; otherwise `pair(value, other)` is
+    /// emitted for each buffered element of the other input it meets, then `value` joins
+    /// its own input's buffer and the key's cleanup is scheduled by its expiry.
+    fn arrive<K: Hash + Eq + Clone + 'static, Out>(
         self,
         ctx: &mut KeyedContext<'_, K>,
         value: T,
-        mut pair: impl FnMut(&T, &U),
-    ) -> Result<(), BoxError> {
+        out: &mut Collector<'_, Out>,
+        mut pair: impl FnMut(&T, &U) -> Out,
+    ) -> Result<(), BoxError>
+    where
+        L: FnOnce(T) -> Out,
+    {
         let t = ctx.timestamp();
         if is_late(ctx, t) {
-            let input = self.input;
-            tracing::warn!(
-                timestamp = t,
-                "interval join: a late element of the {input} input was dropped"
-            );
+            out.collect((self.late)(value));
             return Ok(());
         }
         let (low, high) = (self.met)(t);
         for (other, time) in ctx.state(&self.other)?.get() {
             if low <= *time && *time <= high {
-                pair(&value, other);
+                out.collect(pair(&value, other));
             }
         }
         ctx.state(&self.own)?.add((value, t));
@@ -276,47 +387,47 @@ where
     B: Clone + 'static,
     F: FnMut(&A, &B) -> O,
 {
-    type Out = O;
+    type Out = JoinOutput<O, A, B>;
 
     fn process_element1(
         &mut self,
         value: A,
         ctx: &mut KeyedContext<'_, K>,
-        out: &mut Collector<'_, O>,
+        out: &mut Collector<'_, JoinOutput<O, A, B>>,
     ) -> Result<(), BoxError> {
         let (bounds, join) = (self.bounds, &mut self.join);
         let arrival = Arrival {
-            input: "first",
+            late: JoinOutput::LateFirst,
             own: first_buffer::<A>(),
             other: second_buffer::<B>(),
             met: |t| bounds.seconds_met(t),
             expires: |t| bounds.first_expires(t),
         };
-        arrival.arrive(ctx, value, |a, b| out.collect(join(a, b)))
+        arrival.arrive(ctx, value, out, |a, b| JoinOutput::Joined(join(a, b)))
     }
 
     fn process_element2(
         &mut self,
         value: B,
         ctx: &mut KeyedContext<'_, K>,
-        out: &mut Collector<'_, O>,
+        out: &mut Collector<'_, JoinOutput<O, A, B>>,
     ) -> Result<(), BoxError> {
         let (bounds, join) = (self.bounds, &mut self.join);
         let arrival = Arrival {
-            input: "second",
+            late: JoinOutput::LateSecond,
             own: second_buffer::<B>(),
             other: first_buffer::<A>(),
             met: |t| bounds.firsts_met(t),
             expires: |t| bounds.second_expires(t),
         };
-        arrival.arrive(ctx, value, |b, a| out.collect(join(a, b)))
+        arrival.arrive(ctx, value, out, |b, a| JoinOutput::Joined(join(a, b)))
     }
 
     fn on_timer(
         &mut self,
         timestamp: i64,
         ctx: &mut TimerContext<'_, K>,
-        _out: &mut Collector<'_, O>,
+        _out: &mut Collector<'_, JoinOutput<O, A, B>>,
     ) -> Result<(), BoxError> {
         let bounds = self.bounds;
         // Everything the watermark passed goes at once (at the end of input: all of it).

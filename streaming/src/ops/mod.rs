@@ -9,6 +9,7 @@
 
 mod changes;
 pub(crate) mod effects;
+mod join_output;
 mod keyed;
 mod merge;
 pub(crate) mod process;
@@ -22,6 +23,7 @@ mod watermark;
 pub(crate) mod window;
 
 pub(crate) use changes::{KeyChanges, NoChanges, ProcessTracking};
+pub use join_output::{JoinOutput, SplitLate};
 pub use keyed::KeyedTable;
 pub(crate) use keyed::{KeyedReduce, KeyedSum};
 pub use merge::Convert;
