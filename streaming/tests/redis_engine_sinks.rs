@@ -2,7 +2,8 @@
 //! `RedisIdempotentListSink`. A commit refused (another owner took the lease while the
 //! batch ran) writes none of them; once the partition is taken back, each output is in
 //! Redis once. The idempotent list drops a record whose key an earlier input produced
-//! (a producer's retried send), in the engine and standalone.
+//! (a producer's retried send), in the engine and standalone. Two jobs with one sink name
+//! write their own keys when the sinks are job-scoped, the same keys when not.
 
 mod support;
 
@@ -16,7 +17,8 @@ use serde::Serialize;
 use streaming::api::ValueStateDescriptor;
 use streaming::mq::Message;
 use streaming::redis::{
-    JobClient, RedisEnv, RedisHashSink, RedisIdempotentListSink, RedisStreamSink,
+    JobClient, RedisEnv, RedisHashSink, RedisIdempotentListSink, RedisListSink, RedisStreamSink,
+    SinkScope,
 };
 use support::engine::{earliest, setup, wait_until, EngineSetup};
 
@@ -471,4 +473,65 @@ fn the_outbox_sink_appends_in_the_commit_and_the_dispatcher_delivers_each_record
     assert_eq!(ids.len(), 6, "unique ids: {got:?}");
     assert!(got[0].0.starts_with("outbox/o/c/0/"), "{got:?}");
     assert_eq!(len(), 0, "delivered records are deleted");
+}
+
+/// Two jobs (`alpha`, `beta`) count the same topic into sinks of the same names: the
+/// job-scoped list of each holds that job's outputs only, under `{job}:{name}:{T:n}`; the
+/// shared list (the default) holds both jobs' outputs.
+#[test]
+fn job_scoped_sinks_of_two_jobs_with_one_name_write_their_own_keys() {
+    let s = setup("sinks-scoped");
+    s.rt.block_on(s.mq().create_topic("c", 1)).unwrap();
+    s.produce("c", &["a", "b", "a"].map(String::from));
+    // Sink keys carry no key prefix: names unique to this test on the shared server.
+    let (scoped, shared) = (format!("{}-own", s.prefix), format!("{}-all", s.prefix));
+    let gate = Gate::default();
+    let jobs = ["alpha", "beta"].map(|name| {
+        let config = s.config(name).build().unwrap();
+        let env = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+        let own = RedisListSink::new(scoped.clone()).unwrap().job_scoped();
+        assert_eq!(own.scope(), SinkScope::Job);
+        count_into!(env, name, gate, own);
+        count_into!(
+            env,
+            &format!("{name}-all"),
+            gate,
+            RedisListSink::new(shared.clone()).unwrap()
+        );
+        env.blocking_start().unwrap()
+    });
+    let client = redis::Client::open(s.redis.url()).unwrap();
+    let list = |base: &str| -> Vec<String> {
+        let key = RedisListSink::<Counted>::key_for(base, "c", 0);
+        s.rt.block_on(async {
+            let mut c = client.get_multiplexed_async_connection().await.unwrap();
+            c.lrange(key, 0, -1).await.unwrap()
+        })
+    };
+    let words = |values: Vec<String>| -> Vec<String> {
+        (values.iter())
+            .map(|v| {
+                let v: serde_json::Value = serde_json::from_str(v).unwrap();
+                format!("{}={}", v["word"].as_str().unwrap(), v["n"])
+            })
+            .collect()
+    };
+    let alpha = SinkScope::Job.base_name("alpha", &scoped);
+    let beta = SinkScope::Job.base_name("beta", &scoped);
+    assert_eq!(alpha, format!("alpha:{scoped}"));
+    wait_until("both jobs' outputs", &jobs[0], || {
+        list(&alpha).len() == 3 && list(&beta).len() == 3 && list(&shared).len() == 6
+    });
+    for job in &jobs {
+        job.blocking_shutdown(Duration::MAX);
+    }
+    assert_eq!(words(list(&alpha)), ["a=1", "b=1", "a=2"]);
+    assert_eq!(words(list(&beta)), ["a=1", "b=1", "a=2"]);
+    assert!(
+        list(&scoped).is_empty(),
+        "a job-scoped sink wrote the shared key"
+    );
+    let mut both = words(list(&shared));
+    both.sort();
+    assert_eq!(both, ["a=1", "a=1", "a=2", "a=2", "b=1", "b=1"]);
 }

@@ -9,7 +9,9 @@ mod two_phase;
 
 pub use context::{KeyedContext, StateRef, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
-pub use sink::{CollectSink, CommitWrite, CommitWrites, RejectedElement, Sink, TopicOutput};
+pub use sink::{
+    CollectSink, CommitWrite, CommitWrites, RejectedElement, Sink, SinkScope, TopicOutput,
+};
 pub use source::{Source, SourceContext};
 pub use state::{
     JsonCodec, ListState, ListStateDescriptor, MapState, MapStateDescriptor, SetState,

@@ -85,14 +85,48 @@ pub trait Sink<T> {
     }
 }
 
+/// Whose keys a Redis sink that writes in the batch commit writes (`RedisListSink`,
+/// `RedisHashSink`, `RedisStreamSink`, `RedisIdempotentListSink`; their `job_scoped`
+/// method chooses [`SinkScope::Job`]).
+///
+/// The default is [`Shared`](SinkScope::Shared): a sink's keys are named by the sink alone,
+/// because they are the job's output — what other services read by a name they know —
+/// as a Kafka Streams output topic is named without its application id. Choose
+/// [`Job`](SinkScope::Job) when the output belongs to the job: two jobs (or a job and its
+/// test run) that use the same sink name then write different keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SinkScope {
+    /// Keys `{name}:{T:n}`: every job that uses the name writes the same keys.
+    #[default]
+    Shared,
+    /// Keys `{job}:{name}:{T:n}`, `job` being the job name
+    /// (`RedisRuntimeConfig::job_name`).
+    Job,
+}
+
+impl SinkScope {
+    /// The base name of the keys sink `name` of job `job` writes: `name` when shared,
+    /// `{job}:{name}` for the job. Partition `n` of topic `T` then writes
+    /// `{base}:{T:n}` (pass the base to the sink's `key_for`).
+    pub fn base_name(self, job: &str, name: &str) -> String {
+        match self {
+            SinkScope::Shared => name.to_string(),
+            SinkScope::Job => format!("{job}:{name}"),
+        }
+    }
+}
+
 /// What a Redis sink buffered for the batch commit (see
 /// [`RedisListSink`](crate::redis::RedisListSink)): writes to one key per partition,
-/// `{name}:{T:n}` (the engine appends the partition's hash tag).
+/// `{name}:{T:n}` (the engine appends the partition's hash tag), or
+/// `{job}:{name}:{T:n}` for a job-scoped sink.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct CommitWrites {
     /// The key's base name.
     pub list: std::sync::Arc<str>,
+    /// Whether the job name prefixes the keys.
+    pub scope: SinkScope,
     /// The writes, in output order.
     pub write: CommitWrite,
 }

@@ -341,7 +341,7 @@ pub(crate) mod state;
 mod subtask;
 pub mod two_phase;
 
-pub use crate::api::CollectSink;
+pub use crate::api::{CollectSink, SinkScope};
 pub use config::{
     AckMode, HotKeyPolicy, ProcessingErrorResult, RedisRuntimeConfig, RedisRuntimeConfigBuilder,
     ReplicaWait, SchemaMismatchPolicy,

@@ -70,6 +70,8 @@ impl<T: Serialize> Sink<T> for RedisOutboxSink<T> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.name),
+            // The dispatcher reads the outbox by its name: never scoped to the job.
+            scope: crate::api::SinkScope::Shared,
             write: CommitWrite::OutboxAppend(std::mem::take(&mut self.pending)),
         })
     }

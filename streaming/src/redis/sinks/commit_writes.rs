@@ -1,7 +1,8 @@
 //! The Redis sinks' writes in a batch commit: each sink's buffered [`CommitWrite`] on its
-//! partition key `{name}:{T:n}`, as the commands of the commit's transaction.
+//! partition key `{name}:{T:n}` (`{job}:{name}:{T:n}` when job-scoped), as the commands of
+//! the commit's transaction.
 
-use crate::api::{CommitWrite, CommitWrites, TopicOutput};
+use crate::api::{CommitWrite, CommitWrites, SinkScope, TopicOutput};
 use crate::redis::outbox::{entry_fields, outbox_key, record_id};
 use crate::redis::state::keys::{KeyType, Written};
 use redis::Pipeline;
@@ -57,8 +58,12 @@ fn outbox_entries(outputs: Vec<TopicOutput>, at: &SinkPlace<'_>) -> Vec<Vec<(Str
 impl SinkWrite {
     pub(in crate::redis) fn new(w: CommitWrites, at: &SinkPlace<'_>) -> Self {
         let (topic, partition) = (at.topic, at.partition);
+        let base = match w.scope {
+            SinkScope::Shared => std::borrow::Cow::Borrowed(&*w.list),
+            scope => std::borrow::Cow::Owned(scope.base_name(at.job, &w.list)),
+        };
         let dedup = matches!(w.write, CommitWrite::IdempotentAppend { .. })
-            .then(|| dedup_key(&w.list, topic, partition));
+            .then(|| dedup_key(&base, topic, partition));
         let outputs = match w.write {
             CommitWrite::OutboxAppend(payloads) => payloads
                 .into_iter()
@@ -71,7 +76,7 @@ impl SinkWrite {
             CommitWrite::TopicAppend(outputs) => outputs,
             write => {
                 return SinkWrite {
-                    key: partition_key(&w.list, topic, partition),
+                    key: partition_key(&base, topic, partition),
                     dedup,
                     write,
                     marks: None,
@@ -272,6 +277,7 @@ mod tests {
         let w = SinkWrite::new(
             CommitWrites {
                 list: "topic.mid".into(),
+                scope: crate::api::SinkScope::Shared,
                 write: CommitWrite::TopicAppend(vec![
                     output(Some("k"), Some(42), "a"),
                     output(None, None, "b"),

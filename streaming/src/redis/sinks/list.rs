@@ -1,6 +1,6 @@
 //! [`RedisListSink`]: appends to a Redis list in the batch's commit.
 
-use crate::api::{CommitWrite, CommitWrites, Sink};
+use crate::api::{CommitWrite, CommitWrites, Sink, SinkScope};
 use crate::{BoxError, Error};
 use serde::Serialize;
 use std::marker::PhantomData;
@@ -59,14 +59,16 @@ impl<T: std::fmt::Display> RecordEncoding<T> for TextList {
 /// own list `{list}:{T:n}` (so `list` itself may not contain braces) — `list` followed by the partition's hash tag (see
 /// [`KeySpace::hash_tag`](crate::mq::KeySpace::hash_tag)), e.g. `totals:{orders:3}`;
 /// [`RedisListSink::key_for`] names it. Order is the output order within a partition.
-/// The key carries no job name or key prefix: two jobs (or two runs) that use the same
-/// list name on the same topic append to the same lists, so give each job its own name.
+/// The key carries no job name or key prefix by default: two jobs (or two runs) that use
+/// the same list name on the same topic append to the same lists. [`job_scoped`](Self::job_scoped)
+/// puts the job name in front (`{job}:{list}:{T:n}`).
 ///
 /// Redis engine only: on the memory engine nothing drains the buffer, and `close` fails
 /// (the terminal operation returns the error) rather than dropping the records silently.
 #[derive(Debug)]
 pub struct RedisListSink<T, E = JsonList> {
     list: Arc<str>,
+    scope: SinkScope,
     pending: Vec<String>,
     _t: PhantomData<fn(T, E)>,
 }
@@ -75,6 +77,7 @@ impl<T, E> Clone for RedisListSink<T, E> {
     fn clone(&self) -> Self {
         RedisListSink {
             list: Arc::clone(&self.list),
+            scope: self.scope,
             pending: Vec::new(),
             _t: PhantomData,
         }
@@ -125,11 +128,14 @@ impl<T> RedisListSink<T> {
     }
 }
 
+scoped_sink!(RedisListSink<T, E>);
+
 impl<T, E> RedisListSink<T, E> {
     fn encoded(list: String) -> Result<Self, Error> {
         validate_list_name(&list)?;
         Ok(RedisListSink {
             list: list.into(),
+            scope: SinkScope::Shared,
             pending: Vec::new(),
             _t: PhantomData,
         })
@@ -138,6 +144,7 @@ impl<T, E> RedisListSink<T, E> {
     fn take_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.list),
+            scope: self.scope,
             write: CommitWrite::ListAppend(std::mem::take(&mut self.pending)),
         })
     }

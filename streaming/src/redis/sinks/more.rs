@@ -10,7 +10,7 @@
 //! side outputs) commit together. They write only on the Redis engine: on the memory
 //! engine `close` fails instead of dropping what they hold.
 
-use crate::api::{CommitWrite, CommitWrites, Sink};
+use crate::api::{CommitWrite, CommitWrites, Sink, SinkScope};
 use crate::redis::sinks::commit_writes::{partition_key, IDEMPOTENT_APPEND};
 use crate::{BoxError, Error};
 use serde::Serialize;
@@ -47,14 +47,15 @@ fn unwritten(kind: &str, name: &str, n: usize) -> Result<(), BoxError> {
 /// Upserts each record as JSON into the hash `{name}:{T:n}` under the field `field(&record)`
 /// (`HSET`; a later record with the same field replaces it), in the batch commit.
 ///
-/// The key carries no job name or key prefix (like [`RedisListSink`](crate::redis::RedisListSink)'s):
-/// two jobs, or two runs, that use the same name on the same topic write the same keys, so
-/// give each job its own name. Sinks of one pipeline must not share a name across kinds (a
+/// The key carries no job name or key prefix by default (like [`RedisListSink`](crate::redis::RedisListSink)'s):
+/// two jobs, or two runs, that use the same name on the same topic write the same keys;
+/// `job_scoped` puts the job name in front (`{job}:{name}:{T:n}`). Sinks of one pipeline must not share a name across kinds (a
 /// hash sink and a stream sink both called `out`): such a commit is refused with
 /// [`Error::InvalidConfig`] (field `sink`), nothing of the batch is written and the
 /// partition stops ([`PartitionProgress::stopped`](crate::redis::PartitionProgress::stopped)).
 pub struct RedisHashSink<T> {
     name: Arc<str>,
+    scope: SinkScope,
     field: KeyFn<T>,
     pending: Vec<(String, String)>,
 }
@@ -63,6 +64,7 @@ impl<T> Clone for RedisHashSink<T> {
     fn clone(&self) -> Self {
         RedisHashSink {
             name: Arc::clone(&self.name),
+            scope: self.scope,
             field: Arc::clone(&self.field),
             pending: Vec::new(),
         }
@@ -77,6 +79,8 @@ impl<T> std::fmt::Debug for RedisHashSink<T> {
     }
 }
 
+scoped_sink!(RedisHashSink<T>);
+
 impl<T> RedisHashSink<T> {
     /// A sink upserting into the hashes `{name}:{T:n}`, field `field(&record)`.
     ///
@@ -88,6 +92,7 @@ impl<T> RedisHashSink<T> {
     ) -> Result<Self, Error> {
         Ok(RedisHashSink {
             name: validate("name", &name.into())?,
+            scope: SinkScope::Shared,
             field: Arc::new(field),
             pending: Vec::new(),
         })
@@ -113,6 +118,7 @@ impl<T: Serialize> Sink<T> for RedisHashSink<T> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.name),
+            scope: self.scope,
             write: CommitWrite::HashSet(std::mem::take(&mut self.pending)),
         })
     }
@@ -122,15 +128,16 @@ impl<T: Serialize> Sink<T> for RedisHashSink<T> {
 /// the field `v` = the record as JSON; `MAXLEN ~ max_len` when set), in the batch commit,
 /// for a service that reads it with `XREAD` / a consumer group.
 ///
-/// The key carries no job name or key prefix (like [`RedisListSink`](crate::redis::RedisListSink)'s):
-/// two jobs, or two runs, that use the same name on the same topic write the same keys, so
-/// give each job its own name. Sinks of one pipeline must not share a name across kinds (a
+/// The key carries no job name or key prefix by default (like [`RedisListSink`](crate::redis::RedisListSink)'s):
+/// two jobs, or two runs, that use the same name on the same topic write the same keys;
+/// `job_scoped` puts the job name in front (`{job}:{name}:{T:n}`). Sinks of one pipeline must not share a name across kinds (a
 /// hash sink and a stream sink both called `out`): such a commit is refused with
 /// [`Error::InvalidConfig`] (field `sink`), nothing of the batch is written and the
 /// partition stops ([`PartitionProgress::stopped`](crate::redis::PartitionProgress::stopped)).
 #[derive(Debug)]
 pub struct RedisStreamSink<T> {
     name: Arc<str>,
+    scope: SinkScope,
     max_len: Option<usize>,
     pending: Vec<Vec<(String, String)>>,
     _t: std::marker::PhantomData<fn(T)>,
@@ -140,12 +147,15 @@ impl<T> Clone for RedisStreamSink<T> {
     fn clone(&self) -> Self {
         RedisStreamSink {
             name: Arc::clone(&self.name),
+            scope: self.scope,
             max_len: self.max_len,
             pending: Vec::new(),
             _t: std::marker::PhantomData,
         }
     }
 }
+
+scoped_sink!(RedisStreamSink<T>);
 
 impl<T> RedisStreamSink<T> {
     /// A sink appending to the streams `{name}:{T:n}`; `max_len` trims each about there
@@ -163,6 +173,7 @@ impl<T> RedisStreamSink<T> {
         }
         Ok(RedisStreamSink {
             name: validate("name", &name.into())?,
+            scope: SinkScope::Shared,
             max_len,
             pending: Vec::new(),
             _t: std::marker::PhantomData,
@@ -189,6 +200,7 @@ impl<T: Serialize> Sink<T> for RedisStreamSink<T> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.name),
+            scope: self.scope,
             write: CommitWrite::StreamAdd {
                 entries: std::mem::take(&mut self.pending),
                 max_len: self.max_len,
@@ -207,12 +219,14 @@ impl<T: Serialize> Sink<T> for RedisStreamSink<T> {
 /// and also drops records whose key a *different* input already produced (a producer's
 /// retried send, a replayed dead letter). [`append`](Self::append) runs it on its own.
 ///
-/// The keys carry no job or group: give each pipeline its own `name`. Two pipelines
+/// The keys carry no job or group unless the sink is `job_scoped` (`{job}:{name}:{T:n}`,
+/// `{job}:{name}:dedup:{T:n}`): give each pipeline its own `name`. Two pipelines
 /// (say two consumer groups of one topic) with the same name share the keys, and each
 /// checks the set before its own commit, so both could append a record with the same
 /// key; likewise do not [`append`](Self::append) to a running pipeline's keys.
 pub struct RedisIdempotentListSink<T> {
     name: Arc<str>,
+    scope: SinkScope,
     key: KeyFn<T>,
     ttl: Duration,
     pending: Vec<(String, String)>,
@@ -222,6 +236,7 @@ impl<T> Clone for RedisIdempotentListSink<T> {
     fn clone(&self) -> Self {
         RedisIdempotentListSink {
             name: Arc::clone(&self.name),
+            scope: self.scope,
             key: Arc::clone(&self.key),
             ttl: self.ttl,
             pending: Vec::new(),
@@ -237,6 +252,8 @@ impl<T> std::fmt::Debug for RedisIdempotentListSink<T> {
             .finish_non_exhaustive()
     }
 }
+
+scoped_sink!(RedisIdempotentListSink<T>);
 
 impl<T> RedisIdempotentListSink<T> {
     /// A sink appending to the lists `{name}:{T:n}` once per `key(&record)` within `ttl`.
@@ -257,6 +274,7 @@ impl<T> RedisIdempotentListSink<T> {
         }
         Ok(RedisIdempotentListSink {
             name: validate("name", &name.into())?,
+            scope: SinkScope::Shared,
             key: Arc::new(key),
             ttl,
             pending: Vec::new(),
@@ -321,6 +339,7 @@ impl<T: Serialize> Sink<T> for RedisIdempotentListSink<T> {
     fn take_commit_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.name),
+            scope: self.scope,
             write: CommitWrite::IdempotentAppend {
                 ttl_ms: self.ttl_ms(),
                 items: std::mem::take(&mut self.pending),

@@ -187,6 +187,8 @@ impl<T, E> RedisTopicSink<T, E> {
     fn commit_writes(&mut self) -> Option<CommitWrites> {
         Some(CommitWrites {
             list: Arc::clone(&self.outbox),
+            // A topic is read by name by other jobs: never scoped to this one.
+            scope: crate::api::SinkScope::Shared,
             write: CommitWrite::TopicAppend(std::mem::take(&mut self.pending)),
         })
     }
