@@ -181,6 +181,36 @@ pub(crate) struct TailArgs {
     /// Only this partition.
     #[arg(long)]
     partition: Option<u32>,
+    /// Follow the list or stream sink NAME of a job that reads TOPIC instead of the topic
+    /// itself: its keys `NAME:{TOPIC:n}` (a `RedisListSink` or `RedisStreamSink`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) sink: Option<String>,
+    /// With `--sink`: the sink is job-scoped (`job_scoped()`), its keys
+    /// `JOB:NAME:{TOPIC:n}`.
+    #[arg(long, requires = "sink")]
+    pub(crate) job: Option<String>,
+}
+
+impl TailArgs {
+    /// The topic whose partitions name what is followed.
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
+    /// The partitions asked for (`--partition`), else all `n`.
+    pub(crate) fn partitions(&self, n: u32) -> Vec<u32> {
+        match self.partition {
+            Some(p) => vec![p],
+            None => (0..n).collect(),
+        }
+    }
+    /// Whether to start at the beginning (`--from-beginning`).
+    pub(crate) fn starts_at_the_beginning(&self) -> bool {
+        self.from_beginning
+    }
+    /// How many entries to print before stopping (`--count`), else no limit.
+    pub(crate) fn count(&self) -> usize {
+        self.count.unwrap_or(usize::MAX)
+    }
 }
 
 /// One message as `tail` prints it: a line for a human, an object for `--json` (one per
@@ -208,11 +238,7 @@ fn shown(m: &std::result::Result<Message, streaming::mq::MalformedEntry>, json: 
 
 /// Follows the topic's partitions, printing each message as it arrives.
 pub(crate) async fn tail(mq: &Mq, args: &TailArgs, out: &Output) -> Result<()> {
-    let n = mq.partitions(&args.topic).await?;
-    let partitions: Vec<u32> = match args.partition {
-        Some(p) => vec![p],
-        None => (0..n).collect(),
-    };
+    let partitions = args.partitions(mq.partitions(&args.topic).await?);
     let mut positions = Vec::with_capacity(partitions.len());
     for &p in &partitions {
         positions.push(match args.from_beginning {
@@ -223,7 +249,7 @@ pub(crate) async fn tail(mq: &Mq, args: &TailArgs, out: &Output) -> Result<()> {
                 .unwrap_or_else(|| "0-0".into()),
         });
     }
-    let mut left = args.count.unwrap_or(usize::MAX);
+    let mut left = args.count();
     while left > 0 {
         let mut any = false;
         for (i, &p) in partitions.iter().enumerate() {

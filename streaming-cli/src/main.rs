@@ -11,6 +11,7 @@ mod dlq;
 mod jobs;
 mod lag;
 mod output;
+mod sink_tail;
 mod state;
 mod topics;
 
@@ -70,7 +71,9 @@ enum Command {
     /// Sends messages to a topic: a payload, stdin's lines, or a JSON-lines file.
     Produce(data::ProduceArgs),
     /// Follows a topic: prints each message (partition, id, key, event time, payload) as
-    /// it arrives, without a consumer group (no consumer's position changes).
+    /// it arrives, without a consumer group (no consumer's position changes). With
+    /// `--sink NAME`, follows a job's list or stream sink on the topic's partitions
+    /// instead (partition, index or id, value).
     Tail(data::TailArgs),
     /// List, show, replay and purge dead letters.
     #[command(subcommand)]
@@ -246,7 +249,13 @@ async fn run(cli: &Cli) -> Result<()> {
         Command::Topics(cmd) => topics::run(&connect(&target, prefix).await?, cmd, &out).await,
         Command::Lag(args) => lag::run(&connect(&target, prefix).await?, args, &out).await,
         Command::Produce(args) => data::produce(&connect(&target, prefix).await?, args, &out).await,
-        Command::Tail(args) => data::tail(&connect(&target, prefix).await?, args, &out).await,
+        Command::Tail(args) => match &args.sink {
+            Some(sink) => {
+                let mq = connect(&target, prefix).await?;
+                sink_tail::tail(&mq, &target, args, sink, &out).await
+            }
+            None => data::tail(&connect(&target, prefix).await?, args, &out).await,
+        },
         Command::Dlq(cmd) => dlq::run(&connect(&target, prefix).await?, cmd, &out).await,
         Command::Jobs(cmd) => jobs::run(&connect(&target, prefix).await?, cmd, &out).await,
         // Engine state is not the queue's: a plain connection reads it.

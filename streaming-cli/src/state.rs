@@ -72,7 +72,7 @@ pub(crate) async fn run(target: &Target, cmd: &StateCommand, out: &Output) -> Re
         .keyed_state_shard_count(*shards)
         .build()?;
     let fields = key_fields(key)?;
-    let mut conn = connect(target).await?;
+    let mut conn = connect(target, "state get").await?;
     let at = (topic.as_str(), *partition, group.as_str());
     let mut tried = Vec::new();
     let unsharded = RedisRuntimeConfig::builder()
@@ -194,14 +194,19 @@ fn without_blanks(json: &str) -> String {
     out
 }
 
-async fn connect(target: &Target) -> Result<redis::aio::MultiplexedConnection> {
+/// A plain connection to the one server `target` names, for `command` (named in the error
+/// for a cluster URL).
+pub(crate) async fn connect(
+    target: &Target,
+    command: &str,
+) -> Result<redis::aio::MultiplexedConnection> {
     let url = target.url.as_str();
     let shown = redact_url(url);
     let fail =
         |e: &dyn std::fmt::Display| Failure(format!("cannot connect to Redis at `{shown}`: {e}"));
     if url.starts_with(streaming::mq::CLUSTER_SCHEME) {
         return Err(Failure(format!(
-            "`state get` reads from one Redis server, not a cluster (`{shown}`): pass the URL of the master that holds the partition's slot"
+            "`{command}` reads from one Redis server, not a cluster (`{shown}`): pass the URL of the master that holds the partition's slot"
         )));
     }
     let client = if target.tls.is_set() {

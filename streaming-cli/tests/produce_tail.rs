@@ -1,6 +1,7 @@
 //! `produce` and `tail` against a private redis-server: messages from an argument, a
 //! JSON-lines file and stdin land with their key, event time and headers; `tail` prints
-//! them from the start, or only what comes after it started, without a consumer group.
+//! them from the start, or only what comes after it started, without a consumer group;
+//! `tail --sink` follows what a job's (job-scoped) list sink wrote on every partition.
 
 mod support;
 
@@ -151,4 +152,87 @@ fn produced_messages_land_with_key_time_and_headers_and_tail_prints_them() {
         "only what came after the start: {printed}"
     );
     assert_eq!(printed.lines().count(), 1, "{printed}");
+}
+
+/// A job whose list sink is job-scoped writes `shop:seen:{orders:n}`; `tail --sink seen
+/// --job shop` prints each value with its partition and index; a hash key is refused by
+/// name; `--job` needs `--sink`.
+#[test]
+fn tail_follows_a_jobs_list_sink_on_every_partition() {
+    use streaming::mq::{StartPolicy, SubscriptionOptions};
+    use streaming::redis::{RedisEnv, RedisListSink, RedisRuntimeConfig};
+    let redis = Redis::start();
+    let rt = rt();
+    rt.block_on(redis.mq(&rt).create_topic("orders", 2))
+        .unwrap();
+    for (key, payload) in [("a", "one"), ("b", "two"), ("c", "three"), ("d", "four")] {
+        redis
+            .admin()
+            .args(["produce", "orders", payload, "--key", key])
+            .assert()
+            .success();
+    }
+    let config = RedisRuntimeConfig::builder()
+        .job_name("shop")
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
+    let earliest = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .poll_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options("orders", "g", earliest)
+        .map(|m: streaming::mq::Message| m.text().unwrap().to_uppercase())
+        .sink(RedisListSink::text("seen").unwrap().job_scoped())
+        .unwrap();
+    let job = env.blocking_start().unwrap();
+    support::await_records(&job, 4);
+    job.blocking_shutdown(Duration::from_secs(10));
+
+    let out = redis
+        .admin()
+        .args(["tail", "orders", "--sink", "seen", "--job", "shop"])
+        .args(["--from-beginning", "--count", "4", "--json"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .success();
+    let lines = json_lines(&String::from_utf8_lossy(&out.get_output().stdout));
+    let mut values: Vec<&str> = lines.iter().map(|l| l["value"].as_str().unwrap()).collect();
+    values.sort_unstable();
+    assert_eq!(values, ["FOUR", "ONE", "THREE", "TWO"]);
+    // Each partition's list from index 0, in its own order.
+    for p in [0, 1] {
+        let positions: Vec<&str> = (lines.iter())
+            .filter(|l| l["partition"] == p)
+            .map(|l| l["position"].as_str().unwrap())
+            .collect();
+        let expected: Vec<String> = (0..positions.len()).map(|i| i.to_string()).collect();
+        assert_eq!(positions, expected, "partition {p}: {lines:?}");
+    }
+
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let key = RedisListSink::<()>::key_for("latest", "orders", 0);
+    let _: () = redis::cmd("HSET")
+        .arg(&key)
+        .arg("f")
+        .arg("v")
+        .query(&mut conn)
+        .unwrap();
+    let out = redis
+        .admin()
+        .args(["tail", "orders", "--sink", "latest", "--partition", "0"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("latest:{orders:0}") && stderr.contains("is a hash"),
+        "{stderr}"
+    );
+    redis
+        .admin()
+        .args(["tail", "orders", "--job", "shop"])
+        .assert()
+        .code(2);
 }
