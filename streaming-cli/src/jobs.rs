@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use streaming::mq::Mq;
 use streaming::redis::{registered_instances, RegisteredInstance};
 
-use crate::output::{or_dash, Output, Table};
+use crate::output::{or_dash, write_out, Output, Table};
 use crate::{Failure, Result};
 
 #[derive(Debug, Subcommand)]
@@ -165,7 +165,27 @@ async fn show(mq: &Mq, job: &str, out: &Output) -> Result<()> {
     }
     let json = serde_json::to_value(&instances).map_err(|e| Failure(e.to_string()))?;
     out.print(&table, &json);
+    if !out.json {
+        write_out(&format!("\n{}", states_table(&instances).render()));
+    }
     Ok(())
+}
+
+/// The keyed states the instances' pipelines opened (each once): the `--topic`,
+/// `--group`, `--operator` and `--state` of `state get`.
+fn states_table(instances: &[RegisteredInstance]) -> Table {
+    let mut rows = std::collections::BTreeSet::new();
+    for p in instances.iter().flat_map(|i| &i.pipelines) {
+        for st in &p.states {
+            let row = [&p.topic, &p.group, &st.operator, &st.state, &st.schema];
+            rows.insert(row.map(String::clone));
+        }
+    }
+    let mut table = Table::new(&["TOPIC", "GROUP", "OPERATOR", "STATE", "TYPE"]);
+    for row in rows {
+        table.row(row.into());
+    }
+    table
 }
 
 #[cfg(test)]

@@ -259,7 +259,7 @@ async fn run(cli: &Cli) -> Result<()> {
         Command::Dlq(cmd) => dlq::run(&connect(&target, prefix).await?, cmd, &out).await,
         Command::Jobs(cmd) => jobs::run(&connect(&target, prefix).await?, cmd, &out).await,
         // Engine state is not the queue's: a plain connection reads it.
-        Command::State(cmd) => state::run(&target, cmd, &out).await,
+        Command::State(cmd) => state::run(&target, prefix, cmd, &out).await,
         Command::Checkpoints(cmd) => checkpoints::run(&target, cmd, &out).await,
         Command::Completions { .. } => unreachable!("handled before connecting"),
     }

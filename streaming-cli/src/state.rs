@@ -29,13 +29,15 @@ pub(crate) enum StateCommand {
         /// The source topic.
         #[arg(long)]
         topic: String,
-        /// The source partition (where the key's messages are).
+        /// The source partition (where the key's messages are); without it every
+        /// partition of the topic is looked in and the output names the one that holds it.
         #[arg(long)]
-        partition: u32,
+        partition: Option<u32>,
         /// The consumer group the job reads with.
         #[arg(long)]
         group: String,
-        /// The operator id, e.g. `orders.billing/2:process`.
+        /// The operator id, e.g. `orders.billing/2:process` (`jobs show` lists a running
+        /// job's states with their operators).
         #[arg(long)]
         operator: String,
         /// The state's name, e.g. `count`.
@@ -53,7 +55,70 @@ pub(crate) enum StateCommand {
     },
 }
 
-pub(crate) async fn run(target: &Target, cmd: &StateCommand, out: &Output) -> Result<()> {
+/// Where `state get` looks: the state's address but the partition.
+struct Wanted<'a> {
+    topic: &'a str,
+    group: &'a str,
+    operator: &'a str,
+    state: &'a str,
+    /// The key as the hash fields the engine may have written for it.
+    fields: Vec<String>,
+    /// The configuration that names the hashes (job, prefix, shards) and the same unsharded
+    /// (collections keep their key beside the unsharded hash).
+    config: RedisRuntimeConfig,
+    unsharded: RedisRuntimeConfig,
+}
+
+impl Wanted<'_> {
+    /// The key's stored state in `partition` as (text, JSON document), or the hashes
+    /// looked in.
+    async fn find_in(
+        &self,
+        conn: &mut redis::aio::MultiplexedConnection,
+        url: &str,
+        partition: u32,
+    ) -> Result<std::result::Result<(String, Value), Vec<String>>> {
+        let (operator, state) = (self.operator, self.state);
+        let at = (self.topic, partition, self.group);
+        let mut tried = Vec::new();
+        for field in &self.fields {
+            let base = self.unsharded.keyed_state_hash(at, operator, state, field);
+            let collection = format!("{base}:k:{field}");
+            if let Some(value) = read_collection(conn, url, &collection).await? {
+                let json =
+                    json!({ "partition": partition, "key": collection, "collection": value });
+                return Ok(Ok((format!("{value:#}"), json)));
+            }
+            let hash = self.config.keyed_state_hash(at, operator, state, field);
+            let stored: Option<String> =
+                timed(redis::cmd("HGET").arg(&hash).arg(field).query_async(conn))
+                    .await
+                    .map_err(|e| {
+                        Failure(format!("reading `{hash}` at `{}`: {e}", redact_url(url)))
+                    })?;
+            let Some(stored) = stored else {
+                tried.push(hash);
+                continue;
+            };
+            let value: Value = serde_json::from_str(&stored).map_err(|e| {
+                Failure(format!(
+                    "field `{field}` of `{hash}` is not JSON ({e}): {stored}"
+                ))
+            })?;
+            let json =
+                json!({ "partition": partition, "hash": hash, "field": field, "value": value });
+            return Ok(Ok((format!("{value:#}"), json)));
+        }
+        Ok(Err(tried))
+    }
+}
+
+pub(crate) async fn run(
+    target: &Target,
+    prefix: &str,
+    cmd: &StateCommand,
+    out: &Output,
+) -> Result<()> {
     let url = target.url.as_str();
     let StateCommand::Get {
         job,
@@ -66,52 +131,49 @@ pub(crate) async fn run(target: &Target, cmd: &StateCommand, out: &Output) -> Re
         state_prefix,
         shards,
     } = cmd;
-    let config = RedisRuntimeConfig::builder()
-        .job_name(job.as_str())
-        .state_key_prefix(state_prefix.as_str())
-        .keyed_state_shard_count(*shards)
-        .build()?;
-    let fields = key_fields(key)?;
-    let mut conn = connect(target, "state get").await?;
-    let at = (topic.as_str(), *partition, group.as_str());
-    let mut tried = Vec::new();
     let unsharded = RedisRuntimeConfig::builder()
         .job_name(job.as_str())
-        .state_key_prefix(state_prefix.as_str())
-        .build()?;
-    for field in &fields {
-        let base = unsharded.keyed_state_hash(at, operator, state, field);
-        let collection = format!("{base}:k:{field}");
-        if let Some(value) = read_collection(&mut conn, url, &collection).await? {
-            let json = json!({ "key": collection, "collection": value });
-            out.print_line(&format!("{value:#}"), &json);
-            return Ok(());
+        .state_key_prefix(state_prefix.as_str());
+    let wanted = Wanted {
+        topic,
+        group,
+        operator,
+        state,
+        fields: key_fields(key)?,
+        config: unsharded.clone().keyed_state_shard_count(*shards).build()?,
+        unsharded: unsharded.build()?,
+    };
+    let mut conn = connect(target, "state get").await?;
+    // Without `--partition`, every partition of the topic is looked in (a key's state is
+    // where its records were, which its key_by key alone does not tell).
+    let partitions: Vec<u32> = match partition {
+        Some(p) => vec![*p],
+        None => (0..crate::connect(target, prefix)
+            .await?
+            .partitions(topic)
+            .await?)
+            .collect(),
+    };
+    let mut tried = Vec::new();
+    for &p in &partitions {
+        match wanted.find_in(&mut conn, url, p).await? {
+            Ok((text, json)) => {
+                out.print_line(&text, &json);
+                return Ok(());
+            }
+            Err(hashes) => tried.extend(hashes),
         }
-        let hash = config.keyed_state_hash(at, operator, state, field);
-        let stored: Option<String> = timed(
-            redis::cmd("HGET")
-                .arg(&hash)
-                .arg(field)
-                .query_async(&mut conn),
-        )
-        .await
-        .map_err(|e| Failure(format!("reading `{hash}` at `{}`: {e}", redact_url(url))))?;
-        let Some(stored) = stored else {
-            tried.push(hash);
-            continue;
-        };
-        let value: Value = serde_json::from_str(&stored).map_err(|e| {
-            Failure(format!(
-                "field `{field}` of `{hash}` is not JSON ({e}): {stored}"
-            ))
-        })?;
-        let json = json!({ "hash": hash, "field": field, "value": value });
-        out.print_line(&format!("{value:#}"), &json);
-        return Ok(());
     }
+    let looked = match partition {
+        Some(_) => format!("`{}`", tried.join("`, `")),
+        None => format!(
+            "every partition of `{topic}` ({}), e.g. `{}`",
+            partitions.len(),
+            tried.first().map_or("", String::as_str)
+        ),
+    };
     Err(Failure(format!(
-        "no state `{state}` of operator `{operator}` for key {key} (looked in `{}`)",
-        tried.join("`, `")
+        "no state `{state}` of operator `{operator}` for key {key} (looked in {looked})"
     )))
 }
 

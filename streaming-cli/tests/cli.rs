@@ -507,6 +507,31 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         .unwrap();
     let job = env.blocking_start().unwrap();
     support::await_records(&job, 7);
+    // `jobs show` lists the states the job opened (the registry follows within a
+    // heartbeat).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while redis.json(&["jobs", "show", "wordcount"])[0]["pipelines"][0]["states"]
+        .as_array()
+        .is_none_or(|states| states.len() < 2)
+    {
+        assert!(Instant::now() < deadline, "the states were not registered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let shown = redis
+        .admin()
+        .args(["jobs", "show", "wordcount"])
+        .assert()
+        .success();
+    let shown = String::from_utf8(shown.get_output().stdout.clone()).unwrap();
+    let count_row = (shown.lines())
+        .find(|l| l.contains(" count "))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        count_row.starts_with("words  g") && count_row.contains("words.g/3:process"),
+        "{shown}"
+    );
+    assert!(count_row.ends_with("ValueState<u64> by String"), "{shown}");
+    assert!(shown.contains("letters"), "{shown}");
     let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
     job.blocking_shutdown(Duration::from_secs(10));
     let listed = redis.json(&["checkpoints", "list", "--job", "wordcount"]);
@@ -575,6 +600,23 @@ fn state_get_reads_a_jobs_keyed_state_as_json() {
         got["key"],
         "streaming:runtime:wordcount:{words:0}:g:words.g/3:process:letters:k:\"not\""
     );
+    // Without `--partition`: looked for in every partition; the answer names it.
+    let mut anywhere = get(" \"be\" ");
+    let at = anywhere.iter().position(|a| a == "--partition").unwrap();
+    anywhere.drain(at..at + 2);
+    let anywhere: Vec<&str> = anywhere.iter().map(String::as_str).collect();
+    let got = redis.json(&anywhere);
+    assert_eq!((&got["value"], &got["partition"]), (&2.into(), &0.into()));
+    let mut nowhere = get("\"never\"");
+    nowhere.drain(at..at + 2);
+    redis
+        .admin()
+        .args(nowhere)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "looked in every partition of `words` (1)",
+        ));
     redis
         .admin()
         .args(get("\"never\""))

@@ -1,5 +1,6 @@
 //! The job registry: a running instance's heartbeat key says what it owns (the same
-//! offsets as its diagnostics), disappears when the job shuts down, and reports a
+//! offsets as its diagnostics, and the keyed states it opened with their types),
+//! disappears when the job shuts down, and reports a
 //! partition that fails every batch as stalled.
 
 mod support;
@@ -102,9 +103,33 @@ fn a_running_instance_registers_its_partitions_and_leaves_on_shutdown() {
         r["heartbeat_interval_ms"].as_u64(),
         u64::try_from(s.mq_opts.lease_renew_interval.as_millis()).ok()
     );
+    let pipelines = r["pipelines"].as_array().unwrap();
+    assert_eq!(pipelines.len(), 1, "{pipelines:?}");
     assert_eq!(
-        r["pipelines"],
-        serde_json::json!([{"topic": "t", "group": "g"}])
+        (&pipelines[0]["topic"], &pipelines[0]["group"]),
+        (&"t".into(), &"g".into())
+    );
+    // The keyed states its partitions opened, with their types: what `state get` reads.
+    let states: Vec<(String, String, String)> = (pipelines[0]["states"].as_array().unwrap())
+        .iter()
+        .map(|st| {
+            let text = |f: &str| st[f].as_str().unwrap().to_string();
+            (text("operator"), text("state"), text("schema"))
+        })
+        .collect();
+    let count = states
+        .iter()
+        .find(|st| st.1 == "count")
+        .expect("the count state");
+    assert_eq!(count.2, "ValueState<u64> by String", "{states:?}");
+    assert!(
+        count.0.starts_with("t.g/") && count.0.ends_with(":process"),
+        "{states:?}"
+    );
+    assert_eq!(
+        states.len(),
+        1,
+        "the engine's own watermark is not listed: {states:?}"
     );
     for p in r["partitions"].as_array().unwrap() {
         assert_eq!((&p["topic"], &p["group"]), (&"t".into(), &"g".into()));

@@ -53,6 +53,27 @@ pub struct RegisteredPipeline {
     pub topic: String,
     /// The consumer group it reads with.
     pub group: String,
+    /// The keyed states its partitions opened in this instance, sorted by (operator,
+    /// state). A state appears once a partition holding it was taken (a process state
+    /// that `pipeline!` does not declare: once a record opened it). Empty when
+    /// `state_schema_evolution_enabled` is off (the states' types are then not checked,
+    /// nor known).
+    #[serde(default)]
+    pub states: Vec<RegisteredState>,
+}
+
+/// A keyed state of a [`RegisteredPipeline`]: where `streaming-admin state get` finds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RegisteredState {
+    /// The operator id, e.g. `orders.billing/3:process`.
+    pub operator: String,
+    /// The state's name: a descriptor's name, `panes` (a window's panes) or `rolling` (a
+    /// rolling reduce or sum). The engine's own per-partition watermark is not listed.
+    pub state: String,
+    /// Its kind, value type and key type as short Rust type names, e.g.
+    /// `ValueState<u64> by String` (the state's schema fingerprint).
+    pub schema: String,
 }
 
 /// An owned partition of a [`RegisteredInstance`] (see [`PartitionProgress`] for the
@@ -335,6 +356,15 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
             .map(|(topic, group)| RegisteredPipeline {
                 topic: topic.clone(),
                 group: group.clone(),
+                states: (job.state_catalog(topic, group).map(|c| c.entries()))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(operator, state, schema)| RegisteredState {
+                        operator,
+                        state,
+                        schema,
+                    })
+                    .collect(),
             })
             .collect(),
         partitions,

@@ -10,9 +10,10 @@ use super::subtasks::SubtaskRegistry;
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::Connection;
 use crate::mq::KeySpace;
+use crate::redis::state::schema::StateCatalog;
 use crate::redis::{AckMode, RedisRuntimeConfig};
 use crate::Error;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -36,6 +37,8 @@ pub(crate) struct JobShared {
     pub(crate) keys: KeySpace,
     /// (topic, group) of each pipeline.
     pub(crate) pipelines: Vec<(String, String)>,
+    /// The keyed states each pipeline's partitions opened here, by (topic, group).
+    catalogs: HashMap<(String, String), Arc<StateCatalog>>,
     /// The job's configuration (its options are read from here, not copied).
     pub(crate) config: RedisRuntimeConfig,
     /// Checkpoints and leadership as this process sees them.
@@ -59,6 +62,9 @@ impl JobShared {
             subtasks: SubtaskRegistry::new(config.pipeline_parallelism()),
             endpoint,
             keys: KeySpace::new(config.mq_options().key_prefix.clone()),
+            catalogs: (pipelines.iter())
+                .map(|p| (p.clone(), Arc::new(StateCatalog::default())))
+                .collect(),
             pipelines,
             config: config.clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
@@ -68,6 +74,13 @@ impl JobShared {
                 ),
             ),
         }
+    }
+
+    /// The catalog of the keyed states pipeline (`topic`, `group`) opened here.
+    pub(crate) fn state_catalog(&self, topic: &str, group: &str) -> Option<Arc<StateCatalog>> {
+        (self.catalogs.iter())
+            .find(|((t, g), _)| t == topic && g == group)
+            .map(|(_, c)| Arc::clone(c))
     }
 
     /// A connection to the job's Redis, the connect bounded by the response timeout.

@@ -103,7 +103,8 @@ where
         self.discard_outputs();
         self.runner.reset()?;
         let (config, keys, stores) = (&ctx.spec.config, self.runner.keys(), self.runner.stores());
-        self.schema = persist::open_schema(config, conn, keys, stores).await?;
+        let catalog = ctx.job.state_catalog(&ctx.spec.topic, &ctx.spec.group);
+        self.schema = persist::open_schema(config, conn, keys, stores, catalog).await?;
         self.load_state(conn).await?;
         let lease = self.owner.fenced_unless_held(ctx)?;
         let fence = self.owner.fence(ctx, &lease);

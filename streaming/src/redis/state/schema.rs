@@ -28,9 +28,34 @@ use crate::redis::RedisRuntimeConfig;
 use crate::{Error, OperatorId};
 use redis::Script;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// The keyed states a pipeline's partitions opened in this process, with their schema
+/// fingerprints: what the job registry publishes for the pipeline. Shared by the
+/// pipeline's partitions (each notes what its gate admits).
+#[derive(Debug, Default)]
+pub(crate) struct StateCatalog(Mutex<BTreeMap<(String, String), String>>);
+
+impl StateCatalog {
+    /// Notes state `state` of `operator` with its current fingerprint.
+    fn note(&self, operator: &str, state: &str, fingerprint: &str) {
+        let mut states = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (operator.to_string(), state.to_string());
+        if states.get(&key).is_none_or(|f| f != fingerprint) {
+            states.insert(key, fingerprint.to_string());
+        }
+    }
+
+    /// (operator, state, fingerprint) of every state noted, sorted.
+    pub(crate) fn entries(&self) -> Vec<(String, String, String)> {
+        let states = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (states.iter())
+            .map(|((op, state), f)| (op.clone(), state.clone(), f.clone()))
+            .collect()
+    }
+}
 
 /// The schema check of one partition's states, handed to each store by
 /// [`Persist::schema`](crate::redis::state::persist::Persist::schema). Clones share it.
@@ -49,6 +74,8 @@ struct Gate {
     clears: Vec<(String, String)>,
     /// Fields cleared (their stored entries are not loaded).
     cleared: HashSet<String>,
+    /// Where the states admitted are noted for the job registry.
+    catalog: Option<Arc<StateCatalog>>,
 }
 
 fn field(operator: &str, state: &str) -> String {
@@ -68,7 +95,14 @@ impl SchemaGate {
             writes: HashMap::new(),
             clears: Vec::new(),
             cleared: HashSet::new(),
+            catalog: None,
         })))
+    }
+
+    /// The same gate, noting each state it admits in `catalog`.
+    pub(crate) fn with_catalog(self, catalog: Arc<StateCatalog>) -> Self {
+        self.0.borrow_mut().catalog = Some(catalog);
+        self
     }
 
     /// Checks state `state` of `operator` against its stored fingerprint before its stored
@@ -78,6 +112,17 @@ impl SchemaGate {
     /// # Errors
     /// [`Error::StateSchema`] on a mismatch under [`SchemaMismatchPolicy::Fail`].
     pub fn admit(&self, operator: &str, state: &str, fingerprint: &str) -> Result<bool, Error> {
+        let decided = self.decide(operator, state, fingerprint);
+        if decided.is_ok() {
+            if let Some(catalog) = &self.0.borrow().catalog {
+                catalog.note(operator, state, fingerprint);
+            }
+        }
+        decided
+    }
+
+    /// [`admit`](Self::admit)'s decision.
+    fn decide(&self, operator: &str, state: &str, fingerprint: &str) -> Result<bool, Error> {
         let mut g = self.0.borrow_mut();
         let f = field(operator, state);
         let stored = match g.stored.get(&f) {
@@ -218,6 +263,26 @@ mod tests {
     fn gate(policy: SchemaMismatchPolicy) -> SchemaGate {
         let stored = HashMap::from([("op/count".to_string(), "ValueState<u64> by String".into())]);
         SchemaGate::new(policy, "job".into(), stored)
+    }
+
+    /// The catalog gets each state admitted with its current fingerprint, once, and not a
+    /// state refused.
+    #[test]
+    fn the_catalog_notes_what_the_gate_admits() {
+        let catalog = Arc::new(StateCatalog::default());
+        let g = gate(SchemaMismatchPolicy::Fail).with_catalog(Arc::clone(&catalog));
+        assert!(g.admit("op", "count", "ValueState<u64> by String").unwrap());
+        assert!(g.admit("op", "count", "ValueState<u64> by String").unwrap());
+        assert!(g.admit("op", "seen", "SetState<String> by String").unwrap());
+        assert!(g.admit("op", "count", "ValueState<i8> by String").is_err());
+        let entry = |state: &str, f: &str| ("op".to_string(), state.to_string(), f.to_string());
+        assert_eq!(
+            catalog.entries(),
+            [
+                entry("count", "ValueState<u64> by String"),
+                entry("seen", "SetState<String> by String")
+            ]
+        );
     }
 
     type Pairs = Vec<(String, String)>;

@@ -78,8 +78,9 @@ fn fields_of<'k, K: Serialize + 'k>(
 pub(crate) type DynStore = Rc<RefCell<dyn Persist>>;
 
 /// Fetches the partition's stored state fingerprints and hands the schema check to every
-/// store (a store checks the states whose types it knows at once). `None` when
-/// `state_schema_evolution_enabled` is off or there is no store.
+/// store (a store checks the states whose types it knows at once); the states it admits
+/// are noted in `catalog`. `None` when `state_schema_evolution_enabled` is off or there is
+/// no store.
 ///
 /// # Errors
 /// [`Error::Redis`]; [`Error::StateSchema`] from a store's check.
@@ -88,12 +89,17 @@ pub(crate) async fn open_schema(
     conn: &mut Connection,
     keys: &StateKeys,
     stores: &[(OperatorId, DynStore)],
+    catalog: Option<std::sync::Arc<crate::redis::state::schema::StateCatalog>>,
 ) -> Result<Option<SchemaGate>, Error> {
     if stores.is_empty() {
         return Ok(None);
     }
     let Some(gate) = crate::redis::state::schema::fetch(config, conn, keys).await? else {
         return Ok(None);
+    };
+    let gate = match catalog {
+        Some(catalog) => gate.with_catalog(catalog),
+        None => gate,
     };
     for (op, store) in stores {
         store.borrow_mut().schema(op.as_str(), &gate)?;
