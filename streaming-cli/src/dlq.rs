@@ -41,6 +41,10 @@ pub(crate) enum DlqCommand {
         topic: String,
         #[command(flatten)]
         selection: Selection,
+        /// With `--id`: replay it with this payload instead of its own (a corrected
+        /// message; key, headers and timestamp stay).
+        #[arg(long, requires = "id")]
+        payload: Option<String>,
     },
     /// Deletes the matching dead letters.
     Purge {
@@ -118,7 +122,11 @@ pub(crate) async fn run(mq: &Mq, cmd: &DlqCommand, out: &Output) -> Result<()> {
             out.print_line(&show_text(&d), &detail_json(&d));
             Ok(())
         }
-        DlqCommand::Replay { topic, selection } => replay(mq, topic, selection, out).await,
+        DlqCommand::Replay {
+            topic,
+            selection,
+            payload,
+        } => replay(mq, topic, selection, payload.as_deref(), out).await,
         DlqCommand::Purge { topic, selection } => purge(mq, topic, selection, out).await,
     }
 }
@@ -194,12 +202,24 @@ async fn select(mq: &Mq, topic: &str, selection: &Selection) -> Result<Vec<DeadL
     scan(mq, topic, &selection.filter, usize::MAX).await
 }
 
-async fn replay(mq: &Mq, topic: &str, selection: &Selection, out: &Output) -> Result<()> {
+async fn replay(
+    mq: &Mq,
+    topic: &str,
+    selection: &Selection,
+    payload: Option<&str>,
+    out: &Output,
+) -> Result<()> {
     let mut table = Table::new(&["PARTITION", "DLQ-ID", "NEW-ID"]);
     let mut json = Vec::new();
     for d in select(mq, topic, selection).await? {
         // `None`: someone else replayed or purged it meanwhile.
-        let new_id = mq.replay_dead_letter(topic, d.partition, &d.dlq_id).await?;
+        let new_id = match payload {
+            Some(p) => {
+                (mq.replay_dead_letter_with_payload(topic, d.partition, &d.dlq_id, p.as_bytes()))
+                    .await?
+            }
+            None => mq.replay_dead_letter(topic, d.partition, &d.dlq_id).await?,
+        };
         table.row(vec![
             d.partition.to_string(),
             d.dlq_id.clone(),

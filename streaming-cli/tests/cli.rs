@@ -364,6 +364,31 @@ fn dlq_replay_puts_the_message_back_once() {
     let described = d.redis.json(&["topics", "describe", "jobs"]);
     assert_eq!(described["partition_info"][0]["length"], 6);
     assert_eq!(described["partition_info"][0]["dead_letters"], 2);
+    // A corrected payload: the message goes back with it (same key and original id).
+    let other = d.dlq_id(0);
+    let original = d.listed[0]["original_id"].as_str().unwrap().to_owned();
+    let fixed = d.redis.json(&[
+        "dlq",
+        "replay",
+        "jobs",
+        "--id",
+        &other,
+        "--payload",
+        "corrected",
+    ]);
+    assert_eq!(fixed[0]["dlq_id"], other.as_str());
+    let again = read(&d.rt, &mut d.reader);
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].text().unwrap(), "corrected");
+    assert_eq!(
+        again[0].headers.get(HEADER_ORIGINAL_ID).map(String::as_str),
+        Some(original.as_str())
+    );
+    d.redis
+        .admin()
+        .args(["dlq", "replay", "jobs", "--all", "--payload", "x"])
+        .assert()
+        .code(2);
 }
 
 #[test]

@@ -165,6 +165,76 @@ async fn retries_keep_the_message_then_dead_letter_with_headers_and_replay() {
     sub.stop().await.unwrap();
 }
 
+/// A dead letter replayed with a corrected payload goes back once with that payload and
+/// the original key, headers, timestamp and id; the handler then accepts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_replays_with_a_corrected_payload() {
+    let redis = TestRedis::shared();
+    let mq = connect(redis.url(), fast_options("replay-edit").build().unwrap()).await;
+    mq.create_topic("t", 1).await.unwrap();
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let sub = mq
+        .subscribe(
+            "t",
+            "g",
+            move |m: Message| {
+                let sink = sink.clone();
+                async move {
+                    let good = m.payload.starts_with(b"{");
+                    sink.lock().unwrap().push(m);
+                    if good {
+                        HandleResult::Success
+                    } else {
+                        HandleResult::DeadLetter(Failure::new("decode", "not JSON"))
+                    }
+                }
+            },
+            sub_opts(),
+        )
+        .await
+        .unwrap();
+    let bad = OutgoingMessage::new("n=1")
+        .key("k")
+        .header("h1", "v1")
+        .timestamp_ms(777);
+    let (_, first_id) = mq.producer().send_message("t", &bad).await.unwrap();
+    let dead = eventually("dead-lettered", DEADLINE, || async {
+        let d = mq.dead_letters("t", 10).await.unwrap();
+        (!d.is_empty()).then_some(d)
+    })
+    .await;
+    let fixed = mq
+        .replay_dead_letter_with_payload("t", 0, &dead[0].dlq_id, b"{\"n\": 1}")
+        .await
+        .unwrap()
+        .expect("replayed");
+    assert_eq!(
+        mq.replay_dead_letter_with_payload("t", 0, &dead[0].dlq_id, b"{}")
+            .await
+            .unwrap(),
+        None,
+        "a dead letter replays once"
+    );
+    let replayed = eventually("the corrected delivery", DEADLINE, || async {
+        (seen.lock().unwrap().iter())
+            .find(|m| m.id == fixed)
+            .cloned()
+    })
+    .await;
+    assert_eq!(&replayed.payload[..], b"{\"n\": 1}");
+    assert_eq!(replayed.key.as_deref(), Some("k"));
+    assert_eq!(replayed.headers.get("h1").map(String::as_str), Some("v1"));
+    assert_eq!(replayed.timestamp_ms, 777);
+    assert_eq!(replayed.original_id(), first_id);
+    assert!(
+        mq.dead_letters("t", 10).await.unwrap().is_empty(),
+        "accepted this time"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    sub.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_waits_for_its_backoff_in_the_schedule() {
     let redis = TestRedis::shared();

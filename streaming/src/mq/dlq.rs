@@ -9,7 +9,8 @@ use std::sync::LazyLock;
 
 use crate::mq::lease::Fence;
 use crate::mq::message::{
-    encode_fields, parse_entries, RawEntry, F_RETRY_COUNT, F_RETRY_GROUP, HEADER_ORIGINAL_ID,
+    encode_fields, parse_entries, RawEntry, F_PAYLOAD, F_RETRY_COUNT, F_RETRY_GROUP,
+    HEADER_ORIGINAL_ID,
 };
 use crate::mq::packed::{array_len, unpack_fields, PACKED_FIELD};
 use crate::mq::retry::truncate;
@@ -283,6 +284,7 @@ pub(crate) async fn replay(
     topic: &str,
     partition: u32,
     dlq_id: &str,
+    payload: Option<&[u8]>,
 ) -> Result<Option<String>, Error> {
     let v: Value = redis::cmd("XRANGE")
         .arg(keys.dlq(topic, partition))
@@ -293,7 +295,11 @@ pub(crate) async fn replay(
     let Some(entry) = parse_entries(v)?.into_iter().next() else {
         return Ok(None);
     };
-    let fields = replay_fields(&entry, topic, partition, dlq_id)?;
+    let mut fields = replay_fields(&entry, topic, partition, dlq_id)?;
+    if let Some(payload) = payload {
+        fields.retain(|(f, _)| f != F_PAYLOAD.as_bytes());
+        fields.push((F_PAYLOAD.as_bytes().to_vec(), payload.to_vec()));
+    }
     let mut inv = REPLAY.key(keys.dlq(topic, partition));
     inv.key(keys.stream(topic, partition)).arg(dlq_id);
     for (f, v) in fields {

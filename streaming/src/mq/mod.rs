@@ -553,7 +553,35 @@ impl Mq {
     ) -> Result<Option<String>, Error> {
         validate_name("topic", topic)?;
         let mut conn = self.conn.clone();
-        dlq::replay(&mut conn, &self.keys, topic, partition, dlq_id).await
+        dlq::replay(&mut conn, &self.keys, topic, partition, dlq_id, None).await
+    }
+
+    /// Like [`replay_dead_letter`](Self::replay_dead_letter), with `payload` in place of
+    /// the dead letter's payload (key, headers, timestamp and addressing as replayed):
+    /// corrects a message whose payload failed (bad JSON, say) before it goes back. For a
+    /// malformed entry (one that did not decode) only the payload field is replaced; its
+    /// other fields go back as they are.
+    ///
+    /// # Errors
+    /// As [`replay_dead_letter`](Self::replay_dead_letter).
+    pub async fn replay_dead_letter_with_payload(
+        &self,
+        topic: &str,
+        partition: u32,
+        dlq_id: &str,
+        payload: &[u8],
+    ) -> Result<Option<String>, Error> {
+        validate_name("topic", topic)?;
+        let mut conn = self.conn.clone();
+        dlq::replay(
+            &mut conn,
+            &self.keys,
+            topic,
+            partition,
+            dlq_id,
+            Some(payload),
+        )
+        .await
     }
 
     /// Deletes every dead letter of `topic`; returns how many there were.
