@@ -70,6 +70,20 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
+    /// The dead letters of `partition`, gave up on by `group`, of `error_type` (each
+    /// `None`: any).
+    pub(crate) fn new(
+        partition: Option<u32>,
+        group: Option<String>,
+        error_type: Option<String>,
+    ) -> Self {
+        Filter {
+            partition,
+            group,
+            error_type,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.partition.is_none() && self.group.is_none() && self.error_type.is_none()
     }
@@ -132,7 +146,12 @@ pub(crate) async fn run(mq: &Mq, cmd: &DlqCommand, out: &Output) -> Result<()> {
 }
 
 /// Up to `limit` dead letters of `topic` that `filter` matches, by partition, oldest first.
-async fn scan(mq: &Mq, topic: &str, filter: &Filter, limit: usize) -> Result<Vec<DeadLetter>> {
+pub(crate) async fn scan(
+    mq: &Mq,
+    topic: &str,
+    filter: &Filter,
+    limit: usize,
+) -> Result<Vec<DeadLetter>> {
     let n = partitions(mq, topic).await?;
     let parts = match filter.partition {
         Some(p) if p >= n => return Err(partition_out_of_range(topic, p, n)),

@@ -46,13 +46,13 @@ pub(crate) fn age(at_ms: u64, now_ms: u64) -> String {
 
 /// Whether `i` missed a heartbeat: its record is older than two intervals (it expires
 /// after three), so the instance was killed, stalled or cut off from Redis.
-fn late(i: &RegisteredInstance, now_ms: u64) -> bool {
+pub(crate) fn late(i: &RegisteredInstance, now_ms: u64) -> bool {
     i.heartbeat_interval_ms > 0
         && now_ms.saturating_sub(i.heartbeat_at_ms) > i.heartbeat_interval_ms.saturating_mul(2)
 }
 
 /// The heartbeat column: the record's age, marked `(late)` when [`late`].
-fn heartbeat_text(i: &RegisteredInstance, now_ms: u64) -> String {
+pub(crate) fn heartbeat_text(i: &RegisteredInstance, now_ms: u64) -> String {
     let a = age(i.heartbeat_at_ms, now_ms);
     if late(i, now_ms) {
         format!("{a} (late)")
@@ -64,7 +64,7 @@ fn heartbeat_text(i: &RegisteredInstance, now_ms: u64) -> String {
 /// A partition's watermark as the table shows it: the event time as a UTC time with
 /// milliseconds (`2026-12-05T01:02:03.456Z`), or `end of input` once an idle flush
 /// advanced it to the end (`i64::MAX`); the JSON keeps the number.
-fn watermark_text(watermark: i64) -> String {
+pub(crate) fn watermark_text(watermark: i64) -> String {
     match watermark {
         i64::MAX => "end of input".to_string(),
         i64::MIN => "none yet".to_string(),

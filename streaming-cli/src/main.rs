@@ -6,6 +6,7 @@
 //! error, from clap).
 
 mod checkpoints;
+mod console;
 mod data;
 mod dlq;
 mod jobs;
@@ -87,6 +88,9 @@ enum Command {
     /// A Redis engine job's checkpoints.
     #[command(subcommand)]
     Checkpoints(checkpoints::CheckpointsCommand),
+    /// Serves a web console: jobs and their partitions, topics, dead letters (edit,
+    /// replay, delete) and keyed state; refreshes by itself.
+    Serve(console::ServeArgs),
     /// Prints a shell completion script, e.g.
     /// `streaming-admin completions bash > /etc/bash_completion.d/streaming-admin`.
     Completions {
@@ -217,6 +221,7 @@ impl Secrets {
 }
 
 /// Where the CLI connects: the URL and its TLS options.
+#[derive(Clone)]
 pub(crate) struct Target {
     pub(crate) url: String,
     pub(crate) tls: TlsOptions,
@@ -261,6 +266,9 @@ async fn run(cli: &Cli) -> Result<()> {
         // Engine state is not the queue's: a plain connection reads it.
         Command::State(cmd) => state::run(&target, prefix, cmd, &out).await,
         Command::Checkpoints(cmd) => checkpoints::run(&target, cmd, &out).await,
+        Command::Serve(args) => {
+            console::serve(connect(&target, prefix).await?, &target, prefix, args).await
+        }
         Command::Completions { .. } => unreachable!("handled before connecting"),
     }
 }

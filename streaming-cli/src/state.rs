@@ -119,7 +119,6 @@ pub(crate) async fn run(
     cmd: &StateCommand,
     out: &Output,
 ) -> Result<()> {
-    let url = target.url.as_str();
     let StateCommand::Get {
         job,
         topic,
@@ -131,49 +130,90 @@ pub(crate) async fn run(
         state_prefix,
         shards,
     } = cmd;
-    let unsharded = RedisRuntimeConfig::builder()
-        .job_name(job.as_str())
-        .state_key_prefix(state_prefix.as_str());
-    let wanted = Wanted {
+    let at = StateAt {
+        job,
         topic,
         group,
         operator,
         state,
+        state_prefix,
+        shards: *shards,
+    };
+    let (text, json) = look_up(target, prefix, &at, key, *partition).await?;
+    out.print_line(&text, &json);
+    Ok(())
+}
+
+/// Which keyed state a lookup reads, and how the job names its keys.
+pub(crate) struct StateAt<'a> {
+    pub(crate) job: &'a str,
+    pub(crate) topic: &'a str,
+    pub(crate) group: &'a str,
+    pub(crate) operator: &'a str,
+    pub(crate) state: &'a str,
+    /// `RedisRuntimeConfig::state_key_prefix`.
+    pub(crate) state_prefix: &'a str,
+    /// `RedisRuntimeConfig::keyed_state_shard_count`.
+    pub(crate) shards: u32,
+}
+
+/// The stored state of `key` (JSON text) as (pretty text, JSON document naming where it
+/// was found), in `partition` or else in every partition of the topic.
+///
+/// # Errors
+/// The key has no such state, or Redis failed.
+pub(crate) async fn look_up(
+    target: &Target,
+    prefix: &str,
+    at: &StateAt<'_>,
+    key: &str,
+    partition: Option<u32>,
+) -> Result<(String, Value)> {
+    let unsharded = RedisRuntimeConfig::builder()
+        .job_name(at.job)
+        .state_key_prefix(at.state_prefix);
+    let wanted = Wanted {
+        topic: at.topic,
+        group: at.group,
+        operator: at.operator,
+        state: at.state,
         fields: key_fields(key)?,
-        config: unsharded.clone().keyed_state_shard_count(*shards).build()?,
+        config: unsharded
+            .clone()
+            .keyed_state_shard_count(at.shards)
+            .build()?,
         unsharded: unsharded.build()?,
     };
     let mut conn = connect(target, "state get").await?;
-    // Without `--partition`, every partition of the topic is looked in (a key's state is
+    // Without a partition, every partition of the topic is looked in (a key's state is
     // where its records were, which its key_by key alone does not tell).
     let partitions: Vec<u32> = match partition {
-        Some(p) => vec![*p],
+        Some(p) => vec![p],
         None => (0..crate::connect(target, prefix)
             .await?
-            .partitions(topic)
+            .partitions(at.topic)
             .await?)
             .collect(),
     };
     let mut tried = Vec::new();
     for &p in &partitions {
-        match wanted.find_in(&mut conn, url, p).await? {
-            Ok((text, json)) => {
-                out.print_line(&text, &json);
-                return Ok(());
-            }
+        match wanted.find_in(&mut conn, &target.url, p).await? {
+            Ok(found) => return Ok(found),
             Err(hashes) => tried.extend(hashes),
         }
     }
     let looked = match partition {
         Some(_) => format!("`{}`", tried.join("`, `")),
         None => format!(
-            "every partition of `{topic}` ({}), e.g. `{}`",
+            "every partition of `{}` ({}), e.g. `{}`",
+            at.topic,
             partitions.len(),
             tried.first().map_or("", String::as_str)
         ),
     };
     Err(Failure(format!(
-        "no state `{state}` of operator `{operator}` for key {key} (looked in {looked})"
+        "no state `{}` of operator `{}` for key {key} (looked in {looked})",
+        at.state, at.operator
     )))
 }
 
