@@ -2,7 +2,8 @@
 //! WebDriver (Debian's `chromium` and `chromium-driver`), against a private Redis with a
 //! running job. The token is asked for and a wrong one refused; the jobs page shows the
 //! partition with its lag; a dead letter edited and replayed from the page is processed
-//! once; a read-only console refuses the replay; off loopback a token is required.
+//! once; a read-only console refuses the replay; the topics page draws sparklines; off
+//! loopback a token is required.
 //!
 //! `STREAMING_CONSOLE_SCREENSHOT=PATH` also writes the jobs page's screenshot to PATH
 //! (the README's picture comes from here).
@@ -331,7 +332,7 @@ fn a_read_only_console_refuses_changes_and_off_loopback_needs_a_token() {
     };
     wait_for("the dead letter", || dead().len() == 1);
     let id = dead()[0].dlq_id.clone();
-    let (_console, base) = serve(&redis, &["--read-only"]);
+    let (_console, base) = serve(&redis, &["--read-only", "--refresh", "1"]);
     let (_driver, driver_port) = chromedriver();
     rt.block_on(async {
         let c = browser(driver_port).await;
@@ -347,6 +348,22 @@ fn a_read_only_console_refuses_changes_and_off_loopback_needs_a_token() {
             facts.contains("decode") || facts.contains("user_function"),
             "{facts}"
         );
+        // The topics page draws each topic's recent entries/s and lag once sampled twice
+        // (every refresh interval: 1 s here).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            c.goto(&format!("{base}/topics")).await.unwrap();
+            if c.find(Locator::Css("svg.sparkline.lag polyline"))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no sparkline");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let trend = element(&c, "#topics td.trend").await.text().await.unwrap();
+        assert!(trend.contains("/s") && trend.contains("lag 0"), "{trend}");
         c.close().await.unwrap();
     });
     let replay = format!("/dlq/orders/0/{id}/replay");

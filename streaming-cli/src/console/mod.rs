@@ -9,6 +9,7 @@
 
 mod actions;
 mod auth;
+mod history;
 mod html;
 mod pages;
 
@@ -52,6 +53,8 @@ pub(crate) struct Console {
     read_only: bool,
     token: Option<String>,
     refresh: u32,
+    /// The topics' recent entries and lag (the topics page's sparklines).
+    history: history::History,
 }
 
 /// The token `args` give, from `--token` (or its environment variable) or the file.
@@ -125,7 +128,14 @@ pub(crate) async fn serve(mq: Mq, target: &Target, prefix: &str, args: &ServeArg
         read_only: args.read_only,
         token,
         refresh: args.refresh,
+        history: history::History::default(),
     });
+    // Samples for the sparklines: every refresh interval (every 5 s when pages do not
+    // refresh).
+    let every =
+        std::time::Duration::from_secs(u64::from(if args.refresh == 0 { 5 } else { args.refresh }));
+    let sampled = Arc::clone(&console);
+    tokio::spawn(async move { sampled.history.run(sampled.mq.clone(), every).await });
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure(format!("cannot listen on {}: {e}", args.listen)))?;

@@ -132,7 +132,7 @@ pub(super) async fn topics(State(c): State<Arc<Console>>) -> Response {
     }
     let body = html! {
         table #topics {
-            tr { th { "Topic" } th { "Partitions" } th { "Entries" } th { "Retries due" } th { "Dead letters" } th { "Lag by group" } }
+            tr { th { "Topic" } th { "Partitions" } th { "Entries" } th { "Retries due" } th { "Dead letters" } th { "Lag by group" } th { "Recent entries/s and lag" } }
             @for t in &rows {
                 @let parts = &t.partition_info;
                 tr {
@@ -142,6 +142,7 @@ pub(super) async fn topics(State(c): State<Arc<Console>>) -> Response {
                     td.num { (parts.iter().map(|p| p.retry_scheduled).sum::<u64>()) }
                     td.num { a href=(format!("/dlq/{}", t.name)) { (parts.iter().map(|p| p.dead_letters).sum::<u64>()) } }
                     td { (group_lags(parts)) }
+                    td.trend { (c.history.sparklines(&t.name)) }
                 }
             }
         }
