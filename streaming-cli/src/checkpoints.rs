@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use serde_json::json;
 use streaming::mq::MqOptions;
-use streaming::redis::{CheckpointStatus, RedisEnv, RedisRuntimeConfig};
+use streaming::redis::{Checkpoint, CheckpointStatus, RedisEnv, RedisRuntimeConfig};
 
 use crate::output::{Output, Table};
 use crate::{Failure, Result, Target};
@@ -23,25 +23,54 @@ pub(crate) enum CheckpointsCommand {
     },
 }
 
-pub(crate) async fn run(target: &Target, cmd: &CheckpointsCommand, out: &Output) -> Result<()> {
+/// Job `job`'s checkpoints stored under `checkpoint_prefix`, by id.
+///
+/// # Errors
+/// Reading them failed (the URL redacted in the message).
+pub(crate) async fn list(
+    target: &Target,
+    job: &str,
+    checkpoint_prefix: &str,
+) -> Result<Vec<Checkpoint>> {
     let url = target.url.as_str();
-    let CheckpointsCommand::List {
-        job,
-        checkpoint_prefix,
-    } = cmd;
     let mq = MqOptions::builder().tls(target.tls.clone()).build()?;
     let config = RedisRuntimeConfig::builder()
-        .job_name(job.as_str())
-        .checkpoint_key_prefix(checkpoint_prefix.as_str())
+        .job_name(job)
+        .checkpoint_key_prefix(checkpoint_prefix)
         .mq_options(mq)
         .build()?;
     let env = RedisEnv::try_with_config(url, config)?;
-    let list = env.checkpoints().await.map_err(|e| {
+    env.checkpoints().await.map_err(|e| {
         Failure(format!(
             "reading checkpoints at `{}`: {e}",
             streaming::mq::redact_url(url)
         ))
-    })?;
+    })
+}
+
+/// A checkpoint's status as printed.
+pub(crate) fn status_text(status: &CheckpointStatus) -> &'static str {
+    match status {
+        CheckpointStatus::Pending => "pending",
+        CheckpointStatus::Complete => "complete",
+        CheckpointStatus::Failed => "failed",
+        CheckpointStatus::Deleting => "deleting",
+    }
+}
+
+/// How long checkpoint `c` took, e.g. `12 ms` (`-` while it runs).
+pub(crate) fn took_text(c: &Checkpoint) -> String {
+    c.finished_at_ms.map_or("-".into(), |f| {
+        format!("{} ms", f.saturating_sub(c.started_at_ms))
+    })
+}
+
+pub(crate) async fn run(target: &Target, cmd: &CheckpointsCommand, out: &Output) -> Result<()> {
+    let CheckpointsCommand::List {
+        job,
+        checkpoint_prefix,
+    } = cmd;
+    let list = list(target, job, checkpoint_prefix).await?;
     let mut table = Table::new(&[
         "id",
         "status",
@@ -54,15 +83,8 @@ pub(crate) async fn run(target: &Target, cmd: &CheckpointsCommand, out: &Output)
     ]);
     let now = crate::jobs::now_ms();
     for c in &list {
-        let status = match c.status {
-            CheckpointStatus::Pending => "pending",
-            CheckpointStatus::Complete => "complete",
-            CheckpointStatus::Failed => "failed",
-            CheckpointStatus::Deleting => "deleting",
-        };
-        let took = c.finished_at_ms.map_or("-".into(), |f| {
-            format!("{} ms", f.saturating_sub(c.started_at_ms))
-        });
+        let status = status_text(&c.status);
+        let took = took_text(c);
         let pipelines: Vec<String> = (c.pipelines.iter())
             .map(|p| format!("{}/{}×{}", p.topic, p.group, p.partitions))
             .collect();

@@ -214,6 +214,10 @@ fn the_console_shows_the_job_and_replays_an_edited_dead_letter_once() {
                 .len()
                 == 1
     });
+    let checkpoint = job
+        .blocking_trigger_checkpoint_now()
+        .unwrap()
+        .expect("a checkpoint");
     let (_console, base) = serve(&redis, &["--token", "s3cret"]);
     let (_driver, driver_port) = chromedriver();
     rt.block_on(async {
@@ -253,6 +257,18 @@ fn the_console_shows_the_job_and_replays_an_edited_dead_letter_once() {
         if let Ok(path) = std::env::var("STREAMING_CONSOLE_SCREENSHOT") {
             std::fs::write(path, &shot).unwrap();
         }
+
+        // The job's checkpoints, from its link in the jobs page.
+        element(&c, "#instances a").await.click().await.unwrap();
+        let status = element(&c, "#checkpoints td.status")
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(status, "complete");
+        let id = element(&c, "#checkpoints td").await.text().await.unwrap();
+        assert_eq!(id, checkpoint.id.to_string());
+        c.back().await.unwrap();
 
         // A key's state, from the state's link in the jobs page.
         element(&c, "#states a").await.click().await.unwrap();

@@ -104,6 +104,7 @@ fn router(console: Arc<Console>) -> Router {
             post(actions::delete),
         )
         .route("/state", get(pages::state))
+        .route("/checkpoints/{job}", get(pages::checkpoints))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&console),
             auth::require,

@@ -34,7 +34,8 @@ pub(super) async fn jobs(State(c): State<Arc<Console>>) -> Response {
             tr { th { "Job" } th { "Instance" } th { "Parallelism" } th { "Paused" } th { "Heartbeat" } th { "Partitions" } th { "Stalled" } }
             @for i in &instances {
                 tr class=[late(i, now).then_some("bad")] {
-                    td { (i.job) } td { (i.instance) } td.num { (i.parallelism) } td { (i.paused) }
+                    td { (i.job) " " a.muted href=(format!("/checkpoints/{}", i.job)) { "checkpoints" } }
+                    td { (i.instance) } td.num { (i.parallelism) } td { (i.paused) }
                     td { (heartbeat_text(i, now)) " ago" } td.num { (i.partitions.len()) }
                     td.num { (i.partitions.iter().filter(|p| p.stalled).count()) }
                 }
@@ -373,4 +374,35 @@ pub(super) async fn state(State(c): State<Arc<Console>>, Query(q): Query<StateQu
         }
     };
     page(&c, "Keyed state", None, body)
+}
+
+/// A job's checkpoints (under the default `checkpoint_key_prefix`).
+pub(super) async fn checkpoints(
+    State(c): State<Arc<Console>>,
+    Path(job): Path<String>,
+) -> Response {
+    let title = format!("Checkpoints of {job}");
+    let prefix = streaming::redis::RedisRuntimeConfig::default();
+    let list = match crate::checkpoints::list(&c.target, &job, prefix.checkpoint_key_prefix()).await
+    {
+        Ok(l) => l,
+        Err(e) => return failed(&c, &title, StatusCode::BAD_GATEWAY, e),
+    };
+    let now = now_ms();
+    let body = html! {
+        @if list.is_empty() { p #no-checkpoints { "No checkpoint of job " (job) " is stored." } }
+        table #checkpoints {
+            tr { th { "Id" } th { "Status" } th { "Started" } th { "Took" } th { "Instance" } th { "Leader token" } th { "Pipelines" } th { "Failure" } }
+            @for ck in list.iter().rev() {
+                tr class=[(ck.failure.is_some()).then_some("bad")] {
+                    td.num { (ck.id) } td.status { (crate::checkpoints::status_text(&ck.status)) }
+                    td { (age(ck.started_at_ms, now)) " ago" } td { (crate::checkpoints::took_text(ck)) }
+                    td { (ck.instance) } td.num { (ck.fencing_token) }
+                    td { @for p in &ck.pipelines { (p.topic) "/" (p.group) "×" (p.partitions) " " } }
+                    td { (or_dash(ck.failure.clone())) }
+                }
+            }
+        }
+    };
+    page(&c, &title, Some(c.refresh), body)
 }
