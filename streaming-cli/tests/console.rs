@@ -310,6 +310,42 @@ fn the_console_shows_the_job_and_replays_an_edited_dead_letter_once() {
         .unwrap()
         .is_empty());
 
+    // A purge from the page (with its confirmation) deletes every dead letter.
+    for bad in ["x=1", "x=2"] {
+        redis
+            .admin()
+            .args(["produce", "orders", bad])
+            .assert()
+            .success();
+    }
+    wait_for("two new dead letters", || {
+        rt.block_on(redis.mq(&rt).dead_letters("orders", 10))
+            .unwrap()
+            .len()
+            == 2
+    });
+    rt.block_on(async {
+        let c = browser(driver_port).await;
+        c.goto(&format!("{base}/login")).await.unwrap();
+        element(&c, "#token")
+            .await
+            .send_keys("s3cret")
+            .await
+            .unwrap();
+        element(&c, "#login").await.click().await.unwrap();
+        element(&c, "#instances").await;
+        c.goto(&format!("{base}/dlq/orders")).await.unwrap();
+        element(&c, "#confirm-purge").await.click().await.unwrap();
+        element(&c, "#purge-button").await.click().await.unwrap();
+        let done = element(&c, "#done").await.text().await.unwrap();
+        assert_eq!(done, "Deleted 2 dead letters of orders.");
+        c.close().await.unwrap();
+    });
+    assert!(rt
+        .block_on(redis.mq(&rt).dead_letters("orders", 10))
+        .unwrap()
+        .is_empty());
+
     // Without the token: a page goes to the login page, a change is refused.
     let bearer = "Authorization: Bearer nope";
     assert_eq!(status(&base, "GET", "/", &[bearer], None), 303);

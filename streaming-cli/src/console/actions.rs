@@ -108,6 +108,28 @@ pub(super) async fn delete(
     }
 }
 
+/// Deletes every dead letter of the topic.
+pub(super) async fn purge(
+    State(c): State<Arc<Console>>,
+    Path(topic): Path<String>,
+    Form(change): Form<Change>,
+) -> Response {
+    let title = format!("Purge the dead letters of {topic}");
+    if let Some(r) = refused(&c, &title, &change) {
+        return r;
+    }
+    match c.mq.purge_dead_letters(&topic).await {
+        Ok(n) => {
+            let body = html! {
+                p #done { "Deleted " (n) " dead letters of " (topic) "." }
+                p { a href=(format!("/dlq/{topic}")) { "Back to the dead letters of " (topic) } }
+            };
+            page(&c, &title, None, body)
+        }
+        Err(e) => failed(&c, &title, StatusCode::BAD_REQUEST, e.into()),
+    }
+}
+
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         (StatusCode::INTERNAL_SERVER_ERROR, self.0).into_response()

@@ -94,6 +94,7 @@ fn router(console: Arc<Console>) -> Router {
         .route("/topics", get(pages::topics))
         .route("/topics/{topic}", get(pages::topic))
         .route("/dlq/{topic}", get(pages::dead_letters))
+        .route("/dlq/{topic}/purge", post(actions::purge))
         .route("/dlq/{topic}/{partition}/{id}", get(pages::dead_letter))
         .route(
             "/dlq/{topic}/{partition}/{id}/replay",

@@ -227,6 +227,12 @@ pub(super) async fn dead_letters(
             " " button type="submit" { "Filter" }
         }
         p.muted { (letters.len()) " shown (at most 200)" }
+        @if !c.read_only && !letters.is_empty() {
+            form #purge method="post" action=(format!("/dlq/{topic}/purge")) {
+                label { input type="checkbox" name="confirm" value="yes" id="confirm-purge"; " Delete every dead letter of " (topic) " for good (all partitions, not only those shown)" }
+                " " button type="submit" id="purge-button" { "Purge" }
+            }
+        }
         table #dead-letters {
             tr { th { "Partition" } th { "Dead-letter id" } th { "Failed" } th { "Group" } th { "Error type" } th { "Error" } th { "Attempts" } th { "Key" } th { "Payload" } }
             @for d in &letters {
