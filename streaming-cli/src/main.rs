@@ -12,6 +12,7 @@ mod dlq;
 mod jobs;
 mod lag;
 mod output;
+mod panes;
 mod sink_tail;
 mod state;
 mod topics;

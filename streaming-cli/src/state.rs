@@ -22,6 +22,7 @@ pub(crate) enum StateCommand {
     /// state (list, map, set) keeps each key's collection in its own Redis key, that hash
     /// (unsharded) + `:k:` + the key as JSON: a list, a hash (map key → value) or a set,
     /// each element as JSON; it prints as a JSON array (a map: `[key, value]` pairs).
+    /// A window's `panes` print labelled, one line per open pane of the key.
     Get {
         /// The job's name (`RedisRuntimeConfig::job_name`).
         #[arg(long, default_value_t = RedisRuntimeConfig::default().job_name().to_owned())]
@@ -81,6 +82,23 @@ impl Wanted<'_> {
         let (operator, state) = (self.operator, self.state);
         let at = (self.topic, partition, self.group);
         let mut tried = Vec::new();
+        if state == crate::panes::PANES {
+            // One field per pane, sharded by pane: every shard is scanned.
+            let base = self.unsharded.keyed_state_hash(at, operator, state, "");
+            let hashes: Vec<String> = match self.config.keyed_state_shard_count() {
+                1 => vec![base],
+                n => (0..n).map(|i| format!("{base}:s{i}")).collect(),
+            };
+            for field in &self.fields {
+                if let Some((text, panes)) = crate::panes::read(conn, &hashes, field).await? {
+                    return Ok(Ok((
+                        text,
+                        json!({ "partition": partition, "panes": panes }),
+                    )));
+                }
+            }
+            return Ok(Err(hashes));
+        }
         for field in &self.fields {
             let base = self.unsharded.keyed_state_hash(at, operator, state, field);
             let collection = format!("{base}:k:{field}");

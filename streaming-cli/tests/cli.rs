@@ -819,3 +819,96 @@ fn unreachable_redis_is_one_line_naming_the_url() {
             "error: cannot connect to Redis at `{url}`"
         )));
 }
+
+/// A window's panes: `jobs show` names the operator of the `panes` state, and
+/// `state get --state panes` prints the key's open panes labelled (window as times,
+/// accumulator, timers, flags).
+#[test]
+fn state_get_prints_a_keys_window_panes_labelled() {
+    use streaming::time::TumblingEventTimeWindows;
+    let redis = Redis::start();
+    let rt = rt();
+    rt.block_on(redis.mq(&rt).create_topic("clicks", 1))
+        .unwrap();
+    for (key, time) in [("a", "60000"), ("a", "61000"), ("b", "62000")] {
+        redis
+            .admin()
+            .args(["produce", "clicks", key, "--key", key, "--time", time])
+            .assert()
+            .success();
+    }
+    let fast = MqOptions::builder()
+        .lease_ttl(Duration::from_millis(1500))
+        .lease_renew_interval(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("windows")
+        .mq_options(fast)
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
+    env.from_mq_topic_with_options("clicks", "g", earliest())
+        .map(|m: Message| m.text().unwrap().to_string())
+        .key_by(|w: &String| w.clone())
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(60)).unwrap())
+        .count()
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.blocking_start().unwrap();
+    support::await_records(&job, 3);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let operator = loop {
+        let shown = redis.json(&["jobs", "show", "windows"]);
+        let states = shown[0]["pipelines"][0]["states"].as_array().cloned();
+        let panes = states.into_iter().flatten().find(|s| s["state"] == "panes");
+        if let Some(p) = panes {
+            break p["operator"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no panes state registered: {shown}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let args = [
+        "state",
+        "get",
+        "--job",
+        "windows",
+        "--topic",
+        "clicks",
+        "--group",
+        "g",
+        "--operator",
+        &operator,
+        "--state",
+        "panes",
+        "--key",
+        "\"a\"",
+    ];
+    let got = redis.json(&args);
+    let panes = got["panes"].as_array().unwrap();
+    assert_eq!(panes.len(), 1, "{got}");
+    let p = &panes[0];
+    assert_eq!(
+        (&p["window"]["start"], &p["window"]["end"]),
+        (&60_000.into(), &120_000.into())
+    );
+    assert_eq!(p["window"]["start_time"], "1970-01-01T00:01:00.000Z");
+    assert_eq!(p["accumulator"], 2);
+    assert_eq!(
+        (&p["has_content"], &p["not_emitted_yet"]),
+        (&true.into(), &true.into())
+    );
+    assert_eq!(got["partition"], 0);
+    let text = redis.admin().args(args).assert().success();
+    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.starts_with(
+            "window 1970-01-01T00:01:00.000Z .. 1970-01-01T00:02:00.000Z  accumulator 2"
+        ),
+        "{text}"
+    );
+    job.blocking_shutdown(Duration::from_secs(10));
+}
