@@ -13,7 +13,10 @@
 //! cargo run --release -p streaming --example redis_engine_bench [--features postgres] -- --sinks [--redis-url URL] [--messages N] [--postgres CONNECTION] [--sink-kinds NAMES]
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
+//! cargo run --release -p streaming --example redis_engine_bench -- --spans [--redis-url URL] [--messages N] [--repeats R]
 //! ```
+//! `--spans` compares the keyed count (16 keys, Offset, parallelism 1) with the engine's
+//! tracing spans not listened to and listened to (see `bench_support/spans.rs`).
 //! `--cluster-url` compares the keyed count on one Redis and on a cluster, without and
 //! with `commit_replica_wait` (see `cluster_main`).
 //! `--only` runs one engine scenario of throughput mode (e.g. under `perf record`);
@@ -53,6 +56,8 @@ mod checkpoint;
 mod lua_args;
 #[path = "bench_support/sinks.rs"]
 mod sinks;
+#[path = "bench_support/spans.rs"]
+mod spans;
 #[path = "bench_support/takeover.rs"]
 mod takeover;
 
@@ -837,6 +842,7 @@ fn main() {
     let mut seconds = 10u64;
     let mut cluster_url: Option<String> = None;
     let mut repeats = 3usize;
+    let mut spans_mode = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--cluster-url" => cluster_url = Some(args.next().expect("--cluster-url URL")),
@@ -848,6 +854,7 @@ fn main() {
                     .expect("--repeats N (> 0)")
             }
             "--latency" => latency = true,
+            "--spans" => spans_mode = true,
             "--windows" => windows = true,
             "--lua-args" => lua_args = true,
             "--window-only" => {
@@ -965,6 +972,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if spans_mode {
+        spans::spans_main(n, repeats, |n| {
+            engine_run(&url, &rt, n, 16, AckMode::Offset, 1)
+        });
+        return;
+    }
     if let Some((keys, mode, parallelism)) = only {
         let rate = engine_run(&url, &rt, n, keys, mode, parallelism);
         println!(

@@ -254,3 +254,81 @@ fn no_span_when_mdc_is_off() {
     assert_eq!(events.len(), 40);
     assert!(events.iter().all(|(_, span)| span.is_none()));
 }
+
+/// The engine's own work runs in spans that carry the job, topic, group and partition:
+/// `take` per partition taken, `batch` per batch read (with its record count) and `commit`
+/// inside it, `checkpoint` per checkpoint part written.
+#[test]
+fn takes_batches_commits_and_checkpoints_run_in_spans() {
+    let cap = capture();
+    let (redis, topic) = (TestRedis::shared(), "spans");
+    let mq_opts = fast_options("work-spans").build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mq = rt
+        .block_on(Mq::connect(redis.url(), mq_opts.clone()))
+        .unwrap();
+    rt.block_on(mq.create_topic(topic, 2)).unwrap();
+    let msgs: Vec<OutgoingMessage> = (0..40)
+        .map(|i| OutgoingMessage::new(format!("v{i}")).key(format!("k{}", i % 5)))
+        .collect();
+    rt.block_on(mq.producer().send_batch(topic, &msgs)).unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("spanjob")
+        .job_instance_id("test")
+        .state_key_prefix(unique_prefix("work-spans"))
+        .mq_options(mq_opts)
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(redis.url(), config).unwrap();
+    let out = CollectSink::new();
+    let options = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .batch_count(8)
+        .poll_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    env.from_mq_topic_with_options(topic, "g", options)
+        .map(|m: Message| m.id)
+        .sink(out.clone())
+        .unwrap();
+    let job = env.blocking_start().unwrap();
+    wait_until("every record", &job, || out.len() == 40);
+    job.blocking_trigger_checkpoint_now()
+        .unwrap()
+        .expect("a checkpoint");
+    job.blocking_shutdown(Duration::MAX);
+    let spans = cap.spans.lock().unwrap();
+    let of = |name: &str| -> Vec<Fields> {
+        (spans.values())
+            .filter(|(n, f)| *n == name && f.get("job").map(String::as_str) == Some("spanjob"))
+            .map(|(_, f)| f.clone())
+            .collect()
+    };
+    for name in ["take", "batch", "commit", "checkpoint"] {
+        let found = of(name);
+        assert!(!found.is_empty(), "no `{name}` span");
+        for f in &found {
+            assert_eq!(
+                (f["topic"].as_str(), f["group"].as_str()),
+                (topic, "g"),
+                "{name}: {f:?}"
+            );
+            assert!(
+                ["0", "1"].contains(&f["partition"].as_str()),
+                "{name}: {f:?}"
+            );
+        }
+    }
+    let partitions: std::collections::BTreeSet<String> =
+        of("take").iter().map(|f| f["partition"].clone()).collect();
+    assert_eq!(partitions.len(), 2, "a take span per partition");
+    let read: u64 = of("batch")
+        .iter()
+        .map(|f| f["records"].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(read, 40, "every record read in exactly one batch span");
+    assert!(of("checkpoint").iter().all(|f| f["open"] != "0"));
+}

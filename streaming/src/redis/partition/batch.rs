@@ -33,6 +33,7 @@ use crate::redis::HotKeyPolicy;
 use crate::Error;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
+use tracing::Instrument;
 
 /// Most fetches of one batch: each follows a pass over the records that missed keys (a
 /// chain whose keys depend on state may miss new keys in each pass).
@@ -73,7 +74,11 @@ where
         self.flush.restart_idle();
         let n = batch.msgs.len() as u64;
         ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
-        let result = self.process_and_commit(ctx, conn, batch).await;
+        let span = part_span!("batch", ctx, self.partition, records = n);
+        let result = self
+            .process_and_commit(ctx, conn, batch)
+            .instrument(span)
+            .await;
         match &mut self.unconfirmed {
             Some(u) if result.is_err() => u.in_flight = n,
             _ => {
@@ -114,6 +119,7 @@ where
             // Committed with the batch: Redis marks the partition as awaiting a flush.
             self.flush.awaiting = true;
         }
+        let span = part_span!("commit", ctx, self.partition, records = ids.len());
         if let Err(e) = self
             .commit(
                 ctx,
@@ -122,6 +128,7 @@ where
                 (&ids, read_after.as_deref()),
                 marks.as_ref(),
             )
+            .instrument(span)
             .await
         {
             self.flush.awaiting = awaited;

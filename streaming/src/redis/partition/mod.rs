@@ -1,6 +1,23 @@
 //! A partition a subtask holds: its chain and state cache, its ownership, and the
 //! bookkeeping of the subtask loop.
 
+/// A `tracing` span of one piece of a partition's work (`batch`, `commit`, `take`,
+/// `checkpoint`) with the job, topic, group and partition, and the extra fields given.
+/// Without a subscriber that wants INFO spans, the span is not created and its fields are
+/// not evaluated (one cached check per call).
+macro_rules! part_span {
+    ($name:literal, $ctx:expr, $partition:expr $(, $($field:tt)+)?) => {
+        tracing::info_span!(
+            $name,
+            job = %$ctx.job_name,
+            topic = %$ctx.spec.topic,
+            group = %$ctx.spec.group,
+            partition = $partition
+            $(, $($field)+)?
+        )
+    };
+}
+
 pub(crate) mod ack;
 pub(crate) mod batch;
 pub(crate) mod cache;

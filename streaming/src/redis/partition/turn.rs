@@ -13,6 +13,7 @@ use crate::redis::partition::Part;
 use crate::redis::state::schema;
 use crate::Error;
 use std::time::Duration;
+use tracing::Instrument;
 
 impl<C, S, O> Part<C, S, O>
 where
@@ -73,7 +74,12 @@ where
         if (open.is_empty() && self.checkpoints_written.is_empty()) || self.owner.must_take() {
             return;
         }
-        if let Err(e) = self.write_checkpoint_parts(ctx, conn, open).await {
+        let span = part_span!("checkpoint", ctx, self.partition, open = open.len());
+        if let Err(e) = self
+            .write_checkpoint_parts(ctx, conn, open)
+            .instrument(span)
+            .await
+        {
             if e.is_fenced() {
                 self.recover(ctx, JobErrorKind::Checkpoint, e);
             } else {
@@ -153,7 +159,8 @@ where
     /// Takes the partition again (after a failure, a loss, or when newly assigned).
     async fn retake(&mut self, ctx: &Ctx<'_>, conn: &mut Connection, renew_every: Duration) {
         let (job, spec, p) = (ctx.job, ctx.spec, self.partition);
-        match self.take(ctx, conn).await {
+        let span = part_span!("take", ctx, p);
+        match self.take(ctx, conn).instrument(span).await {
             Ok(()) => {}
             Err(e) if schema::stops_partition(&e) => {
                 stopped(job, &self.progress, &e);
