@@ -238,35 +238,53 @@ fn shown(m: &std::result::Result<Message, streaming::mq::MalformedEntry>, json: 
 
 /// Follows the topic's partitions, printing each message as it arrives.
 pub(crate) async fn tail(mq: &Mq, args: &TailArgs, out: &Output) -> Result<()> {
-    let partitions = args.partitions(mq.partitions(&args.topic).await?);
-    let mut positions = Vec::with_capacity(partitions.len());
-    for &p in &partitions {
-        positions.push(match args.from_beginning {
+    let mut followed = Vec::new();
+    for p in args.partitions(mq.partitions(&args.topic).await?) {
+        let start = match args.from_beginning {
             true => "0-0".to_owned(),
             false => mq
                 .partition_end(&args.topic, p)
                 .await?
                 .unwrap_or_else(|| "0-0".into()),
-        });
+        };
+        followed.push((p, start));
     }
-    let mut left = args.count();
+    follow(args.count(), &mut followed, async |(p, position), left| {
+        let read = mq
+            .read_partition(&args.topic, *p, position, left.min(100), Duration::ZERO)
+            .await?;
+        let mut lines = Vec::with_capacity(read.len());
+        for m in &read {
+            *position = match m {
+                Ok(m) => m.id.to_string(),
+                Err(e) => e.id.clone(),
+            };
+            lines.push(shown(m, out.json));
+        }
+        Ok(lines)
+    })
+    .await
+}
+
+/// Prints the lines `read` gives for each of `followed` in turn (`read(f, left)`: at
+/// most `left` new lines of `f`, moving its position) until `count` lines were printed;
+/// a round that read nothing waits 100 ms.
+pub(crate) async fn follow<F>(
+    count: usize,
+    followed: &mut [F],
+    mut read: impl AsyncFnMut(&mut F, usize) -> Result<Vec<String>>,
+) -> Result<()> {
+    let mut left = count;
     while left > 0 {
         let mut any = false;
-        for (i, &p) in partitions.iter().enumerate() {
-            let read = mq
-                .read_partition(&args.topic, p, &positions[i], left.min(100), Duration::ZERO)
-                .await?;
-            for m in &read {
-                positions[i] = match m {
-                    Ok(m) => m.id.to_string(),
-                    Err(e) => e.id.clone(),
-                };
-                write_out(&format!("{}\n", shown(m, out.json)));
+        for f in followed.iter_mut() {
+            for line in read(f, left).await? {
+                write_out(&format!("{line}\n"));
                 left -= 1;
                 any = true;
-            }
-            if left == 0 {
-                break;
+                if left == 0 {
+                    return Ok(());
+                }
             }
         }
         if !any {

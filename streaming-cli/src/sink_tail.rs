@@ -1,7 +1,6 @@
 //! `tail TOPIC --sink NAME`: follows the per-partition keys a Redis engine job's list or
 //! stream sink writes (`NAME:{TOPIC:n}`, or `JOB:NAME:{TOPIC:n}` when job-scoped).
 
-use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
@@ -9,7 +8,7 @@ use streaming::mq::Mq;
 use streaming::redis::{RedisListSink, SinkScope};
 
 use crate::data::TailArgs;
-use crate::output::{write_out, Output};
+use crate::output::Output;
 use crate::{Failure, Result, Target};
 
 /// Where the follow of one partition's sink key is.
@@ -140,29 +139,16 @@ pub(crate) async fn tail(
             at,
         });
     }
-    let mut left = args.count();
-    while left > 0 {
-        let mut any = false;
-        for f in &mut follows {
-            for (position, value) in read(&mut conn, f, left).await? {
-                let line = match out.json {
-                    true => {
-                        json!({ "partition": f.partition, "position": position, "value": value })
-                            .to_string()
-                    }
-                    false => format!("{} {position} {value}", f.partition),
-                };
-                write_out(&format!("{line}\n"));
-                left -= 1;
-                any = true;
-            }
-            if left == 0 {
-                break;
-            }
-        }
-        if !any {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-    Ok(())
+    crate::data::follow(args.count(), &mut follows, async |f, left| {
+        let partition = f.partition;
+        let lines = (read(&mut conn, f, left).await?.into_iter())
+            .map(|(position, value)| match out.json {
+                true => json!({ "partition": partition, "position": position, "value": value })
+                    .to_string(),
+                false => format!("{partition} {position} {value}"),
+            })
+            .collect();
+        Ok(lines)
+    })
+    .await
 }
