@@ -1,7 +1,6 @@
 //! `tail TOPIC --sink NAME`: follows the per-partition keys a Redis engine job's list or
 //! stream sink writes (`NAME:{TOPIC:n}`, or `JOB:NAME:{TOPIC:n}` when job-scoped).
 
-
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
 use streaming::mq::Mq;

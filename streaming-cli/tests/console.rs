@@ -125,8 +125,12 @@ fn status(base: &str, method: &str, path: &str, headers: &[&str], body: Option<&
 /// Runs job `shop`: the running total of each message's JSON `n`; a message that is not
 /// such JSON is dead-lettered at once. Returns the job and its outputs.
 fn start_job(redis: &Redis) -> (JobClient, CollectSink<u64>) {
+    // Not the default key layout: the console finds it in the job registry.
     let config = RedisRuntimeConfig::builder()
         .job_name("shop")
+        .state_key_prefix("shop-state")
+        .keyed_state_shard_count(2)
+        .checkpoint_key_prefix("shop-checkpoints:")
         .processing_error_result(ProcessingErrorResult::DeadLetter)
         .build()
         .unwrap();

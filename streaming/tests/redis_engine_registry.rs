@@ -103,6 +103,12 @@ fn a_running_instance_registers_its_partitions_and_leaves_on_shutdown() {
         r["heartbeat_interval_ms"].as_u64(),
         u64::try_from(s.mq_opts.lease_renew_interval.as_millis()).ok()
     );
+    // Where its state and checkpoints live: what the admin tools read them with.
+    assert_eq!(
+        r["state_keys"],
+        serde_json::json!({ "prefix": s.prefix, "shards": 1 })
+    );
+    assert!(r["checkpoint_key_prefix"].is_string(), "{r}");
     let pipelines = r["pipelines"].as_array().unwrap();
     assert_eq!(pipelines.len(), 1, "{pipelines:?}");
     assert_eq!(

@@ -358,15 +358,15 @@ pub(super) async fn state(State(c): State<Arc<Console>>, Query(q): Query<StateQu
     {
         return page(&c, "Keyed state", None, form);
     }
-    let defaults = streaming::redis::RedisRuntimeConfig::default();
+    let keys = JobKeys::of(&c, &job).await;
     let at = crate::state::StateAt {
         job: &job,
         topic: &topic,
         group: &group,
         operator: &operator,
         state: &state,
-        state_prefix: defaults.state_key_prefix(),
-        shards: 1,
+        state_prefix: &keys.state_prefix,
+        shards: keys.shards,
     };
     let found = crate::state::look_up(&c.target, &c.prefix, &at, &key, None).await;
     let body = html! {
@@ -382,15 +382,15 @@ pub(super) async fn state(State(c): State<Arc<Console>>, Query(q): Query<StateQu
     page(&c, "Keyed state", None, body)
 }
 
-/// A job's checkpoints (under the default `checkpoint_key_prefix`).
+/// A job's checkpoints (under the prefix its running instance registered, else the
+/// default `checkpoint_key_prefix`).
 pub(super) async fn checkpoints(
     State(c): State<Arc<Console>>,
     Path(job): Path<String>,
 ) -> Response {
     let title = format!("Checkpoints of {job}");
-    let prefix = streaming::redis::RedisRuntimeConfig::default();
-    let list = match crate::checkpoints::list(&c.target, &job, prefix.checkpoint_key_prefix()).await
-    {
+    let keys = JobKeys::of(&c, &job).await;
+    let list = match crate::checkpoints::list(&c.target, &job, &keys.checkpoint_prefix).await {
         Ok(l) => l,
         Err(e) => return failed(&c, &title, StatusCode::BAD_GATEWAY, e),
     };
@@ -411,4 +411,35 @@ pub(super) async fn checkpoints(
         }
     };
     page(&c, &title, Some(c.refresh), body)
+}
+
+/// How job `job` names its state and checkpoint keys: as a running instance registered
+/// them, else the defaults.
+struct JobKeys {
+    state_prefix: String,
+    shards: u32,
+    checkpoint_prefix: String,
+}
+
+impl JobKeys {
+    async fn of(c: &Console, job: &str) -> JobKeys {
+        let defaults = streaming::redis::RedisRuntimeConfig::default();
+        let mut keys = JobKeys {
+            state_prefix: defaults.state_key_prefix().to_owned(),
+            shards: defaults.keyed_state_shard_count(),
+            checkpoint_prefix: defaults.checkpoint_key_prefix().to_owned(),
+        };
+        let instances = registered_instances(&c.mq, Some(job))
+            .await
+            .unwrap_or_default();
+        for i in &instances {
+            if let Some(s) = &i.state_keys {
+                (keys.state_prefix, keys.shards) = (s.prefix.clone(), s.shards);
+            }
+            if let Some(p) = &i.checkpoint_key_prefix {
+                keys.checkpoint_prefix = p.clone();
+            }
+        }
+        keys
+    }
 }

@@ -43,6 +43,24 @@ pub struct RegisteredInstance {
     pub pipelines: Vec<RegisteredPipeline>,
     /// The partitions it owns, sorted by (topic, group, partition).
     pub partitions: Vec<RegisteredPartition>,
+    /// Where its keyed state lives: `RedisRuntimeConfig::state_key_prefix` and
+    /// `keyed_state_shard_count` (`None` in a record written before these fields existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_keys: Option<RegisteredStateKeys>,
+    /// Its `RedisRuntimeConfig::checkpoint_key_prefix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_key_prefix: Option<String>,
+}
+
+/// How a [`RegisteredInstance`] names its keyed state's keys: what `streaming-admin state
+/// get` and the console need to read it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RegisteredStateKeys {
+    /// `RedisRuntimeConfig::state_key_prefix`.
+    pub prefix: String,
+    /// `RedisRuntimeConfig::keyed_state_shard_count`.
+    pub shards: u32,
 }
 
 /// A pipeline of a [`RegisteredInstance`].
@@ -368,6 +386,11 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
             })
             .collect(),
         partitions,
+        state_keys: Some(RegisteredStateKeys {
+            prefix: job.config.state_key_prefix().to_owned(),
+            shards: job.config.keyed_state_shard_count(),
+        }),
+        checkpoint_key_prefix: Some(job.config.checkpoint_key_prefix().to_owned()),
     }
 }
 
