@@ -71,21 +71,36 @@ fn serve(redis: &Redis, args: &[&str]) -> (Killed, String) {
     (Killed(child), base)
 }
 
+/// chromedriver and the browsers it started (its own process group), killed when the
+/// test ends, also when it fails before closing its session.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Process::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.0.wait();
+    }
+}
+
 /// Debian's chromedriver on a free port, ready.
-fn chromedriver() -> (Killed, u16) {
+fn chromedriver() -> (Driver, u16) {
+    use std::os::unix::process::CommandExt as _;
     let port = free_port();
     let child = Process::new("chromedriver")
         .arg(format!("--port={port}"))
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("chromedriver (Debian's chromium-driver)");
+    let child = Driver(child);
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "chromedriver did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    (Killed(child), port)
+    (child, port)
 }
 
 /// A headless Chromium session.
