@@ -272,7 +272,7 @@ fn partition_out_of_range(topic: &str, p: u32, n: u32) -> Failure {
     ))
 }
 
-fn bad_id(id: &str, e: streaming::Error) -> Failure {
+pub(crate) fn bad_id(id: &str, e: streaming::Error) -> Failure {
     match e {
         streaming::Error::Redis { .. } => Failure(format!(
             "`{id}` is not a dead-letter id (a stream id such as `1700000000000-0`): {e}"

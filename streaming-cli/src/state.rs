@@ -229,6 +229,12 @@ pub(crate) async fn look_up(
             tried.first().map_or("", String::as_str)
         ),
     };
+    if at.state == crate::panes::PANES {
+        return Err(Failure(format!(
+            "key {key} has no open window pane in operator `{}` (a window that fired and was cleaned up leaves none; looked in {looked})",
+            at.operator
+        )));
+    }
     Err(Failure(format!(
         "no state `{}` of operator `{}` for key {key} (looked in {looked})",
         at.state, at.operator

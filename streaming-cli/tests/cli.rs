@@ -910,5 +910,16 @@ fn state_get_prints_a_keys_window_panes_labelled() {
         ),
         "{text}"
     );
+    // A key without an open pane says so.
+    let mut none = args.map(str::to_owned);
+    *none.last_mut().unwrap() = "\"zzz\"".to_owned();
+    redis
+        .admin()
+        .args(&none)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "key \"zzz\" has no open window pane",
+        ));
     job.blocking_shutdown(Duration::from_secs(10));
 }

@@ -270,7 +270,14 @@ pub(super) async fn dead_letter(
             let e = Failure(format!("topic `{topic}` has no dead letter `{id}` in partition {partition} (replayed or deleted?)"));
             return failed(&c, &title, StatusCode::NOT_FOUND, e);
         }
-        Err(e) => return failed(&c, &title, StatusCode::BAD_REQUEST, e.into()),
+        Err(e) => {
+            return failed(
+                &c,
+                &title,
+                StatusCode::BAD_REQUEST,
+                crate::dlq::bad_id(&id, e),
+            )
+        }
     };
     let body = html! {
         (dead_letter_facts(&d))
