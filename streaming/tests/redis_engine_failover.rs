@@ -376,9 +376,20 @@ fn two_workers_on_a_cluster_under_kill_chaos_and_a_master_failover_are_exactly_o
         "cluster chaos: events {events:?}; {} of {N} output lines when the chaos ended",
         output(&mut conn, PARTITIONS).len()
     );
+    // A worker whose job could not start while the master failed over has exited: it is
+    // started again like a killed one.
     let mut live: Vec<Worker> = workers
         .into_iter()
-        .map(|w| w.unwrap_or_else(|| Worker::spawn(&spec)))
+        .map(|w| match w {
+            Some(mut w) => {
+                if w.exited() {
+                    Worker::spawn(&spec)
+                } else {
+                    w
+                }
+            }
+            None => Worker::spawn(&spec),
+        })
         .collect();
     assert!(master_killed);
     assert!(

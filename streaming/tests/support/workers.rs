@@ -263,6 +263,12 @@ impl Worker {
     }
 
     /// Kills the process (`SIGKILL`) and reaps it.
+    /// Whether the worker's process has ended by itself (e.g. its job's start failed while
+    /// a cluster master was failing over: the worker then exits).
+    pub fn exited(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
     pub fn kill(mut self) {
         self.signal("KILL");
         let _ = self.child.wait();
