@@ -1,14 +1,14 @@
 //! The Redis engine's tracing spans exported with OpenTelemetry: a keyed count over a
 //! topic, its `take`, `batch`, `commit` and `checkpoint` spans (each with `job`, `topic`,
 //! `group`, `partition`) sent through `tracing-opentelemetry` to the OpenTelemetry SDK,
-//! here with the stdout exporter (one JSON document per exported batch of spans).
+//! here with the stdout exporter (each span printed as text: name, ids, times, attributes).
 //!
 //! ```text
 //! cargo run --example traces -- [--redis-url URL] [--messages N]
 //! ```
 //! Defaults: `--redis-url` from `REDIS_URL`, else `redis://127.0.0.1:6379` (nothing is
 //! started for you), `--messages 20`. The topic (`traces`, 2 partitions) and the job's keys
-//! live under a key prefix of their own (`traces-<pid>`), deleted with the topic at the end.
+//! live under a key prefix of their own (`traces-<pid>`); the example deletes them at the end.
 //!
 //! For a collector (Jaeger, Tempo, an OpenTelemetry Collector) put the
 //! `opentelemetry-otlp` crate's `SpanExporter` where this example builds
@@ -104,6 +104,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     job.blocking_trigger_checkpoint_now()?;
     job.blocking_shutdown(Duration::from_secs(10));
     rt.block_on(mq.delete_topic("traces"))?;
+    // The job's state and checkpoint keys (one server: SCAN finds them all).
+    let mut conn = redis::Client::open(args.redis_url.as_str())?.get_connection()?;
+    let keys: Vec<String> = redis::cmd("SCAN")
+        .cursor_arg(0)
+        .arg("MATCH")
+        .arg(format!("{prefix}:*"))
+        .clone()
+        .iter(&mut conn)?
+        .collect();
+    for key in keys {
+        redis::cmd("DEL").arg(key).query::<()>(&mut conn)?;
+    }
     // Sends what is still buffered.
     provider.shutdown()?;
     eprintln!("traces: counted {} messages", counted.len());

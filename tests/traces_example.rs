@@ -46,10 +46,13 @@ fn spans(text: &str) -> Vec<(String, BTreeMap<String, String>)> {
                 }
             } else if let Some(attr) = line.strip_prefix("->  ") {
                 if let Some((k, v)) = attr.split_once(": ") {
-                    // `String(Owned("traces"))` → `traces`
-                    let v = v
-                        .rsplit_once("(\"")
-                        .map_or(v, |(_, v)| v.trim_end_matches("\"))"));
+                    // `String(Owned("traces"))` → `traces`, `I64(3)` → `3`
+                    let v = match v.strip_prefix("I64(") {
+                        Some(n) => n.trim_end_matches(')'),
+                        None => {
+                            (v.rsplit_once("(\"")).map_or(v, |(_, v)| v.trim_end_matches("\"))"))
+                        }
+                    };
                     attributes.entry(k.to_string()).or_insert(v.to_string());
                 }
             } else if line.starts_with("Events:") {
@@ -97,4 +100,8 @@ fn the_engines_spans_reach_the_opentelemetry_exporter_with_their_attributes() {
         .map(|(_, a)| a["records"].parse::<u64>().unwrap())
         .sum();
     assert_eq!(records, 12, "every message in one exported batch span");
+    assert!(
+        stdout.contains("partition: I64("),
+        "numbers exported as numbers"
+    );
 }

@@ -138,6 +138,12 @@ pub(crate) async fn tail(
             at,
         });
     }
+    if follows.iter().all(|f| matches!(f.at, Position::Missing)) {
+        let first = follows.first().map_or("", |f| f.key.as_str());
+        eprintln!(
+            "no sink key such as `{first}` exists yet (a job-scoped sink needs --job): waiting for its first output"
+        );
+    }
     crate::data::follow(args.count(), &mut follows, async |f, left| {
         let partition = f.partition;
         let lines = (read(&mut conn, f, left).await?.into_iter())

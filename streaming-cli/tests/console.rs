@@ -382,6 +382,32 @@ fn the_console_shows_the_job_and_replays_an_edited_dead_letter_once() {
         ),
         401
     );
+    let token = "Authorization: bearer s3cret";
+    // The filter form sends empty fields; a partition that is no number is refused.
+    let filter = "/dlq/orders?partition=&group=&error_type=decode";
+    assert_eq!(status(&base, "GET", filter, &[token], None), 200);
+    assert_eq!(
+        status(&base, "GET", "/dlq/orders?partition=x", &[token], None),
+        400
+    );
+    // Behind a proxy that rewrites Host, the browser's host is X-Forwarded-Host.
+    let proxied = [
+        "Origin: https://console.example",
+        "X-Forwarded-Host: console.example",
+        token,
+    ];
+    let delete = "/dlq/orders/0/1-0/delete";
+    assert_eq!(
+        status(&base, "POST", delete, &proxied, Some("confirm=yes")),
+        200
+    );
+    // A login from another site's page is refused; logging out forgets the cookie.
+    let elsewhere = ["Origin: http://elsewhere.example"];
+    assert_eq!(
+        status(&base, "POST", "/login", &elsewhere, Some("token=s3cret")),
+        403
+    );
+    assert_eq!(status(&base, "GET", "/logout", &[], None), 303);
     job.blocking_shutdown(Duration::from_secs(10));
 }
 

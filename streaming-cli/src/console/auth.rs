@@ -20,9 +20,12 @@ const COOKIE: &str = "streaming_console";
 /// The token a request presents, if any.
 fn presented(req: &Request) -> Option<&str> {
     let headers = req.headers();
+    // The scheme is case-insensitive (RFC 9110).
     let bearer = (headers.get(header::AUTHORIZATION))
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     bearer.or_else(|| {
         (headers.get_all(header::COOKIE).iter())
             .filter_map(|v| v.to_str().ok())
@@ -38,20 +41,26 @@ fn same(a: &str, b: &str) -> bool {
 
 /// Whether a POST comes from a page of this console: a browser names the page's origin;
 /// one that names another site is refused (a client without an `Origin`, such as `curl`
-/// with the bearer token, is let through).
-fn same_origin(req: &Request) -> bool {
-    let headers = req.headers();
+/// with the bearer token, is let through). Behind a proxy that rewrites `Host`, the host
+/// the browser used is the proxy's `X-Forwarded-Host`.
+fn same_origin(headers: &axum::http::HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
         return true;
     };
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    host.is_some_and(|h| origin == format!("http://{h}") || origin == format!("https://{h}"))
+    let hosts = [header::HOST.as_str(), "x-forwarded-host"];
+    hosts
+        .iter()
+        .filter_map(|h| headers.get(*h)?.to_str().ok())
+        .any(|h| {
+            let h = h.split(',').next().unwrap_or("").trim();
+            origin == format!("http://{h}") || origin == format!("https://{h}")
+        })
 }
 
 /// Lets a request through when the console has no token or the request presents it;
 /// otherwise a page goes to the login page and anything else gets 401.
 pub(super) async fn require(State(c): State<Arc<Console>>, req: Request, next: Next) -> Response {
-    if req.method() == Method::POST && !same_origin(&req) {
+    if req.method() == Method::POST && !same_origin(req.headers()) {
         return (
             StatusCode::FORBIDDEN,
             "a change must come from the console's own pages",
@@ -91,7 +100,18 @@ pub(super) struct Login {
 }
 
 /// Checks the token; sets the cookie and goes to the jobs page, or refuses.
-pub(super) async fn login(State(c): State<Arc<Console>>, Form(login): Form<Login>) -> Response {
+pub(super) async fn login(
+    State(c): State<Arc<Console>>,
+    headers: axum::http::HeaderMap,
+    Form(login): Form<Login>,
+) -> Response {
+    if !same_origin(&headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            "a login must come from the console's own page",
+        )
+            .into_response();
+    }
     match &c.token {
         Some(token) if !same(&login.token, token) => {
             let body =
@@ -106,6 +126,12 @@ pub(super) async fn login(State(c): State<Arc<Console>>, Form(login): Form<Login
             ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
         }
     }
+}
+
+/// Forgets the token the browser keeps.
+pub(super) async fn logout() -> Response {
+    let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    ([(header::SET_COOKIE, cookie)], Redirect::to("/login")).into_response()
 }
 
 #[cfg(test)]

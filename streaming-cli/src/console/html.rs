@@ -42,6 +42,7 @@ pub(super) fn page(c: &Console, title: &str, refresh: Option<u32>, body: Markup)
                         a href="/topics" { "Topics" }
                         a href="/state" { "Keyed state" }
                         @if c.read_only { span.badge id="read-only" { "read-only" } }
+                        @if c.token.is_some() { a href="/logout" id="logout" { "Log out" } }
                     }
                     main { h1 { (title) } (body) }
                 }

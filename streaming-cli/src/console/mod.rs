@@ -111,6 +111,7 @@ fn router(console: Arc<Console>) -> Router {
             auth::require,
         ))
         .route("/login", get(auth::login_form).post(auth::login))
+        .route("/logout", get(auth::logout))
         .with_state(console)
 }
 

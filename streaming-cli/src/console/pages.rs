@@ -195,7 +195,8 @@ pub(super) async fn topic(State(c): State<Arc<Console>>, Path(topic): Path<Strin
 
 #[derive(Deserialize, Default)]
 pub(super) struct DlqFilter {
-    partition: Option<u32>,
+    /// As the form sends it: empty for any partition.
+    partition: Option<String>,
     group: Option<String>,
     error_type: Option<String>,
 }
@@ -213,15 +214,24 @@ pub(super) async fn dead_letters(
     Path(topic): Path<String>,
     Query(f): Query<DlqFilter>,
 ) -> Response {
-    let filter = crate::dlq::Filter::new(f.partition, given(&f.group), given(&f.error_type));
     let title = format!("Dead letters of {topic}");
+    let partition = match given(&f.partition).map(|p| p.parse::<u32>()) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(_)) => {
+            let e =
+                Failure("the partition must be a number (or empty for every partition)".to_owned());
+            return failed(&c, &title, StatusCode::BAD_REQUEST, e);
+        }
+    };
+    let filter = crate::dlq::Filter::new(partition, given(&f.group), given(&f.error_type));
     let letters = match crate::dlq::scan(&c.mq, &topic, &filter, 200).await {
         Ok(l) => l,
         Err(e) => return failed(&c, &title, StatusCode::NOT_FOUND, e),
     };
     let body = html! {
         form method="get" {
-            label { "Partition " input type="number" name="partition" min="0" value=[f.partition]; }
+            label { "Partition " input type="number" name="partition" min="0" value=[partition]; }
             " " label { "Group " input name="group" value=[given(&f.group)]; }
             " " label { "Error type " input name="error_type" value=[given(&f.error_type)]; }
             " " button type="submit" { "Filter" }
@@ -296,7 +306,7 @@ fn dead_letter_facts(d: &DeadLetter) -> Markup {
         table #facts {
             tr { th { "Topic / partition" } td { (d.topic) " / " (d.partition) } }
             tr { th { "Message id (original)" } td { (d.id) " (" (d.original_id) ")" } }
-            tr { th { "Failed" } td { (time_text(d.failed_ms)) " in group " (d.group) " after " (d.attempts) " attempts" } }
+            tr { th { "Failed" } td { (time_text(d.failed_ms)) " in group " (d.group) " after " (d.attempts) @if d.attempts == 1 { " attempt" } @else { " attempts" } } }
             tr { th { "Error" } td { (d.error_type) ": " (d.error) } }
             tr { th { "Key" } td { (or_dash(d.key.clone())) } }
             tr { th { "Event time" } td { (or_dash(d.timestamp_ms.map(time_text))) } }
@@ -312,7 +322,9 @@ fn dead_letter_forms(topic: &str, d: &DeadLetter) -> Markup {
             Ok(text) => {
                 form #replay method="post" action=(format!("{at}/replay")) {
                     p { label for="payload" { "Payload (edit it to replay a corrected message)" } }
-                    textarea #payload name="payload" { (text) }
+                    // A newline right after the start tag is dropped by the HTML parser: this
+                    // one goes, the payload's own first character stays.
+                    textarea #payload name="payload" { "\n" (text) }
                     p {
                         label { input type="checkbox" name="confirm" value="yes" id="confirm-replay"; " I want to replay this message" }
                         " " button type="submit" id="replay-button" { "Replay" }

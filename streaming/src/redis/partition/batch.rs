@@ -74,7 +74,7 @@ where
         self.flush.restart_idle();
         let n = batch.msgs.len() as u64;
         ctx.job.in_flight.fetch_add(n, Ordering::SeqCst);
-        let span = part_span!("batch", ctx, self.partition, records = n);
+        let span = part_span!("batch", ctx, self.partition, records = n as i64);
         let result = self
             .process_and_commit(ctx, conn, batch)
             .instrument(span)
@@ -119,7 +119,7 @@ where
             // Committed with the batch: Redis marks the partition as awaiting a flush.
             self.flush.awaiting = true;
         }
-        let span = part_span!("commit", ctx, self.partition, records = ids.len());
+        let span = part_span!("commit", ctx, self.partition, records = msgs.len() as i64);
         if let Err(e) = self
             .commit(
                 ctx,

@@ -12,7 +12,8 @@ macro_rules! part_span {
             job = %$ctx.job_name,
             topic = %$ctx.spec.topic,
             group = %$ctx.spec.group,
-            partition = $partition
+            // Numbers as i64: exporters such as OpenTelemetry's keep i64 as numbers.
+            partition = i64::from($partition)
             $(, $($field)+)?
         )
     };

@@ -74,7 +74,7 @@ where
         if (open.is_empty() && self.checkpoints_written.is_empty()) || self.owner.must_take() {
             return;
         }
-        let span = part_span!("checkpoint", ctx, self.partition, open = open.len());
+        let span = part_span!("checkpoint", ctx, self.partition, open = open.len() as i64);
         if let Err(e) = self
             .write_checkpoint_parts(ctx, conn, open)
             .instrument(span)
