@@ -109,6 +109,24 @@ where
 
 impl<A: Plan, B: Plan, CA, CB> Sealed for Union<A, B, CA, CB> where A::Root: CombineRoots<B::Root> {}
 
+/// A Redis pipeline is cloned once per partition.
+impl<A, B, CA, CB> Clone for Union<A, B, CA, CB>
+where
+    A: Plan + Clone,
+    B: Plan + Clone,
+    A::Root: CombineRoots<B::Root>,
+    <A::Root as CombineRoots<B::Root>>::Root: Clone,
+{
+    fn clone(&self) -> Self {
+        Union {
+            first: self.first.clone(),
+            second: self.second.clone(),
+            root: self.root.clone(),
+            _convert: PhantomData,
+        }
+    }
+}
+
 impl<A, B, CA, CB> Plan for Union<A, B, CA, CB>
 where
     A: Plan,

@@ -111,6 +111,21 @@ impl KeySpace {
     pub fn frontier(&self, topic: &str, partition: u32, group: &str) -> String {
         self.part(topic, partition, &format!("frontier:{group}"))
     }
+    /// The position of another input (`input_topic` read as `input_group`) of a Redis
+    /// engine pipeline whose first input is `topic` read as `group`: the last id of
+    /// `input_topic`'s partition `partition` the job committed, kept in `topic`'s
+    /// partition (one hash slot with the job partition's state),
+    /// `P:{T:n}:input:G:B:GB` (string).
+    pub fn input_position(
+        &self,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        input_topic: &str,
+        input_group: &str,
+    ) -> String {
+        self.part(topic, partition, &format!("input:{group}:{input_topic}:{input_group}"))
+    }
     /// Set while the partition's event-time work for `group` awaits an idle flush,
     /// `P:{T:n}:flushpending:G` (string `1`): written by the Redis engine's commits
     /// under the lease, so that every process of a job sees which partitions still hold

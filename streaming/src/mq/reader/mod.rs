@@ -220,6 +220,11 @@ impl PartitionReader {
         self.lease.as_ref()
     }
 
+    /// The consumer group it reads as.
+    pub(crate) fn group(&self) -> &str {
+        &self.group
+    }
+
     /// The fencing token of the lease held (0 without one).
     pub(crate) fn fencing_token(&self) -> u64 {
         self.lease.as_ref().map_or(0, |l| l.token)

@@ -1,8 +1,11 @@
 //! [`RedisEnv`]: the Redis engine's environment, its source and pipeline registration
 //! (the job's start is in `start`).
 
+mod inputs;
 mod permissions;
 mod start;
+
+pub(crate) use inputs::InputSpec;
 
 use super::job::JobShared;
 use super::subtask;
@@ -49,6 +52,8 @@ pub(crate) trait PipelineDef: Send {
     fn topic(&self) -> &str;
     fn group(&self) -> &str;
     fn options(&self) -> SubscriptionOptions;
+    /// The pipeline's other inputs (after a `union` or `connect`), in order.
+    fn inputs(&self) -> Vec<InputSpec>;
     /// The topic the job forwards the sink's outputs into, if any.
     fn forwarded_topic(&self) -> Option<Arc<str>>;
     fn start(self: Box<Self>, spec: PipelineSpec, job: Arc<JobShared>);
@@ -74,6 +79,9 @@ where
     }
     fn options(&self) -> SubscriptionOptions {
         self.plan.root().options.clone()
+    }
+    fn inputs(&self) -> Vec<InputSpec> {
+        self.plan.root().inputs.iter().map(InputSpec::of).collect()
     }
     fn forwarded_topic(&self) -> Option<Arc<str>> {
         self.sink.forwarded_topic()
@@ -312,6 +320,7 @@ impl RedisEnv {
                 topic: topic.to_string(),
                 group: group.to_string(),
                 options,
+                inputs: Vec::new(),
             },
             id,
         )
@@ -322,17 +331,25 @@ impl RedisEnv {
             op: "register",
             reason,
         };
-        if source_id.is_empty()
-            || !source_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-        {
-            return Err(err(format!(
-                "source id `{source_id}` must be non-empty and use only [A-Za-z0-9_.-]"
-            )));
+        let ids = std::iter::once(source_id.to_owned())
+            .chain(def.inputs().into_iter().map(|i| i.source_id));
+        let mut seen = std::collections::HashSet::new();
+        for id in ids {
+            if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) {
+                return Err(err(format!(
+                    "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
+                )));
+            }
+            if !seen.insert(id.clone()) {
+                return Err(err(format!(
+                    "source id `{id}` names two inputs of the pipeline: their operators' state would share names; give each input its own (`from_mq_topic_with_id`)"
+                )));
+            }
         }
-        crate::mq::topic::validate_name("topic", def.topic())?;
-        crate::mq::topic::validate_name("group", def.group())?;
+        for (topic, group) in inputs::reads(def.as_ref()) {
+            crate::mq::topic::validate_name("topic", &topic)?;
+            crate::mq::topic::validate_name("group", &group)?;
+        }
         def.options().validate().map_err(|e| match e {
             Error::InvalidConfig { field, reason } => Error::InvalidConfig {
                 field: "subscription_options",
@@ -350,17 +367,13 @@ impl RedisEnv {
                 "the job was already started: register every pipeline before starting it".into(),
             ));
         }
-        if st
-            .pipelines
-            .iter()
-            .any(|p| p.topic() == def.topic() && p.group() == def.group())
-        {
+        let reads = inputs::reads(def.as_ref());
+        inputs::check_distinct(&reads)?;
+        let taken = (st.pipelines.iter().flat_map(|p| inputs::reads(p.as_ref())))
+            .find(|read| reads.contains(read));
+        if let Some((topic, group)) = taken {
             return Err(err(format!(
-                "a pipeline already reads topic `{}` as group `{}`: a consumer group splits messages between its consumers, so a second chain would see only part of the stream and share its state names; give this chain its own group, e.g. `from_mq_topic(\"{}\", \"{}-fork2\")`",
-                def.topic(),
-                def.group(),
-                def.topic(),
-                def.group()
+                "a pipeline already reads topic `{topic}` as group `{group}`: a consumer group splits messages between its consumers, so a second chain would see only part of the stream and share its state names; give this chain its own group, e.g. `from_mq_topic(\"{topic}\", \"{group}-fork2\")`"
             )));
         }
         st.pipelines.push(def);
@@ -377,6 +390,9 @@ pub struct MqTopicSource {
     topic: String,
     group: String,
     pub(crate) options: SubscriptionOptions,
+    /// The other inputs of a pipeline combined from several topics (`union`, `connect`),
+    /// in order; empty for one topic.
+    inputs: Vec<MqTopicSource>,
 }
 
 /// The chain of a topic partition starts with the engine's own watermark operator (id
@@ -416,6 +432,14 @@ where
         let root = plan.root();
         let env = root.env.clone();
         let source_id = root.source_id.clone();
+        if !root.one_environment() {
+            return Err(Error::Engine {
+                op: "register",
+                reason: format!(
+                    "the inputs of the pipeline of source `{source_id}` come from different RedisEnv values: combine streams of one environment"
+                ),
+            });
+        }
         let def = Def {
             topic: root.topic.clone(),
             group: root.group.clone(),

@@ -82,7 +82,10 @@ impl RedisEnv {
             std::mem::take(&mut st.pipelines)
         };
         let first = pipelines.first().map(|d| (d.topic(), d.group()));
-        let proved = self.check_server(first);
+        let restore_asked = self.inner.state.lock().is_ok_and(|st| st.restore.is_some());
+        let proved = self.check_server(first).and_then(|()| {
+            super::inputs::check_at_start(&self.inner, &pipelines, restore_asked)
+        });
         if let Err(e) = proved {
             crate::redis::metrics::job::start_failed(config.job_name());
             // Not started: the pipelines stay registered for another attempt.
@@ -103,7 +106,12 @@ impl RedisEnv {
             }
             return Err(e);
         }
-        let job = Arc::new(JobShared::new(config, self.inner.endpoint.clone(), names));
+        let mut shared = JobShared::new(config, self.inner.endpoint.clone(), names);
+        shared.several_inputs = (pipelines.iter())
+            .map(|d| super::inputs::reads(d.as_ref()))
+            .find(|reads| reads.len() > 1)
+            .map(|reads| reads.into_iter().map(|(t, _)| t).collect::<Vec<_>>().join("` + `"));
+        let job = Arc::new(shared);
         if let Ok(Some(id)) = restored {
             job.checkpoints.saw_complete(id);
         }
@@ -118,6 +126,7 @@ impl RedisEnv {
                 topic: def.topic().to_string(),
                 group: def.group().to_string(),
                 options: def.options(),
+                inputs: def.inputs(),
             };
             let name = config.job_name();
             crate::redis::metrics::job::pipeline(name, &spec.topic, &spec.group, true);

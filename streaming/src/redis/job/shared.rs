@@ -37,6 +37,9 @@ pub(crate) struct JobShared {
     pub(crate) keys: KeySpace,
     /// (topic, group) of each pipeline.
     pub(crate) pipelines: Vec<(String, String)>,
+    /// The topics of the first pipeline that reads several (`a` + `b`), if any: such a
+    /// job takes no checkpoints yet.
+    pub(crate) several_inputs: Option<String>,
     /// The keyed states each pipeline's partitions opened here, by (topic, group).
     catalogs: HashMap<(String, String), Arc<StateCatalog>>,
     /// The job's configuration (its options are read from here, not copied).
@@ -66,6 +69,7 @@ impl JobShared {
                 .map(|p| (p.clone(), Arc::new(StateCatalog::default())))
                 .collect(),
             pipelines,
+            several_inputs: None,
             config: config.clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
                 crate::redis::job::checkpoint::CheckpointKeys::new(

@@ -68,7 +68,7 @@ where
     ) -> Result<usize, Error> {
         // 1. Read.
         let batch = read(ctx, conn, &mut self.owner, ctx.spec.options.batch_count).await?;
-        if batch.ids.is_empty() {
+        if batch.is_empty() {
             return Ok(0);
         }
         self.flush.restart_idle();
@@ -100,6 +100,7 @@ where
             last_id,
             read_after,
             skipped,
+            others: _,
         } = batch;
         // 2. Process, rolling back and skipping failed records.
         let started = std::time::Instant::now();
@@ -205,7 +206,8 @@ where
         let spec = ctx.spec;
         tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
                        id = %m.id, "record failed: {e}");
-        let (error_type, outcome) = fail(ctx, conn, &mut self.owner, m, &e).await?;
+        let reader = self.owner.reader_of(ctx, &m.topic)?;
+        let (error_type, outcome) = fail(ctx, conn, reader, m, &e).await?;
         match outcome {
             Some(RetryOutcome::DeadLettered) => self.metrics.failure(true, error_type),
             Some(RetryOutcome::Scheduled { .. }) => self.metrics.failure(false, error_type),

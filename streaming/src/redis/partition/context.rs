@@ -14,6 +14,8 @@ pub(crate) struct PipelineSpec {
     pub(crate) topic: String,
     pub(crate) group: String,
     pub(crate) options: SubscriptionOptions,
+    /// The other inputs, read partition by partition with `topic` (empty for one topic).
+    pub(crate) inputs: Vec<crate::redis::env::InputSpec>,
 }
 
 /// What every partition of a subtask shares.

@@ -5,7 +5,8 @@
 //! A message's idempotency key is its header `x-idempotency-key` (set by the producer,
 //! [`OutgoingMessage::idempotency_key`](crate::mq::OutgoingMessage::idempotency_key)),
 //! else `x-original-message-id` (a retry's or a replayed dead letter's first id), else
-//! its entry id. The keys processed are kept per partition in the sorted set
+//! its entry id; a message of another input than the pipeline's first (a `union` or
+//! `connect` of topics) is marked as its topic, a NUL and that key. The keys processed are kept per partition in the sorted set
 //! `{sink_dedup_key_prefix}{job}:{mq key prefix}:{T:n}:{group}` (key → expiry ms by the
 //! committing process's clock), written in the batch commit, so a mark exists exactly when
 //! the message's effects were committed; expired marks are dropped by each commit. The
@@ -18,6 +19,7 @@ use crate::mq::{Connection, Message, HEADER_IDEMPOTENCY_KEY, HEADER_ORIGINAL_ID}
 use crate::redis::partition::context::Ctx;
 use crate::redis::partition::Part;
 use crate::Error;
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The idempotency key of `m` (see the module docs).
@@ -25,6 +27,18 @@ pub(crate) fn idempotency_key(m: &Message) -> &str {
     (m.headers.get(HEADER_IDEMPOTENCY_KEY))
         .or_else(|| m.headers.get(HEADER_ORIGINAL_ID))
         .map_or(m.id.as_str(), String::as_str)
+}
+
+/// The key `m` is marked with in the dedup set of the pipeline of `ctx`: its idempotency
+/// key, prefixed with its topic and a NUL for a message of another input than the first
+/// (entry ids repeat across topics).
+fn mark_of<'m>(ctx: &Ctx<'_>, m: &'m Message) -> Cow<'m, str> {
+    let key = idempotency_key(m);
+    if *m.topic == *ctx.spec.topic {
+        Cow::Borrowed(key)
+    } else {
+        Cow::Owned(format!("{}\0{key}", m.topic))
+    }
 }
 
 /// The marks a batch commit writes: the dedup set, the keys, their expiry and now (ms).
@@ -66,14 +80,14 @@ impl<C, S, O> Part<C, S, O> {
         let mut cmd = redis::cmd("ZMSCORE");
         cmd.arg(&key);
         for m in msgs {
-            cmd.arg(idempotency_key(m));
+            cmd.arg(mark_of(ctx, m).as_ref());
         }
         let scores: Vec<Option<f64>> = cmd.query_async(conn).await?;
         let now = now_ms() as f64;
         let mut seen = HashSet::new();
         let mut dup = HashSet::new();
         for (i, (m, score)) in msgs.iter().zip(scores).enumerate() {
-            if score.is_some_and(|s| s > now) || !seen.insert(idempotency_key(m)) {
+            if score.is_some_and(|s| s > now) || !seen.insert(mark_of(ctx, m)) {
                 dup.insert(i);
             }
         }
@@ -91,7 +105,7 @@ impl<C, S, O> Part<C, S, O> {
         let now = now_ms();
         let keys: Vec<String> = (msgs.iter().enumerate())
             .filter(|(i, _)| !skip.contains(i))
-            .map(|(_, m)| idempotency_key(m).to_string())
+            .map(|(_, m)| mark_of(ctx, m).into_owned())
             .collect();
         let ttl = ms(ctx.spec.config.sink_deduplication_ttl());
         Some(DedupMarks {

@@ -5,7 +5,7 @@ use crate::error::{failure_message, failure_type, is_misuse};
 use crate::mq::Connection;
 use crate::mq::{Failure, HandleResult, Message, RetryOutcome};
 use crate::redis::partition::context::Ctx;
-use crate::redis::partition::ownership::Ownership;
+use crate::mq::reader::PartitionReader;
 use crate::redis::{ProcessingErrorResult, RedisRuntimeConfig};
 use crate::Error;
 
@@ -58,14 +58,13 @@ impl Failed {
     }
 
     /// `msg` with the `x-runtime-*` headers.
-    fn headers(&self, ctx: &Ctx<'_>, msg: &Message) -> Message {
+    fn headers(&self, ctx: &Ctx<'_>, group: &str, msg: &Message) -> Message {
         let mut m = msg.clone();
         m.headers.insert(
             HEADER_RUNTIME_JOB.into(),
             ctx.spec.config.job_name().to_owned(),
         );
-        m.headers
-            .insert(HEADER_RUNTIME_GROUP.into(), ctx.spec.group.clone());
+        m.headers.insert(HEADER_RUNTIME_GROUP.into(), group.to_owned());
         m.headers
             .insert(HEADER_RUNTIME_ERROR_TYPE.into(), self.kind.into());
         m.headers
@@ -75,16 +74,16 @@ impl Failed {
 }
 
 /// Sends a failed record, with the `x-runtime-*` headers, to retry or the dead-letter
-/// queue; returns its error type and what became of it.
+/// queue of its input (`reader`'s partition and group); returns its error type and what became of it.
 pub(in crate::redis) async fn fail(
     ctx: &Ctx<'_>,
     conn: &mut Connection,
-    owner: &mut Ownership,
+    reader: &mut PartitionReader,
     msg: &Message,
     e: &Error,
 ) -> Result<(&'static str, Option<RetryOutcome>), Error> {
     let failed = Failed::new(&ctx.spec.config, e);
-    let m = failed.headers(ctx, msg);
-    let outcome = owner.reader()?.settle(conn, &m, &failed.verdict()).await?;
+    let m = failed.headers(ctx, reader.group(), msg);
+    let outcome = reader.settle(conn, &m, &failed.verdict()).await?;
     Ok((failed.kind, outcome))
 }

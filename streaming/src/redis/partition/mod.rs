@@ -30,6 +30,7 @@ pub(crate) mod dedup;
 pub(crate) mod failure;
 pub(crate) mod flush;
 pub(crate) mod hot_keys;
+pub(crate) mod inputs;
 pub(crate) mod ownership;
 pub(crate) mod read;
 pub(crate) mod report;
@@ -49,6 +50,7 @@ use crate::redis::partition::context::{guarded, Ctx};
 use crate::redis::partition::counts::Unconfirmed;
 use crate::redis::partition::flush::FlushState;
 use crate::redis::partition::hot_keys::HotKeys;
+use crate::redis::partition::inputs::OtherInputs;
 use crate::redis::partition::ownership::Ownership;
 use crate::redis::partition::runner::{MakeChain, RecordSpans, Runner};
 use crate::redis::state::keys::StateKeys;
@@ -125,7 +127,7 @@ impl<C: Operator<Message>, S: Sink<O>, O> Part<C, S, O> {
             unconfirmed: None,
             next_timers: Instant::now(),
             sink,
-            owner: Ownership::new(p),
+            owner: Ownership::new(p, OtherInputs::new(ctx, p)),
             hot: HotKeys::default(),
             metrics: PartMetrics::new(&ctx.job_name, &spec.topic, &spec.group, p),
             next_lag_sample: Instant::now(),

@@ -8,6 +8,7 @@ use crate::mq::reader::{PartitionReader, Position};
 use crate::mq::{Backoff, Connection};
 use crate::redis::partition::ack;
 use crate::redis::partition::context::Ctx;
+use crate::redis::partition::inputs::OtherInputs;
 use crate::Error;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -24,6 +25,8 @@ pub(in crate::redis) struct Ownership {
     partition: u32,
     /// Kept across takes, so a take again moves its lease to a new token.
     pub(in crate::redis) reader: Option<PartitionReader>,
+    /// The pipeline's other inputs' partitions, taken with this one.
+    pub(in crate::redis) others: OtherInputs,
     /// The partition must be taken (again) before it runs: not taken yet, its lease was
     /// lost, or a failure reset it to its last commit.
     must_take: bool,
@@ -35,12 +38,13 @@ pub(in crate::redis) struct Ownership {
 }
 
 impl Ownership {
-    /// Partition `partition`, not taken.
-    pub(in crate::redis) fn new(partition: u32) -> Self {
+    /// Partition `partition` with the pipeline's `others` inputs, not taken.
+    pub(in crate::redis) fn new(partition: u32, others: OtherInputs) -> Self {
         let now = Instant::now();
         Ownership {
             partition,
             reader: None,
+            others,
             must_take: true,
             next_renew: now,
             retry_at: now,
@@ -79,6 +83,7 @@ impl Ownership {
     /// The partition's lease was lost: it is taken again as soon as the lease is free.
     pub(in crate::redis) fn lost(&mut self) {
         self.reader = None;
+        self.others.lost();
         self.must_take = true;
         self.retry_at = Instant::now();
     }
@@ -133,19 +138,25 @@ impl Ownership {
             from_frontier,
             committed: None,
         };
-        reader.take(conn, position).await
+        reader.take(conn, position).await?;
+        // The other inputs' positions are read under the new token: no commit of an
+        // earlier owner can move them any more.
+        self.others.take(ctx, conn, self.partition).await
     }
 
-    /// Extends the lease; `false` when it expired or passed to another owner.
+    /// Extends the lease (and the other inputs'); `false` when one expired or passed to
+    /// another owner.
     pub(in crate::redis) async fn renew(&self, conn: &mut Connection) -> Result<bool, Error> {
-        match &self.reader {
-            Some(r) => r.renew(conn).await,
-            None => Ok(false),
-        }
+        let renewed = match &self.reader {
+            Some(r) => r.renew(conn).await?,
+            None => false,
+        };
+        Ok(renewed && self.others.renew(conn).await?)
     }
 
     /// Releases the lease, so the next owner takes the partition at once.
     pub(in crate::redis) async fn release(&mut self, conn: &mut Connection) {
+        self.others.release(conn).await;
         if let Some(mut r) = self.reader.take() {
             let _ = r.release(conn).await;
         }
@@ -174,15 +185,35 @@ impl Ownership {
         }
     }
 
+    /// The reader of the input whose topic is `topic` (this partition's or another
+    /// input's) of a taken partition.
+    ///
+    /// # Errors
+    /// [`Error::Engine`] when the partition is not taken.
+    pub(in crate::redis) fn reader_of(
+        &mut self,
+        ctx: &Ctx<'_>,
+        topic: &str,
+    ) -> Result<&mut PartitionReader, Error> {
+        if topic != ctx.spec.topic && self.others.reader_of(topic).is_some() {
+            return self.others.reader_of(topic).ok_or_else(not_taken);
+        }
+        self.reader()
+    }
+
     /// The reader of a taken partition.
     ///
     /// # Errors
     /// [`Error::Engine`] when the partition is not taken.
     pub(in crate::redis) fn reader(&mut self) -> Result<&mut PartitionReader, Error> {
-        self.reader.as_mut().ok_or_else(|| Error::Engine {
-            op: "read",
-            reason: "partition not taken".into(),
-        })
+        self.reader.as_mut().ok_or_else(not_taken)
+    }
+}
+
+fn not_taken() -> Error {
+    Error::Engine {
+        op: "read",
+        reason: "partition not taken".into(),
     }
 }
 
@@ -192,7 +223,7 @@ mod tests {
 
     #[test]
     fn a_partition_is_taken_before_it_runs_and_again_after_a_loss_or_a_failure() {
-        let mut o = Ownership::new(3);
+        let mut o = Ownership::new(3, OtherInputs::none());
         let every = Duration::from_secs(3600);
         assert!(
             o.must_take() && o.take_due(),

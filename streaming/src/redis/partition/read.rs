@@ -1,6 +1,7 @@
 //! Reading one batch of a taken partition with its reader: in [`AckMode::Xack`](crate::redis::AckMode::Xack)
 //! this consumer's pending entries are replayed before new ones; in Offset mode entries
-//! are read with `NOACK` after the committed offset.
+//! are read with `NOACK` after the committed offset. The entries of the pipeline's other
+//! inputs follow (see [`inputs`](super::inputs)).
 
 use crate::mq::Connection;
 use crate::mq::Message;
@@ -23,6 +24,15 @@ pub(in crate::redis) struct Batch {
     /// Xack mode, a read of new entries: the group's last-delivered id before it (the
     /// commit moves the frontier from there to the last id without walking the stream).
     pub(in crate::redis) read_after: Option<String>,
+    /// The pipeline's other inputs read entries (after the first topic's, in `msgs`).
+    pub(in crate::redis) others: bool,
+}
+
+impl Batch {
+    /// Whether nothing was read.
+    pub(in crate::redis) fn is_empty(&self) -> bool {
+        self.ids.is_empty() && !self.others
+    }
 }
 
 /// Reads up to `count` entries (without waiting for more).
@@ -38,8 +48,11 @@ pub(in crate::redis) async fn read(
         .await?;
     let last_id = b.last_id().cloned();
     let (ids, read_after) = ack::committed(ctx.spec.config.ack_mode(), &mut b);
+    let mut msgs = b.messages;
+    owner.others.read(conn, count, &mut msgs).await?;
     Ok(Batch {
-        msgs: b.messages,
+        others: owner.others.read_any(),
+        msgs,
         ids,
         last_id,
         skipped: b.skipped as u64,

@@ -32,6 +32,10 @@ where
         // recorded is final.
         self.recover_two_phase(ctx, conn).await?;
         self.reconcile_flush_mark(ctx, conn).await?;
+        if self.owner.others.unwritten() {
+            // An input's start position, chosen now, is kept before anything is read.
+            self.commit_no_input(ctx, conn, Pending::default()).await?;
+        }
         let awaiting = self.flush.awaiting;
         ctx.job
             .update(&self.progress, |pr| pr.awaiting_flush |= awaiting);

@@ -15,6 +15,10 @@
 //! - [`AckMode::Offset`](crate::redis::AckMode::Offset): the entries were read with `NOACK`; the tail `SET`s the
 //!   committed offset (the group's commit-frontier key).
 //!
+//! The positions of a pipeline's other inputs (see [`inputs`](super::inputs)) are plain
+//! `SET`s among the writes, in the partition's slot, moved aside like any written key
+//! when the guard refuses.
+//!
 //! The writes are not script arguments because Redis converts every argument of a script
 //! into a Lua string and back, which costs several times the writes themselves (500
 //! fields into a 10,000-field hash: `HSET` 0.08–0.11 ms, the same from a script
@@ -92,6 +96,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
         let prepared = self.pre_commit_two_phase(ctx, lease.token, &offset).await?;
         let handles = (self.handles_key_for(&prepared), prepared);
         let flush_mark = self.flush_mark(ctx);
+        let positions = self.owner.others.positions();
         let call = CommitCall {
             ctx,
             partition: self.partition,
@@ -106,6 +111,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             dedup: dedup.filter(|d| !d.keys.is_empty()),
             two_phase: &handles,
             flush_mark: flush_mark.as_ref(),
+            positions: &positions,
         };
         let wait = ctx.spec.config.commit_replica_wait();
         let started = std::time::Instant::now();
@@ -126,6 +132,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
             store.borrow_mut().committed();
         }
         self.flush.committed();
+        self.owner.others.committed();
         self.count_commit(ctx, &pending, sizes);
         // Phase 2: a failure takes the partition again, whose recovery commits them.
         self.commit_two_phase(&handles.1).await
@@ -280,6 +287,8 @@ struct CommitCall<'a> {
     /// The partition's flush-pending key and whether it is set (`SET`) or cleared
     /// (`DEL`), when Redis may hold another value.
     flush_mark: Option<&'a (String, bool)>,
+    /// The other inputs' positions to write: (key, last id).
+    positions: &'a [(String, String)],
 }
 
 /// The Redis type a written key must have (or have none).
@@ -302,6 +311,7 @@ impl<'a> CommitCall<'a> {
             .chain(self.dedup.map(|d| (d.key.as_str(), KeyType::SortedSet)))
             .chain(two_phase.map(|k| (k, KeyType::Hash)))
             .chain(self.flush_mark.map(|(k, _)| (k.as_str(), KeyType::String)))
+            .chain(self.positions.iter().map(|(k, _)| (k.as_str(), KeyType::String)))
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), KeyType::Set));
@@ -449,7 +459,10 @@ impl<'a> CommitCall<'a> {
         match self.flush_mark {
             Some((key, true)) => pipe.cmd("SET").arg(key).arg(1),
             Some((key, false)) => pipe.cmd("DEL").arg(key),
-            None => return,
+            None => &mut *pipe,
         };
+        for (key, id) in self.positions {
+            pipe.cmd("SET").arg(key).arg(id);
+        }
     }
 }

@@ -1,0 +1,257 @@
+//! Redis pipelines with several inputs: `union` and `connect` of topics combine their
+//! roots into one [`MqTopicSource`] that lists the other inputs, and the built chain
+//! hands each message to its input's chain by the message's topic ([`TopicSwitch`]); the
+//! inputs' chains meet in one [`Merge`] (the watermark is the lowest of the inputs').
+
+use super::MqTopicSource;
+use crate::dataflow::{BuildPlan, CombineRoots, Plan, Union};
+use crate::mq::{Message, StartPolicy};
+use crate::ops::{Convert, Merge, MergeInput, Operator};
+use crate::redis::RedisRuntime;
+use crate::time::MIN_WATERMARK;
+use crate::Error;
+
+/// One more input of a registered pipeline: a topic read as a consumer group, partition
+/// by partition with the pipeline's first topic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InputSpec {
+    pub(crate) source_id: String,
+    pub(crate) topic: String,
+    pub(crate) group: String,
+    /// Where the input starts when the job has no position for it yet.
+    pub(crate) start: StartPolicy,
+}
+
+impl InputSpec {
+    pub(super) fn of(source: &MqTopicSource) -> Self {
+        InputSpec {
+            source_id: source.source_id.clone(),
+            topic: source.topic.clone(),
+            group: source.group.clone(),
+            start: source.options.start,
+        }
+    }
+}
+
+/// Every (topic, group) a registered pipeline reads, its first input first.
+pub(super) fn reads(def: &dyn super::PipelineDef) -> Vec<(String, String)> {
+    std::iter::once((def.topic().to_owned(), def.group().to_owned()))
+        .chain(def.inputs().into_iter().map(|i| (i.topic, i.group)))
+        .collect()
+}
+
+/// A pipeline reads each topic once: a topic combined with itself would read every entry
+/// twice under one position.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] (field `inputs`) naming the topic read twice.
+pub(super) fn check_distinct(reads: &[(String, String)]) -> Result<(), Error> {
+    for (i, (topic, _)) in reads.iter().enumerate() {
+        if reads[..i].iter().any(|(t, _)| t == topic) {
+            return Err(Error::InvalidConfig {
+                field: "inputs",
+                reason: format!(
+                    "topic `{topic}` is an input of the pipeline twice: combine each topic once (`union` keeps every record of both inputs)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl MqTopicSource {
+    /// The topics this root reads, its first first.
+    fn topics(&self) -> Vec<String> {
+        std::iter::once(self.topic.clone())
+            .chain(self.inputs.iter().map(|i| i.topic.clone()))
+            .collect()
+    }
+
+    /// This root and its other inputs, each as a root of one topic.
+    fn flattened(&self) -> impl Iterator<Item = MqTopicSource> + '_ {
+        let alone = MqTopicSource {
+            inputs: Vec::new(),
+            ..self.clone()
+        };
+        std::iter::once(alone).chain(self.inputs.iter().cloned())
+    }
+
+    /// Whether every input comes from the environment of the first.
+    pub(super) fn one_environment(&self) -> bool {
+        (self.inputs.iter()).all(|i| std::sync::Arc::ptr_eq(&i.env.inner, &self.env.inner))
+    }
+}
+
+/// Topics of one Redis environment combine: the first topic's root lists the others.
+impl CombineRoots<MqTopicSource> for MqTopicSource {
+    type Root = MqTopicSource;
+    type Head = Message;
+
+    fn combine(&self, other: &MqTopicSource) -> MqTopicSource {
+        let mut root = self.clone();
+        root.inputs.extend(other.flattened());
+        root
+    }
+}
+
+/// Two Redis plans as one chain: each input's operators end in its input of one
+/// [`Merge`] in front of `downstream`; the chain's head hands a message to the input whose
+/// topic it came from.
+impl<PA, PB, CA, CB> BuildPlan<RedisRuntime> for Union<PA, PB, CA, CB>
+where
+    PA: BuildPlan<RedisRuntime> + Plan<Root = MqTopicSource, Head = Message>,
+    PB: BuildPlan<RedisRuntime> + Plan<Root = MqTopicSource, Head = Message, Time = PA::Time>,
+    CA: Convert<PA::Out>,
+    CB: Convert<PB::Out, Out = CA::Out>,
+{
+    fn build<O: Operator<CA::Out>>(
+        self,
+        rt: &RedisRuntime,
+        downstream: O,
+    ) -> Result<(MqTopicSource, impl Operator<Message> + use<PA, PB, CA, CB, O>), Error> {
+        let first_topics = self.first.root().topics();
+        let merge = Merge::shared(downstream, 2);
+        let (_, first) = self.first.build(rt, MergeInput::<O, CA>::new(&merge, 0))?;
+        let (_, second) = self.second.build(rt, MergeInput::<O, CB>::new(&merge, 1))?;
+        let chain = TopicSwitch {
+            first_topics,
+            first,
+            second,
+            restored: false,
+        };
+        Ok((self.root, chain))
+    }
+}
+
+/// The head of a chain with two inputs: a message goes to the first input's chain when
+/// its topic is one of `first_topics`, else to the second's; everything else goes to both.
+struct TopicSwitch<F, S> {
+    first_topics: Vec<String>,
+    first: F,
+    second: S,
+    /// Both inputs' watermarks were restored (see [`restore`](Self::restore)).
+    restored: bool,
+}
+
+impl<F: Operator<Message>, S: Operator<Message>> TopicSwitch<F, S> {
+    /// Before the first message: every input's watermark operator forwards the watermark
+    /// the partition's last commit left (an operator does so before its first record
+    /// otherwise), so that the merged watermark is the same whichever input's record
+    /// comes first after a take.
+    #[inline]
+    fn restore(&mut self) -> Result<(), Error> {
+        if !self.restored {
+            self.restored = true;
+            self.first.on_watermark(MIN_WATERMARK)?;
+            self.second.on_watermark(MIN_WATERMARK)?;
+        }
+        Ok(())
+    }
+}
+
+impl<F: Operator<Message>, S: Operator<Message>> Operator<Message> for TopicSwitch<F, S> {
+    fn open(&mut self) -> Result<(), Error> {
+        self.first.open()?;
+        self.second.open()
+    }
+
+    #[inline]
+    fn process(&mut self, m: Message, timestamp: i64) -> Result<(), Error> {
+        self.restore()?;
+        if self.first_topics.iter().any(|t| *t == *m.topic) {
+            self.first.process(m, timestamp)
+        } else {
+            self.second.process(m, timestamp)
+        }
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
+        self.restore()?;
+        self.first.on_watermark(watermark)?;
+        self.second.on_watermark(watermark)
+    }
+
+    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
+        self.first.on_processing_time(now)?;
+        self.second.on_processing_time(now)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.first.finish()?;
+        self.second.finish()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        let first = self.first.close();
+        first.and(self.second.close())
+    }
+}
+
+/// The checks of the pipelines with several inputs before a start: every input exists
+/// and has the partition count of the pipeline's first topic (co-partitioned), and the
+/// job takes no checkpoints and restores none (not supported for several inputs yet).
+///
+/// # Errors
+/// [`Error::InvalidConfig`]: field `inputs` naming the topics and their partition counts
+/// (or the topic that does not exist), `checkpoint_interval`, or `restore_from_checkpoint`;
+/// [`Error::Connect`] / [`Error::Redis`].
+pub(super) fn check_at_start(
+    inner: &super::EnvInner,
+    pipelines: &[Box<dyn super::PipelineDef>],
+    restore_asked: bool,
+) -> Result<(), Error> {
+    let config = &inner.config;
+    let several: Vec<Vec<String>> = (pipelines.iter())
+        .filter(|d| !d.inputs().is_empty())
+        .map(|d| reads(d.as_ref()).into_iter().map(|(t, _)| t).collect())
+        .collect();
+    let Some(first) = several.first() else {
+        return Ok(());
+    };
+    let named = first.join("` + `");
+    if config.checkpoint().period().is_some() {
+        return Err(Error::InvalidConfig {
+            field: "checkpoint_interval",
+            reason: format!("checkpoints of a pipeline with several inputs (`{named}`) are not supported yet: leave checkpoint_interval at zero"),
+        });
+    }
+    if restore_asked || config.restore_from_latest_checkpoint() {
+        return Err(Error::InvalidConfig {
+            field: "restore_from_checkpoint",
+            reason: format!("a job with a pipeline of several inputs (`{named}`) takes no checkpoints yet, so it restores none"),
+        });
+    }
+    let timeout = config.mq_options().response_timeout;
+    let mut conn = crate::mq::blocking_connection(&inner.endpoint, timeout)?;
+    let keys = crate::mq::KeySpace::new(config.mq_options().key_prefix.clone());
+    for topics in &several {
+        let mut counts = Vec::with_capacity(topics.len());
+        for topic in topics {
+            let n: Option<u32> = redis::cmd("HGET")
+                .arg(keys.meta(topic))
+                .arg("partitions")
+                .query(&mut conn)?;
+            let n = n.ok_or_else(|| Error::InvalidConfig {
+                field: "inputs",
+                reason: format!(
+                    "topic `{topic}`, an input of the pipeline of `{}`, does not exist: create it with the partition count of `{}`",
+                    topics[0], topics[0]
+                ),
+            })?;
+            counts.push(n);
+        }
+        if counts.iter().any(|n| *n != counts[0]) {
+            let listed: Vec<String> = (topics.iter().zip(&counts))
+                .map(|(t, n)| format!("`{t}` has {n}"))
+                .collect();
+            return Err(Error::InvalidConfig {
+                field: "inputs",
+                reason: format!(
+                    "the inputs are not co-partitioned: {} partitions. A pipeline reads partition n of every input together, so every input needs the same partition count (and producers that pick the partition from the key the same way); repartition one input into a topic of the right count first (a pipeline with a topic sink)",
+                    listed.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! A partition's other inputs: in a pipeline that reads several co-partitioned topics,
+//! partition `n` of the first topic is the job partition, and partition `n` of every other
+//! topic is read by the same owner.
+//!
+//! Each other input has its own lease (its partition's, under its own group), so its
+//! reads, retries and dead letters are fenced like the first topic's. Its position is an
+//! offset kept in the *first* topic's partition (`P:{T:n}:input:G:B:GB`, one hash slot
+//! with the partition's state), written in the batch commit's transaction: one commit
+//! covers the state and every input's position, on one server and on a Redis Cluster.
+//! The input's consumer group is moved to that offset when the partition is taken, and
+//! its reads (`NOACK`) move the group's last-delivered id on: a hint that tools reading
+//! the group (lag, `topics describe`) see, never what the job resumes from. The input's
+//! own commit frontier is not written.
+
+use crate::mq::reader::{PartitionReader, Position, ReadMode};
+use crate::mq::{Connection, Message, StartPolicy};
+use crate::redis::env::InputSpec;
+use crate::redis::partition::context::Ctx;
+use crate::Error;
+use std::time::Duration;
+
+/// One other input of a partition.
+struct Input {
+    spec: InputSpec,
+    /// Its position's key, in the first topic's partition.
+    key: String,
+    reader: Option<PartitionReader>,
+    /// The position the last commit left (or the take chose).
+    committed: Option<String>,
+    /// The last id the uncommitted batch read.
+    read: Option<String>,
+    /// The take chose the position (none was stored): the next commit writes it.
+    chosen: bool,
+}
+
+/// A partition's other inputs (none for a pipeline of one topic).
+pub(in crate::redis) struct OtherInputs {
+    inputs: Vec<Input>,
+}
+
+impl OtherInputs {
+    /// The other inputs of partition `p` of the pipeline of `ctx`, not taken.
+    pub(in crate::redis) fn new(ctx: &Ctx<'_>, p: u32) -> Self {
+        let (spec, keys) = (ctx.spec, &ctx.keys);
+        let inputs = (spec.inputs.iter())
+            .map(|i| Input {
+                key: keys.input_position(&spec.topic, p, &spec.group, &i.topic, &i.group),
+                spec: i.clone(),
+                reader: None,
+                committed: None,
+                read: None,
+                chosen: false,
+            })
+            .collect();
+        OtherInputs { inputs }
+    }
+
+    /// No other input.
+    #[cfg(test)]
+    pub(in crate::redis) fn none() -> Self {
+        OtherInputs { inputs: Vec::new() }
+    }
+
+    /// Takes every input's lease and moves its group to the position the last commit
+    /// left; an input without one starts where its start policy says (its own commit
+    /// frontier, the start or the end of its stream), written by the next commit.
+    ///
+    /// # Errors
+    /// [`is_leased_elsewhere`](crate::mq::reader::is_leased_elsewhere) when another owner
+    /// holds an input's lease; [`Error::Redis`].
+    pub(in crate::redis) async fn take(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        p: u32,
+    ) -> Result<(), Error> {
+        let options = ctx.spec.config.mq_options();
+        for input in &mut self.inputs {
+            let (topic, group) = (input.spec.topic.as_str(), input.spec.group.as_str());
+            input.read = None;
+            let stored: Option<String> = redis::cmd("GET").arg(&input.key).query_async(conn).await?;
+            input.chosen = stored.is_none();
+            let position = match stored {
+                Some(position) => position,
+                None => start_position(ctx, conn, &input.spec, p).await?,
+            };
+            let reader = input.reader.get_or_insert_with(|| {
+                PartitionReader::owner(ReadMode::NoAck, &ctx.keys, (topic, p, group), &ctx.consumer, options)
+            });
+            let at = Position {
+                start: input.spec.start,
+                from_frontier: false,
+                committed: Some(&position),
+            };
+            reader.take(conn, at).await?;
+            input.committed = Some(position);
+        }
+        Ok(())
+    }
+
+    /// Whether a take chose a position that no commit wrote yet.
+    pub(in crate::redis) fn unwritten(&self) -> bool {
+        self.inputs.iter().any(|i| i.chosen)
+    }
+
+    /// Reads up to `count` entries of each input (without waiting), after the first
+    /// topic's entries of the batch.
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when an input's lease was lost; [`Error::Redis`].
+    pub(in crate::redis) async fn read(
+        &mut self,
+        conn: &mut Connection,
+        count: usize,
+        msgs: &mut Vec<Message>,
+    ) -> Result<(), Error> {
+        for input in &mut self.inputs {
+            let reader = input.reader.as_mut().ok_or_else(not_taken)?;
+            let batch = reader.read(conn, count, Duration::ZERO).await?;
+            if let Some(last) = batch.ids.last() {
+                input.read = Some(last.clone());
+            }
+            msgs.extend(batch.messages);
+        }
+        Ok(())
+    }
+
+    /// Whether the batch read anything of the other inputs.
+    pub(in crate::redis) fn read_any(&self) -> bool {
+        self.inputs.iter().any(|i| i.read.is_some())
+    }
+
+    /// The positions the commit writes: (key, id) of each input the batch read, or whose
+    /// position the take chose.
+    pub(in crate::redis) fn positions(&self) -> Vec<(String, String)> {
+        (self.inputs.iter())
+            .filter_map(|i| {
+                let id = i.read.as_ref().or(i.committed.as_ref().filter(|_| i.chosen))?;
+                Some((i.key.clone(), id.clone()))
+            })
+            .collect()
+    }
+
+    /// The batch committed: its positions are the committed ones.
+    pub(in crate::redis) fn committed(&mut self) {
+        for input in &mut self.inputs {
+            if let Some(read) = input.read.take() {
+                input.committed = Some(read);
+            }
+            input.chosen = false;
+        }
+    }
+
+    /// The reader of the input that `topic` names, if it is one of them.
+    pub(in crate::redis) fn reader_of(&mut self, topic: &str) -> Option<&mut PartitionReader> {
+        (self.inputs.iter_mut())
+            .find(|i| i.spec.topic == topic)
+            .and_then(|i| i.reader.as_mut())
+    }
+
+    /// Extends every input's lease; `false` when one expired or passed to another owner.
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub(in crate::redis) async fn renew(&self, conn: &mut Connection) -> Result<bool, Error> {
+        for input in &self.inputs {
+            let renewed = match &input.reader {
+                Some(r) => r.renew(conn).await?,
+                None => false,
+            };
+            if !renewed {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Releases every input's lease (if still held).
+    pub(in crate::redis) async fn release(&mut self, conn: &mut Connection) {
+        for input in &mut self.inputs {
+            if let Some(mut r) = input.reader.take() {
+                let _ = r.release(conn).await;
+            }
+        }
+    }
+
+    /// The leases were lost: the readers are dropped with them.
+    pub(in crate::redis) fn lost(&mut self) {
+        for input in &mut self.inputs {
+            input.reader = None;
+            input.read = None;
+        }
+    }
+}
+
+fn not_taken() -> Error {
+    Error::Engine {
+        op: "read",
+        reason: "an input's partition is not taken".into(),
+    }
+}
+
+/// Where input `spec` of partition `p` starts when the job stored no position for it: its
+/// group's own commit frontier when its start policy resumes there and one is stored,
+/// else the start of its stream (`0-0`) or its end (its last entry's id).
+async fn start_position(
+    ctx: &Ctx<'_>,
+    conn: &mut Connection,
+    spec: &InputSpec,
+    p: u32,
+) -> Result<String, Error> {
+    let (topic, group) = (spec.topic.as_str(), spec.group.as_str());
+    let frontier = match spec.start {
+        StartPolicy::FrontierOrEarliest | StartPolicy::FrontierOrLatest => {
+            crate::mq::frontier::read(conn, &ctx.keys, topic, p, group).await?
+        }
+        StartPolicy::Earliest | StartPolicy::Latest => None,
+    };
+    if let Some(frontier) = frontier {
+        return Ok(frontier);
+    }
+    if matches!(spec.start, StartPolicy::Earliest | StartPolicy::FrontierOrEarliest) {
+        return Ok("0-0".into());
+    }
+    let last: Vec<(String, redis::Value)> = redis::cmd("XREVRANGE")
+        .arg(ctx.keys.stream(topic, p))
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(conn)
+        .await?;
+    Ok(last.into_iter().next().map_or_else(|| "0-0".into(), |(id, _)| id))
+}

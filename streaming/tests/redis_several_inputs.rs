@@ -1,0 +1,264 @@
+//! Pipelines that read several topics on the Redis engine: `union` and `connect` of
+//! co-partitioned topics, each job partition reading partition n of every input and
+//! committing the state and every input's position in one transaction. The same pipeline
+//! text runs on the memory engine with the same input and gives the same results.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use streaming::api::{Collector, KeyedContext, ValueStateDescriptor};
+use streaming::mq::{Message, OutgoingMessage};
+use streaming::redis::{CollectSink, RedisEnv, HEADER_RUNTIME_GROUP};
+use streaming::{BoxError, Error, KeyedCoProcessFunction, MemoryEnv};
+use support::engine::{earliest, setup, wait_until, EngineSetup};
+
+const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
+const NAME: ValueStateDescriptor<String> = ValueStateDescriptor::persistent("name", String::new());
+
+/// Per key, how many records of both inputs it has seen so far: `(key, count)`.
+macro_rules! counts {
+    ($first:expr, $second:expr) => {
+        $first
+            .union($second)
+            .map(|m: Message| m.key.as_deref().unwrap_or_default().to_string())
+            .key_by(|k: &String| k.clone())
+            .process(|k: String, ctx, out| {
+                let mut count = ctx.state(&COUNT)?;
+                let n = count.value() + 1;
+                count.update(n);
+                out.collect((k, n));
+                Ok::<(), BoxError>(())
+            })
+    };
+}
+
+/// Sends `(key, payload)` records to `topic`, each to the partition its key picks.
+fn produce(s: &EngineSetup, topic: &str, records: &[(&str, &str)]) {
+    let msgs: Vec<OutgoingMessage> = (records.iter())
+        .map(|(k, p)| OutgoingMessage::new(p.to_string()).key(k.to_string()))
+        .collect();
+    s.rt.block_on(s.mq().producer().send_batch(topic, &msgs))
+        .unwrap();
+}
+
+fn create(s: &EngineSetup, topic: &str, partitions: u32) {
+    s.rt.block_on(s.mq().create_topic(topic, partitions)).unwrap();
+}
+
+fn env(s: &EngineSetup, job: &str) -> RedisEnv {
+    RedisEnv::try_with_config(s.redis.url(), s.config(job).build().unwrap()).unwrap()
+}
+
+/// The last count of each key.
+fn last_counts(outputs: &[(String, u64)]) -> BTreeMap<String, u64> {
+    outputs.iter().cloned().collect()
+}
+
+fn keyed(topic: &str, keys: &[&str]) -> Vec<Message> {
+    (keys.iter().enumerate())
+        .map(|(i, k)| Message {
+            id: format!("1-{i}").into(),
+            topic: topic.into(),
+            partition: 0,
+            key: Some((*k).into()),
+            payload: k.as_bytes().to_vec().into(),
+            headers: BTreeMap::new(),
+            timestamp_ms: 1000 + i as i64,
+            retry_count: 0,
+            max_retries: None,
+            retry_group: None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_union_of_two_topics_counts_every_record_once_and_resumes_where_it_committed() {
+    let clicks = ["a", "b", "a", "c", "a", "d", "b"];
+    let views = ["a", "c", "c", "e", "b"];
+    let memory_env = MemoryEnv::new();
+    let memory = counts!(
+        memory_env.from_collection_with_id("clicks.g", keyed("clicks", &clicks)),
+        memory_env.from_collection_with_id("views.g", keyed("views", &views))
+    )
+    .collect_vec()
+    .unwrap();
+    let expected: BTreeMap<String, u64> = [("a", 4), ("b", 3), ("c", 3), ("d", 1), ("e", 1)]
+        .into_iter()
+        .map(|(k, n)| (k.to_string(), n))
+        .collect();
+    assert_eq!(last_counts(&memory), expected);
+
+    let s = setup("several-union");
+    create(&s, "clicks", 3);
+    create(&s, "views", 3);
+    let pairs = |keys: &[&'static str]| keys.iter().map(|k| (*k, *k)).collect::<Vec<_>>();
+    produce(&s, "clicks", &pairs(&clicks));
+    produce(&s, "views", &pairs(&views));
+    let redis = env(&s, "several-union");
+    let out = CollectSink::new();
+    counts!(
+        redis.from_mq_topic_with_options("clicks", "g", earliest(2)),
+        redis.from_mq_topic_with_options("views", "g", earliest(2))
+    )
+    .sink(out.clone())
+    .unwrap();
+    let job = redis.blocking_start().unwrap();
+    wait_until("every record counted", &job, || out.len() == 12);
+    job.blocking_shutdown(Duration::MAX);
+    assert_eq!(last_counts(&out.snapshot()), expected);
+
+    // A second run reads only what came after the positions the first one committed.
+    produce(&s, "views", &[("a", "a"), ("f", "f")]);
+    produce(&s, "clicks", &[("d", "d")]);
+    let redis = env(&s, "several-union");
+    let again = CollectSink::new();
+    counts!(
+        redis.from_mq_topic_with_options("clicks", "g", earliest(2)),
+        redis.from_mq_topic_with_options("views", "g", earliest(2))
+    )
+    .sink(again.clone())
+    .unwrap();
+    let job = redis.blocking_start().unwrap();
+    wait_until("the new records counted", &job, || again.len() == 3);
+    std::thread::sleep(Duration::from_millis(200));
+    job.blocking_shutdown(Duration::MAX);
+    let mut after = again.snapshot();
+    after.sort();
+    assert_eq!(
+        after,
+        [("a".to_string(), 5), ("d".to_string(), 2), ("f".to_string(), 1)]
+    );
+}
+
+/// Customers (the latest record of each) enrich orders: Kafka Streams' stream–table join
+/// as a keyed co-process function.
+#[derive(Clone)]
+struct Enrich;
+
+impl KeyedCoProcessFunction<String, Message, Message> for Enrich {
+    type Out = String;
+    fn process_element1(
+        &mut self,
+        customer: Message,
+        ctx: &mut KeyedContext<'_, String>,
+        _out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        ctx.state(&NAME)?.update(customer.text()?.to_string());
+        Ok(())
+    }
+    fn process_element2(
+        &mut self,
+        order: Message,
+        ctx: &mut KeyedContext<'_, String>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let amount: u64 = order.text()?.parse()?;
+        let name = ctx.state(&NAME)?.value();
+        out.collect(format!("{name}: {amount}"));
+        Ok(())
+    }
+}
+
+fn key_of(m: &Message) -> String {
+    m.key.as_deref().unwrap_or_default().to_string()
+}
+
+#[test]
+fn connected_topics_share_keyed_state_and_a_bad_record_goes_to_its_own_topics_dead_letters() {
+    let s = setup("several-connect");
+    create(&s, "customers", 2);
+    create(&s, "orders", 2);
+    produce(&s, "customers", &[("1", "ada"), ("2", "bob"), ("3", "cy")]);
+    produce(&s, "orders", &[("1", "30"), ("2", "5"), ("3", "x"), ("2", "7")]);
+    let redis = env(&s, "several-connect");
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("customers", "enrich", earliest(10))
+        .connect(redis.from_mq_topic_with_options("orders", "enrich-orders", earliest(10)))
+        .key_by(key_of, key_of)
+        .process(Enrich)
+        .sink(out.clone())
+        .unwrap();
+    let job = redis.blocking_start().unwrap();
+    let mq = s.mq();
+    let letters = || s.rt.block_on(mq.dead_letters("orders", 10)).unwrap();
+    wait_until("the enriched orders", &job, || out.len() == 3);
+    wait_until("the bad order's dead letter", &job, || letters().len() == 1);
+    job.blocking_shutdown(Duration::MAX);
+    let mut lines = out.snapshot();
+    lines.sort();
+    assert_eq!(lines, ["ada: 30", "bob: 5", "bob: 7"]);
+    let letter = &letters()[0];
+    assert_eq!(letter.payload.as_ref(), b"x");
+    assert_eq!(letter.headers[HEADER_RUNTIME_GROUP], "enrich-orders");
+    let customers = s.rt.block_on(mq.dead_letters("customers", 10)).unwrap();
+    assert!(customers.is_empty(), "{customers:?}");
+}
+
+#[test]
+fn inputs_that_are_not_co_partitioned_are_refused_at_start_naming_their_partition_counts() {
+    let s = setup("several-refused");
+    create(&s, "left", 4);
+    create(&s, "right", 2);
+    let redis = env(&s, "several-refused");
+    counts!(
+        redis.from_mq_topic("left", "g"),
+        redis.from_mq_topic("right", "g")
+    )
+    .sink(CollectSink::new())
+    .unwrap();
+    let err = redis.blocking_start().unwrap_err();
+    match &err {
+        Error::InvalidConfig { field, reason } => {
+            assert_eq!(*field, "inputs");
+            assert!(reason.contains("`left` has 4, `right` has 2 partitions"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let redis = env(&s, "several-missing");
+    counts!(
+        redis.from_mq_topic("left", "g"),
+        redis.from_mq_topic("nowhere", "g")
+    )
+    .sink(CollectSink::new())
+    .unwrap();
+    let err = redis.blocking_start().unwrap_err().to_string();
+    assert!(err.contains("topic `nowhere`") && err.contains("does not exist"), "{err}");
+
+    let config = s
+        .config("several-checkpoints")
+        .checkpoint_interval(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    counts!(
+        redis.from_mq_topic("left", "g"),
+        redis.from_mq_topic("right", "g")
+    )
+    .sink(CollectSink::new())
+    .unwrap();
+    let err = redis.blocking_start().unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidConfig { field: "checkpoint_interval", .. }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_topic_combined_with_itself_is_refused_when_the_pipeline_is_registered() {
+    let s = setup("several-twice");
+    let redis = env(&s, "several-twice");
+    let err = counts!(
+        redis.from_mq_topic("same", "g"),
+        redis.from_mq_topic_with_id("other-id", "same", "g2")
+    )
+    .sink(CollectSink::new())
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidConfig { field: "inputs", .. }),
+        "{err:?}"
+    );
+}
