@@ -319,7 +319,7 @@ pub mod __private {
     };
     pub use crate::dataflow::{
         AsFirst, AsIs, AsSecond, CoItems, CoProcess, CombineRoots, Connected, IntervalJoinFunction,
-        SplitLateStage, Union,
+        IntervalJoinState, JoinBuffers, SplitLateStage, Union,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;

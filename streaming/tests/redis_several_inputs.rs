@@ -11,6 +11,7 @@ use std::time::Duration;
 use streaming::api::{Collector, KeyedContext, ValueStateDescriptor};
 use streaming::mq::{Message, OutgoingMessage};
 use streaming::redis::{CollectSink, RedisEnv, HEADER_RUNTIME_GROUP};
+use streaming::time::{TimeWindow, TumblingEventTimeWindows};
 use streaming::{BoxError, Error, KeyedCoProcessFunction, MemoryEnv};
 use support::engine::{earliest, setup, wait_until, EngineSetup};
 
@@ -261,4 +262,131 @@ fn a_topic_combined_with_itself_is_refused_when_the_pipeline_is_registered() {
         matches!(err, Error::InvalidConfig { field: "inputs", .. }),
         "{err:?}"
     );
+}
+
+/// `(key, payload)` messages of `topic` at their event times.
+fn timed(topic: &str, records: &[(&str, &str, i64)]) -> Vec<(Message, i64)> {
+    (records.iter().enumerate())
+        .map(|(i, (k, p, t))| {
+            let mut m = keyed(topic, &[k]).remove(0);
+            m.id = format!("1-{i}").into();
+            m.payload = p.as_bytes().to_vec().into();
+            m.timestamp_ms = *t;
+            (m, *t)
+        })
+        .collect()
+}
+
+fn send_timed(s: &EngineSetup, topic: &str, records: &[(&str, &str, i64)]) {
+    let msgs: Vec<OutgoingMessage> = (records.iter())
+        .map(|(k, p, t)| OutgoingMessage::new(p.to_string()).key(k.to_string()).timestamp_ms(*t))
+        .collect();
+    s.rt.block_on(s.mq().producer().send_batch(topic, &msgs))
+        .unwrap();
+}
+
+fn amount(m: &Message) -> u64 {
+    m.text().unwrap().parse().unwrap()
+}
+
+/// `(key, text)` of a message: what the join buffers (the Redis engine keeps it as JSON).
+fn pair(m: Message) -> (String, String) {
+    (key_of(&m), m.text().unwrap().to_string())
+}
+
+/// Orders joined with their customer's payments within 10 minutes after the order.
+macro_rules! paid {
+    ($orders:expr, $payments:expr) => {
+        $orders
+            .map(pair)
+            .key_by(|o: &(String, String)| o.0.clone())
+            .interval_join($payments.map(pair).key_by(|p: &(String, String)| p.0.clone()))
+            .between(0, 10 * 60_000)
+            .unwrap()
+            .process(|order: &(String, String), payment: &(String, String)| {
+                (order.1.clone(), payment.1.parse::<u64>().unwrap())
+            })
+    };
+}
+
+/// Per key and 10-second window, the sum of both inputs' amounts.
+macro_rules! window_sums {
+    ($first:expr, $second:expr) => {
+        $first
+            .union($second)
+            .map(|m: Message| (key_of(&m), amount(&m)))
+            .key_by(|e: &(String, u64)| e.0.clone())
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(10)).unwrap())
+            .sum_by(|e: &(String, u64)| e.1)
+            .map(|(k, w, sum): (String, TimeWindow, u64)| (k, w.start(), sum))
+    };
+}
+
+#[test]
+fn event_time_joins_and_windows_over_two_topics_match_the_memory_engine() {
+    let orders = [("ada", "o1", 0), ("bob", "o2", 1_000), ("ada", "o3", 700_000)];
+    let payments = [("ada", "30", 60_000), ("bob", "5", 900_000), ("ada", "8", 1_200_000)];
+    let memory_env = MemoryEnv::new();
+    let mut memory_paid = paid!(
+        memory_env.from_timestamped_collection(timed("orders", &orders)),
+        memory_env.from_timestamped_collection(timed("payments", &payments))
+    )
+    .collect_vec()
+    .unwrap();
+    memory_paid.sort();
+    // bob paid after 15 minutes; ada's 8 came 500 s after o3.
+    assert_eq!(memory_paid, [("o1".to_string(), 30), ("o3".to_string(), 8)]);
+    let clicks = [("a", "1", 1_000), ("b", "2", 4_000), ("a", "3", 12_000), ("a", "4", 25_000)];
+    let views = [("a", "10", 2_000), ("a", "20", 11_000), ("b", "30", 19_000)];
+    let memory_env = MemoryEnv::new();
+    let mut memory_sums = window_sums!(
+        memory_env.from_timestamped_collection(timed("clicks", &clicks)),
+        memory_env.from_timestamped_collection(timed("views", &views))
+    )
+    .collect_vec()
+    .unwrap();
+    memory_sums.sort();
+    let s_ = |k: &str, start: i64, sum: u64| (k.to_string(), start, sum);
+    assert_eq!(
+        memory_sums,
+        [s_("a", 0, 11), s_("a", 10_000, 23), s_("a", 20_000, 4), s_("b", 0, 2), s_("b", 10_000, 30)]
+    );
+
+    let s = setup("several-event-time");
+    for topic in ["orders", "payments", "clicks", "views"] {
+        create(&s, topic, 2);
+    }
+    send_timed(&s, "orders", &orders);
+    send_timed(&s, "payments", &payments);
+    send_timed(&s, "clicks", &clicks);
+    send_timed(&s, "views", &views);
+    let config = s
+        .config("several-event-time")
+        .watermark_idle_timeout(Some(Duration::from_millis(200)))
+        .build()
+        .unwrap();
+    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let paid_out = CollectSink::new();
+    paid!(
+        redis.from_mq_topic_with_options("orders", "g", earliest(1)),
+        redis.from_mq_topic_with_options("payments", "g", earliest(1))
+    )
+    .sink(paid_out.clone())
+    .unwrap();
+    let sums_out = CollectSink::new();
+    window_sums!(
+        redis.from_mq_topic_with_options("clicks", "g", earliest(1)),
+        redis.from_mq_topic_with_options("views", "g", earliest(1))
+    )
+    .sink(sums_out.clone())
+    .unwrap();
+    let job = redis.blocking_start().unwrap();
+    assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
+    job.blocking_shutdown(Duration::MAX);
+    let mut redis_paid = paid_out.snapshot();
+    redis_paid.sort();
+    assert_eq!(redis_paid, memory_paid);
+    let mut redis_sums = sums_out.snapshot();
+    redis_sums.sort();
+    assert_eq!(redis_sums, memory_sums);
 }

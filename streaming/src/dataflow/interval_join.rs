@@ -15,7 +15,6 @@ use crate::sealed::Sealed;
 use crate::time::{EventTime, Offers, StreamTime};
 use crate::{BoxError, Error};
 use std::hash::Hash;
-use std::marker::PhantomData;
 
 /// Two keyed streams to join by event time, before their bounds
 /// ([`KeyedStream::interval_join`]).
@@ -94,7 +93,8 @@ where
     /// pair is emitted when its second element arrives, with that element's timestamp
     /// (Flink gives the larger of the two timestamps).
     ///
-    /// Runs where [`union`](crate::DataStream::union) runs (the memory engine).
+    /// Runs where [`union`](crate::DataStream::union) runs (the memory engine, and the Redis
+    /// engine for topics of one partition count).
     pub fn interval_join<Q, KG>(self, other: KeyedStream<Q, KG, K>) -> IntervalJoin<P, Q, KF, KG, K>
     where
         Q: Plan<Time = P::Time>,
@@ -202,6 +202,7 @@ where
     >
     where
         F: FnMut(&P::Out, &Q::Out) -> O,
+        P::Root: IntervalJoinState<P::Out, Q::Out>,
     {
         let IntervalJoin { first, second } = self.join;
         let joined: KeyedProcessOutput<_, _, K, _> = first
@@ -211,7 +212,7 @@ where
             .process(IntervalJoinFunction {
                 bounds: self.bounds,
                 join,
-                _types: PhantomData,
+                buffers: <P::Root as IntervalJoinState<P::Out, Q::Out>>::buffers(),
             });
         // The split belongs to the join: it shares its position, so the ids of the
         // operators after the join are those of any other keyed process.
@@ -276,7 +277,7 @@ where
 pub struct IntervalJoinFunction<A, B, F> {
     bounds: Bounds,
     join: F,
-    _types: PhantomData<fn() -> (A, B)>,
+    buffers: JoinBuffers<A, B>,
 }
 
 impl<A, B, F: Clone> Clone for IntervalJoinFunction<A, B, F> {
@@ -284,19 +285,65 @@ impl<A, B, F: Clone> Clone for IntervalJoinFunction<A, B, F> {
         IntervalJoinFunction {
             bounds: self.bounds,
             join: self.join.clone(),
-            _types: PhantomData,
+            buffers: self.buffers.clone(),
         }
     }
 }
 
-/// The key's buffered first-input elements with their event times (ms).
-fn first_buffer<A>() -> ListStateDescriptor<(A, i64)> {
-    ListStateDescriptor::new("interval_join.first")
+/// The states of an interval join's buffers: per key, each input's elements with their
+/// event times (ms), named `interval_join.first` and `interval_join.second`.
+#[doc(hidden)]
+pub struct JoinBuffers<A, B> {
+    first: ListStateDescriptor<(A, i64)>,
+    second: ListStateDescriptor<(B, i64)>,
 }
 
-/// The key's buffered second-input elements with their event times (ms).
-fn second_buffer<B>() -> ListStateDescriptor<(B, i64)> {
-    ListStateDescriptor::new("interval_join.second")
+impl<A, B> Clone for JoinBuffers<A, B> {
+    fn clone(&self) -> Self {
+        JoinBuffers {
+            first: self.first.clone(),
+            second: self.second.clone(),
+        }
+    }
+}
+
+impl<A, B> JoinBuffers<A, B> {
+    /// Buffers the engine keeps in memory.
+    pub(crate) const fn in_memory() -> Self {
+        JoinBuffers {
+            first: ListStateDescriptor::new("interval_join.first"),
+            second: ListStateDescriptor::new("interval_join.second"),
+        }
+    }
+}
+
+impl<A, B> JoinBuffers<A, B>
+where
+    A: serde::Serialize + serde::de::DeserializeOwned,
+    B: serde::Serialize + serde::de::DeserializeOwned,
+{
+    /// Buffers an engine keeps outside the process (as JSON).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) const fn persistent() -> Self {
+        JoinBuffers {
+            first: ListStateDescriptor::persistent("interval_join.first"),
+            second: ListStateDescriptor::persistent("interval_join.second"),
+        }
+    }
+}
+
+/// How the engine of a pipeline's source keeps an interval join's buffered elements of
+/// types `A` and `B`: the memory engine in memory, the Redis engine in Redis (the elements
+/// must then be serde `Serialize + DeserializeOwned`).
+#[diagnostic::on_unimplemented(
+    message = "the elements of an interval join on the engine of `{Self}` cannot be kept in its state",
+    label = "the join's inputs",
+    note = "on the Redis engine both inputs' element types must be serde `Serialize + DeserializeOwned`: the join buffers them in Redis"
+)]
+pub trait IntervalJoinState<A, B>: Sealed {
+    /// The buffers' state descriptors.
+    #[doc(hidden)]
+    fn buffers() -> JoinBuffers<A, B>;
 }
 
 /// How an element of one input (`T`, the other input's `U`) arrives at the join.
@@ -349,7 +396,7 @@ where
 
 /// The time of the key's one pending cleanup timer (ms), when it has one.
 const CLEANUP: ValueStateDescriptor<i64> =
-    ValueStateDescriptor::new("interval_join.cleanup", i64::MAX);
+    ValueStateDescriptor::persistent("interval_join.cleanup", i64::MAX);
 
 /// Makes sure the key's buffers are cleaned up by `expires`: the key keeps one cleanup
 /// timer, at the earliest time one of its elements expires (a timer per element would
@@ -398,8 +445,8 @@ where
         let (bounds, join) = (self.bounds, &mut self.join);
         let arrival = Arrival {
             late: JoinOutput::LateFirst,
-            own: first_buffer::<A>(),
-            other: second_buffer::<B>(),
+            own: self.buffers.first.clone(),
+            other: self.buffers.second.clone(),
             met: |t| bounds.seconds_met(t),
             expires: |t| bounds.first_expires(t),
         };
@@ -415,8 +462,8 @@ where
         let (bounds, join) = (self.bounds, &mut self.join);
         let arrival = Arrival {
             late: JoinOutput::LateSecond,
-            own: second_buffer::<B>(),
-            other: first_buffer::<A>(),
+            own: self.buffers.second.clone(),
+            other: self.buffers.first.clone(),
             met: |t| bounds.firsts_met(t),
             expires: |t| bounds.second_expires(t),
         };
@@ -432,14 +479,14 @@ where
         let bounds = self.bounds;
         // Everything the watermark passed goes at once (at the end of input: all of it).
         let timestamp = timestamp.max(ctx.current_watermark());
-        let mut first = ctx.state(&first_buffer::<A>())?;
+        let mut first = ctx.state(&self.buffers.first)?;
         first.retain(|(_, t)| bounds.first_expires(*t) > timestamp);
         let first_next = first
             .get()
             .iter()
             .map(|(_, t)| bounds.first_expires(*t))
             .min();
-        let mut second = ctx.state(&second_buffer::<B>())?;
+        let mut second = ctx.state(&self.buffers.second)?;
         second.retain(|(_, t)| bounds.second_expires(*t) > timestamp);
         let second_next = second
             .get()

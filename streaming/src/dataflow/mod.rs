@@ -20,7 +20,10 @@ mod window_join;
 mod windowed;
 
 pub use fragment::{FragmentInput, PlaceholderPlan, Spliced};
-pub use interval_join::{BoundedIntervalJoin, IntervalJoin, IntervalJoinFunction, SplitLateStage};
+pub use interval_join::{
+    BoundedIntervalJoin, IntervalJoin, IntervalJoinFunction, IntervalJoinState, JoinBuffers,
+    SplitLateStage,
+};
 pub use plan::{BuildPlan, BuildRejectedOutput, BuildStage, Plan, Stage, Then};
 pub use runtime::{Runtime, SideOutputFactory, StoreFactory};
 pub use stages::{

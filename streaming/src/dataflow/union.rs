@@ -24,11 +24,11 @@ pub enum CoInput<A, B> {
 
 /// How the engine of the first input's source runs a plan with a second input whose source
 /// is `Other`: implemented by the roots of engines that run several inputs (the memory
-/// engine's single-chain sources).
+/// engine's single-chain sources, the Redis engine's topics).
 #[diagnostic::on_unimplemented(
     message = "a stream of `{Self}` cannot be combined with a stream of `{Other}`",
     label = "these inputs cannot run in one pipeline",
-    note = "both inputs must come from sources of one engine; the memory engine combines its collection and user sources (not `from_collection_partitioned`); the Redis engine does not run several inputs yet"
+    note = "both inputs must come from sources of one engine; the memory engine combines its collection and user sources (not `from_collection_partitioned`); the Redis engine combines topics of one `RedisEnv` (`from_mq_topic`)"
 )]
 pub trait CombineRoots<Other>: Sealed {
     /// The root of the combined plan.
@@ -170,12 +170,15 @@ impl<P: Plan> DataStream<P> {
     /// Both streams must have the same element type and agree on event time (both carry
     /// it, or neither does). Each input keeps its own order; how the two interleave is up
     /// to the engine (the memory engine runs this stream's input to its end, then
-    /// `other`'s). The watermark after the union is the lowest of the inputs' watermarks;
+    /// `other`'s; the Redis engine runs each batch's entries of this stream's topic, then
+    /// those of `other`'s). The watermark after the union is the lowest of the inputs' watermarks;
     /// an input that has ended no longer holds it back. Operators after the union continue
     /// this stream's operator ids; `other`'s operators keep theirs.
     ///
     /// Runs on the memory engine, with inputs from its single-chain sources (not
-    /// `from_collection_partitioned`); another pair of inputs does not compile.
+    /// `from_collection_partitioned`), and on the Redis engine, with topics of one
+    /// `RedisEnv` that have the same partition count (a start with inputs of different
+    /// counts fails naming them); another pair of inputs does not compile.
     ///
     /// ```
     /// use streaming::MemoryEnv;

@@ -36,6 +36,16 @@ where
     }
 }
 
+/// The memory engine keeps an interval join's buffers in memory.
+impl<R, A, B> crate::dataflow::IntervalJoinState<A, B> for R
+where
+    R: MemoryRoot,
+{
+    fn buffers() -> crate::dataflow::JoinBuffers<A, B> {
+        crate::dataflow::JoinBuffers::in_memory()
+    }
+}
+
 /// What a [`UnionRoot`] feeds into the chain it drives: an event of one input's chain.
 /// The built chain ([`UnionChain`]) hands each to that input's own chain.
 #[doc(hidden)]

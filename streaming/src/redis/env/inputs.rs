@@ -4,7 +4,7 @@
 //! inputs' chains meet in one [`Merge`] (the watermark is the lowest of the inputs').
 
 use super::MqTopicSource;
-use crate::dataflow::{BuildPlan, CombineRoots, Plan, Union};
+use crate::dataflow::{BuildPlan, CombineRoots, IntervalJoinState, JoinBuffers, Plan, Union};
 use crate::mq::{Message, StartPolicy};
 use crate::ops::{Convert, Merge, MergeInput, Operator};
 use crate::redis::RedisRuntime;
@@ -91,6 +91,17 @@ impl CombineRoots<MqTopicSource> for MqTopicSource {
         let mut root = self.clone();
         root.inputs.extend(other.flattened());
         root
+    }
+}
+
+/// The Redis engine keeps an interval join's buffers in Redis, as JSON.
+impl<A, B> IntervalJoinState<A, B> for MqTopicSource
+where
+    A: serde::Serialize + serde::de::DeserializeOwned,
+    B: serde::Serialize + serde::de::DeserializeOwned,
+{
+    fn buffers() -> JoinBuffers<A, B> {
+        JoinBuffers::persistent()
     }
 }
 

@@ -1,4 +1,4 @@
-// `union` runs on the memory engine only for now: one error, at `union`.
+// `union` of two topics on the Redis engine (registered, not started: no server needed).
 use streaming::mq::Message;
 use streaming::pipeline;
 use streaming::redis::{CollectSink, RedisEnv};
