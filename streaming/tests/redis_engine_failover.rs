@@ -56,6 +56,7 @@ fn spec(url: String, prefix: &str, replica_wait: Option<Duration>) -> WorkerSpec
         parallelism: 1,
         record_delay: Duration::from_millis(1),
         replica_wait,
+        two_inputs: false,
         checkpoints: None,
     }
 }

@@ -59,6 +59,7 @@ fn fixture(test: &str) -> Fixture {
             parallelism: 1,
             record_delay: Duration::from_millis(1),
             replica_wait: None,
+            two_inputs: false,
             checkpoints: Some(WorkerCheckpoints {
                 interval: Duration::from_millis(100),
                 leader_ttl: TTL,

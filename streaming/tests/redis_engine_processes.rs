@@ -13,7 +13,7 @@ use streaming::redis::AckMode;
 use support::redis_server::TestRedis;
 use support::workers::{
     assigned_owners, check_exactly_once, distinct, lease_owners, lease_values, output, sum_of,
-    word, Worker, WorkerSpec, TOPIC,
+    word, Worker, WorkerSpec, TOPIC, TOPIC2,
 };
 
 const PARTITIONS: u32 = 4;
@@ -31,6 +31,13 @@ struct Fixture {
 }
 
 fn fixture(test: &str, mode: AckMode, messages: usize) -> Fixture {
+    fixture_of(test, mode, messages, false)
+}
+
+/// A private Redis with `messages` word messages (`m{i}` keyed by [`word`]`(i)`): all in
+/// [`TOPIC`], or with `two_inputs` the even ones in [`TOPIC`] and the odd ones in
+/// [`TOPIC2`] (same partition count) for a job that counts the union of both.
+fn fixture_of(test: &str, mode: AckMode, messages: usize, two_inputs: bool) -> Fixture {
     let redis = TestRedis::private();
     let prefix = support::unique_prefix(test);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -44,11 +51,23 @@ fn fixture(test: &str, mode: AckMode, messages: usize) -> Fixture {
     rt.block_on(async {
         let mq = Mq::connect(redis.url(), opts).await.unwrap();
         mq.create_topic(TOPIC, PARTITIONS).await.unwrap();
-        let msgs: Vec<OutgoingMessage> = (0..messages)
-            .map(|i| OutgoingMessage::new(format!("m{i}")).key(word(i)))
+        if two_inputs {
+            mq.create_topic(TOPIC2, PARTITIONS).await.unwrap();
+        }
+        let topic_of = |i: usize| if two_inputs && i % 2 == 1 { TOPIC2 } else { TOPIC };
+        let msgs: Vec<(usize, OutgoingMessage)> = (0..messages)
+            .map(|i| (i, OutgoingMessage::new(format!("m{i}")).key(word(i))))
             .collect();
         for chunk in msgs.chunks(1000) {
-            mq.producer().send_batch(TOPIC, chunk).await.unwrap();
+            for topic in [TOPIC, TOPIC2] {
+                let part: Vec<OutgoingMessage> = (chunk.iter())
+                    .filter(|(i, _)| topic_of(*i) == topic)
+                    .map(|(_, m)| m.clone())
+                    .collect();
+                if !part.is_empty() {
+                    mq.producer().send_batch(topic, &part).await.unwrap();
+                }
+            }
         }
     });
     let conn = redis::Client::open(redis.url())
@@ -63,6 +82,7 @@ fn fixture(test: &str, mode: AckMode, messages: usize) -> Fixture {
             parallelism: 1,
             record_delay: Duration::from_millis(2),
             replica_wait: None,
+            two_inputs,
             checkpoints: None,
         },
         _redis: redis,
@@ -331,6 +351,10 @@ fn partition_len(conn: &mut redis::Connection, p: u32) -> usize {
 /// takeovers another failure overlapped (no other process running when it began, or
 /// another process killed or stopped before it ended) apart.
 fn chaos(mode: AckMode, test: &str) {
+    chaos_of(mode, test, false);
+}
+
+fn chaos_of(mode: AckMode, test: &str, two_inputs: bool) {
     use rand::{Rng, SeedableRng};
     // `CHAOS_SECS` runs it longer (more takeovers measured).
     let chaos_for = Duration::from_secs(
@@ -347,7 +371,7 @@ fn chaos(mode: AckMode, test: &str) {
         .unwrap_or_else(|| rand::rng().random());
     println!("{test}: CHAOS_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut f = fixture(test, mode, n);
+    let mut f = fixture_of(test, mode, n, two_inputs);
     f.spec.record_delay = Duration::from_millis(1);
     let mut slots: Vec<Slot> = (0..3)
         .map(|_| Slot::Running(Worker::spawn(&f.spec)))
@@ -536,6 +560,10 @@ fn stored_counts(conn: &mut redis::Connection) -> std::collections::BTreeMap<Str
 /// again each time: the list output is exactly-once with exact counts, and the stored
 /// state holds each word's exact count.
 fn kill_at_random_points(mode: AckMode, test: &str) {
+    kill_at_random_points_of(mode, test, false);
+}
+
+fn kill_at_random_points_of(mode: AckMode, test: &str, two_inputs: bool) {
     use rand::{Rng, SeedableRng};
     const N: usize = 6_000;
     let seed: u64 = std::env::var("KILL_SEED")
@@ -544,7 +572,7 @@ fn kill_at_random_points(mode: AckMode, test: &str) {
         .unwrap_or_else(|| rand::rng().random());
     println!("{test}: KILL_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut f = fixture(test, mode, N);
+    let mut f = fixture_of(test, mode, N, two_inputs);
     f.spec.record_delay = Duration::from_micros(300);
     let mut at_kill = Vec::new();
     for _ in 0..30 {
@@ -573,4 +601,15 @@ fn kill_9_at_30_random_points_is_exactly_once_offset_mode() {
 #[test]
 fn kill_9_at_30_random_points_is_exactly_once_xack_mode() {
     kill_at_random_points(AckMode::Xack, "kill30-xack");
+}
+
+/// The union of two co-partitioned topics: each input's position commits with the state.
+#[test]
+fn kill_9_at_30_random_points_of_a_two_input_job_is_exactly_once() {
+    kill_at_random_points_of(AckMode::Xack, "kill30-two-inputs", true);
+}
+
+#[test]
+fn chaos_kill_stop_restart_of_a_two_input_job_is_exactly_once() {
+    chaos_of(AckMode::Offset, "chaos-two-inputs", true);
 }

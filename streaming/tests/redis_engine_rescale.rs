@@ -64,6 +64,7 @@ fn rescale(mode: AckMode, test: &str) {
         parallelism: 1,
         record_delay: Duration::from_millis(2),
         replica_wait: None,
+        two_inputs: false,
         checkpoints: None,
     };
     let mut w = Worker::spawn(&spec);

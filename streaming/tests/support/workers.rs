@@ -23,6 +23,8 @@ const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count
 
 /// The topic, group and output list of the job.
 pub const TOPIC: &str = "t";
+/// The second topic of a two-input job ([`WorkerSpec::two_inputs`]), read as group `g2`.
+pub const TOPIC2: &str = "t2";
 /// The output list (one per partition, [`RedisListSink::key_for`]).
 pub const LIST: &str = "out";
 
@@ -39,6 +41,9 @@ pub struct WorkerSpec {
     pub replica_wait: Option<Duration>,
     /// Periodic checkpoints and leader election (`None`: neither).
     pub checkpoints: Option<WorkerCheckpoints>,
+    /// The job counts the union of [`TOPIC`] and [`TOPIC2`] (co-partitioned) instead of
+    /// [`TOPIC`] alone.
+    pub two_inputs: bool,
 }
 
 /// A worker's checkpoint options: checkpoints every `interval`, leader election with
@@ -48,6 +53,30 @@ pub struct WorkerCheckpoints {
     pub interval: Duration,
     pub leader_ttl: Duration,
     pub leader_renew: Duration,
+}
+
+/// The job's pipeline after its source: a keyed count per word; each output line is
+/// `{id}|{word}|{count}`.
+macro_rules! word_count {
+    ($stream:expr, $delay:expr) => {
+        $stream
+            .map(|m: Message| {
+                (
+                    m.key.as_deref().unwrap_or_default().to_owned(),
+                    m.text().unwrap().to_string(),
+                )
+            })
+            .key_by(|(w, _): &(String, String)| w.clone())
+            .process(move |(w, id): (String, String), ctx, out| {
+                std::thread::sleep($delay);
+                let mut c = ctx.state(&COUNT)?;
+                let n = c.value() + 1;
+                c.update(n);
+                out.collect(format!("{id}|{w}|{n}"));
+                Ok(())
+            })
+            .sink(RedisListSink::<String>::text(LIST).unwrap())
+    };
 }
 
 /// The child side: runs the job while stdin is open, when started as a worker.
@@ -98,31 +127,18 @@ pub fn serve() {
         .unwrap();
     println!("INSTANCE {}", config.job_instance_id());
     let env = RedisEnv::try_with_config(var("W_URL").as_str(), config).unwrap();
-    env.from_mq_topic_with_options(
-        TOPIC,
-        "g",
-        SubscriptionOptions::builder()
-            .start(StartPolicy::Earliest)
-            .batch_count(20)
-            .build()
-            .unwrap(),
-    )
-    .map(|m: Message| {
-        (
-            m.key.as_deref().unwrap_or_default().to_owned(),
-            m.text().unwrap().to_string(),
-        )
-    })
-    .key_by(|(w, _): &(String, String)| w.clone())
-    .process(move |(w, id): (String, String), ctx, out| {
-        std::thread::sleep(delay);
-        let mut c = ctx.state(&COUNT)?;
-        let n = c.value() + 1;
-        c.update(n);
-        out.collect(format!("{id}|{w}|{n}"));
-        Ok(())
-    })
-    .sink(RedisListSink::<String>::text(LIST).unwrap())
+    let options = SubscriptionOptions::builder()
+        .start(StartPolicy::Earliest)
+        .batch_count(20)
+        .build()
+        .unwrap();
+    let first = env.from_mq_topic_with_options(TOPIC, "g", options.clone());
+    if std::env::var("W_TWO").as_deref() == Ok("1") {
+        let second = env.from_mq_topic_with_options(TOPIC2, "g2", options);
+        word_count!(first.union(second), delay)
+    } else {
+        word_count!(first, delay)
+    }
     .unwrap();
     let job = env.blocking_start().unwrap();
     let stdin = std::io::stdin();
@@ -187,6 +203,10 @@ impl Worker {
                 .env("W_LEADER_TTL_MS", c.leader_ttl.as_millis().to_string())
                 .env("W_LEADER_RENEW_MS", c.leader_renew.as_millis().to_string());
         }
+        match spec.two_inputs {
+            true => cmd.env("W_TWO", "1"),
+            false => cmd.env_remove("W_TWO"),
+        };
         match spec.replica_wait {
             Some(d) => cmd.env("W_REPLICA_WAIT_MS", d.as_millis().to_string()),
             None => cmd.env_remove("W_REPLICA_WAIT_MS"),
