@@ -58,7 +58,11 @@ impl RedisEnv {
     /// (the server, or a master of the cluster) has fewer connected replicas than it asks;
     /// [`Error::Permission`] when the URL's user (an ACL user) may not run a command the
     /// job runs or use one of its keys, naming the rule to add (checked on one server; on a
-    /// Redis Cluster the first command refused fails instead).
+    /// Redis Cluster the first command refused fails instead);
+    /// [`Error::InvalidConfig`] for a pipeline of several topics (`union`, `connect`)
+    /// whose topics have different partition counts or do not exist (field `inputs`,
+    /// naming each topic and its count), or in a job with `checkpoint_interval` or a
+    /// restore (not supported for several inputs yet).
     pub fn blocking_start(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
             op: "start",
