@@ -390,3 +390,31 @@ fn event_time_joins_and_windows_over_two_topics_match_the_memory_engine() {
     redis_sums.sort();
     assert_eq!(redis_sums, memory_sums);
 }
+
+/// The job is caught up once every input is: the second topic's entries, read behind
+/// the first's few, are all counted when the wait returns.
+#[test]
+fn await_caught_up_waits_for_every_input() {
+    let s = setup("several-caught-up");
+    create(&s, "few", 2);
+    create(&s, "many", 2);
+    produce(&s, "few", &[("a", "a")]);
+    let many: Vec<(String, String)> = (0..300).map(|i| (format!("k{}", i % 7), "x".into())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    produce(&s, "many", &many);
+    let redis = env(&s, "several-caught-up");
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("few", "g", earliest(5))
+        .union(redis.from_mq_topic_with_options("many", "g", earliest(5)))
+        .map(|m: Message| {
+            std::thread::sleep(Duration::from_millis(2));
+            key_of(&m)
+        })
+        .sink(out.clone())
+        .unwrap();
+    let job = redis.blocking_start().unwrap();
+    assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+    assert_eq!(out.len(), 301);
+    job.blocking_shutdown(Duration::MAX);
+}

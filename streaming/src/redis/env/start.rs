@@ -115,6 +115,14 @@ impl RedisEnv {
             .map(|d| super::inputs::reads(d.as_ref()))
             .find(|reads| reads.len() > 1)
             .map(|reads| reads.into_iter().map(|(t, _)| t).collect::<Vec<_>>().join("` + `"));
+        shared.other_inputs = (pipelines.iter())
+            .map(|d| super::inputs::reads(d.as_ref()))
+            .filter(|reads| reads.len() > 1)
+            .map(|mut reads| {
+                let first = reads.remove(0);
+                (first, reads)
+            })
+            .collect();
         let job = Arc::new(shared);
         if let Ok(Some(id)) = restored {
             job.checkpoints.saw_complete(id);

@@ -106,6 +106,14 @@ impl JobShared {
                     Check::CaughtUp if awaits_flush => Check::AwaitingRedis,
                     check => check,
                 };
+                let check = match check {
+                    Check::CaughtUp => {
+                        let here = mine.is_some_and(|x| x.owned);
+                        self.other_inputs_caught_up(conn, (topic, p, group), here)
+                            .await?
+                    }
+                    check => check,
+                };
                 if check != Check::CaughtUp {
                     return Ok(check);
                 }
@@ -191,6 +199,51 @@ impl JobShared {
         } else {
             awaiting
         }
+    }
+
+    /// Whether partition `p` of every other input of the pipeline reading (`topic`,
+    /// `group`) is committed up to its stream's last entry (the position the job keeps in
+    /// `topic`'s partition), with no retry of its group scheduled; `here`: this process
+    /// holds the job partition.
+    async fn other_inputs_caught_up(
+        &self,
+        conn: &mut Connection,
+        (topic, p, group): (&String, u32, &String),
+        here: bool,
+    ) -> Result<Check, Error> {
+        let Some(inputs) = self.other_inputs.get(&(topic.clone(), group.clone())) else {
+            return Ok(Check::CaughtUp);
+        };
+        let awaiting = if here { Check::AwaitingHere } else { Check::AwaitingRedis };
+        for (input, input_group) in inputs {
+            let retries: Vec<String> = redis::cmd("ZRANGE")
+                .arg(self.keys.retry_due(input, p))
+                .arg(0)
+                .arg(-1)
+                .query_async(conn)
+                .await?;
+            let ours = format!("{input_group}\n");
+            if retries.iter().any(|t| t.starts_with(&ours) || !t.contains('\n')) {
+                return Ok(Check::AwaitingRedis);
+            }
+            let last: redis::Value = redis::cmd("XREVRANGE")
+                .arg(self.keys.stream(input, p))
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(conn)
+                .await?;
+            let Some(last) = last_entry_id(&last) else {
+                continue;
+            };
+            let key = self.keys.input_position(topic, p, group, input, input_group);
+            let position: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
+            if !position.is_some_and(|c| id_at_least(&c, &last)) {
+                return Ok(awaiting);
+            }
+        }
+        Ok(Check::CaughtUp)
     }
 
     /// Reads what Redis shows of partition `p` in one script.

@@ -40,6 +40,8 @@ pub(crate) struct JobShared {
     /// The topics of the first pipeline that reads several (`a` + `b`), if any: such a
     /// job takes no checkpoints yet.
     pub(crate) several_inputs: Option<String>,
+    /// The other inputs (topic, group) of each pipeline with several, by its (topic, group).
+    pub(crate) other_inputs: HashMap<(String, String), Vec<(String, String)>>,
     /// The keyed states each pipeline's partitions opened here, by (topic, group).
     catalogs: HashMap<(String, String), Arc<StateCatalog>>,
     /// The job's configuration (its options are read from here, not copied).
@@ -70,6 +72,7 @@ impl JobShared {
                 .collect(),
             pipelines,
             several_inputs: None,
+            other_inputs: HashMap::new(),
             config: config.clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
                 crate::redis::job::checkpoint::CheckpointKeys::new(

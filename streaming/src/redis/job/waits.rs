@@ -68,7 +68,10 @@ impl JobClient {
     /// committed position in Redis has reached the stream's last entry as it was when
     /// checked — in [`AckMode::Xack`](crate::redis::AckMode::Xack) the group has delivered up to it and nothing is
     /// pending; in [`AckMode::Offset`](crate::redis::AckMode::Offset) the committed offset (or, for a partition held
-    /// here, before its first commit, the position it was taken at) is at or past it.
+    /// here, before its first commit, the position it was taken at) is at or past it. For
+    /// a pipeline of several topics (`union`, `connect`), the same partition of every
+    /// other input also has no retry of its group scheduled, and the position the job
+    /// committed for it has reached that stream's last entry.
     /// With several processes, any of them answers for the whole job. `false` on timeout,
     /// or at once when every subtask of this process has stopped and the job is not
     /// caught up. When it returns `true`, nothing is in flight in this process and
