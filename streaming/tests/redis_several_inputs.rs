@@ -76,6 +76,19 @@ fn keyed(topic: &str, keys: &[&str]) -> Vec<Message> {
 
 #[test]
 fn a_union_of_two_topics_counts_every_record_once_and_resumes_where_it_committed() {
+    union_counts(setup("several-union"));
+}
+
+/// On a Redis Cluster the partitions spread over the masters; each commit, with every
+/// input's position, still runs in the first topic's partition slot.
+#[test]
+fn a_union_of_two_topics_on_a_cluster_counts_every_record_once() {
+    let mut s = setup("several-union-cluster");
+    s.redis = support::redis_cluster::TestCluster::start().into_test_redis();
+    union_counts(s);
+}
+
+fn union_counts(s: EngineSetup) {
     let clicks = ["a", "b", "a", "c", "a", "d", "b"];
     let views = ["a", "c", "c", "e", "b"];
     let memory_env = MemoryEnv::new();
@@ -91,7 +104,6 @@ fn a_union_of_two_topics_counts_every_record_once_and_resumes_where_it_committed
         .collect();
     assert_eq!(last_counts(&memory), expected);
 
-    let s = setup("several-union");
     create(&s, "clicks", 3);
     create(&s, "views", 3);
     let pairs = |keys: &[&'static str]| keys.iter().map(|k| (*k, *k)).collect::<Vec<_>>();
