@@ -18,7 +18,9 @@ use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig, Rep
 use streaming::Error;
 use support::redis_cluster::TestCluster;
 use support::redis_server::RedisServer;
-use support::workers::{check_exactly_once, output, word, Worker, WorkerSpec, LIST, TOPIC};
+use support::workers::{
+    check_exactly_once, output, word, Worker, WorkerSpec, LIST, TOPIC, TOPIC2,
+};
 
 const PARTITIONS: u32 = 6;
 const WAIT: Duration = Duration::from_millis(500);
@@ -31,6 +33,12 @@ fn worker() {
 
 /// Creates the topic on `url` and sends `n` messages `m{i}` keyed by [`word`].
 fn produce(url: &str, prefix: &str, n: usize) {
+    produce_to(url, prefix, n, false);
+}
+
+/// [`produce`]; with `two_inputs` the odd messages go to [`TOPIC2`] (created with the same
+/// partition count) for a worker counting the union of both.
+fn produce_to(url: &str, prefix: &str, n: usize, two_inputs: bool) {
     let rt = support::engine::rt();
     let opts = support::fast_options("failover")
         .key_prefix(prefix)
@@ -39,11 +47,17 @@ fn produce(url: &str, prefix: &str, n: usize) {
     rt.block_on(async {
         let mq = Mq::connect(url, opts).await.unwrap();
         mq.create_topic(TOPIC, PARTITIONS).await.unwrap();
-        let msgs: Vec<OutgoingMessage> = (0..n)
-            .map(|i| OutgoingMessage::new(format!("m{i}")).key(word(i)))
-            .collect();
-        for chunk in msgs.chunks(1000) {
-            mq.producer().send_batch(TOPIC, chunk).await.unwrap();
+        if two_inputs {
+            mq.create_topic(TOPIC2, PARTITIONS).await.unwrap();
+        }
+        for topic in [TOPIC, TOPIC2] {
+            let msgs: Vec<OutgoingMessage> = (0..n)
+                .filter(|i| (two_inputs && i % 2 == 1) == (topic == TOPIC2))
+                .map(|i| OutgoingMessage::new(format!("m{i}")).key(word(i)))
+                .collect();
+            for chunk in msgs.chunks(1000) {
+                mq.producer().send_batch(topic, chunk).await.unwrap();
+            }
         }
     });
 }
@@ -325,6 +339,17 @@ fn commits_a_frozen_replica_does_not_confirm_are_read_again_exactly_once() {
 /// so is the stored state.
 #[test]
 fn two_workers_on_a_cluster_under_kill_chaos_and_a_master_failover_are_exactly_once() {
+    cluster_chaos("cluster-chaos", false);
+}
+
+/// The same with a job counting the union of two co-partitioned topics: the killed
+/// master held the first topic's partitions and the other input's positions with them.
+#[test]
+fn a_two_input_job_on_a_cluster_under_kill_chaos_and_a_master_failover_is_exactly_once() {
+    cluster_chaos("cluster-chaos-two", true);
+}
+
+fn cluster_chaos(test: &str, two_inputs: bool) {
     use rand::{Rng, SeedableRng};
     const N: usize = 8000;
     const CHAOS: Duration = Duration::from_secs(10);
@@ -332,13 +357,16 @@ fn two_workers_on_a_cluster_under_kill_chaos_and_a_master_failover_are_exactly_o
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::rng().random());
-    println!("cluster chaos: CHAOS_SEED={seed}");
+    println!("{test}: CHAOS_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut cluster = TestCluster::start();
-    let prefix = support::unique_prefix("cluster-chaos");
-    produce(&cluster.url(), &prefix, N);
+    let prefix = support::unique_prefix(test);
+    produce_to(&cluster.url(), &prefix, N, two_inputs);
     cluster.await_replicated(Duration::from_secs(30));
-    let spec = spec(cluster.url(), &prefix, Some(WAIT));
+    let spec = WorkerSpec {
+        two_inputs,
+        ..spec(cluster.url(), &prefix, Some(WAIT))
+    };
     let mut workers: Vec<Option<Worker>> = (0..2).map(|_| Some(Worker::spawn(&spec))).collect();
     let mut events = Vec::new();
     let start = Instant::now();
@@ -374,7 +402,7 @@ fn two_workers_on_a_cluster_under_kill_chaos_and_a_master_failover_are_exactly_o
     }
     let mut conn = cluster.connection();
     println!(
-        "cluster chaos: events {events:?}; {} of {N} output lines when the chaos ended",
+        "{test}: events {events:?}; {} of {N} output lines when the chaos ended",
         output(&mut conn, PARTITIONS).len()
     );
     // A worker whose job could not start while the master failed over has exited: it is
