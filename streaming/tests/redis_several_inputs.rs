@@ -241,23 +241,6 @@ fn inputs_that_are_not_co_partitioned_are_refused_at_start_naming_their_partitio
     let err = redis.blocking_start().unwrap_err().to_string();
     assert!(err.contains("topic `nowhere`") && err.contains("does not exist"), "{err}");
 
-    let config = s
-        .config("several-checkpoints")
-        .checkpoint_interval(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
-    counts!(
-        redis.from_mq_topic("left", "g"),
-        redis.from_mq_topic("right", "g")
-    )
-    .sink(CollectSink::new())
-    .unwrap();
-    let err = redis.blocking_start().unwrap_err();
-    assert!(
-        matches!(err, Error::InvalidConfig { field: "checkpoint_interval", .. }),
-        "{err:?}"
-    );
 }
 
 #[test]
@@ -429,4 +412,56 @@ fn await_caught_up_waits_for_every_input() {
     assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
     assert_eq!(out.len(), 301);
     job.blocking_shutdown(Duration::MAX);
+}
+
+/// A checkpoint of a two-input job records every input's position with the state; a
+/// restore puts both back, and the run after it reads each input from there: the counts
+/// come out as if the job had run once.
+#[test]
+fn a_checkpoint_restores_the_state_and_every_inputs_position() {
+    let s = setup("several-checkpoint");
+    create(&s, "a", 2);
+    create(&s, "b", 2);
+    produce(&s, "a", &[("x", "x"), ("y", "y")]);
+    produce(&s, "b", &[("x", "x"), ("z", "z"), ("x", "x")]);
+    let config = |s: &EngineSetup| {
+        s.config("several-checkpoint")
+            .checkpoint_key_prefix(format!("{}:ck:", s.prefix))
+            .build()
+            .unwrap()
+    };
+    let run = |restore: Option<u64>, more: &[(&str, &str, &str)]| {
+        let redis = RedisEnv::try_with_config(s.redis.url(), config(&s)).unwrap();
+        if let Some(id) = restore {
+            redis.restore_from_checkpoint(id).unwrap();
+        }
+        let out = CollectSink::new();
+        counts!(
+            redis.from_mq_topic_with_options("a", "g", earliest(10)),
+            redis.from_mq_topic_with_options("b", "g", earliest(10))
+        )
+        .sink(out.clone())
+        .unwrap();
+        let job = redis.blocking_start().unwrap();
+        assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+        let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+        for (topic, k, v) in more {
+            produce(&s, topic, &[(*k, *v)]);
+        }
+        assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+        job.blocking_shutdown(Duration::MAX);
+        (ck, out.snapshot())
+    };
+    let (ck, first) = run(None, &[("a", "x", "x"), ("b", "y", "y"), ("b", "w", "w")]);
+    assert_eq!(ck.status, streaming::redis::CheckpointStatus::Complete);
+    assert_eq!(first.len(), 8);
+    // Back to the checkpoint (after 5 records): the 3 records after it are read again,
+    // counted from the checkpoint's state.
+    let (_, again) = run(Some(ck.id), &[]);
+    let mut again = again;
+    again.sort();
+    assert_eq!(
+        again,
+        [("w".to_string(), 1), ("x".to_string(), 4), ("y".to_string(), 2)]
+    );
 }

@@ -198,39 +198,38 @@ impl<F: Operator<Message>, S: Operator<Message>> Operator<Message> for TopicSwit
     }
 }
 
+/// The other inputs (topic, group) of each registered pipeline that reads several, by
+/// its own (topic, group).
+pub(super) fn other_inputs(
+    pipelines: &[Box<dyn super::PipelineDef>],
+) -> crate::redis::job::checkpoint::OtherInputs {
+    (pipelines.iter())
+        .map(|d| reads(d.as_ref()))
+        .filter(|reads| reads.len() > 1)
+        .map(|mut reads| {
+            let first = reads.remove(0);
+            (first, reads)
+        })
+        .collect()
+}
+
 /// The checks of the pipelines with several inputs before a start: every input exists
-/// and has the partition count of the pipeline's first topic (co-partitioned), and the
-/// job takes no checkpoints and restores none (not supported for several inputs yet).
+/// and has the partition count of the pipeline's first topic (co-partitioned).
 ///
 /// # Errors
 /// [`Error::InvalidConfig`]: field `inputs` naming the topics and their partition counts
-/// (or the topic that does not exist), `checkpoint_interval`, or `restore_from_checkpoint`;
-/// [`Error::Connect`] / [`Error::Redis`].
+/// (or the topic that does not exist); [`Error::Connect`] / [`Error::Redis`].
 pub(super) fn check_at_start(
     inner: &super::EnvInner,
     pipelines: &[Box<dyn super::PipelineDef>],
-    restore_asked: bool,
 ) -> Result<(), Error> {
     let config = &inner.config;
     let several: Vec<Vec<String>> = (pipelines.iter())
         .filter(|d| !d.inputs().is_empty())
         .map(|d| reads(d.as_ref()).into_iter().map(|(t, _)| t).collect())
         .collect();
-    let Some(first) = several.first() else {
+    if several.is_empty() {
         return Ok(());
-    };
-    let named = first.join("` + `");
-    if config.checkpoint().period().is_some() {
-        return Err(Error::InvalidConfig {
-            field: "checkpoint_interval",
-            reason: format!("checkpoints of a pipeline with several inputs (`{named}`) are not supported yet: leave checkpoint_interval at zero"),
-        });
-    }
-    if restore_asked || config.restore_from_latest_checkpoint() {
-        return Err(Error::InvalidConfig {
-            field: "restore_from_checkpoint",
-            reason: format!("a job with a pipeline of several inputs (`{named}`) takes no checkpoints yet, so it restores none"),
-        });
     }
     let timeout = config.mq_options().response_timeout;
     let mut conn = crate::mq::blocking_connection(&inner.endpoint, timeout)?;

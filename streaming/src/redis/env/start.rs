@@ -61,8 +61,7 @@ impl RedisEnv {
     /// Redis Cluster the first command refused fails instead);
     /// [`Error::InvalidConfig`] for a pipeline of several topics (`union`, `connect`)
     /// whose topics have different partition counts or do not exist (field `inputs`,
-    /// naming each topic and its count), or in a job with `checkpoint_interval` or a
-    /// restore (not supported for several inputs yet).
+    /// naming each topic and its count).
     pub fn blocking_start(&self) -> Result<JobClient, Error> {
         let err = |reason: &str| Error::Engine {
             op: "start",
@@ -86,10 +85,8 @@ impl RedisEnv {
             std::mem::take(&mut st.pipelines)
         };
         let first = pipelines.first().map(|d| (d.topic(), d.group()));
-        let restore_asked = self.inner.state.lock().is_ok_and(|st| st.restore.is_some());
-        let proved = self.check_server(first).and_then(|()| {
-            super::inputs::check_at_start(&self.inner, &pipelines, restore_asked)
-        });
+        let proved = (self.check_server(first))
+            .and_then(|()| super::inputs::check_at_start(&self.inner, &pipelines));
         if let Err(e) = proved {
             crate::redis::metrics::job::start_failed(config.job_name());
             // Not started: the pipelines stay registered for another attempt.
@@ -102,7 +99,8 @@ impl RedisEnv {
         let names: Vec<(String, String)> = (pipelines.iter())
             .map(|d| (d.topic().to_string(), d.group().to_string()))
             .collect();
-        let restored = self.restore_if_asked(&names);
+        let other_inputs = super::inputs::other_inputs(&pipelines);
+        let restored = self.restore_if_asked(&names, &other_inputs);
         if let Err(e) = restored {
             if let Ok(mut st) = self.inner.state.lock() {
                 st.started = false;
@@ -111,18 +109,7 @@ impl RedisEnv {
             return Err(e);
         }
         let mut shared = JobShared::new(config, self.inner.endpoint.clone(), names);
-        shared.several_inputs = (pipelines.iter())
-            .map(|d| super::inputs::reads(d.as_ref()))
-            .find(|reads| reads.len() > 1)
-            .map(|reads| reads.into_iter().map(|(t, _)| t).collect::<Vec<_>>().join("` + `"));
-        shared.other_inputs = (pipelines.iter())
-            .map(|d| super::inputs::reads(d.as_ref()))
-            .filter(|reads| reads.len() > 1)
-            .map(|mut reads| {
-                let first = reads.remove(0);
-                (first, reads)
-            })
-            .collect();
+        shared.other_inputs = other_inputs;
         let job = Arc::new(shared);
         if let Ok(Some(id)) = restored {
             job.checkpoints.saw_complete(id);
@@ -231,7 +218,11 @@ impl RedisEnv {
     }
 
     /// The restore asked for, if any, before the job starts.
-    fn restore_if_asked(&self, pipelines: &[(String, String)]) -> Result<Option<u64>, Error> {
+    fn restore_if_asked(
+        &self,
+        pipelines: &[(String, String)],
+        inputs: &crate::redis::job::checkpoint::OtherInputs,
+    ) -> Result<Option<u64>, Error> {
         use crate::redis::job::checkpoint::{restore_at_start, RestoreRequest};
         let config = &self.inner.config;
         let asked = self.inner.state.lock().ok().and_then(|st| st.restore);
@@ -240,6 +231,6 @@ impl RedisEnv {
             None if config.restore_from_latest_checkpoint() => RestoreRequest::Latest,
             None => return Ok(None),
         };
-        restore_at_start(&self.inner.endpoint, config, pipelines, request)
+        restore_at_start(&self.inner.endpoint, config, pipelines, inputs, request)
     }
 }

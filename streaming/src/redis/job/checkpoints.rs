@@ -22,8 +22,7 @@ impl JobClient {
     /// # Errors
     /// With `leader_election_enabled`, [`Error::Engine`] when this process is not the
     /// leader (see [`JobDiagnostics::leader_instance_id`](crate::redis::JobDiagnostics::leader_instance_id)) or lost the
-    /// lease meanwhile, or for a job with a pipeline of several inputs (not supported
-    /// yet); [`Error::Connect`] / [`Error::Redis`] when Redis fails.
+    /// lease meanwhile; [`Error::Connect`] / [`Error::Redis`] when Redis fails.
     pub async fn trigger_checkpoint_now(&self) -> Result<Option<Checkpoint>, Error> {
         checkpoint::trigger(&self.shared).await
     }

@@ -37,9 +37,6 @@ pub(crate) struct JobShared {
     pub(crate) keys: KeySpace,
     /// (topic, group) of each pipeline.
     pub(crate) pipelines: Vec<(String, String)>,
-    /// The topics of the first pipeline that reads several (`a` + `b`), if any: such a
-    /// job takes no checkpoints yet.
-    pub(crate) several_inputs: Option<String>,
     /// The other inputs (topic, group) of each pipeline with several, by its (topic, group).
     pub(crate) other_inputs: HashMap<(String, String), Vec<(String, String)>>,
     /// The keyed states each pipeline's partitions opened here, by (topic, group).
@@ -71,7 +68,6 @@ impl JobShared {
                 .map(|p| (p.clone(), Arc::new(StateCatalog::default())))
                 .collect(),
             pipelines,
-            several_inputs: None,
             other_inputs: HashMap::new(),
             config: config.clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(

@@ -182,6 +182,7 @@ impl<C, S: Sink<O>, O> Part<C, S, O> {
                 fields.push((format!("c:{hash}"), base));
             }
         }
+        fields.extend(self.owner.others.checkpoint_fields(conn).await?);
         let (lease_key, fence_key, value, ttl) = &step.fence;
         let mut inv = END.key(lease_key);
         inv.key(fence_key).key(&step.record).key(&step.registry);

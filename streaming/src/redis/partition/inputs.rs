@@ -19,6 +19,10 @@ use crate::redis::partition::context::Ctx;
 use crate::Error;
 use std::time::Duration;
 
+/// The prefix of a checkpoint part record's field holding an input's position
+/// (`input:{topic}:{group}`).
+pub(crate) const INPUT_FIELD: &str = "input:";
+
 /// One other input of a partition.
 struct Input {
     spec: InputSpec,
@@ -96,6 +100,25 @@ impl OtherInputs {
             input.committed = Some(position);
         }
         Ok(())
+    }
+
+    /// The committed positions as a checkpoint part records them: per input, field
+    /// `input:{topic}:{group}` and the position stored in Redis ('' when none). Read at a
+    /// batch boundary of the owner, they go with the state the part copies.
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub(in crate::redis) async fn checkpoint_fields(
+        &self,
+        conn: &mut Connection,
+    ) -> Result<Vec<(String, String)>, Error> {
+        let mut fields = Vec::with_capacity(self.inputs.len());
+        for input in &self.inputs {
+            let stored: Option<String> = redis::cmd("GET").arg(&input.key).query_async(conn).await?;
+            let field = format!("{INPUT_FIELD}{}:{}", input.spec.topic, input.spec.group);
+            fields.push((field, stored.unwrap_or_default()));
+        }
+        Ok(fields)
     }
 
     /// Whether a take chose a position that no commit wrote yet.

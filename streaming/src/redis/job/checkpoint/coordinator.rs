@@ -43,12 +43,6 @@ impl Drop for Flight<'_> {
 /// # Errors
 /// Not the leader (with leader election); Redis errors.
 pub(crate) async fn trigger(job: &JobShared) -> Result<Option<Checkpoint>, Error> {
-    if let Some(topics) = &job.several_inputs {
-        return Err(Error::Engine {
-            op: "checkpoint",
-            reason: format!("checkpoints of a pipeline with several inputs (`{topics}`) are not supported yet"),
-        });
-    }
     if job.signals.is_cancelled() || job.checkpoints.running.swap(true, Ordering::SeqCst) {
         return Ok(None);
     }

@@ -17,6 +17,7 @@ use super::{Checkpoint, CheckpointKeys};
 use crate::mq::lease::{self, is_fenced_reply, ms, Lease};
 use crate::mq::{Connection, KeySpace};
 use crate::redis::job::id_at_least;
+use crate::redis::partition::inputs::INPUT_FIELD;
 use crate::redis::state::keys::StateKeys;
 use crate::redis::RedisRuntimeConfig;
 use crate::Error;
@@ -55,6 +56,7 @@ pub(crate) fn restore_at_start(
     endpoint: &crate::mq::Endpoint,
     config: &RedisRuntimeConfig,
     pipelines: &[(String, String)],
+    inputs: &OtherInputs,
     request: RestoreRequest,
 ) -> Result<Option<u64>, Error> {
     std::thread::scope(|s| {
@@ -63,7 +65,7 @@ pub(crate) fn restore_at_start(
                 .enable_all()
                 .build()
                 .map_err(|e| err(format!("cannot start a tokio runtime: {e}")))?;
-            rt.block_on(restore(endpoint, config, pipelines, request))
+            rt.block_on(restore(endpoint, config, (pipelines, inputs), request))
         })
         .join()
         .unwrap_or_else(|_| Err(err("the restore panicked".into())))
@@ -73,7 +75,7 @@ pub(crate) fn restore_at_start(
 async fn restore(
     endpoint: &crate::mq::Endpoint,
     config: &RedisRuntimeConfig,
-    pipelines: &[(String, String)],
+    pipelines: (&[(String, String)], &OtherInputs),
     request: RestoreRequest,
 ) -> Result<Option<u64>, Error> {
     let timeout = config.mq_options().response_timeout;
@@ -126,7 +128,14 @@ struct PartToRestore {
     group: String,
     partition: u32,
     state: StateKeys,
+    /// The positions of the pipeline's other inputs the part recorded: (key, position);
+    /// '' deletes the key (an input the checkpoint has no position of starts by its
+    /// start policy).
+    inputs: Vec<(String, String)>,
 }
+
+/// The other inputs (topic, group) of each pipeline that reads several, by its own.
+pub(crate) type OtherInputs = HashMap<(String, String), Vec<(String, String)>>;
 
 /// Every partition of the job's pipelines, each checked first: the checkpoint has the
 /// pipeline with the same partition count, the partition's part is finished, and no
@@ -136,7 +145,7 @@ async fn plan(
     config: &RedisRuntimeConfig,
     keys: &CheckpointKeys,
     ck: &Checkpoint,
-    pipelines: &[(String, String)],
+    (pipelines, others): (&[(String, String)], &OtherInputs),
 ) -> Result<Vec<PartToRestore>, Error> {
     let mq_keys = KeySpace::new(config.mq_options().key_prefix.clone());
     let id = ck.id;
@@ -172,11 +181,19 @@ async fn plan(
             check_not_trimmed(conn, &mq_keys.stream(topic, partition), &record)
                 .await
                 .map_err(|reason| err(format!("partition {partition} of `{topic}` cannot go back to checkpoint {id}: {reason}")))?;
+            let inputs = (others.get(&(topic.clone(), group.clone())).into_iter().flatten())
+                .map(|(input, input_group)| {
+                    let field = format!("{INPUT_FIELD}{input}:{input_group}");
+                    let key = mq_keys.input_position(topic, partition, group, input, input_group);
+                    (key, record.get(&field).cloned().unwrap_or_default())
+                })
+                .collect();
             parts.push(PartToRestore {
                 topic: topic.clone(),
                 group: group.clone(),
                 partition,
                 state,
+                inputs,
             });
         }
     }
@@ -522,7 +539,8 @@ async fn copy_back(
 }
 
 /// Index, schema and acked set back, the frontier at the part's offset, the settled set
-/// emptied, the consumer group moved there (see `checkpoint_restore_end.lua`).
+/// emptied, the consumer group moved there, the other inputs' positions back (see
+/// `checkpoint_restore_end.lua`).
 async fn finish(
     conn: &mut Connection,
     held: &Held<'_>,
@@ -545,7 +563,11 @@ async fn finish(
     for k in &own {
         inv.key(format!("{copy}{k}"));
     }
-    let reply: Value = inv.arg(g).invoke_async(conn).await?;
+    inv.arg(g);
+    for (key, position) in &part.inputs {
+        inv.key(key).arg(position);
+    }
+    let reply: Value = inv.invoke_async(conn).await?;
     if is_fenced_reply(&reply) {
         return Err(held.fenced());
     }

@@ -3,11 +3,18 @@
 -- emptied, and the consumer group moved (not destroyed) to the offset: its pending
 -- entries are acknowledged (they are after the offset and are read again) and its
 -- last-delivered id set to the offset, so the next owner reads every entry after it.
--- KEYS: lease, fencing counter, index, schema, frontier, acked, settled, stream, and the
---       checkpoint's copies of index, schema, frontier, acked
--- ARGV: lease value held, lease ttl ms, group
+-- The positions of the pipeline's other inputs (kept in this partition) are set to the
+-- part's, or deleted when the part has none.
+-- KEYS: lease, fencing counter, index, schema, frontier, acked, settled, stream, the
+--       checkpoint's copies of index, schema, frontier, acked, then the other inputs'
+--       position keys
+-- ARGV: lease value held, lease ttl ms, group, then each input's position ('' = none)
 -- Returns 1, or 'fenced'.
 if not lease_held(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 'fenced' end
+for i = 13, #KEYS do
+  local position = ARGV[i - 9]
+  if position == '' then redis.call('DEL', KEYS[i]) else redis.call('SET', KEYS[i], position) end
+end
 local function put_back(copy, key)
   redis.call('DEL', key)
   redis.call('COPY', copy, key)
