@@ -166,9 +166,32 @@ async fn show(mq: &Mq, job: &str, out: &Output) -> Result<()> {
     let json = serde_json::to_value(&instances).map_err(|e| Failure(e.to_string()))?;
     out.print(&table, &json);
     if !out.json {
+        if let Some(inputs) = inputs_table(&instances) {
+            write_out(&format!("\n{}", inputs.render()));
+        }
         write_out(&format!("\n{}", states_table(&instances).render()));
     }
     Ok(())
+}
+
+/// The other inputs of the pipelines that read several topics (each once): the pipeline's
+/// first topic and group, and each other topic with the group it is read with; `None`
+/// when every pipeline reads one topic.
+fn inputs_table(instances: &[RegisteredInstance]) -> Option<Table> {
+    let mut rows = std::collections::BTreeSet::new();
+    for p in instances.iter().flat_map(|i| &i.pipelines) {
+        for input in &p.inputs {
+            rows.insert([&p.topic, &p.group, &input.topic, &input.group].map(String::clone));
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&["TOPIC", "GROUP", "ALSO READS", "AS GROUP"]);
+    for row in rows {
+        table.row(row.into());
+    }
+    Some(table)
 }
 
 /// The keyed states the instances' pipelines opened (each once): the `--topic`,

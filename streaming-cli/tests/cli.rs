@@ -500,6 +500,51 @@ fn dlq_show_prints_the_payload_and_headers_of_a_very_wide_entry() {
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 const LETTERS: SetStateDescriptor<String> = SetStateDescriptor::persistent("letters");
 
+/// A pipeline of two topics shows its other input in `jobs show` (text and JSON).
+#[test]
+fn jobs_show_lists_the_other_inputs_of_a_pipeline() {
+    let redis = Redis::start();
+    let rt = rt();
+    let mq = redis.mq(&rt);
+    rt.block_on(mq.create_topic("orders", 2)).unwrap();
+    rt.block_on(mq.create_topic("refunds", 2)).unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("billing")
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(redis.url().as_str(), config).unwrap();
+    env.from_mq_topic_with_options("orders", "bill", earliest())
+        .union(env.from_mq_topic_with_options("refunds", "bill-refunds", earliest()))
+        .map(|m: Message| m.payload.len())
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.blocking_start().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while redis.json(&["jobs", "show", "billing"])[0]["pipelines"][0]["inputs"]
+        .as_array()
+        .is_none_or(Vec::is_empty)
+    {
+        assert!(Instant::now() < deadline, "the inputs were not registered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pipeline = &redis.json(&["jobs", "show", "billing"])[0]["pipelines"][0];
+    assert_eq!(pipeline["topic"], "orders");
+    assert_eq!(pipeline["inputs"][0]["topic"], "refunds");
+    assert_eq!(pipeline["inputs"][0]["group"], "bill-refunds");
+    let shown = redis
+        .admin()
+        .args(["jobs", "show", "billing"])
+        .assert()
+        .success();
+    let shown = String::from_utf8(shown.get_output().stdout.clone()).unwrap();
+    let row = (shown.lines())
+        .find(|l| l.contains("refunds"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(shown.contains("ALSO READS"), "{shown}");
+    assert!(row.starts_with("orders  bill") && row.trim_end().ends_with("bill-refunds"), "{shown}");
+    job.blocking_shutdown(Duration::from_secs(10));
+}
+
 #[test]
 fn state_get_reads_a_jobs_keyed_state_as_json() {
     let redis = Redis::start();

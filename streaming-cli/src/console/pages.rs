@@ -60,9 +60,33 @@ pub(super) async fn jobs(State(c): State<Arc<Console>>) -> Response {
                 }
             }
         }
+        (inputs_table(&instances))
         (states_table(&instances))
     };
     page(&c, "Jobs", Some(c.refresh), body)
+}
+
+/// The other inputs of pipelines that read several topics (nothing when none does).
+fn inputs_table(instances: &[streaming::redis::RegisteredInstance]) -> Markup {
+    let mut rows = std::collections::BTreeSet::new();
+    for i in instances {
+        for p in &i.pipelines {
+            for input in &p.inputs {
+                rows.insert((&i.job, &p.topic, &p.group, &input.topic, &input.group));
+            }
+        }
+    }
+    html! {
+        @if !rows.is_empty() {
+            h2 { "Several inputs" }
+            table #inputs {
+                tr { th { "Job" } th { "Topic" } th { "Group" } th { "Also reads" } th { "As group" } }
+                @for (job, topic, group, input, input_group) in rows {
+                    tr { td { (job) } td { (topic) } td { (group) } td { (input) } td { (input_group) } }
+                }
+            }
+        }
+    }
 }
 
 /// The keyed states the instances' pipelines opened, each linking to its lookup.

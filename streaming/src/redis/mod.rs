@@ -350,8 +350,8 @@ pub use env::RedisEnv;
 pub use job::checkpoint::{Checkpoint, CheckpointPipeline, CheckpointStatus};
 pub use job::{
     registered_instances, JobClient, JobDiagnostics, JobError, JobErrorKind, PartitionAddr,
-    PartitionProgress, RegisteredInstance, RegisteredPartition, RegisteredPipeline,
-    RegisteredState,
+    PartitionProgress, RegisteredInput, RegisteredInstance, RegisteredPartition,
+    RegisteredPipeline, RegisteredState,
 };
 pub use partition::failure::{
     HEADER_RUNTIME_ERROR_MESSAGE, HEADER_RUNTIME_ERROR_TYPE, HEADER_RUNTIME_GROUP,

@@ -42,8 +42,8 @@ pub(crate) use partitions::PartitionHandle;
 pub use progress::{JobDiagnostics, PartitionProgress};
 pub(crate) use registry::start as start_registry;
 pub use registry::{
-    registered_instances, RegisteredInstance, RegisteredPartition, RegisteredPipeline,
-    RegisteredState,
+    registered_instances, RegisteredInput, RegisteredInstance, RegisteredPartition,
+    RegisteredPipeline, RegisteredState,
 };
 pub(crate) use shared::JobShared;
 pub(crate) use task::spawn_task;

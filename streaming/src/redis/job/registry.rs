@@ -71,6 +71,10 @@ pub struct RegisteredPipeline {
     pub topic: String,
     /// The consumer group it reads with.
     pub group: String,
+    /// Its other inputs (a `union` or `connect` of topics): each a topic and the group it
+    /// is read with, partition by partition with `topic`. Empty for one topic.
+    #[serde(default)]
+    pub inputs: Vec<RegisteredInput>,
     /// The keyed states its partitions opened in this instance, sorted by (operator,
     /// state). A state appears once a partition holding it was taken (a process state
     /// that `pipeline!` does not declare: once a record opened it). Empty when
@@ -78,6 +82,17 @@ pub struct RegisteredPipeline {
     /// nor known).
     #[serde(default)]
     pub states: Vec<RegisteredState>,
+}
+
+/// Another input of a [`RegisteredPipeline`]: a topic and the consumer group it is read
+/// with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RegisteredInput {
+    /// The topic.
+    pub topic: String,
+    /// The consumer group its partitions are leased and read with.
+    pub group: String,
 }
 
 /// A keyed state of a [`RegisteredPipeline`]: where `streaming-admin state get` finds it.
@@ -374,6 +389,12 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
             .map(|(topic, group)| RegisteredPipeline {
                 topic: topic.clone(),
                 group: group.clone(),
+                inputs: (job.other_inputs.get(&(topic.clone(), group.clone())).into_iter().flatten())
+                    .map(|(topic, group)| RegisteredInput {
+                        topic: topic.clone(),
+                        group: group.clone(),
+                    })
+                    .collect(),
                 states: (job.state_catalog(topic, group).map(|c| c.entries()))
                     .unwrap_or_default()
                     .into_iter()
