@@ -465,3 +465,41 @@ fn a_checkpoint_restores_the_state_and_every_inputs_position() {
         [("w".to_string(), 1), ("x".to_string(), 4), ("y".to_string(), 2)]
     );
 }
+
+/// With `watermark_idle_timeout`, an input without records while the other has them is
+/// idle: its watermark no longer holds the windows back, which fire as the busy input's
+/// event time moves — not only once the whole partition is idle.
+#[test]
+fn an_idle_input_does_not_hold_event_time_back() {
+    let s = setup("several-idle-input");
+    create(&s, "busy", 1);
+    create(&s, "quiet", 1);
+    let config = s
+        .config("several-idle-input")
+        .watermark_idle_timeout(Some(Duration::from_millis(300)))
+        .build()
+        .unwrap();
+    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let out = CollectSink::new();
+    window_sums!(
+        redis.from_mq_topic_with_options("busy", "g", earliest(10)),
+        redis.from_mq_topic_with_options("quiet", "g", earliest(10))
+    )
+    .sink(out.clone())
+    .unwrap();
+    let job = redis.blocking_start().unwrap();
+    // One record every 50 ms (the partition is never idle), 1 s of event time apart: a
+    // 10 s window closes every 10 records once the quiet input is idle.
+    let mut fired_while_busy = false;
+    for i in 0..80 {
+        send_timed(&s, "busy", &[("a", "1", i * 1_000)]);
+        std::thread::sleep(Duration::from_millis(50));
+        if !out.is_empty() {
+            fired_while_busy = true;
+            break;
+        }
+    }
+    job.blocking_shutdown(Duration::MAX);
+    assert!(fired_while_busy, "no window fired while the busy input had records");
+    assert_eq!(out.snapshot()[0], ("a".to_string(), 0, 10));
+}

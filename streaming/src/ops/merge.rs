@@ -3,7 +3,8 @@
 //!
 //! The downstream sees one stream: every input's records, and a watermark that is the
 //! minimum of the inputs' watermarks (an input that ended counts as `i64::MAX`, so it no
-//! longer holds the others back). It is opened by the first input that opens, finished when
+//! longer holds the others back; an input its engine marked idle does not count until its
+//! next record). It is opened by the first input that opens, finished when
 //! every input finished, and closed once, when every input closed or was given up.
 
 use super::{Operator, Shared};
@@ -17,6 +18,8 @@ pub(crate) struct Merge<O> {
     downstream: O,
     /// Each input's highest watermark (ms); `i64::MIN` before its first.
     watermarks: Vec<i64>,
+    /// The inputs marked idle ([`set_idle`](Self::set_idle)): left out of the minimum.
+    idle: Vec<bool>,
     /// The watermark forwarded downstream: the minimum of `watermarks` when it last rose.
     forwarded: i64,
     finished: Vec<bool>,
@@ -31,6 +34,7 @@ impl<O> Merge<O> {
         Rc::new(RefCell::new(Merge {
             downstream,
             watermarks: vec![i64::MIN; inputs],
+            idle: vec![false; inputs],
             forwarded: i64::MIN,
             finished: vec![false; inputs],
             closed: vec![false; inputs],
@@ -47,6 +51,41 @@ impl<O> Merge<O> {
     {
         self.closed[input] = true;
         self.close_when_all_closed::<T>()
+    }
+
+    /// Marks input `input` idle (it had no record for a while: its watermark no longer
+    /// holds the others back) or active again (its next record came). Forwards the
+    /// watermark when leaving an input out raises the minimum; the watermark never goes
+    /// back, so an input's records behind it when it becomes active again are late.
+    ///
+    /// # Errors
+    /// The downstream's error on the watermark.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn set_idle<T>(&mut self, input: usize, idle: bool) -> Result<(), Error>
+    where
+        O: Operator<T>,
+    {
+        self.idle[input] = idle;
+        self.forward_lowest::<T>()
+    }
+
+    /// Forwards the lowest watermark of the inputs not idle, when it rose (none when every
+    /// input is idle).
+    fn forward_lowest<T>(&mut self) -> Result<(), Error>
+    where
+        O: Operator<T>,
+    {
+        let lowest = (self.watermarks.iter().zip(&self.idle))
+            .filter(|(_, idle)| !**idle)
+            .map(|(w, _)| *w)
+            .min();
+        match lowest {
+            Some(lowest) if lowest > self.forwarded => {
+                self.forwarded = lowest;
+                self.downstream.on_watermark(lowest)
+            }
+            _ => Ok(()),
+        }
     }
 
     fn close_when_all_closed<T>(&mut self) -> Result<(), Error>
@@ -115,12 +154,7 @@ where
         let mut merge = self.merge.borrow_mut();
         let own = &mut merge.watermarks[self.index];
         *own = (*own).max(watermark);
-        let lowest = merge.watermarks.iter().copied().min().unwrap_or(watermark);
-        if lowest > merge.forwarded {
-            merge.forwarded = lowest;
-            return merge.downstream.on_watermark(lowest);
-        }
-        Ok(())
+        merge.forward_lowest::<C::Out>()
     }
 
     fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
@@ -190,6 +224,23 @@ mod tests {
 
     fn log(merge: &Shared<Merge<Log>>) -> Vec<String> {
         merge.borrow().downstream.0.clone()
+    }
+
+    #[test]
+    fn an_idle_input_does_not_hold_the_watermark_back_until_its_next_record() {
+        let (merge, [mut a, mut b]) = inputs();
+        a.open().unwrap();
+        a.on_watermark(10).unwrap();
+        b.on_watermark(3).unwrap();
+        a.on_watermark(20).unwrap();
+        merge.borrow_mut().set_idle::<i64>(1, true).unwrap();
+        a.on_watermark(30).unwrap();
+        merge.borrow_mut().set_idle::<i64>(1, false).unwrap();
+        b.on_watermark(25).unwrap();
+        // Both idle: nothing to forward.
+        merge.borrow_mut().set_idle::<i64>(0, true).unwrap();
+        merge.borrow_mut().set_idle::<i64>(1, true).unwrap();
+        assert_eq!(log(&merge), ["open", "wm 3", "wm 20", "wm 30"]);
     }
 
     #[test]

@@ -239,6 +239,10 @@ options! {
         /// than the timeout fires the open windows early, and the records after it start new
         /// panes — a window spanning the pause is emitted in parts (Flink's idleness only
         /// stops a partition from holding the others back; this flush also fires its windows).
+        /// In a pipeline of several topics it also marks one *input* of a partition idle
+        /// when that input had no record this long while another input had records: its
+        /// watermark no longer holds the merged watermark back until its next record
+        /// (Flink's `withIdleness`).
         watermark_idle_timeout: Option<Duration> = None,
             get(value), note("at least 1 ms; `None` or zero turns it off");
         /// Most windows that fire per record; windows beyond

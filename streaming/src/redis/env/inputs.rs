@@ -6,7 +6,9 @@
 use super::MqTopicSource;
 use crate::dataflow::{BuildPlan, CombineRoots, IntervalJoinState, JoinBuffers, Plan, Union};
 use crate::mq::{Message, StartPolicy};
-use crate::ops::{Convert, Merge, MergeInput, Operator};
+use crate::ops::{Convert, Merge, MergeInput, Operator, Shared};
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
 use crate::redis::RedisRuntime;
 use crate::time::MIN_WATERMARK;
 use crate::Error;
@@ -129,6 +131,13 @@ where
             first,
             second,
             restored: false,
+            idleness: rt.input_idle_timeout().map(|timeout| Idleness {
+                timeout,
+                merge,
+                last_record: [Instant::now(); 2],
+                idle: [false; 2],
+                _merged: PhantomData,
+            }),
         };
         Ok((self.root, chain))
     }
@@ -136,15 +145,48 @@ where
 
 /// The head of a chain with two inputs: a message goes to the first input's chain when
 /// its topic is one of `first_topics`, else to the second's; everything else goes to both.
-struct TopicSwitch<F, S> {
+struct TopicSwitch<F, S, O, M> {
     first_topics: Vec<String>,
     first: F,
     second: S,
     /// Both inputs' watermarks were restored (see [`restore`](Self::restore)).
     restored: bool,
+    /// Marks an input idle in the merge (`watermark_idle_timeout`), when set.
+    idleness: Option<Idleness<O, M>>,
 }
 
-impl<F: Operator<Message>, S: Operator<Message>> TopicSwitch<F, S> {
+/// Which input of a chain is idle: one without a record for `timeout` (wall-clock time),
+/// seen when the other input's record comes, no longer holds the merged watermark back
+/// ([`Merge::set_idle`]) until its own next record.
+struct Idleness<O, M> {
+    timeout: Duration,
+    merge: Shared<Merge<O>>,
+    /// When each input's last record came (the chain's build before the first).
+    last_record: [Instant; 2],
+    idle: [bool; 2],
+    _merged: PhantomData<fn(M)>,
+}
+
+impl<O: Operator<M>, M> Idleness<O, M> {
+    /// A record of `input` came: it is active again, and the other input is idle when it
+    /// had no record for the timeout.
+    fn record(&mut self, input: usize) -> Result<(), Error> {
+        let now = Instant::now();
+        self.last_record[input] = now;
+        let other = 1 - input;
+        if self.idle[input] {
+            self.idle[input] = false;
+            self.merge.borrow_mut().set_idle::<M>(input, false)?;
+        }
+        if !self.idle[other] && now.duration_since(self.last_record[other]) >= self.timeout {
+            self.idle[other] = true;
+            self.merge.borrow_mut().set_idle::<M>(other, true)?;
+        }
+        Ok(())
+    }
+}
+
+impl<F: Operator<Message>, S: Operator<Message>, O: Operator<M>, M> TopicSwitch<F, S, O, M> {
     /// Before the first message: every input's watermark operator forwards the watermark
     /// the partition's last commit left (an operator does so before its first record
     /// otherwise), so that the merged watermark is the same whichever input's record
@@ -160,7 +202,12 @@ impl<F: Operator<Message>, S: Operator<Message>> TopicSwitch<F, S> {
     }
 }
 
-impl<F: Operator<Message>, S: Operator<Message>> Operator<Message> for TopicSwitch<F, S> {
+impl<F, S, O, M> Operator<Message> for TopicSwitch<F, S, O, M>
+where
+    F: Operator<Message>,
+    S: Operator<Message>,
+    O: Operator<M>,
+{
     fn open(&mut self) -> Result<(), Error> {
         self.first.open()?;
         self.second.open()
@@ -169,7 +216,11 @@ impl<F: Operator<Message>, S: Operator<Message>> Operator<Message> for TopicSwit
     #[inline]
     fn process(&mut self, m: Message, timestamp: i64) -> Result<(), Error> {
         self.restore()?;
-        if self.first_topics.iter().any(|t| *t == *m.topic) {
+        let first = self.first_topics.iter().any(|t| *t == *m.topic);
+        if let Some(idleness) = &mut self.idleness {
+            idleness.record(usize::from(!first))?;
+        }
+        if first {
             self.first.process(m, timestamp)
         } else {
             self.second.process(m, timestamp)

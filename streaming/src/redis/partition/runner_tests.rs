@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::redis::partition::wanted::{Fetch, Fetched};
-use crate::redis::state::chain::{build_chain, state_limits};
+use crate::redis::state::chain::{build_chain, chain_settings};
 use crate::redis::state::persist::ROLLING_STATE;
 use crate::redis::{RedisEnv, RedisRuntimeConfig};
 
@@ -35,9 +35,9 @@ fn summing() -> Runner<impl Operator<Message>, (String, i64)> {
         .key_by(|(k, _): &(String, i64)| k.clone())
         .sum_by(|(_, n): &(String, i64)| *n)
         .plan;
-    let limits = state_limits(&config);
+    let settings = chain_settings(&config);
     let make: MakeChain<_, _> =
-        Rc::new(move |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits));
+        Rc::new(move |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, settings));
     let keys = StateKeys::new("s", "job", "{t:0}", "g", 1);
     Runner::new(make, keys).unwrap()
 }

@@ -17,8 +17,26 @@ pub(in crate::redis) type Stores = Vec<(OperatorId, DynStore)>;
 /// A built chain with its stores, its window operators' counters and its side outputs.
 pub(in crate::redis) type Built<C> = (C, Stores, Rc<Counters>, Vec<DynSideOutput>);
 
+/// What a partition's chain is built with, from the job's configuration.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::redis) struct ChainSettings {
+    /// The limits its state enforces.
+    pub(in crate::redis) limits: StateLimits,
+    /// `watermark_idle_timeout`: with several inputs, an input without a record this long
+    /// while another has records is idle (its watermark does not hold the others back).
+    pub(in crate::redis) input_idle_timeout: Option<std::time::Duration>,
+}
+
+/// The settings of the chains of a job with `config`.
+pub(in crate::redis) fn chain_settings(config: &RedisRuntimeConfig) -> ChainSettings {
+    ChainSettings {
+        limits: state_limits(config),
+        input_idle_timeout: config.watermark_idle_timeout(),
+    }
+}
+
 /// The limits the chain's state enforces, from the job's configuration.
-pub(in crate::redis) fn state_limits(config: &RedisRuntimeConfig) -> StateLimits {
+fn state_limits(config: &RedisRuntimeConfig) -> StateLimits {
     StateLimits {
         window_max_fires_per_record: config.window_max_fires_per_record() as usize,
         event_time_timer_max_size: config.event_time_timer_max_size() as usize,
@@ -28,12 +46,12 @@ pub(in crate::redis) fn state_limits(config: &RedisRuntimeConfig) -> StateLimits
 pub(in crate::redis) fn build_chain<P, O>(
     plan: &P,
     out: &Rc<RefCell<Vec<O>>>,
-    limits: StateLimits,
+    settings: ChainSettings,
 ) -> Result<Built<impl Operator<Message> + use<P, O>>, Error>
 where
     P: BuildPlan<RedisRuntime> + Plan<Head = Message, Out = O> + Clone,
 {
-    let rt = RedisRuntime::new(limits);
+    let rt = RedisRuntime::new(settings.limits).with_input_idle_timeout(settings.input_idle_timeout);
     // The chain's last operator collects the batch's outputs for the sink.
     let out = Rc::clone(out);
     let end = ChainEnd::new(move |value: O, _timestamp| {

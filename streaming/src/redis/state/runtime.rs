@@ -29,6 +29,8 @@ pub(crate) type ChainParts = (
 pub struct RedisRuntime {
     counters: Rc<Counters>,
     limits: StateLimits,
+    /// See [`ChainSettings::input_idle_timeout`](crate::redis::state::chain::ChainSettings).
+    input_idle_timeout: Option<std::time::Duration>,
     stores: RefCell<Vec<(OperatorId, DynStore)>>,
     side_outputs: RefCell<Vec<DynSideOutput>>,
 }
@@ -61,6 +63,19 @@ impl RedisRuntime {
             }),
             ..RedisRuntime::default()
         }
+    }
+
+    /// With `timeout`, an input of a chain with several inputs that had no record this
+    /// long, while another had, is idle.
+    pub(crate) fn with_input_idle_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+        self.input_idle_timeout = timeout;
+        self
+    }
+
+    /// How long an input of a chain with several inputs goes without a record before it
+    /// is idle (`None`: never).
+    pub(crate) fn input_idle_timeout(&self) -> Option<std::time::Duration> {
+        self.input_idle_timeout
     }
 
     /// The stores in registration order (a chain registers its LAST operator first), the

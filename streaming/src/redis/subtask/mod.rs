@@ -15,7 +15,7 @@ use crate::redis::partition::context::{Ctx, PipelineSpec};
 use crate::redis::partition::ownership::MAX_BACKOFF;
 use crate::redis::partition::runner::MakeChain;
 use crate::redis::partition::Part;
-use crate::redis::state::chain::{build_chain, state_limits};
+use crate::redis::state::chain::{build_chain, chain_settings};
 use crate::redis::subtask::membership::Membership;
 use crate::redis::RedisRuntime;
 use crate::Error;
@@ -189,9 +189,9 @@ where
     };
     let ctx = Ctx::new(spec, job, mq, consumer, subtask);
     let mut conn = ctx.mq.connection();
-    let limits = state_limits(&spec.config);
+    let settings = chain_settings(&spec.config);
     let make: MakeChain<_, _> =
-        Rc::new(move |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, limits));
+        Rc::new(move |out: &Rc<RefCell<Vec<_>>>| build_chain(&plan, out, settings));
     let renew_every = spec.config.mq_options().lease_renew_interval;
     let mut members = Membership::new(&ctx, siblings, partitions);
     let mut parts = BTreeMap::new();
