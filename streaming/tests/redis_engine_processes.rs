@@ -127,8 +127,12 @@ impl Fixture {
 /// A process `SIGSTOP`ped past `lease_ttl` loses its partitions to another process; when
 /// it is `SIGCONT`ed, the batch it had in flight is fenced: nothing of it is written.
 fn zombie(mode: AckMode, test: &str) {
+    zombie_of(mode, test, false);
+}
+
+fn zombie_of(mode: AckMode, test: &str, two_inputs: bool) {
     const N: usize = 2500;
-    let mut f = fixture(test, mode, N);
+    let mut f = fixture_of(test, mode, N, two_inputs);
     let a = Worker::spawn(&f.spec);
     f.wait_output("A's first commits", 100, Duration::from_secs(60));
     a.signal("STOP");
@@ -152,6 +156,12 @@ fn zombie(mode: AckMode, test: &str) {
         "A's in-flight batch was not fenced: {da}"
     );
     assert_eq!(sum_of(&db, "fenced"), 0, "{db}");
+}
+
+/// The stalled owner of a two-input job writes nothing of either input when it wakes up.
+#[test]
+fn a_stalled_process_of_a_two_input_job_is_fenced_when_it_wakes_up() {
+    zombie_of(AckMode::Offset, "zombie-two-inputs", true);
 }
 
 #[test]

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use streaming::mq::{Mq, OutgoingMessage};
 use streaming::redis::AckMode;
 use support::redis_server::TestRedis;
-use support::workers::{check_exactly_once, lease_values, output, word, Worker, WorkerSpec, TOPIC};
+use support::workers::{
+    check_exactly_once, lease_values, output, word, Worker, WorkerSpec, TOPIC, TOPIC2,
+};
 
 const PARTITIONS: u32 = 4;
 
@@ -37,6 +39,10 @@ fn wait_for(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
 }
 
 fn rescale(mode: AckMode, test: &str) {
+    rescale_of(mode, test, false);
+}
+
+fn rescale_of(mode: AckMode, test: &str, two_inputs: bool) {
     const N: usize = 3000;
     let redis = TestRedis::private();
     let prefix = support::unique_prefix(test);
@@ -48,10 +54,17 @@ fn rescale(mode: AckMode, test: &str) {
     rt.block_on(async {
         let mq = Mq::connect(redis.url(), opts).await.unwrap();
         mq.create_topic(TOPIC, PARTITIONS).await.unwrap();
-        let msgs: Vec<OutgoingMessage> = (0..N)
-            .map(|i| OutgoingMessage::new(format!("m{i}")).key(word(i)))
-            .collect();
-        mq.producer().send_batch(TOPIC, &msgs).await.unwrap();
+        mq.create_topic(TOPIC2, PARTITIONS).await.unwrap();
+        // With two inputs, the odd messages are the second topic's.
+        for topic in [TOPIC, TOPIC2] {
+            let msgs: Vec<OutgoingMessage> = (0..N)
+                .filter(|i| (two_inputs && i % 2 == 1) == (topic == TOPIC2))
+                .map(|i| OutgoingMessage::new(format!("m{i}")).key(word(i)))
+                .collect();
+            if !msgs.is_empty() {
+                mq.producer().send_batch(topic, &msgs).await.unwrap();
+            }
+        }
     });
     let mut conn = redis::Client::open(redis.url())
         .unwrap()
@@ -64,7 +77,7 @@ fn rescale(mode: AckMode, test: &str) {
         parallelism: 1,
         record_delay: Duration::from_millis(2),
         replica_wait: None,
-        two_inputs: false,
+        two_inputs,
         checkpoints: None,
     };
     let mut w = Worker::spawn(&spec);
@@ -92,6 +105,13 @@ fn rescale(mode: AckMode, test: &str) {
     let last = w.stop();
     check_exactly_once(&output(&mut conn, PARTITIONS), N);
     assert!(last.contains("live_parallelism: 2"), "{last}");
+}
+
+/// A job counting the union of two co-partitioned topics rescales the same way: each
+/// subtask takes a partition of both inputs.
+#[test]
+fn scale_1_3_2_of_a_two_input_job() {
+    rescale_of(AckMode::Offset, "rescale-two-inputs", true);
 }
 
 #[test]
