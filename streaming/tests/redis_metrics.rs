@@ -156,4 +156,61 @@ fn series_follow_the_diagnostics() {
         .collect();
     assert!(!timers.is_empty());
     assert!(timers.iter().all(|t| *t == 0.0), "{timers:?}");
+
+    two_inputs_have_a_lag_gauge_each(&snapshotter, redis.url(), &mq, &rt);
+}
+
+/// A job reading two topics samples each input's consumer lag under its own topic and
+/// group: both reach 0 once everything is read.
+fn two_inputs_have_a_lag_gauge_each(
+    snapshotter: &metrics_util::debugging::Snapshotter,
+    url: &str,
+    mq: &Mq,
+    rt: &tokio::runtime::Runtime,
+) {
+    rt.block_on(mq.create_topic("lag-a", 1)).unwrap();
+    rt.block_on(mq.create_topic("lag-b", 1)).unwrap();
+    let msgs: Vec<OutgoingMessage> = (0..5).map(|i| OutgoingMessage::new(format!("{i}"))).collect();
+    rt.block_on(mq.producer().send_batch("lag-b", &msgs)).unwrap();
+    let config = RedisRuntimeConfig::builder()
+        .job_name("metrics-two")
+        .job_instance_id("test")
+        .state_key_prefix(unique_prefix("metrics-two"))
+        .mq_options(mq.options().clone())
+        .build()
+        .unwrap();
+    let env = RedisEnv::try_with_config(url, config).unwrap();
+    env.from_mq_topic_with_options("lag-a", "ga", earliest(10))
+        .union(env.from_mq_topic_with_options("lag-b", "gb", earliest(10)))
+        .sink(CollectSink::new())
+        .unwrap();
+    let job = env.blocking_start().unwrap();
+    assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+    let lags = || {
+        let mut lags = BTreeMap::new();
+        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+            let k = key.key();
+            let label = |name: &str| {
+                (k.labels().find(|l| l.key() == name)).map(|l| l.value().to_string())
+            };
+            if k.name() == "streaming_consumer_lag" && label("job").as_deref() == Some("metrics-two") {
+                if let DebugValue::Gauge(g) = value {
+                    let at = (label("topic").unwrap(), label("group").unwrap());
+                    lags.insert(at, g.into_inner());
+                }
+            }
+        }
+        lags
+    };
+    // Sampled at most every 2 s: the first sample may predate the reads.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let expected = BTreeMap::from([
+        (("lag-a".to_string(), "ga".to_string()), 0.0),
+        (("lag-b".to_string(), "gb".to_string()), 0.0),
+    ]);
+    while lags() != expected {
+        assert!(std::time::Instant::now() < deadline, "{:?}", lags());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    job.blocking_shutdown(Duration::MAX);
 }

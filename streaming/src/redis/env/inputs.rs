@@ -294,10 +294,14 @@ pub(super) fn check_at_start(
                 .query(&mut conn)?;
             let n = n.ok_or_else(|| Error::InvalidConfig {
                 field: "inputs",
-                reason: format!(
-                    "topic `{topic}`, an input of the pipeline of `{}`, does not exist: create it with the partition count of `{}`",
-                    topics[0], topics[0]
-                ),
+                reason: if *topic == topics[0] {
+                    format!("topic `{topic}`, the first input of a pipeline of several topics, does not exist")
+                } else {
+                    format!(
+                        "topic `{topic}`, an input of the pipeline of `{}`, does not exist: create it with the partition count of `{}`",
+                        topics[0], topics[0]
+                    )
+                },
             })?;
             counts.push(n);
         }

@@ -13,6 +13,7 @@
 //! own commit frontier is not written.
 
 use crate::mq::reader::{PartitionReader, Position, ReadMode};
+use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::{Connection, Message, StartPolicy};
 use crate::redis::env::InputSpec;
 use crate::redis::partition::context::Ctx;
@@ -35,6 +36,8 @@ struct Input {
     read: Option<String>,
     /// The take chose the position (none was stored): the next commit writes it.
     chosen: bool,
+    /// Its `streaming_consumer_lag` gauge, registered at its first sample.
+    lag: Option<metrics::Gauge>,
 }
 
 /// A partition's other inputs (none for a pipeline of one topic).
@@ -54,6 +57,7 @@ impl OtherInputs {
                 committed: None,
                 read: None,
                 chosen: false,
+                lag: None,
             })
             .collect();
         OtherInputs { inputs }
@@ -179,6 +183,39 @@ impl OtherInputs {
         (self.inputs.iter_mut())
             .find(|i| i.spec.topic == topic)
             .and_then(|i| i.reader.as_mut())
+    }
+
+    /// Samples each input's consumer lag (its group's, as `XINFO GROUPS` gives it: entries
+    /// after the group's last-delivered id, which the job's reads move) into
+    /// `streaming_consumer_lag` with the input's topic and group. A failed sample is
+    /// skipped.
+    pub(in crate::redis) async fn sample_lag(&mut self, ctx: &Ctx<'_>, conn: &mut Connection, p: u32) {
+        for input in &mut self.inputs {
+            let (topic, group) = (&input.spec.topic, &input.spec.group);
+            let groups: Result<redis::Value, _> = redis::cmd("XINFO")
+                .arg("GROUPS")
+                .arg(ctx.keys.stream(topic, p))
+                .query_async(conn)
+                .await;
+            let lag = match groups {
+                Ok(v) => parse_xinfo_groups(&v).into_iter().find(|g| g.name == *group).and_then(|g| g.lag),
+                Err(e) => {
+                    tracing::debug!(topic, partition = p, "lag sample failed: {e}");
+                    None
+                }
+            };
+            if let Some(lag) = lag {
+                let labels = [
+                    ("job", ctx.job_name.clone()),
+                    ("topic", topic.clone()),
+                    ("group", group.clone()),
+                    ("partition", p.to_string()),
+                ];
+                (input.lag)
+                    .get_or_insert_with(|| metrics::gauge!("streaming_consumer_lag", &labels))
+                    .set(lag as f64);
+            }
+        }
     }
 
     /// Extends every input's lease; `false` when one expired or passed to another owner.

@@ -127,6 +127,7 @@ impl<C, S, O> Part<C, S, O> {
             }
             Err(e) => tracing::debug!(topic, partition = p, "lag sample failed: {e}"),
         }
+        self.owner.others.sample_lag(ctx, conn, p).await;
     }
 }
 
