@@ -319,7 +319,7 @@ pub mod __private {
     };
     pub use crate::dataflow::{
         AsFirst, AsIs, AsSecond, CoItems, CoProcess, CombineRoots, Connected, IntervalJoinFunction,
-        IntervalJoinState, JoinBuffers, SplitLateStage, Union,
+        IntervalJoinState, JoinBuffers, SplitLateStage, Union, CoGroupBody, JoinBody,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;
@@ -330,7 +330,7 @@ pub mod __private {
     pub use crate::ops::{
         Convert, Counters, JoinOutput, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator,
         ProcessFn, ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput,
-        SplitLate, WatermarkState, WindowFunction, WindowState,
+        SplitLate, WatermarkState, WindowFunction, WindowState, ApplyBody,
     };
     #[cfg(feature = "redis")]
     pub use crate::redis::{

@@ -503,3 +503,133 @@ fn an_idle_input_does_not_hold_event_time_back() {
     assert!(fired_while_busy, "no window fired while the busy input had records");
     assert_eq!(out.snapshot()[0], ("a".to_string(), 0, 10));
 }
+
+/// A window join, a co-group and a co-flat-map over two topics: the same pipeline text
+/// gives the same results on the memory engine, one Redis and a Redis Cluster.
+/// `(key, text)` pairs from both inputs, joined per key and 10-second window.
+macro_rules! window_joined {
+    ($clicks:expr, $views:expr) => {
+        $clicks
+            .map(pair)
+            .connect($views.map(pair))
+            .key_by(|c: &(String, String)| c.0.clone(), |v: &(String, String)| v.0.clone())
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(10)).unwrap())
+            .join(|c: &(String, String), v: &(String, String)| format!("{}:{}+{}", c.0, c.1, v.1))
+    };
+}
+
+/// Per key and window, how many elements each input had (also when one had none).
+macro_rules! co_grouped {
+    ($clicks:expr, $views:expr) => {
+        $clicks
+            .map(pair)
+            .connect($views.map(pair))
+            .key_by(|c: &(String, String)| c.0.clone(), |v: &(String, String)| v.0.clone())
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(10)).unwrap())
+            .co_group(
+                |k: &String,
+                 w: &TimeWindow,
+                 cs: &[(String, String)],
+                 vs: &[(String, String)],
+                 out: &mut Collector<'_, (String, i64, usize, usize)>| {
+                    out.collect((k.clone(), w.start(), cs.len(), vs.len()));
+                    Ok(())
+                },
+            )
+    };
+}
+
+/// Each input's records as text, through one function per input.
+macro_rules! co_flat_mapped {
+    ($clicks:expr, $views:expr) => {
+        $clicks.connect($views).co_flat_map(
+            |c: Message| vec![format!("click {}", key_of(&c))],
+            |v: Message| vec![format!("view {}", key_of(&v)); 2],
+        )
+    };
+}
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+fn window_operators_on(s: EngineSetup, job: &str) {
+    let clicks = [("a", "c1", 1_000), ("b", "c2", 2_000), ("a", "c3", 12_000)];
+    let views = [("a", "v1", 3_000), ("a", "v2", 4_000), ("c", "v3", 15_000)];
+    let mem_env = MemoryEnv::new();
+    let mem_joined = sorted(
+        window_joined!(
+            mem_env.from_timestamped_collection(timed("clicks", &clicks)),
+            mem_env.from_timestamped_collection(timed("views", &views))
+        )
+        .collect_vec()
+        .unwrap(),
+    );
+    assert_eq!(mem_joined, ["a:c1+v1", "a:c1+v2"]);
+    let mem_env = MemoryEnv::new();
+    let mem_grouped = sorted(
+        co_grouped!(
+            mem_env.from_timestamped_collection(timed("clicks", &clicks)),
+            mem_env.from_timestamped_collection(timed("views", &views))
+        )
+        .collect_vec()
+        .unwrap(),
+    );
+    let g = |k: &str, start: i64, c: usize, v: usize| (k.to_string(), start, c, v);
+    assert_eq!(
+        mem_grouped,
+        [g("a", 0, 1, 2), g("a", 10_000, 1, 0), g("b", 0, 1, 0), g("c", 10_000, 0, 1)]
+    );
+    let mem_env = MemoryEnv::new();
+    let mem_flat = sorted(
+        co_flat_mapped!(
+            mem_env.from_timestamped_collection(timed("clicks", &clicks)),
+            mem_env.from_timestamped_collection(timed("views", &views))
+        )
+        .collect_vec()
+        .unwrap(),
+    );
+    assert_eq!(mem_flat.len(), 9);
+
+    for topic in ["clicks", "views"] {
+        create(&s, topic, 2);
+    }
+    send_timed(&s, "clicks", &clicks);
+    send_timed(&s, "views", &views);
+    let config = s
+        .config(job)
+        .watermark_idle_timeout(Some(Duration::from_millis(200)))
+        .build()
+        .unwrap();
+    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let (joined, grouped, flat) = (CollectSink::new(), CollectSink::new(), CollectSink::new());
+    let from = |topic: &str, group: &str| redis.from_mq_topic_with_options(topic, group, earliest(2));
+    window_joined!(from("clicks", "j"), from("views", "j"))
+        .sink(joined.clone())
+        .unwrap();
+    co_grouped!(from("clicks", "cg"), from("views", "cg"))
+        .sink(grouped.clone())
+        .unwrap();
+    co_flat_mapped!(from("clicks", "fm"), from("views", "fm"))
+        .sink(flat.clone())
+        .unwrap();
+    let job = redis.blocking_start().unwrap();
+    assert!(job.blocking_await_flushed(Duration::from_secs(60)).unwrap());
+    job.blocking_shutdown(Duration::MAX);
+    assert_eq!(sorted(joined.snapshot()), mem_joined);
+    assert_eq!(sorted(grouped.snapshot()), mem_grouped);
+    assert_eq!(sorted(flat.snapshot()), mem_flat);
+}
+
+#[test]
+fn window_joins_co_groups_and_co_flat_maps_match_the_memory_engine() {
+    window_operators_on(setup("several-window-ops"), "several-window-ops");
+}
+
+#[test]
+fn window_joins_co_groups_and_co_flat_maps_on_a_cluster_match_the_memory_engine() {
+    let mut s = setup("several-window-ops-cluster");
+    s.redis = support::redis_cluster::TestCluster::start().into_test_redis();
+    window_operators_on(s, "several-window-ops-cluster");
+}

@@ -1,14 +1,13 @@
 //! The window functions of a [`WindowedStream`](super::WindowedStream) as the user gave
 //! them, and how each becomes the window operator's function.
 
-use crate::api::{AggregateFunction, Collector, Numeric};
+use crate::api::{AggregateFunction, Numeric};
 use crate::ops::{
-    AggregatingFunction, ApplyingFunction, Itself, One, ReducingFunction, SummingFunction,
+    AggregatingFunction, ApplyBody, ApplyingFunction, Itself, One, ReducingFunction, SummingFunction,
     WindowFunction,
 };
 use crate::sealed::Sealed;
 use crate::time::TimeWindow;
-use crate::BoxError;
 use std::marker::PhantomData;
 
 /// The window function of a [`WindowedStream`](super::WindowedStream) as the user gave it, turned into the
@@ -77,6 +76,13 @@ pub struct ApplySpec<F, R> {
     pub(super) _r: PhantomData<fn() -> R>,
 }
 
+impl<F, R> ApplySpec<F, R> {
+    /// The window function `f`.
+    pub(super) fn new(f: F) -> Self {
+        ApplySpec { f, _r: PhantomData }
+    }
+}
+
 impl<F: Clone, R> Clone for ApplySpec<F, R> {
     fn clone(&self) -> Self {
         ApplySpec {
@@ -89,7 +95,7 @@ impl<F: Clone, R> Clone for ApplySpec<F, R> {
 impl<F, R> Sealed for ApplySpec<F, R> {}
 impl<K, T: Clone + 'static, F, R> MakeWindowFunction<K, T> for ApplySpec<F, R>
 where
-    F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
+    F: ApplyBody<K, T, R>,
 {
     type Function = ApplyingFunction<F, R>;
     fn make(self) -> ApplyingFunction<F, R> {

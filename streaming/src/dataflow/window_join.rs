@@ -6,6 +6,7 @@ use super::plan::Plan;
 use super::types::{CountLateOnly, WindowOutput, WindowedStream};
 use super::union::{CoInput, CombineRoots, KeyedConnectedStreams};
 use super::window_fn::ApplySpec;
+use crate::ops::ApplyBody;
 use crate::api::{Collector, Sink};
 use crate::time::{Offers, TimeWindow, Trigger, WindowAssigner};
 use crate::BoxError;
@@ -48,74 +49,92 @@ where
 {
     /// Calls `f(key, window, first, second, out)` per firing with the window's elements of
     /// each input, each in arrival order (Flink `coGroup`): also when one side is empty.
-    #[allow(clippy::type_complexity)]
     pub fn co_group<R, F>(
         self,
-        mut f: F,
-    ) -> WindowOutput<
-        P,
-        KF,
-        K,
-        A,
-        Tr,
-        ApplySpec<
-            impl FnMut(&K, &TimeWindow, &[CoInput<X, Y>], &mut Collector<'_, R>) -> Result<(), BoxError>,
-            R,
-        >,
-        L,
-        E,
-    >
+        f: F,
+    ) -> WindowOutput<P, KF, K, A, Tr, ApplySpec<CoGroupBody<F>, R>, L, E>
     where
         F: FnMut(&K, &TimeWindow, &[X], &[Y], &mut Collector<'_, R>) -> Result<(), BoxError>,
     {
-        self.apply(move |key, window, elements, out| {
-            let (mut first, mut second) = (Vec::new(), Vec::new());
-            for element in elements {
-                match element {
-                    CoInput::First(x) => first.push(x.clone()),
-                    CoInput::Second(y) => second.push(y.clone()),
-                }
-            }
-            f(key, window, &first, &second, out)
-        })
+        self.apply_body(CoGroupBody(f))
     }
 
     /// Emits `f(x, y)` for every pair of a first-input element `x` and a second-input
     /// element `y` in the same window of the same key (Flink `JoinedStreams.apply`, an
     /// inner join), per firing, pairs in arrival order of `x` then `y`.
-    #[allow(clippy::type_complexity)]
-    pub fn join<R, F>(
-        self,
-        mut f: F,
-    ) -> WindowOutput<
-        P,
-        KF,
-        K,
-        A,
-        Tr,
-        ApplySpec<
-            impl FnMut(&K, &TimeWindow, &[CoInput<X, Y>], &mut Collector<'_, R>) -> Result<(), BoxError>,
-            R,
-        >,
-        L,
-        E,
-    >
+    pub fn join<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, ApplySpec<JoinBody<F>, R>, L, E>
     where
         F: FnMut(&X, &Y) -> R,
     {
-        self.apply(move |_key, _window, elements, out| {
-            for x in elements.iter().filter_map(|e| match e {
-                CoInput::First(x) => Some(x),
-                CoInput::Second(_) => None,
-            }) {
-                for y in elements.iter().filter_map(|e| match e {
-                    CoInput::Second(y) => Some(y),
-                    CoInput::First(_) => None,
-                }) {
-                    out.collect(f(x, y));
-                }
+        self.apply_body(JoinBody(f))
+    }
+
+    /// The window function `body`, with the operator id of `apply` (the state of windows
+    /// opened before keeps its place).
+    fn apply_body<B, R>(self, body: B) -> WindowOutput<P, KF, K, A, Tr, ApplySpec<B, R>, L, E>
+    where
+        B: ApplyBody<K, CoInput<X, Y>, R>,
+    {
+        self.function("window-apply", ApplySpec::new(body))
+    }
+}
+
+/// The window function of [`WindowedStream::co_group`]: splits a firing's elements by
+/// input.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct CoGroupBody<F>(F);
+
+impl<K, X: Clone, Y: Clone, R, F> ApplyBody<K, CoInput<X, Y>, R> for CoGroupBody<F>
+where
+    F: FnMut(&K, &TimeWindow, &[X], &[Y], &mut Collector<'_, R>) -> Result<(), BoxError>,
+{
+    fn call(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        elements: &[CoInput<X, Y>],
+        out: &mut Collector<'_, R>,
+    ) -> Result<(), BoxError> {
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        for element in elements {
+            match element {
+                CoInput::First(x) => first.push(x.clone()),
+                CoInput::Second(y) => second.push(y.clone()),
             }
-            Ok(())
-        })
+        }
+        (self.0)(key, window, &first, &second, out)
+    }
+}
+
+/// The window function of [`WindowedStream::join`]: every pair of the two inputs'
+/// elements of a firing.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct JoinBody<F>(F);
+
+impl<K, X, Y, R, F> ApplyBody<K, CoInput<X, Y>, R> for JoinBody<F>
+where
+    F: FnMut(&X, &Y) -> R,
+{
+    fn call(
+        &mut self,
+        _key: &K,
+        _window: &TimeWindow,
+        elements: &[CoInput<X, Y>],
+        out: &mut Collector<'_, R>,
+    ) -> Result<(), BoxError> {
+        for x in elements.iter().filter_map(|e| match e {
+            CoInput::First(x) => Some(x),
+            CoInput::Second(_) => None,
+        }) {
+            for y in elements.iter().filter_map(|e| match e {
+                CoInput::Second(y) => Some(y),
+                CoInput::First(_) => None,
+            }) {
+                out.collect((self.0)(x, y));
+            }
+        }
+        Ok(())
     }
 }

@@ -102,7 +102,7 @@ where
     Tr: Trigger<P::Out>,
     L: Sink<P::Out>,
 {
-    fn function<MF: MakeWindowFunction<K, P::Out>>(
+    pub(super) fn function<MF: MakeWindowFunction<K, P::Out>>(
         self,
         kind: &str,
         function: MF,

@@ -41,7 +41,9 @@ pub use watermark::{RecordTimestamp, WatermarkState};
 pub(crate) use window::{
     AggregatingFunction, ApplyingFunction, ReducingFunction, SummingFunction, WindowOperator,
 };
-pub use window::{NoRejectedOutput, RejectedOutput, RejectedTo, WindowFunction, WindowState};
+pub use window::{
+    ApplyBody, NoRejectedOutput, RejectedOutput, RejectedTo, WindowFunction, WindowState,
+};
 
 use crate::Error;
 pub(crate) use crate::OperatorId;

@@ -210,9 +210,43 @@ impl<T> Arrivals<T> {
     }
 }
 
-impl<K, T: Clone + 'static, F, R> WindowFunction<K, T> for ApplyingFunction<F, R>
+/// What an `apply` window calls when it fires: `call(key, window, elements, out)`. A
+/// closure of that shape is one; the window joins have their own (nameable, so cloneable
+/// when their function is).
+#[doc(hidden)]
+pub trait ApplyBody<K, T, R> {
+    /// Emits the window's results for its `elements` in arrival order.
+    ///
+    /// # Errors
+    /// A failing user function.
+    fn call(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        elements: &[T],
+        out: &mut Collector<'_, R>,
+    ) -> Result<(), BoxError>;
+}
+
+impl<K, T, R, F> ApplyBody<K, T, R> for F
 where
     F: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, R>) -> Result<(), BoxError>,
+{
+    #[inline]
+    fn call(
+        &mut self,
+        key: &K,
+        window: &TimeWindow,
+        elements: &[T],
+        out: &mut Collector<'_, R>,
+    ) -> Result<(), BoxError> {
+        self(key, window, elements, out)
+    }
+}
+
+impl<K, T: Clone + 'static, F, R> WindowFunction<K, T> for ApplyingFunction<F, R>
+where
+    F: ApplyBody<K, T, R>,
 {
     type Acc = Arrivals<T>;
     type Out = R;
@@ -243,7 +277,7 @@ where
         acc: &Arrivals<T>,
         out: &mut Collector<'_, R>,
     ) -> Result<(), BoxError> {
-        (self.f)(key, window, &acc.items, out)
+        self.f.call(key, window, &acc.items, out)
     }
 }
 

@@ -6,7 +6,7 @@ mod functions;
 mod rejected;
 pub(crate) mod state;
 
-pub use functions::WindowFunction;
+pub use functions::{ApplyBody, WindowFunction};
 pub(crate) use functions::{
     AggregatingFunction, ApplyingFunction, ReducingFunction, SummingFunction,
 };
