@@ -52,6 +52,16 @@ fn env(s: &EngineSetup, job: &str) -> RedisEnv {
     RedisEnv::try_with_config(s.redis.url(), s.config(job).build().unwrap()).unwrap()
 }
 
+/// [`env`] with `watermark_idle_timeout` of `idle_ms`.
+fn idle_env(s: &EngineSetup, job: &str, idle_ms: u64) -> RedisEnv {
+    let config = s
+        .config(job)
+        .watermark_idle_timeout(Some(Duration::from_millis(idle_ms)))
+        .build()
+        .unwrap();
+    RedisEnv::try_with_config(s.redis.url(), config).unwrap()
+}
+
 /// The last count of each key.
 fn last_counts(outputs: &[(String, u64)]) -> BTreeMap<String, u64> {
     outputs.iter().cloned().collect()
@@ -355,12 +365,7 @@ fn event_time_joins_and_windows_over_two_topics_match_the_memory_engine() {
     send_timed(&s, "payments", &payments);
     send_timed(&s, "clicks", &clicks);
     send_timed(&s, "views", &views);
-    let config = s
-        .config("several-event-time")
-        .watermark_idle_timeout(Some(Duration::from_millis(200)))
-        .build()
-        .unwrap();
-    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let redis = idle_env(&s, "several-event-time", 200);
     let paid_out = CollectSink::new();
     paid!(
         redis.from_mq_topic_with_options("orders", "g", earliest(1)),
@@ -474,12 +479,7 @@ fn an_idle_input_does_not_hold_event_time_back() {
     let s = setup("several-idle-input");
     create(&s, "busy", 1);
     create(&s, "quiet", 1);
-    let config = s
-        .config("several-idle-input")
-        .watermark_idle_timeout(Some(Duration::from_millis(300)))
-        .build()
-        .unwrap();
-    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let redis = idle_env(&s, "several-idle-input", 300);
     let out = CollectSink::new();
     window_sums!(
         redis.from_mq_topic_with_options("busy", "g", earliest(10)),
@@ -597,12 +597,7 @@ fn window_operators_on(s: EngineSetup, job: &str) {
     }
     send_timed(&s, "clicks", &clicks);
     send_timed(&s, "views", &views);
-    let config = s
-        .config(job)
-        .watermark_idle_timeout(Some(Duration::from_millis(200)))
-        .build()
-        .unwrap();
-    let redis = RedisEnv::try_with_config(s.redis.url(), config).unwrap();
+    let redis = idle_env(&s, job, 200);
     let (joined, grouped, flat) = (CollectSink::new(), CollectSink::new(), CollectSink::new());
     let from = |topic: &str, group: &str| redis.from_mq_topic_with_options(topic, group, earliest(2));
     window_joined!(from("clicks", "j"), from("views", "j"))
