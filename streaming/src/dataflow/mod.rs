@@ -13,12 +13,10 @@ mod plan;
 mod runtime;
 mod stages;
 mod stream;
-mod two_input_fragment;
 mod types;
 mod union;
 mod window_fn;
 mod window_join;
-pub use window_join::{CoGroupBody, JoinBody};
 mod windowed;
 
 pub use fragment::{FragmentInput, PlaceholderPlan, Spliced};
@@ -33,7 +31,7 @@ pub use stages::{
     MapStage, TryMapStage, WatermarkStage, WindowStage,
 };
 pub use stream::{Execute, PrintSink};
-pub use two_input_fragment::{FragmentInputs, InBandStage, InFragment, SplicedTwo};
+pub use window_join::{CoGroupBody, JoinBody};
 pub use types::{
     CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
 };
