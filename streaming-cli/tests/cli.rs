@@ -541,7 +541,10 @@ fn jobs_show_lists_the_other_inputs_of_a_pipeline() {
         .find(|l| l.contains("refunds"))
         .unwrap_or_else(|| panic!("{shown}"));
     assert!(shown.contains("ALSO READS"), "{shown}");
-    assert!(row.starts_with("orders  bill") && row.trim_end().ends_with("bill-refunds"), "{shown}");
+    assert!(
+        row.starts_with("orders  bill") && row.trim_end().ends_with("bill-refunds"),
+        "{shown}"
+    );
     job.blocking_shutdown(Duration::from_secs(10));
 }
 

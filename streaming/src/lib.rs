@@ -236,8 +236,9 @@ macro_rules! cfg_redis {
 
 // The builder, the memory engine and the pipeline macro.
 pub use dataflow::{
-    BoundedIntervalJoin, CoInput, ConnectedStreams, DataStream, IntervalJoin,
-    KeyedCoProcessFunction, KeyedConnectedStreams, KeyedStream, WindowedStream,
+    BoundedIntervalJoin, BroadcastConnectedStream, BroadcastStream, CoInput, ConnectedStreams,
+    DataStream, IntervalJoin, KeyedCoProcessFunction, KeyedConnectedStreams, KeyedStream,
+    WindowedStream,
 };
 pub use memory::{JobSummary, MemoryEnv};
 pub use streaming_macros::pipeline;
@@ -318,8 +319,11 @@ pub mod __private {
         WindowStage,
     };
     pub use crate::dataflow::{
-        AsFirst, AsIs, AsSecond, CoItems, CoProcess, CombineRoots, Connected, IntervalJoinFunction,
-        IntervalJoinState, JoinBuffers, SplitLateStage, Union, CoGroupBody, JoinBody,
+        AsFirst, AsIs, AsSecond, CoGroupBody, CoItems, CoProcess, CombineRoots, Connected,
+        IntervalJoinFunction, IntervalJoinState, JoinBody, JoinBuffers, SplitLateStage, Union,
+    };
+    pub use crate::dataflow::{
+        BroadcastProcessStage, Broadcasting, CombineBroadcast, TouchBroadcast,
     };
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;
@@ -328,9 +332,9 @@ pub mod __private {
     pub use crate::memory::runtime::MemoryRuntime;
     pub use crate::memory::union::UnionRoot;
     pub use crate::ops::{
-        Convert, Counters, JoinOutput, KeyedTable, NoRejectedOutput, NoTimers, OnTimer, Operator,
-        ProcessFn, ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput,
-        SplitLate, WatermarkState, WindowFunction, WindowState, ApplyBody,
+        ApplyBody, Convert, Counters, JoinOutput, KeyedTable, NoRejectedOutput, NoTimers, OnTimer,
+        Operator, ProcessFn, ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput,
+        SplitLate, WatermarkState, WindowFunction, WindowState,
     };
     #[cfg(feature = "redis")]
     pub use crate::redis::{

@@ -18,9 +18,7 @@ use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig, Rep
 use streaming::Error;
 use support::redis_cluster::TestCluster;
 use support::redis_server::RedisServer;
-use support::workers::{
-    check_exactly_once, output, word, Worker, WorkerSpec, LIST, TOPIC, TOPIC2,
-};
+use support::workers::{check_exactly_once, output, word, Worker, WorkerSpec, LIST, TOPIC, TOPIC2};
 
 const PARTITIONS: u32 = 6;
 const WAIT: Duration = Duration::from_millis(500);

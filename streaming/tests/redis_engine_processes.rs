@@ -54,7 +54,13 @@ fn fixture_of(test: &str, mode: AckMode, messages: usize, two_inputs: bool) -> F
         if two_inputs {
             mq.create_topic(TOPIC2, PARTITIONS).await.unwrap();
         }
-        let topic_of = |i: usize| if two_inputs && i % 2 == 1 { TOPIC2 } else { TOPIC };
+        let topic_of = |i: usize| {
+            if two_inputs && i % 2 == 1 {
+                TOPIC2
+            } else {
+                TOPIC
+            }
+        };
         let msgs: Vec<(usize, OutgoingMessage)> = (0..messages)
             .map(|i| (i, OutgoingMessage::new(format!("m{i}")).key(word(i))))
             .collect();

@@ -170,8 +170,11 @@ fn two_inputs_have_a_lag_gauge_each(
 ) {
     rt.block_on(mq.create_topic("lag-a", 1)).unwrap();
     rt.block_on(mq.create_topic("lag-b", 1)).unwrap();
-    let msgs: Vec<OutgoingMessage> = (0..5).map(|i| OutgoingMessage::new(format!("{i}"))).collect();
-    rt.block_on(mq.producer().send_batch("lag-b", &msgs)).unwrap();
+    let msgs: Vec<OutgoingMessage> = (0..5)
+        .map(|i| OutgoingMessage::new(format!("{i}")))
+        .collect();
+    rt.block_on(mq.producer().send_batch("lag-b", &msgs))
+        .unwrap();
     let config = RedisRuntimeConfig::builder()
         .job_name("metrics-two")
         .job_instance_id("test")
@@ -185,15 +188,18 @@ fn two_inputs_have_a_lag_gauge_each(
         .sink(CollectSink::new())
         .unwrap();
     let job = env.blocking_start().unwrap();
-    assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
     let lags = || {
         let mut lags = BTreeMap::new();
         for (key, _, _, value) in snapshotter.snapshot().into_vec() {
             let k = key.key();
-            let label = |name: &str| {
-                (k.labels().find(|l| l.key() == name)).map(|l| l.value().to_string())
-            };
-            if k.name() == "streaming_consumer_lag" && label("job").as_deref() == Some("metrics-two") {
+            let label =
+                |name: &str| (k.labels().find(|l| l.key() == name)).map(|l| l.value().to_string());
+            if k.name() == "streaming_consumer_lag"
+                && label("job").as_deref() == Some("metrics-two")
+            {
                 if let DebugValue::Gauge(g) = value {
                     let at = (label("topic").unwrap(), label("group").unwrap());
                     lags.insert(at, g.into_inner());

@@ -45,7 +45,8 @@ fn produce(s: &EngineSetup, topic: &str, records: &[(&str, &str)]) {
 }
 
 fn create(s: &EngineSetup, topic: &str, partitions: u32) {
-    s.rt.block_on(s.mq().create_topic(topic, partitions)).unwrap();
+    s.rt.block_on(s.mq().create_topic(topic, partitions))
+        .unwrap();
 }
 
 fn env(s: &EngineSetup, job: &str) -> RedisEnv {
@@ -151,7 +152,11 @@ fn union_counts(s: EngineSetup) {
     after.sort();
     assert_eq!(
         after,
-        [("a".to_string(), 5), ("d".to_string(), 2), ("f".to_string(), 1)]
+        [
+            ("a".to_string(), 5),
+            ("d".to_string(), 2),
+            ("f".to_string(), 1)
+        ]
     );
 }
 
@@ -194,7 +199,11 @@ fn connected_topics_share_keyed_state_and_a_bad_record_goes_to_its_own_topics_de
     create(&s, "customers", 2);
     create(&s, "orders", 2);
     produce(&s, "customers", &[("1", "ada"), ("2", "bob"), ("3", "cy")]);
-    produce(&s, "orders", &[("1", "30"), ("2", "5"), ("3", "x"), ("2", "7")]);
+    produce(
+        &s,
+        "orders",
+        &[("1", "30"), ("2", "5"), ("3", "x"), ("2", "7")],
+    );
     let redis = env(&s, "several-connect");
     let out = CollectSink::new();
     redis
@@ -236,7 +245,10 @@ fn inputs_that_are_not_co_partitioned_are_refused_at_start_naming_their_partitio
     match &err {
         Error::InvalidConfig { field, reason } => {
             assert_eq!(*field, "inputs");
-            assert!(reason.contains("`left` has 4, `right` has 2 partitions"), "{reason}");
+            assert!(
+                reason.contains("`left` has 4, `right` has 2 partitions"),
+                "{reason}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -249,8 +261,10 @@ fn inputs_that_are_not_co_partitioned_are_refused_at_start_naming_their_partitio
     .sink(CollectSink::new())
     .unwrap();
     let err = redis.blocking_start().unwrap_err().to_string();
-    assert!(err.contains("topic `nowhere`") && err.contains("does not exist"), "{err}");
-
+    assert!(
+        err.contains("topic `nowhere`") && err.contains("does not exist"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -264,7 +278,13 @@ fn a_topic_combined_with_itself_is_refused_when_the_pipeline_is_registered() {
     .sink(CollectSink::new())
     .unwrap_err();
     assert!(
-        matches!(err, Error::InvalidConfig { field: "inputs", .. }),
+        matches!(
+            err,
+            Error::InvalidConfig {
+                field: "inputs",
+                ..
+            }
+        ),
         "{err:?}"
     );
 }
@@ -284,7 +304,11 @@ fn timed(topic: &str, records: &[(&str, &str, i64)]) -> Vec<(Message, i64)> {
 
 fn send_timed(s: &EngineSetup, topic: &str, records: &[(&str, &str, i64)]) {
     let msgs: Vec<OutgoingMessage> = (records.iter())
-        .map(|(k, p, t)| OutgoingMessage::new(p.to_string()).key(k.to_string()).timestamp_ms(*t))
+        .map(|(k, p, t)| {
+            OutgoingMessage::new(p.to_string())
+                .key(k.to_string())
+                .timestamp_ms(*t)
+        })
         .collect();
     s.rt.block_on(s.mq().producer().send_batch(topic, &msgs))
         .unwrap();
@@ -305,7 +329,11 @@ macro_rules! paid {
         $orders
             .map(pair)
             .key_by(|o: &(String, String)| o.0.clone())
-            .interval_join($payments.map(pair).key_by(|p: &(String, String)| p.0.clone()))
+            .interval_join(
+                $payments
+                    .map(pair)
+                    .key_by(|p: &(String, String)| p.0.clone()),
+            )
             .between(0, 10 * 60_000)
             .unwrap()
             .process(|order: &(String, String), payment: &(String, String)| {
@@ -329,8 +357,16 @@ macro_rules! window_sums {
 
 #[test]
 fn event_time_joins_and_windows_over_two_topics_match_the_memory_engine() {
-    let orders = [("ada", "o1", 0), ("bob", "o2", 1_000), ("ada", "o3", 700_000)];
-    let payments = [("ada", "30", 60_000), ("bob", "5", 900_000), ("ada", "8", 1_200_000)];
+    let orders = [
+        ("ada", "o1", 0),
+        ("bob", "o2", 1_000),
+        ("ada", "o3", 700_000),
+    ];
+    let payments = [
+        ("ada", "30", 60_000),
+        ("bob", "5", 900_000),
+        ("ada", "8", 1_200_000),
+    ];
     let memory_env = MemoryEnv::new();
     let mut memory_paid = paid!(
         memory_env.from_timestamped_collection(timed("orders", &orders)),
@@ -341,7 +377,12 @@ fn event_time_joins_and_windows_over_two_topics_match_the_memory_engine() {
     memory_paid.sort();
     // bob paid after 15 minutes; ada's 8 came 500 s after o3.
     assert_eq!(memory_paid, [("o1".to_string(), 30), ("o3".to_string(), 8)]);
-    let clicks = [("a", "1", 1_000), ("b", "2", 4_000), ("a", "3", 12_000), ("a", "4", 25_000)];
+    let clicks = [
+        ("a", "1", 1_000),
+        ("b", "2", 4_000),
+        ("a", "3", 12_000),
+        ("a", "4", 25_000),
+    ];
     let views = [("a", "10", 2_000), ("a", "20", 11_000), ("b", "30", 19_000)];
     let memory_env = MemoryEnv::new();
     let mut memory_sums = window_sums!(
@@ -354,7 +395,13 @@ fn event_time_joins_and_windows_over_two_topics_match_the_memory_engine() {
     let s_ = |k: &str, start: i64, sum: u64| (k.to_string(), start, sum);
     assert_eq!(
         memory_sums,
-        [s_("a", 0, 11), s_("a", 10_000, 23), s_("a", 20_000, 4), s_("b", 0, 2), s_("b", 10_000, 30)]
+        [
+            s_("a", 0, 11),
+            s_("a", 10_000, 23),
+            s_("a", 20_000, 4),
+            s_("b", 0, 2),
+            s_("b", 10_000, 30)
+        ]
     );
 
     let s = setup("several-event-time");
@@ -399,7 +446,9 @@ fn await_caught_up_waits_for_every_input() {
     create(&s, "few", 2);
     create(&s, "many", 2);
     produce(&s, "few", &[("a", "a")]);
-    let many: Vec<(String, String)> = (0..300).map(|i| (format!("k{}", i % 7), "x".into())).collect();
+    let many: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("k{}", i % 7), "x".into()))
+        .collect();
     let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     produce(&s, "many", &many);
     let redis = env(&s, "several-caught-up");
@@ -414,7 +463,9 @@ fn await_caught_up_waits_for_every_input() {
         .sink(out.clone())
         .unwrap();
     let job = redis.blocking_start().unwrap();
-    assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
     assert_eq!(out.len(), 301);
     job.blocking_shutdown(Duration::MAX);
 }
@@ -448,12 +499,16 @@ fn a_checkpoint_restores_the_state_and_every_inputs_position() {
         .sink(out.clone())
         .unwrap();
         let job = redis.blocking_start().unwrap();
-        assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
         let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
         for (topic, k, v) in more {
             produce(&s, topic, &[(*k, *v)]);
         }
-        assert!(job.blocking_await_caught_up(Duration::from_secs(60)).unwrap());
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
         job.blocking_shutdown(Duration::MAX);
         (ck, out.snapshot())
     };
@@ -467,7 +522,11 @@ fn a_checkpoint_restores_the_state_and_every_inputs_position() {
     again.sort();
     assert_eq!(
         again,
-        [("w".to_string(), 1), ("x".to_string(), 4), ("y".to_string(), 2)]
+        [
+            ("w".to_string(), 1),
+            ("x".to_string(), 4),
+            ("y".to_string(), 2)
+        ]
     );
 }
 
@@ -500,7 +559,10 @@ fn an_idle_input_does_not_hold_event_time_back() {
         }
     }
     job.blocking_shutdown(Duration::MAX);
-    assert!(fired_while_busy, "no window fired while the busy input had records");
+    assert!(
+        fired_while_busy,
+        "no window fired while the busy input had records"
+    );
     assert_eq!(out.snapshot()[0], ("a".to_string(), 0, 10));
 }
 
@@ -512,7 +574,10 @@ macro_rules! window_joined {
         $clicks
             .map(pair)
             .connect($views.map(pair))
-            .key_by(|c: &(String, String)| c.0.clone(), |v: &(String, String)| v.0.clone())
+            .key_by(
+                |c: &(String, String)| c.0.clone(),
+                |v: &(String, String)| v.0.clone(),
+            )
             .window(TumblingEventTimeWindows::of(Duration::from_secs(10)).unwrap())
             .join(|c: &(String, String), v: &(String, String)| format!("{}:{}+{}", c.0, c.1, v.1))
     };
@@ -524,7 +589,10 @@ macro_rules! co_grouped {
         $clicks
             .map(pair)
             .connect($views.map(pair))
-            .key_by(|c: &(String, String)| c.0.clone(), |v: &(String, String)| v.0.clone())
+            .key_by(
+                |c: &(String, String)| c.0.clone(),
+                |v: &(String, String)| v.0.clone(),
+            )
             .window(TumblingEventTimeWindows::of(Duration::from_secs(10)).unwrap())
             .co_group(
                 |k: &String,
@@ -579,7 +647,12 @@ fn window_operators_on(s: EngineSetup, job: &str) {
     let g = |k: &str, start: i64, c: usize, v: usize| (k.to_string(), start, c, v);
     assert_eq!(
         mem_grouped,
-        [g("a", 0, 1, 2), g("a", 10_000, 1, 0), g("b", 0, 1, 0), g("c", 10_000, 0, 1)]
+        [
+            g("a", 0, 1, 2),
+            g("a", 10_000, 1, 0),
+            g("b", 0, 1, 0),
+            g("c", 10_000, 0, 1)
+        ]
     );
     let mem_env = MemoryEnv::new();
     let mem_flat = sorted(
@@ -599,7 +672,8 @@ fn window_operators_on(s: EngineSetup, job: &str) {
     send_timed(&s, "views", &views);
     let redis = idle_env(&s, job, 200);
     let (joined, grouped, flat) = (CollectSink::new(), CollectSink::new(), CollectSink::new());
-    let from = |topic: &str, group: &str| redis.from_mq_topic_with_options(topic, group, earliest(2));
+    let from =
+        |topic: &str, group: &str| redis.from_mq_topic_with_options(topic, group, earliest(2));
     window_joined!(from("clicks", "j"), from("views", "j"))
         .sink(joined.clone())
         .unwrap();
@@ -627,4 +701,146 @@ fn window_joins_co_groups_and_co_flat_maps_on_a_cluster_match_the_memory_engine(
     let mut s = setup("several-window-ops-cluster");
     s.redis = support::redis_cluster::TestCluster::start().into_test_redis();
     window_operators_on(s, "several-window-ops-cluster");
+}
+
+const RULES: streaming::api::BroadcastStateDescriptor<String, u64> =
+    streaming::api::BroadcastStateDescriptor::persistent("rules");
+const OVER: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("over", 0);
+
+/// Emits `user: amount over limit (n)` for amounts over the `limit` rule (a rule
+/// message's payload `limit=20` sets it; another payload fails).
+#[derive(Clone)]
+struct Limits;
+
+impl streaming::api::KeyedBroadcastProcessFunction<String, Message, Message, String, u64>
+    for Limits
+{
+    type Out = String;
+
+    fn process_element(
+        &mut self,
+        amount: Message,
+        ctx: &mut streaming::api::ReadOnlyBroadcastContext<'_, '_, String, String, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let amount: u64 = amount.text()?.parse()?;
+        let Some(limit) = ctx.broadcast_state()?.get(&"limit".to_string()).copied() else {
+            return Ok(());
+        };
+        if amount > limit {
+            let mut over = ctx.state(&OVER)?;
+            let n = over.value() + 1;
+            over.update(n);
+            out.collect(format!(
+                "{}: {amount} over {limit} ({n})",
+                ctx.current_key()
+            ));
+        }
+        Ok(())
+    }
+
+    fn process_broadcast_element(
+        &mut self,
+        rule: Message,
+        ctx: &mut streaming::api::BroadcastContext<'_, '_, String, String, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let text = rule.text()?;
+        let (name, value) = text.split_once('=').ok_or("a rule is name=value")?;
+        ctx.broadcast_state()?.put(name.to_string(), value.parse()?);
+        out.collect(format!("rule {text}"));
+        Ok(())
+    }
+}
+
+/// A rules topic (one partition) broadcast to every partition of a keyed amounts topic:
+/// each partition holds the rules, reads them with its keyed state, and a bad rule is
+/// dead-lettered once (by job partition 0) while every partition skips it.
+#[test]
+fn broadcast_rules_reach_every_partition_and_a_bad_rule_is_dead_lettered_once() {
+    let s = setup("several-broadcast");
+    create(&s, "amounts", 3);
+    create(&s, "rules", 1);
+    produce(
+        &s,
+        "rules",
+        &[("r", "limit=20"), ("r", "nonsense"), ("r", "limit=10")],
+    );
+    let redis = env(&s, "several-broadcast");
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("amounts", "g", earliest(10))
+        .key_by(key_of)
+        .connect(
+            redis
+                .from_mq_topic_with_options("rules", "g-rules", earliest(10))
+                .broadcast(RULES),
+        )
+        .process(Limits)
+        .sink(out.clone())
+        .unwrap();
+    let job = redis.blocking_start().unwrap();
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    // Every partition read both good rules; the bad one was skipped everywhere.
+    let mut rules = out.snapshot();
+    rules.sort();
+    let expected_rules: Vec<String> = ["rule limit=10"; 3]
+        .into_iter()
+        .chain(["rule limit=20"; 3])
+        .map(String::from)
+        .collect();
+    assert_eq!(rules, expected_rules);
+    let mq = s.mq();
+    let letters = s.rt.block_on(mq.dead_letters("rules", 10)).unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].payload.as_ref(), b"nonsense");
+    produce(
+        &s,
+        "amounts",
+        &[
+            ("ann", "5"),
+            ("bob", "30"),
+            ("ann", "25"),
+            ("ann", "40"),
+            ("bob", "9"),
+        ],
+    );
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    job.blocking_shutdown(Duration::MAX);
+    let mut over: Vec<String> = (out.snapshot().into_iter())
+        .filter(|l| !l.starts_with("rule"))
+        .collect();
+    over.sort();
+    assert_eq!(
+        over,
+        [
+            "ann: 25 over 10 (1)",
+            "ann: 40 over 10 (2)",
+            "bob: 30 over 10 (1)"
+        ]
+    );
+}
+
+#[test]
+fn a_broadcast_topic_of_several_partitions_is_refused_at_start() {
+    let s = setup("several-broadcast-refused");
+    create(&s, "amounts", 2);
+    create(&s, "rules", 2);
+    let redis = env(&s, "several-broadcast-refused");
+    redis
+        .from_mq_topic("amounts", "g")
+        .key_by(key_of)
+        .connect(redis.from_mq_topic("rules", "g-rules").broadcast(RULES))
+        .process(Limits)
+        .sink(CollectSink::new())
+        .unwrap();
+    let err = redis.blocking_start().unwrap_err().to_string();
+    assert!(
+        err.contains("`rules` is broadcast") && err.contains("has 2 partitions"),
+        "{err}"
+    );
 }

@@ -56,6 +56,12 @@ impl<'a, K> KeyedContext<'a, K> {
         KeyedContext { parts }
     }
 
+    /// The current key, for as long as the call lasts.
+    #[inline(always)]
+    pub(crate) fn key_ref(&self) -> &'a K {
+        self.parts.key
+    }
+
     /// The states this call changed so far (bit `i`: the operator's `i`-th state).
     #[inline(always)]
     pub(crate) fn changed(&self) -> u64 {
@@ -154,6 +160,21 @@ impl<'a, K: Hash + Eq + Clone + 'static> KeyedContext<'a, K> {
     #[inline(always)]
     pub fn state<S: StateRef<K>>(&mut self, state: S) -> Result<Handle<'_, K, S>, S::Error> {
         state.open(self)
+    }
+
+    /// State `descriptor` of `key`, another key than the current one (the broadcast
+    /// state's key of a broadcast process function), for reading: the engine must have
+    /// been told the call uses `key` too (see `ProcessState::touch`).
+    ///
+    /// # Errors
+    /// As [`state`](Self::state).
+    pub(crate) fn state_of<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        descriptor: &D,
+        key: &'s K,
+    ) -> Result<D::Handle<'s>, Error> {
+        let slot = (self.parts.state).resolve(descriptor, self.parts.opener, key)?;
+        self.parts.state.open_other_key::<D>(slot, key)
     }
 
     /// The backend and the current key.

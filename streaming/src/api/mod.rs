@@ -1,5 +1,6 @@
 //! User-facing building blocks: functions, collectors, sources, sinks and keyed state.
 
+mod broadcast;
 pub(crate) mod context;
 mod functions;
 mod sink;
@@ -7,6 +8,12 @@ mod source;
 pub(crate) mod state;
 mod two_phase;
 
+#[doc(hidden)]
+pub use broadcast::BroadcastKey;
+pub use broadcast::{
+    BroadcastContext, BroadcastStateDescriptor, KeyedBroadcastProcessFunction,
+    ReadOnlyBroadcastContext, ReadOnlyBroadcastState,
+};
 pub use context::{KeyedContext, StateRef, TimeDomain, TimerContext};
 pub use functions::{AggregateFunction, Collector, KeyedProcessFunction, Numeric};
 pub use sink::{

@@ -6,6 +6,7 @@
 //! the plan to the root's [`Execute`] implementation, which builds the operator chain with
 //! the engine's [`Runtime`] ([`BuildPlan`], [`StoreFactory`]) and runs or registers it.
 
+mod broadcast;
 mod fragment;
 mod interval_join;
 mod keyed;
@@ -19,6 +20,10 @@ mod window_fn;
 mod window_join;
 mod windowed;
 
+pub use broadcast::{
+    BroadcastConnectedStream, BroadcastProcessStage, BroadcastStream, Broadcasting,
+    CombineBroadcast, TouchBroadcast,
+};
 pub use fragment::{FragmentInput, PlaceholderPlan, Spliced};
 pub use interval_join::{
     BoundedIntervalJoin, IntervalJoin, IntervalJoinFunction, IntervalJoinState, JoinBuffers,
@@ -31,7 +36,6 @@ pub use stages::{
     MapStage, TryMapStage, WatermarkStage, WindowStage,
 };
 pub use stream::{Execute, PrintSink};
-pub use window_join::{CoGroupBody, JoinBody};
 pub use types::{
     CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
 };
@@ -42,3 +46,4 @@ pub use union::{
 pub use window_fn::{
     AggregateSpec, ApplySpec, CountSpec, MakeWindowFunction, ReduceSpec, SumBySpec, SumSpec,
 };
+pub use window_join::{CoGroupBody, JoinBody};

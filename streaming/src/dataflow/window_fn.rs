@@ -3,8 +3,8 @@
 
 use crate::api::{AggregateFunction, Numeric};
 use crate::ops::{
-    AggregatingFunction, ApplyBody, ApplyingFunction, Itself, One, ReducingFunction, SummingFunction,
-    WindowFunction,
+    AggregatingFunction, ApplyBody, ApplyingFunction, Itself, One, ReducingFunction,
+    SummingFunction, WindowFunction,
 };
 use crate::sealed::Sealed;
 use crate::time::TimeWindow;

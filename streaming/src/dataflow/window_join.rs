@@ -6,8 +6,8 @@ use super::plan::Plan;
 use super::types::{CountLateOnly, WindowOutput, WindowedStream};
 use super::union::{CoInput, CombineRoots, KeyedConnectedStreams};
 use super::window_fn::ApplySpec;
-use crate::ops::ApplyBody;
 use crate::api::{Collector, Sink};
+use crate::ops::ApplyBody;
 use crate::time::{Offers, TimeWindow, Trigger, WindowAssigner};
 use crate::BoxError;
 use std::hash::Hash;
@@ -49,6 +49,7 @@ where
 {
     /// Calls `f(key, window, first, second, out)` per firing with the window's elements of
     /// each input, each in arrival order (Flink `coGroup`): also when one side is empty.
+    #[allow(clippy::type_complexity)]
     pub fn co_group<R, F>(
         self,
         f: F,
@@ -62,6 +63,7 @@ where
     /// Emits `f(x, y)` for every pair of a first-input element `x` and a second-input
     /// element `y` in the same window of the same key (Flink `JoinedStreams.apply`, an
     /// inner join), per firing, pairs in arrival order of `x` then `y`.
+    #[allow(clippy::type_complexity)]
     pub fn join<R, F>(self, f: F) -> WindowOutput<P, KF, K, A, Tr, ApplySpec<JoinBody<F>, R>, L, E>
     where
         F: FnMut(&X, &Y) -> R,

@@ -14,6 +14,9 @@ use std::marker::PhantomData;
 /// The root of a memory-engine plan with two inputs whose roots are `A` and `B`.
 pub struct UnionRoot<A, B> {
     env: MemoryEnv,
+    /// The second input runs first (a broadcast input: its elements reach the keyed
+    /// stream's function before the keyed elements do).
+    second_first: bool,
     /// The inputs' roots, once the plan is built.
     built: Option<(A, B)>,
 }
@@ -31,7 +34,24 @@ where
     fn combine(&self, _other: &B) -> UnionRoot<A, B> {
         UnionRoot {
             env: self.env().clone(),
+            second_first: false,
             built: None,
+        }
+    }
+}
+
+/// The memory engine runs a broadcast input first, to its end, then the keyed stream:
+/// every broadcast element is in the broadcast map before the first keyed element
+/// (deterministic; Flink does not order the two inputs).
+impl<A, B> crate::dataflow::CombineBroadcast<B> for A
+where
+    A: MemoryRoot<Runner = SingleChain>,
+    B: MemoryRoot<Runner = SingleChain>,
+{
+    fn combine_broadcast(&self, other: &B) -> UnionRoot<A, B> {
+        UnionRoot {
+            second_first: true,
+            ..self.combine(other)
         }
     }
 }
@@ -192,19 +212,39 @@ where
                 reason: "a pipeline with two inputs ran before it was built".into(),
             });
         };
+        if self.second_first {
+            // A broadcast input: to its end first.
+            if let Err(e) = second.drive(
+                Side::<_, A::Item, true>(&mut op, PhantomData),
+                &mut failures.for_input(),
+            ) {
+                give_up(&mut op, Fed::First(Event::GiveUp));
+                return Err(e);
+            }
+            return first.drive(
+                Side::<_, B::Item, false>(&mut op, PhantomData),
+                &mut failures.for_input(),
+            );
+        }
         if let Err(e) = first.drive(
             Side::<_, B::Item, false>(&mut op, PhantomData),
             &mut failures.for_input(),
         ) {
-            if let Err(closing) = op.process(Fed::Second(Event::GiveUp), i64::MAX) {
-                tracing::warn!("closing the pipeline after its first input failed: {closing}");
-            }
+            give_up(&mut op, Fed::Second(Event::GiveUp));
             return Err(e);
         }
         second.drive(
             Side::<_, A::Item, true>(&mut op, PhantomData),
             &mut failures.for_input(),
         )
+    }
+}
+
+/// After an input's run failed, the input that never ran is given up (`given_up`), so the
+/// rest of the pipeline closes.
+fn give_up<T, O: Operator<T>>(op: &mut O, given_up: T) {
+    if let Err(closing) = op.process(given_up, i64::MAX) {
+        tracing::warn!("closing the pipeline after an input failed: {closing}");
     }
 }
 

@@ -105,6 +105,16 @@ impl<K: Hash + Eq + Clone + 'static, P: ProcessTracking<K>> ProcessState<K, P> {
         Ok(result)
     }
 
+    /// Tells the engine that the call about to run uses `key`'s state too (another key
+    /// than its own: a broadcast process function reads the broadcast state's key).
+    ///
+    /// # Errors
+    /// As [`with_context`](Self::with_context): `key`'s stored state does not decode.
+    #[inline]
+    pub(crate) fn touch(&mut self, key: &K) -> Result<(), Error> {
+        self.tracking.touch(key)
+    }
+
     /// [`with_context`](Self::with_context) for a timer of `domain`.
     ///
     /// # Errors

@@ -406,6 +406,37 @@ impl<K: Hash + Eq + Clone + 'static> KeyedStateBackend<K> {
         Ok(data.descriptor.open(&mut data.values, key, changed, deltas))
     }
 
+    /// Opens state `slot` for `key`, which is not the key of the record being processed
+    /// (its hash is computed here, not kept for the record's other states).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub(crate) fn open_other_key<'s, D: StateDescriptor<K>>(
+        &'s mut self,
+        slot: usize,
+        key: &'s K,
+    ) -> Result<D::Handle<'s>, Error> {
+        if !self.slots.get(slot).is_some_and(Slot::holds::<D>) {
+            return Err(self.type_error::<D>(slot));
+        }
+        // SAFETY: `slot` is in bounds and holds a `SlotData<K, D>` (checked above).
+        let data = unsafe { self.slots.get_unchecked_mut(slot).data_unchecked::<D>() };
+        let key = KeyRef {
+            key,
+            hash: data.values.hash(key),
+        };
+        let changed = Changed {
+            mask: &mut self.changed,
+            bit: change_bit(slot),
+        };
+        let deltas = if self.track_elements {
+            Some(&mut data.deltas)
+        } else {
+            None
+        };
+        Ok(data.descriptor.open(&mut data.values, key, changed, deltas))
+    }
+
     /// Opens declared state `slot` for `key` (see [`open`](Self::open)). The pipeline's
     /// build put a state of type `D` there.
     ///

@@ -6,10 +6,10 @@ mod functions;
 mod rejected;
 pub(crate) mod state;
 
-pub use functions::{ApplyBody, WindowFunction};
 pub(crate) use functions::{
     AggregatingFunction, ApplyingFunction, ReducingFunction, SummingFunction,
 };
+pub use functions::{ApplyBody, WindowFunction};
 pub use rejected::{NoRejectedOutput, RejectedOutput, RejectedTo};
 #[cfg(feature = "redis")]
 pub(crate) use state::PaneDigests;

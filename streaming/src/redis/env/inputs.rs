@@ -4,14 +4,16 @@
 //! inputs' chains meet in one [`Merge`] (the watermark is the lowest of the inputs').
 
 use super::MqTopicSource;
-use crate::dataflow::{BuildPlan, CombineRoots, IntervalJoinState, JoinBuffers, Plan, Union};
+use crate::dataflow::{
+    BuildPlan, CombineBroadcast, CombineRoots, IntervalJoinState, JoinBuffers, Plan, Union,
+};
 use crate::mq::{Message, StartPolicy};
 use crate::ops::{Convert, Merge, MergeInput, Operator, Shared};
-use std::marker::PhantomData;
-use std::time::{Duration, Instant};
 use crate::redis::RedisRuntime;
 use crate::time::MIN_WATERMARK;
 use crate::Error;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
 
 /// One more input of a registered pipeline: a topic read as a consumer group, partition
 /// by partition with the pipeline's first topic.
@@ -22,6 +24,8 @@ pub(crate) struct InputSpec {
     pub(crate) group: String,
     /// Where the input starts when the job has no position for it yet.
     pub(crate) start: StartPolicy,
+    /// Broadcast to every partition: its one partition is read whole by each.
+    pub(crate) broadcast: bool,
 }
 
 impl InputSpec {
@@ -31,6 +35,7 @@ impl InputSpec {
             topic: source.topic.clone(),
             group: source.group.clone(),
             start: source.options.start,
+            broadcast: source.broadcast,
         }
     }
 }
@@ -73,6 +78,7 @@ impl MqTopicSource {
     fn flattened(&self) -> impl Iterator<Item = MqTopicSource> + '_ {
         let alone = MqTopicSource {
             inputs: Vec::new(),
+            broadcast: false,
             ..self.clone()
         };
         std::iter::once(alone).chain(self.inputs.iter().cloned())
@@ -92,6 +98,20 @@ impl CombineRoots<MqTopicSource> for MqTopicSource {
     fn combine(&self, other: &MqTopicSource) -> MqTopicSource {
         let mut root = self.clone();
         root.inputs.extend(other.flattened());
+        root
+    }
+}
+
+/// A topic broadcast to a pipeline's partitions: every job partition reads its one
+/// partition whole (see the partition's other inputs).
+impl CombineBroadcast<MqTopicSource> for MqTopicSource {
+    fn combine_broadcast(&self, other: &MqTopicSource) -> MqTopicSource {
+        let mut root = self.clone();
+        root.inputs
+            .extend(other.flattened().map(|input| MqTopicSource {
+                broadcast: true,
+                ..input
+            }));
         root
     }
 }
@@ -121,7 +141,13 @@ where
         self,
         rt: &RedisRuntime,
         downstream: O,
-    ) -> Result<(MqTopicSource, impl Operator<Message> + use<PA, PB, CA, CB, O>), Error> {
+    ) -> Result<
+        (
+            MqTopicSource,
+            impl Operator<Message> + use<PA, PB, CA, CB, O>,
+        ),
+        Error,
+    > {
         let first_topics = self.first.root().topics();
         let merge = Merge::shared(downstream, 2);
         let (_, first) = self.first.build(rt, MergeInput::<O, CA>::new(&merge, 0))?;
@@ -275,9 +301,22 @@ pub(super) fn check_at_start(
     pipelines: &[Box<dyn super::PipelineDef>],
 ) -> Result<(), Error> {
     let config = &inner.config;
-    let several: Vec<Vec<String>> = (pipelines.iter())
+    let several: Vec<(Vec<String>, Vec<String>)> = (pipelines.iter())
         .filter(|d| !d.inputs().is_empty())
-        .map(|d| reads(d.as_ref()).into_iter().map(|(t, _)| t).collect())
+        .map(|d| {
+            let inputs = d.inputs();
+            let partitioned = std::iter::once(d.topic().to_owned()).chain(
+                inputs
+                    .iter()
+                    .filter(|i| !i.broadcast)
+                    .map(|i| i.topic.clone()),
+            );
+            let broadcast = inputs
+                .iter()
+                .filter(|i| i.broadcast)
+                .map(|i| i.topic.clone());
+            (partitioned.collect(), broadcast.collect())
+        })
         .collect();
     if several.is_empty() {
         return Ok(());
@@ -285,7 +324,22 @@ pub(super) fn check_at_start(
     let timeout = config.mq_options().response_timeout;
     let mut conn = crate::mq::blocking_connection(&inner.endpoint, timeout)?;
     let keys = crate::mq::KeySpace::new(config.mq_options().key_prefix.clone());
-    for topics in &several {
+    for (topics, broadcast) in &several {
+        for topic in broadcast {
+            let n: Option<u32> = redis::cmd("HGET")
+                .arg(keys.meta(topic))
+                .arg("partitions")
+                .query(&mut conn)?;
+            if n != Some(1) {
+                return Err(Error::InvalidConfig {
+                    field: "inputs",
+                    reason: match n {
+                        None => format!("topic `{topic}`, broadcast to the pipeline of `{}`, does not exist: create it with one partition", topics[0]),
+                        Some(n) => format!("topic `{topic}` is broadcast to the pipeline of `{}` but has {n} partitions: a broadcast topic has one (every partition of the pipeline reads it whole, in order)", topics[0]),
+                    },
+                });
+            }
+        }
         let mut counts = Vec::with_capacity(topics.len());
         for topic in topics {
             let n: Option<u32> = redis::cmd("HGET")

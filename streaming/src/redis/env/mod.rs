@@ -321,6 +321,7 @@ impl RedisEnv {
                 group: group.to_string(),
                 options,
                 inputs: Vec::new(),
+                broadcast: false,
             },
             id,
         )
@@ -335,7 +336,11 @@ impl RedisEnv {
             .chain(def.inputs().into_iter().map(|i| i.source_id));
         let mut seen = std::collections::HashSet::new();
         for id in ids {
-            if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) {
+            if id.is_empty()
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+            {
                 return Err(err(format!(
                     "source id `{id}` must be non-empty and use only [A-Za-z0-9_.-]"
                 )));
@@ -393,6 +398,9 @@ pub struct MqTopicSource {
     /// The other inputs of a pipeline combined from several topics (`union`, `connect`),
     /// in order; empty for one topic.
     inputs: Vec<MqTopicSource>,
+    /// This root is an input broadcast to every partition of the pipeline's first topic
+    /// (`broadcast` + `connect`), not one of its partitions.
+    broadcast: bool,
 }
 
 /// The chain of a topic partition starts with the engine's own watermark operator (id

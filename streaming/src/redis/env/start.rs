@@ -110,6 +110,11 @@ impl RedisEnv {
         }
         let mut shared = JobShared::new(config, self.inner.endpoint.clone(), names);
         shared.other_inputs = other_inputs;
+        shared.broadcast_inputs = (pipelines.iter())
+            .flat_map(|d| d.inputs())
+            .filter(|i| i.broadcast)
+            .map(|i| (i.topic, i.group))
+            .collect();
         let job = Arc::new(shared);
         if let Ok(Some(id)) = restored {
             job.checkpoints.saw_complete(id);

@@ -214,20 +214,30 @@ impl JobShared {
         let Some(inputs) = self.other_inputs.get(&(topic.clone(), group.clone())) else {
             return Ok(Check::CaughtUp);
         };
-        let awaiting = if here { Check::AwaitingHere } else { Check::AwaitingRedis };
+        let awaiting = if here {
+            Check::AwaitingHere
+        } else {
+            Check::AwaitingRedis
+        };
         for (input, input_group) in inputs {
+            // A broadcast input's one partition is read by every job partition.
+            let broadcast = (self.broadcast_inputs).contains(&(input.clone(), input_group.clone()));
+            let at = if broadcast { 0 } else { p };
             let retries: Vec<String> = redis::cmd("ZRANGE")
-                .arg(self.keys.retry_due(input, p))
+                .arg(self.keys.retry_due(input, at))
                 .arg(0)
                 .arg(-1)
                 .query_async(conn)
                 .await?;
             let ours = format!("{input_group}\n");
-            if retries.iter().any(|t| t.starts_with(&ours) || !t.contains('\n')) {
+            if retries
+                .iter()
+                .any(|t| t.starts_with(&ours) || !t.contains('\n'))
+            {
                 return Ok(Check::AwaitingRedis);
             }
             let last: redis::Value = redis::cmd("XREVRANGE")
-                .arg(self.keys.stream(input, p))
+                .arg(self.keys.stream(input, at))
                 .arg("+")
                 .arg("-")
                 .arg("COUNT")
@@ -237,7 +247,9 @@ impl JobShared {
             let Some(last) = last_entry_id(&last) else {
                 continue;
             };
-            let key = self.keys.input_position(topic, p, group, input, input_group);
+            let key = self
+                .keys
+                .input_position(topic, p, group, input, input_group);
             let position: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
             if !position.is_some_and(|c| id_at_least(&c, &last)) {
                 return Ok(awaiting);

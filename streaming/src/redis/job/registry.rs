@@ -389,12 +389,16 @@ fn record(job: &JobShared, progress: Vec<PartitionProgress>) -> RegisteredInstan
             .map(|(topic, group)| RegisteredPipeline {
                 topic: topic.clone(),
                 group: group.clone(),
-                inputs: (job.other_inputs.get(&(topic.clone(), group.clone())).into_iter().flatten())
-                    .map(|(topic, group)| RegisteredInput {
-                        topic: topic.clone(),
-                        group: group.clone(),
-                    })
-                    .collect(),
+                inputs: (job
+                    .other_inputs
+                    .get(&(topic.clone(), group.clone()))
+                    .into_iter()
+                    .flatten())
+                .map(|(topic, group)| RegisteredInput {
+                    topic: topic.clone(),
+                    group: group.clone(),
+                })
+                .collect(),
                 states: (job.state_catalog(topic, group).map(|c| c.entries()))
                     .unwrap_or_default()
                     .into_iter()

@@ -39,6 +39,9 @@ pub(crate) struct JobShared {
     pub(crate) pipelines: Vec<(String, String)>,
     /// The other inputs (topic, group) of each pipeline with several, by its (topic, group).
     pub(crate) other_inputs: HashMap<(String, String), Vec<(String, String)>>,
+    /// The other inputs (topic, group) broadcast to every partition (read from their one
+    /// partition, 0).
+    pub(crate) broadcast_inputs: std::collections::HashSet<(String, String)>,
     /// The keyed states each pipeline's partitions opened here, by (topic, group).
     catalogs: HashMap<(String, String), Arc<StateCatalog>>,
     /// The job's configuration (its options are read from here, not copied).
@@ -69,6 +72,7 @@ impl JobShared {
                 .collect(),
             pipelines,
             other_inputs: HashMap::new(),
+            broadcast_inputs: std::collections::HashSet::new(),
             config: config.clone(),
             checkpoints: crate::redis::job::checkpoint::CheckpointShared::new(
                 crate::redis::job::checkpoint::CheckpointKeys::new(

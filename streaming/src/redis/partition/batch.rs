@@ -206,7 +206,13 @@ where
         let spec = ctx.spec;
         tracing::warn!(topic = %spec.topic, group = %spec.group, partition = self.partition,
                        id = %m.id, "record failed: {e}");
-        let reader = self.owner.reader_of(ctx, &m.topic)?;
+        let Some(reader) = self.owner.failure_reader(ctx, &m.topic)? else {
+            // A broadcast element: job partition 0 retries or dead-letters it; every other
+            // partition skips it (its broadcast state stays without it, as partition 0's).
+            self.metrics.failure(false, crate::error::failure_type(&e));
+            self.roll_back(pending)?;
+            return self.fetch_wanted(conn).await;
+        };
         let (error_type, outcome) = fail(ctx, conn, reader, m, &e).await?;
         match outcome {
             Some(RetryOutcome::DeadLettered) => self.metrics.failure(true, error_type),

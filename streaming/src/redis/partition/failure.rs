@@ -2,10 +2,10 @@
 //! `x-runtime-*` headers that say why.
 
 use crate::error::{failure_message, failure_type, is_misuse};
+use crate::mq::reader::PartitionReader;
 use crate::mq::Connection;
 use crate::mq::{Failure, HandleResult, Message, RetryOutcome};
 use crate::redis::partition::context::Ctx;
-use crate::mq::reader::PartitionReader;
 use crate::redis::{ProcessingErrorResult, RedisRuntimeConfig};
 use crate::Error;
 
@@ -64,7 +64,8 @@ impl Failed {
             HEADER_RUNTIME_JOB.into(),
             ctx.spec.config.job_name().to_owned(),
         );
-        m.headers.insert(HEADER_RUNTIME_GROUP.into(), group.to_owned());
+        m.headers
+            .insert(HEADER_RUNTIME_GROUP.into(), group.to_owned());
         m.headers
             .insert(HEADER_RUNTIME_ERROR_TYPE.into(), self.kind.into());
         m.headers

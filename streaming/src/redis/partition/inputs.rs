@@ -12,7 +12,8 @@
 //! the group (lag, `topics describe`) see, never what the job resumes from. The input's
 //! own commit frontier is not written.
 
-use crate::mq::reader::{PartitionReader, Position, ReadMode};
+use crate::mq::message::parse_entries;
+use crate::mq::reader::{PartitionReader, Position, ReadBatch, ReadMode};
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::{Connection, Message, StartPolicy};
 use crate::redis::env::InputSpec;
@@ -38,6 +39,13 @@ struct Input {
     chosen: bool,
     /// Its `streaming_consumer_lag` gauge, registered at its first sample.
     lag: Option<metrics::Gauge>,
+    /// The input's partition this job partition reads: the same index, or 0 for a
+    /// broadcast input.
+    partition: u32,
+    /// A broadcast input read by a job partition other than 0: read with `XRANGE` from
+    /// its position, without a lease (job partition 0 holds the lease, and its retries
+    /// and dead letters).
+    follower: bool,
 }
 
 /// A partition's other inputs (none for a pipeline of one topic).
@@ -58,6 +66,8 @@ impl OtherInputs {
                 read: None,
                 chosen: false,
                 lag: None,
+                partition: if i.broadcast { 0 } else { p },
+                follower: i.broadcast && p != 0,
             })
             .collect();
         OtherInputs { inputs }
@@ -83,24 +93,29 @@ impl OtherInputs {
         p: u32,
     ) -> Result<(), Error> {
         let options = ctx.spec.config.mq_options();
+        let _ = p;
         for input in &mut self.inputs {
             let (topic, group) = (input.spec.topic.as_str(), input.spec.group.as_str());
             input.read = None;
-            let stored: Option<String> = redis::cmd("GET").arg(&input.key).query_async(conn).await?;
+            let stored: Option<String> =
+                redis::cmd("GET").arg(&input.key).query_async(conn).await?;
             input.chosen = stored.is_none();
             let position = match stored {
                 Some(position) => position,
-                None => start_position(ctx, conn, &input.spec, p).await?,
+                None => start_position(ctx, conn, &input.spec, input.partition).await?,
             };
-            let reader = input.reader.get_or_insert_with(|| {
-                PartitionReader::owner(ReadMode::NoAck, &ctx.keys, (topic, p, group), &ctx.consumer, options)
-            });
-            let at = Position {
-                start: input.spec.start,
-                from_frontier: false,
-                committed: Some(&position),
-            };
-            reader.take(conn, at).await?;
+            if !input.follower {
+                let at = (topic, input.partition, group);
+                let reader = input.reader.get_or_insert_with(|| {
+                    PartitionReader::owner(ReadMode::NoAck, &ctx.keys, at, &ctx.consumer, options)
+                });
+                let at = Position {
+                    start: input.spec.start,
+                    from_frontier: false,
+                    committed: Some(&position),
+                };
+                reader.take(conn, at).await?;
+            }
             input.committed = Some(position);
         }
         Ok(())
@@ -118,7 +133,8 @@ impl OtherInputs {
     ) -> Result<Vec<(String, String)>, Error> {
         let mut fields = Vec::with_capacity(self.inputs.len());
         for input in &self.inputs {
-            let stored: Option<String> = redis::cmd("GET").arg(&input.key).query_async(conn).await?;
+            let stored: Option<String> =
+                redis::cmd("GET").arg(&input.key).query_async(conn).await?;
             let field = format!("{INPUT_FIELD}{}:{}", input.spec.topic, input.spec.group);
             fields.push((field, stored.unwrap_or_default()));
         }
@@ -137,13 +153,18 @@ impl OtherInputs {
     /// [`Error::Fenced`] when an input's lease was lost; [`Error::Redis`].
     pub(in crate::redis) async fn read(
         &mut self,
+        ctx: &Ctx<'_>,
         conn: &mut Connection,
         count: usize,
         msgs: &mut Vec<Message>,
     ) -> Result<(), Error> {
         for input in &mut self.inputs {
-            let reader = input.reader.as_mut().ok_or_else(not_taken)?;
-            let batch = reader.read(conn, count, Duration::ZERO).await?;
+            let batch = if input.follower {
+                follow(ctx, conn, input, count).await?
+            } else {
+                let reader = input.reader.as_mut().ok_or_else(not_taken)?;
+                reader.read(conn, count, Duration::ZERO).await?
+            };
             if let Some(last) = batch.ids.last() {
                 input.read = Some(last.clone());
             }
@@ -162,7 +183,10 @@ impl OtherInputs {
     pub(in crate::redis) fn positions(&self) -> Vec<(String, String)> {
         (self.inputs.iter())
             .filter_map(|i| {
-                let id = i.read.as_ref().or(i.committed.as_ref().filter(|_| i.chosen))?;
+                let id = i
+                    .read
+                    .as_ref()
+                    .or(i.committed.as_ref().filter(|_| i.chosen))?;
                 Some((i.key.clone(), id.clone()))
             })
             .collect()
@@ -178,27 +202,40 @@ impl OtherInputs {
         }
     }
 
-    /// The reader of the input that `topic` names, if it is one of them.
-    pub(in crate::redis) fn reader_of(&mut self, topic: &str) -> Option<&mut PartitionReader> {
-        (self.inputs.iter_mut())
-            .find(|i| i.spec.topic == topic)
-            .and_then(|i| i.reader.as_mut())
+    /// Where a failed record of `topic` goes, when `topic` is one of these inputs:
+    /// `Some(Some(reader))` to that input's retry and dead letters, `Some(None)` nowhere —
+    /// a broadcast element on a job partition other than 0, which partition 0 retries or
+    /// dead-letters (every partition fails the same way on it).
+    pub(in crate::redis) fn failure_reader(
+        &mut self,
+        topic: &str,
+    ) -> Option<Option<&mut PartitionReader>> {
+        let input = self.inputs.iter_mut().find(|i| i.spec.topic == topic)?;
+        Some(input.reader.as_mut().filter(|_| !input.follower))
     }
 
     /// Samples each input's consumer lag (its group's, as `XINFO GROUPS` gives it: entries
     /// after the group's last-delivered id, which the job's reads move) into
     /// `streaming_consumer_lag` with the input's topic and group. A failed sample is
     /// skipped.
-    pub(in crate::redis) async fn sample_lag(&mut self, ctx: &Ctx<'_>, conn: &mut Connection, p: u32) {
-        for input in &mut self.inputs {
+    pub(in crate::redis) async fn sample_lag(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        p: u32,
+    ) {
+        for input in self.inputs.iter_mut().filter(|i| !i.follower) {
             let (topic, group) = (&input.spec.topic, &input.spec.group);
             let groups: Result<redis::Value, _> = redis::cmd("XINFO")
                 .arg("GROUPS")
-                .arg(ctx.keys.stream(topic, p))
+                .arg(ctx.keys.stream(topic, input.partition))
                 .query_async(conn)
                 .await;
             let lag = match groups {
-                Ok(v) => parse_xinfo_groups(&v).into_iter().find(|g| g.name == *group).and_then(|g| g.lag),
+                Ok(v) => parse_xinfo_groups(&v)
+                    .into_iter()
+                    .find(|g| g.name == *group)
+                    .and_then(|g| g.lag),
                 Err(e) => {
                     tracing::debug!(topic, partition = p, "lag sample failed: {e}");
                     None
@@ -209,7 +246,7 @@ impl OtherInputs {
                     ("job", ctx.job_name.clone()),
                     ("topic", topic.clone()),
                     ("group", group.clone()),
-                    ("partition", p.to_string()),
+                    ("partition", input.partition.to_string()),
                 ];
                 (input.lag)
                     .get_or_insert_with(|| metrics::gauge!("streaming_consumer_lag", &labels))
@@ -223,7 +260,7 @@ impl OtherInputs {
     /// # Errors
     /// [`Error::Redis`].
     pub(in crate::redis) async fn renew(&self, conn: &mut Connection) -> Result<bool, Error> {
-        for input in &self.inputs {
+        for input in self.inputs.iter().filter(|i| !i.follower) {
             let renewed = match &input.reader {
                 Some(r) => r.renew(conn).await?,
                 None => false,
@@ -279,7 +316,10 @@ async fn start_position(
     if let Some(frontier) = frontier {
         return Ok(frontier);
     }
-    if matches!(spec.start, StartPolicy::Earliest | StartPolicy::FrontierOrEarliest) {
+    if matches!(
+        spec.start,
+        StartPolicy::Earliest | StartPolicy::FrontierOrEarliest
+    ) {
         return Ok("0-0".into());
     }
     let last: Vec<(String, redis::Value)> = redis::cmd("XREVRANGE")
@@ -290,5 +330,42 @@ async fn start_position(
         .arg(1)
         .query_async(conn)
         .await?;
-    Ok(last.into_iter().next().map_or_else(|| "0-0".into(), |(id, _)| id))
+    Ok(last
+        .into_iter()
+        .next()
+        .map_or_else(|| "0-0".into(), |(id, _)| id))
+}
+
+/// Reads up to `count` entries of broadcast input `input` after its position, without a
+/// lease or a group (`XRANGE`): a retry addressed to another group is skipped, a
+/// malformed entry too (job partition 0's reader dead-letters it); both still move the
+/// position.
+async fn follow(
+    ctx: &Ctx<'_>,
+    conn: &mut Connection,
+    input: &Input,
+    count: usize,
+) -> Result<ReadBatch, Error> {
+    let after = (input.read.as_ref().or(input.committed.as_ref())).map_or("0-0", String::as_str);
+    let (topic, group) = (&input.spec.topic, input.spec.group.as_str());
+    let reply: redis::Value = redis::cmd("XRANGE")
+        .arg(ctx.keys.stream(topic, input.partition))
+        .arg(format!("({after}"))
+        .arg("+")
+        .arg("COUNT")
+        .arg(count.max(1))
+        .query_async(conn)
+        .await?;
+    let topic = arcstr::ArcStr::from(topic.as_str());
+    let mut batch = ReadBatch::default();
+    for entry in parse_entries(reply)? {
+        let id = entry.id.clone();
+        match entry.decode(&topic, input.partition) {
+            Ok(m) if m.retry_group.as_deref().is_none_or(|g| g == group) => batch.messages.push(m),
+            Ok(_) => batch.skipped += 1,
+            Err(_) => batch.dead_lettered += 1,
+        }
+        batch.ids = vec![id];
+    }
+    Ok(batch)
 }

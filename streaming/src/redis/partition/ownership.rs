@@ -185,20 +185,27 @@ impl Ownership {
         }
     }
 
-    /// The reader of the input whose topic is `topic` (this partition's or another
-    /// input's) of a taken partition.
+    /// The reader whose retry and dead letters take a failed record of `topic` (this
+    /// partition's input or another one); `None` for a broadcast element on a job
+    /// partition other than 0, which job partition 0 retries or dead-letters.
     ///
     /// # Errors
     /// [`Error::Engine`] when the partition is not taken.
-    pub(in crate::redis) fn reader_of(
+    pub(in crate::redis) fn failure_reader(
         &mut self,
         ctx: &Ctx<'_>,
         topic: &str,
-    ) -> Result<&mut PartitionReader, Error> {
-        if topic != ctx.spec.topic && self.others.reader_of(topic).is_some() {
-            return self.others.reader_of(topic).ok_or_else(not_taken);
+    ) -> Result<Option<&mut PartitionReader>, Error> {
+        if topic != ctx.spec.topic {
+            match self.others.failure_reader(topic) {
+                Some(Some(_)) => {
+                    return Ok(self.others.failure_reader(topic).flatten());
+                }
+                Some(None) => return Ok(None),
+                None => {}
+            }
         }
-        self.reader()
+        self.reader().map(Some)
     }
 
     /// The reader of a taken partition.

@@ -49,7 +49,7 @@ pub(in crate::redis) async fn read(
     let last_id = b.last_id().cloned();
     let (ids, read_after) = ack::committed(ctx.spec.config.ack_mode(), &mut b);
     let mut msgs = b.messages;
-    owner.others.read(conn, count, &mut msgs).await?;
+    owner.others.read(ctx, conn, count, &mut msgs).await?;
     Ok(Batch {
         others: owner.others.read_any(),
         msgs,

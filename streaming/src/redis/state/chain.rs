@@ -51,7 +51,8 @@ pub(in crate::redis) fn build_chain<P, O>(
 where
     P: BuildPlan<RedisRuntime> + Plan<Head = Message, Out = O> + Clone,
 {
-    let rt = RedisRuntime::new(settings.limits).with_input_idle_timeout(settings.input_idle_timeout);
+    let rt =
+        RedisRuntime::new(settings.limits).with_input_idle_timeout(settings.input_idle_timeout);
     // The chain's last operator collects the batch's outputs for the sink.
     let out = Rc::clone(out);
     let end = ChainEnd::new(move |value: O, _timestamp| {

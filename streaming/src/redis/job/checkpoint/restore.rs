@@ -181,13 +181,16 @@ async fn plan(
             check_not_trimmed(conn, &mq_keys.stream(topic, partition), &record)
                 .await
                 .map_err(|reason| err(format!("partition {partition} of `{topic}` cannot go back to checkpoint {id}: {reason}")))?;
-            let inputs = (others.get(&(topic.clone(), group.clone())).into_iter().flatten())
-                .map(|(input, input_group)| {
-                    let field = format!("{INPUT_FIELD}{input}:{input_group}");
-                    let key = mq_keys.input_position(topic, partition, group, input, input_group);
-                    (key, record.get(&field).cloned().unwrap_or_default())
-                })
-                .collect();
+            let inputs = (others
+                .get(&(topic.clone(), group.clone()))
+                .into_iter()
+                .flatten())
+            .map(|(input, input_group)| {
+                let field = format!("{INPUT_FIELD}{input}:{input_group}");
+                let key = mq_keys.input_position(topic, partition, group, input, input_group);
+                (key, record.get(&field).cloned().unwrap_or_default())
+            })
+            .collect();
             parts.push(PartToRestore {
                 topic: topic.clone(),
                 group: group.clone(),

@@ -311,7 +311,11 @@ impl<'a> CommitCall<'a> {
             .chain(self.dedup.map(|d| (d.key.as_str(), KeyType::SortedSet)))
             .chain(two_phase.map(|k| (k, KeyType::Hash)))
             .chain(self.flush_mark.map(|(k, _)| (k.as_str(), KeyType::String)))
-            .chain(self.positions.iter().map(|(k, _)| (k.as_str(), KeyType::String)))
+            .chain(
+                self.positions
+                    .iter()
+                    .map(|(k, _)| (k.as_str(), KeyType::String)),
+            )
             .collect();
         if self.hashes.iter().any(|h| h.kind == KeyKind::State) {
             keys.push((self.state_index.as_str(), KeyType::Set));
