@@ -146,8 +146,9 @@ impl OtherInputs {
         self.inputs.iter().any(|i| i.chosen)
     }
 
-    /// Reads up to `count` entries of each input (without waiting), after the first
-    /// topic's entries of the batch.
+    /// Reads up to `count` entries of each input (without waiting) and merges them with
+    /// the first topic's entries of the batch (`msgs`) in event-time order, each input's
+    /// own order kept (see [`merge_by_time`]).
     ///
     /// # Errors
     /// [`Error::Fenced`] when an input's lease was lost; [`Error::Redis`].
@@ -158,6 +159,7 @@ impl OtherInputs {
         count: usize,
         msgs: &mut Vec<Message>,
     ) -> Result<(), Error> {
+        let mut read = vec![std::mem::take(msgs)];
         for input in &mut self.inputs {
             let batch = if input.follower {
                 follow(ctx, conn, input, count).await?
@@ -168,8 +170,9 @@ impl OtherInputs {
             if let Some(last) = batch.ids.last() {
                 input.read = Some(last.clone());
             }
-            msgs.extend(batch.messages);
+            read.push(batch.messages);
         }
+        *msgs = merge_by_time(read);
         Ok(())
     }
 
@@ -336,6 +339,29 @@ async fn start_position(
         .map_or_else(|| "0-0".into(), |(id, _)| id))
 }
 
+/// The entries of several inputs as one batch: repeatedly the input whose next entry has
+/// the lowest timestamp gives it (the earlier input on a tie), so each input keeps its own
+/// order and the inputs interleave by event time (what Kafka Streams does across the
+/// partitions of a task) — an order enriched from a customer stream meets the customer
+/// records of its time in the batch rather than all of the batch's.
+fn merge_by_time(inputs: Vec<Vec<Message>>) -> Vec<Message> {
+    if inputs.iter().filter(|m| !m.is_empty()).count() <= 1 {
+        return inputs.into_iter().flatten().collect();
+    }
+    let mut merged = Vec::with_capacity(inputs.iter().map(Vec::len).sum());
+    let mut heads: Vec<std::iter::Peekable<std::vec::IntoIter<Message>>> =
+        inputs.into_iter().map(|m| m.into_iter().peekable()).collect();
+    loop {
+        let next = (heads.iter_mut().enumerate())
+            .filter_map(|(i, h)| Some((h.peek()?.timestamp_ms, i)))
+            .min();
+        let Some((_, i)) = next else {
+            return merged;
+        };
+        merged.extend(heads[i].next());
+    }
+}
+
 /// Reads up to `count` entries of broadcast input `input` after its position, without a
 /// lease or a group (`XRANGE`): a retry addressed to another group is skipped, a
 /// malformed entry too (job partition 0's reader dead-letters it); both still move the
@@ -368,4 +394,42 @@ async fn follow(
         batch.ids = vec![id];
     }
     Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(topic: &str, ts: i64) -> Message {
+        Message {
+            id: format!("{ts}-0").into(),
+            topic: topic.into(),
+            partition: 0,
+            key: None,
+            payload: Vec::new().into(),
+            headers: Default::default(),
+            timestamp_ms: ts,
+            retry_count: 0,
+            max_retries: None,
+            retry_group: None,
+        }
+    }
+
+    #[test]
+    fn inputs_interleave_by_event_time_each_in_its_own_order() {
+        let a = vec![at("a", 1), at("a", 5), at("a", 3), at("a", 9)];
+        let b = vec![at("b", 2), at("b", 5), at("b", 8)];
+        let merged: Vec<(String, i64)> = merge_by_time(vec![a, b, Vec::new()])
+            .into_iter()
+            .map(|m| (m.topic.to_string(), m.timestamp_ms))
+            .collect();
+        let expect = |v: &[(&str, i64)]| -> Vec<(String, i64)> {
+            v.iter().map(|(t, ts)| (t.to_string(), *ts)).collect()
+        };
+        // a's 3 stays after its 5 (its own order); on a tie the earlier input goes first.
+        assert_eq!(
+            merged,
+            expect(&[("a", 1), ("b", 2), ("a", 5), ("a", 3), ("b", 5), ("b", 8), ("a", 9)])
+        );
+    }
 }
