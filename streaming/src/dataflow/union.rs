@@ -357,6 +357,11 @@ where
 
 /// A keyed process function over two inputs (Flink `KeyedCoProcessFunction`): one method
 /// per input, timers and keyed state shared by both.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a keyed co-process function of key `{K}`, first input `{A}` and second input `{B}`",
+    label = "expected an `impl KeyedCoProcessFunction<{K}, {A}, {B}>`",
+    note = "`process` on keyed connected streams takes a function of their key type and of both inputs' element types, in the order of `connect`"
+)]
 pub trait KeyedCoProcessFunction<K, A, B> {
     /// The output record type.
     type Out;
