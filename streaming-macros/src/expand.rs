@@ -29,11 +29,28 @@
 //! )
 //! ```
 //!
+//! Streams named with `let` keep their `let`, before the pipeline; a stream argument the
+//! macro followed is expanded as a chain like the pipeline, and `between` (which returns
+//! a `Result`) ends the labelled block with its error:
+//!
+//! ```text
+//! '__streaming_pipeline: {
+//!     use ::streaming::__private::IntervalJoinBy as _;
+//!     let payments = env.from_mq_topic(..).map(..);
+//!     match env.from_mq_topic(..).key_by(kf)
+//!         .interval_join_by(payments, kg)     // `interval_join(payments.key_by(kg))`
+//!         .between(0, 600_000) {
+//!         Ok(value) => value, Err(error) => break .. config_error(error),
+//!     }
+//!     .process(..).sink(..)
+//! }
+//! ```
+//!
 //! `::streaming` stands for the path [`CratePath`] finds (the user may have renamed the
 //! dependency).
 
 use crate::check::{Checked, Step};
-use crate::ops::{ArgKind, Engine, Expansion};
+use crate::ops::{ArgKind, Engine, Expansion, Stage};
 use crate::parse::{Args, Call, StateDecl};
 use crate::runtime::CratePath;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -53,6 +70,14 @@ struct Cx<'k> {
     hoisted: usize,
     /// Whether an argument is classified by its type (the kind traits must be in scope).
     classified: bool,
+    /// Whether the chain breaks the block with an error of its own (`between`).
+    breaks: bool,
+    /// Whether an interval join takes the other input's key function apart (its trait
+    /// must be in scope).
+    joins_by_key: bool,
+    /// Whether state descriptors get a codec: the Redis engine keeps state in Redis, and
+    /// a fragment runs on every engine.
+    persistent: bool,
 }
 
 impl Cx<'_> {
@@ -78,11 +103,12 @@ impl Cx<'_> {
         quote_spanned! {last=> #var.#field }
     }
 
-    /// `match result { Ok(value) => value, Err(error) => break 'label <error> }`.
-    fn unwrap_or_break(&self, arg: &Expr, result: TokenStream) -> TokenStream {
-        let krate = self.krate.at(arg.span());
+    /// `match result { Ok(value) => value, Err(error) => break 'label <error> }`, spanned
+    /// at `span`.
+    fn unwrap_or_break(&self, span: Span, result: TokenStream) -> TokenStream {
+        let krate = self.krate.at(span);
         let label = &self.label;
-        quote_spanned! {arg.span()=>
+        quote_spanned! {span=>
             match #result {
                 ::core::result::Result::Ok(value) => value,
                 ::core::result::Result::Err(error) => {
@@ -100,7 +126,7 @@ impl Cx<'_> {
 /// any other value is kept), and either error ends the pipeline's block with it.
 fn argument(cx: &mut Cx<'_>, arg: &Expr, kind: ArgKind) -> TokenStream {
     if let Expr::Try(t) = arg {
-        let value = cx.unwrap_or_break(arg, t.expr.to_token_stream());
+        let value = cx.unwrap_or_break(arg.span(), t.expr.to_token_stream());
         return cx.bind(arg, value);
     }
     // A closure is never a `Result`: a sink written as a closure stays in place.
@@ -118,16 +144,24 @@ fn argument(cx: &mut Cx<'_>, arg: &Expr, kind: ArgKind) -> TokenStream {
     };
     cx.classified = true;
     let classified = quote_spanned! {arg.span()=> (&arg).__config_kind().config(arg) };
-    let unwrapped = cx.unwrap_or_break(arg, classified);
+    let unwrapped = cx.unwrap_or_break(arg.span(), classified);
     cx.bind(
         arg,
         quote_spanned! {arg.span()=> match #value { arg => #unwrapped } },
     )
 }
 
-/// The operators whose one argument is a function of the element (or a reference to it),
-/// bound by an `Fn` trait of the stream's element type.
-const ELEMENT_FUNCTIONS: &[&str] = &["map", "try_map", "filter", "flat_map", "key_by"];
+/// The operators whose arguments are functions of an element (or a reference to it),
+/// bound by an `Fn` trait of an input's element type.
+const ELEMENT_FUNCTIONS: &[&str] = &[
+    "map",
+    "try_map",
+    "filter",
+    "flat_map",
+    "key_by",
+    "co_map",
+    "co_flat_map",
+];
 
 /// A closure `|x: T| body` of an element function, called from a closure whose argument
 /// type rustc takes from the operator's bound: `{ let mut f = |x: T| body; move |e| f(e) }`.
@@ -196,31 +230,62 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
         prelude: TokenStream::new(),
         hoisted: 0,
         classified: false,
+        breaks: false,
+        joins_by_key: false,
+        persistent: c.fragment || !c.engines.contains(&Engine::Memory),
     };
-    let mut chain = c.pipeline.env_tokens();
-    let mut steps = c.steps.iter().peekable();
+    // `let name = stream;` keeps the user's `let` and name: the pipeline's text names it.
+    let bindings: Vec<TokenStream> = c
+        .bindings
+        .iter()
+        .map(|b| {
+            let value = chain(&mut cx, b.chain.chain.head_tokens(), &b.chain.steps);
+            let name = &b.binding.name;
+            quote_spanned! {b.binding.let_token=> let #name = #value; }
+        })
+        .collect();
+    let mut main = chain(&mut cx, c.main.chain.head_tokens(), &c.main.steps);
+    let Cx {
+        label,
+        mut prelude,
+        hoisted,
+        classified,
+        breaks,
+        joins_by_key,
+        ..
+    } = cx;
+    let krate = krate.at(Span::call_site());
+    if joins_by_key {
+        prelude = quote! { use #krate::__private::IntervalJoinBy as _; #prelude };
+    }
+    if classified {
+        // `as _`: the methods of the kind traits, no names.
+        prelude = quote! {
+            use #krate::__private::{FallibleConfigKind as _, InfallibleConfigKind as _};
+            #prelude
+        };
+    }
+    if c.fragment {
+        // A fragment's value is its stream, or the configuration error that stopped it.
+        main = quote! { ::core::result::Result::<_, #krate::Error>::Ok(#main) };
+    }
+    if hoisted > 0 || breaks {
+        quote! { #label: { #prelude #(#bindings)* #main } }
+    } else {
+        quote! { { #prelude #(#bindings)* #main } }
+    }
+}
+
+/// The builder chain of `steps` on `head`.
+fn chain(cx: &mut Cx<'_>, head: TokenStream, steps: &[Step<'_>]) -> TokenStream {
+    let mut chain = head;
+    let mut steps = steps.iter().peekable();
     // The states declared for the next `process`.
     let mut declared: Vec<&StateDecl> = Vec::new();
     while let Some(step) = steps.next() {
         let Step { call, op, .. } = step;
         let name = &call.name;
         let span = name.span();
-        let args: Vec<TokenStream> = op
-            .args
-            .iter()
-            .zip(call.args.exprs())
-            .map(|(spec, arg)| {
-                if ELEMENT_FUNCTIONS.contains(&op.name) {
-                    // `key_by` and `filter` take the element by reference and return an
-                    // owned key or a `bool`, never a borrow of it.
-                    let by_reference = matches!(op.name, "key_by" | "filter");
-                    if let Some(wrapped) = element_function(arg, by_reference) {
-                        return wrapped;
-                    }
-                }
-                argument(&mut cx, arg, spec.kind)
-            })
-            .collect();
         chain = match op.expansion {
             Expansion::Method => {
                 let on_timer = steps.next_if(|next| next.op.expansion == Expansion::OnTimer);
@@ -228,16 +293,27 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
                 if !states.is_empty() || on_timer.is_some() {
                     // `process` (the only operator after `state(..)` or before `on_timer`).
                     let process = Process {
-                        krate,
+                        krate: cx.krate,
                         states: &states,
-                        // A fragment runs on every engine: its state is kept in Redis there.
-                        persistent: c.fragment || !c.engines.contains(&Engine::Memory),
+                        persistent: cx.persistent,
                     };
                     process.expand(chain, call, on_timer.map(|t| t.call))
+                } else if let Some(joined) = interval_join_by_key(cx, &chain, step) {
+                    joined
                 } else {
+                    let args = arguments(cx, step);
                     let turbofish = &call.turbofish;
                     quote_spanned! {span=> #chain.#name #turbofish(#(#args),*) }
                 }
+            }
+            Expansion::FallibleMethod => {
+                let args = arguments(cx, step);
+                let turbofish = &call.turbofish;
+                cx.breaks = true;
+                cx.unwrap_or_break(
+                    span,
+                    quote_spanned! {span=> #chain.#name #turbofish(#(#args),*) },
+                )
             }
             Expansion::StateDecls => {
                 if let Args::States(decls) = &call.args {
@@ -248,36 +324,69 @@ pub(crate) fn expand(c: &Checked<'_>, krate: &CratePath) -> TokenStream {
             // Consumed with the `process` before it (check guarantees the order).
             Expansion::OnTimer => chain,
             Expansion::EngineFunction => {
-                let krate = krate.at(span);
+                let args = arguments(cx, step);
+                let krate = cx.krate.at(span);
                 quote_spanned! {span=> #krate::__private::#name(&#chain, #(#args),*) }
             }
         };
     }
-    let Cx {
-        label,
-        mut prelude,
-        hoisted,
-        classified,
-        ..
-    } = cx;
-    if classified {
-        // `as _`: the methods of the kind traits, no names.
-        let krate = krate.at(Span::call_site());
-        prelude = quote! {
-            use #krate::__private::{FallibleConfigKind as _, InfallibleConfigKind as _};
-            #prelude
-        };
+    chain
+}
+
+/// The arguments of `step` in the chain: an element function called from a closure of the
+/// macro's, a stream argument the macro followed as its chain, any other as [`argument`].
+fn arguments(cx: &mut Cx<'_>, step: &Step<'_>) -> Vec<TokenStream> {
+    let op = step.op;
+    op.args
+        .iter()
+        .zip(step.call.args.exprs())
+        .enumerate()
+        .map(|(i, (spec, arg))| {
+            // The second input's key function stays as it is: rustc infers its result
+            // from the key type of the first, so a key of another type is one error
+            // under the user's whole result expression.
+            let second_key = op.name == "key_by" && i == 1;
+            if ELEMENT_FUNCTIONS.contains(&op.name) && !second_key {
+                // `key_by` and `filter` take the element by reference and return an
+                // owned key or a `bool`, never a borrow of it.
+                let by_reference = matches!(op.name, "key_by" | "filter");
+                if let Some(wrapped) = element_function(arg, by_reference) {
+                    return wrapped;
+                }
+            }
+            match (&step.stream, spec.kind) {
+                (Some(stream), ArgKind::Stream(_)) => {
+                    chain(cx, stream.chain.head_tokens(), &stream.steps)
+                }
+                _ => argument(cx, arg, spec.kind),
+            }
+        })
+        .collect()
+}
+
+/// `this.interval_join(other.key_by(key))` as `this.interval_join_by(other, key)`, when the
+/// argument ends with its `key_by`: the key function (as it is) is then checked against
+/// this stream's key type, so a key of another type is one error at the key function's
+/// result (the builder's method would report the whole argument's type).
+fn interval_join_by_key(
+    cx: &mut Cx<'_>,
+    chain: &TokenStream,
+    step: &Step<'_>,
+) -> Option<TokenStream> {
+    let other = step
+        .stream
+        .as_ref()
+        .filter(|_| step.op.name == "interval_join")?;
+    let (key_by, before) = other.steps.split_last()?;
+    if key_by.op.name != "key_by" || key_by.variant.applies != Stage::Stream {
+        return None;
     }
-    if c.fragment {
-        // A fragment's value is its stream, or the configuration error that stopped it.
-        let krate = krate.at(Span::call_site());
-        chain = quote! { ::core::result::Result::<_, #krate::Error>::Ok(#chain) };
-    }
-    if hoisted > 0 {
-        quote! { #label: { #prelude #chain } }
-    } else {
-        quote! { { #prelude #chain } }
-    }
+    let key = key_by.call.args.exprs().first()?.to_token_stream();
+    let other = self::chain(cx, other.chain.head_tokens(), before);
+    cx.joins_by_key = true;
+    let span = step.call.name.span();
+    let method = Ident::new("interval_join_by", span);
+    Some(quote_spanned! {span=> #chain.#method(#other, #key) })
 }
 
 /// A `process` (with its `on_timer`) and the states declared before it.

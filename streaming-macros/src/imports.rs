@@ -12,19 +12,22 @@ use std::collections::BTreeSet;
 /// single name (a type, trait, constant). Single capital letters (generic parameters) and
 /// `Self` are left out; so are lower-case single names, which may be locals.
 pub(crate) fn uses(p: &Pipeline) -> TokenStream {
-    let mut tokens = p.env.to_token_stream();
-    for call in &p.calls {
-        if let Some(t) = &call.turbofish {
-            tokens.extend(t.clone());
-        }
-        match &call.args {
-            Args::Exprs(exprs) => exprs.iter().for_each(|e| e.to_tokens(&mut tokens)),
-            // The state kinds (`ValueState<T>`) are the DSL's words, not paths in scope.
-            Args::States(decls) => decls.iter().for_each(|d| {
-                if let Some(default) = &d.default {
-                    default.to_tokens(&mut tokens);
-                }
-            }),
+    let mut tokens = TokenStream::new();
+    for chain in p.bindings.iter().map(|b| &b.chain).chain([&p.main]) {
+        tokens.extend(chain.head_tokens());
+        for call in &chain.calls {
+            if let Some(t) = &call.turbofish {
+                tokens.extend(t.clone());
+            }
+            match &call.args {
+                Args::Exprs(exprs) => exprs.iter().for_each(|e| e.to_tokens(&mut tokens)),
+                // The state kinds (`ValueState<T>`) are the DSL's words, not paths in scope.
+                Args::States(decls) => decls.iter().for_each(|d| {
+                    if let Some(default) = &d.default {
+                        default.to_tokens(&mut tokens);
+                    }
+                }),
+            }
         }
     }
     let mut names = BTreeSet::new();

@@ -40,7 +40,7 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
         }
         Err(errors) => {
             // A Redis source: the sink registers the pipeline (`Result<(), Error>`).
-            let redis = pipeline.calls.first().is_some_and(|c| {
+            let redis = pipeline.first_call().is_some_and(|c| {
                 ops::lookup(&c.name.to_string()).is_some_and(|op| {
                     op.role == ops::Role::Source && op.engines == [ops::Engine::Redis]
                 })
@@ -49,7 +49,7 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
             let value = if check::is_fragment(&pipeline) {
                 fragment_placeholder(&errors, &krate)
             } else {
-                let last = pipeline.calls.last().map(|c| c.name.to_string());
+                let last = pipeline.main.calls.last().map(|c| c.name.to_string());
                 placeholder(&errors, last, redis, &krate)
             };
             quote::quote!({ #uses #value }).into()
@@ -68,7 +68,7 @@ pub fn __pipeline_ids(input: TokenStream) -> TokenStream {
     };
     match check::check(&pipeline) {
         Ok(checked) => {
-            let ids = checked.steps.iter().filter_map(|s| s.id.clone());
+            let ids = checked.steps().into_iter().filter_map(|s| s.id.clone());
             quote::quote!([#(#ids),*]).into()
         }
         Err(errors) => errors
@@ -145,18 +145,38 @@ fn debug(checked: &check::Checked<'_>, out: &proc_macro2::TokenStream) {
     }
 }
 
-/// The expansion, pretty-printed, headed by the operator ids and engines.
+/// The expansion, pretty-printed, headed by the operators (each `let`'s, then the
+/// pipeline's; a stream argument's under its operator) with their stages and ids, and the
+/// engines.
 fn render(checked: &check::Checked<'_>, out: &proc_macro2::TokenStream) -> String {
-    let mut text = String::from("// pipeline! expansion\n");
-    for step in &checked.steps {
-        let id = step.id.as_deref().unwrap_or("-");
-        text.push_str(&format!(
-            "// {:<24} {} -> {}  [{id}]\n",
-            step.op.name,
-            step.variant.applies.noun(),
-            step.variant.produces.noun()
-        ));
+    fn steps(chain: &check::CheckedChain<'_>, indent: usize, text: &mut String) {
+        for step in &chain.steps {
+            let id = step.id.as_deref().unwrap_or("-");
+            text.push_str(&format!(
+                "// {:indent$}{:<24} {} -> {}  [{id}]\n",
+                "",
+                step.op.name,
+                step.variant.applies.noun(),
+                step.variant.produces.noun()
+            ));
+            if let Some(stream) = &step.stream {
+                steps(stream, indent + 2, text);
+            }
+        }
     }
+    let mut text = String::from("// pipeline! expansion\n");
+    for binding in &checked.bindings {
+        text.push_str(&format!("// let {}\n", binding.binding.name));
+        steps(&binding.chain, 2, &mut text);
+    }
+    if !checked.bindings.is_empty() {
+        text.push_str("// pipeline\n");
+    }
+    steps(
+        &checked.main,
+        2 * usize::from(!checked.bindings.is_empty()),
+        &mut text,
+    );
     let engines: Vec<_> = checked.engines.iter().map(|e| e.name()).collect();
     text.push_str(&format!("// engines: {}\n", engines.join(", ")));
     let file = quote::quote!(fn pipeline() { let _ = #out; });

@@ -33,13 +33,16 @@ const POSTLUDE: &str = "# Ok(())\n# }\n";
 type Member = fn(&OpSpec) -> bool;
 
 /// The sections of the reference and the operators each lists.
-const GROUPS: [(&str, Member); 5] = [
+const GROUPS: [(&str, Member); 6] = [
     ("Sources", |o| o.role == Role::Source),
     ("Stream operators", |o| {
-        o.role == Role::Transform && o.variants.iter().any(|v| v.applies == Stage::Stream)
+        o.role == Role::Transform
+            && !o.of_several_inputs()
+            && o.variants.iter().any(|v| v.applies == Stage::Stream)
     }),
     ("Keyed operators", |o| {
         o.role == Role::Transform
+            && !o.of_several_inputs()
             && !o.variants.iter().any(|v| v.applies == Stage::Stream)
             && o.variants.iter().any(|v| {
                 matches!(
@@ -49,7 +52,14 @@ const GROUPS: [(&str, Member); 5] = [
             })
     }),
     ("Window operators", |o| {
-        o.role == Role::Transform && o.variants.iter().all(|v| v.applies == Stage::Windowed)
+        o.role == Role::Transform
+            && !o.of_several_inputs()
+            && o.variants
+                .iter()
+                .all(|v| matches!(v.applies, Stage::Windowed | Stage::CoWindowed))
+    }),
+    ("Several inputs", |o| {
+        o.role == Role::Transform && o.of_several_inputs()
     }),
     ("Sinks", |o| o.role == Role::Sink),
 ];
@@ -76,6 +86,7 @@ fn table() -> String {
             let id = match v.id {
                 IdKind::None => "—".to_string(),
                 IdKind::Position => "(position)".to_string(),
+                IdKind::Positions(n) => format!("({n} positions)"),
                 IdKind::Kind(k) => format!("`{k}`"),
                 IdKind::Fragment => "(the fragment's)".to_string(),
             };
@@ -86,7 +97,7 @@ fn table() -> String {
         out.push_str(&format!(
             "| [`{}`](#{}) | {} | {} | {} |\n",
             op.signature().replace('|', "\\|"),
-            op.name,
+            anchor(op),
             stages(op).replace('`', "").replace('|', "\\|"),
             ids.join(", "),
             engines(op)
@@ -104,14 +115,47 @@ fn section(op: &OpSpec) -> String {
         ("```rust\n", MEMORY_PRELUDE)
     };
     format!(
-        "\n### `{}`\n\n`{}`\n\n{}\n\n- **Stage:** {}\n- **Engines:** {}\n\n{fence}{prelude}{}\n{POSTLUDE}```\n",
-        op.name,
+        "\n### {}\n\n`{}`\n\n{}\n\n- **Stage:** {}\n- **Engines:** {}\n\n{fence}{prelude}{}\n{POSTLUDE}```\n",
+        heading(op),
         op.signature(),
         op.summary,
         stages(op),
         engines(op),
         op.example.trim_matches('\n'),
     )
+}
+
+/// Whether `op` is the first row of its name (a later row is another meaning of it).
+fn is_first_of_its_name(op: &OpSpec) -> bool {
+    TABLE
+        .iter()
+        .find(|o| o.name == op.name)
+        .is_some_and(|first| first.is(op))
+}
+
+/// The section heading: the name, and for a later row of a name the stage it applies to
+/// ("`process` on keyed connected streams").
+fn heading(op: &OpSpec) -> String {
+    if is_first_of_its_name(op) {
+        format!("`{}`", op.name)
+    } else {
+        format!("`{}` on {}", op.name, op.variants[0].applies.noun())
+    }
+}
+
+/// The id rustdoc gives the heading: its text, lower-case, spaces as `-`.
+fn anchor(op: &OpSpec) -> String {
+    heading(op)
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| {
+            if c == ' ' {
+                '-'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
 }
 
 /// "a stream → a keyed stream; …"
@@ -139,8 +183,14 @@ mod tests {
         let md = super::markdown();
         for op in crate::ops::TABLE {
             assert_eq!(
-                md.matches(&format!("\n### `{}`\n", op.name)).count(),
+                md.matches(&format!("\n### {}\n", super::heading(op)))
+                    .count(),
                 1,
+                "{}",
+                op.name
+            );
+            assert!(
+                md.contains(&format!("](#{})", super::anchor(op))),
                 "{}",
                 op.name
             );

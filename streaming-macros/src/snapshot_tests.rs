@@ -97,13 +97,31 @@ fn keyed_state_and_timers() {
     );
 }
 
+#[test]
+fn several_inputs() {
+    snapshot(
+        "several_inputs",
+        parse_quote! {
+            let payments = env.from_mq_topic("payments", "billing").map(|m: Message| parse(&m));
+            env.from_mq_topic("orders", "billing")
+                .map(|m: Message| parse(&m))
+                .key_by(|o: &(String, i64)| o.0.clone())
+                .interval_join(payments.key_by(|p: &(String, i64)| p.0.clone()))
+                .between(0, 600_000)
+                .side_output_late_seconds(RedisListSink::new("late-payments"))
+                .process(|o: &(String, i64), p: &(String, i64)| (o.0.clone(), p.1 - o.1))
+                .sink(RedisListSink::new("paid"))
+        },
+    );
+}
+
 /// Every path into the runtime crate — in the chain, the configuration, the state
 /// descriptors, the engine functions and the placeholder after an error — uses the name
 /// the user's manifest gives it.
 #[test]
 fn every_path_uses_the_crate_name_found() {
     let engine = crate::runtime::CratePath::named("engine");
-    let pipelines: [Pipeline; 2] = [
+    let pipelines: [Pipeline; 3] = [
         parse_quote! {
             env.from_elements([("a", 1)])
                 .key_by(|p: &(&str, i32)| p.0)
@@ -123,6 +141,15 @@ fn every_path_uses_the_crate_name_found() {
                 .process(|v, ctx, out| Ok(()))
                 .print()
         },
+        parse_quote! {
+            let b = env.from_timestamped_collection(b);
+            env.from_timestamped_collection(a)
+                .key_by(|x: &u8| *x)
+                .interval_join(b.key_by(|x: &u8| *x))
+                .between(0, 1)
+                .process(|a: &u8, b: &u8| a + b)
+                .print()
+        },
     ];
     let mut text = String::new();
     for pipeline in &pipelines {
@@ -138,6 +165,7 @@ fn every_path_uses_the_crate_name_found() {
         ":: engine :: api :: SetStateDescriptor",
         ":: engine :: __private :: process_with_timers",
         ":: engine :: __private :: from_mq_topic",
+        ":: engine :: __private :: IntervalJoinBy",
         ":: engine :: memory :: JobSummary",
     ] {
         assert!(text.contains(path), "{path} in {text}");

@@ -2,8 +2,11 @@
 
 use crate::api::state::DeclareStates;
 use crate::api::{Collector, KeyedContext, TimerContext};
-use crate::dataflow::{KeyedProcessOutput, KeyedStream, Plan};
+use crate::dataflow::{
+    CombineRoots, DataStream, IntervalJoin, KeyedProcessOutput, KeyedStream, Plan,
+};
 use crate::ops::process::ProcessFn;
+use crate::time::{EventTime, Offers};
 use crate::BoxError;
 use std::hash::Hash;
 
@@ -114,6 +117,42 @@ where
     S: DeclareStates<K>,
 {
     keyed.process_declared(ProcessFn::with_timers(on_element, on_timer), states)
+}
+
+/// `interval_join(other.key_by(key))` in `pipeline!`: the expansion hands the other input
+/// and its key function over apart, so that the key function is checked against this
+/// stream's key type `K` and a key of another type is one error at the key function's
+/// result.
+#[doc(hidden)]
+pub trait IntervalJoinBy<P: Plan, KF, K> {
+    /// `self.interval_join(other.key_by(key))`.
+    fn interval_join_by<Q, KG>(
+        self,
+        other: DataStream<Q>,
+        key: KG,
+    ) -> IntervalJoin<P, Q, KF, KG, K>
+    where
+        Q: Plan<Time = P::Time>,
+        KG: FnMut(&Q::Out) -> K,
+        P::Time: Offers<EventTime>,
+        P::Root: CombineRoots<Q::Root>;
+}
+
+impl<P, KF, K> IntervalJoinBy<P, KF, K> for KeyedStream<P, KF, K>
+where
+    P: Plan,
+    K: Hash + Eq + Clone + 'static,
+    KF: FnMut(&P::Out) -> K,
+{
+    fn interval_join_by<Q, KG>(self, other: DataStream<Q>, key: KG) -> IntervalJoin<P, Q, KF, KG, K>
+    where
+        Q: Plan<Time = P::Time>,
+        KG: FnMut(&Q::Out) -> K,
+        P::Time: Offers<EventTime>,
+        P::Root: CombineRoots<Q::Root>,
+    {
+        self.interval_join(other.key_by(key))
+    }
 }
 
 /// The message-queue sources of the DSL: implemented by the environments of engines with a

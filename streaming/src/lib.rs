@@ -117,30 +117,71 @@
 //! # Ok::<(), streaming::Error>(())
 //! ```
 //!
-//! **Grammar.** One `pipeline!` is one expression: `env.source(..)` then operators
-//! `.name(args)` and one sink at the end (no `let`, no trailing `;`; a pipeline assembled
-//! over several statements uses the builder API). `env`
-//! is any expression before the first operator call: a variable, a field path
-//! (`self.env`), a call (`MemoryEnv::new()`), or `(any expression)`. The macro's value is
-//! what the sink returns: `Result<Vec<T>, Error>` for `collect_vec()`,
-//! `Result<JobSummary, Error>` for `sink`/`for_each`/`print`/`print_with_prefix` on the
-//! memory engine, `Result<(), Error>` (registered) on the Redis engine.
+//! **Grammar.** A `pipeline!` body is `let` statements naming streams, then the pipeline
+//! as its last expression: `env.source(..)` then operators `.name(args)` and one sink at the
+//! end (no trailing `;`). `env` is any expression before the first operator call: a
+//! variable, a field path (`self.env`), a call (`MemoryEnv::new()`), or `(any
+//! expression)`. The macro's value is what the sink returns: `Result<Vec<T>, Error>` for
+//! `collect_vec()`, `Result<JobSummary, Error>` for `sink`/`for_each`/`print`/`print_with_prefix`
+//! on the memory engine, `Result<(), Error>` (registered) on the Redis engine.
+//!
+//! **Several inputs.** `let name = chain;` names a stream — from a source
+//! (`env.from_mq_topic(..).map(..)`) or continuing a stream named before (`let keyed =
+//! payments.key_by(..);`) — for the operators that take a second stream: `union(other)`,
+//! `connect(other)` and `interval_join(other)`, whose argument is a name or a chain on one
+//! (`interval_join(payments.key_by(|p: &Payment| p.customer))`), checked like the pipeline
+//! (a stream built with the builder before the macro works too, checked by rustc only).
+//! The pipeline may also start at a name. Each name is used once (a stream goes into one
+//! operator), every name is used, and only the last expression has a sink. Operator ids of
+//! a named stream are those of its own source; after `union`, `connect` or a join they
+//! continue the pipeline's, as in the builder.
+//!
+//! ```
+//! use streaming::{pipeline, MemoryEnv};
+//!
+//! let env = MemoryEnv::new();
+//! let paid = pipeline! {
+//!     // (customer, amount) paid at its event time (ms)
+//!     let payments = env.from_timestamped_collection([(("ada", 30u64), 60_000), (("bob", 5), 900_000)]);
+//!     // (order id, customer) placed at its event time
+//!     env.from_timestamped_collection([((7u32, "ada"), 0), ((8, "bob"), 0)])
+//!         .key_by(|o: &(u32, &str)| o.1)
+//!         .interval_join(payments.key_by(|p: &(&str, u64)| p.0))
+//!         .between(0, 600_000) // paid within 10 minutes
+//!         .process(|o: &(u32, &str), p: &(&str, u64)| (o.0, p.1))
+//!         .collect_vec()
+//! }?;
+//! assert_eq!(paid, [(7, 30)]);
+//! # Ok::<(), streaming::Error>(())
+//! ```
 //!
 //! **Stages.** Every operator applies to a stage and produces one: a stream, a keyed
 //! stream (after `key_by`), a keyed stream with declared state (after `state(..)`), the
 //! output of `process` (which `on_timer` may follow), a windowed stream (after `window`,
 //! configured by `trigger`, `allowed_lateness`, `side_output_late_data`, ended by a window
-//! function). The table below lists them; using an operator on another stage is a compile
-//! error at the operator that says what is missing (e.g. "add `.key_by(..)` before it").
+//! function); with a second input: connected streams (after `connect`, ended by `co_map`,
+//! `co_flat_map` or keyed by `key_by` with a key function per input), keyed connected
+//! streams (ended by `process` with a `KeyedCoProcessFunction`, or cut by `window` into
+//! windowed connected streams, ended by `join` or `co_group`), and an interval join (after
+//! `interval_join`, bounded by `between`, ended by `process`). The table below lists them;
+//! using an operator on another stage is a compile error at the operator that says what is
+//! missing (e.g. "add `.key_by(..)` before it").
 //!
 //! **Compile-time checks**, each reported at the offending token, independent ones together
 //! (an unknown operator hides the stage checks after it): unknown
 //! operators (with "did you mean"), arity, stage, one source and one sink, operators after
 //! the sink, literal source ids outside `[A-Za-z0-9_.-]+`, literal window sizes, slides and
 //! gaps under 1 ms and offsets not smaller than the size/slide, `CountTrigger::of(0)` (for
-//! constructors written with the crate's names),
+//! constructors written with the crate's names), literal join bounds with `lower > upper`,
 //! state declarations (kind, default, duplicate names), and operators no single engine
-//! supports together. Type errors (a closure of the wrong element type, `sum` of a
+//! supports together. With a second input: a named stream used twice, never used or
+//! with a sink; a second stream at the wrong stage (`interval_join` of a stream not keyed),
+//! of another engine, or without the event time the operator needs (`interval_join` of a
+//! stream whose timestamps were never chosen, at that stream; `union` and `connect` of a
+//! stream with event time and one without), where the macro can see the sources. A second
+//! key function of another key type than the first is one error at its result (rustc's);
+//! a `KeyedCoProcessFunction` of other input or key types is an error at the function.
+//! Type errors (a closure of the wrong element type, `sum` of a
 //! non-numeric element, a filter not returning `bool`) are rustc's, at the user's closure or
 //! operator. After a macro error the expansion is a placeholder of the pipeline's result
 //! type, so one mistake gives one error. A closure of `map`, `try_map`, `filter`,
@@ -182,8 +223,10 @@
 //!
 //! **Stable ids.** Every operator that takes a position gets the id
 //! `{source_id}/{position}:{kind}` (see [`OperatorId`]): positions count operators
-//! after the source from 1 (`key_by` takes a position but has no id; `window`, `trigger`,
-//! `allowed_lateness`, `side_output_late_data`, `state` and `on_timer` take none), the kind
+//! after the source from 1 (`key_by`, `union` and `connect` take a position but have no
+//! id, `interval_join` takes two — the builder connects both inputs and keys them; `window`,
+//! `trigger`, `allowed_lateness`, `side_output_late_data`, `state`, `on_timer`, `between`
+//! and the join's late side outputs take none), the kind
 //! is the table's id kind, and the source id is the literal of `add_source_with_id`,
 //! `from_collection_with_id` or `from_mq_topic_with_id`, `{topic}.{group}` for
 //! `from_mq_topic` (or `source-{n}`, numbered per environment at run time). Keyed state is stored under the

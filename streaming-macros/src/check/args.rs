@@ -1,5 +1,5 @@
 //! The rules of arguments the macro can read: literal source ids, literal window and
-//! trigger configuration, and the trigger `GlobalWindows` needs.
+//! trigger configuration, literal join bounds, and the trigger `GlobalWindows` needs.
 //!
 //! The configuration rules know the crate's constructors by the names written in the call
 //! (`TumblingEventTimeWindows::of(..)`): a renamed one (`use .. as T; T::of(..)`) is not
@@ -44,7 +44,32 @@ pub(super) fn arguments(
             }
             ArgKind::Assigner => assigner(cx, arg),
             ArgKind::Trigger => trigger(cx, arg),
-            ArgKind::Expr | ArgKind::Generator | ArgKind::Sink | ArgKind::StateDecls => {}
+            ArgKind::Expr
+            | ArgKind::Generator
+            | ArgKind::Sink
+            | ArgKind::StateDecls
+            | ArgKind::Stream(_) => {}
+        }
+    }
+    if op.name == "between" {
+        join_bounds(cx, call);
+    }
+}
+
+/// Literal bounds of an interval join with `lower <= upper` (else nothing could be joined).
+fn join_bounds(cx: &mut Cx, call: &Call) {
+    let [lower, upper] = call.args.exprs() else {
+        return;
+    };
+    if let (Some(l), Some(u)) = (int_lit(lower), int_lit(upper)) {
+        if l > u {
+            cx.err(
+                lower.span(),
+                format!(
+                    "the lower bound {l} ms is above the upper bound {u} ms, so nothing could \
+                     be joined: `between(lower, upper)` takes the earliest offset first"
+                ),
+            );
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The rules the operator table decides: unknown operators, arity, stage, engines, and a
 //! source and a sink per pipeline. Their messages are generated from the table.
 
+use super::walk::At;
 use super::Cx;
 use crate::ops::{self, ArgKind, Engine, OpSpec, Role, Stage};
-use crate::parse::{Args, Call, Pipeline};
+use crate::parse::{Args, Call, Chain};
 use syn::spanned::Spanned;
 
 /// An operator not in the table: the closest name, or the operators of the stage.
@@ -18,12 +19,7 @@ pub(super) fn unknown(cx: &mut Cx, call: &Call, stage: Option<Stage>) {
         ),
         (None, Some(stage)) => format!(
             "unknown operator `{name}`; on {stage} the operators are {}",
-            or_list(
-                ops::TABLE
-                    .iter()
-                    .filter(|o| o.variant_at(stage).is_some())
-                    .map(|o| format!("`{}`", o.name))
-            )
+            operators_at(stage)
         ),
         (None, None) => format!("unknown operator `{name}`"),
     };
@@ -60,11 +56,13 @@ pub(super) fn arity(cx: &mut Cx, call: &Call, op: &OpSpec) {
     );
 }
 
-/// An operator applied at a stage it does not apply to: what it applies to and the fix.
-pub(super) fn stage(cx: &mut Cx, call: &Call, op: &OpSpec, stage: Stage, source: Option<&Call>) {
-    let name = &op.name;
+/// An operator applied at a stage none of its rows applies to: what it applies to and the
+/// fix.
+pub(super) fn stage(cx: &mut Cx, call: &Call, stage: Stage, source: Option<&Call>) {
+    let name = call.name.to_string();
+    let rows: Vec<&OpSpec> = ops::rows(&name).collect();
     let span = call.name.span();
-    if op.role == Role::Source {
+    if rows.iter().any(|op| op.role == Role::Source) {
         let first = source.map_or_else(String::new, |s| format!(" (the first is `{}`)", s.name));
         cx.err(
             span,
@@ -82,14 +80,25 @@ pub(super) fn stage(cx: &mut Cx, call: &Call, op: &OpSpec, stage: Stage, source:
         );
         return;
     }
-    let wants_keyed = op.variants.iter().any(|v| v.applies == Stage::Keyed);
+    let applied: Vec<Stage> = rows
+        .iter()
+        .flat_map(|op| op.variants.iter().map(|v| v.applies))
+        .collect();
+    let wants = |s: Stage| applied.contains(&s);
+    // The stages of the kind of pipeline at hand (of one input, or of several), when the
+    // operator has some: `trigger` on a keyed stream needs a windowed stream.
+    let akin = |s: &&Stage| s.of_several_inputs() == stage.of_several_inputs();
+    let shown: Vec<&Stage> = match applied.iter().filter(akin).count() {
+        0 => applied.iter().collect(),
+        _ => applied.iter().filter(akin).collect(),
+    };
     let applies = or_list(
-        op.variants
-            .iter()
-            .filter(|v| !(wants_keyed && v.applies == Stage::KeyedState))
-            .map(|v| v.applies.noun().to_string()),
+        shown
+            .into_iter()
+            .filter(|s| !(wants(Stage::Keyed) && **s == Stage::KeyedState))
+            .map(|s| s.noun().to_string()),
     );
-    let hint = stage_hint(op, stage);
+    let hint = stage_hint(&wants, stage);
     let sep = if hint.is_empty() { "" } else { "; " };
     cx.err(
         span,
@@ -97,9 +106,10 @@ pub(super) fn stage(cx: &mut Cx, call: &Call, op: &OpSpec, stage: Stage, source:
     );
 }
 
-/// What is missing before `op` at `stage`.
-fn stage_hint(op: &OpSpec, stage: Stage) -> String {
-    let wants = |s: Stage| op.variants.iter().any(|v| v.applies == s);
+/// What is missing at `stage` before an operator that applies to the stages `wants`
+/// accepts.
+fn stage_hint(wants: &dyn Fn(Stage) -> bool, stage: Stage) -> String {
+    const KEY_BOTH: &str = "`.key_by(|&first| key, |&second| key)`";
     match stage {
         Stage::Stream | Stage::Processed if wants(Stage::Keyed) => {
             "add `.key_by(|element| key)` before it".to_string()
@@ -107,7 +117,26 @@ fn stage_hint(op: &OpSpec, stage: Stage) -> String {
         Stage::Stream | Stage::Processed if wants(Stage::Windowed) => {
             "add `.key_by(|element| key)` and `.window(assigner)` before it".to_string()
         }
+        Stage::Stream | Stage::Processed if wants(Stage::Connected) => {
+            "add `.connect(other)` before it".to_string()
+        }
         Stage::Keyed if wants(Stage::Windowed) => "add `.window(assigner)` before it".to_string(),
+        Stage::Connected if wants(Stage::KeyedConnected) => {
+            format!("keyed state and timers need a key: add {KEY_BOTH} before it")
+        }
+        Stage::Connected if wants(Stage::KeyedState) => format!(
+            "the keyed state of connected streams belongs to a `KeyedCoProcessFunction`: \
+             key both inputs with {KEY_BOTH}, then `.process(function)`"
+        ),
+        Stage::KeyedConnected if wants(Stage::CoWindowed) => {
+            "add `.window(assigner)` before it".to_string()
+        }
+        _ if wants(Stage::IntervalJoin) => {
+            "it follows `.key_by(..).interval_join(other)`".to_string()
+        }
+        _ if wants(Stage::BoundedJoin) => {
+            "it follows `.interval_join(other).between(lower, upper)`".to_string()
+        }
         _ if wants(Stage::Processed) => "`on_timer` must directly follow `process`".to_string(),
         Stage::KeyedState => "`state(..)` must be followed by `process`".to_string(),
         Stage::Windowed => format!(
@@ -116,15 +145,24 @@ fn stage_hint(op: &OpSpec, stage: Stage) -> String {
         ),
         Stage::Keyed => format!(
             "a keyed stream first needs a keyed operator: {}",
-            or_list(
-                ops::TABLE
-                    .iter()
-                    .filter(|o| o.variants.iter().any(|v| v.applies == Stage::Keyed))
-                    .map(|o| format!("`{}`", o.name))
-            )
+            operators_at(Stage::Keyed)
         ),
+        s if s.of_several_inputs() => {
+            format!("on {stage} the operators are {}", operators_at(stage))
+        }
         _ => String::new(),
     }
+}
+
+/// "`a`, `b` or `c`": the operators that apply at `stage`.
+fn operators_at(stage: Stage) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for op in ops::TABLE.iter().filter(|o| o.variant_at(stage).is_some()) {
+        if !names.contains(&op.name) {
+            names.push(op.name);
+        }
+    }
+    or_list(names.into_iter().map(|n| format!("`{n}`")))
 }
 
 /// No engine supports `call` together with the operators before it (`engines`, the last
@@ -156,11 +194,13 @@ pub(super) fn no_common_engine(
     cx.err(call.name.span(), msg);
 }
 
-/// A pipeline starts with a source and (unless the stage is lost) ends with a sink.
-pub(super) fn source_and_sink(cx: &mut Cx, p: &Pipeline, lost: bool, stage: Stage) {
-    if p.calls.is_empty() {
+/// A pipeline starts with a source, or at a stream bound with `let` (`bound_head`), and
+/// (unless the stage is lost) ends with a sink.
+pub(super) fn source_and_sink(cx: &mut Cx, main: &Chain, at: &At<'_>, bound_head: bool) {
+    let (lost, stage) = (at.lost, at.stage);
+    if main.calls.is_empty() && !bound_head {
         cx.err(
-            p.env_span(),
+            main.head_span(),
             format!(
                 "the pipeline has no source: start it with {}",
                 role_list(Role::Source)
@@ -177,14 +217,14 @@ pub(super) fn source_and_sink(cx: &mut Cx, p: &Pipeline, lost: bool, stage: Stag
                 window_functions()
             ));
         }
-        let last = p.calls.last().map_or(p.end, |c| c.name.span());
+        let last = main.calls.last().map_or(main.end, |c| c.name.span());
         cx.err(last, msg);
     }
 }
 
 /// A fragment ends at a stream (its value is that stream): not after `key_by`, `window` or
 /// `state(..)`, which need an operator after them.
-pub(super) fn fragment_ends_at_a_stream(cx: &mut Cx, p: &Pipeline, stage: Stage) {
+pub(super) fn fragment_ends_at_a_stream(cx: &mut Cx, main: &Chain, stage: Stage) {
     if matches!(stage, Stage::Stream | Stage::Processed) {
         return;
     }
@@ -197,7 +237,7 @@ pub(super) fn fragment_ends_at_a_stream(cx: &mut Cx, p: &Pipeline, stage: Stage)
     } else {
         msg.push_str(": add the operator that uses it");
     }
-    let last = p.calls.last().map_or(p.end, |c| c.name.span());
+    let last = main.calls.last().map_or(main.end, |c| c.name.span());
     cx.err(last, msg);
 }
 

@@ -16,7 +16,11 @@ fn errors(p: Pipeline) -> Vec<String> {
 
 fn ids(p: Pipeline) -> Vec<String> {
     let checked = check(&p).unwrap_or_else(|e| panic!("{}", e[0]));
-    checked.steps.iter().filter_map(|s| s.id.clone()).collect()
+    checked
+        .steps()
+        .into_iter()
+        .filter_map(|s| s.id.clone())
+        .collect()
 }
 
 #[test]
@@ -60,7 +64,7 @@ fn unknown_operator_does_not_cascade() {
     assert_eq!(
         e[0],
         "unknown operator `frobnicate`; on a stream the operators are `map`, `try_map`, `filter`, `flat_map`, \
-         `transform`, `union`, `with_ingestion_time`, `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `sink`, `for_each`, `print`, \
+         `transform`, `union`, `with_ingestion_time`, `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `connect`, `sink`, `for_each`, `print`, \
          `print_with_prefix` or `collect_vec`"
     );
     assert_eq!(
@@ -80,7 +84,7 @@ fn a_pipeline_without_source_and_sink_is_a_fragment() {
     let checked = check(&p).expect("a valid fragment");
     assert!(checked.fragment);
     // Its ids continue the ids of the stream it is spliced into: unknown at compile time.
-    assert!(checked.steps.iter().all(|s| s.id.is_none()));
+    assert!(checked.steps().into_iter().all(|s| s.id.is_none()));
 }
 
 #[test]
@@ -112,7 +116,7 @@ fn ids_after_transform_are_known_at_run_time_only() {
         .map(|x| x)
         .collect_vec());
     let checked = check(&p).expect("valid");
-    let ids: Vec<_> = checked.steps.iter().map(|s| s.id.clone()).collect();
+    let ids: Vec<_> = checked.steps().into_iter().map(|s| s.id.clone()).collect();
     assert_eq!(ids[1], Some("src/1:map".to_string()));
     assert_eq!(ids[3], None);
 }

@@ -1,81 +1,140 @@
-//! The walk over the operators: the stage, engines and operator ids after each one, and
-//! the per-operator rules in the order their errors are reported.
+//! The walk over the operators of a chain: the stage, engines, operator ids and event time
+//! after each one, and the per-operator rules in the order their errors are reported.
 
-use super::{args, operators, Cx, Step, RUNTIME_SOURCE_ID};
-use crate::ops::{self, Engine, IdKind, OpSpec, Role, Stage, Variant};
-use crate::parse::Call;
+use super::scope::Scope;
+use super::{args, inputs, operators, CheckedChain, Cx, Step, RUNTIME_SOURCE_ID};
+use crate::ops::{self, Engine, IdKind, OpSpec, Role, Stage, Time, Variant};
+use crate::parse::{Call, Chain};
 use std::collections::HashSet;
 
-/// Where the walk is after the operators seen so far.
-pub(super) struct Walk<'a> {
-    /// The operators that applied at their stage.
-    pub(super) steps: Vec<Step<'a>>,
+/// What is known of a stream after the operators seen so far; a stream named with `let`
+/// hands it to the chains on its name.
+#[derive(Clone)]
+pub(super) struct At<'a> {
     /// The stage after the last operator.
     pub(super) stage: Stage,
     /// The engines that support every operator so far.
     pub(super) engines: Vec<Engine>,
     /// The last operator that narrowed the engines.
-    restricted_by: Option<&'a Call>,
-    /// Whether an engine error was reported (one per pipeline).
-    engine_lost: bool,
-    /// The first source.
-    source: Option<&'a Call>,
-    /// The first sink.
-    sink: Option<&'a Call>,
+    pub(super) restricted_by: Option<&'a Call>,
+    /// The source.
+    pub(super) source: Option<&'a Call>,
     /// The source id that prefixes the operator ids.
     source_id: String,
     /// The position of the last operator that took one; `None` once it is known at run time
     /// only (in a fragment, or after `transform`).
     position: Option<u32>,
-    /// The state names declared for the next `process`.
-    states: HashSet<String>,
+    /// Whether the records carry event time, when the macro knows.
+    pub(super) time: Option<bool>,
     /// After an unknown operator or a stage error the stage is a guess: the stage checks
     /// stop (no cascades).
     pub(super) lost: bool,
 }
 
-impl<'a> Walk<'a> {
-    pub(super) fn new() -> Self {
-        Walk {
-            steps: Vec::new(),
+impl<'a> At<'a> {
+    /// Before the source.
+    pub(super) fn env() -> Self {
+        At {
             stage: Stage::Env,
             engines: Engine::ALL.to_vec(),
             restricted_by: None,
-            engine_lost: false,
             source: None,
-            sink: None,
             source_id: RUNTIME_SOURCE_ID.to_string(),
             position: Some(0),
-            states: HashSet::new(),
+            time: None,
             lost: false,
         }
     }
 
-    /// The walk over a fragment (`pipeline!` without a source and a sink): it starts at a
-    /// stream, and its operator ids continue the ones of the stream it is spliced into, so
-    /// they are known at run time only.
+    /// A fragment's input (`pipeline!` without a source and a sink): a stream whose
+    /// operator ids continue the ones of the stream it is spliced into, so they are known
+    /// at run time only, and whose event time depends on that stream.
     pub(super) fn fragment() -> Self {
-        Walk {
+        At {
             stage: Stage::Stream,
             position: None,
-            ..Walk::new()
+            ..At::env()
         }
     }
 
+    /// A value the macro knows nothing of (`let s = make_stream();`).
+    pub(super) fn unknown() -> Self {
+        At {
+            lost: true,
+            ..At::fragment()
+        }
+    }
+}
+
+/// The walk over one chain.
+pub(super) struct Walk<'a> {
+    /// The operators that applied at their stage.
+    steps: Vec<Step<'a>>,
+    /// Where the stream is after them.
+    pub(super) at: At<'a>,
+    /// The name the chain starts from, when it starts from a stream bound with `let`.
+    pub(super) bound_head: bool,
+    /// Whether an engine error was reported (one per chain).
+    engine_lost: bool,
+    /// The first sink.
+    pub(super) sink: Option<&'a Call>,
+    /// The state names declared for the next `process`.
+    states: HashSet<String>,
+}
+
+/// Walks `chain` from `start` (`bound_head`: it starts from a stream bound with `let`),
+/// then checks the trigger of `GlobalWindows` in it.
+pub(super) fn chain<'a>(
+    cx: &mut Cx,
+    scope: &mut Scope<'a>,
+    chain: &'a Chain,
+    (start, bound_head): (At<'a>, bool),
+) -> Walk<'a> {
+    let mut walk = Walk {
+        steps: Vec::new(),
+        at: start,
+        bound_head,
+        engine_lost: false,
+        sink: None,
+        states: HashSet::new(),
+    };
+    for call in &chain.calls {
+        walk.call(cx, scope, call);
+    }
+    if !walk.at.lost {
+        args::global_windows_need_a_trigger(cx, &chain.calls);
+    }
+    walk
+}
+
+impl<'a> Walk<'a> {
+    /// The checked chain, and what is known at its end.
+    pub(super) fn finish(self, chain: &'a Chain) -> (CheckedChain<'a>, At<'a>) {
+        let steps = self.steps;
+        (CheckedChain { chain, steps }, self.at)
+    }
+
     /// Applies the rules of one operator and moves past it.
-    pub(super) fn call(&mut self, cx: &mut Cx, call: &'a Call) {
-        let Some(op) = ops::lookup(&call.name.to_string()) else {
-            operators::unknown(cx, call, (!self.lost).then_some(self.stage));
-            self.lost = true;
+    fn call(&mut self, cx: &mut Cx, scope: &mut Scope<'a>, call: &'a Call) {
+        let name = call.name.to_string();
+        let Some(first) = ops::lookup(&name) else {
+            operators::unknown(cx, call, (!self.at.lost).then_some(self.at.stage));
+            self.at.lost = true;
             return;
         };
+        // The stage picks the row of a name with several.
+        let op = ops::lookup_at(&name, self.at.stage).unwrap_or(first);
         operators::arity(cx, call, op);
-        args::arguments(cx, call, op, &mut self.source_id, &mut self.states);
+        args::arguments(cx, call, op, &mut self.at.source_id, &mut self.states);
         if self.follows_the_sink(cx, call) {
             return;
         }
         let variant = self.variant(cx, call, op);
         let chosen = variant.unwrap_or(&op.variants[0]);
+        let stream = self.stream_argument(cx, scope, call, op);
+        if op.time == Time::Needs && !self.at.lost {
+            inputs::needs_event_time(cx, call, &self.at);
+        }
         self.advance(call, op, chosen);
         self.engines(cx, call, op);
         let id = self.id(chosen);
@@ -85,13 +144,14 @@ impl<'a> Walk<'a> {
                 op,
                 variant,
                 id,
+                stream,
             });
         }
     }
 
     /// An operator after the sink: one error, then the stage is lost.
     fn follows_the_sink(&mut self, cx: &mut Cx, call: &Call) -> bool {
-        if self.lost || self.stage != Stage::Done {
+        if self.at.lost || self.at.stage != Stage::Done {
             return false;
         }
         let Some(done) = self.sink else {
@@ -104,7 +164,7 @@ impl<'a> Walk<'a> {
                 call.name, done.name
             ),
         );
-        self.lost = true;
+        self.at.lost = true;
         true
     }
 
@@ -115,27 +175,63 @@ impl<'a> Walk<'a> {
         call: &Call,
         op: &'static OpSpec,
     ) -> Option<&'static Variant> {
-        match op.variant_at(self.stage) {
+        match op.variant_at(self.at.stage) {
             Some(v) => Some(v),
-            None if self.lost => None,
+            None if self.at.lost => None,
             None => {
-                operators::stage(cx, call, op, self.stage, self.source);
+                operators::stage(cx, call, self.at.stage, self.at.source);
                 // The stage is now a guess: stop stage checks so one mistake gives one error.
-                self.lost = true;
+                self.at.lost = true;
                 None
             }
         }
     }
 
-    /// The stage, source, sink and declared state after `call`.
+    /// Walks the stream argument of `op`, when the macro can follow it (a chain on a stream
+    /// bound with `let`, or from a source), and checks that it fits `op` here.
+    fn stream_argument(
+        &mut self,
+        cx: &mut Cx,
+        scope: &mut Scope<'a>,
+        call: &'a Call,
+        op: &OpSpec,
+    ) -> Option<CheckedChain<'a>> {
+        let (_, wanted) = op.stream_argument()?;
+        let other = call.stream.as_deref()?;
+        let start = scope.start_of_argument(cx, other)?;
+        let walk = chain(cx, scope, other, start);
+        if !self.at.lost {
+            inputs::argument(cx, call, op, wanted, (other, &walk), &self.at);
+        }
+        let (checked, end) = walk.finish(other);
+        let common: Vec<Engine> = self
+            .at
+            .engines
+            .iter()
+            .copied()
+            .filter(|e| end.engines.contains(e))
+            .collect();
+        if !common.is_empty() {
+            self.at.engines = common;
+        }
+        Some(checked)
+    }
+
+    /// The stage, source, sink, event time and declared state after `call`.
     fn advance(&mut self, call: &'a Call, op: &OpSpec, chosen: &Variant) {
-        self.stage = chosen.produces;
+        self.at.stage = chosen.produces;
         match op.role {
-            Role::Source => self.source = self.source.or(Some(call)),
+            Role::Source => self.at.source = self.at.source.or(Some(call)),
             Role::Sink => self.sink = self.sink.or(Some(call)),
             Role::Transform => {}
         }
-        if self.stage != Stage::KeyedState {
+        self.at.time = match op.time {
+            Time::Untimed => Some(false),
+            Time::Timed | Time::Chooses => Some(true),
+            Time::Unknown => None,
+            Time::Keeps | Time::Agrees | Time::Needs => self.at.time,
+        };
+        if self.at.stage != Stage::KeyedState {
             self.states.clear();
         }
     }
@@ -143,6 +239,7 @@ impl<'a> Walk<'a> {
     /// Narrows the engines to those that support `op`; one error when none is left.
     fn engines(&mut self, cx: &mut Cx, call: &'a Call, op: &OpSpec) {
         let common: Vec<Engine> = self
+            .at
             .engines
             .iter()
             .copied()
@@ -150,33 +247,38 @@ impl<'a> Walk<'a> {
             .collect();
         if common.is_empty() {
             if !self.engine_lost {
-                operators::no_common_engine(cx, call, op, &self.engines, self.restricted_by);
+                operators::no_common_engine(cx, call, op, &self.at.engines, self.at.restricted_by);
             }
-            // One engine error per pipeline: the operators after it would repeat it.
+            // One engine error per chain: the operators after it would repeat it.
             self.engine_lost = true;
             return;
         }
-        if common.len() < self.engines.len() {
-            self.restricted_by = Some(call);
+        if common.len() < self.at.engines.len() {
+            self.at.restricted_by = Some(call);
         }
-        self.engines = common;
+        self.at.engines = common;
     }
 
-    /// The operator id `chosen` gives, counting its position.
+    /// The operator id `chosen` gives, counting its positions.
     fn id(&mut self, chosen: &Variant) -> Option<String> {
+        let at = &mut self.at;
         match chosen.id {
             IdKind::None => None,
             IdKind::Position => {
-                self.position = self.position.map(|p| p + 1);
+                at.position = at.position.map(|p| p + 1);
+                None
+            }
+            IdKind::Positions(n) => {
+                at.position = at.position.map(|p| p + n);
                 None
             }
             IdKind::Kind(kind) => {
-                self.position = self.position.map(|p| p + 1);
-                let position = self.position?;
-                Some(format!("{}/{position}:{kind}", self.source_id))
+                at.position = at.position.map(|p| p + 1);
+                let position = at.position?;
+                Some(format!("{}/{position}:{kind}", at.source_id))
             }
             IdKind::Fragment => {
-                self.position = None;
+                at.position = None;
                 None
             }
         }

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("source: impl Source<T>", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Untimed,
     expansion: Expansion::Method,
     summary: "A stream fed by a user `Source` that emits without timestamps (`collect`): its event time is never chosen (see `add_timestamped_source`); source id `source-{n}`.",
     example: r#"

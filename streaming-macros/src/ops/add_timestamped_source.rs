@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("source: impl Source<T>", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Timed,
     expansion: Expansion::Method,
     summary: "A stream fed by a user `Source` that gives every record its event time with `collect_with_timestamp` (`collect` fails the run); source id `source-{n}`.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("\"source-id\"", SourceId), arg("source: impl Source<T>", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Timed,
     expansion: Expansion::Method,
     summary: "Like `add_timestamped_source`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
     example: r#"

@@ -13,6 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
         IdKind::Kind("window-aggregate"),
     )],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Aggregates each window incrementally; emits the function's result per firing.",
     example: r#"

@@ -16,6 +16,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
         IdKind::Kind("window-aggregate"),
     )],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Aggregates each window incrementally; emits `with(key, window, result)` per firing.",
     example: r#"

@@ -7,8 +7,12 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     name: "allowed_lateness",
     role: Role::Transform,
     args: &[arg("lateness: Duration", Expr)],
-    variants: &[on(Stage::Windowed, Stage::Windowed, IdKind::None)],
+    variants: &[
+        on(Stage::Windowed, Stage::Windowed, IdKind::None),
+        on(Stage::CoWindowed, Stage::CoWindowed, IdKind::None),
+    ],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Keeps windows for this long after their end; a late element within it fires the window again.",
     example: r#"

@@ -16,6 +16,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
         IdKind::Kind("window-apply"),
     )],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Calls the function with all of a window's elements per firing.",
     example: r#"

@@ -12,6 +12,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     )],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("watermarks"))],
     engines: BOTH,
+    time: Time::Chooses,
     expansion: Expansion::Method,
     summary:
         "Lets a watermark generator own the watermark from here on, keeping record timestamps: the stream must carry event time already (a timestamped source or `with_ingestion_time()`; a compile error otherwise, use `assign_timestamps_and_watermarks_with`).",

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|&element, previous_ts| -> timestamp_ms", Expr), arg("generator: impl WatermarkGenerator<T> + Clone", Generator)],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("watermarks"))],
     engines: BOTH,
+    time: Time::Chooses,
     expansion: Expansion::Method,
     summary: "Sets each element's event time and lets a watermark generator own the watermark from here on; the stream has event time from here on, whatever its source.",
     example: r#"

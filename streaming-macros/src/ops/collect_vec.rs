@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[],
     variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
     engines: MEMORY,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Runs the pipeline and returns its output: `Result<Vec<T>, Error>`.",
     example: r#"

@@ -13,6 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
         IdKind::Kind("window-count"),
     )],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Counts each window's elements; emits `(key, window, count)` per firing.",
     example: r#"

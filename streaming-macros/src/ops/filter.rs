@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|&element| -> bool", Expr)],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("filter"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Keeps the elements for which the predicate is `true`.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|element| -> impl IntoIterator", Expr)],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("flat_map"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Replaces every element with the items the function returns.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("items: impl IntoIterator", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Untimed,
     expansion: Expansion::Method,
     summary: "A stream of the items of any `IntoIterator`, consumed lazily, without timestamps: event-time windows need `from_timestamped_collection`, `with_ingestion_time()` or a timestamp assigner; source id `source-{n}`.",
     example: r#"

@@ -13,6 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     ],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Untimed,
     expansion: Expansion::Method,
     summary: "Like `from_collection`, replayed as N partitions like a Redis topic: the item's key picks its partition (`partition_for_key`, round robin without a key); each partition runs its own clone of the pipeline (state, watermark), one after another.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("\"source-id\"", SourceId), arg("items: impl IntoIterator", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Untimed,
     expansion: Expansion::Method,
     summary: "Like `from_collection`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids and so keys their checkpointed state.",
     example: r#"

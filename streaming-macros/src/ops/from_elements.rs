@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("[elements; N]", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Untimed,
     expansion: Expansion::Method,
     summary: "A stream of a fixed array of elements, without timestamps (like `from_collection`); source id `source-{n}`.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("topic", Expr), arg("group", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: &[Engine::Redis],
+    time: Time::Timed,
     expansion: Expansion::EngineFunction,
     summary: "A stream of the messages of a topic read by a consumer group; source id `{topic}.{group}` (Redis engine).",
     example: r#"

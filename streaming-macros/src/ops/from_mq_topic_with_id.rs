@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("source_id", SourceId), arg("topic", Expr), arg("group", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: &[Engine::Redis],
+    time: Time::Timed,
     expansion: Expansion::EngineFunction,
     summary: "Like `from_mq_topic` with a source id (a literal is checked at compile time); it prefixes the operator ids that key the state (Redis engine).",
     example: r#"

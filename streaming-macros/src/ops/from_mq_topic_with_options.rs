@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("topic", Expr), arg("group", Expr), arg("options: SubscriptionOptions", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: &[Engine::Redis],
+    time: Time::Timed,
     expansion: Expansion::EngineFunction,
     summary: "Like `from_mq_topic` with `SubscriptionOptions` (batch size, poll time, start policy) (Redis engine).",
     example: r#"

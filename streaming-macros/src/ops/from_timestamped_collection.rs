@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("items: impl IntoIterator<Item = (T, i64)>", Expr)],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Timed,
     expansion: Expansion::Method,
     summary: "A stream of `(element, event time ms)` pairs, consumed lazily: each element carries its event time, so event-time windows run on it; source id `source-{n}`.",
     example: r#"

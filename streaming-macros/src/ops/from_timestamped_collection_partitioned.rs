@@ -13,6 +13,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     ],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Timed,
     expansion: Expansion::Method,
     summary: "Like `from_collection_partitioned`, for `(element, event time ms)` pairs as in `from_timestamped_collection`: the key function sees the element, which keeps its event time.",
     example: r#"

@@ -12,6 +12,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     ],
     variants: &[on(Stage::Env, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Timed,
     expansion: Expansion::Method,
     summary: "Like `from_timestamped_collection`, with an explicit source id (`[A-Za-z0-9_.-]+`, checked at compile time when it is a literal), which prefixes the operator ids.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|&element| -> key", Expr)],
     variants: &[on(Stage::Stream, Stage::Keyed, IdKind::Position)],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Partitions the stream by key.",
     example: r#"

@@ -12,6 +12,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
         on(Stage::Keyed, Stage::Stream, IdKind::Kind("map")),
     ],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Transforms every element (on a keyed stream the result is not keyed).",
     example: r#"

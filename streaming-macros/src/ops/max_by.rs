@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|e: &T| -> value", Expr)],
     variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("max-by")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-max-by"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "The element with the largest value of the closure (the earliest on ties). Keyed: rolling, per element. Windowed: per firing.",
     example: r#"

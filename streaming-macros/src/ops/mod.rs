@@ -2,8 +2,14 @@
 //!
 //! Each file declares one [`OpSpec`]: the operator's name, its arguments (and so its
 //! arity), the stages it applies to and the stage each produces, the id kind the builder
-//! gives it, and the engines that support it. The check phase derives its arity, stage and
-//! engine errors from this table, so their wording is uniform.
+//! gives it, the engines that support it and what it does to event time. The check phase
+//! derives its arity, stage, engine and event-time errors from this table, so their
+//! wording is uniform.
+//!
+//! A name has one row per meaning: `key_by` of a stream (one key function) and of
+//! connected streams (one per input), `process` of a keyed stream (a closure), of keyed
+//! connected streams (a `KeyedCoProcessFunction`) and of an interval join (a closure of
+//! both elements). The rows of one name apply to different stages, which pick the row.
 
 use std::fmt;
 
@@ -17,7 +23,12 @@ mod allowed_lateness;
 mod apply;
 mod assign_timestamps_and_watermarks;
 mod assign_timestamps_and_watermarks_with;
+mod between;
+mod co_flat_map;
+mod co_group;
+mod co_map;
 mod collect_vec;
+mod connect;
 mod count;
 mod filter;
 mod flat_map;
@@ -34,7 +45,10 @@ mod from_timestamped_collection;
 mod from_timestamped_collection_partitioned;
 mod from_timestamped_collection_partitioned_with_id;
 mod from_timestamped_collection_with_id;
+mod interval_join;
+mod join;
 mod key_by;
+mod key_by_connected;
 mod map;
 mod max_by;
 mod min_by;
@@ -42,9 +56,13 @@ mod on_timer;
 mod print;
 mod print_with_prefix;
 mod process;
+mod process_connected;
 mod process_function;
+mod process_interval_join;
 mod reduce;
 mod side_output_late_data;
+mod side_output_late_firsts;
+mod side_output_late_seconds;
 mod side_output_rejected;
 mod sink;
 mod state;
@@ -102,6 +120,17 @@ pub(crate) enum Stage {
     Processed,
     /// A `WindowedStream` (after `window`).
     Windowed,
+    /// `ConnectedStreams` (after `connect`).
+    Connected,
+    /// `KeyedConnectedStreams` (after `key_by` on connected streams).
+    KeyedConnected,
+    /// A `WindowedStream` of keyed connected streams (after their `window`), which a
+    /// window join or co-group ends.
+    CoWindowed,
+    /// An `IntervalJoin` (after `interval_join`), before its bounds.
+    IntervalJoin,
+    /// A `BoundedIntervalJoin` (after `between`).
+    BoundedJoin,
     /// After the sink: the pipeline is complete.
     Done,
 }
@@ -116,8 +145,25 @@ impl Stage {
             Stage::Keyed => "a keyed stream",
             Stage::KeyedState => "a keyed stream with declared state",
             Stage::Windowed => "a windowed stream",
+            Stage::Connected => "connected streams",
+            Stage::KeyedConnected => "keyed connected streams",
+            Stage::CoWindowed => "windowed connected streams",
+            Stage::IntervalJoin => "an interval join without its bounds",
+            Stage::BoundedJoin => "an interval join with its bounds",
             Stage::Done => "a finished pipeline",
         }
+    }
+
+    /// Whether the stage exists only in a pipeline of several inputs.
+    pub(crate) fn of_several_inputs(self) -> bool {
+        matches!(
+            self,
+            Stage::Connected
+                | Stage::KeyedConnected
+                | Stage::CoWindowed
+                | Stage::IntervalJoin
+                | Stage::BoundedJoin
+        )
     }
 
     /// Whether an operator declared for `self` applies at `current`.
@@ -139,6 +185,9 @@ pub(crate) enum IdKind {
     None,
     /// Takes a position but gets no id of its own (`key_by`).
     Position,
+    /// Takes this many positions but gets no id of its own (`interval_join`: the builder
+    /// connects both inputs and keys them).
+    Positions(u32),
     /// An operator with this kind in its id.
     Kind(&'static str),
     /// A fragment (`transform`): its operators take positions the macro cannot count, so
@@ -174,6 +223,10 @@ pub(crate) enum ArgKind {
     Sink,
     /// State declarations `name: ValueState<T> = default, name: ListState<T>, ..`.
     StateDecls,
+    /// Another stream, which must be at this stage: a stream bound with `let` in the
+    /// pipeline (or a chain of operators on one, or from a source), checked like the
+    /// pipeline; or a stream built before the pipeline, which only rustc checks.
+    Stream(Stage),
 }
 
 impl ArgKind {
@@ -208,6 +261,31 @@ pub(crate) enum Expansion {
     /// A source called through the `streaming::__private` function of the same name, whose
     /// trait bound gives an environment that lacks it one error naming the operator.
     EngineFunction,
+    /// A builder method of the same name that returns a `Result` (`between`): its error
+    /// ends the pipeline's block with it.
+    FallibleMethod,
+}
+
+/// What an operator does to the event time of its stream, and what it needs of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Time {
+    /// Keeps its input's event time, or its lack of one.
+    Keeps,
+    /// A source whose records have no event time (memory collections and user sources).
+    Untimed,
+    /// A source whose records carry their event time (timestamped collections and
+    /// sources, topics).
+    Timed,
+    /// Chooses the records' event time (`with_ingestion_time`, the timestamp assigners).
+    Chooses,
+    /// After it, event time is known at run time only (`transform`).
+    Unknown,
+    /// Combines its stream with another one: both carry event time or neither does
+    /// (`union`, `connect`).
+    Agrees,
+    /// Joins its stream with another one by event time: both must carry it
+    /// (`interval_join`).
+    Needs,
 }
 
 /// What an operator does in a pipeline.
@@ -234,6 +312,8 @@ pub(crate) struct OpSpec {
     pub(crate) variants: &'static [Variant],
     /// The engines that support it.
     pub(crate) engines: &'static [Engine],
+    /// What it does to event time.
+    pub(crate) time: Time,
     /// How it expands.
     pub(crate) expansion: Expansion,
     /// One line of documentation.
@@ -249,6 +329,30 @@ impl OpSpec {
     /// The variant applying at `stage`, if any.
     pub(crate) fn variant_at(&self, stage: Stage) -> Option<&'static Variant> {
         self.variants.iter().find(|v| v.applies.accepts(stage))
+    }
+
+    /// Whether `other` is this row (`const` rows have no stable address: a row is its name
+    /// and the stage its first variant applies to, which no other row of the name shares).
+    pub(crate) fn is(&self, other: &OpSpec) -> bool {
+        self.name == other.name && self.variants[0].applies == other.variants[0].applies
+    }
+
+    /// The stream argument's position and the stage it must be at, if it takes one.
+    pub(crate) fn stream_argument(&self) -> Option<(usize, Stage)> {
+        self.args
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| match a.kind {
+                ArgKind::Stream(stage) => Some((i, stage)),
+                _ => None,
+            })
+    }
+
+    /// Whether it belongs to pipelines of several inputs: it takes another stream, or
+    /// applies only to the stages of several inputs.
+    pub(crate) fn of_several_inputs(&self) -> bool {
+        self.stream_argument().is_some()
+            || self.variants.iter().all(|v| v.applies.of_several_inputs())
     }
 
     /// The signature as written in messages: `name(arg, arg)`.
@@ -317,6 +421,19 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &aggregate_with::SPEC,
     &apply::SPEC,
     &count::SPEC,
+    // Several inputs: after the rows of one input, whose names some of them share.
+    &connect::SPEC,
+    &co_map::SPEC,
+    &co_flat_map::SPEC,
+    &key_by_connected::SPEC,
+    &process_connected::SPEC,
+    &join::SPEC,
+    &co_group::SPEC,
+    &interval_join::SPEC,
+    &between::SPEC,
+    &side_output_late_firsts::SPEC,
+    &side_output_late_seconds::SPEC,
+    &process_interval_join::SPEC,
     &sink::SPEC,
     &for_each::SPEC,
     &print::SPEC,
@@ -324,21 +441,34 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &collect_vec::SPEC,
 ];
 
-/// The operator named `name`.
+/// The (first) operator named `name`: its role and whether it takes state declarations
+/// are those of every row of the name.
 pub(crate) fn lookup(name: &str) -> Option<&'static OpSpec> {
     TABLE.iter().copied().find(|op| op.name == name)
+}
+
+/// Every row of the operator named `name`.
+pub(crate) fn rows(name: &str) -> impl Iterator<Item = &'static OpSpec> + '_ {
+    TABLE.iter().copied().filter(move |op| op.name == name)
+}
+
+/// The row of the operator named `name` that applies at `stage`.
+pub(crate) fn lookup_at(name: &str, stage: Stage) -> Option<&'static OpSpec> {
+    rows(name).find(|op| op.variant_at(stage).is_some())
 }
 
 /// The closest operator name to a misspelt `name`, when one is close enough.
 pub(crate) fn did_you_mean(name: &str) -> Option<&'static str> {
     TABLE
         .iter()
+        .filter(|op| lookup(op.name).is_some_and(|first| first.is(op)))
         .map(|op| (edit_distance(name, op.name), op.name))
         .filter(|(d, candidate)| {
             *d <= (candidate.len().max(name.len()) / 3).max(1)
                 || (name.len() >= 4 && candidate.starts_with(name))
         })
-        .min_by_key(|(d, _)| *d)
+        // A name the typed one starts (`collect` → `collect_vec`) before a closer one.
+        .min_by_key(|(d, candidate)| (!candidate.starts_with(name), *d))
         .map(|(_, n)| n)
 }
 
@@ -360,7 +490,9 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 /// Shorthands for the operator files.
 pub(crate) mod prelude {
     pub(crate) use super::ArgKind::*;
-    pub(crate) use super::{ArgSpec, Engine, Expansion, IdKind, OpSpec, Role, Stage, Variant};
+    pub(crate) use super::{
+        ArgSpec, Engine, Expansion, IdKind, OpSpec, Role, Stage, Time, Variant,
+    };
 
     /// An argument.
     pub(crate) const fn arg(shape: &'static str, kind: super::ArgKind) -> ArgSpec {
@@ -386,16 +518,33 @@ pub(crate) mod prelude {
 mod tests {
     use super::*;
 
+    /// Rows of one name apply to different stages (the stage picks the row) and share
+    /// their role and their kind of arguments' parsing.
     #[test]
-    fn names_are_unique_and_every_operator_applies_somewhere() {
+    fn rows_of_a_name_apply_to_different_stages_and_every_operator_applies_somewhere() {
         for (i, op) in TABLE.iter().enumerate() {
             assert!(!op.variants.is_empty(), "{}", op.name);
             assert!(!op.engines.is_empty(), "{}", op.name);
-            assert!(
-                TABLE[i + 1..].iter().all(|o| o.name != op.name),
-                "duplicate {}",
-                op.name
-            );
+            for other in TABLE[i + 1..].iter().filter(|o| o.name == op.name) {
+                // The first row is the one-input meaning: its reference section keeps the
+                // plain name.
+                assert!(!lookup(op.name).unwrap().of_several_inputs(), "{}", op.name);
+                assert_eq!(other.role, op.role, "{}", op.name);
+                assert_eq!(
+                    other.args.iter().any(|a| a.kind == ArgKind::StateDecls),
+                    op.args.iter().any(|a| a.kind == ArgKind::StateDecls),
+                    "{}",
+                    op.name
+                );
+                for v in op.variants {
+                    assert!(
+                        other.variant_at(v.applies).is_none(),
+                        "two rows of `{}` apply to {}",
+                        op.name,
+                        v.applies
+                    );
+                }
+            }
         }
     }
 
@@ -413,11 +562,17 @@ mod tests {
             // The environment's failing-record policy, not an operator.
             "on_record_error",
             "record_error_policy",
+            // Connected streams as one stream of `CoInput`s: the builder's way to use any
+            // stream operator on both inputs, which `co_map` and `key_by` cover here.
+            "tagged",
         ];
         let files = [
             "dataflow/stream.rs",
             "dataflow/keyed.rs",
             "dataflow/windowed.rs",
+            "dataflow/union.rs",
+            "dataflow/interval_join.rs",
+            "dataflow/window_join.rs",
             "memory/env.rs",
             "memory/partition.rs",
             "memory/run.rs",

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|timestamp, ctx, out| -> Result<(), BoxError>", Expr)],
     variants: &[on(Stage::Processed, Stage::Stream, IdKind::None)],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::OnTimer,
     summary: "The timer callback of the `process` right before it.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[],
     variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Runs the pipeline and logs every record at INFO; returns `Result<JobSummary, Error>` on the memory engine, and on the Redis engine registers the pipeline and returns `Result<(), Error>` (`RedisEnv::start` or `blocking_start` starts it).",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("prefix: &str", Expr)],
     variants: &[on(Stage::Stream, Stage::Done, IdKind::Kind("sink"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Like `print`, each line as `{prefix}> {record:?}`; returns what `print` returns.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|element, ctx, out| -> Result<(), BoxError>", Expr)],
     variants: &[on(Stage::Keyed, Stage::Processed, IdKind::Kind("process")), on(Stage::KeyedState, Stage::Processed, IdKind::Kind("process"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Runs a function per element with the key's context: key, timestamp, watermark, timers and state.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("function: impl KeyedProcessFunction<K, T>", Expr)],
     variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("process"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Runs a `KeyedProcessFunction` (with `on_timer`).",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|a, b| -> a", Expr)],
     variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("reduce")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-reduce"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Keyed: rolling reduce, emitting the reduced value per element. Windowed: folds each window, emitting one value per firing.",
     example: r#"

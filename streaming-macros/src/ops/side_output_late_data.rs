@@ -7,8 +7,12 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     name: "side_output_late_data",
     role: Role::Transform,
     args: &[arg("sink: impl Sink<T>", Sink)],
-    variants: &[on(Stage::Windowed, Stage::Windowed, IdKind::None)],
+    variants: &[
+        on(Stage::Windowed, Stage::Windowed, IdKind::None),
+        on(Stage::CoWindowed, Stage::CoWindowed, IdKind::None),
+    ],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Sends elements later than the allowed lateness to a typed side output.",
     example: r#"

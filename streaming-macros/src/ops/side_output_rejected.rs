@@ -7,8 +7,12 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     name: "side_output_rejected",
     role: Role::Transform,
     args: &[arg("sink: impl Sink<RejectedElement<T>>", Sink)],
-    variants: &[on(Stage::Windowed, Stage::Windowed, IdKind::None)],
+    variants: &[
+        on(Stage::Windowed, Stage::Windowed, IdKind::None),
+        on(Stage::CoWindowed, Stage::CoWindowed, IdKind::None),
+    ],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Sends elements whose window bounds do not fit in `i64` to a typed error side output (`RejectedElement`); the pipeline goes on.",
     example: r#"

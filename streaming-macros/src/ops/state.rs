@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("name: ValueState<T> = default, name: ListState<T>, …", StateDecls)],
     variants: &[on(Stage::Keyed, Stage::KeyedState, IdKind::None), on(Stage::KeyedState, Stage::KeyedState, IdKind::None)],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::StateDecls,
     summary: "Declares keyed state for the next `process`: each state gets its slot when the pipeline is built, and each name is bound in the closures of `process` and `on_timer` to its declaration, used as `ctx.state(name)?`. Names are unique per operator.",
     example: r#"

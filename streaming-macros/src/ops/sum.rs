@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[],
     variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("sum")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-sum"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Keyed: rolling sum, emitting `(key, sum)`. Windowed: emits `(key, window, sum)` per firing. Numeric elements only.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|e: &T| -> number", Expr)],
     variants: &[on(Stage::Keyed, Stage::Stream, IdKind::Kind("sum-by")), on(Stage::Windowed, Stage::Stream, IdKind::Kind("window-sum-by"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Sums the number the closure extracts from each element. Keyed: rolling, emits `(key, sum so far)` per element. Windowed: emits `(key, window, sum)` per firing.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|input: Input<T>| -> impl Fragment<T>", Expr)],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Fragment)],
     engines: BOTH,
+    time: Time::Unknown,
     expansion: Expansion::Method,
     summary: "Continues the pipeline with a fragment: a function from `streaming::fragment::Input<T>` to `impl Fragment<T, Out = U>` (or from `Input<T, NoEventTime>` to `impl Fragment<T, NoEventTime, Out = U>` when it needs no event time from its input), written with the builder or with `pipeline!` without a source and a sink. Its operators get the ids they would have inline; ids after it are known at run time only.",
     example: r#"

@@ -7,8 +7,12 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     name: "trigger",
     role: Role::Transform,
     args: &[arg("trigger: impl Trigger<T>", Trigger)],
-    variants: &[on(Stage::Windowed, Stage::Windowed, IdKind::None)],
+    variants: &[
+        on(Stage::Windowed, Stage::Windowed, IdKind::None),
+        on(Stage::CoWindowed, Stage::CoWindowed, IdKind::None),
+    ],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary: "Replaces the assigner's default trigger: `CountTrigger::of(n)`, `ContinuousEventTimeTrigger::of(interval)`, `PurgingTrigger::of(trigger)` (every firing also purges), `EventTimeTrigger`, `ProcessingTimeTrigger` or a custom `Trigger`; literal counts and intervals are checked at compile time.",
     example: r#"

@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[arg("|element| -> Result<output, error>", Expr)],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::Kind("try_map"))],
     engines: BOTH,
+    time: Time::Keeps,
     expansion: Expansion::Method,
     summary:
         "Transforms every element with a fallible function; an element whose function returns `Err` fails and is dead-lettered (the crate's rule for failing records), and the run goes on.",

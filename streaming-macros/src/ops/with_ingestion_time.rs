@@ -9,6 +9,7 @@ pub(crate) const SPEC: OpSpec = OpSpec {
     args: &[],
     variants: &[on(Stage::Stream, Stage::Stream, IdKind::None)],
     engines: MEMORY,
+    time: Time::Chooses,
     expansion: Expansion::Method,
     summary: "Right after a memory source without timestamps: runs the stream on ingestion time, the memory engine's deterministic clock (record `i` of the source arrives at `i` ms), so event-time windows run on it.",
     example: r#"

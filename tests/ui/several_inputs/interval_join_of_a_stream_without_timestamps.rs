@@ -1,0 +1,17 @@
+// Both inputs of an interval join carry event time: here the payments do not. The error
+// is at the argument.
+use streaming::{pipeline, MemoryEnv};
+
+fn main() {
+    let env = MemoryEnv::new();
+    let paid = pipeline! {
+        let payments = env.from_collection(vec![(7u32, 30u64)]);
+        env.from_timestamped_collection(vec![((7u32, "ada"), 0)])
+            .key_by(|o: &(u32, &str)| o.0)
+            .interval_join(payments.key_by(|p: &(u32, u64)| p.0))
+            .between(0, 600_000)
+            .process(|o: &(u32, &str), p: &(u32, u64)| (o.1, p.1))
+            .collect_vec()
+    };
+    let _ = paid;
+}
