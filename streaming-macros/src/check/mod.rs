@@ -140,18 +140,16 @@ pub(crate) fn check(p: &Pipeline) -> Result<Checked<'_>, Vec<syn::Error>> {
     }
 }
 
-/// Whether `p` is a fragment: its pipeline has operators, does not start at a stream
-/// bound with `let`, the first is not a source and none is a sink
-/// (`lines.map(..).key_by(..).sum()`). Its value is the stream, for a function that
-/// returns `impl Fragment`. With a sink, a missing source stays an error.
+/// Whether `p` is a fragment: its stream has operators, the first is not a source (also
+/// when the pipeline starts at a stream bound with `let`: the first of that stream) and
+/// the pipeline has no sink (`lines.map(..).key_by(..).sum()`). Its value is the stream,
+/// for a function that returns `impl Fragment`. With a sink, a missing source stays an
+/// error.
 pub(crate) fn is_fragment(p: &Pipeline) -> bool {
     let role = |c: &Call| crate::ops::lookup(&c.name.to_string()).map(|op| op.role);
-    let calls = &p.main.calls;
-    p.bound(&p.main, p.bindings.len()).is_none()
-        && calls
-            .first()
-            .is_some_and(|first| role(first) != Some(Role::Source))
-        && !calls.iter().any(|c| role(c) == Some(Role::Sink))
+    p.first_call()
+        .is_some_and(|first| role(first) != Some(Role::Source))
+        && !p.main.calls.iter().any(|c| role(c) == Some(Role::Sink))
 }
 
 /// The error collector every rule pushes into (serde_derive's `Ctxt`).

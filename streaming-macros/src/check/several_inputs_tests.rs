@@ -269,3 +269,19 @@ fn literal_join_bounds() {
         ]
     );
 }
+
+#[test]
+fn a_fragment_may_name_its_streams() {
+    let p: Pipeline = parse_quote! {
+        let evens = input.filter(f);
+        evens.map(g).key_by(k).sum()
+    };
+    let checked = check(&p).unwrap_or_else(|e| panic!("{}", e[0]));
+    assert!(checked.fragment);
+    let p: Pipeline = parse_quote! {
+        let evens = input.filter(f);
+        evens.key_by(k)
+    };
+    let e = errors(p);
+    assert!(e.len() == 1 && e[0].starts_with("a pipeline fragment ends at a stream"), "{e:?}");
+}
