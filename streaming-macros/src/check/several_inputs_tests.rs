@@ -283,5 +283,8 @@ fn a_fragment_may_name_its_streams() {
         evens.key_by(k)
     };
     let e = errors(p);
-    assert!(e.len() == 1 && e[0].starts_with("a pipeline fragment ends at a stream"), "{e:?}");
+    assert!(
+        e.len() == 1 && e[0].starts_with("a pipeline fragment ends at a stream"),
+        "{e:?}"
+    );
 }
