@@ -7,64 +7,13 @@ use super::MqTopicSource;
 use crate::dataflow::{
     BuildPlan, CombineBroadcast, CombineRoots, IntervalJoinState, JoinBuffers, Plan, Union,
 };
-use crate::mq::{Message, StartPolicy};
+use crate::mq::Message;
 use crate::ops::{Convert, Merge, MergeInput, Operator, Shared};
 use crate::redis::RedisRuntime;
 use crate::time::MIN_WATERMARK;
 use crate::Error;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
-
-/// One more input of a registered pipeline: a topic read as a consumer group, partition
-/// by partition with the pipeline's first topic.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct InputSpec {
-    pub(crate) source_id: String,
-    pub(crate) topic: String,
-    pub(crate) group: String,
-    /// Where the input starts when the job has no position for it yet.
-    pub(crate) start: StartPolicy,
-    /// Broadcast to every partition: its one partition is read whole by each.
-    pub(crate) broadcast: bool,
-}
-
-impl InputSpec {
-    pub(super) fn of(source: &MqTopicSource) -> Self {
-        InputSpec {
-            source_id: source.source_id.clone(),
-            topic: source.topic.clone(),
-            group: source.group.clone(),
-            start: source.options.start,
-            broadcast: source.broadcast,
-        }
-    }
-}
-
-/// Every (topic, group) a registered pipeline reads, its first input first.
-pub(super) fn reads(def: &dyn super::PipelineDef) -> Vec<(String, String)> {
-    std::iter::once((def.topic().to_owned(), def.group().to_owned()))
-        .chain(def.inputs().into_iter().map(|i| (i.topic, i.group)))
-        .collect()
-}
-
-/// A pipeline reads each topic once: a topic combined with itself would read every entry
-/// twice under one position.
-///
-/// # Errors
-/// [`Error::InvalidConfig`] (field `inputs`) naming the topic read twice.
-pub(super) fn check_distinct(reads: &[(String, String)]) -> Result<(), Error> {
-    for (i, (topic, _)) in reads.iter().enumerate() {
-        if reads[..i].iter().any(|(t, _)| t == topic) {
-            return Err(Error::InvalidConfig {
-                field: "inputs",
-                reason: format!(
-                    "topic `{topic}` is an input of the pipeline twice: combine each topic once (`union` keeps every record of both inputs)"
-                ),
-            });
-        }
-    }
-    Ok(())
-}
 
 impl MqTopicSource {
     /// The topics this root reads, its first first.
@@ -82,11 +31,6 @@ impl MqTopicSource {
             ..self.clone()
         };
         std::iter::once(alone).chain(self.inputs.iter().cloned())
-    }
-
-    /// Whether every input comes from the environment of the first.
-    pub(super) fn one_environment(&self) -> bool {
-        (self.inputs.iter()).all(|i| std::sync::Arc::ptr_eq(&i.env.inner, &self.env.inner))
     }
 }
 
@@ -273,104 +217,4 @@ where
         let first = self.first.close();
         first.and(self.second.close())
     }
-}
-
-/// The other inputs (topic, group) of each registered pipeline that reads several, by
-/// its own (topic, group).
-pub(super) fn other_inputs(
-    pipelines: &[Box<dyn super::PipelineDef>],
-) -> crate::redis::job::checkpoint::OtherInputs {
-    (pipelines.iter())
-        .map(|d| reads(d.as_ref()))
-        .filter(|reads| reads.len() > 1)
-        .map(|mut reads| {
-            let first = reads.remove(0);
-            (first, reads)
-        })
-        .collect()
-}
-
-/// The checks of the pipelines with several inputs before a start: every input exists
-/// and has the partition count of the pipeline's first topic (co-partitioned).
-///
-/// # Errors
-/// [`Error::InvalidConfig`]: field `inputs` naming the topics and their partition counts
-/// (or the topic that does not exist); [`Error::Connect`] / [`Error::Redis`].
-pub(super) fn check_at_start(
-    inner: &super::EnvInner,
-    pipelines: &[Box<dyn super::PipelineDef>],
-) -> Result<(), Error> {
-    let config = &inner.config;
-    let several: Vec<(Vec<String>, Vec<String>)> = (pipelines.iter())
-        .filter(|d| !d.inputs().is_empty())
-        .map(|d| {
-            let inputs = d.inputs();
-            let partitioned = std::iter::once(d.topic().to_owned()).chain(
-                inputs
-                    .iter()
-                    .filter(|i| !i.broadcast)
-                    .map(|i| i.topic.clone()),
-            );
-            let broadcast = inputs
-                .iter()
-                .filter(|i| i.broadcast)
-                .map(|i| i.topic.clone());
-            (partitioned.collect(), broadcast.collect())
-        })
-        .collect();
-    if several.is_empty() {
-        return Ok(());
-    }
-    let timeout = config.mq_options().response_timeout;
-    let mut conn = crate::mq::blocking_connection(&inner.endpoint, timeout)?;
-    let keys = crate::mq::KeySpace::new(config.mq_options().key_prefix.clone());
-    for (topics, broadcast) in &several {
-        for topic in broadcast {
-            let n: Option<u32> = redis::cmd("HGET")
-                .arg(keys.meta(topic))
-                .arg("partitions")
-                .query(&mut conn)?;
-            if n != Some(1) {
-                return Err(Error::InvalidConfig {
-                    field: "inputs",
-                    reason: match n {
-                        None => format!("topic `{topic}`, broadcast to the pipeline of `{}`, does not exist: create it with one partition", topics[0]),
-                        Some(n) => format!("topic `{topic}` is broadcast to the pipeline of `{}` but has {n} partitions: a broadcast topic has one (every partition of the pipeline reads it whole, in order)", topics[0]),
-                    },
-                });
-            }
-        }
-        let mut counts = Vec::with_capacity(topics.len());
-        for topic in topics {
-            let n: Option<u32> = redis::cmd("HGET")
-                .arg(keys.meta(topic))
-                .arg("partitions")
-                .query(&mut conn)?;
-            let n = n.ok_or_else(|| Error::InvalidConfig {
-                field: "inputs",
-                reason: if *topic == topics[0] {
-                    format!("topic `{topic}`, the first input of a pipeline of several topics, does not exist")
-                } else {
-                    format!(
-                        "topic `{topic}`, an input of the pipeline of `{}`, does not exist: create it with the partition count of `{}`",
-                        topics[0], topics[0]
-                    )
-                },
-            })?;
-            counts.push(n);
-        }
-        if counts.iter().any(|n| *n != counts[0]) {
-            let listed: Vec<String> = (topics.iter().zip(&counts))
-                .map(|(t, n)| format!("`{t}` has {n}"))
-                .collect();
-            return Err(Error::InvalidConfig {
-                field: "inputs",
-                reason: format!(
-                    "the inputs are not co-partitioned: {} partitions. A pipeline reads partition n of every input together, so every input needs the same partition count (and producers that pick the partition from the key the same way); repartition one input into a topic of the right count first (a pipeline with a topic sink)",
-                    listed.join(", ")
-                ),
-            });
-        }
-    }
-    Ok(())
 }

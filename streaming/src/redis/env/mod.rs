@@ -1,11 +1,10 @@
 //! [`RedisEnv`]: the Redis engine's environment, its source and pipeline registration
 //! (the job's start is in `start`).
 
+mod co_partition;
 mod inputs;
 mod permissions;
 mod start;
-
-pub(crate) use inputs::InputSpec;
 
 use super::job::JobShared;
 use super::subtask;
@@ -14,7 +13,7 @@ use crate::api::Sink;
 use crate::dataflow::{BuildPlan, DataStream, Execute, Plan, Runtime};
 use crate::mq::{Message, SubscriptionOptions};
 use crate::ops::{AssignWatermarks, Operator, OperatorId, RecordTimestamp};
-use crate::redis::partition::context::PipelineSpec;
+use crate::redis::partition::context::{InputSpec, PipelineSpec};
 use crate::sealed::Sealed;
 use crate::time::BoundedOutOfOrderness;
 use crate::Error;
@@ -81,7 +80,12 @@ where
         self.plan.root().options.clone()
     }
     fn inputs(&self) -> Vec<InputSpec> {
-        self.plan.root().inputs.iter().map(InputSpec::of).collect()
+        self.plan
+            .root()
+            .inputs
+            .iter()
+            .map(MqTopicSource::input_spec)
+            .collect()
     }
     fn forwarded_topic(&self) -> Option<Arc<str>> {
         self.sink.forwarded_topic()
@@ -351,7 +355,7 @@ impl RedisEnv {
                 )));
             }
         }
-        for (topic, group) in inputs::reads(def.as_ref()) {
+        for (topic, group) in reads(def.as_ref()) {
             crate::mq::topic::validate_name("topic", &topic)?;
             crate::mq::topic::validate_name("group", &group)?;
         }
@@ -372,10 +376,10 @@ impl RedisEnv {
                 "the job was already started: register every pipeline before starting it".into(),
             ));
         }
-        let reads = inputs::reads(def.as_ref());
-        inputs::check_distinct(&reads)?;
-        let taken = (st.pipelines.iter().flat_map(|p| inputs::reads(p.as_ref())))
-            .find(|read| reads.contains(read));
+        let these = reads(def.as_ref());
+        check_distinct(&these)?;
+        let taken =
+            (st.pipelines.iter().flat_map(|p| reads(p.as_ref()))).find(|read| these.contains(read));
         if let Some((topic, group)) = taken {
             return Err(err(format!(
                 "a pipeline already reads topic `{topic}` as group `{group}`: a consumer group splits messages between its consumers, so a second chain would see only part of the stream and share its state names; give this chain its own group, e.g. `from_mq_topic(\"{topic}\", \"{group}-fork2\")`"
@@ -401,6 +405,50 @@ pub struct MqTopicSource {
     /// This root is an input broadcast to every partition of the pipeline's first topic
     /// (`broadcast` + `connect`), not one of its partitions.
     broadcast: bool,
+}
+
+impl MqTopicSource {
+    /// This root as another input of a pipeline.
+    fn input_spec(&self) -> InputSpec {
+        InputSpec {
+            source_id: self.source_id.clone(),
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            start: self.options.start,
+            broadcast: self.broadcast,
+        }
+    }
+
+    /// Whether every input comes from the environment of the first.
+    fn one_environment(&self) -> bool {
+        (self.inputs.iter()).all(|i| std::sync::Arc::ptr_eq(&i.env.inner, &self.env.inner))
+    }
+}
+
+/// Every (topic, group) a registered pipeline reads, its first input first.
+pub(super) fn reads(def: &dyn PipelineDef) -> Vec<(String, String)> {
+    std::iter::once((def.topic().to_owned(), def.group().to_owned()))
+        .chain(def.inputs().into_iter().map(|i| (i.topic, i.group)))
+        .collect()
+}
+
+/// A pipeline reads each topic once: a topic combined with itself would read every entry
+/// twice under one position.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] (field `inputs`) naming the topic read twice.
+fn check_distinct(reads: &[(String, String)]) -> Result<(), Error> {
+    for (i, (topic, _)) in reads.iter().enumerate() {
+        if reads[..i].iter().any(|(t, _)| t == topic) {
+            return Err(Error::InvalidConfig {
+                field: "inputs",
+                reason: format!(
+                    "topic `{topic}` is an input of the pipeline twice: combine each topic once (`union` keeps every record of both inputs)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The chain of a topic partition starts with the engine's own watermark operator (id

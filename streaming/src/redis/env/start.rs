@@ -86,7 +86,7 @@ impl RedisEnv {
         };
         let first = pipelines.first().map(|d| (d.topic(), d.group()));
         let proved = (self.check_server(first))
-            .and_then(|()| super::inputs::check_at_start(&self.inner, &pipelines));
+            .and_then(|()| super::co_partition::check_at_start(&self.inner, &pipelines));
         if let Err(e) = proved {
             crate::redis::metrics::job::start_failed(config.job_name());
             // Not started: the pipelines stay registered for another attempt.
@@ -99,7 +99,7 @@ impl RedisEnv {
         let names: Vec<(String, String)> = (pipelines.iter())
             .map(|d| (d.topic().to_string(), d.group().to_string()))
             .collect();
-        let other_inputs = super::inputs::other_inputs(&pipelines);
+        let other_inputs = super::co_partition::other_inputs(&pipelines);
         let restored = self.restore_if_asked(&names, &other_inputs);
         if let Err(e) = restored {
             if let Ok(mut st) = self.inner.state.lock() {

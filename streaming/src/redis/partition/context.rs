@@ -1,6 +1,6 @@
 //! What a subtask runs on: the pipeline it belongs to, and what its partitions share.
 
-use crate::mq::{KeySpace, Mq, SubscriptionOptions};
+use crate::mq::{KeySpace, Mq, StartPolicy, SubscriptionOptions};
 use crate::redis::job::JobShared;
 use crate::redis::RedisRuntimeConfig;
 use crate::Error;
@@ -15,7 +15,20 @@ pub(crate) struct PipelineSpec {
     pub(crate) group: String,
     pub(crate) options: SubscriptionOptions,
     /// The other inputs, read partition by partition with `topic` (empty for one topic).
-    pub(crate) inputs: Vec<crate::redis::env::InputSpec>,
+    pub(crate) inputs: Vec<InputSpec>,
+}
+
+/// One more input of a registered pipeline: a topic read as a consumer group, partition
+/// by partition with the pipeline's first topic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InputSpec {
+    pub(crate) source_id: String,
+    pub(crate) topic: String,
+    pub(crate) group: String,
+    /// Where the input starts when the job has no position for it yet.
+    pub(crate) start: StartPolicy,
+    /// Broadcast to every partition: its one partition is read whole by each.
+    pub(crate) broadcast: bool,
 }
 
 /// What every partition of a subtask shares.

@@ -16,14 +16,10 @@ use crate::mq::message::parse_entries;
 use crate::mq::reader::{PartitionReader, Position, ReadBatch, ReadMode};
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::{Connection, Message, StartPolicy};
-use crate::redis::env::InputSpec;
-use crate::redis::partition::context::Ctx;
+use crate::redis::job::checkpoint::INPUT_FIELD;
+use crate::redis::partition::context::{Ctx, InputSpec};
 use crate::Error;
 use std::time::Duration;
-
-/// The prefix of a checkpoint part record's field holding an input's position
-/// (`input:{topic}:{group}`).
-pub(crate) const INPUT_FIELD: &str = "input:";
 
 /// One other input of a partition.
 struct Input {
@@ -349,8 +345,10 @@ fn merge_by_time(inputs: Vec<Vec<Message>>) -> Vec<Message> {
         return inputs.into_iter().flatten().collect();
     }
     let mut merged = Vec::with_capacity(inputs.iter().map(Vec::len).sum());
-    let mut heads: Vec<std::iter::Peekable<std::vec::IntoIter<Message>>> =
-        inputs.into_iter().map(|m| m.into_iter().peekable()).collect();
+    let mut heads: Vec<std::iter::Peekable<std::vec::IntoIter<Message>>> = inputs
+        .into_iter()
+        .map(|m| m.into_iter().peekable())
+        .collect();
     loop {
         let next = (heads.iter_mut().enumerate())
             .filter_map(|(i, h)| Some((h.peek()?.timestamp_ms, i)))
@@ -429,7 +427,15 @@ mod tests {
         // a's 3 stays after its 5 (its own order); on a tie the earlier input goes first.
         assert_eq!(
             merged,
-            expect(&[("a", 1), ("b", 2), ("a", 5), ("a", 3), ("b", 5), ("b", 8), ("a", 9)])
+            expect(&[
+                ("a", 1),
+                ("b", 2),
+                ("a", 5),
+                ("a", 3),
+                ("b", 5),
+                ("b", 8),
+                ("a", 9)
+            ])
         );
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod store;
 
 pub(crate) use coordinator::{start_scheduler, trigger};
 pub(crate) use keys::CheckpointKeys;
+pub(crate) use keys::INPUT_FIELD;
 pub(crate) use restore::{restore_at_start, OtherInputs, RestoreRequest};
 pub(crate) use shared::CheckpointShared;
 pub(crate) use store::{latest, list};

@@ -11,13 +11,12 @@
 //! leases of the partitions still to restore are renewed on the way. Every step is a
 //! script that checks the lease; the leases are released at the end.
 
-use super::keys::unsharded_name;
+use super::keys::{unsharded_name, INPUT_FIELD};
 use super::store::{chunked, latest, read, COPY_CHUNK};
 use super::{Checkpoint, CheckpointKeys};
 use crate::mq::lease::{self, is_fenced_reply, ms, Lease};
 use crate::mq::{Connection, KeySpace};
 use crate::redis::job::id_at_least;
-use crate::redis::partition::inputs::INPUT_FIELD;
 use crate::redis::state::keys::StateKeys;
 use crate::redis::RedisRuntimeConfig;
 use crate::Error;
