@@ -59,14 +59,26 @@
 //!   delays(s, opts, late.clone()))`.
 //! - A configuration error inside the fragment (e.g. a window size of 0) is returned by the
 //!   pipeline's terminal operation, like the same error in an inline pipeline.
+//!
+//! A fragment of **two inputs** is a function from two `Input`s to
+//! `impl `[`TwoInputFragment`]`<A, B, Out = U>` whose body combines the first input with
+//! the second (`union`, `connect`, `interval_join`, window joins), spliced behind two
+//! streams with [`DataStream::transform_with`] and run in unit tests by
+//! [`testing::TwoInputTestDriver`](crate::testing::TwoInputTestDriver); see
+//! [`TwoInputFragment`] for its rules.
 
-use crate::dataflow::{BuildPlan, DataStream, Plan, Spliced};
+mod two_inputs;
+
+use crate::dataflow::{BuildPlan, DataStream, InFragment, Plan, Spliced};
 use crate::memory::{DrivenClock, MemoryRuntime};
 use crate::sealed::Sealed;
 use crate::time::{EventTime, Offers, StreamTime};
 use crate::Error;
 
 pub use crate::dataflow::FragmentInput;
+pub use two_inputs::TwoInputFragment;
+#[doc(hidden)]
+pub use two_inputs::TwoInputFragmentPlan;
 
 /// The stream a fragment function starts from: records of type `T` fed by the pipeline the
 /// fragment is spliced into. By default they carry event time (`Tm` =
@@ -102,13 +114,15 @@ pub trait Fragment<In, Tm: StreamTime = EventTime>: Sealed {
     fn into_stream(self) -> Result<DataStream<Self::Plan>, Error>;
 }
 
-/// A plan rooted at a [`FragmentInput<In, Tm>`] that every engine can build. Not public API.
+/// A plan rooted at a [`FragmentInput<In, Tm>`] that every engine can build, also inside
+/// a two-input fragment. Not public API.
 #[doc(hidden)]
 pub trait FragmentPlan<In, Tm>:
     Plan<Root = FragmentInput<In, Tm>, Head = In>
     + BuildPlan<MemoryRuntime>
     + BuildPlan<MemoryRuntime<DrivenClock>>
     + BuildOnRedis
+    + BuildInFragment
     + Clone
     + Send
     + 'static
@@ -120,6 +134,7 @@ impl<In, Tm, P> FragmentPlan<In, Tm> for P where
         + BuildPlan<MemoryRuntime>
         + BuildPlan<MemoryRuntime<DrivenClock>>
         + BuildOnRedis
+        + BuildInFragment
         + Clone
         + Send
         + 'static
@@ -141,6 +156,40 @@ pub trait BuildOnRedis {}
 
 #[cfg(not(feature = "redis"))]
 impl<P> BuildOnRedis for P {}
+
+/// A plan every engine can build inside a two-input fragment. Not public API.
+#[doc(hidden)]
+pub trait BuildInFragment:
+    BuildPlan<InFragment<MemoryRuntime>>
+    + BuildPlan<InFragment<MemoryRuntime<DrivenClock>>>
+    + BuildInFragmentOnRedis
+{
+}
+
+impl<P> BuildInFragment for P where
+    P: BuildPlan<InFragment<MemoryRuntime>>
+        + BuildPlan<InFragment<MemoryRuntime<DrivenClock>>>
+        + BuildInFragmentOnRedis
+{
+}
+
+/// A plan the Redis engine can build inside a two-input fragment (every plan without
+/// feature `redis`). Not public API.
+#[doc(hidden)]
+#[cfg(feature = "redis")]
+pub trait BuildInFragmentOnRedis: BuildPlan<InFragment<crate::redis::RedisRuntime>> {}
+
+#[cfg(feature = "redis")]
+impl<P: BuildPlan<InFragment<crate::redis::RedisRuntime>>> BuildInFragmentOnRedis for P {}
+
+/// A plan the Redis engine can build inside a two-input fragment (every plan without
+/// feature `redis`). Not public API.
+#[doc(hidden)]
+#[cfg(not(feature = "redis"))]
+pub trait BuildInFragmentOnRedis {}
+
+#[cfg(not(feature = "redis"))]
+impl<P> BuildInFragmentOnRedis for P {}
 
 impl<P> Sealed for DataStream<P> {}
 

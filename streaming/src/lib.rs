@@ -40,8 +40,10 @@
 //!   functions), collectors, timer contexts and keyed state;
 //! - [`time`]: windows, assigners, triggers and watermark generators, shared by both engines;
 //! - [`fragment`]: pipelines written once as functions (`Input<T>` → `impl Fragment<T>`),
-//!   spliced into a pipeline on any engine with [`DataStream::transform`];
-//! - [`testing`]: the test driver, which runs a fragment record by record in a unit test;
+//!   spliced into a pipeline on any engine with [`DataStream::transform`], and of two
+//!   inputs (`impl TwoInputFragment<A, B>`) with [`DataStream::transform_with`];
+//! - [`testing`]: the test drivers, which run a fragment of one or two inputs record by
+//!   record in a unit test;
 //! - [`memory`]: the in-memory engine's checkpoints and semantics;
 //! - [`redis`]: the Redis engine: [`redis::RedisEnv`] (same builder API; the sink registers
 //!   the pipeline, `blocking_start` starts it), its configuration, the job client and
@@ -368,6 +370,7 @@ pub mod __private {
     pub use crate::dataflow::{
         BroadcastProcessStage, Broadcasting, CombineBroadcast, TouchBroadcast,
     };
+    pub use crate::dataflow::{FragmentInputs, InBandStage, InFragment, SplicedTwo};
     pub use crate::memory::env::{CollectionSource, UserSource};
     pub use crate::memory::failures::RecordFailures;
     pub use crate::memory::partition::PartitionedSource;
@@ -379,6 +382,7 @@ pub mod __private {
         Operator, ProcessFn, ProcessState, RecordTimestamp, RejectedOutput, RejectedTo, SideOutput,
         SplitLate, WatermarkState, WindowFunction, WindowState,
     };
+    pub use crate::ops::{Event, Fed, InBand};
     #[cfg(feature = "redis")]
     pub use crate::redis::{
         env::MqTopicSource, env::RedisPortable, state::persist::Persist,

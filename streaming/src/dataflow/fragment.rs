@@ -16,19 +16,36 @@ use std::marker::PhantomData;
 /// [`DataStream::transform`](crate::DataStream::transform) splices the fragment's stages
 /// behind the stream it is applied to, which decides the engine.
 pub struct FragmentInput<T, Tm = EventTime> {
+    /// The second input of a two-input fragment (else its only or first input).
+    pub(super) second: bool,
     _t: PhantomData<fn() -> (T, Tm)>,
 }
 
 impl<T, Tm> FragmentInput<T, Tm> {
-    /// The input of a fragment built on its own (by a test driver).
+    /// The input of a fragment built on its own (by a test driver), or the first input of
+    /// a two-input fragment.
     pub(crate) fn new() -> Self {
-        FragmentInput { _t: PhantomData }
+        FragmentInput {
+            second: false,
+            _t: PhantomData,
+        }
+    }
+
+    /// The second input of a two-input fragment built on its own (by a test driver).
+    pub(crate) fn new_second() -> Self {
+        FragmentInput {
+            second: true,
+            _t: PhantomData,
+        }
     }
 }
 
 impl<T, Tm> Clone for FragmentInput<T, Tm> {
     fn clone(&self) -> Self {
-        FragmentInput { _t: PhantomData }
+        FragmentInput {
+            second: self.second,
+            _t: PhantomData,
+        }
     }
 }
 
@@ -122,7 +139,7 @@ impl<P: Plan> DataStream<P> {
     /// ids (same source id, next position).
     pub(crate) fn fragment_input<Tm>(&self) -> DataStream<FragmentInput<P::Out, Tm>> {
         DataStream {
-            plan: FragmentInput { _t: PhantomData },
+            plan: FragmentInput::new(),
             source_id: self.source_id.clone(),
             position: self.position,
             failed: None,

@@ -14,6 +14,7 @@ mod plan;
 mod runtime;
 mod stages;
 mod stream;
+mod two_input_fragment;
 mod types;
 mod union;
 mod window_fn;
@@ -36,6 +37,7 @@ pub use stages::{
     MapStage, TryMapStage, WatermarkStage, WindowStage,
 };
 pub use stream::{Execute, PrintSink};
+pub use two_input_fragment::{FragmentInputs, InBandStage, InFragment, SplicedTwo};
 pub use types::{
     CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream, WindowOutput, WindowedStream,
 };

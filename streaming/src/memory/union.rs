@@ -1,12 +1,13 @@
 //! Plans with two inputs on the memory engine: the combined root ([`UnionRoot`]) runs the
 //! first input's chain to the end of its input, then the second's; both chains end in one
-//! [`Merge`] in front of the rest of the pipeline.
+//! [`Merge`] in front of the rest of the pipeline, and the root reaches each through the
+//! [`Fed`] events of a [`TwoInputChain`].
 
 use super::failures::RecordFailures;
 use super::run::{MemoryRoot, SingleChain};
 use super::{MemoryEnv, MemoryRuntime};
 use crate::dataflow::{BuildPlan, CombineRoots, Plan, Union};
-use crate::ops::{Convert, Merge, MergeInput, Operator, Shared};
+use crate::ops::{Convert, Event, Fed, Merge, MergeInput, Operator, Side, TwoInputChain};
 use crate::sealed::Sealed;
 use crate::Error;
 use std::marker::PhantomData;
@@ -65,127 +66,6 @@ where
         crate::dataflow::JoinBuffers::in_memory()
     }
 }
-
-/// What a [`UnionRoot`] feeds into the chain it drives: an event of one input's chain.
-/// The built chain ([`UnionChain`]) hands each to that input's own chain.
-#[doc(hidden)]
-pub enum Fed<A, B> {
-    First(Event<A>),
-    Second(Event<B>),
-}
-
-/// One call on an input's chain.
-#[doc(hidden)]
-pub enum Event<T> {
-    Open,
-    Record(T),
-    Watermark(i64),
-    Finish,
-    Close,
-    /// The input will never run: an earlier input's run failed.
-    GiveUp,
-}
-
-/// The chains of both inputs, each ending in its [`MergeInput`] of `merge`, which feeds
-/// `M` records to the rest of the pipeline.
-struct UnionChain<CA, CB, O, M> {
-    first: CA,
-    second: CB,
-    merge: Shared<Merge<O>>,
-    _merged: PhantomData<fn(M)>,
-}
-
-/// Makes the call `event` stands for on input `input`'s `chain`.
-fn deliver<T, M, C, O>(
-    chain: &mut C,
-    event: Event<T>,
-    timestamp: i64,
-    merge: &Shared<Merge<O>>,
-    input: usize,
-) -> Result<(), Error>
-where
-    C: Operator<T>,
-    O: Operator<M>,
-{
-    match event {
-        Event::GiveUp => merge.borrow_mut().give_up::<M>(input),
-        Event::Open => chain.open(),
-        Event::Record(value) => chain.process(value, timestamp),
-        Event::Watermark(watermark) => chain.on_watermark(watermark),
-        Event::Finish => chain.finish(),
-        Event::Close => chain.close(),
-    }
-}
-
-impl<A, B, CA, CB, O, M> Operator<Fed<A, B>> for UnionChain<CA, CB, O, M>
-where
-    CA: Operator<A>,
-    CB: Operator<B>,
-    O: Operator<M>,
-{
-    fn open(&mut self) -> Result<(), Error> {
-        self.first.open().and(self.second.open())
-    }
-
-    #[inline]
-    fn process(&mut self, fed: Fed<A, B>, timestamp: i64) -> Result<(), Error> {
-        match fed {
-            Fed::First(event) => deliver(&mut self.first, event, timestamp, &self.merge, 0),
-            Fed::Second(event) => deliver(&mut self.second, event, timestamp, &self.merge, 1),
-        }
-    }
-
-    fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
-        self.first.on_watermark(watermark)?;
-        self.second.on_watermark(watermark)
-    }
-
-    fn on_processing_time(&mut self, now: i64) -> Result<(), Error> {
-        self.first.on_processing_time(now)?;
-        self.second.on_processing_time(now)
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        self.first.finish()?;
-        self.second.finish()
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        let first = self.first.close();
-        first.and(self.second.close())
-    }
-}
-
-/// One input's side of a [`UnionRoot`]'s chain `C`: each call on it becomes a [`Fed`]
-/// event. `Other` is the other input's record type.
-struct Side<'a, C, Other, const SECOND: bool>(&'a mut C, PhantomData<fn() -> Other>);
-
-macro_rules! side {
-    ($second:literal, $variant:ident, $item:ident, $other:ident) => {
-        impl<A, B, C: Operator<Fed<A, B>>> Operator<$item> for Side<'_, C, $other, $second> {
-            fn open(&mut self) -> Result<(), Error> {
-                self.0.process(Fed::$variant(Event::Open), i64::MIN)
-            }
-            #[inline]
-            fn process(&mut self, value: $item, timestamp: i64) -> Result<(), Error> {
-                self.0
-                    .process(Fed::$variant(Event::Record(value)), timestamp)
-            }
-            fn on_watermark(&mut self, watermark: i64) -> Result<(), Error> {
-                self.0
-                    .process(Fed::$variant(Event::Watermark(watermark)), watermark)
-            }
-            fn finish(&mut self) -> Result<(), Error> {
-                self.0.process(Fed::$variant(Event::Finish), i64::MAX)
-            }
-            fn close(&mut self) -> Result<(), Error> {
-                self.0.process(Fed::$variant(Event::Close), i64::MAX)
-            }
-        }
-    };
-}
-side!(false, First, A, B);
-side!(true, Second, B, A);
 
 impl<A, B> MemoryRoot for UnionRoot<A, B>
 where
@@ -273,14 +153,6 @@ where
         let (second_root, second) = self.second.build(rt, MergeInput::<O, CB>::new(&merge, 1))?;
         let mut root = self.root;
         root.built = Some((first_root, second_root));
-        Ok((
-            root,
-            UnionChain {
-                first,
-                second,
-                merge,
-                _merged: PhantomData,
-            },
-        ))
+        Ok((root, TwoInputChain::new(first, second, merge)))
     }
 }

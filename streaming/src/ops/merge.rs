@@ -69,6 +69,23 @@ impl<O> Merge<O> {
         self.forward_lowest::<T>()
     }
 
+    /// The merged watermark is at least `watermark`: an engine merged these inputs before
+    /// (a two-input fragment behind an engine's union, which may leave an idle input out).
+    /// Forwards it when it is above the one forwarded last.
+    ///
+    /// # Errors
+    /// The downstream's error on the watermark.
+    pub(crate) fn forward_at_least<T>(&mut self, watermark: i64) -> Result<(), Error>
+    where
+        O: Operator<T>,
+    {
+        if watermark > self.forwarded {
+            self.forwarded = watermark;
+            return self.downstream.on_watermark(watermark);
+        }
+        Ok(())
+    }
+
     /// Forwards the lowest watermark of the inputs not idle, when it rose (none when every
     /// input is idle).
     fn forward_lowest<T>(&mut self) -> Result<(), Error>

@@ -19,6 +19,7 @@ mod sink;
 mod stateless;
 mod sum;
 mod timers;
+mod two_inputs;
 mod watermark;
 pub(crate) mod window;
 
@@ -36,6 +37,8 @@ pub use side_output::SideOutput;
 pub(crate) use sink::{ChainEnd, SinkOp};
 pub(crate) use stateless::{Filter, FlatMap, Map, TryMap};
 pub(crate) use sum::{Itself, One};
+pub use two_inputs::{Event, Fed, InBand};
+pub(crate) use two_inputs::{FedInBand, Side, TwoInputChain};
 pub(crate) use watermark::AssignWatermarks;
 pub use watermark::{RecordTimestamp, WatermarkState};
 pub(crate) use window::{

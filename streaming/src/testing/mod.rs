@@ -1,7 +1,9 @@
 //! A test driver for pipelines written as functions: push records, move the watermark and
 //! processing time step by step, read the outputs, keyed state, pending timers and
 //! counters. Deterministic, one thread, no Redis, no sleeping: what Kafka Streams'
-//! `TopologyTestDriver` and Flink's operator test harnesses give.
+//! `TopologyTestDriver` and Flink's operator test harnesses give. [`TestDriver`] runs a
+//! fragment of one input, [`TwoInputTestDriver`] one of two (each input pushed,
+//! watermarked and ended on its own).
 //!
 //! The driver runs a [fragment](crate::fragment) — the same function a service splices
 //! into its Redis pipeline with [`DataStream::transform`](crate::DataStream::transform) —
@@ -65,45 +67,40 @@
 //!   the call that hit it, and the driver is closed afterwards: later calls return
 //!   [`Error::Engine`] (`op` = `test driver`).
 
+mod core;
 mod state;
+mod two_inputs;
 
 pub use state::PendingTimer;
+pub use two_inputs::{
+    TwoInputTestDriver, TwoInputTestDriverBuilder, DEFAULT_FIRST_SOURCE_ID,
+    DEFAULT_SECOND_SOURCE_ID,
+};
 
+use self::core::{check_source_id, driver_reads, Core};
+use self::state::state_reads;
 use crate::dataflow::DataStream;
 use crate::fragment::{Fragment, FragmentInput};
-use crate::memory::failures::RecordFailures;
-use crate::memory::runtime::StoreRegistry;
-use crate::memory::{DeadLetter, DrivenClock, JobSummary, MemoryRuntime, OnRecordError};
-use crate::ops::{forward_lifecycle, ChainEnd, Counters, Operator};
+use crate::memory::{DeadLetter, DrivenClock, MemoryRuntime, OnRecordError};
 use crate::time::StreamTime;
 use crate::Error;
-use std::cell::RefCell;
-use std::rc::Rc;
 
 /// Drives one [fragment](crate::fragment) record by record; see the
 /// [module docs](crate::testing).
 ///
 /// `In` is the fragment's input element type, `Out` its output's.
 pub struct TestDriver<In, Out> {
-    chain: Box<dyn Operator<In>>,
-    /// What a failing record does.
-    on_record_error: OnRecordError,
+    core: Core<In, Out>,
     dead_letters: Vec<DeadLetter<In>>,
-    output: Rc<RefCell<Vec<(Out, i64)>>>,
-    stores: StoreRegistry,
-    counters: Rc<Counters>,
     watermark: i64,
-    processing_time: i64,
-    closed: bool,
 }
 
 impl<In, Out> std::fmt::Debug for TestDriver<In, Out> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TestDriver")
             .field("watermark", &self.watermark)
-            .field("processing_time", &self.processing_time)
-            .field("pending_output", &self.output.borrow().len())
-            .field("closed", &self.closed)
+            .field("processing_time", &self.core.processing_time)
+            .field("closed", &self.core.is_closed())
             .finish_non_exhaustive()
     }
 }
@@ -151,44 +148,21 @@ impl TestDriverBuilder {
         F: Fragment<In, Tm, Out = Out>,
         Tm: StreamTime,
     {
-        let id_ok = !self.source_id.is_empty()
-            && (self.source_id.bytes()).all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
-        if !id_ok {
-            return Err(Error::InvalidConfig {
-                field: "source_id",
-                reason: format!(
-                    "`{}` must be non-empty and use only [A-Za-z0-9_.-]",
-                    self.source_id
-                ),
-            });
-        }
+        check_source_id(&self.source_id)?;
         let input = DataStream::new(FragmentInput::new(), self.source_id);
         let stream = fragment(input).into_stream()?;
-        let mut rt = MemoryRuntime::<DrivenClock>::driven(self.on_record_error);
-        let stores = StoreRegistry::default();
-        rt.stores = Some(Rc::clone(&stores));
-        let output = Rc::new(RefCell::new(Vec::new()));
-        // The driver's sink: collects records with their timestamps.
-        let collected = Rc::clone(&output);
-        let collect = ChainEnd::new(move |value: Out, timestamp| {
-            collected.borrow_mut().push((value, timestamp));
-            Ok(())
-        });
-        let (_input, chain) = crate::dataflow::BuildPlan::build(stream.plan, &rt, collect)?;
-        let mut driver = TestDriver {
-            chain: Box::new(chain),
-            on_record_error: self.on_record_error,
+        let core = Core::build(stream.plan, self.on_record_error, itself)?;
+        Ok(TestDriver {
+            core,
             dead_letters: Vec::new(),
-            output,
-            stores,
-            counters: Rc::clone(&rt.counters),
             watermark: i64::MIN,
-            processing_time: i64::MIN,
-            closed: false,
-        };
-        driver.run(|chain| chain.open())?;
-        Ok(driver)
+        })
     }
+}
+
+/// The driven runtime, for a one-input fragment.
+fn itself(rt: &MemoryRuntime<DrivenClock>) -> &MemoryRuntime<DrivenClock> {
+    rt
 }
 
 impl TestDriver<(), ()> {
@@ -229,23 +203,11 @@ impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
     ///
     /// # Errors
     /// The record's error under [`OnRecordError::StopRun`], `RecordNotUndone`; the driver
-    /// is closed afterwards.
+    /// is closed afterwards. [`Error::Engine`] (`op` = `test driver`) when the driver is
+    /// closed.
     pub fn push(&mut self, value: In, event_time: i64) -> Result<(), Error> {
-        if self.closed {
-            return Err(closed_error());
-        }
-        let dead = &mut self.dead_letters;
-        let mut out = |letter| {
-            dead.push(letter);
-            Ok(())
-        };
-        let failures = RecordFailures::new(self.on_record_error, Rc::clone(&self.counters));
-        let mut failures = failures.keeping(<In as Clone>::clone, &mut out);
-        let result = failures.feed(&mut ChainRef(&mut *self.chain), value, event_time);
-        if result.is_err() {
-            let _ = self.close();
-        }
-        result
+        let same: fn(In) -> In = |value| value;
+        (self.core).feed(value, event_time, same, &mut self.dead_letters)
     }
 
     /// Takes the dead letters of the records that failed since the last call, in order.
@@ -275,7 +237,7 @@ impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
             return Ok(());
         }
         self.watermark = watermark;
-        self.run(|chain| chain.on_watermark(watermark))
+        self.core.run(|chain| chain.on_watermark(watermark))
     }
 
     /// Moves processing time to `now` (epoch ms) and fires the processing-time timers due
@@ -284,11 +246,7 @@ impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
     /// # Errors
     /// As [`push`](Self::push), for the timer functions.
     pub fn advance_processing_time(&mut self, now: i64) -> Result<(), Error> {
-        if now <= self.processing_time {
-            return Ok(());
-        }
-        self.processing_time = now;
-        self.run(|chain| chain.on_processing_time(now))
+        (self.core).advance_processing_time(now, |chain| chain.on_processing_time(now))
     }
 
     /// Ends the input: the watermark becomes `i64::MAX` (every event-time timer fires,
@@ -299,25 +257,11 @@ impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
     /// As [`push`](Self::push).
     pub fn finish(&mut self) -> Result<(), Error> {
         self.watermark = crate::time::MAX_WATERMARK;
-        let result = self.run(|chain| {
+        let result = self.core.run(|chain| {
             chain.on_watermark(crate::time::MAX_WATERMARK)?;
             chain.finish()
         });
-        self.close().and(result)
-    }
-
-    /// Takes the records the fragment emitted since the last call, in order.
-    pub fn output(&mut self) -> Vec<Out> {
-        self.output_with_timestamps()
-            .into_iter()
-            .map(|(v, _)| v)
-            .collect()
-    }
-
-    /// Like [`output`](Self::output), each record with its timestamp (ms; a window's
-    /// results carry the window's `max_timestamp`).
-    pub fn output_with_timestamps(&mut self) -> Vec<(Out, i64)> {
-        std::mem::take(&mut *self.output.borrow_mut())
+        self.core.close().and(result)
     }
 
     /// The input watermark set last (`i64::MIN` before any).
@@ -325,38 +269,8 @@ impl<In: Clone + 'static, Out: 'static> TestDriver<In, Out> {
         self.watermark
     }
 
-    /// The processing time set last (`i64::MIN` before any).
-    pub fn processing_time(&self) -> i64 {
-        self.processing_time
-    }
-
-    /// The counters so far: late elements, window firings, elements between windows,
-    /// rejected elements.
-    pub fn summary(&self) -> JobSummary {
-        JobSummary::from_counters(&self.counters)
-    }
-
-    /// Runs `step` on the chain unless the driver is closed; closes it on an error.
-    fn run(
-        &mut self,
-        step: impl FnOnce(&mut dyn Operator<In>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if self.closed {
-            return Err(closed_error());
-        }
-        let result = step(&mut *self.chain);
-        if result.is_err() {
-            let _ = self.close();
-        }
-        result
-    }
-
-    fn close(&mut self) -> Result<(), Error> {
-        if std::mem::replace(&mut self.closed, true) {
-            return Ok(());
-        }
-        self.chain.close()
-    }
+    driver_reads!();
+    state_reads!();
 }
 
 #[cfg(feature = "redis")]
@@ -369,33 +283,5 @@ impl<Out: 'static> TestDriver<crate::mq::Message, Out> {
     pub fn push_message(&mut self, message: crate::mq::Message) -> Result<(), Error> {
         let event_time = message.timestamp_ms;
         self.push(message, event_time)
-    }
-}
-
-/// The error of a call on a closed driver.
-fn closed_error() -> Error {
-    Error::Engine {
-        op: "test driver",
-        reason: "the driver is closed (finished, or an earlier call failed)".into(),
-    }
-}
-
-/// The driver's chain as a sized operator, for the failure handling's record loop.
-struct ChainRef<'a, In>(&'a mut dyn Operator<In>);
-
-impl<In> Operator<In> for ChainRef<'_, In> {
-    forward_lifecycle!(0; open, on_watermark, on_processing_time, finish, close);
-
-    #[inline]
-    fn process(&mut self, value: In, timestamp: i64) -> Result<(), Error> {
-        self.0.process(value, timestamp)
-    }
-}
-
-impl<In, Out> Drop for TestDriver<In, Out> {
-    fn drop(&mut self) {
-        if !std::mem::replace(&mut self.closed, true) {
-            let _ = self.chain.close();
-        }
     }
 }

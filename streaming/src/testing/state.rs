@@ -1,7 +1,7 @@
 //! What a test driver reads from the operators' keyed state: process functions' states
 //! by key, and their pending timers.
 
-use super::TestDriver;
+use super::core::Core;
 use crate::api::{KeyedContext, TimeDomain};
 use crate::ops::{NoChanges, OperatorId, ProcessState};
 use crate::Error;
@@ -28,10 +28,9 @@ fn driver_error(reason: String) -> Error {
     }
 }
 
-impl<In: 'static, Out: 'static> TestDriver<In, Out> {
-    /// The ids of the operators that keep keyed state (process functions, rolling
-    /// aggregations, windows), in pipeline order.
-    pub fn stateful_operators(&self) -> Vec<String> {
+impl<H, Out> Core<H, Out> {
+    /// The ids of the operators that keep keyed state, in the order they were built.
+    pub(super) fn stateful_operators(&self) -> Vec<String> {
         self.stores
             .borrow()
             .iter()
@@ -79,19 +78,16 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
             })
     }
 
-    /// Runs `read` with the keyed context of `key` in the process operator `operator`
-    /// (its full id, e.g. `input/3:process`, or `process` when there is one), as the
-    /// process function would see it: open a state with `ctx.state(&descriptor)` (a
-    /// descriptor with the declared name and type, e.g.
-    /// `ValueStateDescriptor::<u64>::new("count", 0)`) and read it. Changes made through
-    /// `ctx` are kept; timers registered through it are ignored.
+    /// Runs `read` with the keyed context of `key` in the process operator `operator`,
+    /// at `watermark`.
     ///
     /// # Errors
     /// No such operator, or it is not a keyed process operator with keys of type `K`.
-    pub fn with_keyed_state<K, R>(
+    pub(super) fn with_keyed_state<K, R>(
         &self,
         operator: &str,
         key: &K,
+        watermark: i64,
         read: impl FnOnce(&mut KeyedContext<'_, K>) -> R,
     ) -> Result<R, Error>
     where
@@ -102,8 +98,8 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
             .try_borrow_mut()
             .map_err(|_| driver_error("the state is in use".into()))?;
         let times = crate::ops::process::ContextTimes {
-            timestamp: self.watermark,
-            watermark: self.watermark,
+            timestamp: watermark,
+            watermark,
             processing_time: self.processing_time,
             event_time: true,
         };
@@ -111,13 +107,12 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
         state.with_context(key, times, &mut ignored_timers, read, |_| false)
     }
 
-    /// The pending timers of the process operator `operator` (see
-    /// [`with_keyed_state`](Self::with_keyed_state) for how it is named), ordered by time,
-    /// domain and key.
+    /// The pending timers of the process operator `operator`, ordered by time, domain
+    /// and key.
     ///
     /// # Errors
     /// As [`with_keyed_state`](Self::with_keyed_state).
-    pub fn pending_timers<K>(&self, operator: &str) -> Result<Vec<PendingTimer<K>>, Error>
+    pub(super) fn pending_timers<K>(&self, operator: &str) -> Result<Vec<PendingTimer<K>>, Error>
     where
         K: Hash + Eq + Clone + Ord + 'static,
     {
@@ -138,3 +133,56 @@ impl<In: 'static, Out: 'static> TestDriver<In, Out> {
         Ok(timers)
     }
 }
+
+/// The keyed-state reads both drivers have, over their field `core` and their
+/// `watermark()`.
+macro_rules! state_reads {
+    () => {
+        /// The ids of the operators that keep keyed state (process functions, rolling
+        /// aggregations, windows, joins), in the order they were built.
+        pub fn stateful_operators(&self) -> Vec<String> {
+            self.core.stateful_operators()
+        }
+
+        /// Runs `read` with the keyed context of `key` in the process operator `operator`
+        /// (its full id, e.g. `input/3:process`, or `process` when there is one), as the
+        /// process function would see it (its watermark is [`watermark`](Self::watermark)):
+        /// open a state with `ctx.state(&descriptor)` (a descriptor with the declared name
+        /// and type, e.g. `ValueStateDescriptor::<u64>::new("count", 0)`) and read it.
+        /// Changes made through `ctx` are kept; timers registered through it are ignored.
+        ///
+        /// # Errors
+        /// [`Error::Engine`](crate::Error::Engine) (`op` = `test driver`): no such
+        /// operator, a name that fits several, or not a keyed process operator with keys
+        /// of type `K`.
+        pub fn with_keyed_state<K, R>(
+            &self,
+            operator: &str,
+            key: &K,
+            read: impl FnOnce(&mut $crate::api::KeyedContext<'_, K>) -> R,
+        ) -> Result<R, $crate::Error>
+        where
+            K: std::hash::Hash + Eq + Clone + 'static,
+        {
+            self.core
+                .with_keyed_state(operator, key, self.watermark(), read)
+        }
+
+        /// The pending timers of the process operator `operator` (see
+        /// [`with_keyed_state`](Self::with_keyed_state) for how it is named), ordered by
+        /// time, domain and key.
+        ///
+        /// # Errors
+        /// As [`with_keyed_state`](Self::with_keyed_state).
+        pub fn pending_timers<K>(
+            &self,
+            operator: &str,
+        ) -> Result<Vec<$crate::testing::PendingTimer<K>>, $crate::Error>
+        where
+            K: std::hash::Hash + Eq + Clone + Ord + 'static,
+        {
+            self.core.pending_timers(operator)
+        }
+    };
+}
+pub(super) use state_reads;
