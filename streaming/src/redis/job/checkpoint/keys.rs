@@ -104,6 +104,10 @@ pub(crate) fn unsharded_name(hash: &str, shards: u32) -> &str {
     }
 }
 
+/// The prefix of a checkpoint part record's field holding the position of another input of
+/// the partition's pipeline (`input:{topic}:{group}`).
+pub(crate) const INPUT_FIELD: &str = "input:";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +135,3 @@ mod tests {
         assert_eq!(unsharded_name("a:b:sx", 4), "a:b:sx");
     }
 }
-
-/// The prefix of a checkpoint part record's field holding the position of another input of
-/// the partition's pipeline (`input:{topic}:{group}`).
-pub(crate) const INPUT_FIELD: &str = "input:";
