@@ -7,14 +7,17 @@ use super::runtime::{Runtime, SideOutputFactory};
 use super::stages::KeyedProcessStage;
 use super::types::{CountLateOnly, DataStream, KeyedProcessOutput, KeyedStream};
 use super::union::{CoInput, CoProcess, CombineRoots, Connected, KeyedCoProcessFunction};
-use crate::api::{
-    Collector, KeyedContext, ListStateDescriptor, Sink, TimerContext, ValueStateDescriptor,
-};
+use crate::api::{Collector, KeyedContext, Sink, TimerContext};
 use crate::ops::{JoinOutput, Operator, OperatorId, SideOutput, SplitLate};
 use crate::sealed::Sealed;
 use crate::time::{EventTime, Offers, StreamTime};
 use crate::{BoxError, Error};
 use std::hash::Hash;
+
+mod buffers;
+
+pub use buffers::JoinBuffers;
+use buffers::Reach;
 
 /// Two keyed streams to join by event time, before their bounds
 /// ([`KeyedStream::interval_join`]).
@@ -46,23 +49,27 @@ struct Bounds {
 impl Bounds {
     /// The times (inclusive) of the second-input elements a first-input element at `t`
     /// meets.
+    #[inline]
     fn seconds_met(self, t: i64) -> (i64, i64) {
         (t.saturating_add(self.lower), t.saturating_add(self.upper))
     }
 
     /// The times (inclusive) of the first-input elements a second-input element at `t`
     /// meets.
+    #[inline]
     fn firsts_met(self, t: i64) -> (i64, i64) {
         (t.saturating_sub(self.upper), t.saturating_sub(self.lower))
     }
 
     /// When a first-input element at `t` can meet nothing more: the watermark passed
     /// `t + upper` (or `t` itself when `upper` is negative).
+    #[inline]
     fn first_expires(self, t: i64) -> i64 {
         t.saturating_add(self.upper.max(0))
     }
 
     /// When a second-input element at `t` can meet nothing more: `t - lower` (or `t`).
+    #[inline]
     fn second_expires(self, t: i64) -> i64 {
         t.saturating_add(self.lower.saturating_neg().max(0))
     }
@@ -280,54 +287,12 @@ pub struct IntervalJoinFunction<A, B, F> {
     buffers: JoinBuffers<A, B>,
 }
 
-impl<A, B, F: Clone> Clone for IntervalJoinFunction<A, B, F> {
+impl<A: Clone, B: Clone, F: Clone> Clone for IntervalJoinFunction<A, B, F> {
     fn clone(&self) -> Self {
         IntervalJoinFunction {
             bounds: self.bounds,
             join: self.join.clone(),
             buffers: self.buffers.clone(),
-        }
-    }
-}
-
-/// The states of an interval join's buffers: per key, each input's elements with their
-/// event times (ms), named `interval_join.first` and `interval_join.second`.
-#[doc(hidden)]
-pub struct JoinBuffers<A, B> {
-    first: ListStateDescriptor<(A, i64)>,
-    second: ListStateDescriptor<(B, i64)>,
-}
-
-impl<A, B> Clone for JoinBuffers<A, B> {
-    fn clone(&self) -> Self {
-        JoinBuffers {
-            first: self.first.clone(),
-            second: self.second.clone(),
-        }
-    }
-}
-
-impl<A, B> JoinBuffers<A, B> {
-    /// Buffers the engine keeps in memory.
-    pub(crate) const fn in_memory() -> Self {
-        JoinBuffers {
-            first: ListStateDescriptor::new("interval_join.first"),
-            second: ListStateDescriptor::new("interval_join.second"),
-        }
-    }
-}
-
-impl<A, B> JoinBuffers<A, B>
-where
-    A: serde::Serialize + serde::de::DeserializeOwned,
-    B: serde::Serialize + serde::de::DeserializeOwned,
-{
-    /// Buffers an engine keeps outside the process (as JSON).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) const fn persistent() -> Self {
-        JoinBuffers {
-            first: ListStateDescriptor::persistent("interval_join.first"),
-            second: ListStateDescriptor::persistent("interval_join.second"),
         }
     }
 }
@@ -344,79 +309,6 @@ pub trait IntervalJoinState<A, B>: Sealed {
     /// The buffers' state descriptors.
     #[doc(hidden)]
     fn buffers() -> JoinBuffers<A, B>;
-}
-
-/// How an element of one input (`T`, the other input's `U`) arrives at the join.
-struct Arrival<T, U, M, X, L> {
-    /// What the join emits for a late element of this input.
-    late: L,
-    own: ListStateDescriptor<(T, i64)>,
-    other: ListStateDescriptor<(U, i64)>,
-    /// The other input's times (inclusive) an element at `t` meets.
-    met: M,
-    /// When an element at `t` can meet nothing more.
-    expires: X,
-}
-
-impl<T, U, M, X, L> Arrival<T, U, M, X, L>
-where
-    T: Clone + 'static,
-    U: Clone + 'static,
-    M: Fn(i64) -> (i64, i64),
-    X: Fn(i64) -> i64,
-{
-    /// A late `value` is emitted as `late(value)`; otherwise `pair(value, other)` is
-    /// emitted for each buffered element of the other input it meets, then `value` joins
-    /// its own input's buffer and the key's cleanup is scheduled by its expiry.
-    fn arrive<K: Hash + Eq + Clone + 'static, Out>(
-        self,
-        ctx: &mut KeyedContext<'_, K>,
-        value: T,
-        out: &mut Collector<'_, Out>,
-        mut pair: impl FnMut(&T, &U) -> Out,
-    ) -> Result<(), BoxError>
-    where
-        L: FnOnce(T) -> Out,
-    {
-        let t = ctx.timestamp();
-        if is_late(ctx, t) {
-            out.collect((self.late)(value));
-            return Ok(());
-        }
-        let (low, high) = (self.met)(t);
-        for (other, time) in ctx.state(&self.other)?.get() {
-            if low <= *time && *time <= high {
-                out.collect(pair(&value, other));
-            }
-        }
-        ctx.state(&self.own)?.add((value, t));
-        schedule_cleanup(ctx, (self.expires)(t))
-    }
-}
-
-/// The time of the key's one pending cleanup timer (ms), when it has one.
-const CLEANUP: ValueStateDescriptor<i64> =
-    ValueStateDescriptor::persistent("interval_join.cleanup", i64::MAX);
-
-/// Makes sure the key's buffers are cleaned up by `expires`: the key keeps one cleanup
-/// timer, at the earliest time one of its elements expires (a timer per element would
-/// cost a timer-queue insertion per element; elements mostly arrive in time order, so
-/// most find the key's timer already early enough). The timer's run drops what expired
-/// and moves the timer to the next expiry.
-fn schedule_cleanup<K: Hash + Eq + Clone + 'static>(
-    ctx: &mut KeyedContext<'_, K>,
-    expires: i64,
-) -> Result<(), BoxError> {
-    let pending = ctx.state(&CLEANUP)?.get().copied();
-    if pending.is_some_and(|pending| pending <= expires) {
-        return Ok(());
-    }
-    if let Some(pending) = pending {
-        ctx.delete_event_time_timer(pending);
-    }
-    ctx.register_event_time_timer(expires)?;
-    ctx.state(&CLEANUP)?.update(expires);
-    Ok(())
 }
 
 /// Whether an element at `timestamp` is late for the join: at or behind the watermark
@@ -442,15 +334,18 @@ where
         ctx: &mut KeyedContext<'_, K>,
         out: &mut Collector<'_, JoinOutput<O, A, B>>,
     ) -> Result<(), BoxError> {
-        let (bounds, join) = (self.bounds, &mut self.join);
-        let arrival = Arrival {
-            late: JoinOutput::LateFirst,
-            own: self.buffers.first.clone(),
-            other: self.buffers.second.clone(),
-            met: |t| bounds.seconds_met(t),
-            expires: |t| bounds.first_expires(t),
-        };
-        arrival.arrive(ctx, value, out, |a, b| JoinOutput::Joined(join(a, b)))
+        let t = ctx.timestamp();
+        if is_late(ctx, t) {
+            out.collect(JoinOutput::LateFirst(value));
+            return Ok(());
+        }
+        let (low, high) = self.bounds.seconds_met(t);
+        let expires = self.bounds.first_expires(t);
+        let reach = Reach { low, high, expires };
+        let join = &mut self.join;
+        (self.buffers).arrive_first(ctx, (value, reach), out, |a, b| {
+            JoinOutput::Joined(join(a, b))
+        })
     }
 
     fn process_element2(
@@ -459,15 +354,18 @@ where
         ctx: &mut KeyedContext<'_, K>,
         out: &mut Collector<'_, JoinOutput<O, A, B>>,
     ) -> Result<(), BoxError> {
-        let (bounds, join) = (self.bounds, &mut self.join);
-        let arrival = Arrival {
-            late: JoinOutput::LateSecond,
-            own: self.buffers.second.clone(),
-            other: self.buffers.first.clone(),
-            met: |t| bounds.firsts_met(t),
-            expires: |t| bounds.second_expires(t),
-        };
-        arrival.arrive(ctx, value, out, |b, a| JoinOutput::Joined(join(a, b)))
+        let t = ctx.timestamp();
+        if is_late(ctx, t) {
+            out.collect(JoinOutput::LateSecond(value));
+            return Ok(());
+        }
+        let (low, high) = self.bounds.firsts_met(t);
+        let expires = self.bounds.second_expires(t);
+        let reach = Reach { low, high, expires };
+        let join = &mut self.join;
+        (self.buffers).arrive_second(ctx, (value, reach), out, |b, a| {
+            JoinOutput::Joined(join(a, b))
+        })
     }
 
     fn on_timer(
@@ -477,30 +375,12 @@ where
         _out: &mut Collector<'_, JoinOutput<O, A, B>>,
     ) -> Result<(), BoxError> {
         let bounds = self.bounds;
-        // Everything the watermark passed goes at once (at the end of input: all of it).
-        let timestamp = timestamp.max(ctx.current_watermark());
-        let mut first = ctx.state(&self.buffers.first)?;
-        first.retain(|(_, t)| bounds.first_expires(*t) > timestamp);
-        let first_next = first
-            .get()
-            .iter()
-            .map(|(_, t)| bounds.first_expires(*t))
-            .min();
-        let mut second = ctx.state(&self.buffers.second)?;
-        second.retain(|(_, t)| bounds.second_expires(*t) > timestamp);
-        let second_next = second
-            .get()
-            .iter()
-            .map(|(_, t)| bounds.second_expires(*t))
-            .min();
-        match first_next.into_iter().chain(second_next).min() {
-            Some(time) => {
-                ctx.register_event_time_timer(time)?;
-                ctx.state(&CLEANUP)?.update(time);
-            }
-            None => ctx.state(&CLEANUP)?.clear(),
-        }
-        Ok(())
+        self.buffers.expire(
+            ctx,
+            timestamp,
+            |t| bounds.first_expires(t),
+            |t| bounds.second_expires(t),
+        )
     }
 }
 

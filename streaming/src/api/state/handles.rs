@@ -39,6 +39,24 @@ impl<K: Hash + Eq + Clone, T: Clone> ValueState<'_, K, T> {
         self.changed.mark();
     }
 
+    /// The stored value, to change in place (`None` when unset); a value found counts as
+    /// changed.
+    #[inline]
+    pub(crate) fn get_mut(&mut self) -> Option<&mut T> {
+        let value = self.entry.get_mut()?;
+        self.changed.mark();
+        Some(value)
+    }
+
+    /// The stored value, to change in place, set to the default first when unset; it
+    /// counts as changed.
+    #[inline]
+    pub(crate) fn get_mut_or_default(&mut self) -> &mut T {
+        self.changed.mark();
+        let default = self.default;
+        self.entry.get_or_insert_with(|| default.clone())
+    }
+
     /// Removes the value; [`value`](Self::value) gives the default again.
     pub fn clear(&mut self) {
         if self.entry.remove().is_some() {
