@@ -32,6 +32,14 @@ use workloads::*;
 /// One timed variant: its name and a run of the whole workload.
 type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
+/// The pairs a variant of the interval join finds: their number and the sum of their
+/// values.
+fn join_pairs(join: impl FnOnce(&mut dyn FnMut(u64))) -> (u64, u64) {
+    let mut found = (0u64, 0u64);
+    join(&mut |n| found = (found.0 + 1, found.1.wrapping_add(n)));
+    found
+}
+
 fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
@@ -46,6 +54,12 @@ fn main() {
             .into_boxed_slice(),
     );
     let (orders, payments) = join_inputs(100_000);
+    // The join's variants find the same pairs.
+    let engine_pairs = join_pairs(|f| interval_join_engine(&orders, &payments, f));
+    assert!(engine_pairs.0 > 0);
+    let hand = join_pairs(|f| interval_join_hand(&orders, &payments, f));
+    let probed = join_pairs(|f| interval_join_hand_probed(&orders, &payments, f));
+    assert_eq!((engine_pairs, engine_pairs), (hand, probed));
     let sink = Cell::new(0u64);
     let add = |n: u64| sink.set(sink.get().wrapping_add(black_box(n) & 1));
     let workloads: Vec<(&str, Vec<Variant<'_>>)> = vec![
@@ -122,6 +136,19 @@ fn main() {
                 (
                     "hand",
                     Box::new(|| interval_join_hand(black_box(&orders), &payments, add)),
+                ),
+            ],
+        ),
+        (
+            "interval join (hand loop with the engine's probe: times apart, binary search)",
+            vec![
+                (
+                    "memory engine",
+                    Box::new(|| interval_join_engine(black_box(&orders), &payments, add)),
+                ),
+                (
+                    "hand",
+                    Box::new(|| interval_join_hand_probed(black_box(&orders), &payments, add)),
                 ),
             ],
         ),

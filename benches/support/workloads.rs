@@ -277,3 +277,72 @@ pub(crate) fn interval_join_hand(
         drop(black_box(buffers));
     }
 }
+
+/// One input's buffer in [`interval_join_hand_probed`]: times apart from the elements, and
+/// whether the times never decrease.
+struct ProbedSide<T> {
+    times: Vec<i64>,
+    elements: Vec<T>,
+    in_order: bool,
+}
+
+impl<T> Default for ProbedSide<T> {
+    fn default() -> Self {
+        ProbedSide {
+            times: Vec::new(),
+            elements: Vec::new(),
+            in_order: true,
+        }
+    }
+}
+
+impl<T> ProbedSide<T> {
+    /// Each element within `[low, high]`, in arrival order: a binary search for the run of
+    /// them while the times are in order, else a scan.
+    fn probe(&self, low: i64, high: i64, mut meet: impl FnMut(&T)) {
+        if self.in_order {
+            let from = self.times.partition_point(|t| *t < low);
+            let run = self.times[from..].iter().take_while(|t| **t <= high);
+            run.zip(&self.elements[from..]).for_each(|(_, e)| meet(e));
+            return;
+        }
+        for (t, e) in self.times.iter().zip(&self.elements) {
+            if low <= *t && *t <= high {
+                meet(e);
+            }
+        }
+    }
+
+    fn push(&mut self, element: T, time: i64) {
+        self.in_order &= self.times.last().is_none_or(|last| *last <= time);
+        self.times.push(time);
+        self.elements.push(element);
+    }
+}
+
+/// [`interval_join_hand`] with the memory engine's probe: per key, each side's times apart
+/// from its elements, and the run of times an element meets found by binary search while
+/// the side's times are in order (here always: each key's orders arrive in time order).
+pub(crate) fn interval_join_hand_probed(
+    orders: &Orders,
+    payments: &Payments,
+    mut on_pair: impl FnMut(u64),
+) {
+    type Buffers = (ProbedSide<(u32, u32)>, ProbedSide<(u32, u64)>);
+    let mut state: HashMap<u32, Buffers> = HashMap::new();
+    for &(order, t) in orders {
+        let buffers = state.entry(order.0).or_default();
+        (buffers.1).probe(t, t + JOIN_UPPER_MS, |p| on_pair(u64::from(order.1) + p.1));
+        buffers.0.push(order, t);
+    }
+    for &(payment, tp) in payments {
+        let buffers = state.entry(payment.0).or_default();
+        (buffers.0).probe(tp - JOIN_UPPER_MS, tp, |o| {
+            on_pair(u64::from(o.1) + payment.1)
+        });
+        buffers.1.push(payment, tp);
+    }
+    for (_, buffers) in state.drain() {
+        drop(black_box(buffers));
+    }
+}
