@@ -14,7 +14,10 @@
 //! cargo run --release -p streaming --example redis_engine_bench -- --only KEYS xack|offset PARALLELISM [--messages N]
 //! cargo run --release -p streaming --example redis_engine_bench -- --cluster-url redis+cluster://H:P,... [--redis-url URL] [--messages N] [--repeats R]
 //! cargo run --release -p streaming --example redis_engine_bench -- --spans [--redis-url URL] [--messages N] [--repeats R]
+//! cargo run --release -p streaming --example redis_engine_bench -- --two-inputs [--redis-url URL] [--messages N] [--repeats R]
 //! ```
+//! `--two-inputs` compares a keyed co-process job over two co-partitioned topics with the
+//! keyed count over one, on the same total records (see `bench_support/two_inputs.rs`).
 //! `--spans` compares the keyed count (16 keys, Offset, parallelism 1) with the engine's
 //! tracing spans not listened to and listened to (see `bench_support/spans.rs`).
 //! `--cluster-url` compares the keyed count on one Redis and on a cluster, without and
@@ -60,6 +63,8 @@ mod sinks;
 mod spans;
 #[path = "bench_support/takeover.rs"]
 mod takeover;
+#[path = "bench_support/two_inputs.rs"]
+mod two_inputs;
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
@@ -843,6 +848,7 @@ fn main() {
     let mut cluster_url: Option<String> = None;
     let mut repeats = 3usize;
     let mut spans_mode = false;
+    let mut two_inputs_mode = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--cluster-url" => cluster_url = Some(args.next().expect("--cluster-url URL")),
@@ -855,6 +861,7 @@ fn main() {
             }
             "--latency" => latency = true,
             "--spans" => spans_mode = true,
+            "--two-inputs" => two_inputs_mode = true,
             "--windows" => windows = true,
             "--lua-args" => lua_args = true,
             "--window-only" => {
@@ -921,6 +928,10 @@ fn main() {
     }
     if let Some(cluster_url) = cluster_url {
         cluster_main(&url, &cluster_url, n, repeats);
+        return;
+    }
+    if two_inputs_mode {
+        two_inputs::two_inputs_main(&url, n, repeats);
         return;
     }
     if windows {
