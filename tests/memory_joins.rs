@@ -51,8 +51,8 @@ fn join(first: &[Element], second: &[Element], lower: i64, upper: i64, ooo: Opti
 }
 
 /// The reference: every pair of the same key with `ta + lower <= tb <= ta + upper`, the
-/// second input's late elements (at or behind the watermark `max(t - ooo)` of the elements
-/// before them) left out and listed. The first input runs first, before any watermark:
+/// second input's late elements (behind the watermark `max(t - ooo)` of the elements
+/// before them; one at the watermark is on time) left out and listed. The first input runs first, before any watermark:
 /// never late.
 fn nested_loop(
     first: &[Element],
@@ -64,7 +64,7 @@ fn nested_loop(
     let mut watermark = i64::MIN;
     let (mut out, mut late_ids) = (Vec::new(), Vec::new());
     for &((kb, idb), tb) in second {
-        let late = ooo.is_some() && watermark != i64::MIN && tb <= watermark;
+        let late = ooo.is_some() && tb < watermark;
         if let Some(ms) = ooo {
             watermark = watermark.max(tb - ms as i64);
         }
@@ -196,6 +196,37 @@ fn a_lower_bound_above_the_upper_is_refused_naming_it() {
     );
 }
 
+/// An element at the watermark is on time (Flink's `timestamp < watermark` is late): with
+/// an out-of-orderness of 0 the watermark reaches the latest element's own time, and a
+/// second element of the same millisecond still joins, as does one meeting a first-input
+/// element exactly `upper` before it.
+#[test]
+fn elements_at_the_watermark_are_on_time() {
+    let env = MemoryEnv::new();
+    let a = env
+        .from_timestamped_collection(vec![((0u8, 9u32), 100i64), ((0, 8), 95)])
+        .key_by(|e: &(u8, u32)| e.0);
+    let b = env
+        .from_timestamped_collection(vec![((0u8, 0u32), 100i64), ((0, 1), 100), ((0, 2), 100)])
+        .assign_timestamps_and_watermarks(BoundedOutOfOrderness::new(Duration::ZERO).unwrap())
+        .key_by(|e: &(u8, u32)| e.0);
+    let late_seconds = CollectSink::new();
+    let pairs = CollectSink::new();
+    let summary = a
+        .interval_join(b)
+        .between(0, 5)
+        .unwrap()
+        .side_output_late_seconds(late_seconds.clone())
+        .process(|x: &(u8, u32), y: &(u8, u32)| (x.1, y.1))
+        .sink(pairs.clone())
+        .unwrap();
+    let mut pairs = pairs.snapshot();
+    pairs.sort_unstable();
+    assert_eq!(pairs, [(8, 0), (8, 1), (8, 2), (9, 0), (9, 1), (9, 2)]);
+    assert_eq!(late_seconds.len(), 0);
+    assert_eq!(summary.late_elements, 0);
+}
+
 /// A second-input element behind the watermark joins nothing, goes to the second input's
 /// late output (not the first's) and counts as a late element of the run. (On the memory
 /// engine the first input runs first, while the second's watermark is still at its start,
@@ -221,7 +252,7 @@ fn a_late_element_goes_to_its_own_inputs_late_output() {
         .process(|x: &(u8, u32), y: &(u8, u32)| (x.1, y.1))
         .sink(pairs.clone())
         .unwrap();
-    // Element 1 (at 50) would meet element 9 (at 52), but it came after the watermark 99.
+    // Element 1 (at 50) would meet element 9 (at 52), but it came after the watermark 100.
     assert_eq!(pairs.snapshot(), Vec::<(u32, u32)>::new());
     assert_eq!(late_seconds.snapshot(), [(0, 1)]);
     assert_eq!(late_firsts.len(), 0);

@@ -168,18 +168,20 @@ fn join_orders() -> Vec<Message> {
     ]
 }
 
-/// Ada pays 30 after 1 minute (order 7) and 12 after 9 (orders 7 and 9); Bob pays after
-/// 15 minutes, too late for order 8.
+/// Ada pays 30 after 1 minute (order 7), and 12 and 4 in the same millisecond after 9
+/// (orders 7 and 9: the second payment is at the watermark the first set, and on time);
+/// Bob pays after 15 minutes, too late for order 8.
 fn payments() -> Vec<Message> {
     vec![
         payment("ada", 30, T0 + MINUTE),
         payment("ada", 12, T0 + 9 * MINUTE),
+        payment("ada", 4, T0 + 9 * MINUTE),
         payment("bob", 5, T0 + 15 * MINUTE),
     ]
 }
 
 fn paid_pairs() -> Vec<(u32, u64)> {
-    vec![(7, 12), (7, 30), (9, 12)]
+    vec![(7, 4), (7, 12), (7, 30), (9, 4), (9, 12)]
 }
 
 fn timestamped(messages: Vec<Message>) -> Vec<(Message, i64)> {
@@ -265,12 +267,13 @@ fn an_interval_join_fragment_gives_the_same_pairs_under_the_driver_and_on_the_me
     }
     assert_eq!(sorted(driver.output()), paid_pairs());
     // Each key keeps one cleanup timer, at its earliest expiry: Ada's first payment's
-    // (its own time: no later order can meet it), Bob's order's (10 minutes after it).
+    // (1 ms after its own time: no later order can meet it), Bob's order's (1 ms after the
+    // 10 minutes an on-time payment may still come).
     let timers = driver.pending_timers::<String>("process")?;
     let times: Vec<(i64, &str)> = (timers.iter())
         .map(|t| (t.time - T0, t.key.as_str()))
         .collect();
-    assert_eq!(times, [(MINUTE, "ada"), (10 * MINUTE, "bob")]);
+    assert_eq!(times, [(MINUTE + 1, "ada"), (10 * MINUTE + 1, "bob")]);
 
     // The first input's watermark alone does not expire anything: the payments' holds
     // the join's back.
@@ -532,8 +535,13 @@ fn produce(s: &EngineSetup, topic: &str, messages: Vec<Message>) {
 }
 
 fn env(s: &EngineSetup, job: &str) -> RedisEnv {
+    env_with(s, job, Duration::from_secs(3_600))
+}
+
+/// A job whose watermarks trail each topic's latest timestamp by `out_of_orderness`.
+fn env_with(s: &EngineSetup, job: &str, out_of_orderness: Duration) -> RedisEnv {
     let config = (s.config(job))
-        .watermark_out_of_orderness(Duration::from_secs(3_600))
+        .watermark_out_of_orderness(out_of_orderness)
         .build()
         .unwrap();
     RedisEnv::try_with_config(s.redis.url(), config).unwrap()
@@ -590,9 +598,14 @@ fn on_redis_the_interval_join_fragment_pairs_orders_and_payments_like_the_driver
     let s = setup("fragment-paid");
     create(&s, "orders", 2);
     create(&s, "payments", 2);
-    produce(&s, "orders", join_orders());
-    produce(&s, "payments", payments());
-    let redis = env(&s, "paid");
+    // Ada's order 11 (after 20 minutes, meeting none of her payments) takes the orders'
+    // watermark ahead before any payment comes, so the payments' own watermark is the
+    // join's: Ada's second payment of one millisecond comes at it, and is on time.
+    let mut orders = join_orders();
+    orders.push(order(11, "ada", 1, T0 + 20 * MINUTE));
+    produce(&s, "orders", orders);
+    // The default out-of-orderness: watermarks at the latest timestamps themselves.
+    let redis = env_with(&s, "paid", Duration::ZERO);
     let out = CollectSink::new();
     redis
         .from_mq_topic_with_options("orders", "paid", earliest(2))
@@ -603,7 +616,11 @@ fn on_redis_the_interval_join_fragment_pairs_orders_and_payments_like_the_driver
         .sink(out.clone())
         .unwrap();
     let job = redis.blocking_start().unwrap();
-    wait_until("the paid orders", &job, || out.len() == 3);
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    produce(&s, "payments", payments());
+    wait_until("the paid orders", &job, || out.len() == 5);
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
         .unwrap());

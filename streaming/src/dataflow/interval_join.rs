@@ -61,17 +61,20 @@ impl Bounds {
         (t.saturating_sub(self.upper), t.saturating_sub(self.lower))
     }
 
-    /// When a first-input element at `t` can meet nothing more: the watermark passed
-    /// `t + upper` (or `t` itself when `upper` is negative).
+    /// The watermark at which a first-input element at `t` can meet nothing more: one
+    /// past `t + upper` (or past `t` itself when `upper` is negative), as a second-input
+    /// element at the watermark is still on time.
     #[inline]
     fn first_expires(self, t: i64) -> i64 {
-        t.saturating_add(self.upper.max(0))
+        t.saturating_add(self.upper.max(0)).saturating_add(1)
     }
 
-    /// When a second-input element at `t` can meet nothing more: `t - lower` (or `t`).
+    /// The watermark at which a second-input element at `t` can meet nothing more: one
+    /// past `t - lower` (or past `t`).
     #[inline]
     fn second_expires(self, t: i64) -> i64 {
         t.saturating_add(self.lower.saturating_neg().max(0))
+            .saturating_add(1)
     }
 }
 
@@ -91,8 +94,9 @@ where
     /// Both streams must carry event time (a compile error otherwise). Each element is
     /// kept in the key's state until the watermark passes the last time it could still
     /// meet an element of the other input (`ta + max(upper, 0)`, `tb + max(-lower, 0)`),
-    /// then dropped by an event-time timer. An element at or behind the watermark when
-    /// it arrives is late: like Flink, the join drops it, counts it in the run's late
+    /// then dropped by an event-time timer. An element behind the watermark when it
+    /// arrives (`t < watermark`; one at the watermark is on time) is late: like Flink, the
+    /// join drops it, counts it in the run's late
     /// elements ([`JobSummary::late_elements`](crate::JobSummary::late_elements)) and, when
     /// asked, sends it to a side output
     /// ([`side_output_late_firsts`](BoundedIntervalJoin::side_output_late_firsts),
@@ -144,7 +148,7 @@ impl<P: Plan, Q: Plan, KF, KG, K> IntervalJoin<P, Q, KF, KG, K> {
 }
 
 impl<P: Plan, Q: Plan, KF, KG, K, L1, L2> BoundedIntervalJoin<P, Q, KF, KG, K, L1, L2> {
-    /// Sends the first input's late elements (those at or behind the watermark when they
+    /// Sends the first input's late elements (those behind the watermark when they
     /// arrive, which join nothing) to `sink` — a typed side output (Flink
     /// `sideOutputLeftLateData`). It opens and closes with the pipeline.
     pub fn side_output_late_firsts<S: Sink<P::Out>>(
@@ -311,12 +315,12 @@ pub trait IntervalJoinState<A, B>: Sealed {
     fn buffers() -> JoinBuffers<A, B>;
 }
 
-/// Whether an element at `timestamp` is late for the join: at or behind the watermark
-/// (which says no element at or before it is still to come), so the elements it could
-/// meet may be gone.
+/// Whether an element at `timestamp` is late for the join: behind the watermark, so the
+/// elements it could meet may be gone (Flink's `IntervalJoinOperator.isLate`). An element
+/// at the watermark is on time: a watermark of `max - out_of_orderness` is reached by the
+/// latest element itself, and another of the same millisecond must still join.
 fn is_late<K: Hash + Eq + Clone + 'static>(ctx: &KeyedContext<'_, K>, timestamp: i64) -> bool {
-    let watermark = ctx.current_watermark();
-    watermark != i64::MIN && timestamp <= watermark
+    timestamp < ctx.current_watermark()
 }
 
 impl<K, A, B, O, F> KeyedCoProcessFunction<K, A, B> for IntervalJoinFunction<A, B, F>
@@ -395,14 +399,14 @@ mod tests {
             upper: 3,
         };
         assert_eq!((b.seconds_met(10), b.firsts_met(10)), ((8, 13), (7, 12)));
-        assert_eq!((b.first_expires(10), b.second_expires(10)), (13, 12));
+        assert_eq!((b.first_expires(10), b.second_expires(10)), (14, 13));
         let before = Bounds {
             lower: -5,
             upper: -1,
         };
         assert_eq!(
             (before.first_expires(10), before.second_expires(10)),
-            (10, 15)
+            (11, 16)
         );
     }
 }

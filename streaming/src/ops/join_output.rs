@@ -7,7 +7,7 @@ use crate::{BoxError, Error};
 use std::rc::Rc;
 
 /// What an interval join's function emits: a joined result, or an element of one input
-/// that arrived late (at or behind the watermark) and joined nothing.
+/// that arrived late (behind the watermark) and joined nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JoinOutput<O, A, B> {
     /// What the join function returned for a pair.
