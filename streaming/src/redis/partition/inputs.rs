@@ -86,10 +86,8 @@ impl OtherInputs {
         &mut self,
         ctx: &Ctx<'_>,
         conn: &mut Connection,
-        p: u32,
     ) -> Result<(), Error> {
         let options = ctx.spec.config.mq_options();
-        let _ = p;
         for input in &mut self.inputs {
             let (topic, group) = (input.spec.topic.as_str(), input.spec.group.as_str());
             input.read = None;

@@ -141,7 +141,7 @@ impl Ownership {
         reader.take(conn, position).await?;
         // The other inputs' positions are read under the new token: no commit of an
         // earlier owner can move them any more.
-        self.others.take(ctx, conn, self.partition).await
+        self.others.take(ctx, conn).await
     }
 
     /// Extends the lease (and the other inputs'); `false` when one expired or passed to
