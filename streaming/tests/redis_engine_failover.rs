@@ -18,7 +18,9 @@ use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig, Rep
 use streaming::Error;
 use support::redis_cluster::TestCluster;
 use support::redis_server::RedisServer;
-use support::workers::{check_exactly_once, output, word, Worker, WorkerSpec, LIST, TOPIC, TOPIC2};
+use support::workers::{
+    check_exactly_once, output, word, Inputs, Worker, WorkerSpec, LIST, TOPIC, TOPIC2,
+};
 
 const PARTITIONS: u32 = 6;
 const WAIT: Duration = Duration::from_millis(500);
@@ -68,7 +70,7 @@ fn spec(url: String, prefix: &str, replica_wait: Option<Duration>) -> WorkerSpec
         parallelism: 1,
         record_delay: Duration::from_millis(1),
         replica_wait,
-        two_inputs: false,
+        inputs: Inputs::One,
         checkpoints: None,
     }
 }
@@ -362,7 +364,7 @@ fn cluster_chaos(test: &str, two_inputs: bool) {
     produce_to(&cluster.url(), &prefix, N, two_inputs);
     cluster.await_replicated(Duration::from_secs(30));
     let spec = WorkerSpec {
-        two_inputs,
+        inputs: Inputs::union_if(two_inputs),
         ..spec(cluster.url(), &prefix, Some(WAIT))
     };
     let mut workers: Vec<Option<Worker>> = (0..2).map(|_| Some(Worker::spawn(&spec))).collect();

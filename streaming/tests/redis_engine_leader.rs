@@ -11,7 +11,7 @@ use redis::Commands;
 use streaming::mq::{Mq, OutgoingMessage};
 use streaming::redis::AckMode;
 use support::redis_server::TestRedis;
-use support::workers::{word, Worker, WorkerCheckpoints, WorkerSpec, TOPIC};
+use support::workers::{word, Inputs, Worker, WorkerCheckpoints, WorkerSpec, TOPIC};
 
 const TTL: Duration = Duration::from_millis(1000);
 const RENEW: Duration = Duration::from_millis(250);
@@ -59,7 +59,7 @@ fn fixture(test: &str) -> Fixture {
             parallelism: 1,
             record_delay: Duration::from_millis(1),
             replica_wait: None,
-            two_inputs: false,
+            inputs: Inputs::One,
             checkpoints: Some(WorkerCheckpoints {
                 interval: Duration::from_millis(100),
                 leader_ttl: TTL,

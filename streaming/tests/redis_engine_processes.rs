@@ -13,7 +13,7 @@ use streaming::redis::AckMode;
 use support::redis_server::TestRedis;
 use support::workers::{
     assigned_owners, check_exactly_once, distinct, lease_owners, lease_values, output, sum_of,
-    word, Worker, WorkerSpec, TOPIC, TOPIC2,
+    word, Inputs, Worker, WorkerSpec, RULES, TOPIC, TOPIC2,
 };
 
 const PARTITIONS: u32 = 4;
@@ -28,16 +28,23 @@ struct Fixture {
     _redis: TestRedis,
     spec: WorkerSpec,
     conn: redis::Connection,
+    rt: tokio::runtime::Runtime,
+    mq: Mq,
+    /// The rules produced to [`RULES`] so far (`r0`, `r1`, …).
+    rules: usize,
 }
 
 fn fixture(test: &str, mode: AckMode, messages: usize) -> Fixture {
-    fixture_of(test, mode, messages, false)
+    fixture_of(test, mode, messages, Inputs::One)
 }
 
 /// A private Redis with `messages` word messages (`m{i}` keyed by [`word`]`(i)`): all in
-/// [`TOPIC`], or with `two_inputs` the even ones in [`TOPIC`] and the odd ones in
-/// [`TOPIC2`] (same partition count) for a job that counts the union of both.
-fn fixture_of(test: &str, mode: AckMode, messages: usize, two_inputs: bool) -> Fixture {
+/// [`TOPIC`], or with [`Inputs::Union`] the even ones in [`TOPIC`] and the odd ones in
+/// [`TOPIC2`] (same partition count) for a job that counts the union of both. With
+/// [`Inputs::Broadcast`], an empty [`RULES`] topic of one partition
+/// ([`Fixture::produce_rules`]).
+fn fixture_of(test: &str, mode: AckMode, messages: usize, inputs: Inputs) -> Fixture {
+    let two_inputs = inputs == Inputs::Union;
     let redis = TestRedis::private();
     let prefix = support::unique_prefix(test);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -48,11 +55,14 @@ fn fixture_of(test: &str, mode: AckMode, messages: usize, two_inputs: bool) -> F
         .key_prefix(prefix.clone())
         .build()
         .unwrap();
+    let mq = rt.block_on(Mq::connect(redis.url(), opts)).unwrap();
     rt.block_on(async {
-        let mq = Mq::connect(redis.url(), opts).await.unwrap();
         mq.create_topic(TOPIC, PARTITIONS).await.unwrap();
         if two_inputs {
             mq.create_topic(TOPIC2, PARTITIONS).await.unwrap();
+        }
+        if inputs == Inputs::Broadcast {
+            mq.create_topic(RULES, 1).await.unwrap();
         }
         let topic_of = |i: usize| {
             if two_inputs && i % 2 == 1 {
@@ -88,15 +98,56 @@ fn fixture_of(test: &str, mode: AckMode, messages: usize, two_inputs: bool) -> F
             parallelism: 1,
             record_delay: Duration::from_millis(2),
             replica_wait: None,
-            two_inputs,
+            inputs,
             checkpoints: None,
         },
         _redis: redis,
         conn,
+        rt,
+        mq,
+        rules: 0,
     }
 }
 
 impl Fixture {
+    /// Produces the next `k` rules (`r{j}`) to [`RULES`].
+    fn produce_rules(&mut self, k: usize) {
+        let rules: Vec<OutgoingMessage> = (self.rules..self.rules + k)
+            .map(|j| OutgoingMessage::new(format!("r{j}")))
+            .collect();
+        let sent = self
+            .rt
+            .block_on(self.mq.producer().send_batch(RULES, &rules));
+        sent.unwrap();
+        self.rules += k;
+    }
+
+    /// The output lines of a job over `n` messages: one per message, and one per rule on
+    /// every partition.
+    fn lines(&self, n: usize) -> usize {
+        n + self.rules * PARTITIONS as usize
+    }
+
+    /// Asserts the word lines are exactly once with exact counts, and that every
+    /// partition kept each rule once, in order: `rule|r{j}|{j + 1}` (its broadcast state
+    /// held the `j` rules before it, no more, no fewer).
+    fn check_output(&mut self, n: usize) {
+        let (rules, words): (Vec<String>, Vec<String>) = output(&mut self.conn, PARTITIONS)
+            .into_iter()
+            .partition(|line| line.starts_with("rule|"));
+        check_exactly_once(&words, n);
+        assert_eq!(rules.len(), self.rules * PARTITIONS as usize);
+        let expected: Vec<String> = (0..self.rules)
+            .map(|j| format!("rule|r{j}|{}", j + 1))
+            .collect();
+        for p in 0..PARTITIONS {
+            let kept: Vec<String> = (partition_lines(&mut self.conn, p).into_iter())
+                .filter(|line| line.starts_with("rule|"))
+                .collect();
+            assert_eq!(kept, expected, "the rules partition {p} kept");
+        }
+    }
+
     fn output_len(&mut self) -> usize {
         output(&mut self.conn, PARTITIONS).len()
     }
@@ -133,12 +184,12 @@ impl Fixture {
 /// A process `SIGSTOP`ped past `lease_ttl` loses its partitions to another process; when
 /// it is `SIGCONT`ed, the batch it had in flight is fenced: nothing of it is written.
 fn zombie(mode: AckMode, test: &str) {
-    zombie_of(mode, test, false);
+    zombie_of(mode, test, Inputs::One);
 }
 
-fn zombie_of(mode: AckMode, test: &str, two_inputs: bool) {
+fn zombie_of(mode: AckMode, test: &str, inputs: Inputs) {
     const N: usize = 2500;
-    let mut f = fixture_of(test, mode, N, two_inputs);
+    let mut f = fixture_of(test, mode, N, inputs);
     let a = Worker::spawn(&f.spec);
     f.wait_output("A's first commits", 100, Duration::from_secs(60));
     a.signal("STOP");
@@ -149,9 +200,9 @@ fn zombie_of(mode: AckMode, test: &str, two_inputs: bool) {
     f.wait_output("B's commits", frozen + 200, Duration::from_secs(60));
     let b_took_over_after = stopped_at.elapsed();
     a.signal("CONT");
-    f.wait_done(N);
+    f.wait_done(f.lines(N));
     let (da, db) = (a.stop(), b.stop());
-    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
+    f.check_output(N);
     // Not before A's leases expired (lease_ttl 1.5 s): A held them all.
     assert!(
         b_took_over_after > Duration::from_millis(1500),
@@ -167,7 +218,7 @@ fn zombie_of(mode: AckMode, test: &str, two_inputs: bool) {
 /// The stalled owner of a two-input job writes nothing of either input when it wakes up.
 #[test]
 fn a_stalled_process_of_a_two_input_job_is_fenced_when_it_wakes_up() {
-    zombie_of(AckMode::Offset, "zombie-two-inputs", true);
+    zombie_of(AckMode::Offset, "zombie-two-inputs", Inputs::Union);
 }
 
 #[test]
@@ -348,6 +399,20 @@ struct Takeover {
     compound: bool,
 }
 
+/// Partition `p`'s output lines, in order.
+fn partition_lines(conn: &mut redis::Connection, p: u32) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(streaming::redis::RedisListSink::<String>::key_for(
+            support::workers::LIST,
+            TOPIC,
+            p,
+        ))
+        .arg(0)
+        .arg(-1)
+        .query(conn)
+        .unwrap()
+}
+
 fn partition_len(conn: &mut redis::Connection, p: u32) -> usize {
     redis::cmd("LLEN")
         .arg(streaming::redis::RedisListSink::<String>::key_for(
@@ -367,10 +432,10 @@ fn partition_len(conn: &mut redis::Connection, p: u32) -> usize {
 /// takeovers another failure overlapped (no other process running when it began, or
 /// another process killed or stopped before it ended) apart.
 fn chaos(mode: AckMode, test: &str) {
-    chaos_of(mode, test, false);
+    chaos_of(mode, test, Inputs::One);
 }
 
-fn chaos_of(mode: AckMode, test: &str, two_inputs: bool) {
+fn chaos_of(mode: AckMode, test: &str, inputs: Inputs) {
     use rand::{Rng, SeedableRng};
     // `CHAOS_SECS` runs it longer (more takeovers measured).
     let chaos_for = Duration::from_secs(
@@ -387,7 +452,7 @@ fn chaos_of(mode: AckMode, test: &str, two_inputs: bool) {
         .unwrap_or_else(|| rand::rng().random());
     println!("{test}: CHAOS_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut f = fixture_of(test, mode, n, two_inputs);
+    let mut f = fixture_of(test, mode, n, inputs);
     f.spec.record_delay = Duration::from_millis(1);
     let mut slots: Vec<Slot> = (0..3)
         .map(|_| Slot::Running(Worker::spawn(&f.spec)))
@@ -441,6 +506,10 @@ fn chaos_of(mode: AckMode, test: &str, two_inputs: bool) {
             continue;
         }
         next = Instant::now() + Duration::from_millis(rng.random_range(500..=2000));
+        if inputs == Inputs::Broadcast {
+            // Rules keep coming while processes die, stop and take over.
+            f.produce_rules(5);
+        }
         let i = rng.random_range(0..slots.len());
         let slot = std::mem::replace(&mut slots[i], Slot::Dead);
         let others_running = slots.iter().any(|s| matches!(s, Slot::Running(_)));
@@ -516,7 +585,7 @@ fn chaos_of(mode: AckMode, test: &str, two_inputs: bool) {
             running => running,
         };
     }
-    f.wait_done(n);
+    f.wait_done(f.lines(n));
     for slot in slots {
         if let Slot::Running(w) = slot {
             w.stop();
@@ -541,7 +610,7 @@ fn chaos_of(mode: AckMode, test: &str, two_inputs: bool) {
         compound.len(),
         compound.last()
     );
-    check_exactly_once(&output(&mut f.conn, PARTITIONS), n);
+    f.check_output(n);
 }
 
 #[test]
@@ -556,8 +625,9 @@ fn chaos_kill_stop_restart_is_exactly_once_xack_mode() {
 
 /// The keyed count's stored state: word → count, over every partition's count hash.
 fn stored_counts(conn: &mut redis::Connection) -> std::collections::BTreeMap<String, u64> {
+    // The count of a `process` or a `broadcast_process` operator.
     let hashes: Vec<String> = redis::cmd("KEYS")
-        .arg("*:process:count*")
+        .arg("*process:count*")
         .query(conn)
         .unwrap();
     let mut counts = std::collections::BTreeMap::new();
@@ -576,10 +646,10 @@ fn stored_counts(conn: &mut redis::Connection) -> std::collections::BTreeMap<Str
 /// again each time: the list output is exactly-once with exact counts, and the stored
 /// state holds each word's exact count.
 fn kill_at_random_points(mode: AckMode, test: &str) {
-    kill_at_random_points_of(mode, test, false);
+    kill_at_random_points_of(mode, test, Inputs::One);
 }
 
-fn kill_at_random_points_of(mode: AckMode, test: &str, two_inputs: bool) {
+fn kill_at_random_points_of(mode: AckMode, test: &str, inputs: Inputs) {
     use rand::{Rng, SeedableRng};
     const N: usize = 6_000;
     let seed: u64 = std::env::var("KILL_SEED")
@@ -588,10 +658,13 @@ fn kill_at_random_points_of(mode: AckMode, test: &str, two_inputs: bool) {
         .unwrap_or_else(|| rand::rng().random());
     println!("{test}: KILL_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut f = fixture_of(test, mode, N, two_inputs);
+    let mut f = fixture_of(test, mode, N, inputs);
     f.spec.record_delay = Duration::from_micros(300);
     let mut at_kill = Vec::new();
     for _ in 0..30 {
+        if inputs == Inputs::Broadcast {
+            f.produce_rules(3);
+        }
         let w = Worker::spawn(&f.spec);
         std::thread::sleep(Duration::from_millis(rng.random_range(20..=1200)));
         w.kill();
@@ -599,9 +672,9 @@ fn kill_at_random_points_of(mode: AckMode, test: &str, two_inputs: bool) {
     }
     println!("{test}: output lines at each kill {at_kill:?}");
     let w = Worker::spawn(&f.spec);
-    f.wait_done(N);
+    f.wait_done(f.lines(N));
     w.stop();
-    check_exactly_once(&output(&mut f.conn, PARTITIONS), N);
+    f.check_output(N);
     let mut expected = std::collections::BTreeMap::new();
     for i in 0..N {
         *expected.entry(word(i)).or_insert(0u64) += 1;
@@ -622,10 +695,25 @@ fn kill_9_at_30_random_points_is_exactly_once_xack_mode() {
 /// The union of two co-partitioned topics: each input's position commits with the state.
 #[test]
 fn kill_9_at_30_random_points_of_a_two_input_job_is_exactly_once() {
-    kill_at_random_points_of(AckMode::Xack, "kill30-two-inputs", true);
+    kill_at_random_points_of(AckMode::Xack, "kill30-two-inputs", Inputs::Union);
 }
 
 #[test]
 fn chaos_kill_stop_restart_of_a_two_input_job_is_exactly_once() {
-    chaos_of(AckMode::Offset, "chaos-two-inputs", true);
+    chaos_of(AckMode::Offset, "chaos-two-inputs", Inputs::Union);
+}
+
+/// A keyed topic connected to a broadcast rules topic, rules produced between the kills:
+/// every partition keeps every rule once, in order, and the counts are exact.
+#[test]
+fn kill_9_at_30_random_points_of_a_broadcast_job_is_exactly_once() {
+    kill_at_random_points_of(AckMode::Offset, "kill30-broadcast", Inputs::Broadcast);
+}
+
+/// The broadcast job under chaos, rules produced at every event: each partition's
+/// broadcast state is built exactly once, in order, whoever owns it (job partition 0 reads
+/// the rules under the rules topic's lease, the others follow it without one).
+#[test]
+fn chaos_kill_stop_restart_of_a_broadcast_job_is_exactly_once() {
+    chaos_of(AckMode::Xack, "chaos-broadcast", Inputs::Broadcast);
 }

@@ -10,7 +10,7 @@ use streaming::mq::{Mq, OutgoingMessage};
 use streaming::redis::AckMode;
 use support::redis_server::TestRedis;
 use support::workers::{
-    check_exactly_once, lease_values, output, word, Worker, WorkerSpec, TOPIC, TOPIC2,
+    check_exactly_once, lease_values, output, word, Inputs, Worker, WorkerSpec, TOPIC, TOPIC2,
 };
 
 const PARTITIONS: u32 = 4;
@@ -77,7 +77,7 @@ fn rescale_of(mode: AckMode, test: &str, two_inputs: bool) {
         parallelism: 1,
         record_delay: Duration::from_millis(2),
         replica_wait: None,
-        two_inputs,
+        inputs: Inputs::union_if(two_inputs),
         checkpoints: None,
     };
     let mut w = Worker::spawn(&spec);

@@ -1,6 +1,7 @@
 //! Several OS processes of one Redis job: the test binary starts copies of itself that run
-//! a word-count job (keyed `ValueState` count, a `RedisListSink`), and checks the list
-//! output for exactly-once and exact counts.
+//! a word-count job (keyed `ValueState` count, a `RedisListSink`) — over one topic, the
+//! union of two, or one topic connected to a broadcast rules topic — and checks the list
+//! output for exactly-once and exact counts (and each partition's rules).
 //!
 //! A test file using it declares `#[test] fn worker() { support::workers::serve() }`:
 //! in a child started by [`Worker::spawn`] (environment `STREAMING_WORKER=1`) that test
@@ -15,16 +16,22 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use streaming::api::ValueStateDescriptor;
+use streaming::api::{
+    BroadcastContext, BroadcastStateDescriptor, Collector, KeyedBroadcastProcessFunction,
+    ReadOnlyBroadcastContext, ValueStateDescriptor,
+};
 use streaming::mq::{Message, StartPolicy, SubscriptionOptions};
 use streaming::redis::{AckMode, RedisEnv, RedisListSink, RedisRuntimeConfig, ReplicaWait};
+use streaming::BoxError;
 
 const COUNT: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("count", 0);
 
 /// The topic, group and output list of the job.
 pub const TOPIC: &str = "t";
-/// The second topic of a two-input job ([`WorkerSpec::two_inputs`]), read as group `g2`.
+/// The second topic of a two-input job ([`Inputs::Union`]), read as group `g2`.
 pub const TOPIC2: &str = "t2";
+/// The broadcast topic of [`Inputs::Broadcast`] (one partition), read as group `gr`.
+pub const RULES: &str = "rules";
 /// The output list (one per partition, [`RedisListSink::key_for`]).
 pub const LIST: &str = "out";
 
@@ -41,9 +48,31 @@ pub struct WorkerSpec {
     pub replica_wait: Option<Duration>,
     /// Periodic checkpoints and leader election (`None`: neither).
     pub checkpoints: Option<WorkerCheckpoints>,
-    /// The job counts the union of [`TOPIC`] and [`TOPIC2`] (co-partitioned) instead of
+    /// What the job reads.
+    pub inputs: Inputs,
+}
+
+/// What a worker's job reads: the word count's keyed input, and maybe another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inputs {
     /// [`TOPIC`] alone.
-    pub two_inputs: bool,
+    One,
+    /// The union of [`TOPIC`] and [`TOPIC2`] (co-partitioned).
+    Union,
+    /// [`TOPIC`] keyed and connected to [`RULES`] broadcast: every partition keeps each
+    /// rule message in its broadcast state and outputs `rule|{rule}|{rules kept}`.
+    Broadcast,
+}
+
+impl Inputs {
+    /// [`Inputs::Union`] when `two_inputs`, else [`Inputs::One`].
+    pub fn union_if(two_inputs: bool) -> Inputs {
+        if two_inputs {
+            Inputs::Union
+        } else {
+            Inputs::One
+        }
+    }
 }
 
 /// A worker's checkpoint options: checkpoints every `interval`, leader election with
@@ -60,12 +89,7 @@ pub struct WorkerCheckpoints {
 macro_rules! word_count {
     ($stream:expr, $delay:expr) => {
         $stream
-            .map(|m: Message| {
-                (
-                    m.key.as_deref().unwrap_or_default().to_owned(),
-                    m.text().unwrap().to_string(),
-                )
-            })
+            .map(word_and_id)
             .key_by(|(w, _): &(String, String)| w.clone())
             .process(move |(w, id): (String, String), ctx, out| {
                 std::thread::sleep($delay);
@@ -77,6 +101,58 @@ macro_rules! word_count {
             })
             .sink(RedisListSink::<String>::text(LIST).unwrap())
     };
+}
+
+/// A word message as `(word, id)`.
+fn word_and_id(m: Message) -> (String, String) {
+    (
+        m.key.as_deref().unwrap_or_default().to_owned(),
+        m.text().unwrap().to_string(),
+    )
+}
+
+/// The broadcast rules each partition keeps: rule → its place among the rules kept.
+const KEPT: BroadcastStateDescriptor<String, u64> = BroadcastStateDescriptor::persistent("kept");
+
+/// The word count of [`word_count!`] connected to the rules: each word line as there, and
+/// each rule kept in the broadcast state, with the line `rule|{rule}|{rules kept}`.
+#[derive(Clone)]
+struct CountWithRules {
+    delay: Duration,
+}
+
+impl KeyedBroadcastProcessFunction<String, (String, String), Message, String, u64>
+    for CountWithRules
+{
+    type Out = String;
+
+    fn process_element(
+        &mut self,
+        (w, id): (String, String),
+        ctx: &mut ReadOnlyBroadcastContext<'_, '_, String, String, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        std::thread::sleep(self.delay);
+        let mut c = ctx.state(&COUNT)?;
+        let n = c.value() + 1;
+        c.update(n);
+        out.collect(format!("{id}|{w}|{n}"));
+        Ok(())
+    }
+
+    fn process_broadcast_element(
+        &mut self,
+        rule: Message,
+        ctx: &mut BroadcastContext<'_, '_, String, String, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let rule = rule.text()?.to_string();
+        let mut kept = ctx.broadcast_state()?;
+        let place = kept.len() as u64 + 1;
+        kept.put(rule.clone(), place);
+        out.collect(format!("rule|{rule}|{}", kept.len()));
+        Ok(())
+    }
 }
 
 /// The child side: runs the job while stdin is open, when started as a worker.
@@ -133,11 +209,20 @@ pub fn serve() {
         .build()
         .unwrap();
     let first = env.from_mq_topic_with_options(TOPIC, "g", options.clone());
-    if std::env::var("W_TWO").as_deref() == Ok("1") {
-        let second = env.from_mq_topic_with_options(TOPIC2, "g2", options);
-        word_count!(first.union(second), delay)
-    } else {
-        word_count!(first, delay)
+    match var("W_INPUTS").as_str() {
+        "union" => {
+            let second = env.from_mq_topic_with_options(TOPIC2, "g2", options);
+            word_count!(first.union(second), delay)
+        }
+        "broadcast" => {
+            let rules = env.from_mq_topic_with_options(RULES, "gr", options);
+            (first.map(word_and_id))
+                .key_by(|(w, _): &(String, String)| w.clone())
+                .connect(rules.broadcast(KEPT))
+                .process(CountWithRules { delay })
+                .sink(RedisListSink::<String>::text(LIST).unwrap())
+        }
+        _ => word_count!(first, delay),
     }
     .unwrap();
     let job = env.blocking_start().unwrap();
@@ -203,10 +288,12 @@ impl Worker {
                 .env("W_LEADER_TTL_MS", c.leader_ttl.as_millis().to_string())
                 .env("W_LEADER_RENEW_MS", c.leader_renew.as_millis().to_string());
         }
-        match spec.two_inputs {
-            true => cmd.env("W_TWO", "1"),
-            false => cmd.env_remove("W_TWO"),
+        let inputs = match spec.inputs {
+            Inputs::One => "one",
+            Inputs::Union => "union",
+            Inputs::Broadcast => "broadcast",
         };
+        cmd.env("W_INPUTS", inputs);
         match spec.replica_wait {
             Some(d) => cmd.env("W_REPLICA_WAIT_MS", d.as_millis().to_string()),
             None => cmd.env_remove("W_REPLICA_WAIT_MS"),
