@@ -844,3 +844,146 @@ fn a_broadcast_topic_of_several_partitions_is_refused_at_start() {
         "{err}"
     );
 }
+
+const COUNTED: streaming::api::BroadcastStateDescriptor<String, u64> =
+    streaming::api::BroadcastStateDescriptor::persistent("counted");
+
+/// Limits whose broadcast state also counts the rules applied (`#`): a rule outputs
+/// `rule {rule} #{count}`, an amount over the limit `user: amount over limit (n) after
+/// {count} rules` — so a state not restored, or a rule applied twice, shows.
+#[derive(Clone)]
+struct CountedLimits;
+
+impl streaming::api::KeyedBroadcastProcessFunction<String, Message, Message, String, u64>
+    for CountedLimits
+{
+    type Out = String;
+
+    fn process_element(
+        &mut self,
+        amount: Message,
+        ctx: &mut streaming::api::ReadOnlyBroadcastContext<'_, '_, String, String, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let amount: u64 = amount.text()?.parse()?;
+        let rules = ctx.broadcast_state()?;
+        let limit = rules.get(&"limit".to_string()).copied().unwrap_or(u64::MAX);
+        let applied = rules.get(&"#".to_string()).copied().unwrap_or(0);
+        if amount > limit {
+            let mut over = ctx.state(&OVER)?;
+            let n = over.value() + 1;
+            over.update(n);
+            let user = ctx.current_key();
+            out.collect(format!(
+                "{user}: {amount} over {limit} ({n}) after {applied} rules"
+            ));
+        }
+        Ok(())
+    }
+
+    fn process_broadcast_element(
+        &mut self,
+        rule: Message,
+        ctx: &mut streaming::api::BroadcastContext<'_, '_, String, String, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let text = rule.text()?;
+        let (name, value) = text.split_once('=').ok_or("a rule is name=value")?;
+        let mut rules = ctx.broadcast_state()?;
+        let n = rules.get(&"#".to_string()).copied().unwrap_or(0) + 1;
+        rules.put("#".to_string(), n);
+        rules.put(name.to_string(), value.parse()?);
+        out.collect(format!("rule {text} #{n}"));
+        Ok(())
+    }
+}
+
+/// A checkpoint of a broadcast job holds every partition's broadcast state and its
+/// position in the rules topic: a restore applies the rules after the checkpoint again,
+/// on every partition, to the state the checkpoint had, and the users of both partitions
+/// then see the same rules.
+#[test]
+fn a_checkpoint_restores_the_broadcast_state_and_position_of_every_partition() {
+    let s = setup("several-broadcast-checkpoint");
+    create(&s, "amounts", 2);
+    create(&s, "rules", 1);
+    let users = ["ann", "bob", "cy", "dan"];
+    let config = |s: &EngineSetup| {
+        s.config("several-broadcast-checkpoint")
+            .checkpoint_key_prefix(format!("{}:ck:", s.prefix))
+            .build()
+            .unwrap()
+    };
+    let start = |restore: Option<u64>| {
+        let redis = RedisEnv::try_with_config(s.redis.url(), config(&s)).unwrap();
+        if let Some(id) = restore {
+            redis.restore_from_checkpoint(id).unwrap();
+        }
+        let out = CollectSink::new();
+        redis
+            .from_mq_topic_with_options("amounts", "g", earliest(10))
+            .key_by(key_of)
+            .connect(
+                redis
+                    .from_mq_topic_with_options("rules", "g-rules", earliest(10))
+                    .broadcast(COUNTED),
+            )
+            .process(CountedLimits)
+            .sink(out.clone())
+            .unwrap();
+        (redis.blocking_start().unwrap(), out)
+    };
+    let caught_up = |job: &streaming::redis::JobClient| {
+        assert!(job
+            .blocking_await_caught_up(Duration::from_secs(60))
+            .unwrap());
+    };
+    let amounts = |amount: &str| {
+        let msgs: Vec<OutgoingMessage> = (users.iter())
+            .map(|u| OutgoingMessage::new(amount.to_string()).key(u.to_string()))
+            .collect();
+        let sent =
+            s.rt.block_on(s.mq().producer().send_batch("amounts", &msgs));
+        let partitions: std::collections::BTreeSet<u32> =
+            sent.unwrap().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(partitions.len(), 2, "the users are on both partitions");
+    };
+    let sorted = |out: &CollectSink<String>| {
+        let mut lines = out.snapshot();
+        lines.sort();
+        lines
+    };
+
+    produce(&s, "rules", &[("r", "limit=20")]);
+    amounts("25");
+    let (job, out) = start(None);
+    caught_up(&job);
+    let ck = job.blocking_trigger_checkpoint_now().unwrap().unwrap();
+    assert_eq!(ck.status, streaming::redis::CheckpointStatus::Complete);
+    produce(&s, "rules", &[("r", "limit=10")]);
+    caught_up(&job);
+    job.blocking_shutdown(Duration::MAX);
+    let mut expected: Vec<String> = (users.iter())
+        .map(|u| format!("{u}: 25 over 20 (1) after 1 rules"))
+        .chain(["rule limit=10 #2", "rule limit=10 #2"].map(String::from))
+        .chain(["rule limit=20 #1", "rule limit=20 #1"].map(String::from))
+        .collect();
+    expected.sort();
+    assert_eq!(sorted(&out), expected);
+
+    // Back to the checkpoint: each partition applies the second rule again, to the
+    // state of one rule (#2, not #3), and the users' counts continue from there.
+    let (job, out) = start(Some(ck.id));
+    caught_up(&job);
+    assert_eq!(sorted(&out), ["rule limit=10 #2", "rule limit=10 #2"]);
+    amounts("12");
+    caught_up(&job);
+    job.blocking_shutdown(Duration::MAX);
+    let over: Vec<String> = (sorted(&out).into_iter())
+        .filter(|l| !l.starts_with("rule"))
+        .collect();
+    let expected: Vec<String> = (users.iter())
+        .map(|u| format!("{u}: 12 over 10 (2) after 2 rules"))
+        .collect();
+    assert_eq!(over, expected);
+}
