@@ -707,155 +707,15 @@ const RULES: streaming::api::BroadcastStateDescriptor<String, u64> =
     streaming::api::BroadcastStateDescriptor::persistent("rules");
 const OVER: ValueStateDescriptor<u64> = ValueStateDescriptor::persistent("over", 0);
 
-/// Emits `user: amount over limit (n)` for amounts over the `limit` rule (a rule
-/// message's payload `limit=20` sets it; another payload fails).
+/// Rules `name=value` (a rule message's payload; another payload fails) kept in the
+/// broadcast state with a count of the rules applied (`#`): a rule outputs
+/// `rule {rule} #{count}`, an amount over the `limit` rule `user: amount over limit (n)
+/// after {count} rules` — so a state not restored, or a rule applied twice, shows.
 #[derive(Clone)]
 struct Limits;
 
 impl streaming::api::KeyedBroadcastProcessFunction<String, Message, Message, String, u64>
     for Limits
-{
-    type Out = String;
-
-    fn process_element(
-        &mut self,
-        amount: Message,
-        ctx: &mut streaming::api::ReadOnlyBroadcastContext<'_, '_, String, String, u64>,
-        out: &mut Collector<'_, String>,
-    ) -> Result<(), BoxError> {
-        let amount: u64 = amount.text()?.parse()?;
-        let Some(limit) = ctx.broadcast_state()?.get(&"limit".to_string()).copied() else {
-            return Ok(());
-        };
-        if amount > limit {
-            let mut over = ctx.state(&OVER)?;
-            let n = over.value() + 1;
-            over.update(n);
-            out.collect(format!(
-                "{}: {amount} over {limit} ({n})",
-                ctx.current_key()
-            ));
-        }
-        Ok(())
-    }
-
-    fn process_broadcast_element(
-        &mut self,
-        rule: Message,
-        ctx: &mut streaming::api::BroadcastContext<'_, '_, String, String, u64>,
-        out: &mut Collector<'_, String>,
-    ) -> Result<(), BoxError> {
-        let text = rule.text()?;
-        let (name, value) = text.split_once('=').ok_or("a rule is name=value")?;
-        ctx.broadcast_state()?.put(name.to_string(), value.parse()?);
-        out.collect(format!("rule {text}"));
-        Ok(())
-    }
-}
-
-/// A rules topic (one partition) broadcast to every partition of a keyed amounts topic:
-/// each partition holds the rules, reads them with its keyed state, and a bad rule is
-/// dead-lettered once (by job partition 0) while every partition skips it.
-#[test]
-fn broadcast_rules_reach_every_partition_and_a_bad_rule_is_dead_lettered_once() {
-    let s = setup("several-broadcast");
-    create(&s, "amounts", 3);
-    create(&s, "rules", 1);
-    produce(
-        &s,
-        "rules",
-        &[("r", "limit=20"), ("r", "nonsense"), ("r", "limit=10")],
-    );
-    let redis = env(&s, "several-broadcast");
-    let out = CollectSink::new();
-    redis
-        .from_mq_topic_with_options("amounts", "g", earliest(10))
-        .key_by(key_of)
-        .connect(
-            redis
-                .from_mq_topic_with_options("rules", "g-rules", earliest(10))
-                .broadcast(RULES),
-        )
-        .process(Limits)
-        .sink(out.clone())
-        .unwrap();
-    let job = redis.blocking_start().unwrap();
-    assert!(job
-        .blocking_await_caught_up(Duration::from_secs(60))
-        .unwrap());
-    // Every partition read both good rules; the bad one was skipped everywhere.
-    let mut rules = out.snapshot();
-    rules.sort();
-    let expected_rules: Vec<String> = ["rule limit=10"; 3]
-        .into_iter()
-        .chain(["rule limit=20"; 3])
-        .map(String::from)
-        .collect();
-    assert_eq!(rules, expected_rules);
-    let mq = s.mq();
-    let letters = s.rt.block_on(mq.dead_letters("rules", 10)).unwrap();
-    assert_eq!(letters.len(), 1, "{letters:?}");
-    assert_eq!(letters[0].payload.as_ref(), b"nonsense");
-    produce(
-        &s,
-        "amounts",
-        &[
-            ("ann", "5"),
-            ("bob", "30"),
-            ("ann", "25"),
-            ("ann", "40"),
-            ("bob", "9"),
-        ],
-    );
-    assert!(job
-        .blocking_await_caught_up(Duration::from_secs(60))
-        .unwrap());
-    job.blocking_shutdown(Duration::MAX);
-    let mut over: Vec<String> = (out.snapshot().into_iter())
-        .filter(|l| !l.starts_with("rule"))
-        .collect();
-    over.sort();
-    assert_eq!(
-        over,
-        [
-            "ann: 25 over 10 (1)",
-            "ann: 40 over 10 (2)",
-            "bob: 30 over 10 (1)"
-        ]
-    );
-}
-
-#[test]
-fn a_broadcast_topic_of_several_partitions_is_refused_at_start() {
-    let s = setup("several-broadcast-refused");
-    create(&s, "amounts", 2);
-    create(&s, "rules", 2);
-    let redis = env(&s, "several-broadcast-refused");
-    redis
-        .from_mq_topic("amounts", "g")
-        .key_by(key_of)
-        .connect(redis.from_mq_topic("rules", "g-rules").broadcast(RULES))
-        .process(Limits)
-        .sink(CollectSink::new())
-        .unwrap();
-    let err = redis.blocking_start().unwrap_err().to_string();
-    assert!(
-        err.contains("`rules` is broadcast") && err.contains("has 2 partitions"),
-        "{err}"
-    );
-}
-
-const COUNTED: streaming::api::BroadcastStateDescriptor<String, u64> =
-    streaming::api::BroadcastStateDescriptor::persistent("counted");
-
-/// Limits whose broadcast state also counts the rules applied (`#`): a rule outputs
-/// `rule {rule} #{count}`, an amount over the limit `user: amount over limit (n) after
-/// {count} rules` — so a state not restored, or a rule applied twice, shows.
-#[derive(Clone)]
-struct CountedLimits;
-
-impl streaming::api::KeyedBroadcastProcessFunction<String, Message, Message, String, u64>
-    for CountedLimits
 {
     type Out = String;
 
@@ -898,6 +758,98 @@ impl streaming::api::KeyedBroadcastProcessFunction<String, Message, Message, Str
     }
 }
 
+/// A rules topic (one partition) broadcast to every partition of a keyed amounts topic:
+/// each partition holds the rules, reads them with its keyed state, and a bad rule is
+/// dead-lettered once (by job partition 0) while every partition skips it.
+#[test]
+fn broadcast_rules_reach_every_partition_and_a_bad_rule_is_dead_lettered_once() {
+    let s = setup("several-broadcast");
+    create(&s, "amounts", 3);
+    create(&s, "rules", 1);
+    produce(
+        &s,
+        "rules",
+        &[("r", "limit=20"), ("r", "nonsense"), ("r", "limit=10")],
+    );
+    let redis = env(&s, "several-broadcast");
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("amounts", "g", earliest(10))
+        .key_by(key_of)
+        .connect(
+            redis
+                .from_mq_topic_with_options("rules", "g-rules", earliest(10))
+                .broadcast(RULES),
+        )
+        .process(Limits)
+        .sink(out.clone())
+        .unwrap();
+    let job = redis.blocking_start().unwrap();
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    // Every partition read both good rules; the bad one was skipped everywhere.
+    let mut rules = out.snapshot();
+    rules.sort();
+    let expected_rules: Vec<String> = ["rule limit=10 #2"; 3]
+        .into_iter()
+        .chain(["rule limit=20 #1"; 3])
+        .map(String::from)
+        .collect();
+    assert_eq!(rules, expected_rules);
+    let mq = s.mq();
+    let letters = s.rt.block_on(mq.dead_letters("rules", 10)).unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].payload.as_ref(), b"nonsense");
+    produce(
+        &s,
+        "amounts",
+        &[
+            ("ann", "5"),
+            ("bob", "30"),
+            ("ann", "25"),
+            ("ann", "40"),
+            ("bob", "9"),
+        ],
+    );
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    job.blocking_shutdown(Duration::MAX);
+    let mut over: Vec<String> = (out.snapshot().into_iter())
+        .filter(|l| !l.starts_with("rule"))
+        .collect();
+    over.sort();
+    assert_eq!(
+        over,
+        [
+            "ann: 25 over 10 (1) after 2 rules",
+            "ann: 40 over 10 (2) after 2 rules",
+            "bob: 30 over 10 (1) after 2 rules"
+        ]
+    );
+}
+
+#[test]
+fn a_broadcast_topic_of_several_partitions_is_refused_at_start() {
+    let s = setup("several-broadcast-refused");
+    create(&s, "amounts", 2);
+    create(&s, "rules", 2);
+    let redis = env(&s, "several-broadcast-refused");
+    redis
+        .from_mq_topic("amounts", "g")
+        .key_by(key_of)
+        .connect(redis.from_mq_topic("rules", "g-rules").broadcast(RULES))
+        .process(Limits)
+        .sink(CollectSink::new())
+        .unwrap();
+    let err = redis.blocking_start().unwrap_err().to_string();
+    assert!(
+        err.contains("`rules` is broadcast") && err.contains("has 2 partitions"),
+        "{err}"
+    );
+}
+
 /// A checkpoint of a broadcast job holds every partition's broadcast state and its
 /// position in the rules topic: a restore applies the rules after the checkpoint again,
 /// on every partition, to the state the checkpoint had, and the users of both partitions
@@ -926,9 +878,9 @@ fn a_checkpoint_restores_the_broadcast_state_and_position_of_every_partition() {
             .connect(
                 redis
                     .from_mq_topic_with_options("rules", "g-rules", earliest(10))
-                    .broadcast(COUNTED),
+                    .broadcast(RULES),
             )
-            .process(CountedLimits)
+            .process(Limits)
             .sink(out.clone())
             .unwrap();
         (redis.blocking_start().unwrap(), out)
