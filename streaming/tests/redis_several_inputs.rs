@@ -758,6 +758,24 @@ impl streaming::api::KeyedBroadcastProcessFunction<String, Message, Message, Str
     }
 }
 
+/// Registers the pipeline of [`Limits`] over topic `amounts` keyed by user, with topic
+/// `rules` broadcast; returns its output.
+fn limits_over_amounts(redis: &RedisEnv) -> CollectSink<String> {
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("amounts", "g", earliest(10))
+        .key_by(key_of)
+        .connect(
+            redis
+                .from_mq_topic_with_options("rules", "g-rules", earliest(10))
+                .broadcast(RULES),
+        )
+        .process(Limits)
+        .sink(out.clone())
+        .unwrap();
+    out
+}
+
 /// A rules topic (one partition) broadcast to every partition of a keyed amounts topic:
 /// each partition holds the rules, reads them with its keyed state, and a bad rule is
 /// dead-lettered once (by job partition 0) while every partition skips it.
@@ -772,18 +790,7 @@ fn broadcast_rules_reach_every_partition_and_a_bad_rule_is_dead_lettered_once() 
         &[("r", "limit=20"), ("r", "nonsense"), ("r", "limit=10")],
     );
     let redis = env(&s, "several-broadcast");
-    let out = CollectSink::new();
-    redis
-        .from_mq_topic_with_options("amounts", "g", earliest(10))
-        .key_by(key_of)
-        .connect(
-            redis
-                .from_mq_topic_with_options("rules", "g-rules", earliest(10))
-                .broadcast(RULES),
-        )
-        .process(Limits)
-        .sink(out.clone())
-        .unwrap();
+    let out = limits_over_amounts(&redis);
     let job = redis.blocking_start().unwrap();
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
@@ -871,18 +878,7 @@ fn a_checkpoint_restores_the_broadcast_state_and_position_of_every_partition() {
         if let Some(id) = restore {
             redis.restore_from_checkpoint(id).unwrap();
         }
-        let out = CollectSink::new();
-        redis
-            .from_mq_topic_with_options("amounts", "g", earliest(10))
-            .key_by(key_of)
-            .connect(
-                redis
-                    .from_mq_topic_with_options("rules", "g-rules", earliest(10))
-                    .broadcast(RULES),
-            )
-            .process(Limits)
-            .sink(out.clone())
-            .unwrap();
+        let out = limits_over_amounts(&redis);
         (redis.blocking_start().unwrap(), out)
     };
     let caught_up = |job: &streaming::redis::JobClient| {
