@@ -1,7 +1,10 @@
 //! `pipeline!` with streams named by `let` and combined by a second-input operator runs on
 //! the memory engine with the builder's output, operator ids and keyed state.
 
-use streaming::api::{CollectSink, Collector, KeyedContext, ValueStateDescriptor};
+use streaming::api::{
+    BroadcastContext, BroadcastStateDescriptor, CollectSink, Collector,
+    KeyedBroadcastProcessFunction, KeyedContext, ReadOnlyBroadcastContext, ValueStateDescriptor,
+};
 use streaming::time::AscendingTimestamps;
 use streaming::{pipeline, BoxError, KeyedCoProcessFunction, MemoryEnv};
 
@@ -148,4 +151,142 @@ fn a_keyed_co_process_of_named_streams_keeps_state_per_key_across_inputs() {
         env.checkpoint_coordinator().unwrap().registered_stores(),
         ["deposits/3:process"]
     );
+}
+
+/// The spending limit, set by the broadcast stream.
+const LIMIT: BroadcastStateDescriptor<&'static str, u64> = BroadcastStateDescriptor::new("limit");
+/// Per user, how many payments went over the limit.
+const OVER: ValueStateDescriptor<u64> = ValueStateDescriptor::new("over", 0);
+
+/// `user: amount (n-th time)` for each payment over the limit; a limit is acknowledged
+/// when it is set (on every partition).
+#[derive(Clone)]
+struct OverLimit;
+
+impl KeyedBroadcastProcessFunction<&'static str, (&'static str, u64), u64, &'static str, u64>
+    for OverLimit
+{
+    type Out = String;
+    fn process_element(
+        &mut self,
+        (user, amount): (&'static str, u64),
+        ctx: &mut ReadOnlyBroadcastContext<'_, '_, &'static str, &'static str, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        let limit = ctx.broadcast_state()?.get(&"limit").copied();
+        if limit.is_some_and(|limit| amount > limit) {
+            let n = ctx.state(&OVER)?.value() + 1;
+            ctx.state(&OVER)?.update(n);
+            out.collect(format!("{user}: {amount} ({n})"));
+        }
+        Ok(())
+    }
+    fn process_broadcast_element(
+        &mut self,
+        limit: u64,
+        ctx: &mut BroadcastContext<'_, '_, &'static str, &'static str, u64>,
+        out: &mut Collector<'_, String>,
+    ) -> Result<(), BoxError> {
+        ctx.broadcast_state()?.put("limit", limit);
+        out.collect(format!("limit {limit}"));
+        Ok(())
+    }
+}
+
+/// ((user, amount)) payments.
+const PAID: [(&str, u64); 5] = [
+    ("ann", 5),
+    ("bob", 30),
+    ("ann", 25),
+    ("ann", 40),
+    ("bob", 9),
+];
+
+/// One pipeline text, handed to `pipeline!` or to the id macro.
+macro_rules! over_limit {
+    ($($m:ident)::+, $env:expr) => {
+        $($m)::+! {
+            let limits = $env
+                .from_collection_with_id("limits", vec![20u64, 10])
+                .map(|l: u64| l * 100)
+                .broadcast(LIMIT);
+            $env.from_collection_with_id("payments", PAID.to_vec())
+                .map(|(user, amount): (&'static str, u64)| (user, amount * 100))
+                .key_by(|p: &(&str, u64)| p.0)
+                .connect(limits)
+                .process(OverLimit)
+                .collect_vec()
+        }
+    };
+}
+
+#[test]
+fn a_broadcast_pipeline_matches_the_builder_and_keeps_its_state_under_the_builders_ids() {
+    let ids: Vec<String> = over_limit!(streaming::__private::pipeline_ids, env)
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    // `broadcast` takes no position, `key_by` and `connect` take one each.
+    assert_eq!(
+        ids,
+        [
+            "limits/1:map",
+            "payments/1:map",
+            "payments/4:broadcast_process",
+            "payments/5:sink"
+        ]
+    );
+
+    let env = MemoryEnv::new();
+    env.enable_checkpointing();
+    let by_macro = over_limit!(pipeline, env).unwrap();
+    // The broadcast input runs first on the memory engine: the second limit replaces the
+    // first before the first payment; each user's count is its keyed state.
+    assert_eq!(
+        by_macro,
+        [
+            "limit 2000",
+            "limit 1000",
+            "bob: 3000 (1)",
+            "ann: 2500 (1)",
+            "ann: 4000 (2)"
+        ]
+    );
+    let coordinator = env.checkpoint_coordinator().unwrap();
+    let macro_stores = coordinator.registered_stores();
+    assert_eq!(macro_stores, ["payments/4:broadcast_process"]);
+    assert!(ids.contains(&macro_stores[0]));
+
+    let builder_env = MemoryEnv::new();
+    builder_env.enable_checkpointing();
+    let by_builder = builder(&builder_env, vec![20, 10], PAID.to_vec());
+    assert_eq!(by_builder, by_macro);
+    assert_eq!(
+        builder_env
+            .checkpoint_coordinator()
+            .unwrap()
+            .registered_stores(),
+        macro_stores
+    );
+
+    // The builder's pipeline, run after a checkpoint of the macro's, finds its state: the
+    // broadcast map (no limit is sent again) and ann's count.
+    coordinator.trigger_checkpoint().unwrap();
+    let again = builder(&env, Vec::new(), vec![("ann", 11), ("cy", 3)]);
+    assert_eq!(again, ["ann: 1100 (3)"]);
+}
+
+/// The builder's chain of `over_limit!`.
+fn builder(env: &MemoryEnv, limits: Vec<u64>, paid: Vec<(&'static str, u64)>) -> Vec<String> {
+    let limits = env
+        .from_collection_with_id("limits", limits)
+        .map(|l| l * 100)
+        .broadcast(LIMIT);
+    env.from_collection_with_id("payments", paid)
+        .map(|(user, amount)| (user, amount * 100))
+        .key_by(|p| p.0)
+        .connect(limits)
+        .process(OverLimit)
+        .collect_vec()
+        .unwrap()
 }

@@ -12,8 +12,9 @@
 //! state_decl:= ident ":" type [ "=" expr ]
 //! ```
 //!
-//! The argument of an operator that takes another stream (`union(other)`) is also read as
-//! a chain, so that the check can follow a stream bound with `let` into it.
+//! The argument of an operator that takes another stream (`union(other)`,
+//! `connect(broadcast)`) is also read as a chain, so that the check can follow a stream
+//! bound with `let` into it.
 //!
 //! Parsing knows no operator except which ones take state declarations or a stream; every
 //! rule about operators lives in `check`.

@@ -136,7 +136,9 @@
 //! The pipeline may also start at a name. Each name is used once (a stream goes into one
 //! operator), every name is used, and only the last expression has a sink. Operator ids of
 //! a named stream are those of its own source; after `union`, `connect` or a join they
-//! continue the pipeline's, as in the builder.
+//! continue the pipeline's, as in the builder. Broadcast state is written the same way:
+//! `let rules = env.source(..).broadcast(DESCRIPTOR);` then
+//! `.key_by(..).connect(rules).process(function)` with a `KeyedBroadcastProcessFunction`.
 //!
 //! ```
 //! use streaming::{pipeline, MemoryEnv};
@@ -164,8 +166,11 @@
 //! function); with a second input: connected streams (after `connect`, ended by `co_map`,
 //! `co_flat_map` or keyed by `key_by` with a key function per input), keyed connected
 //! streams (ended by `process` with a `KeyedCoProcessFunction`, or cut by `window` into
-//! windowed connected streams, ended by `join` or `co_group`), and an interval join (after
-//! `interval_join`, bounded by `between`, ended by `process`). The table below lists them;
+//! windowed connected streams, ended by `join` or `co_group`), an interval join (after
+//! `interval_join`, bounded by `between`, ended by `process`), a broadcast stream (after
+//! `broadcast(descriptor)`, the argument of a keyed stream's `connect`) and a keyed stream
+//! connected to a broadcast stream (ended by `process` with a
+//! `KeyedBroadcastProcessFunction`). The table below lists them;
 //! using an operator on another stage is a compile error at the operator that says what is
 //! missing (e.g. "add `.key_by(..)` before it").
 //!
@@ -182,7 +187,11 @@
 //! stream whose timestamps were never chosen, at that stream; `union` and `connect` of a
 //! stream with event time and one without), where the macro can see the sources. A second
 //! key function of another key type than the first is one error at its result (rustc's);
-//! a `KeyedCoProcessFunction` of other input or key types is an error at the function.
+//! a `KeyedCoProcessFunction` or `KeyedBroadcastProcessFunction` of other input, key or
+//! map types is an error at the function. Broadcast state: `broadcast()` without its
+//! descriptor (arity), a keyed stream's `connect` of a stream that is not broadcast (at
+//! the argument) and a broadcast stream connected to a stream that is not keyed (at
+//! `connect`).
 //! Type errors (a closure of the wrong element type, `sum` of a
 //! non-numeric element, a filter not returning `bool`) are rustc's, at the user's closure or
 //! operator. After a macro error the expansion is a placeholder of the pipeline's result
@@ -227,8 +236,8 @@
 //! `{source_id}/{position}:{kind}` (see [`OperatorId`]): positions count operators
 //! after the source from 1 (`key_by`, `union` and `connect` take a position but have no
 //! id, `interval_join` takes two — the builder connects both inputs and keys them; `window`,
-//! `trigger`, `allowed_lateness`, `side_output_late_data`, `state`, `on_timer`, `between`
-//! and the join's late side outputs take none), the kind
+//! `trigger`, `allowed_lateness`, `side_output_late_data`, `state`, `on_timer`, `between`,
+//! `broadcast` and the join's late side outputs take none), the kind
 //! is the table's id kind, and the source id is the literal of `add_source_with_id`,
 //! `from_collection_with_id` or `from_mq_topic_with_id`, `{topic}.{group}` for
 //! `from_mq_topic` (or `source-{n}`, numbered per environment at run time). Keyed state is stored under the

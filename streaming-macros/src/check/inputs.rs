@@ -1,7 +1,8 @@
 //! The rules of operators with a second input (`union`, `connect`, `interval_join`): the
 //! stream argument is at the stage the operator takes, runs on an engine this stream runs
 //! on, and has the event time the operator needs. Each error is at the stream that breaks
-//! the rule: the argument, or the operator for the stream it is called on.
+//! the rule: the argument, or the operator for the stream it is called on (a broadcast
+//! stream connected to a stream that is not keyed).
 
 use super::walk::{At, Walk};
 use super::Cx;
@@ -16,7 +17,9 @@ const CHOOSE_EVENT_TIME: &str = "start it from a source with timestamps \
     `.assign_timestamps_and_watermarks_with(..)` before `key_by`";
 
 /// The rules of the stream argument of `call` (the chain `other`, walked to its end),
-/// which must be at `wanted`, against the stream `this` it is called on.
+/// which must be at `wanted`, against the stream `this` it is called on. Returns whether
+/// the stage after `call` is a guess (the operator meant is of another stage: a broadcast
+/// stream connected to a stream that is not keyed).
 pub(super) fn argument(
     cx: &mut Cx,
     call: &Call,
@@ -24,21 +27,27 @@ pub(super) fn argument(
     wanted: Stage,
     (chain, walk): (&Chain, &Walk<'_>),
     this: &At<'_>,
-) {
+) -> bool {
     let other = &walk.at;
     if other.lost {
         // Its own errors were reported.
-        return;
+        return false;
     }
     let Some(arg) = op
         .stream_argument()
         .and_then(|(i, _)| call.args.exprs().get(i))
     else {
-        return;
+        return false;
     };
     let span = arg.span();
     let what = describe(chain, walk);
-    if !wanted.accepts(other.stage) {
+    if other.stage == Stage::Broadcast && wanted != Stage::Broadcast && op.name == "connect" {
+        cx.err(
+            call.name.span(),
+            broadcast_to_a_stream_not_keyed(this.stage),
+        );
+        return true;
+    } else if !wanted.accepts(other.stage) {
         cx.err(span, stage(op, wanted, &what, walk));
     } else if !this.engines.iter().any(|e| other.engines.contains(e)) {
         cx.err(
@@ -54,6 +63,18 @@ pub(super) fn argument(
     } else if let Some(msg) = time(op, &what, this.time, other.time) {
         cx.err(span, msg);
     }
+    false
+}
+
+/// `connect` of a broadcast stream called on a stream that is not keyed (at `stage`): the
+/// broadcast map is read next to keyed state, so the builder connects only a keyed stream
+/// to it.
+fn broadcast_to_a_stream_not_keyed(stage: Stage) -> String {
+    format!(
+        "`connect` of a broadcast stream applies to a keyed stream, but here it is applied \
+         to {}: add `.key_by(|element| key)` before it, for a `KeyedBroadcastProcessFunction`",
+        stage.noun()
+    )
 }
 
 /// `call` joins by event time: the stream it is called on must carry it.
@@ -88,6 +109,15 @@ fn stage(op: &OpSpec, wanted: Stage, what: &str, walk: &Walk<'_>) -> String {
         (Stage::Stream, Stage::Keyed) => format!(
             ": `{name}` takes a stream before its `key_by`; key the result of `{name}` instead"
         ),
+        (Stage::Broadcast, Stage::Stream | Stage::Processed) => {
+            ": broadcast it with `.broadcast(descriptor)` for a `KeyedBroadcastProcessFunction`, \
+             or `connect` it before this stream's `key_by` and key both inputs with \
+             `.key_by(|&first| key, |&second| key)` for a `KeyedCoProcessFunction`"
+                .to_string()
+        }
+        (Stage::Stream, Stage::Broadcast) => {
+            format!(": `{name}` takes a stream before its `broadcast`")
+        }
         _ => String::new(),
     };
     format!(

@@ -128,6 +128,14 @@ fn stage_hint(wants: &dyn Fn(Stage) -> bool, stage: Stage) -> String {
             "the keyed state of connected streams belongs to a `KeyedCoProcessFunction`: \
              key both inputs with {KEY_BOTH}, then `.process(function)`"
         ),
+        Stage::BroadcastConnected if wants(Stage::KeyedState) => {
+            "the keyed state of a keyed stream connected to a broadcast stream belongs to its \
+             `KeyedBroadcastProcessFunction`: `ctx.state(descriptor)` in `process_element`"
+                .to_string()
+        }
+        Stage::Broadcast => "a broadcast stream is the argument of a keyed stream's \
+             `connect`: name it with `let` and pass it to `.key_by(..).connect(name)`"
+            .to_string(),
         Stage::KeyedConnected if wants(Stage::CoWindowed) => {
             "add `.window(assigner)` before it".to_string()
         }

@@ -224,9 +224,10 @@ fn connected_streams_say_what_they_need() {
     });
     assert_eq!(
         e,
-        "`process` applies to keyed connected streams or an interval join with its bounds, but \
-         here it is applied to connected streams; keyed state and timers need a key: add \
-         `.key_by(|&first| key, |&second| key)` before it"
+        "`process` applies to keyed connected streams, an interval join with its bounds or a \
+         keyed stream connected to a broadcast stream, but here it is applied to connected \
+         streams; keyed state and timers need a key: add `.key_by(|&first| key, |&second| key)` \
+         before it"
     );
     let e = stage_error(parse_quote! {
         let b = env.from_elements(p);
@@ -287,4 +288,129 @@ fn a_fragment_may_name_its_streams() {
         e.len() == 1 && e[0].starts_with("a pipeline fragment ends at a stream"),
         "{e:?}"
     );
+}
+
+#[test]
+fn a_broadcast_connection_counts_the_builders_positions() {
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection_with_id("rules", r).map(f).broadcast(RULES);
+        env.from_collection_with_id("amounts", a)
+            .key_by(k)
+            .connect(rules)
+            .process(Limits)
+            .map(g)
+            .print()
+    };
+    // `broadcast` takes no position; `connect` takes one, as in the builder.
+    assert_eq!(
+        ids(p),
+        [
+            "rules/1:map",
+            "amounts/3:broadcast_process",
+            "amounts/4:map",
+            "amounts/5:sink"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        env.from_collection(a).key_by(k).connect(env.from_collection(r).broadcast(RULES)).process(f).print()
+    };
+    assert_eq!(
+        ids(p),
+        ["source-{n}/3:broadcast_process", "source-{n}/4:sink"]
+    );
+}
+
+#[test]
+fn a_broadcast_stream_connects_to_a_keyed_stream() {
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r);
+        env.from_collection(a).key_by(k).connect(rules).process(f).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`connect` takes a broadcast stream, but `rules` is a stream: broadcast it with \
+             `.broadcast(descriptor)` for a `KeyedBroadcastProcessFunction`, or `connect` it \
+             before this stream's `key_by` and key both inputs with `.key_by(|&first| key, \
+             |&second| key)` for a `KeyedCoProcessFunction`"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r).broadcast(RULES);
+        env.from_collection(a).connect(rules).process(f).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`connect` of a broadcast stream applies to a keyed stream, but here it is applied \
+             to a stream: add `.key_by(|element| key)` before it, for a \
+             `KeyedBroadcastProcessFunction`"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r).broadcast();
+        env.from_collection(a).key_by(k).connect(rules).process(f).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`broadcast` takes 1 argument: `broadcast(descriptor: BroadcastStateDescriptor<BK, \
+             BV>)`, but none were given"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r).broadcast(RULES);
+        env.from_collection(a).union(rules).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`union` takes a stream, but `rules` is a broadcast stream: `union` takes a stream \
+          before its `broadcast`"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        env.from_collection(r).broadcast(RULES).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`print` applies to a stream, but here it is applied to a broadcast stream; a \
+             broadcast stream is the argument of a keyed stream's `connect`: name it with \
+             `let` and pass it to `.key_by(..).connect(name)`"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r).broadcast(RULES);
+        env.from_collection(a).key_by(k).connect(rules).state(n: ValueState<u64> = 0).process(f).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`state` applies to a keyed stream, but here it is applied to a keyed stream \
+             connected to a broadcast stream; the keyed state of a keyed stream connected to \
+             a broadcast stream belongs to its `KeyedBroadcastProcessFunction`: \
+             `ctx.state(descriptor)` in `process_element`"
+        ]
+    );
+}
+
+#[test]
+fn a_broadcast_stream_runs_on_the_engine_and_time_of_the_keyed_stream() {
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r).broadcast(RULES);
+        env.from_mq_topic("amounts", "g").key_by(k).connect(rules).process(f).print()
+    };
+    assert_eq!(
+        errors(p),
+        [
+            "`connect` combines streams of one engine, but this stream runs on the Redis engine \
+          and `rules` on the memory engine"
+        ]
+    );
+    let p: Pipeline = parse_quote! {
+        let rules = env.from_collection(r).broadcast(RULES);
+        env.from_timestamped_collection(a).key_by(k).connect(rules).process(f).print()
+    };
+    assert_eq!(errors(p).len(), 1);
 }

@@ -64,7 +64,7 @@ fn unknown_operator_does_not_cascade() {
     assert_eq!(
         e[0],
         "unknown operator `frobnicate`; on a stream the operators are `map`, `try_map`, `filter`, `flat_map`, \
-         `transform`, `union`, `with_ingestion_time`, `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `connect`, `sink`, `for_each`, `print`, \
+         `transform`, `union`, `with_ingestion_time`, `assign_timestamps_and_watermarks`, `assign_timestamps_and_watermarks_with`, `key_by`, `connect`, `broadcast`, `sink`, `for_each`, `print`, \
          `print_with_prefix` or `collect_vec`"
     );
     assert_eq!(

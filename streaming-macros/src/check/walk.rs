@@ -200,8 +200,9 @@ impl<'a> Walk<'a> {
         let other = call.stream.as_deref()?;
         let start = scope.start_of_argument(cx, other)?;
         let walk = chain(cx, scope, other, start);
-        if !self.at.lost {
-            inputs::argument(cx, call, op, wanted, (other, &walk), &self.at);
+        if !self.at.lost && inputs::argument(cx, call, op, wanted, (other, &walk), &self.at) {
+            // The stage is now a guess: stop stage checks so one mistake gives one error.
+            self.at.lost = true;
         }
         let (checked, end) = walk.finish(other);
         let common: Vec<Engine> = self

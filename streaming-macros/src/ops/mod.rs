@@ -8,8 +8,10 @@
 //!
 //! A name has one row per meaning: `key_by` of a stream (one key function) and of
 //! connected streams (one per input), `process` of a keyed stream (a closure), of keyed
-//! connected streams (a `KeyedCoProcessFunction`) and of an interval join (a closure of
-//! both elements). The rows of one name apply to different stages, which pick the row.
+//! connected streams (a `KeyedCoProcessFunction`), of a keyed stream connected to a
+//! broadcast stream (a `KeyedBroadcastProcessFunction`) and of an interval join (a closure
+//! of both elements); `connect` of a stream (any other stream) and of a keyed stream (a
+//! broadcast stream). The rows of one name apply to different stages, which pick the row.
 
 use std::fmt;
 
@@ -24,12 +26,15 @@ mod apply;
 mod assign_timestamps_and_watermarks;
 mod assign_timestamps_and_watermarks_with;
 mod between;
+mod broadcast;
 mod co_flat_map;
 mod co_group;
 mod co_map;
 mod collect_vec;
 mod connect;
+mod connect_broadcast;
 mod count;
+mod examples;
 mod filter;
 mod flat_map;
 mod for_each;
@@ -56,6 +61,7 @@ mod on_timer;
 mod print;
 mod print_with_prefix;
 mod process;
+mod process_broadcast;
 mod process_connected;
 mod process_function;
 mod process_interval_join;
@@ -131,6 +137,10 @@ pub(crate) enum Stage {
     IntervalJoin,
     /// A `BoundedIntervalJoin` (after `between`).
     BoundedJoin,
+    /// A `BroadcastStream` (after `broadcast`): the argument of a keyed stream's `connect`.
+    Broadcast,
+    /// A `BroadcastConnectedStream` (a keyed stream after `connect` of a broadcast stream).
+    BroadcastConnected,
     /// After the sink: the pipeline is complete.
     Done,
 }
@@ -150,6 +160,8 @@ impl Stage {
             Stage::CoWindowed => "windowed connected streams",
             Stage::IntervalJoin => "an interval join without its bounds",
             Stage::BoundedJoin => "an interval join with its bounds",
+            Stage::Broadcast => "a broadcast stream",
+            Stage::BroadcastConnected => "a keyed stream connected to a broadcast stream",
             Stage::Done => "a finished pipeline",
         }
     }
@@ -163,6 +175,8 @@ impl Stage {
                 | Stage::CoWindowed
                 | Stage::IntervalJoin
                 | Stage::BoundedJoin
+                | Stage::Broadcast
+                | Stage::BroadcastConnected
         )
     }
 
@@ -349,10 +363,12 @@ impl OpSpec {
     }
 
     /// Whether it belongs to pipelines of several inputs: it takes another stream, or
-    /// applies only to the stages of several inputs.
+    /// applies only to the stages of several inputs, or makes a stream only another
+    /// stream's operator takes (`broadcast`).
     pub(crate) fn of_several_inputs(&self) -> bool {
         self.stream_argument().is_some()
             || self.variants.iter().all(|v| v.applies.of_several_inputs())
+            || self.variants.iter().all(|v| v.produces.of_several_inputs())
     }
 
     /// The signature as written in messages: `name(arg, arg)`.
@@ -434,6 +450,9 @@ pub(crate) const TABLE: &[&OpSpec] = &[
     &side_output_late_firsts::SPEC,
     &side_output_late_seconds::SPEC,
     &process_interval_join::SPEC,
+    &broadcast::SPEC,
+    &connect_broadcast::SPEC,
+    &process_broadcast::SPEC,
     &sink::SPEC,
     &for_each::SPEC,
     &print::SPEC,
@@ -515,95 +534,4 @@ pub(crate) mod prelude {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Rows of one name apply to different stages (the stage picks the row) and share
-    /// their role and their kind of arguments' parsing.
-    #[test]
-    fn rows_of_a_name_apply_to_different_stages_and_every_operator_applies_somewhere() {
-        for (i, op) in TABLE.iter().enumerate() {
-            assert!(!op.variants.is_empty(), "{}", op.name);
-            assert!(!op.engines.is_empty(), "{}", op.name);
-            for other in TABLE[i + 1..].iter().filter(|o| o.name == op.name) {
-                // The first row is the one-input meaning: its reference section keeps the
-                // plain name.
-                assert!(!lookup(op.name).unwrap().of_several_inputs(), "{}", op.name);
-                assert_eq!(other.role, op.role, "{}", op.name);
-                assert_eq!(
-                    other.args.iter().any(|a| a.kind == ArgKind::StateDecls),
-                    op.args.iter().any(|a| a.kind == ArgKind::StateDecls),
-                    "{}",
-                    op.name
-                );
-                for v in op.variants {
-                    assert!(
-                        other.variant_at(v.applies).is_none(),
-                        "two rows of `{}` apply to {}",
-                        op.name,
-                        v.applies
-                    );
-                }
-            }
-        }
-    }
-
-    /// Every builder method (and every memory-engine source and terminal operation) is an operator (drift detector: a method
-    /// added to the core's builder fails this test until it joins the table).
-    #[test]
-    fn the_table_covers_the_memory_builder() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../streaming/src");
-        let not_operators = [
-            "new",
-            "enable_checkpointing",
-            "checkpoint_coordinator",
-            "next_operator_id",
-            "partitions",
-            // The environment's failing-record policy, not an operator.
-            "on_record_error",
-            "record_error_policy",
-            // Connected streams as one stream of `CoInput`s: the builder's way to use any
-            // stream operator on both inputs, which `co_map` and `key_by` cover here.
-            "tagged",
-        ];
-        let files = [
-            "dataflow/stream.rs",
-            "dataflow/keyed.rs",
-            "dataflow/windowed.rs",
-            "dataflow/union.rs",
-            "dataflow/interval_join.rs",
-            "dataflow/window_join.rs",
-            "memory/env.rs",
-            "memory/partition.rs",
-            "memory/run.rs",
-            "memory/timestamps.rs",
-        ];
-        for file in files {
-            let text = std::fs::read_to_string(root.join(file)).unwrap();
-            for line in text.lines() {
-                let Some(rest) = line.trim_start().strip_prefix("pub fn ") else {
-                    continue;
-                };
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !not_operators.contains(&name.as_str()) {
-                    assert!(
-                        lookup(&name).is_some(),
-                        "builder method `{name}` ({file}) is not in the operator table"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn suggestions() {
-        assert_eq!(did_you_mean("flatmap"), Some("flat_map"));
-        assert_eq!(did_you_mean("keyby"), Some("key_by"));
-        assert_eq!(did_you_mean("collect"), Some("collect_vec"));
-        assert_eq!(did_you_mean("windw"), Some("window"));
-        assert_eq!(did_you_mean("zzzzzz"), None);
-    }
-}
+mod tests;

@@ -104,6 +104,11 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for BroadcastKey<K> {
 /// The broadcast map is the same on every partition only if `process_broadcast_element`
 /// gives the same result everywhere: make it depend on the element and the map alone
 /// (no clock, no randomness).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a keyed broadcast process function of key `{K}`, keyed input `{A}`, broadcast input `{B}` and broadcast map `{BK}` -> `{BV}`",
+    label = "expected an `impl KeyedBroadcastProcessFunction<{K}, {A}, {B}, {BK}, {BV}>`",
+    note = "`process` on a keyed stream connected to a broadcast stream takes a function of the keyed stream's key and element types, the broadcast stream's element type, and the map types of the descriptor given to `broadcast`, in that order"
+)]
 pub trait KeyedBroadcastProcessFunction<K, A, B, BK, BV> {
     /// The output record type.
     type Out;

@@ -28,7 +28,7 @@ use std::marker::PhantomData;
 #[diagnostic::on_unimplemented(
     message = "a stream of `{Other}` cannot be broadcast to a stream of `{Self}`",
     label = "this engine does not run broadcast inputs",
-    note = "broadcast state runs on the memory engine (collection and user sources); the Redis engine does not run it yet"
+    note = "both inputs must come from sources of one engine: on the memory engine collection and user sources (not `from_collection_partitioned`), on the Redis engine topics of one `RedisEnv` (`from_mq_topic`; the broadcast topic has one partition)"
 )]
 pub trait CombineBroadcast<Other>: CombineRoots<Other> {
     /// The combined root of a keyed stream's root and a broadcast input's root.
