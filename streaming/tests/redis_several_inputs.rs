@@ -193,6 +193,69 @@ fn key_of(m: &Message) -> String {
     m.key.as_deref().unwrap_or_default().to_string()
 }
 
+/// A stream–table enrichment over a backlog: customers and orders produced before the
+/// job starts, at very different rates — customer `a` renamed every 30 minutes while
+/// its orders come every 7 hours, customer `b` renamed once while its orders come every
+/// hour. Each order meets the customer record of its own time in both directions: the
+/// inputs are read in step by event time, an input ahead waits for the other (batches of
+/// 10 entries of each input would otherwise run days of one input against hours of the
+/// other).
+#[test]
+fn an_enrichment_over_a_backlog_meets_the_customer_record_of_each_orders_time() {
+    const HOUR: i64 = 3_600_000;
+    let s = setup("several-in-step");
+    create(&s, "customers", 1);
+    create(&s, "orders", 1);
+    let t0 = 1_700_000_000_000;
+    // (customer, name or order number, event time): no order at a customer's time.
+    let mut customers: Vec<(&str, String, i64)> = (0..96)
+        .map(|i| ("a", format!("a{i}"), t0 + i * HOUR / 2))
+        .chain([("b", "b0".into(), t0), ("b", "b1".into(), t0 + 24 * HOUR)])
+        .collect();
+    customers.sort_by_key(|c| c.2);
+    let mut orders: Vec<(&str, String, i64)> = (0..48)
+        .map(|h| ("b", (100 + h).to_string(), t0 + h * HOUR + 7 * 60_000))
+        .chain((0..7).map(|k| ("a", k.to_string(), t0 + k * 7 * HOUR + 7 * 60_000)))
+        .collect();
+    orders.sort_by_key(|o| o.2);
+    let timed = |records: &[(&str, String, i64)]| -> Vec<(String, String, i64)> {
+        (records.iter())
+            .map(|(k, v, t)| (k.to_string(), v.clone(), *t))
+            .collect()
+    };
+    for (topic, records) in [("customers", timed(&customers)), ("orders", timed(&orders))] {
+        let records: Vec<(&str, &str, i64)> = (records.iter())
+            .map(|(k, v, t)| (k.as_str(), v.as_str(), *t))
+            .collect();
+        send_timed(&s, topic, &records);
+    }
+    let mut expected: Vec<String> = (orders.iter())
+        .map(|(key, n, t)| {
+            let latest = (customers.iter()).rfind(|c| c.0 == *key && c.2 < *t);
+            format!("{}: {n}", latest.unwrap().1)
+        })
+        .collect();
+    expected.sort();
+
+    let redis = env(&s, "several-in-step");
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("customers", "enrich", earliest(10))
+        .connect(redis.from_mq_topic_with_options("orders", "enrich-orders", earliest(10)))
+        .key_by(key_of, key_of)
+        .process(Enrich)
+        .sink(out.clone())
+        .unwrap();
+    let job = redis.blocking_start().unwrap();
+    assert!(job
+        .blocking_await_caught_up(Duration::from_secs(60))
+        .unwrap());
+    job.blocking_shutdown(Duration::MAX);
+    let mut lines = out.snapshot();
+    lines.sort();
+    assert_eq!(lines, expected);
+}
+
 #[test]
 fn connected_topics_share_keyed_state_and_a_bad_record_goes_to_its_own_topics_dead_letters() {
     let s = setup("several-connect");

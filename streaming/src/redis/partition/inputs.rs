@@ -17,6 +17,7 @@ use crate::mq::reader::{PartitionReader, Position, ReadBatch, ReadMode};
 use crate::mq::topic::parse_xinfo_groups;
 use crate::mq::{Connection, Message, StartPolicy};
 use crate::redis::job::checkpoint::INPUT_FIELD;
+use crate::redis::partition::align::Queue;
 use crate::redis::partition::context::{Ctx, InputSpec};
 use crate::Error;
 use std::time::Duration;
@@ -29,8 +30,11 @@ struct Input {
     reader: Option<PartitionReader>,
     /// The position the last commit left (or the take chose).
     committed: Option<String>,
-    /// The last id the uncommitted batch read.
+    /// The last id the uncommitted batch released (see [`align`](super::align)): the
+    /// position its commit writes.
     read: Option<String>,
+    /// Its entries read and not released yet.
+    queue: Queue,
     /// The take chose the position (none was stored): the next commit writes it.
     chosen: bool,
     /// Its `streaming_consumer_lag` gauge, registered at its first sample.
@@ -60,6 +64,7 @@ impl OtherInputs {
                 reader: None,
                 committed: None,
                 read: None,
+                queue: Queue::default(),
                 chosen: false,
                 lag: None,
                 partition: if i.broadcast { 0 } else { p },
@@ -91,6 +96,7 @@ impl OtherInputs {
         for input in &mut self.inputs {
             let (topic, group) = (input.spec.topic.as_str(), input.spec.group.as_str());
             input.read = None;
+            input.queue.clear();
             let stored: Option<String> =
                 redis::cmd("GET").arg(&input.key).query_async(conn).await?;
             input.chosen = stored.is_none();
@@ -140,9 +146,14 @@ impl OtherInputs {
         self.inputs.iter().any(|i| i.chosen)
     }
 
-    /// Reads up to `count` entries of each input (without waiting) and merges them with
-    /// the first topic's entries of the batch (`msgs`) in event-time order, each input's
-    /// own order kept (see [`merge_by_time`]).
+    /// Whether an input is read in step with the first topic by event time (every input
+    /// but a broadcast one; see [`align`](super::align)).
+    pub(in crate::redis) fn aligned(&self) -> bool {
+        self.inputs.iter().any(|i| !i.spec.broadcast)
+    }
+
+    /// Reads up to `count` entries of each input (without waiting) into its queue — but
+    /// of an input whose queue still holds entries (it is ahead).
     ///
     /// # Errors
     /// [`Error::Fenced`] when an input's lease was lost; [`Error::Redis`].
@@ -151,23 +162,43 @@ impl OtherInputs {
         ctx: &Ctx<'_>,
         conn: &mut Connection,
         count: usize,
-        msgs: &mut Vec<Message>,
     ) -> Result<(), Error> {
-        let mut read = vec![std::mem::take(msgs)];
         for input in &mut self.inputs {
+            if input.queue.holds() {
+                input.queue.not_read();
+                continue;
+            }
             let batch = if input.follower {
                 follow(ctx, conn, input, count).await?
             } else {
                 let reader = input.reader.as_mut().ok_or_else(not_taken)?;
                 reader.read(conn, count, Duration::ZERO).await?
             };
-            if let Some(last) = batch.ids.last() {
-                input.read = Some(last.clone());
-            }
-            read.push(batch.messages);
+            input.queue.push(batch, count);
         }
-        *msgs = merge_by_time(read);
         Ok(())
+    }
+
+    /// The queues of the inputs read in step (not the broadcast ones).
+    pub(in crate::redis) fn queues(&self) -> impl Iterator<Item = &Queue> {
+        (self.inputs.iter())
+            .filter(|i| !i.spec.broadcast)
+            .map(|i| &i.queue)
+    }
+
+    /// Releases each input's entries up to event time `upto` (`None`: all; a broadcast
+    /// input's always all), in the inputs' order; the last id released is the input's
+    /// position when the batch commits.
+    pub(in crate::redis) fn release_entries(&mut self, upto: Option<i64>) -> Vec<Vec<Message>> {
+        (self.inputs.iter_mut())
+            .map(|input| {
+                let released = input.queue.release(upto.filter(|_| !input.spec.broadcast));
+                if released.last.is_some() {
+                    input.read = released.last;
+                }
+                released.msgs
+            })
+            .collect()
     }
 
     /// Whether the batch read anything of the other inputs.
@@ -283,6 +314,7 @@ impl OtherInputs {
         for input in &mut self.inputs {
             input.reader = None;
             input.read = None;
+            input.queue.clear();
         }
     }
 }
@@ -338,7 +370,7 @@ async fn start_position(
 /// order and the inputs interleave by event time (what Kafka Streams does across the
 /// partitions of a task) — an order enriched from a customer stream meets the customer
 /// records of its time in the batch rather than all of the batch's.
-fn merge_by_time(inputs: Vec<Vec<Message>>) -> Vec<Message> {
+pub(in crate::redis) fn merge_by_time(inputs: Vec<Vec<Message>>) -> Vec<Message> {
     if inputs.iter().filter(|m| !m.is_empty()).count() <= 1 {
         return inputs.into_iter().flatten().collect();
     }

@@ -20,6 +20,7 @@ macro_rules! part_span {
 }
 
 pub(crate) mod ack;
+pub(crate) mod align;
 pub(crate) mod batch;
 pub(crate) mod cache;
 pub(crate) mod checkpoint_part;

@@ -7,6 +7,7 @@ use crate::mq::lease::{Fence, Lease};
 use crate::mq::reader::{PartitionReader, Position};
 use crate::mq::{Backoff, Connection};
 use crate::redis::partition::ack;
+use crate::redis::partition::align::Queue;
 use crate::redis::partition::context::Ctx;
 use crate::redis::partition::inputs::OtherInputs;
 use crate::Error;
@@ -27,6 +28,9 @@ pub(in crate::redis) struct Ownership {
     pub(in crate::redis) reader: Option<PartitionReader>,
     /// The pipeline's other inputs' partitions, taken with this one.
     pub(in crate::redis) others: OtherInputs,
+    /// The partition's entries read and held back for the other inputs (see
+    /// [`align`](super::align)).
+    pub(in crate::redis) held: Queue,
     /// The partition must be taken (again) before it runs: not taken yet, its lease was
     /// lost, or a failure reset it to its last commit.
     must_take: bool,
@@ -45,6 +49,7 @@ impl Ownership {
             partition,
             reader: None,
             others,
+            held: Queue::default(),
             must_take: true,
             next_renew: now,
             retry_at: now,
@@ -83,6 +88,7 @@ impl Ownership {
     /// The partition's lease was lost: it is taken again as soon as the lease is free.
     pub(in crate::redis) fn lost(&mut self) {
         self.reader = None;
+        self.held.clear();
         self.others.lost();
         self.must_take = true;
         self.retry_at = Instant::now();
@@ -127,6 +133,8 @@ impl Ownership {
         ctx: &Ctx<'_>,
         conn: &mut Connection,
     ) -> Result<(), Error> {
+        // What was held back is read again from the committed position.
+        self.held.clear();
         let (spec, config) = (ctx.spec, &ctx.spec.config);
         let (mode, from_frontier) = ack::reading(config);
         let at = ctx.at(self.partition);
