@@ -350,6 +350,19 @@ fn a_topic_combined_with_itself_is_refused_when_the_pipeline_is_registered() {
         ),
         "{err:?}"
     );
+    // With one group and the default source ids the rule is the same (not the source
+    // ids', whose remedy would not help).
+    let err = counts!(
+        redis.from_mq_topic("same", "g"),
+        redis.from_mq_topic("same", "g")
+    )
+    .sink(CollectSink::new())
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("topic `same` is an input of the pipeline twice"),
+        "{err}"
+    );
 }
 
 /// `(key, payload)` messages of `topic` at their event times.

@@ -336,6 +336,10 @@ impl RedisEnv {
             op: "register",
             reason,
         };
+        // A topic combined with itself first: its inputs' default source ids clash too,
+        // and a new source id would not help.
+        let these = reads(def.as_ref());
+        check_distinct(&these)?;
         let ids = std::iter::once(source_id.to_owned())
             .chain(def.inputs().into_iter().map(|i| i.source_id));
         let mut seen = std::collections::HashSet::new();
@@ -376,8 +380,6 @@ impl RedisEnv {
                 "the job was already started: register every pipeline before starting it".into(),
             ));
         }
-        let these = reads(def.as_ref());
-        check_distinct(&these)?;
         let taken =
             (st.pipelines.iter().flat_map(|p| reads(p.as_ref()))).find(|read| these.contains(read));
         if let Some((topic, group)) = taken {
