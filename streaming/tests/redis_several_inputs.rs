@@ -189,6 +189,19 @@ impl KeyedCoProcessFunction<String, Message, Message> for Enrich {
     }
 }
 
+/// Registers [`Enrich`] over topics `customers` (first) and `orders`; returns its output.
+fn enrichment(redis: &RedisEnv) -> CollectSink<String> {
+    let out = CollectSink::new();
+    redis
+        .from_mq_topic_with_options("customers", "enrich", earliest(10))
+        .connect(redis.from_mq_topic_with_options("orders", "enrich-orders", earliest(10)))
+        .key_by(key_of, key_of)
+        .process(Enrich)
+        .sink(out.clone())
+        .unwrap();
+    out
+}
+
 fn key_of(m: &Message) -> String {
     m.key.as_deref().unwrap_or_default().to_string()
 }
@@ -238,14 +251,7 @@ fn an_enrichment_over_a_backlog_meets_the_customer_record_of_each_orders_time() 
     expected.sort();
 
     let redis = env(&s, "several-in-step");
-    let out = CollectSink::new();
-    redis
-        .from_mq_topic_with_options("customers", "enrich", earliest(10))
-        .connect(redis.from_mq_topic_with_options("orders", "enrich-orders", earliest(10)))
-        .key_by(key_of, key_of)
-        .process(Enrich)
-        .sink(out.clone())
-        .unwrap();
+    let out = enrichment(&redis);
     let job = redis.blocking_start().unwrap();
     assert!(job
         .blocking_await_caught_up(Duration::from_secs(60))
@@ -268,14 +274,7 @@ fn connected_topics_share_keyed_state_and_a_bad_record_goes_to_its_own_topics_de
         &[("1", "30"), ("2", "5"), ("3", "x"), ("2", "7")],
     );
     let redis = env(&s, "several-connect");
-    let out = CollectSink::new();
-    redis
-        .from_mq_topic_with_options("customers", "enrich", earliest(10))
-        .connect(redis.from_mq_topic_with_options("orders", "enrich-orders", earliest(10)))
-        .key_by(key_of, key_of)
-        .process(Enrich)
-        .sink(out.clone())
-        .unwrap();
+    let out = enrichment(&redis);
     let job = redis.blocking_start().unwrap();
     let mq = s.mq();
     let letters = || s.rt.block_on(mq.dead_letters("orders", 10)).unwrap();

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a sink of `{T}`, the element type arriving here",
     label = "the stream's elements are `{T}`; this sink does not take them",
-    note = "map the stream to the type the sink takes first, or give the sink the stream's element type (e.g. `RedisListSink::<{T}>::new(..)`)"
+    note = "map the stream to the type the sink takes first, or give the sink the stream's element type (e.g. `RedisListSink::<{T}>::new(..)`); a sink that stores JSON takes serde `Serialize` elements only (`Message` is not one: map it to your own type)"
 )]
 pub trait Sink<T> {
     /// Prepares the sink. The default does nothing.
